@@ -1,0 +1,287 @@
+//! sift-cc: congestion controllers behind one trait.
+//!
+//! A controller is a plain struct fed events by the recovery module. It owns no
+//! timers and never reads the clock: every event carries `now`. Windows are in
+//! bytes; the papers speak in packets, so every controller is built with the
+//! connection's maximum segment size (`mss`) and converts.
+//!
+//! This crate knows nothing of `sift`: the dependency points one way only.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub mod reno;
+
+pub use reno::{Reno, RenoConfig};
+
+/// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RttSample {
+    /// The sample taken from this ACK (`latest_rtt`).
+    pub latest: Duration,
+    /// The smallest sample over the connection (`min_rtt`).
+    pub min: Duration,
+    /// The exponentially weighted mean (`smoothed_rtt`).
+    pub smoothed: Duration,
+    /// The mean deviation (`rttvar`).
+    pub variance: Duration,
+}
+
+/// What one ACK frame newly acknowledged. Delivered once per ACK frame that
+/// acknowledges at least one new ack-eliciting packet.
+#[derive(Clone, Debug)]
+pub struct AckEvent {
+    /// When the ACK was processed.
+    pub now: Instant,
+    /// Bytes newly acknowledged by this ACK (exact, from the ACK ranges).
+    pub acked_bytes: u64,
+    /// Packets newly acknowledged by this ACK.
+    pub acked_packets: u64,
+    /// Largest packet number newly acknowledged.
+    pub largest_acked: u64,
+    /// When the largest newly acknowledged packet was sent.
+    pub largest_acked_sent_time: Instant,
+    /// RTT estimates after this ACK was applied. `latest` is a fresh sample only
+    /// if `rtt_sampled` is true.
+    pub rtt: RttSample,
+    /// Whether this ACK produced an RTT sample (its largest acked was newly
+    /// acked and ack-eliciting).
+    pub rtt_sampled: bool,
+    /// Bytes in flight after the acknowledged packets were removed.
+    pub bytes_in_flight: u64,
+    /// The sender was application-limited when the acked packets were sent:
+    /// the window must not grow (RFC 9002 §7.8).
+    pub app_limited: bool,
+    /// Every newly acked packet was sent before the current recovery period
+    /// began: the window must not grow, estimators may still update.
+    pub in_recovery: bool,
+}
+
+/// A congestion event: packets declared lost, at most once per recovery period
+/// (or for every loss when the recovery policy turns the one-reduction rule off).
+#[derive(Clone, Debug)]
+pub struct LossEvent {
+    /// When the loss was declared.
+    pub now: Instant,
+    /// Packet numbers declared lost in this event (for verdict reporting).
+    pub lost_packets: Vec<u64>,
+    /// Bytes declared lost in this event.
+    pub lost_bytes: u64,
+    /// When the newest lost packet was sent.
+    pub largest_lost_sent_time: Instant,
+    /// Bytes in flight after the lost packets were removed.
+    pub bytes_in_flight: u64,
+    /// RTT estimates at the time of the loss.
+    pub rtt: RttSample,
+    /// A timeout-class event: RFC 9002 persistent congestion, or a
+    /// retransmission timeout under a classic policy. Collapse the window.
+    pub persistent: bool,
+}
+
+/// The sender learnt (from a CORRUPTED frame) that packets reached the
+/// receiver with a good header and a damaged payload: a link error, not a
+/// queue overflow (TCP HACK, Balan et al. 2002).
+#[derive(Clone, Debug)]
+pub struct CorruptionEvent {
+    /// When the notice was processed.
+    pub now: Instant,
+    /// Packet numbers named by the notice that were still outstanding.
+    pub corrupted_packets: Vec<u64>,
+    /// Their bytes, which have left bytes-in-flight.
+    pub corrupted_bytes: u64,
+    /// Bytes in flight after they were removed.
+    pub bytes_in_flight: u64,
+    /// RTT estimates at the time of the notice.
+    pub rtt: RttSample,
+}
+
+/// A controller's judgement of why packets were lost. The simulator compares
+/// it against ground truth to build the loss-classification confusion matrix
+/// (Fu & Liew 2003, Table I).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossVerdict {
+    /// The controller believes the loss came from a full queue.
+    Congestive,
+    /// The controller believes the loss came from the link (bit errors).
+    Random,
+}
+
+/// Knobs a controller turns in the recovery module (loss detection), not in
+/// its own window arithmetic. Vegas's algorithms C, D and E live here
+/// (Hengartner et al., §VI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryPolicy {
+    /// Vegas C: on an ACK that leaves a gap, retransmit the oldest unacked
+    /// packet at once if it has been outstanding longer than the fine-grained
+    /// timeout (srtt + 4·rttvar), without waiting for the packet threshold.
+    pub fine_grained_early_retransmit: bool,
+    /// Vegas D: after a retransmission, an ACK that acknowledges new data but
+    /// leaves older packets unacked (a partial ACK) retransmits the next
+    /// unacked packet at once.
+    pub retransmit_on_partial_ack: bool,
+    /// Vegas E / RFC 9002 §7.3.2: at most one window reduction per round trip
+    /// (recovery period). Off: every loss event reaches `on_congestion`.
+    pub one_reduction_per_window: bool,
+}
+
+impl Default for RecoveryPolicy {
+    /// RFC 9002 behaviour: packet and time thresholds only, one reduction per
+    /// recovery period.
+    fn default() -> Self {
+        Self {
+            fine_grained_early_retransmit: false,
+            retransmit_on_partial_ack: false,
+            one_reduction_per_window: true,
+        }
+    }
+}
+
+/// Where the controller is in its cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    SlowStart,
+    CongestionAvoidance,
+    Recovery,
+}
+
+/// A snapshot of a controller's state, for `Stats`, logs and simulator time
+/// series. `fields` carries algorithm-specific values under stable names
+/// (e.g. `backlog_packets` for Veno's N, `bwe_bps` for Westwood).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub algorithm: String,
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    pub phase: Phase,
+    /// The most recent loss verdict, if the controller has made one.
+    pub last_verdict: Option<LossVerdict>,
+    #[serde(default)]
+    pub fields: BTreeMap<String, f64>,
+}
+
+/// A congestion controller. See the module docs for the contract.
+pub trait CongestionControl: Send + Debug {
+    /// A packet of `bytes` counted in flight was sent; `bytes_in_flight`
+    /// includes it.
+    fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64);
+
+    /// One ACK frame newly acknowledged data.
+    fn on_ack(&mut self, ack: &AckEvent);
+
+    /// Packets were declared lost. Returns the controller's verdict, which the
+    /// caller records against the packets in `ev.lost_packets`.
+    fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict;
+
+    /// Packets were reported corrupted by the receiver (HACK). By default the
+    /// window is left alone: corruption is not congestion.
+    fn on_corruption(&mut self, _ev: &CorruptionEvent) {}
+
+    /// The congestion window, in bytes.
+    fn window(&self) -> u64;
+
+    /// The slow-start threshold, in bytes (`u64::MAX` until the first loss).
+    fn ssthresh(&self) -> u64;
+
+    /// A pacing rate in bytes per second, if the controller wants one; the
+    /// recovery module otherwise paces at 1.25·cwnd/srtt.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+
+    /// How the recovery module should detect loss for this controller.
+    fn recovery_policy(&self) -> RecoveryPolicy {
+        RecoveryPolicy::default()
+    }
+
+    /// A snapshot for stats and time series.
+    fn metrics(&self) -> Metrics;
+}
+
+/// Which controller to run and its parameters, with serde for scenario files
+/// and `FromStr` for `--cc NAME` (paper defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum CcConfig {
+    Reno(RenoConfig),
+}
+
+impl CcConfig {
+    /// Every name `FromStr` accepts.
+    pub const NAMES: &'static [&'static str] = &["reno"];
+
+    /// The name this configuration is selected by.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CcConfig::Reno(_) => "reno",
+        }
+    }
+
+    /// Builds the controller for a connection whose packets carry at most
+    /// `mss` bytes counted against the window.
+    pub fn build(&self, mss: u64) -> Box<dyn CongestionControl> {
+        match self {
+            CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
+        }
+    }
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig::Reno(RenoConfig::default())
+    }
+}
+
+/// `--cc` named a controller sift does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown congestion controller {name:?} (expected one of: {})", CcConfig::NAMES.join(", "))]
+pub struct UnknownController {
+    pub name: String,
+}
+
+impl FromStr for CcConfig {
+    type Err = UnknownController;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
+            other => Err(UnknownController {
+                name: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// Floor for every window: two packets (RFC 9002 kMinimumWindow).
+pub fn minimum_window(mss: u64) -> u64 {
+    2 * mss
+}
+
+/// Shared slow-start / congestion-avoidance arithmetic. In slow start the
+/// window grows by the bytes acked (RFC 5681 §3.1 with RFC 3465 byte counting);
+/// in congestion avoidance by mss·acked/cwnd per ACK, accumulated in
+/// `bytes_acked_in_ca` so fractional growth is never lost.
+#[derive(Clone, Debug, Default)]
+pub struct AdditiveIncrease {
+    /// Bytes acked since the window last grew by one mss in avoidance.
+    pub bytes_acked_in_ca: u64,
+}
+
+impl AdditiveIncrease {
+    /// Congestion avoidance: returns the new window after `acked` bytes were
+    /// acknowledged at window `cwnd` (grows by one mss per window acked).
+    pub fn grow(&mut self, cwnd: u64, acked: u64, mss: u64) -> u64 {
+        self.bytes_acked_in_ca += acked;
+        let mut cwnd = cwnd;
+        while self.bytes_acked_in_ca >= cwnd {
+            self.bytes_acked_in_ca -= cwnd;
+            cwnd += mss;
+        }
+        cwnd
+    }
+}

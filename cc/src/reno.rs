@@ -1,0 +1,246 @@
+//! NewReno as RFC 9002 §7 writes it (RFC 5681 arithmetic, byte counting).
+//!
+//! The baseline every paper compares against. Two knobs the papers turn: the
+//! initial window (1 or 2 packets in the 2002 testbeds, 10 today) and what a
+//! timeout does to the window (RFC 9002 collapses to 2 packets, classic TCP
+//! to 1).
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict,
+    Metrics, Phase,
+};
+
+/// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
+/// sift counts whole packets).
+pub const INITIAL_WINDOW_PACKETS: u64 = 10;
+/// RFC 9002 §7.3.2 kLossReductionFactor = 0.5 (β in RFC 5681).
+pub const LOSS_REDUCTION: (u64, u64) = (1, 2);
+
+/// Reno's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenoConfig {
+    /// Initial window in packets.
+    pub initial_window_packets: u64,
+    /// Window after a timeout (persistent congestion), in packets: RFC 9002
+    /// uses 2 (kMinimumWindow); classic TCP (RFC 5681 §3.1) uses 1.
+    pub timeout_window_packets: u64,
+}
+
+impl Default for RenoConfig {
+    fn default() -> Self {
+        Self {
+            initial_window_packets: INITIAL_WINDOW_PACKETS,
+            timeout_window_packets: 2,
+        }
+    }
+}
+
+/// The Reno controller.
+#[derive(Debug, Clone)]
+pub struct Reno {
+    config: RenoConfig,
+    mss: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    increase: AdditiveIncrease,
+    in_recovery: bool,
+}
+
+impl Reno {
+    /// A controller for packets of `mss` bytes.
+    pub fn new(config: RenoConfig, mss: u64) -> Self {
+        let cwnd = config.initial_window_packets.max(1) * mss;
+        Self {
+            config,
+            mss,
+            cwnd,
+            ssthresh: u64::MAX,
+            increase: AdditiveIncrease::default(),
+            in_recovery: false,
+        }
+    }
+}
+
+impl CongestionControl for Reno {
+    fn on_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
+
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if ack.in_recovery {
+            return;
+        }
+        self.in_recovery = false;
+        if ack.app_limited {
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            // Slow start: one mss per mss acked, but never past ssthresh in
+            // one step (the rest of this ACK grows the window linearly).
+            let room = self.ssthresh - self.cwnd;
+            let slow = ack.acked_bytes.min(room);
+            self.cwnd += slow;
+            let rest = ack.acked_bytes - slow;
+            if rest > 0 {
+                self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
+            }
+        } else {
+            self.cwnd = self.increase.grow(self.cwnd, ack.acked_bytes, self.mss);
+        }
+    }
+
+    fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
+        let (num, den) = LOSS_REDUCTION;
+        self.ssthresh = (self.cwnd * num / den).max(minimum_window(self.mss));
+        self.cwnd = if ev.persistent {
+            self.config.timeout_window_packets.max(1) * self.mss
+        } else {
+            self.ssthresh
+        };
+        self.increase = AdditiveIncrease::default();
+        self.in_recovery = !ev.persistent;
+        LossVerdict::Congestive
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            algorithm: "reno".into(),
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            phase: if self.in_recovery {
+                Phase::Recovery
+            } else if self.cwnd < self.ssthresh {
+                Phase::SlowStart
+            } else {
+                Phase::CongestionAvoidance
+            },
+            last_verdict: None,
+            fields: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RttSample;
+    use std::time::Duration;
+
+    const MSS: u64 = 1000;
+
+    fn rtt() -> RttSample {
+        let d = Duration::from_millis(100);
+        RttSample {
+            latest: d,
+            min: d,
+            smoothed: d,
+            variance: d / 2,
+        }
+    }
+
+    fn ack(now: Instant, bytes: u64) -> AckEvent {
+        AckEvent {
+            now,
+            acked_bytes: bytes,
+            acked_packets: bytes / MSS,
+            largest_acked: 0,
+            largest_acked_sent_time: now,
+            rtt: rtt(),
+            rtt_sampled: true,
+            bytes_in_flight: 0,
+            app_limited: false,
+            in_recovery: false,
+        }
+    }
+
+    fn loss(now: Instant, persistent: bool) -> LossEvent {
+        LossEvent {
+            now,
+            lost_packets: vec![1],
+            lost_bytes: MSS,
+            largest_lost_sent_time: now,
+            bytes_in_flight: 0,
+            rtt: rtt(),
+            persistent,
+        }
+    }
+
+    #[test]
+    fn slow_start_doubles_per_window_then_halves_on_loss() {
+        let now = Instant::now();
+        let mut reno = Reno::new(RenoConfig::default(), MSS);
+        // IW = 10 packets = 10_000 bytes; acking a full window doubles it.
+        reno.on_ack(&ack(now, 10_000));
+        assert_eq!(reno.window(), 20_000);
+        // Loss: ssthresh = cwnd/2 = 10_000, cwnd = ssthresh.
+        assert_eq!(reno.on_congestion(&loss(now, false)), LossVerdict::Congestive);
+        assert_eq!((reno.window(), reno.ssthresh()), (10_000, 10_000));
+    }
+
+    #[test]
+    fn avoidance_adds_one_mss_per_window_acked() {
+        let now = Instant::now();
+        let mut reno = Reno::new(RenoConfig::default(), MSS);
+        reno.on_congestion(&loss(now, false)); // cwnd = ssthresh = 5_000
+        assert_eq!(reno.window(), 5_000);
+        // Four ACKs of 1_000: 4_000 < 5_000 acked, no growth yet.
+        for _ in 0..4 {
+            reno.on_ack(&ack(now, 1_000));
+        }
+        assert_eq!(reno.window(), 5_000);
+        // The fifth completes a window: +1 mss.
+        reno.on_ack(&ack(now, 1_000));
+        assert_eq!(reno.window(), 6_000);
+    }
+
+    #[test]
+    fn no_growth_in_recovery_or_when_app_limited() {
+        let now = Instant::now();
+        let mut reno = Reno::new(RenoConfig::default(), MSS);
+        let mut a = ack(now, 5_000);
+        a.in_recovery = true;
+        reno.on_ack(&a);
+        a.in_recovery = false;
+        a.app_limited = true;
+        reno.on_ack(&a);
+        assert_eq!(reno.window(), 10_000);
+    }
+
+    #[test]
+    fn timeout_collapses_to_configured_window() {
+        let now = Instant::now();
+        let mut rfc = Reno::new(RenoConfig::default(), MSS);
+        rfc.on_congestion(&loss(now, true));
+        assert_eq!((rfc.window(), rfc.ssthresh()), (2_000, 5_000));
+
+        let classic = RenoConfig {
+            timeout_window_packets: 1,
+            ..RenoConfig::default()
+        };
+        let mut classic = Reno::new(classic, MSS);
+        classic.on_congestion(&loss(now, true));
+        assert_eq!(classic.window(), 1_000);
+    }
+
+    #[test]
+    fn slow_start_stops_at_ssthresh_within_one_ack() {
+        let now = Instant::now();
+        let mut reno = Reno::new(RenoConfig::default(), MSS);
+        reno.on_congestion(&loss(now, true)); // cwnd 2_000, ssthresh 5_000
+        // 4_000 acked: 3_000 of slow start reaches 5_000, the remaining 1_000
+        // is avoidance credit (< cwnd, so no further growth).
+        reno.on_ack(&ack(now, 4_000));
+        assert_eq!(reno.window(), 5_000);
+    }
+}

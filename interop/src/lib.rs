@@ -1,0 +1,1 @@
+//! Baseline runs of a real QUIC stack over sift-link.
