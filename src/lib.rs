@@ -21,5 +21,13 @@ pub mod sim;
 pub mod stream;
 pub mod wire;
 
-pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Side, Stats};
+pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
+
+/// Which end of a connection this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    Server,
+}
 pub use sift_cc as cc;

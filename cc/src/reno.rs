@@ -10,8 +10,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict,
-    Metrics, Phase,
+    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict, Metrics,
+    Phase,
 };
 
 /// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
@@ -184,7 +184,10 @@ mod tests {
         reno.on_ack(&ack(now, 10_000));
         assert_eq!(reno.window(), 20_000);
         // Loss: ssthresh = cwnd/2 = 10_000, cwnd = ssthresh.
-        assert_eq!(reno.on_congestion(&loss(now, false)), LossVerdict::Congestive);
+        assert_eq!(
+            reno.on_congestion(&loss(now, false)),
+            LossVerdict::Congestive
+        );
         assert_eq!((reno.window(), reno.ssthresh()), (10_000, 10_000));
     }
 
@@ -238,8 +241,8 @@ mod tests {
         let now = Instant::now();
         let mut reno = Reno::new(RenoConfig::default(), MSS);
         reno.on_congestion(&loss(now, true)); // cwnd 2_000, ssthresh 5_000
-        // 4_000 acked: 3_000 of slow start reaches 5_000, the remaining 1_000
-        // is avoidance credit (< cwnd, so no further growth).
+                                              // 4_000 acked: 3_000 of slow start reaches 5_000, the remaining 1_000
+                                              // is avoidance credit (< cwnd, so no further growth).
         reno.on_ack(&ack(now, 4_000));
         assert_eq!(reno.window(), 5_000);
     }

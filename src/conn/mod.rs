@@ -12,13 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use sift_cc::{CcConfig, Metrics};
 
-/// Which end of the connection this is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    Client,
-    Server,
-}
+pub use crate::Side;
 
 /// A stream identifier (RFC 9000 §2.1: the two low bits give initiator and
 /// direction).
@@ -126,7 +120,11 @@ impl Connection {
     }
 
     /// Writes the next datagram into `out`. `Ok(None)`: nothing to send now.
-    pub fn send(&mut self, _out: &mut [u8], _now: Instant) -> Result<Option<(usize, SendInfo)>, Error> {
+    pub fn send(
+        &mut self,
+        _out: &mut [u8],
+        _now: Instant,
+    ) -> Result<Option<(usize, SendInfo)>, Error> {
         Ok(None)
     }
 
