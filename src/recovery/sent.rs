@@ -1,0 +1,99 @@
+//! The sent-packet ledger of one packet-number space.
+
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+use std::time::Instant;
+
+/// A packet the sender is waiting to hear about. `F` is the connection's
+/// record of what the packet carried, handed back on ack, loss or corruption
+/// so the connection can retransmit or release it.
+#[derive(Clone, Debug)]
+pub struct SentPacket<F> {
+    pub packet_number: u64,
+    pub time_sent: Instant,
+    /// Bytes on the wire.
+    pub size: u64,
+    pub ack_eliciting: bool,
+    /// Counted in bytes-in-flight (ack-eliciting or padding).
+    pub in_flight: bool,
+    /// The sender had nothing more to send when this left (RFC 9002 §7.8).
+    pub app_limited: bool,
+    pub frames: Vec<F>,
+}
+
+/// Outstanding packets of one space, in packet-number order.
+#[derive(Debug)]
+pub struct SentLedger<F> {
+    packets: BTreeMap<u64, SentPacket<F>>,
+    ack_eliciting_outstanding: u64,
+}
+
+impl<F> Default for SentLedger<F> {
+    fn default() -> Self {
+        Self {
+            packets: BTreeMap::new(),
+            ack_eliciting_outstanding: 0,
+        }
+    }
+}
+
+impl<F> SentLedger<F> {
+    pub fn insert(&mut self, packet: SentPacket<F>) {
+        if packet.ack_eliciting {
+            self.ack_eliciting_outstanding += 1;
+        }
+        self.packets.insert(packet.packet_number, packet);
+    }
+
+    pub fn remove(&mut self, packet_number: u64) -> Option<SentPacket<F>> {
+        let packet = self.packets.remove(&packet_number)?;
+        if packet.ack_eliciting {
+            self.ack_eliciting_outstanding -= 1;
+        }
+        Some(packet)
+    }
+
+    /// Removes every outstanding packet whose number lies in `range`,
+    /// appending them to `out` in ascending order. Touches only packets that
+    /// exist, so a forged range of 2^62 numbers costs nothing.
+    pub fn remove_range(&mut self, range: RangeInclusive<u64>, out: &mut Vec<SentPacket<F>>) {
+        let numbers: Vec<u64> = self.packets.range(range).map(|(pn, _)| *pn).collect();
+        for pn in numbers {
+            if let Some(packet) = self.remove(pn) {
+                out.push(packet);
+            }
+        }
+    }
+
+    pub fn get(&self, packet_number: u64) -> Option<&SentPacket<F>> {
+        self.packets.get(&packet_number)
+    }
+
+    /// Outstanding packets in ascending packet-number order.
+    pub fn iter(&self) -> impl Iterator<Item = &SentPacket<F>> {
+        self.packets.values()
+    }
+
+    /// The oldest outstanding packet.
+    pub fn oldest(&self) -> Option<&SentPacket<F>> {
+        self.packets.values().next()
+    }
+
+    pub fn has_ack_eliciting(&self) -> bool {
+        self.ack_eliciting_outstanding > 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Empties the ledger (keys discarded), returning what was outstanding.
+    pub fn drain(&mut self) -> Vec<SentPacket<F>> {
+        self.ack_eliciting_outstanding = 0;
+        std::mem::take(&mut self.packets).into_values().collect()
+    }
+}
