@@ -14,14 +14,21 @@ use super::varint::{put_varint, varint_len, Reader, VARINT_MAX};
 use super::WireError;
 
 /// Frame type numbers (RFC 9000 §19 and §12.4 Table 3; DATAGRAM from RFC
-/// 9221 §4; CORRUPTED is sift's own).
+/// 9221 §4; CORRUPTED is sift's own). All below 64: one byte on the wire.
 pub mod frame_type {
+    /// PADDING (RFC 9000 §19.1).
     pub const PADDING: u64 = 0x00;
+    /// PING (§19.2).
     pub const PING: u64 = 0x01;
+    /// ACK without ECN counts (§19.3).
     pub const ACK: u64 = 0x02;
+    /// RESET_STREAM (§19.4).
     pub const RESET_STREAM: u64 = 0x04;
+    /// STOP_SENDING (§19.5).
     pub const STOP_SENDING: u64 = 0x05;
+    /// CRYPTO (§19.6).
     pub const CRYPTO: u64 = 0x06;
+    /// NEW_TOKEN (§19.7).
     pub const NEW_TOKEN: u64 = 0x07;
     /// STREAM is 0x08..=0x0f; the low three bits are OFF, LEN and FIN.
     pub const STREAM: u64 = 0x08;
@@ -34,16 +41,27 @@ pub mod frame_type {
     pub const STREAM_LEN_BIT: u64 = 0x02;
     /// STREAM flag: this data ends the stream.
     pub const STREAM_FIN_BIT: u64 = 0x01;
+    /// MAX_DATA (§19.9).
     pub const MAX_DATA: u64 = 0x10;
+    /// MAX_STREAM_DATA (§19.10).
     pub const MAX_STREAM_DATA: u64 = 0x11;
+    /// MAX_STREAMS for bidirectional streams (§19.11).
     pub const MAX_STREAMS_BIDI: u64 = 0x12;
+    /// MAX_STREAMS for unidirectional streams (§19.11).
     pub const MAX_STREAMS_UNI: u64 = 0x13;
+    /// DATA_BLOCKED (§19.12).
     pub const DATA_BLOCKED: u64 = 0x14;
+    /// STREAM_DATA_BLOCKED (§19.13).
     pub const STREAM_DATA_BLOCKED: u64 = 0x15;
+    /// STREAMS_BLOCKED for bidirectional streams (§19.14).
     pub const STREAMS_BLOCKED_BIDI: u64 = 0x16;
+    /// STREAMS_BLOCKED for unidirectional streams (§19.14).
     pub const STREAMS_BLOCKED_UNI: u64 = 0x17;
+    /// CONNECTION_CLOSE for transport errors (§19.19).
     pub const CONNECTION_CLOSE: u64 = 0x1c;
+    /// CONNECTION_CLOSE for application errors (§19.19).
     pub const CONNECTION_CLOSE_APPLICATION: u64 = 0x1d;
+    /// HANDSHAKE_DONE (§19.20).
     pub const HANDSHAKE_DONE: u64 = 0x1e;
     /// Packet numbers whose header verified and whose payload did not
     /// (DESIGN §5; the HACK option of Balan et al.).
@@ -226,6 +244,7 @@ pub struct AckFrame<'a> {
     /// Delay between receiving the largest packet and sending this ACK, in
     /// microseconds (unscaled: sift has no ack_delay_exponent).
     pub ack_delay_micros: u64,
+    /// The acknowledged packet numbers.
     pub ranges: AckRanges<'a>,
 }
 
@@ -233,59 +252,50 @@ pub struct AckFrame<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     /// A run of `len` zero bytes; consecutive ones are one frame on decode.
-    Padding {
-        len: usize,
-    },
+    Padding { len: usize },
+    /// Elicits an ACK and nothing else (keep-alive, PTO probe).
     Ping,
+    /// Packet numbers received, with the ack delay.
     Ack(AckFrame<'a>),
     /// Packet numbers whose header tag verified and payload tag did not.
     Corrupted(AckRanges<'a>),
-    Crypto {
-        offset: u64,
-        data: &'a [u8],
-    },
+    /// Handshake bytes at `offset` in this level's crypto stream.
+    Crypto { offset: u64, data: &'a [u8] },
+    /// Stream bytes at `offset`; `fin` marks the end of the stream.
     Stream {
         id: u64,
         offset: u64,
         data: &'a [u8],
         fin: bool,
     },
+    /// The sender abandons stream `id` after `final_size` bytes.
     ResetStream {
         id: u64,
         error_code: u64,
         final_size: u64,
     },
-    StopSending {
-        id: u64,
-        error_code: u64,
-    },
+    /// The receiver asks the sender to stop sending on stream `id`.
+    StopSending { id: u64, error_code: u64 },
+    /// Connection-level flow-control limit, in bytes.
     MaxData(u64),
-    MaxStreamData {
-        id: u64,
-        max: u64,
-    },
-    MaxStreams {
-        bidi: bool,
-        max: u64,
-    },
+    /// Stream-level flow-control limit, in bytes.
+    MaxStreamData { id: u64, max: u64 },
+    /// Cumulative number of streams of one direction the peer may open.
+    MaxStreams { bidi: bool, max: u64 },
+    /// The sender is blocked by the connection limit `MaxData(limit)`.
     DataBlocked(u64),
-    StreamDataBlocked {
-        id: u64,
-        limit: u64,
-    },
-    StreamsBlocked {
-        bidi: bool,
-        limit: u64,
-    },
-    NewToken {
-        token: &'a [u8],
-    },
+    /// The sender is blocked by stream `id`'s limit.
+    StreamDataBlocked { id: u64, limit: u64 },
+    /// The sender is blocked by the stream-count limit.
+    StreamsBlocked { bidi: bool, limit: u64 },
+    /// An address-validation token for a future connection.
+    NewToken { token: &'a [u8] },
+    /// The server confirms the handshake.
     HandshakeDone,
-    Datagram {
-        data: &'a [u8],
-    },
-    /// `frame_type` is the frame that caused a transport close, 0 (and not
-    /// sent) for an application close.
+    /// An unreliable datagram (RFC 9221).
+    Datagram { data: &'a [u8] },
+    /// Closes the connection. `frame_type` is the frame that caused a
+    /// transport close; 0 (and not sent) for an application close.
     ConnectionClose {
         application: bool,
         error_code: u64,

@@ -63,7 +63,9 @@ impl PacketType {
 /// Handshake, `key_phase` for long headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header<'a> {
+    /// Which header layout and packet-number space.
     pub ty: PacketType,
+    /// Long headers only; [`VERSION`].
     pub version: u32,
     /// Destination connection ID; exactly [`SHORT_HEADER_DCID_LEN`] bytes for
     /// 1-RTT (the caller guarantees it).
@@ -140,10 +142,12 @@ fn long_header_fixed_len(dcid: &ConnectionId, scid: &ConnectionId) -> usize {
 /// datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParsedHeader<'a> {
+    /// Which header layout and packet-number space.
     pub ty: PacketType,
     /// The long header's version; [`VERSION`] for short headers, which carry
     /// none.
     pub version: u32,
+    /// Destination connection ID (8 bytes in short headers).
     pub dcid: ConnectionId,
     /// Empty for short headers.
     pub scid: ConnectionId,
@@ -161,6 +165,19 @@ pub struct ParsedHeader<'a> {
     /// The whole packet: `header_len + HEADER_TAG_LEN + payload_len`. The
     /// next coalesced packet, if any, starts here.
     pub packet_len: usize,
+}
+
+impl ParsedHeader<'_> {
+    /// A copy with the token emptied, so it no longer borrows the datagram
+    /// and the datagram can be opened in place
+    /// ([`open_packet`](crate::crypto::open_packet) takes it `&mut`). Read
+    /// the token first if you need it.
+    pub fn without_token(&self) -> ParsedHeader<'static> {
+        ParsedHeader {
+            token: &[],
+            ..*self
+        }
+    }
 }
 
 /// Parses the header of the packet at the start of `datagram` and checks

@@ -48,13 +48,21 @@ pub struct TransportParams {
     pub initial_source_connection_id: Option<ConnectionId>,
     /// 0 = no idle timeout.
     pub max_idle_timeout_ms: u64,
+    /// Largest UDP payload the sender is willing to receive; at least 1200.
     pub max_udp_payload_size: u64,
+    /// Initial connection-level flow-control limit, in bytes.
     pub initial_max_data: u64,
+    /// Initial limit for bidirectional streams the sender opens, in bytes.
     pub initial_max_stream_data_bidi_local: u64,
+    /// Initial limit for bidirectional streams the peer opens, in bytes.
     pub initial_max_stream_data_bidi_remote: u64,
+    /// Initial limit for unidirectional streams the peer opens, in bytes.
     pub initial_max_stream_data_uni: u64,
+    /// Bidirectional streams the peer may open; at most 2^60.
     pub initial_max_streams_bidi: u64,
+    /// Unidirectional streams the peer may open; at most 2^60.
     pub initial_max_streams_uni: u64,
+    /// Longest the sender delays an ACK, in ms; below 2^14.
     pub max_ack_delay_ms: u64,
     /// Largest DATAGRAM frame accepted; `None` = DATAGRAM not supported.
     pub max_datagram_frame_size: Option<u64>,
@@ -83,8 +91,8 @@ impl Default for TransportParams {
 }
 
 impl TransportParams {
-    /// Integer parameters, their ids and defaults, in id order.
-    fn integers(&self) -> [(u64, u64, u64); 10] {
+    /// Integer parameters that have a default: (id, value, default).
+    fn integers_with_defaults(&self) -> [(u64, u64, u64); 9] {
         let defaults = Self::default();
         [
             (
@@ -97,42 +105,40 @@ impl TransportParams {
                 self.max_udp_payload_size,
                 defaults.max_udp_payload_size,
             ),
-            (id::INITIAL_MAX_DATA, self.initial_max_data, 0),
+            (
+                id::INITIAL_MAX_DATA,
+                self.initial_max_data,
+                defaults.initial_max_data,
+            ),
             (
                 id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL,
                 self.initial_max_stream_data_bidi_local,
-                0,
+                defaults.initial_max_stream_data_bidi_local,
             ),
             (
                 id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE,
                 self.initial_max_stream_data_bidi_remote,
-                0,
+                defaults.initial_max_stream_data_bidi_remote,
             ),
             (
                 id::INITIAL_MAX_STREAM_DATA_UNI,
                 self.initial_max_stream_data_uni,
-                0,
+                defaults.initial_max_stream_data_uni,
             ),
             (
                 id::INITIAL_MAX_STREAMS_BIDI,
                 self.initial_max_streams_bidi,
-                0,
+                defaults.initial_max_streams_bidi,
             ),
-            (id::INITIAL_MAX_STREAMS_UNI, self.initial_max_streams_uni, 0),
+            (
+                id::INITIAL_MAX_STREAMS_UNI,
+                self.initial_max_streams_uni,
+                defaults.initial_max_streams_uni,
+            ),
             (
                 id::MAX_ACK_DELAY,
                 self.max_ack_delay_ms,
                 defaults.max_ack_delay_ms,
-            ),
-            (
-                id::MAX_DATAGRAM_FRAME_SIZE,
-                self.max_datagram_frame_size.unwrap_or(0),
-                // Never equal: a present value is always written.
-                if self.max_datagram_frame_size.is_some() {
-                    u64::MAX
-                } else {
-                    0
-                },
             ),
         ]
     }
@@ -157,12 +163,14 @@ impl TransportParams {
                 out.extend_from_slice(cid.as_slice());
             }
         }
-        for (param, value, default) in self.integers() {
+        for (param, value, default) in self.integers_with_defaults() {
             if value != default {
-                put_varint(out, param);
-                put_varint(out, varint_len(value) as u64);
-                put_varint(out, value);
+                put_integer(out, param, value);
             }
+        }
+        // Present at any value (even 0) means DATAGRAM is supported.
+        if let Some(size) = self.max_datagram_frame_size {
+            put_integer(out, id::MAX_DATAGRAM_FRAME_SIZE, size);
         }
         if self.corruption_notices {
             put_varint(out, id::CORRUPTION_NOTICES);
@@ -276,6 +284,12 @@ impl SeenIds {
             true
         }
     }
+}
+
+fn put_integer(out: &mut Vec<u8>, param: u64, value: u64) {
+    put_varint(out, param);
+    put_varint(out, varint_len(value) as u64);
+    put_varint(out, value);
 }
 
 fn integer(param: u64, value: &[u8]) -> Result<u64, WireError> {
