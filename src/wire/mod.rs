@@ -1,1 +1,92 @@
-//! wire
+//! The wire format (DESIGN §3): packet headers, frames, varints, connection
+//! IDs, ACK ranges and transport parameters, as pure parse/serialize.
+//!
+//! Owns: bytes ↔ structs. Parsing is a function from `&[u8]` to
+//! `Result<_, WireError>` that never panics, checks every length against what
+//! remains before using it, limits every count, and borrows from the input
+//! instead of allocating.
+//!
+//! Must not: depend on any other module of the crate, compute or check tags
+//! (that is `crypto`), hold connection state, or read a clock.
+
+pub mod cid;
+pub mod frame;
+pub mod header;
+pub mod packet_number;
+pub mod ranges;
+pub mod transport_params;
+pub mod varint;
+
+pub use cid::{ConnectionId, MAX_CID_LEN, SHORT_HEADER_DCID_LEN};
+pub use frame::{
+    crypto_frame_overhead, encode_ack, encode_corrupted, frame_type, parse_frames,
+    stream_frame_overhead, AckFrame, AckRanges, AckRangesIter, Frame, Frames, MAX_ACK_RANGES,
+};
+pub use header::{
+    header_region_len, parse_header, Header, PacketType, ParsedHeader, HEADER_TAG_LEN, VERSION,
+};
+pub use packet_number::{decode_packet_number, truncate_packet_number, PACKET_NUMBER_LEN};
+pub use ranges::RangeSet;
+pub use transport_params::TransportParams;
+pub use varint::{
+    check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,
+};
+
+/// Why bytes could not be parsed (or a value could not be encoded).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// A field runs past the end of the input.
+    #[error("unexpected end of input: needed {needed} bytes, {remaining} remain")]
+    UnexpectedEnd { needed: usize, remaining: usize },
+    /// A value does not fit a variable-length integer (RFC 9000 §16: < 2^62).
+    #[error("value {0} does not fit a varint (max 2^62 - 1)")]
+    VarintTooLarge(u64),
+    /// A connection ID longer than RFC 9000 §17.2 allows.
+    #[error("connection ID of {0} bytes is longer than 20")]
+    ConnectionIdTooLong(usize),
+    /// A frame type this version does not define.
+    #[error("unknown frame type {0:#x}")]
+    UnknownFrameType(u64),
+    /// A frame whose fields contradict each other or the protocol.
+    #[error("invalid {frame} frame: {reason}")]
+    InvalidFrame {
+        frame: &'static str,
+        reason: &'static str,
+    },
+    /// STREAM or CRYPTO data that would end past 2^62 - 1 (RFC 9000 §19.8).
+    #[error("{frame} frame data would end at offset {end}, past 2^62 - 1")]
+    OffsetTooLarge { frame: &'static str, end: u64 },
+    /// A MAX_STREAMS or STREAMS_BLOCKED count above 2^60 (RFC 9000 §19.11).
+    #[error("{frame} frame names {value} streams, above 2^60")]
+    StreamLimitTooLarge { frame: &'static str, value: u64 },
+    /// An ACK or CORRUPTED range that would reach below packet number 0.
+    #[error("{frame} frame range {range_index} reaches below packet number 0")]
+    AckRangeUnderflow {
+        frame: &'static str,
+        range_index: u64,
+    },
+    /// An ACK or CORRUPTED frame with more ranges than we accept.
+    #[error("{count} ACK ranges exceed the limit of {limit}")]
+    TooManyRanges { count: u64, limit: u64 },
+    /// A header whose fields contradict the layout of DESIGN §3.
+    #[error("invalid packet header: {0}")]
+    InvalidHeader(&'static str),
+    /// A long header of another version.
+    #[error("unsupported version {0:#010x}")]
+    UnsupportedVersion(u32),
+    /// A long-header packet type sift does not use (the two type bits).
+    #[error("unsupported long-header packet type {0:#04b}")]
+    UnsupportedPacketType(u8),
+    /// A packet whose payload cannot even hold its payload tag.
+    #[error("payload of {payload_len} bytes is shorter than its {tag_len}-byte tag")]
+    PayloadTooShort { payload_len: usize, tag_len: usize },
+    /// A transport parameter sent twice (RFC 9000 §7.4).
+    #[error("transport parameter {0:#x} appears twice")]
+    DuplicateTransportParameter(u64),
+    /// A transport parameter whose value does not have the layout of its id.
+    #[error("transport parameter {id:#x} is malformed: {reason}")]
+    MalformedTransportParameter { id: u64, reason: &'static str },
+    /// A transport parameter whose value is out of its allowed range.
+    #[error("transport parameter {name} = {value} is out of range")]
+    TransportParameterOutOfRange { name: &'static str, value: u64 },
+}

@@ -1,0 +1,510 @@
+//! Transport parameters (RFC 9000 §18): a sequence of (id, length, value),
+//! with RFC 9000 §18.2 ids where QUIC has the parameter, RFC 9221's
+//! max_datagram_frame_size, and sift's `corruption_notices` (the HACK
+//! option: both peers must offer it, as in the paper's SYN option).
+
+use super::cid::{ConnectionId, MAX_CID_LEN};
+use super::varint::{put_varint, varint_len, Reader};
+use super::WireError;
+
+/// Parameter ids.
+mod id {
+    /// RFC 9000 §18.2.
+    pub const ORIGINAL_DESTINATION_CONNECTION_ID: u64 = 0x00;
+    pub const MAX_IDLE_TIMEOUT: u64 = 0x01;
+    pub const MAX_UDP_PAYLOAD_SIZE: u64 = 0x03;
+    pub const INITIAL_MAX_DATA: u64 = 0x04;
+    pub const INITIAL_MAX_STREAM_DATA_BIDI_LOCAL: u64 = 0x05;
+    pub const INITIAL_MAX_STREAM_DATA_BIDI_REMOTE: u64 = 0x06;
+    pub const INITIAL_MAX_STREAM_DATA_UNI: u64 = 0x07;
+    pub const INITIAL_MAX_STREAMS_BIDI: u64 = 0x08;
+    pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x09;
+    pub const MAX_ACK_DELAY: u64 = 0x0b;
+    pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
+    /// RFC 9221 §3.
+    pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
+    /// sift: zero-length; present means "I offer corruption notices".
+    pub const CORRUPTION_NOTICES: u64 = 0x5ac1;
+}
+
+/// RFC 9000 §18.2: max_udp_payload_size default, 65527.
+pub const DEFAULT_MAX_UDP_PAYLOAD_SIZE: u64 = 65_527;
+/// RFC 9000 §18.2: max_udp_payload_size values below 1200 are invalid.
+pub const MIN_MAX_UDP_PAYLOAD_SIZE: u64 = 1_200;
+/// RFC 9000 §18.2: max_ack_delay default, 25 ms.
+pub const DEFAULT_MAX_ACK_DELAY_MS: u64 = 25;
+/// RFC 9000 §18.2: max_ack_delay values of 2^14 or more are invalid.
+pub const MAX_ACK_DELAY_LIMIT_MS: u64 = 1 << 14;
+/// RFC 9000 §18.2: initial_max_streams_* above 2^60 are invalid.
+pub const MAX_STREAMS_LIMIT: u64 = 1 << 60;
+
+/// The transport parameters one endpoint announces. Absent parameters take
+/// their RFC 9000 §18.2 defaults (see [`Default`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportParams {
+    /// Server only: the DCID of the client's first Initial.
+    pub original_destination_connection_id: Option<ConnectionId>,
+    /// The SCID of the sender's first Initial.
+    pub initial_source_connection_id: Option<ConnectionId>,
+    /// 0 = no idle timeout.
+    pub max_idle_timeout_ms: u64,
+    /// Largest UDP payload the sender is willing to receive; at least 1200.
+    pub max_udp_payload_size: u64,
+    /// Initial connection-level flow-control limit, in bytes.
+    pub initial_max_data: u64,
+    /// Initial limit for bidirectional streams the sender opens, in bytes.
+    pub initial_max_stream_data_bidi_local: u64,
+    /// Initial limit for bidirectional streams the peer opens, in bytes.
+    pub initial_max_stream_data_bidi_remote: u64,
+    /// Initial limit for unidirectional streams the peer opens, in bytes.
+    pub initial_max_stream_data_uni: u64,
+    /// Bidirectional streams the peer may open; at most 2^60.
+    pub initial_max_streams_bidi: u64,
+    /// Unidirectional streams the peer may open; at most 2^60.
+    pub initial_max_streams_uni: u64,
+    /// Longest the sender delays an ACK, in ms; below 2^14.
+    pub max_ack_delay_ms: u64,
+    /// Largest DATAGRAM frame accepted; `None` = DATAGRAM not supported.
+    pub max_datagram_frame_size: Option<u64>,
+    /// This endpoint offers corruption notices (CORRUPTED frames).
+    pub corruption_notices: bool,
+}
+
+impl Default for TransportParams {
+    fn default() -> Self {
+        Self {
+            original_destination_connection_id: None,
+            initial_source_connection_id: None,
+            max_idle_timeout_ms: 0,
+            max_udp_payload_size: DEFAULT_MAX_UDP_PAYLOAD_SIZE,
+            initial_max_data: 0,
+            initial_max_stream_data_bidi_local: 0,
+            initial_max_stream_data_bidi_remote: 0,
+            initial_max_stream_data_uni: 0,
+            initial_max_streams_bidi: 0,
+            initial_max_streams_uni: 0,
+            max_ack_delay_ms: DEFAULT_MAX_ACK_DELAY_MS,
+            max_datagram_frame_size: None,
+            corruption_notices: false,
+        }
+    }
+}
+
+impl TransportParams {
+    /// Integer parameters that have a default: (id, value, default).
+    fn integers_with_defaults(&self) -> [(u64, u64, u64); 9] {
+        let defaults = Self::default();
+        [
+            (
+                id::MAX_IDLE_TIMEOUT,
+                self.max_idle_timeout_ms,
+                defaults.max_idle_timeout_ms,
+            ),
+            (
+                id::MAX_UDP_PAYLOAD_SIZE,
+                self.max_udp_payload_size,
+                defaults.max_udp_payload_size,
+            ),
+            (
+                id::INITIAL_MAX_DATA,
+                self.initial_max_data,
+                defaults.initial_max_data,
+            ),
+            (
+                id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL,
+                self.initial_max_stream_data_bidi_local,
+                defaults.initial_max_stream_data_bidi_local,
+            ),
+            (
+                id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE,
+                self.initial_max_stream_data_bidi_remote,
+                defaults.initial_max_stream_data_bidi_remote,
+            ),
+            (
+                id::INITIAL_MAX_STREAM_DATA_UNI,
+                self.initial_max_stream_data_uni,
+                defaults.initial_max_stream_data_uni,
+            ),
+            (
+                id::INITIAL_MAX_STREAMS_BIDI,
+                self.initial_max_streams_bidi,
+                defaults.initial_max_streams_bidi,
+            ),
+            (
+                id::INITIAL_MAX_STREAMS_UNI,
+                self.initial_max_streams_uni,
+                defaults.initial_max_streams_uni,
+            ),
+            (
+                id::MAX_ACK_DELAY,
+                self.max_ack_delay_ms,
+                defaults.max_ack_delay_ms,
+            ),
+        ]
+    }
+
+    /// Appends every parameter that differs from its default (absent ones
+    /// decode to the default anyway). Integer values must fit a varint.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let connection_ids = [
+            (
+                id::ORIGINAL_DESTINATION_CONNECTION_ID,
+                self.original_destination_connection_id,
+            ),
+            (
+                id::INITIAL_SOURCE_CONNECTION_ID,
+                self.initial_source_connection_id,
+            ),
+        ];
+        for (param, cid) in connection_ids {
+            if let Some(cid) = cid {
+                put_varint(out, param);
+                put_varint(out, cid.len() as u64);
+                out.extend_from_slice(cid.as_slice());
+            }
+        }
+        for (param, value, default) in self.integers_with_defaults() {
+            if value != default {
+                put_integer(out, param, value);
+            }
+        }
+        // Present at any value (even 0) means DATAGRAM is supported.
+        if let Some(size) = self.max_datagram_frame_size {
+            put_integer(out, id::MAX_DATAGRAM_FRAME_SIZE, size);
+        }
+        if self.corruption_notices {
+            put_varint(out, id::CORRUPTION_NOTICES);
+            put_varint(out, 0);
+        }
+    }
+
+    /// Parses and validates a parameter list. Unknown ids are skipped; a
+    /// known id seen twice is an error (RFC 9000 §7.4).
+    pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
+        let mut params = Self::default();
+        let mut seen = SeenIds::default();
+        let mut reader = Reader::new(buf);
+        while !reader.is_empty() {
+            let param = reader.varint()?;
+            let len = reader.varint()?;
+            let len = usize::try_from(len).map_err(|_| WireError::UnexpectedEnd {
+                needed: usize::MAX,
+                remaining: reader.remaining(),
+            })?;
+            let value = reader.bytes(len)?;
+            if !seen.insert(param) {
+                return Err(WireError::DuplicateTransportParameter(param));
+            }
+            match param {
+                id::ORIGINAL_DESTINATION_CONNECTION_ID => {
+                    params.original_destination_connection_id = Some(connection_id(param, value)?)
+                }
+                id::INITIAL_SOURCE_CONNECTION_ID => {
+                    params.initial_source_connection_id = Some(connection_id(param, value)?)
+                }
+                id::MAX_IDLE_TIMEOUT => params.max_idle_timeout_ms = integer(param, value)?,
+                id::MAX_UDP_PAYLOAD_SIZE => params.max_udp_payload_size = integer(param, value)?,
+                id::INITIAL_MAX_DATA => params.initial_max_data = integer(param, value)?,
+                id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
+                    params.initial_max_stream_data_bidi_local = integer(param, value)?
+                }
+                id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
+                    params.initial_max_stream_data_bidi_remote = integer(param, value)?
+                }
+                id::INITIAL_MAX_STREAM_DATA_UNI => {
+                    params.initial_max_stream_data_uni = integer(param, value)?
+                }
+                id::INITIAL_MAX_STREAMS_BIDI => {
+                    params.initial_max_streams_bidi = integer(param, value)?
+                }
+                id::INITIAL_MAX_STREAMS_UNI => {
+                    params.initial_max_streams_uni = integer(param, value)?
+                }
+                id::MAX_ACK_DELAY => params.max_ack_delay_ms = integer(param, value)?,
+                id::MAX_DATAGRAM_FRAME_SIZE => {
+                    params.max_datagram_frame_size = Some(integer(param, value)?)
+                }
+                id::CORRUPTION_NOTICES => {
+                    if !value.is_empty() {
+                        return Err(WireError::MalformedTransportParameter {
+                            id: param,
+                            reason: "corruption_notices must be empty",
+                        });
+                    }
+                    params.corruption_notices = true;
+                }
+                // RFC 9000 §7.4.2: ignore parameters we do not know.
+                _ => {}
+            }
+        }
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// RFC 9000 §18.2 value ranges.
+    fn validate(&self) -> Result<(), WireError> {
+        let out_of_range =
+            |name, value| Err(WireError::TransportParameterOutOfRange { name, value });
+        if self.max_udp_payload_size < MIN_MAX_UDP_PAYLOAD_SIZE {
+            return out_of_range("max_udp_payload_size", self.max_udp_payload_size);
+        }
+        if self.max_ack_delay_ms >= MAX_ACK_DELAY_LIMIT_MS {
+            return out_of_range("max_ack_delay", self.max_ack_delay_ms);
+        }
+        if self.initial_max_streams_bidi > MAX_STREAMS_LIMIT {
+            return out_of_range("initial_max_streams_bidi", self.initial_max_streams_bidi);
+        }
+        if self.initial_max_streams_uni > MAX_STREAMS_LIMIT {
+            return out_of_range("initial_max_streams_uni", self.initial_max_streams_uni);
+        }
+        Ok(())
+    }
+}
+
+/// Which known parameter ids have been seen; unknown ids are not tracked
+/// (that would need memory proportional to the input).
+#[derive(Default)]
+struct SeenIds {
+    /// Bit `id` for ids below 64.
+    low: u64,
+    corruption_notices: bool,
+}
+
+impl SeenIds {
+    /// Records `param`; false if it is a known id already seen.
+    fn insert(&mut self, param: u64) -> bool {
+        if param < 64 {
+            let bit = 1u64 << param;
+            let fresh = self.low & bit == 0;
+            self.low |= bit;
+            fresh
+        } else if param == id::CORRUPTION_NOTICES {
+            !std::mem::replace(&mut self.corruption_notices, true)
+        } else {
+            true
+        }
+    }
+}
+
+fn put_integer(out: &mut Vec<u8>, param: u64, value: u64) {
+    put_varint(out, param);
+    put_varint(out, varint_len(value) as u64);
+    put_varint(out, value);
+}
+
+fn integer(param: u64, value: &[u8]) -> Result<u64, WireError> {
+    let mut reader = Reader::new(value);
+    let parsed = reader
+        .varint()
+        .map_err(|_| WireError::MalformedTransportParameter {
+            id: param,
+            reason: "value is not a varint",
+        })?;
+    if !reader.is_empty() {
+        return Err(WireError::MalformedTransportParameter {
+            id: param,
+            reason: "bytes after the varint value",
+        });
+    }
+    Ok(parsed)
+}
+
+fn connection_id(param: u64, value: &[u8]) -> Result<ConnectionId, WireError> {
+    if value.len() > MAX_CID_LEN {
+        return Err(WireError::MalformedTransportParameter {
+            id: param,
+            reason: "connection ID longer than 20 bytes",
+        });
+    }
+    ConnectionId::new(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::VARINT_MAX;
+    use proptest::prelude::*;
+
+    fn encoded(params: &TransportParams) -> Vec<u8> {
+        let mut out = Vec::new();
+        params.encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn absent_parameters_take_the_rfc_defaults() {
+        let params = TransportParams::decode(&[]).expect("empty list is valid");
+        assert_eq!(params, TransportParams::default());
+        assert_eq!(params.max_udp_payload_size, 65_527);
+        assert_eq!(params.max_ack_delay_ms, 25);
+        assert_eq!(params.max_datagram_frame_size, None);
+        assert!(!params.corruption_notices);
+        assert!(encoded(&params).is_empty(), "defaults need no bytes");
+    }
+
+    #[test]
+    fn corruption_notices_is_a_zero_length_parameter() {
+        let params = TransportParams {
+            corruption_notices: true,
+            ..TransportParams::default()
+        };
+        // id 0x5ac1 needs a four-byte varint (0x5ac1 >= 2^14), then length 0.
+        assert_eq!(encoded(&params), [0x80, 0x00, 0x5a, 0xc1, 0x00]);
+        assert_eq!(TransportParams::decode(&encoded(&params)), Ok(params));
+        assert_eq!(
+            TransportParams::decode(&[0x80, 0x00, 0x5a, 0xc1, 0x01, 0x00]),
+            Err(WireError::MalformedTransportParameter {
+                id: 0x5ac1,
+                reason: "corruption_notices must be empty"
+            })
+        );
+    }
+
+    #[test]
+    fn integer_parameter_is_id_length_varint() {
+        let params = TransportParams {
+            initial_max_data: 1_000_000,
+            ..TransportParams::default()
+        };
+        // id 0x04, length 4, 1_000_000 = 0x000f4240 as a four-byte varint.
+        assert_eq!(encoded(&params), [0x04, 4, 0x80, 0x0f, 0x42, 0x40]);
+    }
+
+    #[test]
+    fn unknown_parameters_are_skipped() {
+        // Unknown id 0x1234 (two-byte varint 0x5234) with 3 bytes, then
+        // max_idle_timeout = 30.
+        let bytes = [0x52, 0x34, 3, 9, 9, 9, 0x01, 1, 30];
+        let params = TransportParams::decode(&bytes).expect("valid");
+        assert_eq!(params.max_idle_timeout_ms, 30);
+    }
+
+    #[test]
+    fn a_parameter_sent_twice_is_rejected() {
+        assert_eq!(
+            TransportParams::decode(&[0x01, 1, 30, 0x01, 1, 40]),
+            Err(WireError::DuplicateTransportParameter(0x01))
+        );
+        let twice = [0x80, 0x00, 0x5a, 0xc1, 0x00, 0x80, 0x00, 0x5a, 0xc1, 0x00];
+        assert_eq!(
+            TransportParams::decode(&twice),
+            Err(WireError::DuplicateTransportParameter(0x5ac1))
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_rejected_with_the_value() {
+        // max_udp_payload_size 1199 = two-byte varint 0x44af.
+        assert_eq!(
+            TransportParams::decode(&[0x03, 2, 0x44, 0xaf]),
+            Err(WireError::TransportParameterOutOfRange {
+                name: "max_udp_payload_size",
+                value: 1199
+            })
+        );
+        // max_ack_delay 2^14 = four-byte varint 0x80004000.
+        assert_eq!(
+            TransportParams::decode(&[0x0b, 4, 0x80, 0x00, 0x40, 0x00]),
+            Err(WireError::TransportParameterOutOfRange {
+                name: "max_ack_delay",
+                value: 1 << 14
+            })
+        );
+        // max_ack_delay 2^14 - 1 is the largest allowed.
+        let params = TransportParams::decode(&[0x0b, 2, 0x7f, 0xff]).expect("valid");
+        assert_eq!(params.max_ack_delay_ms, (1 << 14) - 1);
+    }
+
+    #[test]
+    fn value_length_must_match_its_varint() {
+        // max_idle_timeout with length 2 but a one-byte varint and a spare byte.
+        assert_eq!(
+            TransportParams::decode(&[0x01, 2, 30, 0]),
+            Err(WireError::MalformedTransportParameter {
+                id: 0x01,
+                reason: "bytes after the varint value"
+            })
+        );
+        assert_eq!(
+            TransportParams::decode(&[0x01, 0]),
+            Err(WireError::MalformedTransportParameter {
+                id: 0x01,
+                reason: "value is not a varint"
+            })
+        );
+        // A value longer than what remains.
+        assert!(matches!(
+            TransportParams::decode(&[0x01, 9, 30]),
+            Err(WireError::UnexpectedEnd { needed: 9, .. })
+        ));
+    }
+
+    #[test]
+    fn connection_id_parameter_longer_than_twenty_bytes_is_rejected() {
+        let mut bytes = vec![0x0f, 21];
+        bytes.extend_from_slice(&[7; 21]);
+        assert_eq!(
+            TransportParams::decode(&bytes),
+            Err(WireError::MalformedTransportParameter {
+                id: 0x0f,
+                reason: "connection ID longer than 20 bytes"
+            })
+        );
+    }
+
+    fn any_cid() -> impl Strategy<Value = Option<ConnectionId>> {
+        proptest::option::of(
+            proptest::collection::vec(any::<u8>(), 0..=MAX_CID_LEN)
+                .prop_map(|bytes| ConnectionId::new(&bytes).expect("bounded")),
+        )
+    }
+
+    fn any_varint() -> impl Strategy<Value = u64> {
+        prop_oneof![0u64..64, 0u64..16_384, 0u64..=VARINT_MAX]
+    }
+
+    prop_compose! {
+        fn any_params()(
+            original_destination_connection_id in any_cid(),
+            initial_source_connection_id in any_cid(),
+            max_idle_timeout_ms in any_varint(),
+            max_udp_payload_size in MIN_MAX_UDP_PAYLOAD_SIZE..=VARINT_MAX,
+            flow in proptest::array::uniform5(any_varint()),
+            initial_max_streams_bidi in 0..=MAX_STREAMS_LIMIT,
+            initial_max_streams_uni in 0..=MAX_STREAMS_LIMIT,
+            max_ack_delay_ms in 0..MAX_ACK_DELAY_LIMIT_MS,
+            max_datagram_frame_size in proptest::option::of(any_varint()),
+            corruption_notices in any::<bool>(),
+        ) -> TransportParams {
+            TransportParams {
+                original_destination_connection_id,
+                initial_source_connection_id,
+                max_idle_timeout_ms,
+                max_udp_payload_size,
+                initial_max_data: flow[0],
+                initial_max_stream_data_bidi_local: flow[1],
+                initial_max_stream_data_bidi_remote: flow[2],
+                initial_max_stream_data_uni: flow[3],
+                initial_max_streams_bidi,
+                initial_max_streams_uni,
+                max_ack_delay_ms,
+                max_datagram_frame_size,
+                corruption_notices,
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn transport_params_round_trip(params in any_params()) {
+            prop_assert_eq!(TransportParams::decode(&encoded(&params)), Ok(params));
+        }
+
+        #[test]
+        fn transport_params_decode_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..80)
+        ) {
+            let _ = TransportParams::decode(&bytes);
+        }
+    }
+}
