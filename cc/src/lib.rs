@@ -16,9 +16,11 @@ use serde::{Deserialize, Serialize};
 
 pub mod cubic;
 pub mod reno;
+pub mod westwood;
 
 pub use cubic::{Cubic, CubicConfig};
 pub use reno::{Reno, RenoConfig};
+pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,17 +214,19 @@ pub trait CongestionControl: Send + Debug {
 pub enum CcConfig {
     Reno(RenoConfig),
     Cubic(CubicConfig),
+    Westwood(WestwoodConfig),
 }
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno", "cubic"];
+    pub const NAMES: &'static [&'static str] = &["reno", "cubic", "westwood"];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::Reno(_) => "reno",
             CcConfig::Cubic(_) => "cubic",
+            CcConfig::Westwood(_) => "westwood",
         }
     }
 
@@ -232,6 +236,7 @@ impl CcConfig {
         match self {
             CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
             CcConfig::Cubic(c) => Box::new(Cubic::new(c.clone(), mss)),
+            CcConfig::Westwood(c) => Box::new(Westwood::new(c.clone(), mss)),
         }
     }
 
@@ -243,6 +248,7 @@ impl CcConfig {
         match self {
             CcConfig::Reno(_) => Ok(()),
             CcConfig::Cubic(c) => c.validate(),
+            CcConfig::Westwood(c) => c.validate(),
         }
     }
 }
@@ -267,6 +273,7 @@ impl FromStr for CcConfig {
         match name.trim().to_ascii_lowercase().as_str() {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
             "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
+            "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),
