@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub mod cubic;
 pub mod reno;
+pub mod westwood;
 
+pub use cubic::{Cubic, CubicConfig};
 pub use reno::{Reno, RenoConfig};
+pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,16 +213,20 @@ pub trait CongestionControl: Send + Debug {
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum CcConfig {
     Reno(RenoConfig),
+    Cubic(CubicConfig),
+    Westwood(WestwoodConfig),
 }
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno"];
+    pub const NAMES: &'static [&'static str] = &["reno", "cubic", "westwood"];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::Reno(_) => "reno",
+            CcConfig::Cubic(_) => "cubic",
+            CcConfig::Westwood(_) => "westwood",
         }
     }
 
@@ -227,6 +235,20 @@ impl CcConfig {
     pub fn build(&self, mss: u64) -> Box<dyn CongestionControl> {
         match self {
             CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
+            CcConfig::Cubic(c) => Box::new(Cubic::new(c.clone(), mss)),
+            CcConfig::Westwood(c) => Box::new(Westwood::new(c.clone(), mss)),
+        }
+    }
+
+    /// Checks the parameters against the ranges their algorithm allows.
+    /// `build` never fails: a controller given an out-of-range value falls
+    /// back to its paper's default for that value, so callers that load
+    /// configurations from users should call this first and report the error.
+    pub fn validate(&self) -> Result<(), InvalidCcConfig> {
+        match self {
+            CcConfig::Reno(_) => Ok(()),
+            CcConfig::Cubic(c) => c.validate(),
+            CcConfig::Westwood(c) => c.validate(),
         }
     }
 }
@@ -250,9 +272,42 @@ impl FromStr for CcConfig {
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name.trim().to_ascii_lowercase().as_str() {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
+            "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
+            "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),
+        }
+    }
+}
+
+/// A controller parameter outside the range its algorithm allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{algorithm} parameter {field} = {value} is out of range: expected {expected}")]
+pub struct InvalidCcConfig {
+    /// The controller's name (as in `--cc`).
+    pub algorithm: &'static str,
+    /// The configuration field, as spelt in scenario files.
+    pub field: &'static str,
+    /// The value that was given.
+    pub value: String,
+    /// What the field accepts.
+    pub expected: &'static str,
+}
+
+impl InvalidCcConfig {
+    /// The error for `algorithm`'s `field` holding `value`.
+    pub fn new(
+        algorithm: &'static str,
+        field: &'static str,
+        value: impl std::fmt::Display,
+        expected: &'static str,
+    ) -> Self {
+        Self {
+            algorithm,
+            field,
+            value: value.to_string(),
+            expected,
         }
     }
 }

@@ -1,0 +1,720 @@
+//! CUBIC as RFC 9438 writes it: the modern baseline (Linux's and quiche's
+//! default).
+//!
+//! After a congestion event the window follows a cubic curve of the time since
+//! the current congestion-avoidance epoch began,
+//! `W_cubic(t) = C·(t − K)³ + W_max` (RFC 9438 §4.2), concave while below the
+//! window at the last loss (`W_max`), convex above it. Next to it runs an
+//! estimate of what Reno would have reached (`W_est`, §4.3) so that CUBIC is
+//! never slower than Reno on short-RTT, small-window paths. Windows are bytes;
+//! the RFC's curve is in segments, so every segment count is scaled by `mss`.
+//!
+//! Where the RFC leaves a choice, sift takes:
+//! - the window before the cut (not flight size) as the base of the β cut
+//!   (§4.6 allows either; the recovery module reports bytes in flight *after*
+//!   the lost packets left, which would under-count);
+//! - the smoothed RTT as the RTT of the target `W_cubic(t + RTT)` (§4.2);
+//! - in the Reno-friendly region the window becomes `W_est` but never shrinks
+//!   (the RFC says "set to W_est", which cannot be below a window that only
+//!   grew since the epoch began unless the cubic increment overtook it);
+//! - no undo of spurious congestion events (§4.9): the recovery module does
+//!   not report them.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    minimum_window, AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
+    Phase,
+};
+
+/// RFC 9438 §4.6 / §5: β_cubic, the multiplicative decrease factor.
+pub const BETA_CUBIC: f64 = 0.7;
+/// RFC 9438 §5.1: C, the constant that sets how fast the cubic curve grows
+/// (segments per second³).
+pub const C_CUBIC: f64 = 0.4;
+/// RFC 9002 §7.2: kInitialWindow is 10 packets (sift counts whole packets).
+pub const INITIAL_WINDOW_PACKETS: u64 = 10;
+/// RFC 9438 §4.2: the target window is clamped to at most 1.5·cwnd, so the
+/// window never grows faster than slow start's ×1.5 per RTT.
+pub const MAX_TARGET_GROWTH: f64 = 1.5;
+
+/// CUBIC's parameters. Defaults are RFC 9438's.
+///
+/// Metrics fields reported by [`Cubic`]: `w_max_bytes` (W_max), `k_s` (K in
+/// seconds) and `w_est_bytes` (W_est, the Reno-friendly estimate).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CubicConfig {
+    /// β_cubic: the window after a congestion event is this fraction of the
+    /// window before it (RFC 9438 §4.6). Must lie in (0, 1).
+    #[serde(alias = "beta")]
+    pub multiplicative_decrease: f64,
+    /// C: the cubic curve's scale in segments per second³ (RFC 9438 §5.1).
+    /// Must be positive.
+    #[serde(alias = "c")]
+    pub growth_constant: f64,
+    /// Fast convergence (RFC 9438 §4.7): a loss below the previous W_max
+    /// lowers W_max further, releasing bandwidth to newer flows.
+    pub fast_convergence: bool,
+    /// The Reno-friendly region (RFC 9438 §4.3): grow at least as fast as
+    /// Reno would (W_est).
+    pub reno_friendly: bool,
+    /// Initial window in packets (RFC 9002 §7.2: 10).
+    pub initial_window_packets: u64,
+}
+
+impl Default for CubicConfig {
+    fn default() -> Self {
+        Self {
+            multiplicative_decrease: BETA_CUBIC,
+            growth_constant: C_CUBIC,
+            fast_convergence: true,
+            reno_friendly: true,
+            initial_window_packets: INITIAL_WINDOW_PACKETS,
+        }
+    }
+}
+
+impl CubicConfig {
+    /// Checks every value against the range RFC 9438 allows.
+    pub fn validate(&self) -> Result<(), InvalidCcConfig> {
+        let beta = self.multiplicative_decrease;
+        if !(beta > 0.0 && beta < 1.0) {
+            return Err(InvalidCcConfig::new(
+                "cubic",
+                "multiplicative_decrease",
+                beta,
+                "a fraction strictly between 0 and 1",
+            ));
+        }
+        let c = self.growth_constant;
+        if !(c.is_finite() && c > 0.0) {
+            return Err(InvalidCcConfig::new(
+                "cubic",
+                "growth_constant",
+                c,
+                "a positive finite number",
+            ));
+        }
+        if self.initial_window_packets == 0 {
+            return Err(InvalidCcConfig::new(
+                "cubic",
+                "initial_window_packets",
+                0,
+                "at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The same configuration with every out-of-range value (those
+    /// [`validate`](Self::validate) reports) replaced by its default, so the
+    /// controller never computes with a NaN or a growing "decrease".
+    fn sanitized(mut self) -> Self {
+        let defaults = Self::default();
+        let beta = self.multiplicative_decrease;
+        if !(beta > 0.0 && beta < 1.0) {
+            self.multiplicative_decrease = defaults.multiplicative_decrease;
+        }
+        let c = self.growth_constant;
+        if !(c.is_finite() && c > 0.0) {
+            self.growth_constant = defaults.growth_constant;
+        }
+        self.initial_window_packets = self.initial_window_packets.max(1);
+        self
+    }
+
+    /// α_cubic = 3(1 − β)/(1 + β): the Reno-friendly additive increase per
+    /// RTT, in segments, that matches Reno's average window (RFC 9438 §4.3).
+    pub fn alpha_cubic(&self) -> f64 {
+        let beta = self.multiplicative_decrease;
+        3.0 * (1.0 - beta) / (1.0 + beta)
+    }
+}
+
+/// The current congestion-avoidance stage ("epoch", RFC 9438 §4.2).
+#[derive(Clone, Copy, Debug)]
+struct Epoch {
+    /// t_epoch, shifted later by every application-limited stretch (§5.8).
+    start: Instant,
+}
+
+/// The CUBIC controller.
+#[derive(Debug, Clone)]
+pub struct Cubic {
+    config: CubicConfig,
+    mss: u64,
+    /// cwnd in bytes, kept fractional so per-ACK growth is never lost.
+    cwnd: f64,
+    ssthresh: u64,
+    /// W_max in bytes: the window just before the last reduction, lowered by
+    /// fast convergence; 0 until the first epoch or after a timeout.
+    w_max: f64,
+    /// K in seconds: when the curve of the current epoch reaches W_max.
+    k_seconds: f64,
+    /// W_est in bytes: what Reno would have reached in this epoch.
+    w_est: f64,
+    /// cwnd_prior: the window just before the last reduction (§4.3 switches
+    /// α_cubic to 1 once W_est reaches it).
+    cwnd_prior: f64,
+    epoch: Option<Epoch>,
+    /// When the current application-limited stretch began, if one is running
+    /// inside an epoch.
+    app_limited_since: Option<Instant>,
+    in_recovery: bool,
+    last_verdict: Option<LossVerdict>,
+}
+
+impl Cubic {
+    /// A controller for packets of `mss` bytes. Out-of-range configuration
+    /// values fall back to RFC 9438's (see [`CubicConfig::validate`]).
+    pub fn new(config: CubicConfig, mss: u64) -> Self {
+        let config = config.sanitized();
+        let mss = mss.max(1);
+        let cwnd = (config.initial_window_packets * mss) as f64;
+        Self {
+            config,
+            mss,
+            cwnd,
+            ssthresh: u64::MAX,
+            w_max: 0.0,
+            k_seconds: 0.0,
+            w_est: cwnd,
+            cwnd_prior: 0.0,
+            epoch: None,
+            app_limited_since: None,
+            in_recovery: false,
+            last_verdict: None,
+        }
+    }
+
+    /// C scaled to bytes: the curve's coefficient in bytes per second³.
+    fn growth_bytes_per_s3(&self) -> f64 {
+        self.config.growth_constant * self.mss as f64
+    }
+
+    /// W_cubic(t) in bytes, `t` seconds into the epoch (RFC 9438 §4.2, Eq. 1).
+    fn w_cubic(&self, t_seconds: f64) -> f64 {
+        self.w_max + self.growth_bytes_per_s3() * (t_seconds - self.k_seconds).powi(3)
+    }
+
+    /// Starts a congestion-avoidance epoch at `now` with the current window as
+    /// cwnd_epoch (RFC 9438 §4.2). After a timeout, or when slow start carried
+    /// the window past the old W_max, W_max becomes cwnd_epoch and K is 0
+    /// (§4.8).
+    fn start_epoch(&mut self, now: Instant) -> Epoch {
+        let cwnd_epoch = self.cwnd;
+        if self.w_max <= cwnd_epoch {
+            self.w_max = cwnd_epoch;
+            self.k_seconds = 0.0;
+        } else {
+            // K = ∛((W_max − cwnd_epoch)/C), both windows in segments (Eq. 2).
+            self.k_seconds = ((self.w_max - cwnd_epoch) / self.growth_bytes_per_s3()).cbrt();
+        }
+        self.w_est = cwnd_epoch;
+        let epoch = Epoch { start: now };
+        self.epoch = Some(epoch);
+        epoch
+    }
+
+    /// Congestion avoidance for `acked` bytes (RFC 9438 §4.3–§4.5).
+    fn avoid(&mut self, acked: f64, now: Instant, smoothed_rtt: Duration) {
+        let epoch = match self.epoch {
+            Some(epoch) => epoch,
+            None => self.start_epoch(now),
+        };
+        let cwnd = self.cwnd;
+        if cwnd <= 0.0 {
+            return;
+        }
+        let t = now.saturating_duration_since(epoch.start).as_secs_f64();
+
+        // Reno-friendly estimate: α_cubic segments per window acked, and
+        // Reno's own 1 segment once W_est has regained the pre-loss window.
+        let alpha = if self.w_est >= self.cwnd_prior {
+            1.0
+        } else {
+            self.config.alpha_cubic()
+        };
+        self.w_est += alpha * self.mss as f64 * acked / cwnd;
+
+        if self.config.reno_friendly && self.w_cubic(t) < self.w_est {
+            self.cwnd = cwnd.max(self.w_est);
+            return;
+        }
+        // Concave (cwnd < W_max) or convex region: aim at where the curve
+        // will be one RTT from now, within [cwnd, 1.5·cwnd].
+        let target = self
+            .w_cubic(t + smoothed_rtt.as_secs_f64())
+            .min(MAX_TARGET_GROWTH * cwnd)
+            .max(cwnd);
+        self.cwnd = cwnd + (target - cwnd) * acked / cwnd;
+    }
+
+    fn phase(&self) -> Phase {
+        if self.in_recovery {
+            Phase::Recovery
+        } else if self.cwnd < self.ssthresh as f64 {
+            Phase::SlowStart
+        } else {
+            Phase::CongestionAvoidance
+        }
+    }
+}
+
+impl CongestionControl for Cubic {
+    fn on_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
+
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if ack.in_recovery {
+            return;
+        }
+        self.in_recovery = false;
+        if ack.app_limited {
+            // RFC 9438 §5.8: no growth, and the epoch clock stops.
+            if self.epoch.is_some() && self.app_limited_since.is_none() {
+                self.app_limited_since = Some(ack.now);
+            }
+            return;
+        }
+        if let Some(since) = self.app_limited_since.take() {
+            // Shift the curve later by the application-limited stretch, so
+            // it keeps its shape instead of leaping ahead (Linux does the
+            // same after idle).
+            if let Some(epoch) = self.epoch.as_mut() {
+                let paused = ack.now.saturating_duration_since(since);
+                epoch.start = epoch.start.checked_add(paused).unwrap_or(epoch.start);
+            }
+        }
+
+        let mut acked = ack.acked_bytes as f64;
+        let ssthresh = self.ssthresh as f64;
+        if self.cwnd < ssthresh {
+            // RFC 9002 §7.3.1 slow start with byte counting, stopping at
+            // ssthresh; the rest of this ACK counts as avoidance.
+            let slow = acked.min(ssthresh - self.cwnd);
+            self.cwnd += slow;
+            acked -= slow;
+            if acked <= 0.0 {
+                return;
+            }
+        }
+        self.avoid(acked, ack.now, ack.rtt.smoothed);
+    }
+
+    fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
+        let beta = self.config.multiplicative_decrease;
+        let cwnd = self.cwnd;
+        let floor = minimum_window(self.mss);
+
+        self.cwnd_prior = cwnd;
+        // RFC 9438 §4.7 fast convergence.
+        self.w_max = if self.config.fast_convergence && cwnd < self.w_max {
+            cwnd * (1.0 + beta) / 2.0
+        } else {
+            cwnd
+        };
+        // RFC 9438 §4.6: ssthresh = β·cwnd, never below RFC 9002's minimum.
+        self.ssthresh = ((cwnd * beta) as u64).max(floor);
+        if ev.persistent {
+            // RFC 9438 §4.8: cwnd collapses as Reno's would (RFC 9002
+            // persistent congestion: kMinimumWindow); the next epoch starts
+            // with W_max = cwnd_epoch and K = 0.
+            self.cwnd = floor as f64;
+            self.w_max = 0.0;
+            self.k_seconds = 0.0;
+        } else {
+            self.cwnd = self.ssthresh as f64;
+        }
+        self.w_est = self.cwnd;
+        self.epoch = None;
+        self.app_limited_since = None;
+        self.in_recovery = !ev.persistent;
+        // CUBIC does not tell random loss from congestion.
+        self.last_verdict = Some(LossVerdict::Congestive);
+        LossVerdict::Congestive
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd.round() as u64
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn metrics(&self) -> Metrics {
+        let mut metrics = Metrics {
+            algorithm: "cubic".into(),
+            cwnd: self.window(),
+            ssthresh: self.ssthresh,
+            phase: self.phase(),
+            last_verdict: self.last_verdict,
+            fields: Default::default(),
+        };
+        metrics.fields.insert("w_max_bytes".into(), self.w_max);
+        metrics.fields.insert("k_s".into(), self.k_seconds);
+        metrics.fields.insert("w_est_bytes".into(), self.w_est);
+        metrics
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RttSample;
+
+    const MSS: u64 = 1000;
+
+    fn rtt(smoothed: Duration) -> RttSample {
+        RttSample {
+            latest: smoothed,
+            min: smoothed,
+            smoothed,
+            variance: smoothed / 2,
+        }
+    }
+
+    fn ack_at(now: Instant, bytes: u64, smoothed: Duration) -> AckEvent {
+        AckEvent {
+            now,
+            acked_bytes: bytes,
+            acked_packets: bytes / MSS,
+            largest_acked: 0,
+            largest_acked_sent_time: now,
+            rtt: rtt(smoothed),
+            rtt_sampled: true,
+            bytes_in_flight: 0,
+            app_limited: false,
+            in_recovery: false,
+        }
+    }
+
+    fn loss(now: Instant, persistent: bool) -> LossEvent {
+        LossEvent {
+            now,
+            lost_packets: vec![1],
+            lost_bytes: MSS,
+            largest_lost_sent_time: now,
+            bytes_in_flight: 0,
+            rtt: rtt(Duration::from_millis(100)),
+            persistent,
+        }
+    }
+
+    fn seconds(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    /// A controller whose window is 36 packets when the first loss hits.
+    fn cubic_at_36_packets(reno_friendly: bool) -> Cubic {
+        let config = CubicConfig {
+            initial_window_packets: 36,
+            reno_friendly,
+            ..CubicConfig::default()
+        };
+        Cubic::new(config, MSS)
+    }
+
+    fn assert_close(actual: f64, expected: f64) {
+        assert!(
+            (actual - expected).abs() < 1e-6,
+            "expected {expected}, got {actual}"
+        );
+    }
+
+    #[test]
+    fn beta_cut_sets_window_and_ssthresh_to_seven_tenths() {
+        let now = Instant::now();
+        let mut cubic = cubic_at_36_packets(true);
+        // β·cwnd = 0.7 · 36_000 = 25_200 for both.
+        assert_eq!(
+            cubic.on_congestion(&loss(now, false)),
+            LossVerdict::Congestive
+        );
+        assert_eq!((cubic.window(), cubic.ssthresh()), (25_200, 25_200));
+        let metrics = cubic.metrics();
+        assert_eq!(metrics.phase, Phase::Recovery);
+        assert_eq!(metrics.last_verdict, Some(LossVerdict::Congestive));
+        assert_eq!(metrics.fields["w_max_bytes"], 36_000.0);
+    }
+
+    #[test]
+    fn k_is_the_cube_root_of_the_window_deficit_over_c() {
+        let t0 = Instant::now();
+        let mut cubic = cubic_at_36_packets(true);
+        cubic.on_congestion(&loss(t0, false));
+        // The first ACK after recovery starts the epoch with cwnd_epoch =
+        // 25.2 packets: K = ∛((W_max − cwnd_epoch)/C) = ∛((36 − 25.2)/0.4)
+        // = ∛27 = 3 s.
+        cubic.on_ack(&ack_at(t0, MSS, Duration::from_millis(100)));
+        assert_close(cubic.metrics().fields["k_s"], 3.0);
+    }
+
+    #[test]
+    fn curve_passes_through_w_max_at_k() {
+        let t0 = Instant::now();
+        let mut cubic = cubic_at_36_packets(false);
+        cubic.on_congestion(&loss(t0, false));
+        cubic.on_ack(&ack_at(t0, MSS, Duration::from_secs(1)));
+        // W_cubic(K) = C·(K − K)³ + W_max = W_max.
+        assert_close(cubic.w_cubic(3.0), 36_000.0);
+        // W_cubic(0) = 400·(−3)³ + 36_000 = 25_200 = cwnd_epoch.
+        assert_close(cubic.w_cubic(0.0), 25_200.0);
+    }
+
+    #[test]
+    fn window_grows_concave_to_w_max_at_k_then_convex() {
+        // RTT = 1 s and one ACK per RTT acknowledging the whole window, so
+        // each ACK moves cwnd exactly onto the target W_cubic(t + 1 s):
+        // cwnd += (target − cwnd)·acked/cwnd with acked = cwnd.
+        // W_cubic(t) = 400·(t − 3)³ + 36_000 bytes (C·mss = 0.4·1000).
+        let t0 = Instant::now();
+        let rtt = seconds(1);
+        let mut cubic = cubic_at_36_packets(false);
+        cubic.on_congestion(&loss(t0, false)); // cwnd = 25_200, K = 3 s
+        let mut windows = vec![cubic.window()];
+        for second in 0..6 {
+            let acked = cubic.window();
+            cubic.on_ack(&ack_at(t0 + seconds(second), acked, rtt));
+            windows.push(cubic.window());
+        }
+        // t = 0: W(1) = 36_000 − 400·8  = 32_800
+        // t = 1: W(2) = 36_000 − 400·1  = 35_600
+        // t = 2: W(3) = 36_000          = W_max: reached one RTT ahead of K
+        // t = 3: W(4) = 36_000 + 400·1  = 36_400
+        // t = 4: W(5) = 36_000 + 400·8  = 39_200
+        // t = 5: W(6) = 36_000 + 400·27 = 46_800 (≤ 1.5·39_200, no clamp)
+        assert_eq!(
+            windows,
+            vec![25_200, 32_800, 35_600, 36_000, 36_400, 39_200, 46_800]
+        );
+        // Growth per RTT shrinks towards W_max (concave), then grows (convex).
+        let growth: Vec<u64> = windows.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(growth, vec![7_600, 2_800, 400, 400, 2_800, 7_600]);
+    }
+
+    #[test]
+    fn target_is_clamped_to_one_and_a_half_windows() {
+        // Far into the convex region the curve outruns 1.5·cwnd.
+        let t0 = Instant::now();
+        let rtt = seconds(1);
+        let mut cubic = cubic_at_36_packets(false);
+        cubic.on_congestion(&loss(t0, false));
+        // The epoch starts: cwnd 25_200 → W(1) = 32_800.
+        cubic.on_ack(&ack_at(t0, 25_200, rtt));
+        // At t = 10 s: W(11) = 36_000 + 400·512 = 240_800 > 1.5·32_800 =
+        // 49_200, so the full-window ACK lands on 49_200.
+        cubic.on_ack(&ack_at(t0 + seconds(10), 32_800, rtt));
+        assert_eq!(cubic.window(), 49_200);
+    }
+
+    #[test]
+    fn reno_friendly_region_takes_over_on_short_rtt_small_windows() {
+        // 10-packet window at loss: W_max = 10_000, cwnd = 7_000,
+        // K = ∛(3_000/400) ≈ 1.96 s; RTT 10 ms; one full-window ACK.
+        let t0 = Instant::now();
+        let rtt = Duration::from_millis(10);
+        let mut friendly = Cubic::new(CubicConfig::default(), MSS);
+        friendly.on_congestion(&loss(t0, false));
+        friendly.on_ack(&ack_at(t0, 7_000, rtt));
+        // W_est = 7_000 + α·mss·acked/cwnd with α = 3·0.3/1.7 = 0.9/1.7:
+        // 7_000 + 0.529411…·1000 = 7_529.41; W_cubic(0) = 7_000 < W_est,
+        // so cwnd = W_est.
+        assert_close(friendly.cwnd, 7_000.0 + 900.0 / 1.7);
+        assert_eq!(friendly.window(), 7_529);
+
+        // Without the Reno-friendly region the curve alone barely moves:
+        // W(0.01) = 10_000 + 400·(0.01 − 1.957)³ ≈ 7_045.9.
+        let config = CubicConfig {
+            reno_friendly: false,
+            ..CubicConfig::default()
+        };
+        let mut curve_only = Cubic::new(config, MSS);
+        curve_only.on_congestion(&loss(t0, false));
+        curve_only.on_ack(&ack_at(t0, 7_000, rtt));
+        assert_eq!(curve_only.window(), 7_046);
+
+        // Over 50 more round trips of 10 ms Reno's slope keeps winning.
+        for round in 1..=50 {
+            let now = t0 + rtt * round;
+            let acked = friendly.window();
+            friendly.on_ack(&ack_at(now, acked, rtt));
+            let acked = curve_only.window();
+            curve_only.on_ack(&ack_at(now, acked, rtt));
+        }
+        assert!(friendly.window() > curve_only.window());
+        let metrics = friendly.metrics();
+        assert!(metrics.fields["w_est_bytes"] > metrics.fields["w_max_bytes"]);
+    }
+
+    #[test]
+    fn reno_friendly_increase_becomes_one_segment_per_window_past_the_prior_window() {
+        let t0 = Instant::now();
+        let rtt = Duration::from_millis(10);
+        let mut cubic = Cubic::new(CubicConfig::default(), MSS);
+        cubic.on_congestion(&loss(t0, false)); // cwnd_prior = 10_000
+        let mut now = t0;
+        while cubic.w_est < 10_000.0 {
+            let acked = cubic.window();
+            cubic.on_ack(&ack_at(now, acked, rtt));
+            now += rtt;
+        }
+        // Now α = 1: W_est grows by mss·acked/cwnd, one segment per window.
+        let (w_est, cwnd) = (cubic.w_est, cubic.cwnd);
+        cubic.on_ack(&ack_at(now, 500, rtt));
+        assert_close(cubic.w_est, w_est + 1000.0 * 500.0 / cwnd);
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max_when_loss_comes_below_the_old_peak() {
+        let t0 = Instant::now();
+        let mut fast = cubic_at_36_packets(true);
+        fast.on_congestion(&loss(t0, false)); // W_max 36_000, cwnd 25_200
+        fast.on_congestion(&loss(t0, false));
+        // cwnd 25_200 < W_max 36_000: W_max = 25_200·(1 + 0.7)/2 = 21_420;
+        // ssthresh = cwnd = 0.7·25_200 = 17_640.
+        assert_close(fast.metrics().fields["w_max_bytes"], 21_420.0);
+        assert_eq!((fast.window(), fast.ssthresh()), (17_640, 17_640));
+
+        let config = CubicConfig {
+            initial_window_packets: 36,
+            fast_convergence: false,
+            ..CubicConfig::default()
+        };
+        let mut plain = Cubic::new(config, MSS);
+        plain.on_congestion(&loss(t0, false));
+        plain.on_congestion(&loss(t0, false));
+        // Without it W_max is simply the window at the loss.
+        assert_close(plain.metrics().fields["w_max_bytes"], 25_200.0);
+    }
+
+    #[test]
+    fn timeout_collapses_to_minimum_window_and_restarts_the_curve_at_k_zero() {
+        let t0 = Instant::now();
+        let rtt = seconds(1);
+        let mut cubic = cubic_at_36_packets(false);
+        cubic.on_congestion(&loss(t0, true));
+        // ssthresh = 0.7·36_000 = 25_200; cwnd = kMinimumWindow = 2 packets.
+        assert_eq!((cubic.window(), cubic.ssthresh()), (2_000, 25_200));
+        let metrics = cubic.metrics();
+        assert_eq!(metrics.phase, Phase::SlowStart);
+        assert_eq!(metrics.fields["w_max_bytes"], 0.0);
+        assert_eq!(metrics.fields["k_s"], 0.0);
+
+        // Slow start climbs exactly to ssthresh (2_000 + 23_200).
+        cubic.on_ack(&ack_at(t0, 23_200, rtt));
+        assert_eq!(cubic.window(), 25_200);
+        // The first avoidance ACK starts an epoch with W_max = cwnd_epoch =
+        // 25_200 and K = 0: target W(0 + 1) = 25_200 + 400·1³ = 25_600.
+        cubic.on_ack(&ack_at(t0 + rtt, 25_200, rtt));
+        assert_eq!(cubic.window(), 25_600);
+        let metrics = cubic.metrics();
+        assert_eq!(metrics.fields["w_max_bytes"], 25_200.0);
+        assert_eq!(metrics.fields["k_s"], 0.0);
+    }
+
+    #[test]
+    fn app_limited_stretch_neither_grows_the_window_nor_advances_the_curve() {
+        let t0 = Instant::now();
+        let rtt = seconds(1);
+        let mut cubic = cubic_at_36_packets(false);
+        cubic.on_congestion(&loss(t0, false));
+        cubic.on_ack(&ack_at(t0, 25_200, rtt)); // epoch at t0, cwnd 32_800
+
+        // Application-limited from t0 + 1 s to t0 + 11 s: no growth.
+        for second in [1, 5, 10] {
+            let mut idle = ack_at(t0 + seconds(second), 32_800, rtt);
+            idle.app_limited = true;
+            cubic.on_ack(&idle);
+            assert_eq!(cubic.window(), 32_800);
+        }
+        // At t0 + 11 s the epoch has run only 1 s (11 − 10 paused), so the
+        // target is W(1 + 1) = 35_600, as if the pause never happened.
+        // Unshifted it would be W(12) clamped to 1.5·32_800 = 49_200.
+        cubic.on_ack(&ack_at(t0 + seconds(11), 32_800, rtt));
+        assert_eq!(cubic.window(), 35_600);
+    }
+
+    #[test]
+    fn no_growth_while_in_recovery() {
+        let t0 = Instant::now();
+        let mut cubic = cubic_at_36_packets(true);
+        cubic.on_congestion(&loss(t0, false));
+        let mut old = ack_at(t0 + seconds(1), 10_000, seconds(1));
+        old.in_recovery = true;
+        cubic.on_ack(&old);
+        assert_eq!(cubic.window(), 25_200);
+        assert_eq!(cubic.metrics().phase, Phase::Recovery);
+    }
+
+    #[test]
+    fn slow_start_doubles_per_window_and_hands_the_rest_to_avoidance() {
+        let t0 = Instant::now();
+        let rtt = seconds(1);
+        let mut cubic = Cubic::new(CubicConfig::default(), MSS);
+        // IW = 10 packets; acking a full window doubles it (byte counting).
+        cubic.on_ack(&ack_at(t0, 10_000, rtt));
+        assert_eq!(cubic.window(), 20_000);
+        assert_eq!(cubic.metrics().phase, Phase::SlowStart);
+
+        // Timeout: ssthresh = 0.7·20_000 = 14_000, cwnd = 2_000.
+        cubic.on_congestion(&loss(t0, true));
+        // 13_000 acked: 12_000 of slow start reach ssthresh; the remaining
+        // 1_000 start an epoch (W_max = 14_000, K = 0) in which
+        // W_est = 14_000 + α·1000·1_000/14_000 > W_cubic(0) = 14_000, so the
+        // Reno-friendly estimate wins: cwnd = 14_000 + (0.9/1.7)·1000/14.
+        cubic.on_ack(&ack_at(t0 + rtt, 13_000, rtt));
+        assert_close(cubic.cwnd, 14_000.0 + 900.0 / 1.7 / 14.0);
+        assert_eq!(cubic.metrics().phase, Phase::CongestionAvoidance);
+    }
+
+    #[test]
+    fn out_of_range_configuration_is_reported_and_never_used() {
+        let config = CubicConfig {
+            multiplicative_decrease: 1.5,
+            ..CubicConfig::default()
+        };
+        let err = config.validate().unwrap_err();
+        assert_eq!(err.field, "multiplicative_decrease");
+        assert!(err.to_string().contains("1.5"), "{err}");
+        // The controller falls back to β = 0.7 instead of growing on loss.
+        let mut cubic = Cubic::new(config, MSS);
+        cubic.on_congestion(&loss(Instant::now(), false));
+        assert_eq!(cubic.window(), 7_000);
+
+        let nan_c = CubicConfig {
+            growth_constant: f64::NAN,
+            ..CubicConfig::default()
+        };
+        assert_eq!(nan_c.validate().unwrap_err().field, "growth_constant");
+        assert_eq!(CubicConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn cubic_is_selected_by_cli_name_and_by_scenario_file() {
+        use crate::CcConfig;
+        let by_name: CcConfig = "cubic".parse().unwrap();
+        assert_eq!(by_name, CcConfig::Cubic(CubicConfig::default()));
+        assert_eq!(by_name.name(), "cubic");
+        assert!(CcConfig::NAMES.contains(&"cubic"));
+
+        // RFC symbols are accepted as aliases of the descriptive names.
+        let scenario = "name = \"cubic\"\nbeta = 0.8\nfast_convergence = false\n";
+        let parsed: CcConfig = toml::from_str(scenario).unwrap();
+        let expected = CubicConfig {
+            multiplicative_decrease: 0.8,
+            fast_convergence: false,
+            ..CubicConfig::default()
+        };
+        assert_eq!(parsed, CcConfig::Cubic(expected));
+        assert_eq!(parsed.validate(), Ok(()));
+        assert!(toml::from_str::<CcConfig>("name = \"cubic\"\nbogus = 1\n").is_err());
+
+        let built = by_name.build(MSS);
+        assert_eq!(built.window(), 10_000);
+        assert_eq!(built.metrics().algorithm, "cubic");
+    }
+}
