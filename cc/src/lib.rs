@@ -15,8 +15,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub mod reno;
+pub mod veno;
+
+#[cfg(test)]
+mod test_support;
 
 pub use reno::{Reno, RenoConfig};
+pub use veno::{Veno, VenoConfig};
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,16 +214,19 @@ pub trait CongestionControl: Send + Debug {
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum CcConfig {
     Reno(RenoConfig),
+    /// Veno (Fu & Liew 2003).
+    Veno(VenoConfig),
 }
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno"];
+    pub const NAMES: &'static [&'static str] = &["reno", "veno"];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::Reno(_) => "reno",
+            CcConfig::Veno(_) => "veno",
         }
     }
 
@@ -227,6 +235,7 @@ impl CcConfig {
     pub fn build(&self, mss: u64) -> Box<dyn CongestionControl> {
         match self {
             CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
+            CcConfig::Veno(c) => Box::new(Veno::new(c.clone(), mss)),
         }
     }
 }
@@ -250,6 +259,7 @@ impl FromStr for CcConfig {
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name.trim().to_ascii_lowercase().as_str() {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
+            "veno" => Ok(CcConfig::Veno(VenoConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),
@@ -260,6 +270,18 @@ impl FromStr for CcConfig {
 /// Floor for every window: two packets (RFC 9002 kMinimumWindow).
 pub fn minimum_window(mss: u64) -> u64 {
     2 * mss
+}
+
+/// A multiplicative decrease: `bytes·numerator/denominator`, exact (128-bit
+/// intermediate), for the papers' fractions (Reno's 1/2, Veno's 4/5, Vegas's
+/// 3/4). A decrease never grows the window: a zero denominator or a fraction
+/// above one leaves `bytes` unchanged.
+pub fn scale_window(bytes: u64, (numerator, denominator): (u64, u64)) -> u64 {
+    if denominator == 0 || numerator >= denominator {
+        return bytes;
+    }
+    // numerator < denominator, so the quotient is below `bytes` and fits.
+    (u128::from(bytes) * u128::from(numerator) / u128::from(denominator)) as u64
 }
 
 /// Shared slow-start / congestion-avoidance arithmetic. In slow start the
