@@ -16,12 +16,14 @@ use serde::{Deserialize, Serialize};
 
 pub mod reno;
 pub mod veno;
+pub mod veno_enhanced;
 
 #[cfg(test)]
 mod test_support;
 
 pub use reno::{Reno, RenoConfig};
 pub use veno::{Veno, VenoConfig};
+pub use veno_enhanced::VenoEnhanced;
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,17 +218,20 @@ pub enum CcConfig {
     Reno(RenoConfig),
     /// Veno (Fu & Liew 2003).
     Veno(VenoConfig),
+    /// Enhanced Veno (Zhou et al.): Veno's parameters, no new constants.
+    VenoEnhanced(VenoConfig),
 }
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno", "veno"];
+    pub const NAMES: &'static [&'static str] = &["reno", "veno", "veno-enhanced"];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::Reno(_) => "reno",
             CcConfig::Veno(_) => "veno",
+            CcConfig::VenoEnhanced(_) => "veno-enhanced",
         }
     }
 
@@ -236,6 +241,7 @@ impl CcConfig {
         match self {
             CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
             CcConfig::Veno(c) => Box::new(Veno::new(c.clone(), mss)),
+            CcConfig::VenoEnhanced(c) => Box::new(VenoEnhanced::new(c.clone(), mss)),
         }
     }
 }
@@ -260,6 +266,7 @@ impl FromStr for CcConfig {
         match name.trim().to_ascii_lowercase().as_str() {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
             "veno" => Ok(CcConfig::Veno(VenoConfig::default())),
+            "veno-enhanced" => Ok(CcConfig::VenoEnhanced(VenoConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),

@@ -641,7 +641,13 @@ mod tests {
     #[test]
     fn veno_and_enhanced_veno_are_selected_by_name_and_round_trip_through_serde() {
         use crate::CcConfig;
-        let defaults = [("veno", CcConfig::Veno(VenoConfig::default()))];
+        let defaults = [
+            ("veno", CcConfig::Veno(VenoConfig::default())),
+            (
+                "veno-enhanced",
+                CcConfig::VenoEnhanced(VenoConfig::default()),
+            ),
+        ];
         for (name, expected) in defaults {
             let parsed: CcConfig = name.parse().unwrap();
             assert_eq!(parsed, expected);
