@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub mod reno;
+pub mod vegas;
 pub mod veno;
 pub mod veno_enhanced;
 
@@ -22,6 +23,7 @@ pub mod veno_enhanced;
 mod test_support;
 
 pub use reno::{Reno, RenoConfig};
+pub use vegas::{Vegas, VegasConfig, VegasPhaseGroup};
 pub use veno::{Veno, VenoConfig};
 pub use veno_enhanced::VenoEnhanced;
 
@@ -216,6 +218,8 @@ pub trait CongestionControl: Send + Debug {
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum CcConfig {
     Reno(RenoConfig),
+    /// Vegas decomposed into its algorithms A–J (Hengartner et al. 2000).
+    Vegas(VegasConfig),
     /// Veno (Fu & Liew 2003).
     Veno(VenoConfig),
     /// Enhanced Veno (Zhou et al.): Veno's parameters, no new constants.
@@ -224,12 +228,13 @@ pub enum CcConfig {
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno", "veno", "veno-enhanced"];
+    pub const NAMES: &'static [&'static str] = &["reno", "vegas", "veno", "veno-enhanced"];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::Reno(_) => "reno",
+            CcConfig::Vegas(_) => "vegas",
             CcConfig::Veno(_) => "veno",
             CcConfig::VenoEnhanced(_) => "veno-enhanced",
         }
@@ -240,6 +245,7 @@ impl CcConfig {
     pub fn build(&self, mss: u64) -> Box<dyn CongestionControl> {
         match self {
             CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
+            CcConfig::Vegas(c) => Box::new(Vegas::new(c.clone(), mss)),
             CcConfig::Veno(c) => Box::new(Veno::new(c.clone(), mss)),
             CcConfig::VenoEnhanced(c) => Box::new(VenoEnhanced::new(c.clone(), mss)),
         }
@@ -265,6 +271,7 @@ impl FromStr for CcConfig {
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name.trim().to_ascii_lowercase().as_str() {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
+            "vegas" => Ok(CcConfig::Vegas(VegasConfig::default())),
             "veno" => Ok(CcConfig::Veno(VenoConfig::default())),
             "veno-enhanced" => Ok(CcConfig::VenoEnhanced(VenoConfig::default())),
             other => Err(UnknownController {
