@@ -17,10 +17,19 @@ use serde::{Deserialize, Serialize};
 pub mod cubic;
 pub mod reno;
 pub mod westwood;
+pub mod vegas;
+pub mod veno;
+pub mod veno_enhanced;
+
+#[cfg(test)]
+mod test_support;
 
 pub use cubic::{Cubic, CubicConfig};
 pub use reno::{Reno, RenoConfig};
 pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
+pub use vegas::{Vegas, VegasConfig, VegasPhaseGroup};
+pub use veno::{Veno, VenoConfig};
+pub use veno_enhanced::VenoEnhanced;
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,11 +224,17 @@ pub enum CcConfig {
     Reno(RenoConfig),
     Cubic(CubicConfig),
     Westwood(WestwoodConfig),
+    /// Vegas decomposed into its algorithms A–J (Hengartner et al. 2000).
+    Vegas(VegasConfig),
+    /// Veno (Fu & Liew 2003).
+    Veno(VenoConfig),
+    /// Enhanced Veno (Zhou et al.): Veno's parameters, no new constants.
+    VenoEnhanced(VenoConfig),
 }
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno", "cubic", "westwood"];
+    pub const NAMES: &'static [&'static str] = &["reno", "cubic", "vegas", "veno", "veno-enhanced", "westwood"];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {
@@ -227,6 +242,9 @@ impl CcConfig {
             CcConfig::Reno(_) => "reno",
             CcConfig::Cubic(_) => "cubic",
             CcConfig::Westwood(_) => "westwood",
+            CcConfig::Vegas(_) => "vegas",
+            CcConfig::Veno(_) => "veno",
+            CcConfig::VenoEnhanced(_) => "veno-enhanced",
         }
     }
 
@@ -237,6 +255,9 @@ impl CcConfig {
             CcConfig::Reno(c) => Box::new(Reno::new(c.clone(), mss)),
             CcConfig::Cubic(c) => Box::new(Cubic::new(c.clone(), mss)),
             CcConfig::Westwood(c) => Box::new(Westwood::new(c.clone(), mss)),
+            CcConfig::Vegas(c) => Box::new(Vegas::new(c.clone(), mss)),
+            CcConfig::Veno(c) => Box::new(Veno::new(c.clone(), mss)),
+            CcConfig::VenoEnhanced(c) => Box::new(VenoEnhanced::new(c.clone(), mss)),
         }
     }
 
@@ -249,6 +270,8 @@ impl CcConfig {
             CcConfig::Reno(_) => Ok(()),
             CcConfig::Cubic(c) => c.validate(),
             CcConfig::Westwood(c) => c.validate(),
+            CcConfig::Vegas(_) => Ok(()),
+            CcConfig::Veno(_) | CcConfig::VenoEnhanced(_) => Ok(()),
         }
     }
 }
@@ -274,6 +297,9 @@ impl FromStr for CcConfig {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
             "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
             "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
+            "vegas" => Ok(CcConfig::Vegas(VegasConfig::default())),
+            "veno" => Ok(CcConfig::Veno(VenoConfig::default())),
+            "veno-enhanced" => Ok(CcConfig::VenoEnhanced(VenoConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),
@@ -315,6 +341,18 @@ impl InvalidCcConfig {
 /// Floor for every window: two packets (RFC 9002 kMinimumWindow).
 pub fn minimum_window(mss: u64) -> u64 {
     2 * mss
+}
+
+/// A multiplicative decrease: `bytes·numerator/denominator`, exact (128-bit
+/// intermediate), for the papers' fractions (Reno's 1/2, Veno's 4/5, Vegas's
+/// 3/4). A decrease never grows the window: a zero denominator or a fraction
+/// above one leaves `bytes` unchanged.
+pub fn scale_window(bytes: u64, (numerator, denominator): (u64, u64)) -> u64 {
+    if denominator == 0 || numerator >= denominator {
+        return bytes;
+    }
+    // numerator < denominator, so the quotient is below `bytes` and fits.
+    (u128::from(bytes) * u128::from(numerator) / u128::from(denominator)) as u64
 }
 
 /// Shared slow-start / congestion-avoidance arithmetic. In slow start the

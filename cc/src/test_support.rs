@@ -1,0 +1,72 @@
+//! Event builders for controller unit tests: a virtual clock and ACK, loss
+//! and corruption events with explicit RTT views, so each test states the
+//! numbers its arithmetic uses.
+
+use std::time::{Duration, Instant};
+
+use crate::{AckEvent, CorruptionEvent, LossEvent, RttSample};
+
+/// The packet size every controller test uses, so windows read as packets × 1000.
+pub(crate) const MSS: u64 = 1000;
+
+/// Milliseconds as a `Duration`.
+pub(crate) fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+/// RTT views with a fresh sample `latest_ms` and a smoothed RTT `smoothed_ms`.
+pub(crate) fn rtt(latest_ms: u64, smoothed_ms: u64) -> RttSample {
+    RttSample {
+        latest: ms(latest_ms),
+        min: ms(latest_ms.min(smoothed_ms)),
+        smoothed: ms(smoothed_ms),
+        variance: ms(smoothed_ms) / 2,
+    }
+}
+
+/// An ACK of `packets` full-sized packets carrying an RTT sample. The largest
+/// acked packet was sent at `sent`; `bytes_in_flight` is what remains after.
+pub(crate) fn ack(
+    now: Instant,
+    sent: Instant,
+    packets: u64,
+    rtt: RttSample,
+    bytes_in_flight: u64,
+) -> AckEvent {
+    AckEvent {
+        now,
+        acked_bytes: packets * MSS,
+        acked_packets: packets,
+        largest_acked: 0,
+        largest_acked_sent_time: sent,
+        rtt,
+        rtt_sampled: true,
+        bytes_in_flight,
+        app_limited: false,
+        in_recovery: false,
+    }
+}
+
+/// A loss of one packet; `persistent` marks a timeout-class event.
+pub(crate) fn loss(now: Instant, rtt: RttSample, persistent: bool) -> LossEvent {
+    LossEvent {
+        now,
+        lost_packets: vec![1],
+        lost_bytes: MSS,
+        largest_lost_sent_time: now,
+        bytes_in_flight: 0,
+        rtt,
+        persistent,
+    }
+}
+
+/// A corruption notice naming one outstanding packet.
+pub(crate) fn corruption(now: Instant, rtt: RttSample) -> CorruptionEvent {
+    CorruptionEvent {
+        now,
+        corrupted_packets: vec![1],
+        corrupted_bytes: MSS,
+        bytes_in_flight: 0,
+        rtt,
+    }
+}
