@@ -189,6 +189,14 @@ fn streams_opened_before_the_peer_limits_wait_for_them() {
 }
 
 #[test]
+fn using_exactly_the_peer_limit_is_not_reported_as_blocked() {
+    let mut client = Streams::new(Side::Client, StreamConfig::default());
+    client.open(Dir::Bi).unwrap();
+    client.set_peer_limits(&server_allowing(1, 1).transport_limits());
+    assert!(!client.has_control());
+}
+
+#[test]
 fn application_misuse_is_refused_with_the_stream_named() {
     let (mut client, _server) = default_pair();
     let now = Instant::now();
