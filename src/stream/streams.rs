@@ -501,11 +501,11 @@ impl Streams {
         let send_done = stream
             .send
             .as_ref()
-            .map_or(true, |send| send.buffer.is_done());
+            .is_none_or(|send| send.buffer.is_done());
         let recv_done = stream
             .recv
             .as_ref()
-            .map_or(true, |recv| recv.buffer.is_done());
+            .is_none_or(|recv| recv.buffer.is_done());
         if !(send_done && recv_done) {
             return;
         }
