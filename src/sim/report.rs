@@ -360,6 +360,9 @@ fn write_run_summary(out: &mut String, run: &RunReport) {
     }
 }
 
+/// Link counters shown first in the summary, in this order.
+const LINK_COLUMNS: &[&str] = &["offered", "delivered", "queue_drops", "random_losses"];
+
 /// The link table takes its columns from the counters' own fields, so
 /// counters added to the link model show up without touching this code.
 fn write_link_table(out: &mut String, links: &LinkReport) {
@@ -374,7 +377,14 @@ fn write_link_table(out: &mut String, links: &LinkReport) {
                 (name, fields)
             })
             .collect();
+    // The four classic counters first, in their natural order, then any
+    // others alphabetically.
     let mut columns: Vec<&String> = Vec::new();
+    for known in LINK_COLUMNS {
+        if let Some((key, _)) = rows.iter().find_map(|(_, f)| f.get_key_value(*known)) {
+            columns.push(key);
+        }
+    }
     for (_, fields) in &rows {
         for key in fields.keys() {
             if !columns.contains(&key) {
