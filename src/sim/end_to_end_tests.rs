@@ -43,7 +43,7 @@ fn assert_byte_exact_completion(streams: u64) {
     let flow = &report.flows[0];
     assert_eq!(
         report.stop_reason,
-        StopReason::AllFlowsCompleted,
+        Some(StopReason::AllFlowsCompleted),
         "{flow:?}"
     );
     assert!(flow.completion_s.is_some(), "{flow:?}");

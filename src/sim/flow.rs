@@ -204,11 +204,8 @@ impl ReceiverApp {
             return;
         }
         for id in conn.readable() {
-            loop {
-                // An error here means "nothing more on this stream now".
-                let Ok((read, fin)) = conn.stream_recv(id, buf) else {
-                    break;
-                };
+            // An error here means "nothing more on this stream now".
+            while let Ok((read, fin)) = conn.stream_recv(id, buf) {
                 let read = read.min(buf.len());
                 let stream = self.streams.entry(id).or_default();
                 if let Some(data) = buf.get(..read) {

@@ -68,8 +68,9 @@ pub struct RunReport {
     /// CBR background flows.
     #[serde(default)]
     pub cbr: Vec<CbrReport>,
-    pub stop_reason: StopReason,
-    /// Virtual time when the run stopped, in seconds.
+    /// Why the run stopped; null in a report taken before it stopped.
+    pub stop_reason: Option<StopReason>,
+    /// Virtual time when the run stopped (or of the report), in seconds.
     pub end_s: f64,
     /// Events the simulator processed (a measure of work, not of time).
     pub events: u64,
@@ -276,7 +277,8 @@ fn write_run_summary(out: &mut String, run: &RunReport) {
         out,
         "## Seed {}: {} at {:.3} s\n",
         run.seed,
-        run.stop_reason.describe(),
+        run.stop_reason
+            .map_or("still running", StopReason::describe),
         run.end_s
     );
     if !run.flows.is_empty() {

@@ -494,7 +494,7 @@ pub fn ms_to_duration(ms: f64) -> Duration {
 }
 
 fn check_ms(origin: &str, key: &str, ms: f64) -> Result<(), ScenarioError> {
-    if ms.is_finite() && ms >= 0.0 && ms <= MAX_TIME_LIMIT_S * 1e3 {
+    if (0.0..=MAX_TIME_LIMIT_S * 1e3).contains(&ms) {
         Ok(())
     } else {
         Err(ScenarioError::Invalid {

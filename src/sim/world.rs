@@ -53,20 +53,28 @@ pub enum SimError {
     Topology(#[from] TooManyHosts),
     #[error("virtual time stopped at {at_s} s: more than {events} events at one instant")]
     Livelock { at_s: f64, events: u64 },
-    #[error("flow {flow}: the {side:?} connection produced more than {datagrams} datagrams at {at_s} s without pausing")]
+    #[error("flow {flow}: the {} connection produced more than {datagrams} datagrams at {at_s} s without pausing", side_name(*side))]
     SendLoop {
         flow: usize,
         side: Side,
         datagrams: u64,
         at_s: f64,
     },
-    #[error("flow {flow}: the {side:?} connection reported a {len}-byte datagram from a {capacity}-byte buffer")]
+    #[error("flow {flow}: the {} connection reported a {len}-byte datagram from a {capacity}-byte buffer", side_name(*side))]
     OversizedDatagram {
         flow: usize,
         side: Side,
         len: usize,
         capacity: usize,
     },
+}
+
+/// "client" or "server", for messages.
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Client => "client",
+        Side::Server => "server",
+    }
 }
 
 /// One end of a sift flow.
@@ -369,15 +377,7 @@ impl<T: Transport> Simulation<T> {
     fn finish(&mut self, reason: StopReason) {
         self.stop = Some(reason);
         // End every time series at the stop time.
-        let now_s = self.clock.elapsed().as_secs_f64();
-        let ends_with_now = self
-            .flows
-            .iter()
-            .filter(|f| f.started_at.is_some())
-            .all(|f| f.samples.last().is_some_and(|s| s.t_s >= now_s));
-        if !ends_with_now {
-            self.sample();
-        }
+        self.sample();
     }
 
     fn start_flow(&mut self, index: usize) -> Result<(), SimError> {
@@ -513,7 +513,7 @@ impl<T: Transport> Simulation<T> {
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     end.closed = true;
-                    flow.note_error(format!("{:?} send: {e}", endpoint.side).to_lowercase());
+                    flow.note_error(format!("{} send: {e}", side_name(endpoint.side)));
                     return Ok(());
                 }
             };
@@ -597,130 +597,6 @@ impl<T: Transport> Simulation<T> {
         }
     }
 
-    /// Puts a datagram from `endpoint` on the first link of its path.
-    fn transmit(&mut self, endpoint: EndpointRef, packet: Vec<u8>) {
-        let direction = match endpoint.side {
-            Side::Client => Direction::Forward,
-            Side::Server => Direction::Reverse,
-        };
-        let id = self
-            .truth
-            .on_sent(endpoint.flow, direction, packet.len(), self.clock.now());
-        if let Some(first) = self.topology.sift_path(endpoint.flow, direction).hop(0) {
-            self.offer(first, id, packet);
-        }
-    }
-
-    /// Offers a sift datagram to a link and records its fate.
-    fn offer(&mut self, link: LinkId, id: u64, packet: Vec<u8>) {
-        let now = self.clock.now();
-        let Some(slot) = self.links.get_mut(link.0) else {
-            return;
-        };
-        let fate = slot.link.send(now, id, packet);
-        self.truth.on_fate(id, fate);
-        self.schedule_link(link);
-    }
-
-    /// Makes sure the link is woken for its next event.
-    fn schedule_link(&mut self, link: LinkId) {
-        let now = self.clock.now();
-        let Some(slot) = self.links.get_mut(link.0) else {
-            return;
-        };
-        if let Some(next) = slot.link.next_event() {
-            let next = next.max(now);
-            if slot.wake.map_or(true, |wake| next < wake) {
-                slot.wake = Some(next);
-                self.events.push(next, Event::LinkWake(link));
-            }
-        }
-    }
-
-    fn on_delivery(&mut self, delivery: Delivery) -> Result<(), SimError> {
-        let now = self.clock.now();
-        if let Some(index) = cbr_flow_of(delivery.id) {
-            let t_s = self.clock.offset_of(now).as_secs_f64();
-            if let Some(cbr) = self.cbr.get_mut(index) {
-                cbr.counters.delivered_packets += 1;
-                cbr.counters.delivered_bytes += delivery.bytes.len() as u64;
-                cbr.counters.first_arrival_s.get_or_insert(t_s);
-                cbr.counters.last_arrival_s = Some(t_s);
-            }
-            self.recycle(delivery.bytes);
-            return Ok(());
-        }
-        let Some(record) = self.truth.record_mut(delivery.id) else {
-            self.recycle(delivery.bytes);
-            return Ok(());
-        };
-        let (flow, direction) = (record.flow, record.direction);
-        let next_hop = usize::from(record.hop) + 1;
-        if let Some(next) = self.topology.sift_path(flow, direction).hop(next_hop) {
-            record.hop = u8::try_from(next_hop).unwrap_or(u8::MAX);
-            self.offer(next, delivery.id, delivery.bytes);
-            return Ok(());
-        }
-        self.truth.on_delivered(delivery.id, now);
-        let side = match direction {
-            Direction::Forward => Side::Server,
-            Direction::Reverse => Side::Client,
-        };
-        let mut bytes = delivery.bytes;
-        if let Some(flow_state) = self.flows.get_mut(flow) {
-            let end = flow_state.endpoint_mut(side);
-            let info = RecvInfo {
-                from: end.peer,
-                to: end.address,
-                now,
-            };
-            if let Some(conn) = end.conn.as_mut() {
-                if let Err(e) = conn.recv(&mut bytes, info) {
-                    flow_state.note_error(format!("{side:?} recv: {e}").to_lowercase());
-                }
-            }
-        }
-        self.recycle(bytes);
-        self.service(EndpointRef { flow, side })
-    }
-
-    fn send_cbr(&mut self, index: usize) {
-        let now = self.clock.now();
-        let mut packet = self.pool.pop().unwrap_or_default();
-        let Some(cbr) = self.cbr.get_mut(index) else {
-            return;
-        };
-        packet.clear();
-        packet.resize(cbr.schedule.packet_size(), 0);
-        let id = cbr_packet_id(index, cbr.next_sequence);
-        cbr.next_sequence += 1;
-        cbr.counters.sent_packets += 1;
-        cbr.counters.sent_bytes += packet.len() as u64;
-        let link = match cbr.direction {
-            Direction::Forward => BOTTLENECK_FORWARD,
-            Direction::Reverse => BOTTLENECK_REVERSE,
-        };
-        if let Some(next) = cbr.schedule.next_send() {
-            self.events.push(self.clock.at(next), Event::CbrSend(index));
-        }
-        let Some(slot) = self.links.get_mut(link.0) else {
-            return;
-        };
-        let fate = slot.link.send(now, id, packet);
-        if let Some(cbr) = self.cbr.get_mut(index) {
-            match fate {
-                Fate::QueueDrop => cbr.counters.queue_drops += 1,
-                Fate::RandomLoss => cbr.counters.random_losses += 1,
-                _ => {}
-            }
-        }
-        self.schedule_link(link);
-    }
-
-    fn recycle(&mut self, packet: Vec<u8>) {
-        self.pool.push(packet);
-    }
-
     fn sample(&mut self) {
         let t_s = self.clock.elapsed().as_secs_f64();
         for flow in self.flows.iter_mut().filter(|f| f.started_at.is_some()) {
@@ -740,157 +616,10 @@ impl<T: Transport> Simulation<T> {
             ));
         }
     }
-
-    /// The results so far (final once the run has stopped).
-    pub fn report(&self) -> RunReport {
-        let flows = self
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(id, flow)| {
-                let client_stats = flow
-                    .client
-                    .conn
-                    .as_ref()
-                    .map(Transport::stats)
-                    .unwrap_or_default();
-                let server_stats = flow
-                    .server
-                    .conn
-                    .as_ref()
-                    .map(Transport::stats)
-                    .unwrap_or_default();
-                let completion = flow
-                    .completed_at
-                    .zip(flow.started_at)
-                    .map(|(done, start)| done.saturating_duration_since(start).as_secs_f64());
-                let goodput_bps = completion
-                    .filter(|seconds| *seconds > 0.0)
-                    .map(|seconds| flow.bytes as f64 * 8.0 / seconds);
-                let mut error = flow.error.clone();
-                if flow.misrouted > 0 && error.is_none() {
-                    error = Some(format!(
-                        "{} datagrams addressed to an unknown host were dropped",
-                        flow.misrouted
-                    ));
-                }
-                FlowReport {
-                    id,
-                    cc: flow.cc_name.clone(),
-                    corruption_notices: flow.config.corruption_notices,
-                    bytes: flow.bytes,
-                    streams: flow.streams,
-                    start_s: flow.start.as_secs_f64(),
-                    completion_s: completion,
-                    goodput_bps,
-                    retransmitted_packets: client_stats.retransmitted_packets,
-                    ptos: client_stats.ptos,
-                    corruption_notices_received: client_stats.corruption_notices_received,
-                    verdicts: Verdicts::default(),
-                    bytes_received: flow.receiver.bytes_received(),
-                    mismatched_bytes: flow.receiver.mismatched_bytes(),
-                    packets: self.truth.flow_counters(id).copied().unwrap_or_default(),
-                    error,
-                    client_stats,
-                    server_stats,
-                    timeseries: flow.samples.clone(),
-                }
-            })
-            .collect();
-        let cbr = self
-            .cbr
-            .iter()
-            .enumerate()
-            .map(|(id, cbr)| CbrReport {
-                id,
-                direction: cbr.direction,
-                rate_bps: cbr.rate_bps,
-                packet_size: cbr.schedule.packet_size(),
-                throughput_bps: cbr.counters.throughput_bps(cbr.schedule.packet_size()),
-                counters: cbr.counters.clone(),
-            })
-            .collect();
-        let counters = |link: LinkId| {
-            self.links
-                .get(link.0)
-                .map(|slot| slot.link.counters())
-                .unwrap_or_default()
-        };
-        RunReport {
-            seed: self.seed,
-            params: self.params.clone(),
-            flows,
-            links: LinkReport {
-                forward: counters(BOTTLENECK_FORWARD),
-                reverse: counters(BOTTLENECK_REVERSE),
-            },
-            cbr,
-            stop_reason: self.stop.unwrap_or(StopReason::TimeLimit),
-            end_s: self.clock.elapsed().as_secs_f64(),
-            events: self.events_processed,
-        }
-    }
-
-    /// Why the run stopped, once it has.
-    pub fn stop_reason(&self) -> Option<StopReason> {
-        self.stop
-    }
-
-    /// The current virtual instant.
-    pub fn now(&self) -> Instant {
-        self.clock.now()
-    }
-
-    /// The virtual clock (for turning instants into offsets).
-    pub fn clock(&self) -> &VirtualClock {
-        &self.clock
-    }
-
-    /// The ground truth of every datagram (id → flow, direction, size, send
-    /// time, fate, arrival).
-    pub fn ground_truth(&self) -> &GroundTruth {
-        &self.truth
-    }
-
-    /// Hosts, links and routes.
-    pub fn topology(&self) -> &Topology {
-        &self.topology
-    }
-
-    /// A link, by id (`BOTTLENECK_FORWARD`, `BOTTLENECK_REVERSE`, access links).
-    pub fn link(&self, id: LinkId) -> Option<&Link> {
-        self.links.get(id.0).map(|slot| &slot.link)
-    }
-
-    /// Sift flow `flow`'s client connection, once started.
-    pub fn client(&self, flow: usize) -> Option<&T> {
-        self.flows.get(flow)?.client.conn.as_ref()
-    }
-
-    /// Sift flow `flow`'s server connection, once started.
-    pub fn server(&self, flow: usize) -> Option<&T> {
-        self.flows.get(flow)?.server.conn.as_ref()
-    }
-
-    /// Mutable access to a client connection (e.g. to attach an observer).
-    pub fn client_mut(&mut self, flow: usize) -> Option<&mut T> {
-        self.flows.get_mut(flow)?.client.conn.as_mut()
-    }
-
-    /// Mutable access to a server connection.
-    pub fn server_mut(&mut self, flow: usize) -> Option<&mut T> {
-        self.flows.get_mut(flow)?.server.conn.as_mut()
-    }
-
-    /// When sift flow `flow` completed, as an offset from its start.
-    pub fn completion(&self, flow: usize) -> Option<Duration> {
-        let flow = self.flows.get(flow)?;
-        Some(
-            flow.completed_at?
-                .saturating_duration_since(flow.started_at?),
-        )
-    }
 }
+
+mod packets;
+mod results;
 
 #[cfg(test)]
 mod tests;

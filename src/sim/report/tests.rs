@@ -65,7 +65,7 @@ fn report(flows: Vec<FlowReport>) -> Report {
             flows,
             links: LinkReport::default(),
             cbr: Vec::new(),
-            stop_reason: StopReason::AllFlowsCompleted,
+            stop_reason: Some(StopReason::AllFlowsCompleted),
             end_s: 27.1,
             events: 1000,
         }],

@@ -354,7 +354,7 @@ fn cbr_below_the_link_rate_arrives_at_its_own_rate() {
         (throughput - 1e6).abs() * 10.0 / 8.0 <= 1000.0,
         "{throughput}"
     );
-    assert_eq!(report.stop_reason, StopReason::Idle);
+    assert_eq!(report.stop_reason, Some(StopReason::Idle));
 }
 
 #[test]
@@ -480,7 +480,7 @@ fn completion_time_follows_handshake_pacing_and_propagation() {
     assert_eq!(flow.goodput_bps, Some(80_000.0 / 0.084_816));
     assert_eq!(flow.bytes_received, 10_000);
     assert_eq!(flow.mismatched_bytes, 0);
-    assert_eq!(report.stop_reason, StopReason::AllFlowsCompleted);
+    assert_eq!(report.stop_reason, Some(StopReason::AllFlowsCompleted));
     assert_eq!(report.end_s, 0.084_816);
 }
 
@@ -601,7 +601,7 @@ fn a_flow_still_running_at_the_time_limit_has_no_completion() {
     s.time_limit_s = 0.5;
     let (_, report) = run_toy(&s, 1);
     let flow = &report.flows[0];
-    assert_eq!(report.stop_reason, StopReason::TimeLimit);
+    assert_eq!(report.stop_reason, Some(StopReason::TimeLimit));
     assert_eq!(report.end_s, 0.5);
     assert_eq!(flow.completion_s, None);
     assert_eq!(flow.goodput_bps, None);
@@ -629,6 +629,6 @@ fn a_scenario_with_nothing_to_do_stops_at_once() {
         link(25, 10_000_000, 100, 0.0),
     );
     let report = run_links_only(&s, 1);
-    assert_eq!(report.stop_reason, StopReason::Idle);
+    assert_eq!(report.stop_reason, Some(StopReason::Idle));
     assert_eq!(report.end_s, 0.0);
 }
