@@ -52,8 +52,6 @@ pub struct PacketRecord {
     pub fate: Option<Fate>,
     /// When it (first) reached the receiving host.
     pub delivered_at: Option<Instant>,
-    /// Position on its path: index of the link it is crossing.
-    pub(crate) hop: u8,
 }
 
 /// Per-direction packet counts of one flow, from ground truth.
@@ -142,7 +140,6 @@ impl GroundTruth {
             sent_at: now,
             fate: None,
             delivered_at: None,
-            hop: 0,
         });
         if let Some(counters) = self.per_flow.get_mut(flow) {
             let counters = counters.direction_mut(direction);
@@ -187,11 +184,6 @@ impl GroundTruth {
         if let Some(counters) = self.per_flow.get_mut(record.flow) {
             counters.direction_mut(record.direction).delivered += 1;
         }
-    }
-
-    /// Mutable access to a record, for routing.
-    pub(crate) fn record_mut(&mut self, id: u64) -> Option<&mut PacketRecord> {
-        self.records.get_mut(usize::try_from(id).ok()?)
     }
 }
 

@@ -425,7 +425,7 @@ impl<T: Transport> Simulation<T> {
             .get_mut(link.0)
             .and_then(|slot| slot.link.poll_delivery(now))
         {
-            self.on_delivery(delivery)?;
+            self.on_delivery(link, delivery)?;
         }
         self.schedule_link(link);
         Ok(())

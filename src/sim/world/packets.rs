@@ -45,7 +45,9 @@ impl<T: Transport> Simulation<T> {
         }
     }
 
-    pub(super) fn on_delivery(&mut self, delivery: Delivery) -> Result<(), SimError> {
+    /// A datagram came out of `link`: on to the next link of its path, or
+    /// into the destination host.
+    pub(super) fn on_delivery(&mut self, link: LinkId, delivery: Delivery) -> Result<(), SimError> {
         let now = self.clock.now();
         if let Some(index) = cbr_flow_of(delivery.id) {
             let t_s = self.clock.offset_of(now).as_secs_f64();
@@ -58,14 +60,19 @@ impl<T: Transport> Simulation<T> {
             self.recycle(delivery.bytes);
             return Ok(());
         }
-        let Some(record) = self.truth.record_mut(delivery.id) else {
+        let Some(record) = self.truth.record(delivery.id) else {
             self.recycle(delivery.bytes);
             return Ok(());
         };
         let (flow, direction) = (record.flow, record.direction);
-        let next_hop = usize::from(record.hop) + 1;
-        if let Some(next) = self.topology.sift_path(flow, direction).hop(next_hop) {
-            record.hop = u8::try_from(next_hop).unwrap_or(u8::MAX);
+        // The next hop follows from the link it came out of, not from a
+        // per-packet counter, so a copy made by a duplicating link takes the
+        // same route as the original.
+        let path = self.topology.sift_path(flow, direction);
+        let next = (0..path.len())
+            .find(|&hop| path.hop(hop) == Some(link))
+            .and_then(|hop| path.hop(hop + 1));
+        if let Some(next) = next {
             self.offer(next, delivery.id, delivery.bytes);
             return Ok(());
         }

@@ -126,6 +126,11 @@ impl<T: Transport> Simulation<T> {
         self.links.get(id.0).map(|slot| &slot.link)
     }
 
+    /// Mutable access to a link, e.g. to install a hook before the run.
+    pub fn link_mut(&mut self, id: LinkId) -> Option<&mut Link> {
+        self.links.get_mut(id.0).map(|slot| &mut slot.link)
+    }
+
     /// Sift flow `flow`'s client connection, once started.
     pub fn client(&self, flow: usize) -> Option<&T> {
         self.flows.get(flow)?.client.conn.as_ref()
