@@ -16,7 +16,7 @@ pub struct Series {
 /// A line plot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figure {
-    /// File stem (`NAME.csv`, `NAME.svg`).
+    /// File stem (`NAME_points.csv`, `NAME.svg`).
     pub name: String,
     /// Caption above the plot.
     pub title: String,

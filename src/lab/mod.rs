@@ -117,7 +117,8 @@ pub struct Comparison {
     pub markdown: String,
     /// Tables written as `NAME.csv`.
     pub tables: Vec<Table>,
-    /// Figures written as `NAME.csv` (their points) and drawn by `sift-lab`.
+    /// Figures written as `NAME_points.csv` (their points) and drawn by
+    /// `sift-lab` as `NAME.svg`.
     pub figures: Vec<Figure>,
 }
 
@@ -159,7 +160,7 @@ pub struct ExperimentOutcome {
 /// and writes, in `out_dir`: `summary.md` (the comparison), `results.json`
 /// (every scenario's runs in one report, DESIGN §11; each run's `params`
 /// gains `scenario`, and the time series stay in the scenario directories),
-/// and one CSV per table and figure.
+/// and one CSV per table (`TABLE.csv`) and figure (`FIGURE_points.csv`).
 pub fn run_experiment(
     experiment: &Experiment,
     plan: &Plan,
@@ -207,7 +208,7 @@ pub fn run_experiment(
         files.push((format!("{}.csv", table.name), table.to_csv()));
     }
     for figure in &comparison.figures {
-        files.push((format!("{}.csv", figure.name), figure.to_csv()));
+        files.push((format!("{}_points.csv", figure.name), figure.to_csv()));
     }
     for (name, contents) in files {
         let path = out_dir.join(name);

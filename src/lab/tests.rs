@@ -133,7 +133,7 @@ fn an_experiment_runs_each_scenario_into_its_own_directory_and_compares() {
     assert!(dir.join("cbr-1mbit/results.json").is_file());
     assert!(dir.join("cbr-4mbit/results.json").is_file());
     assert!(dir.join("delivered.csv").is_file());
-    assert!(dir.join("delivered_vs_rate.csv").is_file());
+    assert!(dir.join("delivered_vs_rate_points.csv").is_file());
     // One combined report: a run per scenario × seed, labelled by scenario.
     let combined: Report =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
