@@ -1,7 +1,7 @@
 //! Draws a lab `Figure` as an SVG line plot with plotters (SVG backend
 //! only). Every series gets a line and a marker at each point, so a
 //! one-point series (a paper's single quoted value) still shows. A
-//! logarithmic x axis is drawn as log10(x) with 10^k labels.
+//! logarithmic x axis is drawn as log10(x), each tick labelled with its x.
 
 use std::path::Path;
 
@@ -60,7 +60,9 @@ pub fn render_svg(figure: &Figure) -> anyhow::Result<Option<String>> {
         let log_x = figure.log_x;
         let x_label = |v: &f64| {
             if log_x {
-                format!("{:.0e}", 10f64.powf(*v))
+                // Ticks fall where plotters puts them in log space: label
+                // each with its true value, two significant digits.
+                format!("{:.1e}", 10f64.powf(*v))
             } else {
                 format!("{v}")
             }
