@@ -1,1 +1,4 @@
-//! Shared pieces of the sift command-line tools.
+//! Shared pieces of the sift command-line tools: the file-transfer protocol
+//! behind `sift-server` and `sift-client`.
+
+pub mod transfer;
