@@ -13,6 +13,8 @@
 //! - congestion controllers that tell random loss from congestive loss
 //!   (Veno, Enhanced Veno, Westwood, Vegas) plug in through [`sift_cc`].
 
+#[cfg(target_os = "linux")]
+pub mod blocking;
 pub mod conn;
 pub mod crypto;
 pub mod endpoint;

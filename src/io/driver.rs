@@ -55,6 +55,10 @@ pub trait EndpointHost {
     /// application threads see what changed, and says whether the driver
     /// should keep going.
     fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint)) -> Control;
+
+    /// Every datagram the last `with_endpoint` collected has been handed
+    /// to the socket (or dropped on a socket error).
+    fn on_flushed(&self) {}
 }
 
 /// A datagram waiting for the socket.
@@ -87,6 +91,8 @@ pub struct Driver {
     readable: bool,
     /// The socket accepted our last write.
     writable: bool,
+    /// Datagrams were collected and not all written yet.
+    awaiting_flush: bool,
     /// Counters for logs.
     send_errors: u64,
 }
@@ -120,6 +126,7 @@ impl Driver {
             max_datagram: max_datagram.clamp(1200, MAX_UDP_PAYLOAD),
             readable: true,
             writable: true,
+            awaiting_flush: false,
             send_errors: 0,
         })
     }
@@ -153,6 +160,7 @@ impl Driver {
             let now = Instant::now();
             let mut next_timer = None;
             let mut send_batch_full = false;
+            let mut collected_any = false;
             let room = SEND_BATCH.saturating_sub(self.outgoing.len());
             let max_datagram = self.max_datagram;
             let received = &mut self.received;
@@ -183,9 +191,15 @@ impl Driver {
                     }
                 }
                 send_batch_full = collected == room;
+                collected_any = collected > 0;
                 next_timer = endpoint.timeout(now);
             });
             self.send_queued();
+            self.awaiting_flush |= collected_any;
+            if self.awaiting_flush && self.outgoing.is_empty() {
+                self.awaiting_flush = false;
+                host.on_flushed();
+            }
             if control == Control::Stop && self.outgoing.is_empty() {
                 return Ok(());
             }
