@@ -1,4 +1,6 @@
 //! Shared pieces of the sift command-line tools: the file-transfer protocol
-//! behind `sift-server` and `sift-client`.
+//! behind `sift-server` and `sift-client` (`transfer`), and the pieces the
+//! binaries share (`cli`).
 
+pub mod cli;
 pub mod transfer;
