@@ -203,8 +203,9 @@ fn put(url: &SiftUrl, config: sift::Config, file: &Path, json: bool) -> anyhow::
             url.authority()
         );
     }
+    let prepared = client::LocalUpload::prepare(file)?;
     let connection = session::connect(url, config)?;
-    let report = session::upload(&connection, file, &url.path, json);
+    let report = session::upload(&connection, file, prepared, &url.path, json);
     connection.close(CLOSE_DONE, "done");
     print_report(&report?, json)
 }

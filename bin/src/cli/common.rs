@@ -97,16 +97,44 @@ pub fn run_tool(tool: &'static str, body: impl FnOnce() -> anyhow::Result<()>) -
     match body() {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            let line = format!("{error:#}").replace('\n', " ");
-            eprintln!("{tool}: error: {line}");
+            eprintln!("{tool}: error: {}", one_line(&error));
             ExitCode::FAILURE
         }
     }
 }
 
+/// An error and its causes on one line, `outer: cause: root`, leaving out
+/// a cause whose text the line already shows (many errors print their
+/// source themselves).
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line.replace('\n', " ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_chain_is_one_line_without_repeats() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let error = anyhow::Error::new(io)
+            .context("opening x: no such file")
+            .context("uploading");
+        assert_eq!(one_line(&error), "uploading: opening x: no such file");
+        let multi = anyhow::anyhow!("first\nsecond");
+        assert_eq!(one_line(&multi), "first second");
+    }
 
     #[test]
     fn an_unknown_controller_is_named_in_the_message() {

@@ -74,17 +74,19 @@ pub fn download(
     ))
 }
 
-/// Uploads `source` to `remote_path`.
+/// Uploads a prepared local file (`client::LocalUpload::prepare`, done
+/// before connecting) to `remote_path`.
 pub fn upload(
     connection: &BlockingConnection,
     source: &Path,
+    prepared: client::LocalUpload,
     remote_path: &str,
     quiet: bool,
 ) -> anyhow::Result<FlowReport> {
     let mut stream = connection.open_bi()?;
     let mut progress = Progress::new(remote_path, quiet);
     let started = Instant::now();
-    let outcome = client::put(&mut stream, source, remote_path, &mut |done, total| {
+    let outcome = client::put(&mut stream, prepared, remote_path, &mut |done, total| {
         progress.update(done, total)
     });
     progress.finish();

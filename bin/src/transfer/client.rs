@@ -41,8 +41,8 @@ pub enum ClientError {
         actual: Sha256Digest,
         partial: PathBuf,
     },
-    #[error("{context}: {source}")]
-    Local { context: String, source: io::Error },
+    #[error("{context}: {error}")]
+    Local { context: String, error: io::Error },
     #[error("connection lost: {0}")]
     Connection(String),
     #[error("bad answer from the server: {0}")]
@@ -51,7 +51,7 @@ pub enum ClientError {
 
 fn local(context: impl Into<String>) -> impl FnOnce(io::Error) -> ClientError {
     let context = context.into();
-    move |source| ClientError::Local { context, source }
+    move |error| ClientError::Local { context, error }
 }
 
 fn connection(what: &'static str) -> impl FnOnce(io::Error) -> ClientError {
@@ -230,29 +230,66 @@ pub struct PutOutcome {
     pub sha256: Sha256Digest,
 }
 
-/// Uploads the local file `source` to `remote_path`. The server keeps it
+/// A local file opened and hashed, ready to upload. Preparing it before
+/// connecting means a missing or unreadable file costs no connection.
+#[derive(Debug)]
+pub struct LocalUpload {
+    shown: String,
+    file: File,
+    size: u64,
+    sha256: Sha256Digest,
+}
+
+impl LocalUpload {
+    /// Opens `source` (a regular file) and computes its SHA-256.
+    pub fn prepare(source: &Path) -> Result<Self, ClientError> {
+        let shown = source.display().to_string();
+        let mut file = File::open(source).map_err(local(format!("opening {shown}")))?;
+        let meta = file.metadata().map_err(local(format!("reading {shown}")))?;
+        if !meta.is_file() {
+            return Err(ClientError::Local {
+                context: format!("uploading {shown}"),
+                error: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            });
+        }
+        let size = meta.len();
+        let mut hasher = Sha256Hasher::new();
+        hasher
+            .update_from(&mut (&mut file).take(size))
+            .map_err(local(format!("reading {shown}")))?;
+        Ok(Self {
+            shown,
+            file,
+            size,
+            sha256: hasher.finish(),
+        })
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The file's SHA-256.
+    pub fn sha256(&self) -> Sha256Digest {
+        self.sha256
+    }
+}
+
+/// Uploads a prepared local file to `remote_path`. The server keeps it
 /// only if the SHA-256 of what it received matches ours.
 pub fn put<S: Duplex + ?Sized>(
     stream: &mut S,
-    source: &Path,
+    upload: LocalUpload,
     remote_path: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<PutOutcome, ClientError> {
-    let shown = source.display().to_string();
-    let mut file = File::open(source).map_err(local(format!("opening {shown}")))?;
-    let meta = file.metadata().map_err(local(format!("reading {shown}")))?;
-    if !meta.is_file() {
-        return Err(ClientError::Local {
-            context: format!("uploading {shown}"),
-            source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
-        });
-    }
-    let size = meta.len();
-    let mut hasher = Sha256Hasher::new();
-    hasher
-        .update_from(&mut (&mut file).take(size))
-        .map_err(local(format!("reading {shown}")))?;
-    let digest = hasher.finish();
+    let LocalUpload {
+        shown,
+        mut file,
+        size,
+        sha256: digest,
+    } = upload;
     send_request(
         stream,
         &Request::Put {
@@ -276,7 +313,7 @@ pub fn put<S: Duplex + ?Sized>(
             stream.abort(abort_codes::SOURCE_FAILED);
             return Err(ClientError::Local {
                 context: format!("uploading {shown}"),
-                source: io::Error::new(
+                error: io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     format!("the file shrank to {sent} bytes while being sent"),
                 ),

@@ -24,8 +24,8 @@ pub enum PathError {
     Refused { path: String, reason: &'static str },
     #[error("{path:?} not found")]
     NotFound { path: String },
-    #[error("{path:?}: {source}")]
-    Io { path: String, source: io::Error },
+    #[error("{path:?}: {error}")]
+    Io { path: String, error: io::Error },
 }
 
 /// The served directory, canonicalised once at start.
@@ -194,7 +194,7 @@ fn io_error(raw: &str, error: io::Error) -> PathError {
         },
         _ => PathError::Io {
             path: raw.to_string(),
-            source: error,
+            error,
         },
     }
 }

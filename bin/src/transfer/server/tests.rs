@@ -183,7 +183,12 @@ fn put_keeps_the_file_once_its_digest_matches() {
     std::fs::write(&source, &data).unwrap();
     let server = server_with(&root);
     let (outcome, record) = exchange(&server, |s| {
-        client::put(s, &source, "up.bin", &mut no_progress())
+        client::put(
+            s,
+            client::LocalUpload::prepare(&source).unwrap(),
+            "up.bin",
+            &mut no_progress(),
+        )
     });
     let outcome = outcome.unwrap();
     assert_eq!((outcome.bytes, outcome.sha256), (250_000, sha256(&data)));
@@ -223,7 +228,12 @@ fn put_on_a_full_disk_answers_disk_full_and_removes_the_temporary_file() {
     let mut server = server_with(&root);
     server.disk_capacity = Some(100_000);
     let (outcome, record) = exchange(&server, |s| {
-        client::put(s, &source, "big.bin", &mut no_progress())
+        client::put(
+            s,
+            client::LocalUpload::prepare(&source).unwrap(),
+            "big.bin",
+            &mut no_progress(),
+        )
     });
     assert!(
         matches!(
