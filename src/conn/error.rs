@@ -34,7 +34,7 @@ pub enum Error {
     DatagramTooLarge { len: usize, max: usize },
     /// The configuration cannot work.
     #[error("invalid configuration: {0}")]
-    InvalidConfig(&'static str),
+    InvalidConfig(String),
 }
 
 /// Why a connection closed.

@@ -264,10 +264,15 @@ impl Connection {
         now: Instant,
     ) -> Result<Self, Error> {
         if config.max_datagram_size < MIN_INITIAL_DATAGRAM {
-            return Err(Error::InvalidConfig(
-                "max_datagram_size must be at least 1200 bytes",
-            ));
+            return Err(Error::InvalidConfig(format!(
+                "max_datagram_size must be at least {MIN_INITIAL_DATAGRAM} bytes, not {}",
+                config.max_datagram_size
+            )));
         }
+        config
+            .cc
+            .validate()
+            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
         let params = TransportParams {
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),

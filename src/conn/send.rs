@@ -139,9 +139,10 @@ impl Connection {
         }
         let len = datagram.len();
         if len > out.len() {
-            return Err(Error::InvalidConfig(
-                "send buffer smaller than one datagram",
-            ));
+            return Err(Error::InvalidConfig(format!(
+                "send buffer of {} bytes is smaller than a {len}-byte datagram",
+                out.len()
+            )));
         }
         out[..len].copy_from_slice(&datagram);
         self.counters.datagrams_sent += 1;

@@ -9,6 +9,14 @@
 //! [`StreamChunk`]s and [`ControlFrame`]s handed out here), know about
 //! packets, or read the clock (callers pass `now` and `srtt`).
 //! Depends only on [`crate::Side`], std, serde and thiserror.
+//!
+//! Lifecycle: a stream is retired (its state dropped) once every half it
+//! has is done — the sending half when all data and the FIN, or our
+//! RESET_STREAM, are acknowledged; the receiving half when the application
+//! read the FIN or was told of the peer's reset, or stopped the stream and
+//! the final size is known. A retired peer stream gives the peer one more
+//! stream (MAX_STREAMS). A bidirectional peer stream therefore needs the
+//! application to finish or reset its own half too.
 
 mod config;
 mod control;

@@ -140,10 +140,6 @@ impl Streams {
             config.max_streams_bidi.min(MAX_STREAM_COUNT),
             config.max_streams_uni.min(MAX_STREAM_COUNT),
         ];
-        let stats = StreamStats {
-            connection_receive_window: connection_recv.window(),
-            ..StreamStats::default()
-        };
         Self {
             side,
             config,
@@ -165,7 +161,7 @@ impl Streams {
             connection_consumed: 0,
             pending: BTreeSet::new(),
             last_served: None,
-            stats,
+            stats: StreamStats::default(),
         }
     }
 
@@ -192,7 +188,9 @@ impl Streams {
         }
         // Streams opened beyond the limit while it was unknown wait for more.
         for dir in Dir::ALL {
-            self.report_streams_blocked_if_exhausted(dir);
+            if self.next_local[dir.index()] > self.peer_stream_window.max_streams[dir.index()] {
+                self.report_streams_blocked_if_exhausted(dir);
+            }
         }
     }
 
@@ -350,7 +348,6 @@ impl Streams {
         {
             self.pending.insert(PendingControl::MaxData);
         }
-        self.stats.connection_receive_window = self.connection_recv.window();
         if fin {
             self.retire_if_done(id);
         }
@@ -467,7 +464,10 @@ impl Streams {
 
     /// Counters for reports.
     pub fn stats(&self) -> StreamStats {
-        self.stats.clone()
+        StreamStats {
+            connection_receive_window: self.connection_recv.window(),
+            ..self.stats.clone()
+        }
     }
 
     /// Which end of the connection this is.
@@ -501,11 +501,11 @@ impl Streams {
         let send_done = stream
             .send
             .as_ref()
-            .map_or(true, |send| send.buffer.is_done());
+            .is_none_or(|send| send.buffer.is_done());
         let recv_done = stream
             .recv
             .as_ref()
-            .map_or(true, |recv| recv.buffer.is_done());
+            .is_none_or(|recv| recv.buffer.is_done());
         if !(send_done && recv_done) {
             return;
         }
