@@ -1,6 +1,5 @@
-//! End-to-end transfers over the real `Connection` on simulated links. They
-//! wait for the connection state machine (today's `Connection` is a skeleton
-//! that never sends); the lead enables them by removing the `#[ignore]`s.
+//! End-to-end transfers over the real `Connection` on simulated links: what a
+//! user of the library would notice first if the core broke.
 
 use std::time::Instant;
 
@@ -10,10 +9,10 @@ use super::world::Simulation;
 
 /// 10 Mb/s, 25 ms each way (50 ms RTT), a 50-packet drop-tail queue and 1%
 /// random loss on the data direction: the brief's reference lossy path.
-fn lossy_10mbit(streams: u64) -> Scenario {
+fn lossy_10mbit(cc: &str, streams: u64) -> Scenario {
     let text = format!(
         r#"
-name = "lossy-10mbit-{streams}-streams"
+name = "lossy-10mbit-{cc}-{streams}-streams"
 time_limit_s = 600
 [bottleneck.forward]
 delay_ms = 25.0
@@ -24,7 +23,7 @@ loss = 0.01
 delay_ms = 25.0
 rate_bps = 10_000_000
 [[flow]]
-cc = "reno"
+cc = "{cc}"
 bytes = 10_000_000
 streams = {streams}
 "#
@@ -38,8 +37,8 @@ fn run(scenario: &Scenario) -> RunReport {
     simulation.report()
 }
 
-fn assert_byte_exact_completion(streams: u64) {
-    let report = run(&lossy_10mbit(streams));
+fn assert_byte_exact_completion(cc: &str, streams: u64) {
+    let report = run(&lossy_10mbit(cc, streams));
     let flow = &report.flows[0];
     assert_eq!(
         report.stop_reason,
@@ -56,35 +55,40 @@ fn assert_byte_exact_completion(streams: u64) {
 }
 
 #[test]
-#[ignore = "needs the Connection state machine"]
-fn reno_moves_10mb_over_a_lossy_10mbit_path_on_one_stream() {
-    assert_byte_exact_completion(1);
+fn reno_moves_10mb_over_a_lossy_10mbit_path_on_1_4_and_16_streams() {
+    for streams in [1, 4, 16] {
+        assert_byte_exact_completion("reno", streams);
+    }
 }
 
 #[test]
-#[ignore = "needs the Connection state machine"]
-fn reno_moves_10mb_over_a_lossy_10mbit_path_on_4_streams() {
-    assert_byte_exact_completion(4);
+fn cubic_moves_10mb_over_a_lossy_10mbit_path_on_1_4_and_16_streams() {
+    for streams in [1, 4, 16] {
+        assert_byte_exact_completion("cubic", streams);
+    }
 }
 
-#[test]
-#[ignore = "needs the Connection state machine"]
-fn reno_moves_10mb_over_a_lossy_10mbit_path_on_16_streams() {
-    assert_byte_exact_completion(16);
-}
-
-#[test]
-#[ignore = "needs the Connection state machine"]
-fn a_clean_link_carries_20mb_at_90_percent_of_its_rate() {
-    let mut scenario = lossy_10mbit(1);
-    scenario.name = "clean-10mbit".into();
-    scenario.bottleneck.forward.loss = 0.0;
+fn assert_clean_link_use(cc: &str) {
+    let mut scenario = lossy_10mbit(cc, 1);
+    scenario.name = format!("clean-10mbit-{cc}");
+    scenario.bottleneck.forward.loss = 0.0.into();
     scenario.flows[0].bytes = 20_000_000;
     let report = run(&scenario);
     let flow = &report.flows[0];
     // 20 MB at 10 Mb/s takes 16 s on the wire; 90% of the rate is 9 Mb/s.
+    // The 50-packet queue is about one BDP (10 Mb/s · 50 ms = 62.5 kB).
     let goodput = flow.goodput_bps.expect("the transfer completes");
-    assert!(goodput >= 0.9 * 10_000_000.0, "goodput {goodput} b/s");
+    assert!(goodput >= 0.9 * 10_000_000.0, "{cc}: goodput {goodput} b/s");
     assert_eq!(flow.bytes_received, 20_000_000);
     assert_eq!(flow.mismatched_bytes, 0);
+}
+
+#[test]
+fn a_clean_link_carries_20mb_at_90_percent_of_its_rate_with_reno() {
+    assert_clean_link_use("reno");
+}
+
+#[test]
+fn a_clean_link_carries_20mb_at_90_percent_of_its_rate_with_cubic() {
+    assert_clean_link_use("cubic");
 }

@@ -172,11 +172,7 @@ impl Sample {
             bytes_delivered,
             packets_lost: sender.packets_lost,
             retransmitted_packets: sender.retransmitted_packets,
-            cc: sender
-                .cc
-                .as_ref()
-                .map(|metrics| metrics.fields.clone())
-                .unwrap_or_default(),
+            cc: sender.cc.fields.clone(),
         }
     }
 }

@@ -50,6 +50,7 @@ use sift_cc::CcConfig;
 
 use super::link::{LinkConfig, QueueLimit};
 use super::topology::{Direction, MAX_HOSTS};
+use crate::recovery::RecoveryConfig;
 
 /// Default virtual time limit of a run, in seconds.
 pub const DEFAULT_TIME_LIMIT_S: f64 = 600.0;
@@ -146,6 +147,10 @@ pub struct FlowSpec {
     /// The connection's largest datagram; the connection default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_datagram_size: Option<usize>,
+    /// Loss-recovery knobs (RFC 9002 defaults): e.g. `timeout = "rto"` and
+    /// `pacing = false` for the 2002 testbeds' classic TCP behaviour.
+    #[serde(default)]
+    pub recovery: RecoveryConfig,
 }
 
 /// One constant-bit-rate UDP flow (or `count` identical ones).
@@ -510,36 +515,13 @@ fn check_ms(origin: &str, key: &str, ms: f64) -> Result<(), ScenarioError> {
 }
 
 fn check_link(origin: &str, key: &str, link: &LinkConfig) -> Result<(), ScenarioError> {
-    let invalid = |field: &str, value: String, reason: &str| {
-        Err(ScenarioError::Invalid {
-            origin: origin.to_string(),
-            key: format!("{key}.{field}"),
-            value,
-            reason: reason.to_string(),
-        })
-    };
-    if !(0.0..=1.0).contains(&link.loss) {
-        return invalid(
-            "loss",
-            format!("{:?}", link.loss),
-            "must be a probability in [0, 1]",
-        );
-    }
-    if link.rate_bps == Some(0) {
-        return invalid(
-            "rate_bps",
-            "0".into(),
-            "must be at least 1 (omit it for an unlimited rate)",
-        );
-    }
-    match link.queue {
-        QueueLimit::Packets(0) | QueueLimit::Bytes(0) => invalid(
-            "queue",
-            format!("{:?}", link.queue),
-            "must hold at least one packet or byte",
-        ),
-        _ => Ok(()),
-    }
+    // The link model owns its own rules; the scenario only says where.
+    link.validate().map_err(|e| ScenarioError::Invalid {
+        origin: origin.to_string(),
+        key: key.to_string(),
+        value: link.to_netem(),
+        reason: e.to_string(),
+    })
 }
 
 /// 1-based line and column of byte `offset` in `text`.

@@ -226,9 +226,14 @@ impl<T: Transport> Simulation<T> {
         let links = topology
             .link_configs()
             .iter()
-            .map(|config| LinkSlot {
-                link: Link::new(config.clone(), seeder.random()),
-                wake: None,
+            .map(|config| {
+                let mut link = Link::new(config.clone(), seeder.random());
+                // Corruption aimed at "header" or "payload" needs to know
+                // where a sift packet's header ends; outages count from the
+                // start of the run, not from the first packet.
+                link.set_header_len(crate::wire::header_region_len);
+                link.set_epoch(base);
+                LinkSlot { link, wake: None }
             })
             .collect();
         let mut events = EventQueue::new();
@@ -239,7 +244,10 @@ impl<T: Transport> Simulation<T> {
             .map(|(index, (spec, hosts))| {
                 let mut config = Config {
                     cc: spec.cc.clone(),
+                    recovery: spec.recovery.clone(),
                     corruption_notices: spec.corruption_notices,
+                    // Connection IDs come from the run's seed too.
+                    rng_seed: seeder.random(),
                     ..Config::default()
                 };
                 if let Some(size) = spec.max_datagram_size {

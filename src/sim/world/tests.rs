@@ -261,14 +261,14 @@ impl Transport for Toy {
             cwnd: 12_345,
             ssthresh: u64::MAX,
             srtt_us: 50_000,
-            cc: Some(Metrics {
+            cc: Metrics {
                 algorithm: "toy".into(),
                 cwnd: 12_345,
                 ssthresh: u64::MAX,
                 phase: Phase::SlowStart,
                 last_verdict: None,
                 fields: BTreeMap::from([("acked_bytes".to_string(), self.bytes_acked as f64)]),
-            }),
+            },
             ..Stats::default()
         }
     }
@@ -279,7 +279,8 @@ fn link(delay_ms: u64, rate_bps: u64, queue_packets: usize, loss: f64) -> LinkCo
         delay_ms: Duration::from_millis(delay_ms),
         rate_bps: Some(rate_bps),
         queue: QueueLimit::Packets(queue_packets),
-        loss,
+        loss: loss.into(),
+        ..LinkConfig::default()
     }
 }
 
@@ -306,6 +307,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         count: 1,
         access_delay_ms: 0.0,
         max_datagram_size: None,
+        recovery: Default::default(),
     }
 }
 
