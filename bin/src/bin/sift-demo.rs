@@ -7,16 +7,15 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift::blocking::Listener;
-use sift::sim::link::{LinkConfig, QueueLimit};
+use sift::sim::link::LinkConfig;
 use sift_bin::cli::common::{self, OnOff, NULL_PROTECTION_WARNING};
-use sift_bin::cli::relay::{Impairments, Relay};
+use sift_bin::cli::relay::Relay;
 use sift_bin::cli::server_loop;
 use sift_bin::cli::session::{self, CLOSE_DONE};
 use sift_bin::cli::url::SiftUrl;
@@ -25,9 +24,13 @@ use sift_cc::CcConfig;
 
 const EXAMPLES: &str = "\
 Examples:
-  sift-demo                                   # 5 MB over 25 ms each way, 1% loss, 1% corruption
+  sift-demo                                   # 5 MB, 25 ms each way, 20 Mb/s, 1% loss, 1% corruption
   sift-demo --cc veno --corruption-notices off
-  sift-demo --size 20000000 --loss 0.02 --json";
+  sift-demo --link \"delay 60ms rate 1600kbit limit 12 loss 1%\" --size 1000000
+  sift-demo --size 20000000 --link \"delay 25ms loss 2% corrupt 1% corrupt-where payload\" --json";
+
+/// The demo's link, each direction (tc netem syntax).
+const DEFAULT_LINK: &str = "delay 25ms rate 20mbit loss 1% corrupt 1%";
 
 /// Transfer a generated file through an emulated lossy link, all on loopback.
 ///
@@ -47,18 +50,11 @@ struct Args {
     /// Offer corruption notices on both ends.
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
-    /// One-way delay of the link, each direction, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 25)]
-    delay_ms: u64,
-    /// Link rate, each direction, Mbit/s (0: unlimited).
-    #[arg(long, value_name = "MBIT", default_value_t = 20.0)]
-    rate_mbit: f64,
-    /// Probability a datagram is dropped, each direction.
-    #[arg(long, default_value_t = 0.01)]
-    loss: f64,
-    /// Probability a datagram's payload is corrupted (and still delivered).
-    #[arg(long, default_value_t = 0.01)]
-    corrupt: f64,
+    /// The link, each direction, in `tc netem` syntax (plus sift's
+    /// extensions: ber, corrupt-where, outage). Corrupted datagrams are
+    /// delivered, not dropped.
+    #[arg(long, value_name = "NETEM", default_value = DEFAULT_LINK)]
+    link: String,
     /// Seed of the link's randomness and of the file's content.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -84,27 +80,15 @@ impl Drop for ScratchDir {
     }
 }
 
-fn probability(value: f64, flag: &str) -> anyhow::Result<f64> {
-    if (0.0..=1.0).contains(&value) {
-        Ok(value)
-    } else {
-        anyhow::bail!("{flag} must be a probability from 0 to 1, not {value}")
-    }
-}
-
 fn run(args: Args) -> anyhow::Result<()> {
     common::init_logging(args.verbose);
     // Everything stays on loopback inside this process, so the demo needs
     // no --insecure-null-crypto; it still says what it runs on.
     eprintln!("{NULL_PROTECTION_WARNING}");
-    let loss = probability(args.loss, "--loss")?;
-    let corrupt = probability(args.corrupt, "--corrupt")?;
-    if !(args.rate_mbit.is_finite() && args.rate_mbit >= 0.0) {
-        anyhow::bail!(
-            "--rate-mbit must be a non-negative number, not {}",
-            args.rate_mbit
-        );
-    }
+    let link =
+        LinkConfig::from_netem(&args.link).with_context(|| format!("--link {:?}", args.link))?;
+    link.validate()
+        .with_context(|| format!("--link {:?}", args.link))?;
 
     let scratch =
         ScratchDir(std::env::temp_dir().join(format!("sift-demo-{}", std::process::id())));
@@ -128,26 +112,20 @@ fn run(args: Args) -> anyhow::Result<()> {
         .spawn(move || server_loop::serve(&listener, files, server_lines))
         .context("starting the server thread")?;
 
-    let link = LinkConfig {
-        delay_ms: Duration::from_millis(args.delay_ms),
-        rate_bps: (args.rate_mbit > 0.0).then_some((args.rate_mbit * 1e6) as u64),
-        queue: QueueLimit::Packets(1000),
-        loss,
-    };
-    let impairments = Impairments { link, corrupt };
-    let relay = Relay::start(server_addr, impairments.clone(), impairments, args.seed)
+    let relay = Relay::start(server_addr, link.clone(), link.clone(), args.seed)
         .context("starting the emulated link")?;
     let relay_addr = relay.listen_addr();
 
     if !args.json {
         println!(
-            "sift demo: {} through {} ms each way, {} Mb/s, {:.1}% loss, {:.1}% corruption; cc {cc_name}, corruption notices {}",
+            "sift demo: {} through \"{}\" each way; cc {cc_name}, corruption notices {}",
             sift_bin::cli::format::bytes(args.size),
-            args.delay_ms,
-            args.rate_mbit,
-            loss * 100.0,
-            corrupt * 100.0,
-            if args.corruption_notices.enabled() { "on" } else { "off" },
+            link.to_netem(),
+            if args.corruption_notices.enabled() {
+                "on"
+            } else {
+                "off"
+            },
         );
     }
     let url = SiftUrl {
@@ -174,12 +152,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         write!(stdout, "{}", report.summary())?;
         writeln!(
             stdout,
-            "  link         server→client: {} datagrams, {} dropped, {} corrupted; client→server: {} datagrams, {} dropped, {} corrupted",
+            "  link         server→client: {} datagrams, {} lost, {} queue drops, {} corrupted ({} in the payload); client→server: {} datagrams, {} lost, {} corrupted",
             counters[1].offered,
-            counters[1].lost,
+            counters[1].random_losses,
+            counters[1].queue_drops,
             counters[1].corrupted,
+            counters[1].corrupted_payload,
             counters[0].offered,
-            counters[0].lost,
+            counters[0].random_losses,
             counters[0].corrupted,
         )?;
         writeln!(stdout, "SHA-256 verified end to end.")?;

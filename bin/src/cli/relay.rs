@@ -1,10 +1,9 @@
 //! An in-process lossy link for `sift-demo`: a UDP relay between a client
-//! and a server whose two directions are `sift::sim::link::Link`s clocked by
-//! the wall clock, plus a corruption stage that flips one byte in the
-//! payload half of a datagram (delivered, not dropped, as DESIGN §8 wants).
+//! and a server whose two directions are `sift::sim::link::Link`s (netem
+//! syntax, corrupted datagrams delivered) clocked by the wall clock.
 //!
-//! `sift-link` is the full emulator; this is the smallest relay the demo
-//! needs, on the link model the library has.
+//! `sift-link` is the full emulator with its own CLI; this is the smallest
+//! relay the demo needs to run in one process.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -13,38 +12,18 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
-use sift::sim::link::{Link, LinkConfig};
+use sift::sim::link::{Fate, Link, LinkConfig, LinkCounters};
 
 /// The longest the relay sleeps before checking whether to stop.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 /// Datagrams larger than this are not relayed (sift sends at most ~1350).
 const MAX_DATAGRAM: usize = 65_535;
 
-/// One direction's impairments.
-#[derive(Clone, Debug)]
-pub struct Impairments {
-    pub link: LinkConfig,
-    /// Probability that a datagram gets one byte of its payload half flipped.
-    pub corrupt: f64,
-}
-
-/// What the relay did, per direction.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct DirectionCounters {
-    pub offered: u64,
-    pub delivered: u64,
-    pub lost: u64,
-    pub corrupted: u64,
-}
-
 /// A running relay; stops when dropped or `stop`ped.
 pub struct Relay {
     listen: SocketAddr,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<std::io::Result<[DirectionCounters; 2]>>>,
+    thread: Option<JoinHandle<std::io::Result<[LinkCounters; 2]>>>,
 }
 
 impl Relay {
@@ -52,8 +31,8 @@ impl Relay {
     /// client → server, `reverse` server → client.
     pub fn start(
         server: SocketAddr,
-        forward: Impairments,
-        reverse: Impairments,
+        forward: LinkConfig,
+        reverse: LinkConfig,
         seed: u64,
     ) -> std::io::Result<Self> {
         let client_side = UdpSocket::bind(("127.0.0.1", 0))?;
@@ -89,7 +68,7 @@ impl Relay {
     }
 
     /// Stops the relay and returns its counters: `[forward, reverse]`.
-    pub fn stop(mut self) -> std::io::Result<[DirectionCounters; 2]> {
+    pub fn stop(mut self) -> std::io::Result<[LinkCounters; 2]> {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
@@ -110,38 +89,23 @@ impl Drop for Relay {
 
 struct Direction {
     link: Link,
-    corrupt: f64,
-    rng: ChaCha8Rng,
     next_id: u64,
-    counters: DirectionCounters,
 }
 
 impl Direction {
-    fn new(impairments: Impairments, seed: u64) -> Self {
-        Self {
-            link: Link::new(impairments.link, seed),
-            corrupt: impairments.corrupt.clamp(0.0, 1.0),
-            rng: ChaCha8Rng::seed_from_u64(seed.wrapping_add(1)),
-            next_id: 0,
-            counters: DirectionCounters::default(),
-        }
+    fn new(config: LinkConfig, seed: u64) -> Self {
+        let mut link = Link::new(config, seed);
+        // Lets `corrupt-where header|payload` find sift's header region.
+        link.set_header_len(sift::wire::header_region_len);
+        Self { link, next_id: 0 }
     }
 
-    fn offer(&mut self, now: Instant, mut datagram: Vec<u8>) {
-        self.counters.offered += 1;
-        if self.corrupt > 0.0 && !datagram.is_empty() && self.rng.random_bool(self.corrupt) {
-            // The payload half: past the short header and its tag (~25 bytes).
-            let start = datagram.len() / 2;
-            let at = self.rng.random_range(start..datagram.len());
-            let flip = self.rng.random_range(1..=255u8);
-            if let Some(byte) = datagram.get_mut(at) {
-                *byte ^= flip;
-                self.counters.corrupted += 1;
-            }
-        }
+    fn offer(&mut self, now: Instant, datagram: Vec<u8>) {
         self.next_id += 1;
-        if self.link.send(now, self.next_id, datagram) != sift::sim::link::Fate::Delivered {
-            self.counters.lost += 1;
+        let fate = self.link.send(now, self.next_id, datagram);
+        tracing::trace!(?fate, "relayed datagram");
+        if matches!(fate, Fate::QueueDrop) {
+            tracing::debug!("relay queue full");
         }
     }
 }
@@ -157,7 +121,7 @@ struct RelayLoop {
 }
 
 impl RelayLoop {
-    fn run(mut self) -> std::io::Result<[DirectionCounters; 2]> {
+    fn run(mut self) -> std::io::Result<[LinkCounters; 2]> {
         let mut buf = vec![0u8; MAX_DATAGRAM];
         while !self.stop.load(Ordering::Relaxed) {
             self.wait_for_input();
@@ -171,17 +135,18 @@ impl RelayLoop {
             }
             let now = Instant::now();
             while let Some(delivery) = self.directions[0].link.poll_delivery(now) {
-                self.directions[0].counters.delivered += 1;
                 send_best_effort(self.server_side.send(&delivery.bytes));
             }
             while let Some(delivery) = self.directions[1].link.poll_delivery(now) {
-                self.directions[1].counters.delivered += 1;
                 if let Some(client) = self.client {
                     send_best_effort(self.client_side.send_to(&delivery.bytes, client));
                 }
             }
         }
-        Ok([self.directions[0].counters, self.directions[1].counters])
+        Ok([
+            self.directions[0].link.counters(),
+            self.directions[1].link.counters(),
+        ])
     }
 
     /// Sleeps until a socket is readable, the next link event, or the stop check.
