@@ -48,7 +48,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use sift_cc::CcConfig;
 
-use super::link::{LinkConfig, QueueLimit};
+use super::link::LinkConfig;
 use super::topology::{Direction, MAX_HOSTS};
 use crate::recovery::RecoveryConfig;
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::sim::link::QueueLimit;
 
 use sift_cc::RenoConfig;
 
