@@ -92,3 +92,43 @@ fn a_clean_link_carries_20mb_at_90_percent_of_its_rate_with_reno() {
 fn a_clean_link_carries_20mb_at_90_percent_of_its_rate_with_cubic() {
     assert_clean_link_use("cubic");
 }
+
+#[test]
+fn loss_verdicts_are_scored_against_ground_truth() {
+    // The Veno paper's link (1.6 Mb/s, 120 ms RTT, 12-packet buffer) with 1%
+    // random loss: Reno calls every loss congestive, Veno tells most random
+    // losses apart. If the join broke, the matrix would be all zeros.
+    let text = r#"
+name = "verdicts"
+[bottleneck.forward]
+delay_ms = 60.0
+rate_bps = 1_600_000
+queue = { packets = 12 }
+loss = 0.01
+[bottleneck.reverse]
+delay_ms = 60.0
+rate_bps = 1_600_000
+[[flow]]
+cc = "reno"
+bytes = 2_000_000
+max_datagram_size = 1460
+[[flow]]
+cc = "veno"
+bytes = 2_000_000
+max_datagram_size = 1460
+start_ms = 100_000
+"#;
+    let report = run(&Scenario::from_toml_str(text, "verdicts").unwrap());
+    let reno = &report.flows[0].verdicts;
+    let veno = &report.flows[1].verdicts;
+    assert!(reno.random_as_congestive > 0, "{reno:?}");
+    assert_eq!(
+        reno.random_as_random + reno.congestive_as_random,
+        0,
+        "{reno:?}"
+    );
+    assert!(
+        veno.random_as_random > veno.random_as_congestive,
+        "{veno:?}"
+    );
+}

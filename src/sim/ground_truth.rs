@@ -8,12 +8,14 @@
 //! carry no controller verdicts, and a long CBR run would otherwise fill
 //! memory): their ids have the top bit set and carry the CBR flow index.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use super::link::Fate;
 use super::topology::Direction;
+use crate::wire::{parse_header, PacketType};
 
 /// Marks a CBR datagram id.
 const CBR_ID_FLAG: u64 = 1 << 63;
@@ -52,6 +54,48 @@ pub struct PacketRecord {
     pub fate: Option<Fate>,
     /// When it (first) reached the receiving host.
     pub delivered_at: Option<Instant>,
+    /// The packet number of the 1-RTT packet it carries, if any (visible:
+    /// sift has no header protection). Joins controller verdicts, which
+    /// name packet numbers, to this record.
+    pub packet_number: Option<u64>,
+}
+
+/// Why a packet really went missing, from the links' point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrueCause {
+    /// A full queue dropped it.
+    Congestive,
+    /// The link lost or damaged it (loss model, outage, bit errors).
+    Random,
+    /// It arrived intact: the loss the sender declared was spurious.
+    NotLost,
+}
+
+impl TrueCause {
+    /// The cause behind a link fate; `None` while the fate is unknown.
+    pub fn of(fate: Option<Fate>) -> Option<TrueCause> {
+        Some(match fate? {
+            Fate::QueueDrop => TrueCause::Congestive,
+            Fate::RandomLoss | Fate::OutageDrop | Fate::Corrupted { .. } => TrueCause::Random,
+            Fate::Delivered | Fate::Duplicated => TrueCause::NotLost,
+        })
+    }
+}
+
+/// The 1-RTT packet number in a datagram, if it carries a 1-RTT packet
+/// (always the last of coalesced packets). Packet numbers are sent as their
+/// low 32 bits; a simulated flow stays far below 2^32 packets.
+pub fn one_rtt_packet_number(datagram: &[u8]) -> Option<u64> {
+    let mut rest = datagram;
+    while !rest.is_empty() {
+        let header = parse_header(rest).ok()?;
+        if header.ty == PacketType::OneRtt {
+            return Some(u64::from(header.truncated_pn));
+        }
+        rest = rest.get(header.packet_len..)?;
+    }
+    None
 }
 
 /// Per-direction packet counts of one flow, from ground truth.
@@ -97,6 +141,8 @@ impl FlowPacketCounters {
 #[derive(Clone, Debug, Default)]
 pub struct GroundTruth {
     records: Vec<PacketRecord>,
+    /// (flow, forward?, 1-RTT packet number) → datagram id.
+    by_packet_number: BTreeMap<(usize, bool, u64), u64>,
     per_flow: Vec<FlowPacketCounters>,
 }
 
@@ -105,6 +151,7 @@ impl GroundTruth {
     pub fn new(flows: usize) -> Self {
         Self {
             records: Vec::new(),
+            by_packet_number: BTreeMap::new(),
             per_flow: vec![FlowPacketCounters::default(); flows],
         }
     }
@@ -119,6 +166,21 @@ impl GroundTruth {
         self.records.get(usize::try_from(id).ok()?)
     }
 
+    /// The record of the datagram that carried 1-RTT packet `packet_number`
+    /// of `flow` in `direction`.
+    pub fn by_packet_number(
+        &self,
+        flow: usize,
+        direction: Direction,
+        packet_number: u64,
+    ) -> Option<&PacketRecord> {
+        let id =
+            *self
+                .by_packet_number
+                .get(&(flow, direction == Direction::Forward, packet_number))?;
+        self.record(id)
+    }
+
     /// The counts of sift flow `flow`.
     pub fn flow_counters(&self, flow: usize) -> Option<&FlowPacketCounters> {
         self.per_flow.get(flow)
@@ -129,10 +191,16 @@ impl GroundTruth {
         &mut self,
         flow: usize,
         direction: Direction,
-        size: usize,
+        datagram: &[u8],
         now: Instant,
     ) -> u64 {
         let id = self.records.len() as u64;
+        let size = datagram.len();
+        let packet_number = one_rtt_packet_number(datagram);
+        if let Some(pn) = packet_number {
+            self.by_packet_number
+                .insert((flow, direction == Direction::Forward, pn), id);
+        }
         self.records.push(PacketRecord {
             flow,
             direction,
@@ -140,6 +208,7 @@ impl GroundTruth {
             sent_at: now,
             fate: None,
             delivered_at: None,
+            packet_number,
         });
         if let Some(counters) = self.per_flow.get_mut(flow) {
             let counters = counters.direction_mut(direction);
@@ -204,9 +273,9 @@ mod tests {
     fn fates_are_counted_per_flow_and_direction() {
         let t0 = Instant::now();
         let mut truth = GroundTruth::new(2);
-        let a = truth.on_sent(1, Direction::Forward, 1200, t0);
-        let b = truth.on_sent(1, Direction::Forward, 1200, t0);
-        let c = truth.on_sent(1, Direction::Reverse, 60, t0);
+        let a = truth.on_sent(1, Direction::Forward, &[0; 1200], t0);
+        let b = truth.on_sent(1, Direction::Forward, &[0; 1200], t0);
+        let c = truth.on_sent(1, Direction::Reverse, &[0; 60], t0);
         truth.on_fate(a, Fate::QueueDrop);
         truth.on_fate(b, Fate::Delivered);
         truth.on_delivered(b, t0);
@@ -229,7 +298,7 @@ mod tests {
     fn a_drop_is_not_overwritten_by_a_later_hop() {
         let t0 = Instant::now();
         let mut truth = GroundTruth::new(1);
-        let id = truth.on_sent(0, Direction::Reverse, 100, t0);
+        let id = truth.on_sent(0, Direction::Reverse, &[0; 100], t0);
         truth.on_fate(id, Fate::RandomLoss);
         truth.on_fate(id, Fate::Delivered);
         assert_eq!(truth.record(id).unwrap().fate, Some(Fate::RandomLoss));

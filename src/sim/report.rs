@@ -16,9 +16,10 @@ use serde::{Deserialize, Serialize};
 use crate::conn::Stats;
 
 use super::cbr::CbrCounters;
-use super::ground_truth::FlowPacketCounters;
+use super::ground_truth::{FlowPacketCounters, TrueCause};
 use super::link::LinkCounters;
 use super::topology::Direction;
+use sift_cc::LossVerdict;
 
 /// The results of one experiment: every run (one per seed).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -91,6 +92,33 @@ pub struct Verdicts {
     pub random_as_congestive: u64,
     pub congestive_as_random: u64,
     pub congestive_as_congestive: u64,
+    /// Packets declared lost that in fact arrived (spurious losses).
+    #[serde(default)]
+    pub not_lost_as_random: u64,
+    #[serde(default)]
+    pub not_lost_as_congestive: u64,
+}
+
+impl Verdicts {
+    /// Counts one lost packet: the controller's verdict against the truth.
+    pub fn record(&mut self, verdict: LossVerdict, truth: TrueCause) {
+        let slot = match (truth, verdict) {
+            (TrueCause::Random, LossVerdict::Random) => &mut self.random_as_random,
+            (TrueCause::Random, LossVerdict::Congestive) => &mut self.random_as_congestive,
+            (TrueCause::Congestive, LossVerdict::Random) => &mut self.congestive_as_random,
+            (TrueCause::Congestive, LossVerdict::Congestive) => &mut self.congestive_as_congestive,
+            (TrueCause::NotLost, LossVerdict::Random) => &mut self.not_lost_as_random,
+            (TrueCause::NotLost, LossVerdict::Congestive) => &mut self.not_lost_as_congestive,
+        };
+        *slot += 1;
+    }
+
+    /// Share of really-lost packets classified correctly, if any were.
+    pub fn accuracy(&self) -> Option<f64> {
+        let right = self.random_as_random + self.congestive_as_congestive;
+        let total = right + self.random_as_congestive + self.congestive_as_random;
+        (total > 0).then(|| right as f64 / total as f64)
+    }
 }
 
 /// One sift flow's results.

@@ -448,14 +448,14 @@ impl Scenario {
     pub fn expanded_flows(&self) -> impl Iterator<Item = &FlowSpec> {
         self.flows
             .iter()
-            .flat_map(|flow| std::iter::repeat(flow).take(flow.count))
+            .flat_map(|flow| std::iter::repeat_n(flow, flow.count))
     }
 
     /// The CBR flows after `count` expansion, in report order.
     pub fn expanded_cbr(&self) -> impl Iterator<Item = &CbrSpec> {
         self.cbr
             .iter()
-            .flat_map(|cbr| std::iter::repeat(cbr).take(cbr.count))
+            .flat_map(|cbr| std::iter::repeat_n(cbr, cbr.count))
     }
 
     /// The run's knobs for the report: the scenario's settings (everything but

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats, StreamId};
+use crate::recovery::VerdictRecord;
 
 /// The sans-IO connection surface the simulator drives (DESIGN §2).
 pub trait Transport: Sized {
@@ -46,6 +47,11 @@ pub trait Transport: Sized {
     fn readable(&self) -> Vec<StreamId>;
     /// Counters and estimates.
     fn stats(&self) -> Stats;
+    /// Loss verdicts made since the last call (none for transports without
+    /// a classifying controller).
+    fn drain_loss_verdicts(&mut self) -> Vec<VerdictRecord> {
+        Vec::new()
+    }
 }
 
 impl Transport for Connection {
@@ -109,5 +115,9 @@ impl Transport for Connection {
 
     fn stats(&self) -> Stats {
         Connection::stats(self)
+    }
+
+    fn drain_loss_verdicts(&mut self) -> Vec<VerdictRecord> {
+        Connection::drain_loss_verdicts(self)
     }
 }

@@ -23,7 +23,7 @@ use super::cbr::{CbrCounters, CbrSchedule};
 use super::clock::VirtualClock;
 use super::events::EventQueue;
 use super::flow::{Pattern, ReceiverApp, SenderApp};
-use super::ground_truth::{cbr_flow_of, cbr_packet_id, GroundTruth};
+use super::ground_truth::{cbr_flow_of, cbr_packet_id, GroundTruth, TrueCause};
 use super::link::{Delivery, Fate, Link};
 use super::report::{CbrReport, FlowReport, LinkReport, RunReport, Sample, StopReason, Verdicts};
 use super::scenario::{ms_to_duration, Scenario, ScenarioError};
@@ -147,6 +147,8 @@ struct SiftFlow<T> {
     error: Option<String>,
     misrouted: u64,
     samples: Vec<Sample>,
+    /// The sender's loss verdicts scored against ground truth.
+    verdicts: Verdicts,
 }
 
 impl<T> SiftFlow<T> {
@@ -271,6 +273,7 @@ impl<T: Transport> Simulation<T> {
                     error: None,
                     misrouted: 0,
                     samples: Vec::new(),
+                    verdicts: Verdicts::default(),
                 }
             })
             .collect();
@@ -497,9 +500,38 @@ impl<T: Transport> Simulation<T> {
             }
         }
         self.drain_sends(endpoint)?;
+        self.score_verdicts(endpoint);
         self.rearm_timer(endpoint);
         self.update_flow_state(endpoint.flow);
         Ok(())
+    }
+
+    /// Scores the client's new loss verdicts against what the links really
+    /// did to the data packets they name (the Veno paper's Table I).
+    fn score_verdicts(&mut self, endpoint: EndpointRef) {
+        if endpoint.side != Side::Client {
+            return;
+        }
+        let Some(flow) = self.flows.get_mut(endpoint.flow) else {
+            return;
+        };
+        let Some(conn) = flow.client.conn.as_mut() else {
+            return;
+        };
+        for record in conn.drain_loss_verdicts() {
+            if record.space != crate::recovery::SpaceId::Data {
+                continue;
+            }
+            for pn in record.packet_numbers {
+                let truth = self
+                    .truth
+                    .by_packet_number(endpoint.flow, Direction::Forward, pn)
+                    .and_then(|datagram| TrueCause::of(datagram.fate));
+                if let Some(truth) = truth {
+                    flow.verdicts.record(record.verdict, truth);
+                }
+            }
+        }
     }
 
     fn drain_sends(&mut self, endpoint: EndpointRef) -> Result<(), SimError> {

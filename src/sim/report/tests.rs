@@ -114,6 +114,8 @@ fn results_json_has_the_documented_field_names() {
         [
             "congestive_as_congestive",
             "congestive_as_random",
+            "not_lost_as_congestive",
+            "not_lost_as_random",
             "random_as_congestive",
             "random_as_random",
         ]

@@ -13,7 +13,7 @@ impl<T: Transport> Simulation<T> {
         };
         let id = self
             .truth
-            .on_sent(endpoint.flow, direction, packet.len(), self.clock.now());
+            .on_sent(endpoint.flow, direction, &packet, self.clock.now());
         if let Some(first) = self.topology.sift_path(endpoint.flow, direction).hop(0) {
             self.offer(first, id, packet);
         }
@@ -38,7 +38,7 @@ impl<T: Transport> Simulation<T> {
         };
         if let Some(next) = slot.link.next_event() {
             let next = next.max(now);
-            if slot.wake.map_or(true, |wake| next < wake) {
+            if slot.wake.is_none_or(|wake| next < wake) {
                 slot.wake = Some(next);
                 self.events.push(next, Event::LinkWake(link));
             }

@@ -50,7 +50,7 @@ impl<T: Transport> Simulation<T> {
                     retransmitted_packets: client_stats.retransmitted_packets,
                     ptos: client_stats.ptos,
                     corruption_notices_received: client_stats.corruption_notices_received,
-                    verdicts: Verdicts::default(),
+                    verdicts: flow.verdicts,
                     bytes_received: flow.receiver.bytes_received(),
                     mismatched_bytes: flow.receiver.mismatched_bytes(),
                     packets: self.truth.flow_counters(id).copied().unwrap_or_default(),
