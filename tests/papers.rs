@@ -185,9 +185,8 @@ queue = { packets = 12 }
     let names: Vec<&str> = report.flows.iter().map(|f| f.cc.as_str()).collect();
     assert_eq!(names, CcConfig::NAMES);
     for flow in &report.flows {
-        assert_eq!(
-            flow.client_stats.cc.algorithm.is_empty(),
-            false,
+        assert!(
+            !flow.client_stats.cc.algorithm.is_empty(),
             "{} reports its metrics",
             flow.cc
         );
