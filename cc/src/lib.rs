@@ -16,20 +16,20 @@ use serde::{Deserialize, Serialize};
 
 pub mod cubic;
 pub mod reno;
-pub mod westwood;
 pub mod vegas;
 pub mod veno;
 pub mod veno_enhanced;
+pub mod westwood;
 
 #[cfg(test)]
 mod test_support;
 
 pub use cubic::{Cubic, CubicConfig};
 pub use reno::{Reno, RenoConfig};
-pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
 pub use vegas::{Vegas, VegasConfig, VegasPhaseGroup};
 pub use veno::{Veno, VenoConfig};
 pub use veno_enhanced::VenoEnhanced;
+pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,7 +234,14 @@ pub enum CcConfig {
 
 impl CcConfig {
     /// Every name `FromStr` accepts.
-    pub const NAMES: &'static [&'static str] = &["reno", "cubic", "vegas", "veno", "veno-enhanced", "westwood"];
+    pub const NAMES: &'static [&'static str] = &[
+        "reno",
+        "cubic",
+        "vegas",
+        "veno",
+        "veno-enhanced",
+        "westwood",
+    ];
 
     /// The name this configuration is selected by.
     pub fn name(&self) -> &'static str {

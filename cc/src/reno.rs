@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict, Metrics,
-    Phase,
+    Phase, RecoveryPolicy,
 };
 
 /// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
@@ -29,6 +29,10 @@ pub struct RenoConfig {
     /// Window after a timeout (persistent congestion), in packets: RFC 9002
     /// uses 2 (kMinimumWindow); classic TCP (RFC 5681 §3.1) uses 1.
     pub timeout_window_packets: u64,
+    /// At most one window reduction per round trip (RFC 9002 §7.3.2, and
+    /// NewReno). Off: every loss event cuts the window, as the BSD Reno the
+    /// Vegas papers measured did (Hengartner et al. §VI, algorithm E).
+    pub one_reduction_per_window: bool,
 }
 
 impl Default for RenoConfig {
@@ -36,6 +40,7 @@ impl Default for RenoConfig {
         Self {
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: 2,
+            one_reduction_per_window: true,
         }
     }
 }
@@ -107,6 +112,13 @@ impl CongestionControl for Reno {
 
     fn window(&self) -> u64 {
         self.cwnd
+    }
+
+    fn recovery_policy(&self) -> RecoveryPolicy {
+        RecoveryPolicy {
+            one_reduction_per_window: self.config.one_reduction_per_window,
+            ..RecoveryPolicy::default()
+        }
     }
 
     fn ssthresh(&self) -> u64 {

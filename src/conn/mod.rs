@@ -1,44 +1,96 @@
 //! The sans-IO connection: `recv` datagrams in, `send` datagrams out,
-//! `timeout`/`on_timeout` for timers. It never touches a socket and never
-//! reads a clock: the caller passes `now` everywhere.
+//! `timeout`/`on_timeout` for timers, and the stream and datagram API.
 //!
-//! SKELETON: the public surface only; the state machine lands with the
-//! foundation work.
+//! Owns: the handshake, packet-number spaces, ACK and CORRUPTED generation,
+//! packet assembly, and the glue between `recovery` and `stream`.
+//! Must not: touch a socket or read a clock (callers pass `now`), or use an
+//! unseeded RNG (connection IDs come from `Config::rng_seed`).
 
+mod ack;
+mod error;
+mod handshake;
+mod recv;
+mod send;
+mod stats;
+
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sift_cc::CcConfig;
 
-use sift_cc::{CcConfig, Metrics};
+use crate::crypto::{Level, NullProtection, PacketProtection};
+use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
+use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
+use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
 
+pub use crate::stream::StreamId;
 pub use crate::Side;
+pub use error::{codes, CloseReason, Error};
+pub use stats::Stats;
 
-/// A stream identifier (RFC 9000 §2.1: the two low bits give initiator and
-/// direction).
-pub type StreamId = u64;
+use ack::AckState;
+use error::TransportFailure;
+use handshake::NullHandshake;
+use stats::Counters;
+
+/// RFC 9000 §14.1: the smallest datagram that may carry a client Initial.
+pub const MIN_INITIAL_DATAGRAM: usize = 1200;
+/// RFC 9000 §18.2 default max_ack_delay.
+pub const DEFAULT_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
+/// Received datagrams (DATAGRAM frames) buffered for the application, at most.
+const MAX_QUEUED_DATAGRAMS: usize = 1024;
+
+/// How packets are protected. TLS 1.3 comes as a second variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protection {
+    /// CRC32C tags, no encryption, no authentication: for experiments and
+    /// the simulator only. Both peers must choose it.
+    Null,
+}
 
 /// Connection configuration. Defaults suit a long fat lossy link.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug)]
 pub struct Config {
     /// Congestion controller and its parameters.
     pub cc: CcConfig,
+    /// Loss recovery knobs (RFC 9002 defaults).
+    pub recovery: RecoveryConfig,
+    /// Stream limits and flow-control windows.
+    pub streams: StreamConfig,
+    /// Packet protection.
+    pub protection: Protection,
     /// Offer corruption notices (the HACK option). Both peers must offer it.
     pub corruption_notices: bool,
-    /// Largest UDP payload this endpoint sends, in bytes.
+    /// Largest UDP payload this endpoint sends, in bytes (≥ 1200).
     pub max_datagram_size: usize,
-    /// Close after this long without hearing from the peer.
+    /// Close after this long without hearing from the peer (zero: never).
     pub idle_timeout: Duration,
+    /// How long we may delay an ACK (sent to the peer as max_ack_delay).
+    pub max_ack_delay: Duration,
+    /// Accept DATAGRAM frames up to this size (`None`: refuse them).
+    pub max_datagram_frame_size: Option<u64>,
+    /// Seed for connection IDs. Real endpoints draw it from the OS; the
+    /// simulator derives it from the run's seed so runs repeat exactly.
+    pub rng_seed: u64,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             cc: CcConfig::default(),
+            recovery: RecoveryConfig::default(),
+            streams: StreamConfig::default(),
+            protection: Protection::Null,
             corruption_notices: true,
             max_datagram_size: 1350,
             idle_timeout: Duration::from_secs(30),
+            max_ack_delay: DEFAULT_MAX_ACK_DELAY,
+            max_datagram_frame_size: Some(65_535),
+            rng_seed: 0,
         }
     }
 }
@@ -51,8 +103,9 @@ pub struct RecvInfo {
     pub now: Instant,
 }
 
-/// Where a datagram from `send` goes, and the earliest time it should leave
-/// (pacing).
+/// Where a datagram from `send` goes, and the earliest time it may leave.
+/// sift paces by not producing a packet before its time (the pacing instant
+/// is a timer), so `at` is the `now` given to `send`.
 #[derive(Clone, Copy, Debug)]
 pub struct SendInfo {
     pub from: SocketAddr,
@@ -60,119 +113,611 @@ pub struct SendInfo {
     pub at: Instant,
 }
 
-/// A connection-level error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    #[error("the connection is closed")]
+/// What a sent packet carried, kept in the recovery ledger so that loss,
+/// corruption or acknowledgement can be acted on per frame.
+#[derive(Clone, Debug)]
+pub(crate) enum SentFrame {
+    /// An ACK frame acknowledging up to `largest`.
+    Ack {
+        largest: Option<u64>,
+    },
+    Crypto {
+        offset: u64,
+        data: Vec<u8>,
+    },
+    Stream(StreamChunk),
+    Control(ControlFrame),
+    HandshakeDone,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum State {
+    Handshaking,
+    Established,
+    /// We sent CONNECTION_CLOSE; answer further packets with it until `until`.
+    Closing {
+        until: Instant,
+    },
+    /// The peer closed; stay silent until `until`.
+    Draining {
+        until: Instant,
+    },
     Closed,
 }
 
-/// Counters and estimates, for reports and `--json`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Stats {
-    pub packets_sent: u64,
-    pub packets_received: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub packets_lost: u64,
-    pub retransmitted_packets: u64,
-    pub ptos: u64,
-    pub corruption_notices_received: u64,
-    pub cwnd: u64,
-    pub ssthresh: u64,
-    pub srtt_us: u64,
-    pub min_rtt_us: u64,
-    pub cc: Option<Metrics>,
+/// A pending CONNECTION_CLOSE of ours.
+#[derive(Clone, Debug)]
+struct CloseFrame {
+    application: bool,
+    code: u64,
+    reason: String,
 }
 
 /// A sift connection.
 #[derive(Debug)]
 pub struct Connection {
     side: Side,
+    config: Config,
+    local: SocketAddr,
+    remote: SocketAddr,
+    state: State,
+    local_cid: ConnectionId,
+    peer_cid: ConnectionId,
+    /// The client's first destination CID (RFC 9000 §7.3).
+    original_dcid: ConnectionId,
+    peer_cid_learned: bool,
+    handshake: NullHandshake,
+    keys: [Option<Box<dyn PacketProtection>>; 3],
+    next_packet_number: [u64; 3],
+    acks: [AckState; 3],
+    recovery: Recovery<SentFrame>,
+    streams: Streams,
+    handshake_confirmed: bool,
+    handshake_done_pending: bool,
+    probes: [u32; 3],
+    /// Server: the client's address is validated (it sent a Handshake packet).
+    address_validated: bool,
+    amplification_received: u64,
+    amplification_sent: u64,
+    notices_negotiated: bool,
+    idle_timeout: Option<Duration>,
+    last_activity: Instant,
+    ack_eliciting_since_activity: bool,
+    pacing_until: Option<Instant>,
+    close_frame: Option<CloseFrame>,
+    close_pending: bool,
+    close_reason: Option<CloseReason>,
+    peer_max_datagram_frame_size: Option<u64>,
+    peer_max_udp_payload: u64,
+    datagrams_out: VecDeque<Vec<u8>>,
+    datagrams_in: VecDeque<Vec<u8>>,
+    now: Instant,
+    counters: Counters,
+}
+
+fn space_of(level: Level) -> SpaceId {
+    match level {
+        Level::Initial => SpaceId::Initial,
+        Level::Handshake => SpaceId::Handshake,
+        Level::OneRtt => SpaceId::Data,
+    }
+}
+
+fn level_of(space: SpaceId) -> Level {
+    match space {
+        SpaceId::Initial => Level::Initial,
+        SpaceId::Handshake => Level::Handshake,
+        SpaceId::Data => Level::OneRtt,
+    }
+}
+
+fn random_cid(rng: &mut ChaCha8Rng) -> ConnectionId {
+    let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
+    rng.fill_bytes(&mut bytes);
+    ConnectionId::new(&bytes).expect("8 bytes is a valid connection ID length")
 }
 
 impl Connection {
     /// Starts a client connection to `remote`.
     pub fn connect(
-        _config: Config,
-        _local: SocketAddr,
-        _remote: SocketAddr,
-        _now: Instant,
+        config: Config,
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
     ) -> Result<Self, Error> {
-        Ok(Self { side: Side::Client })
+        let mut rng = ChaCha8Rng::seed_from_u64(config.rng_seed);
+        let local_cid = random_cid(&mut rng);
+        let original_dcid = random_cid(&mut rng);
+        Self::new(
+            Side::Client,
+            config,
+            local,
+            remote,
+            local_cid,
+            original_dcid,
+            now,
+        )
     }
 
     /// A server connection that waits for the client's first Initial from
     /// `remote`.
     pub fn accept(
-        _config: Config,
-        _local: SocketAddr,
-        _remote: SocketAddr,
-        _now: Instant,
+        config: Config,
+        local: SocketAddr,
+        remote: SocketAddr,
+        now: Instant,
     ) -> Result<Self, Error> {
-        Ok(Self { side: Side::Server })
+        let mut rng = ChaCha8Rng::seed_from_u64(config.rng_seed ^ 0x5e7e_5e7e);
+        let local_cid = random_cid(&mut rng);
+        // Learned from the client's first Initial.
+        let unknown = ConnectionId::new(&[]).expect("empty connection ID");
+        Self::new(Side::Server, config, local, remote, local_cid, unknown, now)
     }
 
-    /// Processes one datagram. Damaged or unknown packets are counted, not
-    /// errors; `Err` means the connection is closed.
-    pub fn recv(&mut self, datagram: &mut [u8], _info: RecvInfo) -> Result<usize, Error> {
-        Ok(datagram.len())
+    fn new(
+        side: Side,
+        config: Config,
+        local: SocketAddr,
+        remote: SocketAddr,
+        local_cid: ConnectionId,
+        original_dcid: ConnectionId,
+        now: Instant,
+    ) -> Result<Self, Error> {
+        if config.max_datagram_size < MIN_INITIAL_DATAGRAM {
+            return Err(Error::InvalidConfig(format!(
+                "max_datagram_size must be at least {MIN_INITIAL_DATAGRAM} bytes, not {}",
+                config.max_datagram_size
+            )));
+        }
+        config
+            .cc
+            .validate()
+            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        let params = TransportParams {
+            original_destination_connection_id: None,
+            initial_source_connection_id: Some(local_cid),
+            max_idle_timeout_ms: config.idle_timeout.as_millis() as u64,
+            max_udp_payload_size: config.max_datagram_size as u64,
+            initial_max_data: config.streams.initial_max_data,
+            initial_max_stream_data_bidi_local: config.streams.initial_max_stream_data,
+            initial_max_stream_data_bidi_remote: config.streams.initial_max_stream_data,
+            initial_max_stream_data_uni: config.streams.initial_max_stream_data,
+            initial_max_streams_bidi: config.streams.max_streams_bidi,
+            initial_max_streams_uni: config.streams.max_streams_uni,
+            max_ack_delay_ms: config.max_ack_delay.as_millis() as u64,
+            max_datagram_frame_size: config.max_datagram_frame_size,
+            corruption_notices: config.corruption_notices,
+        };
+        let mss = config.max_datagram_size as u64;
+        let recovery = Recovery::new(config.recovery.clone(), config.cc.build(mss), mss);
+        let streams = Streams::new(side, config.streams.clone());
+        let initial_keys: Option<Box<dyn PacketProtection>> = Some(Box::new(NullProtection));
+        Ok(Self {
+            side,
+            local,
+            remote,
+            state: State::Handshaking,
+            local_cid,
+            peer_cid: original_dcid,
+            original_dcid,
+            peer_cid_learned: false,
+            handshake: NullHandshake::new(side, params),
+            keys: [initial_keys, None, None],
+            next_packet_number: [0; 3],
+            acks: [
+                AckState::new(Duration::ZERO),
+                AckState::new(Duration::ZERO),
+                AckState::new(config.max_ack_delay),
+            ],
+            recovery,
+            streams,
+            handshake_confirmed: false,
+            handshake_done_pending: false,
+            probes: [0; 3],
+            address_validated: side == Side::Client,
+            amplification_received: 0,
+            amplification_sent: 0,
+            notices_negotiated: false,
+            idle_timeout: None,
+            last_activity: now,
+            ack_eliciting_since_activity: false,
+            pacing_until: None,
+            close_frame: None,
+            close_pending: false,
+            close_reason: None,
+            peer_max_datagram_frame_size: None,
+            peer_max_udp_payload: MIN_INITIAL_DATAGRAM as u64,
+            datagrams_out: VecDeque::new(),
+            datagrams_in: VecDeque::new(),
+            now,
+            counters: Counters::default(),
+            config,
+        })
     }
 
-    /// Writes the next datagram into `out`. `Ok(None)`: nothing to send now.
-    pub fn send(
-        &mut self,
-        _out: &mut [u8],
-        _now: Instant,
-    ) -> Result<Option<(usize, SendInfo)>, Error> {
-        Ok(None)
-    }
-
-    /// Time until `on_timeout` must be called, if a timer is armed.
-    pub fn timeout(&self, _now: Instant) -> Option<Duration> {
-        None
-    }
-
-    /// Fires expired timers (loss detection, PTO, ACK delay, idle, pacing).
-    pub fn on_timeout(&mut self, _now: Instant) {}
+    // ---- state -----------------------------------------------------------
 
     /// Which end this is.
     pub fn side(&self) -> Side {
         self.side
     }
 
-    /// The handshake has completed.
-    pub fn is_established(&self) -> bool {
-        false
+    /// The peer's address.
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
     }
 
-    /// The connection is closed (or draining) and will send nothing more.
+    /// Our address.
+    pub fn local(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Our connection ID (what the peer puts in its packets' DCID).
+    pub fn local_cid(&self) -> ConnectionId {
+        self.local_cid
+    }
+
+    /// The handshake has completed.
+    pub fn is_established(&self) -> bool {
+        self.handshake.is_complete() && !self.is_closed()
+    }
+
+    /// The connection is draining or closed and will send nothing more.
     pub fn is_closed(&self) -> bool {
-        false
+        matches!(self.state, State::Draining { .. } | State::Closed)
+    }
+
+    /// Closing or closed: no new data is accepted.
+    pub fn is_closing(&self) -> bool {
+        !matches!(self.state, State::Handshaking | State::Established)
+    }
+
+    /// Why the connection closed, once it has.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.close_reason.as_ref()
+    }
+
+    /// Both sides offered corruption notices.
+    pub fn corruption_notices_negotiated(&self) -> bool {
+        self.notices_negotiated
+    }
+
+    /// Closes the connection with an application error code and reason.
+    pub fn close(&mut self, code: u64, reason: &str) {
+        self.start_closing(CloseFrame {
+            application: true,
+            code,
+            reason: reason.to_string(),
+        });
+    }
+
+    fn start_closing(&mut self, frame: CloseFrame) {
+        if self.is_closing() {
+            return;
+        }
+        self.close_reason = Some(CloseReason::Local {
+            application: frame.application,
+            code: frame.code,
+            reason: frame.reason.clone(),
+        });
+        self.close_frame = Some(frame);
+        self.close_pending = true;
+        let until = self.now + self.recovery.pto_period(SpaceId::Data) * 3;
+        self.state = State::Closing { until };
+    }
+
+    fn fail(&mut self, failure: TransportFailure) {
+        tracing::debug!(code = failure.code, reason = %failure.reason, "closing on protocol error");
+        self.start_closing(CloseFrame {
+            application: false,
+            code: failure.code,
+            reason: failure.reason,
+        });
+    }
+
+    // ---- timers ----------------------------------------------------------
+
+    fn idle_deadline(&self) -> Option<Instant> {
+        let timeout = self.idle_timeout?;
+        // RFC 9000 §10.1: never shorter than three PTOs.
+        let floor = self.recovery.pto_period(SpaceId::Data) * 3;
+        Some(self.last_activity + timeout.max(floor))
+    }
+
+    fn next_timer(&self, now: Instant) -> Option<Instant> {
+        match self.state {
+            State::Closed => return None,
+            State::Closing { until } | State::Draining { until } => return Some(until),
+            State::Handshaking | State::Established => {}
+        }
+        let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
+        let mut timers = [
+            self.idle_deadline(),
+            self.recovery.loss_detection_timer(now, anti_deadlock),
+            self.pacing_until,
+            None,
+            None,
+            None,
+        ];
+        for space in SpaceId::ALL {
+            if self.keys[space.index()].is_some() {
+                timers[3 + space.index()] = self.acks[space.index()].deadline();
+            }
+        }
+        timers.into_iter().flatten().min()
+    }
+
+    /// Time until `on_timeout` must be called, if a timer is armed.
+    pub fn timeout(&self, now: Instant) -> Option<Duration> {
+        self.next_timer(now)
+            .map(|at| at.saturating_duration_since(now))
+    }
+
+    /// Fires expired timers: closing, idle, loss detection and PTO, pacing.
+    pub fn on_timeout(&mut self, now: Instant) {
+        self.now = now;
+        match self.state {
+            State::Closed => return,
+            State::Closing { until } | State::Draining { until } => {
+                if until <= now {
+                    self.state = State::Closed;
+                }
+                return;
+            }
+            State::Handshaking | State::Established => {}
+        }
+        if self.idle_deadline().is_some_and(|d| d <= now) {
+            self.close_reason = Some(CloseReason::IdleTimeout);
+            self.state = State::Closed;
+            return;
+        }
+        if self.pacing_until.is_some_and(|t| t <= now) {
+            self.pacing_until = None;
+        }
+        let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
+        if self
+            .recovery
+            .loss_detection_timer(now, anti_deadlock)
+            .is_some_and(|t| t <= now)
+        {
+            let outcome = self.recovery.on_loss_detection_timeout(now);
+            if let Some(space) = outcome.lost_space {
+                self.on_packets_lost(space, outcome.lost);
+            }
+            if let Some((space, count)) = outcome.probes {
+                self.probes[space.index()] += count;
+                if space != SpaceId::Data {
+                    self.requeue_outstanding_crypto(space);
+                }
+            }
+        }
+    }
+
+    /// A PTO in a handshake space re-sends every unacknowledged CRYPTO
+    /// frame: the peer may be missing any of them.
+    fn requeue_outstanding_crypto(&mut self, space: SpaceId) {
+        let level = level_of(space);
+        let frames: Vec<(u64, Vec<u8>)> = self
+            .recovery
+            .outstanding(space)
+            .flat_map(|p| p.frames.iter())
+            .filter_map(|f| match f {
+                SentFrame::Crypto { offset, data } => Some((*offset, data.clone())),
+                _ => None,
+            })
+            .collect();
+        for (offset, data) in frames.into_iter().rev() {
+            self.handshake.requeue(level, offset, data);
+        }
+    }
+
+    // ---- per-frame delivery feedback ---------------------------------------
+
+    fn on_packets_lost(
+        &mut self,
+        space: SpaceId,
+        packets: Vec<crate::recovery::SentPacket<SentFrame>>,
+    ) {
+        for packet in packets {
+            let mut retransmits = false;
+            for frame in packet.frames {
+                match frame {
+                    SentFrame::Crypto { offset, data } => {
+                        self.handshake.requeue(level_of(space), offset, data);
+                        retransmits = true;
+                    }
+                    SentFrame::Stream(chunk) => {
+                        self.streams.on_chunk_lost(&chunk);
+                        retransmits = true;
+                    }
+                    SentFrame::Control(control) => self.streams.on_control_lost(&control),
+                    SentFrame::HandshakeDone => self.handshake_done_pending = true,
+                    SentFrame::Ack { .. } => {}
+                }
+            }
+            if retransmits {
+                self.counters.retransmitted_packets += 1;
+            }
+        }
+    }
+
+    fn on_packets_acked(
+        &mut self,
+        space: SpaceId,
+        packets: Vec<crate::recovery::SentPacket<SentFrame>>,
+    ) {
+        for packet in packets {
+            for frame in packet.frames {
+                match frame {
+                    SentFrame::Ack {
+                        largest: Some(largest),
+                    } => self.acks[space.index()].on_ack_acked(largest),
+                    SentFrame::Stream(chunk) => self.streams.on_chunk_acked(&chunk),
+                    SentFrame::Control(control) => self.streams.on_control_acked(&control),
+                    SentFrame::Ack { largest: None }
+                    | SentFrame::Crypto { .. }
+                    | SentFrame::HandshakeDone => {}
+                }
+            }
+        }
+    }
+
+    fn discard_space(&mut self, space: SpaceId) {
+        if self.keys[space.index()].take().is_some() {
+            self.recovery.discard_space(space);
+            self.probes[space.index()] = 0;
+        }
+    }
+
+    // ---- streams -----------------------------------------------------------
+
+    fn check_open(&self) -> Result<(), Error> {
+        if self.is_closing() {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
     }
 
     /// Opens a bidirectional stream.
     pub fn stream_open_bi(&mut self) -> Result<StreamId, Error> {
-        Err(Error::Closed)
+        self.check_open()?;
+        Ok(self.streams.open(Dir::Bi)?)
     }
 
-    /// Queues `data` on a stream; returns how many bytes were accepted.
-    pub fn stream_send(&mut self, _id: StreamId, _data: &[u8], _fin: bool) -> Result<usize, Error> {
-        Err(Error::Closed)
+    /// Opens a unidirectional stream.
+    pub fn stream_open_uni(&mut self) -> Result<StreamId, Error> {
+        self.check_open()?;
+        Ok(self.streams.open(Dir::Uni)?)
+    }
+
+    /// Queues `data` on a stream; returns how many bytes were accepted
+    /// (fewer when the send buffer is full: retry when the stream is
+    /// writable). `fin` applies only if everything was accepted.
+    pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, Error> {
+        self.check_open()?;
+        Ok(self.streams.write(id, data, fin)?)
     }
 
     /// Reads in-order bytes from a stream: `(bytes read, fin reached)`.
-    pub fn stream_recv(&mut self, _id: StreamId, _buf: &mut [u8]) -> Result<(usize, bool), Error> {
-        Err(Error::Closed)
+    pub fn stream_recv(&mut self, id: StreamId, buf: &mut [u8]) -> Result<(usize, bool), Error> {
+        if matches!(self.state, State::Closed) && self.streams.readable().next().is_none() {
+            return Err(Error::Closed);
+        }
+        let srtt = self.recovery.rtt().smoothed();
+        Ok(self.streams.read(id, buf, self.now, srtt)?)
     }
 
-    /// Streams with data (or a FIN or reset) to read.
+    /// Abandons sending on a stream (RESET_STREAM with `error_code`).
+    pub fn stream_reset(&mut self, id: StreamId, error_code: u64) -> Result<(), Error> {
+        self.check_open()?;
+        Ok(self.streams.reset(id, error_code)?)
+    }
+
+    /// Asks the peer to stop sending on a stream (STOP_SENDING).
+    pub fn stream_stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), Error> {
+        self.check_open()?;
+        Ok(self.streams.stop_sending(id, error_code)?)
+    }
+
+    /// The next stream the peer opened that the application has not seen.
+    pub fn stream_accept(&mut self, dir: Dir) -> Option<StreamId> {
+        self.streams.accept(dir)
+    }
+
+    /// Whether everything written to the stream, and its FIN, was acked.
+    pub fn stream_finished_sending(&self, id: StreamId) -> bool {
+        self.streams.is_finished_sending(id)
+    }
+
+    /// Streams with data, a FIN or a reset to read.
     pub fn readable(&self) -> Vec<StreamId> {
-        Vec::new()
+        self.streams.readable().collect()
+    }
+
+    /// Streams that can accept data now.
+    pub fn writable(&self) -> Vec<StreamId> {
+        self.streams.writable().collect()
+    }
+
+    // ---- datagrams -----------------------------------------------------------
+
+    /// The largest datagram the peer accepts, once known.
+    pub fn max_datagram_len(&self) -> Option<usize> {
+        let peer = self.peer_max_datagram_frame_size? as usize;
+        // One DATAGRAM frame must fit a packet with its overhead.
+        Some(peer.min(self.config.max_datagram_size.saturating_sub(64)))
+    }
+
+    /// Queues an unreliable datagram (RFC 9221).
+    pub fn send_datagram(&mut self, data: &[u8]) -> Result<(), Error> {
+        self.check_open()?;
+        let max = self.max_datagram_len().ok_or(Error::DatagramsUnsupported)?;
+        if data.len() > max {
+            return Err(Error::DatagramTooLarge {
+                len: data.len(),
+                max,
+            });
+        }
+        self.datagrams_out.push_back(data.to_vec());
+        Ok(())
+    }
+
+    /// The next received datagram, if any.
+    pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        self.datagrams_in.pop_front()
+    }
+
+    // ---- observation -------------------------------------------------------
+
+    /// Loss verdicts the controller made since the last call, with the
+    /// packet numbers involved (the simulator scores them).
+    pub fn drain_loss_verdicts(&mut self) -> Vec<VerdictRecord> {
+        self.recovery.drain_verdicts()
     }
 
     /// Counters and estimates.
     pub fn stats(&self) -> Stats {
-        Stats::default()
+        let recovery = self.recovery.stats();
+        let rtt = self.recovery.rtt();
+        let c = &self.counters;
+        Stats {
+            packets_sent: c.packets_sent,
+            packets_received: c.packets_received,
+            bytes_sent: c.bytes_sent,
+            bytes_received: c.bytes_received,
+            packets_lost: recovery.lost_packets,
+            retransmitted_packets: c.retransmitted_packets,
+            ptos: recovery.ptos,
+            congestion_events: recovery.congestion_events,
+            corruption_notices_received: recovery.corrupted_packets,
+            corruption_notices_ignored: recovery.ignored_corruption_names,
+            corruption_notices_sent: c.corruption_notices_sent,
+            payload_corrupt_received: c.payload_corrupt_received,
+            header_corrupt_dropped: c.header_corrupt_dropped,
+            malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
+            corruption_notices_negotiated: self.notices_negotiated,
+            cwnd: self.recovery.window(),
+            ssthresh: self.recovery.ssthresh(),
+            bytes_in_flight: self.recovery.bytes_in_flight(),
+            srtt_us: rtt.smoothed().as_micros() as u64,
+            min_rtt_us: rtt.min().as_micros() as u64,
+            rttvar_us: rtt.variance().as_micros() as u64,
+            cc: self.recovery.cc_metrics(),
+        }
+    }
+
+    fn peer_limits(params: &TransportParams) -> PeerLimits {
+        PeerLimits {
+            initial_max_data: params.initial_max_data,
+            initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
+            initial_max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
+            initial_max_stream_data_uni: params.initial_max_stream_data_uni,
+            initial_max_streams_bidi: params.initial_max_streams_bidi,
+            initial_max_streams_uni: params.initial_max_streams_uni,
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,44 @@
-//! stream
+//! Streams: the state of every stream of one connection — send and receive
+//! buffers, ordered reassembly, FIN, RESET_STREAM and STOP_SENDING,
+//! stream-count limits, and connection- and stream-level flow control with
+//! receive-window auto-tuning (RFC 9000 §2–4, §19).
+//!
+//! Owns: which stream bytes are unsent, in flight, acknowledged or to be
+//! resent; what the peer may send us and what we may send it.
+//! Must not: encode or parse wire bytes (the connection encodes the
+//! [`StreamChunk`]s and [`ControlFrame`]s handed out here), know about
+//! packets, or read the clock (callers pass `now` and `srtt`).
+//! Depends only on [`crate::Side`], std, serde and thiserror.
+//!
+//! Lifecycle: a stream is retired (its state dropped) once every half it
+//! has is done — the sending half when all data and the FIN, or our
+//! RESET_STREAM, are acknowledged; the receiving half when the application
+//! read the FIN or was told of the peer's reset, or stopped the stream and
+//! the final size is known. A retired peer stream gives the peer one more
+//! stream (MAX_STREAMS). A bidirectional peer stream therefore needs the
+//! application to finish or reset its own half too.
+
+mod config;
+mod control;
+mod error;
+mod flow;
+mod id;
+mod incoming;
+mod outgoing;
+mod ranges;
+mod recv;
+mod send;
+mod streams;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{PeerLimits, StreamConfig};
+pub use control::{ControlFrame, StreamChunk};
+pub use error::{StreamError, TransportError, TransportErrorCode};
+pub use flow::{CONNECTION_WINDOW_FACTOR, WINDOW_INCREASE_FACTOR, WINDOW_TRIGGER_FACTOR};
+pub use id::{
+    stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
+    MAX_STREAM_OFFSET,
+};
+pub use streams::{StreamStats, Streams};

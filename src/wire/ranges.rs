@@ -265,7 +265,7 @@ mod tests {
                                 prop_assert!(model.remove(&v));
                             }
                             // The popped range was maximal: its end is absent.
-                            prop_assert!(model.first().map_or(true, |first| *first > range.end));
+                            prop_assert!(model.first().is_none_or(|first| *first > range.end));
                         } else {
                             prop_assert!(model.is_empty());
                         }

@@ -200,9 +200,14 @@ fn assert_matches_reno(vegas_config: VegasConfig, steps: &[Step]) {
     let reno_config = RenoConfig {
         initial_window_packets: vegas_config.initial_window_packets,
         timeout_window_packets: vegas_config.timeout_window_packets,
+        one_reduction_per_window: vegas_config.one_reduction_per_window,
     };
     let mut reno = Reno::new(reno_config, MSS);
     let mut vegas = Vegas::new(vegas_config, MSS);
+    assert_eq!(
+        vegas.recovery_policy().one_reduction_per_window,
+        reno.recovery_policy().one_reduction_per_window
+    );
     for (index, step) in steps.iter().enumerate() {
         let reno_verdict = apply(&mut reno, step);
         let vegas_verdict = apply(&mut vegas, step);

@@ -1,0 +1,257 @@
+//! Receiver-side acknowledgement state of one packet-number space: which
+//! packets arrived, when an ACK is due, and which packets arrived with a good
+//! header but a damaged payload (the CORRUPTED notices to send).
+
+use std::time::{Duration, Instant};
+
+use crate::wire::{encode_ack, encode_corrupted, RangeSet};
+
+/// RFC 9000 §13.2.2: acknowledge at least every second ack-eliciting packet.
+pub const ACK_ELICITING_THRESHOLD: u64 = 2;
+/// DESIGN §5: a corruption notice is repeated in this many ACK-bearing
+/// packets, so one lost notice does not send the packet down the loss path.
+pub const CORRUPTION_NOTICE_REPEATS: u8 = 3;
+/// At most this many ranges in one ACK frame (older ranges were reported
+/// before and are pruned once an ACK of ours is acknowledged).
+pub const MAX_ACK_RANGES_SENT: usize = 64;
+/// Corrupted packet numbers awaiting (re)notification, at most. A flood of
+/// corrupted packets cannot grow this without bound.
+const MAX_PENDING_CORRUPTED: usize = 256;
+
+#[derive(Debug)]
+struct PendingNotice {
+    packet_number: u64,
+    repeats_left: u8,
+}
+
+/// ACK and CORRUPTED bookkeeping for one space.
+#[derive(Debug)]
+pub struct AckState {
+    received: RangeSet,
+    /// Packets below this were received long ago and are pruned from
+    /// `received`; a packet below it is treated as a duplicate.
+    floor: u64,
+    largest_received: Option<u64>,
+    largest_received_at: Option<Instant>,
+    ack_eliciting_unacked: u64,
+    /// Anything (even non-eliciting) received since the last ACK we sent.
+    unacked: bool,
+    deadline: Option<Instant>,
+    immediate: bool,
+    max_ack_delay: Duration,
+    corrupted: Vec<PendingNotice>,
+}
+
+impl AckState {
+    /// `max_ack_delay` is ours; `Duration::ZERO` acknowledges at once
+    /// (Initial and Handshake spaces, RFC 9000 §13.2.1).
+    pub fn new(max_ack_delay: Duration) -> Self {
+        Self {
+            received: RangeSet::default(),
+            floor: 0,
+            largest_received: None,
+            largest_received_at: None,
+            ack_eliciting_unacked: 0,
+            unacked: false,
+            deadline: None,
+            immediate: false,
+            max_ack_delay,
+            corrupted: Vec::new(),
+        }
+    }
+
+    /// The largest packet number received intact, for packet-number decoding.
+    pub fn largest_received(&self) -> Option<u64> {
+        self.largest_received
+    }
+
+    /// Whether `packet_number` was already received (or is too old to tell).
+    pub fn is_duplicate(&self, packet_number: u64) -> bool {
+        packet_number < self.floor || self.received.contains(packet_number)
+    }
+
+    /// A packet was received and its frames processed.
+    pub fn on_packet_received(&mut self, packet_number: u64, ack_eliciting: bool, now: Instant) {
+        let out_of_order = match self.largest_received {
+            Some(largest) => packet_number != largest + 1,
+            None => packet_number != 0,
+        };
+        self.received.insert_one(packet_number);
+        if self.largest_received.is_none_or(|l| packet_number > l) {
+            self.largest_received = Some(packet_number);
+            self.largest_received_at = Some(now);
+        }
+        self.unacked = true;
+        if !ack_eliciting {
+            return;
+        }
+        self.ack_eliciting_unacked += 1;
+        // RFC 9000 §13.2.1: acknowledge at once when a packet arrives out of
+        // order (the sender's loss detection needs it) or every second one.
+        if out_of_order
+            || self.ack_eliciting_unacked >= ACK_ELICITING_THRESHOLD
+            || self.max_ack_delay.is_zero()
+        {
+            self.immediate = true;
+        } else if self.deadline.is_none() {
+            self.deadline = Some(now + self.max_ack_delay);
+        }
+    }
+
+    /// A packet arrived with a verified header and a damaged payload.
+    /// Returns false if it needs no notice (a duplicate, or already noted).
+    pub fn on_corrupted(&mut self, packet_number: u64) -> bool {
+        if self.is_duplicate(packet_number)
+            || self
+                .corrupted
+                .iter()
+                .any(|n| n.packet_number == packet_number)
+        {
+            return false;
+        }
+        if self.corrupted.len() >= MAX_PENDING_CORRUPTED {
+            self.corrupted.remove(0);
+        }
+        self.corrupted.push(PendingNotice {
+            packet_number,
+            repeats_left: CORRUPTION_NOTICE_REPEATS,
+        });
+        // The sender is waiting to resend: tell it now.
+        self.immediate = true;
+        true
+    }
+
+    /// An ACK must go out now.
+    pub fn ack_due(&self, now: Instant) -> bool {
+        self.immediate || self.deadline.is_some_and(|d| d <= now)
+    }
+
+    /// Something could be acknowledged (to piggyback on a packet we send
+    /// anyway).
+    pub fn has_unacked(&self) -> bool {
+        self.unacked || self.corrupted.iter().any(|n| n.repeats_left > 0)
+    }
+
+    /// Corruption notices are waiting to be (re)sent.
+    pub fn has_corruption_notices(&self) -> bool {
+        self.corrupted.iter().any(|n| n.repeats_left > 0)
+    }
+
+    /// When the delayed-ACK timer fires.
+    pub fn deadline(&self) -> Option<Instant> {
+        if self.immediate {
+            return self.largest_received_at;
+        }
+        self.deadline
+    }
+
+    /// Appends an ACK frame (and, if `notices` and any are pending, a
+    /// CORRUPTED frame) to `out`. Returns the largest packet number acked.
+    pub fn write(&mut self, now: Instant, notices: bool, out: &mut Vec<u8>) -> Option<u64> {
+        let largest = self.largest_received;
+        if largest.is_some() {
+            let delay = self
+                .largest_received_at
+                .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
+            encode_ack(
+                &self.received,
+                delay.as_micros() as u64,
+                MAX_ACK_RANGES_SENT,
+                out,
+            );
+        }
+        if notices && self.has_corruption_notices() {
+            let mut names = RangeSet::default();
+            for notice in self.corrupted.iter_mut().filter(|n| n.repeats_left > 0) {
+                names.insert_one(notice.packet_number);
+                notice.repeats_left -= 1;
+            }
+            encode_corrupted(&names, MAX_ACK_RANGES_SENT, out);
+            self.corrupted.retain(|n| n.repeats_left > 0);
+        }
+        self.ack_eliciting_unacked = 0;
+        self.unacked = false;
+        self.deadline = None;
+        self.immediate = false;
+        largest
+    }
+
+    /// The peer acknowledged a packet of ours that acked up to `largest`:
+    /// older ranges need not be reported again (RFC 9000 §13.2.4).
+    pub fn on_ack_acked(&mut self, largest: u64) {
+        if largest > self.floor {
+            self.floor = largest;
+            self.received.remove_below(largest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{parse_frames, Frame};
+
+    fn frames(buf: &[u8]) -> Vec<String> {
+        parse_frames(buf)
+            .map(|f| format!("{:?}", f.expect("valid frame")))
+            .collect()
+    }
+
+    #[test]
+    fn every_second_ack_eliciting_packet_is_acked_at_once() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        acks.on_packet_received(0, true, t0);
+        assert!(!acks.ack_due(t0));
+        assert_eq!(acks.deadline(), Some(t0 + Duration::from_millis(25)));
+        acks.on_packet_received(1, true, t0);
+        assert!(acks.ack_due(t0));
+    }
+
+    #[test]
+    fn a_gap_is_acked_at_once() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        acks.on_packet_received(0, true, t0);
+        let mut out = Vec::new();
+        acks.write(t0, false, &mut out);
+        acks.on_packet_received(2, true, t0);
+        assert!(acks.ack_due(t0));
+    }
+
+    #[test]
+    fn corruption_notice_repeats_three_times_then_stops() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        acks.on_packet_received(0, true, t0);
+        assert!(acks.on_corrupted(1));
+        assert!(!acks.on_corrupted(1), "already noted");
+        assert!(!acks.on_corrupted(0), "received intact: not corrupted");
+        assert!(acks.ack_due(t0));
+        for _ in 0..CORRUPTION_NOTICE_REPEATS {
+            let mut out = Vec::new();
+            acks.write(t0, true, &mut out);
+            let written = frames(&out);
+            assert_eq!(written.len(), 2, "{written:?}");
+            assert!(
+                matches!(parse_frames(&out).nth(1), Some(Ok(Frame::Corrupted(r))) if r.largest() == 1)
+            );
+        }
+        let mut out = Vec::new();
+        acks.write(t0, true, &mut out);
+        assert_eq!(frames(&out).len(), 1, "only the ACK after three repeats");
+    }
+
+    #[test]
+    fn pruned_ranges_count_as_duplicates() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::ZERO);
+        for pn in 0..10 {
+            acks.on_packet_received(pn, true, t0);
+        }
+        acks.on_ack_acked(8);
+        assert!(acks.is_duplicate(3));
+        assert!(acks.is_duplicate(9));
+        assert!(!acks.is_duplicate(10));
+    }
+}

@@ -1,0 +1,112 @@
+//! Connection errors: what the application sees, and why a connection closed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stream::StreamError;
+
+/// RFC 9000 §20.1 transport error codes sift uses.
+pub mod codes {
+    pub const NO_ERROR: u64 = 0x0;
+    pub const INTERNAL_ERROR: u64 = 0x1;
+    pub const FRAME_ENCODING_ERROR: u64 = 0x7;
+    pub const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
+    pub const PROTOCOL_VIOLATION: u64 = 0xa;
+    pub const APPLICATION_ERROR: u64 = 0xc;
+    /// RFC 9000 §20.1: 0x0100–0x01ff carry a TLS alert; sift's Null
+    /// handshake reports its failures as a generic handshake failure (40).
+    pub const HANDSHAKE_FAILURE: u64 = 0x0100 + 40;
+}
+
+/// An error returned to the application.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The connection has closed; `Connection::close_reason` says why.
+    #[error("the connection is closed")]
+    Closed,
+    /// A stream operation failed.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// The peer did not offer DATAGRAM support.
+    #[error("the peer does not accept datagrams")]
+    DatagramsUnsupported,
+    /// A datagram does not fit the peer's limit or one packet.
+    #[error("datagram of {len} bytes exceeds the limit of {max} bytes")]
+    DatagramTooLarge { len: usize, max: usize },
+    /// The configuration cannot work.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+}
+
+/// Why a connection closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum CloseReason {
+    /// This endpoint closed it: the application (`application: true`) or a
+    /// protocol error it detected in the peer's packets.
+    Local {
+        application: bool,
+        code: u64,
+        reason: String,
+    },
+    /// The peer sent CONNECTION_CLOSE.
+    Peer {
+        application: bool,
+        code: u64,
+        reason: String,
+    },
+    /// Nothing was heard from the peer for the idle timeout.
+    IdleTimeout,
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let describe = |application: bool, code: u64| {
+            if application {
+                format!("application code {code}")
+            } else {
+                format!("transport error 0x{code:x}")
+            }
+        };
+        match self {
+            CloseReason::Local {
+                application,
+                code,
+                reason,
+            } => {
+                write!(f, "closed locally ({})", describe(*application, *code))?;
+                if !reason.is_empty() {
+                    write!(f, ": {reason}")?;
+                }
+                Ok(())
+            }
+            CloseReason::Peer {
+                application,
+                code,
+                reason,
+            } => {
+                write!(f, "closed by peer ({})", describe(*application, *code))?;
+                if !reason.is_empty() {
+                    write!(f, ": {reason}")?;
+                }
+                Ok(())
+            }
+            CloseReason::IdleTimeout => f.write_str("idle timeout: the peer went silent"),
+        }
+    }
+}
+
+/// A protocol violation by the peer, found while processing its packets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TransportFailure {
+    pub code: u64,
+    pub reason: String,
+}
+
+impl TransportFailure {
+    pub fn new(code: u64, reason: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason: reason.into(),
+        }
+    }
+}

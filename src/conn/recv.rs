@@ -1,0 +1,432 @@
+//! The receive path: datagram → packets → tag checks → frames.
+//!
+//! The order is sift's reason to exist: the header tag is checked first (a
+//! bad header is dropped silently: its packet number cannot be trusted),
+//! then the payload tag (a bad payload behind a good header is *corrupted*:
+//! the packet number is named back to the sender in a CORRUPTED frame), and
+//! only then are frames decoded.
+
+use std::time::{Duration, Instant};
+
+use super::error::{codes, TransportFailure};
+use super::handshake::Progress;
+use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
+use crate::crypto::{open_packet, Level, NullProtection, OpenError};
+use crate::recovery::SpaceId;
+use crate::stream::{Dir, TransportError};
+use crate::wire::{
+    decode_packet_number, parse_frames, parse_header, AckRanges, Frame, PacketType, HEADER_TAG_LEN,
+};
+use crate::{Error, RecvInfo, Side};
+
+/// How one packet of a datagram went.
+enum PacketOutcome {
+    /// Go on with the next coalesced packet.
+    Continue,
+    /// The rest of the datagram cannot be trusted (bad header or framing).
+    StopDatagram,
+}
+
+impl From<TransportError> for TransportFailure {
+    fn from(e: TransportError) -> Self {
+        TransportFailure::new(e.code.code(), e.reason)
+    }
+}
+
+fn frame_allowed(space: SpaceId, frame: &Frame<'_>) -> bool {
+    // RFC 9000 §12.4, Table 3: Initial and Handshake packets carry only
+    // these.
+    space == SpaceId::Data
+        || matches!(
+            frame,
+            Frame::Padding { .. }
+                | Frame::Ping
+                | Frame::Ack(_)
+                | Frame::Crypto { .. }
+                | Frame::ConnectionClose {
+                    application: false,
+                    ..
+                }
+        )
+}
+
+impl Connection {
+    /// Processes one datagram. Damaged, duplicate or unknown packets are
+    /// counted in `stats`, never errors; a protocol violation by the peer
+    /// starts closing the connection (see `close_reason`). `Err(Closed)`
+    /// only if the connection had already closed.
+    pub fn recv(&mut self, datagram: &mut [u8], info: RecvInfo) -> Result<usize, Error> {
+        let now = info.now;
+        self.now = now;
+        let len = datagram.len();
+        match self.state {
+            State::Closed => return Err(Error::Closed),
+            State::Draining { .. } => return Ok(len),
+            State::Closing { .. } => {
+                // Answer with our CONNECTION_CLOSE again (RFC 9000 §10.2.1).
+                self.close_pending = true;
+                return Ok(len);
+            }
+            State::Handshaking | State::Established => {}
+        }
+        if info.from != self.remote {
+            // No connection migration: a datagram from elsewhere is not ours.
+            self.counters.malformed_dropped += 1;
+            return Ok(len);
+        }
+        self.counters.datagrams_received += 1;
+        self.counters.bytes_received += len as u64;
+        if !self.address_validated {
+            self.amplification_received += len as u64;
+        }
+        let mut offset = 0;
+        while offset < len && !self.is_closing() {
+            let (packet_len, outcome) = self.recv_packet(&mut datagram[offset..], now);
+            match outcome {
+                PacketOutcome::Continue => offset += packet_len,
+                PacketOutcome::StopDatagram => break,
+            }
+        }
+        Ok(len)
+    }
+
+    /// Handles the packet at the start of `buf`; returns its length.
+    fn recv_packet(&mut self, buf: &mut [u8], now: Instant) -> (usize, PacketOutcome) {
+        // Drop the header's borrow of `buf` (its token) so the packet can be
+        // opened in place.
+        let parsed = match parse_header(buf) {
+            Ok(parsed) => parsed.without_token(),
+            Err(_) => {
+                self.counters.malformed_dropped += 1;
+                return (0, PacketOutcome::StopDatagram);
+            }
+        };
+        let packet_len = parsed.packet_len;
+        let level = match parsed.ty {
+            PacketType::Initial => Level::Initial,
+            PacketType::Handshake => Level::Handshake,
+            PacketType::OneRtt => Level::OneRtt,
+        };
+        let space = space_of(level);
+        let Some(protection) = self.keys[space.index()].as_deref() else {
+            // Keys not yet available or already discarded.
+            self.counters.undecryptable_dropped += 1;
+            return (packet_len, PacketOutcome::Continue);
+        };
+        let packet_number = decode_packet_number(
+            self.acks[space.index()].largest_received(),
+            parsed.truncated_pn,
+        );
+        if !self.cid_acceptable(parsed.ty, parsed.dcid.as_slice()) {
+            // A DCID that is not ours is usually a bit error in the header:
+            // let the header tag say which, so the counters tell the truth.
+            let header = &buf[..parsed.header_len];
+            let tag = &buf[parsed.header_len..parsed.header_len + HEADER_TAG_LEN];
+            if protection.verify_header_tag(packet_number, header, tag) {
+                self.counters.malformed_dropped += 1;
+                return (packet_len, PacketOutcome::Continue);
+            }
+            self.counters.header_corrupt_dropped += 1;
+            return (packet_len, PacketOutcome::StopDatagram);
+        }
+        let peer_scid = parsed.scid;
+        let frames = match open_packet(&parsed, packet_number, &mut buf[..packet_len], protection) {
+            Ok(frames) => frames,
+            Err(OpenError::HeaderCorrupt) => {
+                // The length field is untrustworthy too: nothing after this
+                // packet in the datagram can be located.
+                self.counters.header_corrupt_dropped += 1;
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
+            Err(OpenError::PayloadCorrupt) => {
+                self.counters.payload_corrupt_received += 1;
+                // A verified header proves the peer is alive.
+                self.on_peer_activity(now);
+                if self.notices_negotiated && space == SpaceId::Data {
+                    self.acks[space.index()].on_corrupted(packet_number);
+                }
+                return (packet_len, PacketOutcome::Continue);
+            }
+            Err(OpenError::Malformed(_)) => {
+                self.counters.malformed_dropped += 1;
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
+        };
+        if self.acks[space.index()].is_duplicate(packet_number) {
+            self.counters.duplicate_packets += 1;
+            return (packet_len, PacketOutcome::Continue);
+        }
+        if self.side == Side::Client && parsed.ty == PacketType::Initial && !self.peer_cid_learned {
+            // RFC 9000 §7.2: switch to the server's chosen CID.
+            self.peer_cid = peer_scid;
+            self.peer_cid_learned = true;
+        }
+        if self.side == Side::Server && !self.peer_cid_learned && parsed.ty == PacketType::Initial {
+            self.original_dcid = parsed.dcid;
+            self.peer_cid = peer_scid;
+            self.peer_cid_learned = true;
+            self.handshake
+                .local_params_mut()
+                .original_destination_connection_id = Some(parsed.dcid);
+        }
+        self.counters.packets_received += 1;
+        match self.process_frames(space, frames, now) {
+            Ok(ack_eliciting) => {
+                self.acks[space.index()].on_packet_received(packet_number, ack_eliciting, now);
+                self.on_peer_activity(now);
+            }
+            Err(failure) => {
+                self.fail(failure);
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
+        }
+        if self.side == Side::Server && space == SpaceId::Handshake {
+            // RFC 9000 §8.1: a Handshake packet proves the client owns its
+            // address; RFC 9001 §4.9.1: Initial keys go.
+            self.address_validated = true;
+            self.discard_space(SpaceId::Initial);
+        }
+        (packet_len, PacketOutcome::Continue)
+    }
+
+    fn cid_acceptable(&self, ty: PacketType, dcid: &[u8]) -> bool {
+        if dcid == self.local_cid.as_slice() {
+            return true;
+        }
+        match (self.side, ty) {
+            // Until the client learns our CID it keeps using the one it made up.
+            (Side::Server, PacketType::Initial | PacketType::Handshake) => {
+                !self.peer_cid_learned && dcid.len() >= 8 || dcid == self.original_dcid.as_slice()
+            }
+            _ => false,
+        }
+    }
+
+    fn on_peer_activity(&mut self, now: Instant) {
+        self.last_activity = now;
+        self.ack_eliciting_since_activity = false;
+    }
+
+    /// Two passes: CORRUPTED first, so a packet named corrupted is never
+    /// also declared lost by the ACK in the same packet (three later packets
+    /// acked would otherwise make it a congestion event).
+    fn process_frames(
+        &mut self,
+        space: SpaceId,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<bool, TransportFailure> {
+        for frame in parse_frames(payload) {
+            let frame = frame
+                .map_err(|e| TransportFailure::new(codes::FRAME_ENCODING_ERROR, e.to_string()))?;
+            if let Frame::Corrupted(ranges) = frame {
+                self.on_corrupted_frame(space, &ranges, now)?;
+            }
+        }
+        let mut ack_eliciting = false;
+        for frame in parse_frames(payload) {
+            let frame = frame
+                .map_err(|e| TransportFailure::new(codes::FRAME_ENCODING_ERROR, e.to_string()))?;
+            if !frame_allowed(space, &frame) {
+                return Err(TransportFailure::new(
+                    codes::PROTOCOL_VIOLATION,
+                    format!("{} frame in a {space:?} packet", frame.name()),
+                ));
+            }
+            ack_eliciting |= frame.is_ack_eliciting();
+            self.process_frame(space, frame, now)?;
+            if self.is_closing() {
+                break;
+            }
+        }
+        Ok(ack_eliciting)
+    }
+
+    fn on_corrupted_frame(
+        &mut self,
+        space: SpaceId,
+        ranges: &AckRanges<'_>,
+        now: Instant,
+    ) -> Result<(), TransportFailure> {
+        if !self.notices_negotiated || space != SpaceId::Data {
+            return Err(TransportFailure::new(
+                codes::PROTOCOL_VIOLATION,
+                "CORRUPTED frame without negotiated corruption notices",
+            ));
+        }
+        let corrupted = self.recovery.on_corrupted(space, ranges.iter(), now);
+        self.on_packets_lost(space, corrupted);
+        Ok(())
+    }
+
+    fn process_frame(
+        &mut self,
+        space: SpaceId,
+        frame: Frame<'_>,
+        now: Instant,
+    ) -> Result<(), TransportFailure> {
+        match frame {
+            Frame::Padding { .. } | Frame::Ping | Frame::Corrupted(_) => {}
+            Frame::Ack(ack) => {
+                let largest = ack.ranges.largest();
+                if largest >= self.next_packet_number[space.index()] {
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        format!("ACK of packet {largest}, which was never sent"),
+                    ));
+                }
+                let delay = Duration::from_micros(ack.ack_delay_micros.min(u32::MAX as u64));
+                let outcome = self
+                    .recovery
+                    .on_ack_received(space, ack.ranges.iter(), delay, now);
+                self.on_packets_lost(space, outcome.lost);
+                self.on_packets_acked(space, outcome.acked);
+            }
+            Frame::Crypto { offset, data } => {
+                let progress = self
+                    .handshake
+                    .on_crypto(level_of(space), offset, data)
+                    .map_err(|e| TransportFailure::new(codes::HANDSHAKE_FAILURE, e.to_string()))?;
+                self.on_handshake_progress(progress)?;
+            }
+            Frame::Stream {
+                id,
+                offset,
+                data,
+                fin,
+            } => self.streams.on_stream_frame(id, offset, data, fin)?,
+            Frame::ResetStream {
+                id,
+                error_code,
+                final_size,
+            } => self.streams.on_reset_stream(id, error_code, final_size)?,
+            Frame::StopSending { id, error_code } => {
+                self.streams.on_stop_sending(id, error_code)?
+            }
+            Frame::MaxData(max) => self.streams.on_max_data(max),
+            Frame::MaxStreamData { id, max } => self.streams.on_max_stream_data(id, max)?,
+            Frame::MaxStreams { bidi, max } => self
+                .streams
+                .on_max_streams(if bidi { Dir::Bi } else { Dir::Uni }, max)?,
+            Frame::DataBlocked(limit) => self.streams.on_data_blocked(limit),
+            Frame::StreamDataBlocked { id, limit } => {
+                self.streams.on_stream_data_blocked(id, limit)?
+            }
+            Frame::StreamsBlocked { bidi, limit } => self
+                .streams
+                .on_streams_blocked(if bidi { Dir::Bi } else { Dir::Uni }, limit)?,
+            Frame::NewToken { .. } => {
+                if self.side == Side::Server {
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "NEW_TOKEN sent by a client",
+                    ));
+                }
+                // sift does not use address-validation tokens yet.
+            }
+            Frame::HandshakeDone => {
+                if self.side == Side::Server {
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "HANDSHAKE_DONE sent by a client",
+                    ));
+                }
+                if !self.handshake_confirmed {
+                    self.handshake_confirmed = true;
+                    self.recovery.set_handshake_confirmed();
+                    self.discard_space(SpaceId::Handshake);
+                }
+            }
+            Frame::Datagram { data } => {
+                if self
+                    .config
+                    .max_datagram_frame_size
+                    .is_none_or(|max| data.len() as u64 > max)
+                {
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "DATAGRAM frame not accepted",
+                    ));
+                }
+                if self.datagrams_in.len() >= MAX_QUEUED_DATAGRAMS {
+                    self.datagrams_in.pop_front(); // unreliable: drop the oldest
+                }
+                self.datagrams_in.push_back(data.to_vec());
+            }
+            Frame::ConnectionClose {
+                application,
+                error_code,
+                reason,
+                ..
+            } => {
+                self.close_reason = Some(CloseReason::Peer {
+                    application,
+                    code: error_code,
+                    reason: String::from_utf8_lossy(reason).into_owned(),
+                });
+                let until = now + self.recovery.pto_period(SpaceId::Data) * 3;
+                self.state = State::Draining { until };
+            }
+        }
+        Ok(())
+    }
+
+    fn on_handshake_progress(&mut self, progress: Progress) -> Result<(), TransportFailure> {
+        if progress.handshake_keys {
+            self.keys[SpaceId::Handshake.index()] = Some(Box::new(NullProtection));
+            self.recovery.set_handshake_keys();
+            if self.side == Side::Server {
+                // 0.5-RTT: the server may send 1-RTT data after its flight.
+                self.keys[SpaceId::Data.index()] = Some(Box::new(NullProtection));
+            }
+            self.apply_peer_params()?;
+        }
+        if progress.complete {
+            self.keys[SpaceId::Data.index()].get_or_insert_with(|| Box::new(NullProtection));
+            self.state = State::Established;
+            if self.side == Side::Server {
+                // RFC 9001 §4.1.2: the server confirms on completion.
+                self.handshake_confirmed = true;
+                self.handshake_done_pending = true;
+                self.recovery.set_handshake_confirmed();
+                self.discard_space(SpaceId::Handshake);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_peer_params(&mut self) -> Result<(), TransportFailure> {
+        let Some(params) = self.handshake.peer_params().cloned() else {
+            return Ok(());
+        };
+        let param_error =
+            |what: &str| TransportFailure::new(codes::TRANSPORT_PARAMETER_ERROR, what.to_string());
+        if params.initial_source_connection_id != Some(self.peer_cid) {
+            return Err(param_error(
+                "initial_source_connection_id does not match the packet",
+            ));
+        }
+        if self.side == Side::Client
+            && params.original_destination_connection_id != Some(self.original_dcid)
+        {
+            return Err(param_error(
+                "original_destination_connection_id does not match",
+            ));
+        }
+        self.streams.set_peer_limits(&Self::peer_limits(&params));
+        self.recovery
+            .set_max_ack_delay(Duration::from_millis(params.max_ack_delay_ms));
+        self.notices_negotiated = self.config.corruption_notices && params.corruption_notices;
+        self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
+        self.peer_max_udp_payload = params.max_udp_payload_size;
+        let ours = self.config.idle_timeout;
+        let theirs = Duration::from_millis(params.max_idle_timeout_ms);
+        self.idle_timeout = match (ours.is_zero(), theirs.is_zero()) {
+            (true, true) => None,
+            (true, false) => Some(theirs),
+            (false, true) => Some(ours),
+            (false, false) => Some(ours.min(theirs)),
+        };
+        Ok(())
+    }
+}

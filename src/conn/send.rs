@@ -1,0 +1,411 @@
+//! The send path: decide what each packet-number space has to say, build
+//! one packet per space, coalesce them into a datagram, seal, and record
+//! every packet with recovery.
+//!
+//! Order inside a packet: ACK (+ CORRUPTED), then retransmitted and new
+//! control data, then stream data (retransmissions ahead of new data — the
+//! streams layer orders them), PING only when a probe has nothing else.
+
+use std::time::Instant;
+
+use super::error::codes;
+use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
+use crate::crypto::{seal_packet, sealed_len};
+use crate::recovery::{SentPacket, SpaceId};
+use crate::stream::ControlFrame;
+use crate::wire::{Frame, Header, PacketType, VERSION};
+use crate::{Error, SendInfo, Side};
+
+/// STREAM frame overhead assumed when sizing a chunk: type, 8-byte id and
+/// offset varints, 2-byte length.
+const STREAM_FRAME_OVERHEAD: usize = 1 + 8 + 8 + 2;
+/// CRYPTO frame overhead: type, 8-byte offset, 2-byte length.
+const CRYPTO_FRAME_OVERHEAD: usize = 1 + 8 + 2;
+/// Largest encoding of any control frame (type + three 8-byte varints).
+const MAX_CONTROL_FRAME: usize = 1 + 3 * 8;
+/// Smallest room worth building a packet in.
+const MIN_PACKET_ROOM: usize = 48;
+
+/// A packet built but not yet sealed.
+struct PlannedPacket {
+    space: SpaceId,
+    packet_number: u64,
+    frames: Vec<u8>,
+    sent: Vec<SentFrame>,
+    ack_eliciting: bool,
+    padded: bool,
+}
+
+impl Connection {
+    /// Writes the next datagram into `out`. `Ok(None)`: nothing to send now
+    /// (call again after `recv`, an application write, or `on_timeout`).
+    pub fn send(
+        &mut self,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Result<Option<(usize, SendInfo)>, Error> {
+        self.now = now;
+        match self.state {
+            State::Closed => return Err(Error::Closed),
+            State::Draining { .. } => return Ok(None),
+            State::Closing { .. } if !self.close_pending => return Ok(None),
+            _ => {}
+        }
+        let mut limit = out.len().min(self.config.max_datagram_size);
+        if self.handshake.is_complete() {
+            limit = limit.min(self.peer_max_udp_payload as usize);
+        }
+        if !self.address_validated {
+            // RFC 9000 §8.1: at most three times what the client sent.
+            let allowance =
+                (3 * self.amplification_received).saturating_sub(self.amplification_sent);
+            limit = limit.min(allowance as usize);
+        }
+        if limit < MIN_PACKET_ROOM {
+            return Ok(None);
+        }
+
+        let mut plans: Vec<PlannedPacket> = Vec::new();
+        let mut used = 0;
+        for space in SpaceId::ALL {
+            if self.keys[space.index()].is_none() {
+                continue;
+            }
+            let room = limit - used;
+            if room < MIN_PACKET_ROOM {
+                break;
+            }
+            if let Some(plan) = self.plan_packet(space, room, now) {
+                used += self.sealed_size(&plan);
+                plans.push(plan);
+            }
+        }
+        if plans.is_empty() {
+            return Ok(None);
+        }
+        self.pad_initial_datagram(&mut plans, limit);
+
+        let mut datagram = Vec::with_capacity(limit);
+        let mut ack_eliciting = false;
+        let mut sent_handshake = false;
+        for plan in plans {
+            let start = datagram.len();
+            let header = self.header_for(plan.space, plan.packet_number);
+            let protection = self.keys[plan.space.index()]
+                .as_deref()
+                .expect("a packet is planned only in a space with keys");
+            seal_packet(&header, &plan.frames, protection, &mut datagram);
+            let size = (datagram.len() - start) as u64;
+            ack_eliciting |= plan.ack_eliciting;
+            sent_handshake |= plan.space == SpaceId::Handshake;
+            if plan.ack_eliciting {
+                let probes = &mut self.probes[plan.space.index()];
+                *probes = probes.saturating_sub(1);
+            }
+            if plan.space == SpaceId::Data {
+                let app_limited = !self.has_ack_eliciting_data(SpaceId::Data)
+                    && self.recovery.window_available()
+                        > size + self.config.max_datagram_size as u64;
+                self.recovery.set_app_limited(app_limited);
+            }
+            self.recovery.on_packet_sent(
+                plan.space,
+                SentPacket {
+                    packet_number: plan.packet_number,
+                    time_sent: now,
+                    size,
+                    ack_eliciting: plan.ack_eliciting,
+                    in_flight: plan.ack_eliciting || plan.padded,
+                    app_limited: false,
+                    frames: plan.sent,
+                },
+                now,
+            );
+            self.counters.packets_sent += 1;
+        }
+        if self.close_frame.is_some() {
+            self.close_pending = false;
+        }
+        if ack_eliciting && !self.ack_eliciting_since_activity {
+            // RFC 9000 §10.1: sending restarts the idle timer, once per
+            // flight after hearing from the peer.
+            self.last_activity = now;
+            self.ack_eliciting_since_activity = true;
+        }
+        if sent_handshake && self.side == Side::Client {
+            // RFC 9001 §4.9.1: the client drops Initial keys once it sends a
+            // Handshake packet.
+            self.discard_space(SpaceId::Initial);
+        }
+        let len = datagram.len();
+        if len > out.len() {
+            return Err(Error::InvalidConfig(format!(
+                "send buffer of {} bytes is smaller than a {len}-byte datagram",
+                out.len()
+            )));
+        }
+        out[..len].copy_from_slice(&datagram);
+        self.counters.datagrams_sent += 1;
+        self.counters.bytes_sent += len as u64;
+        if !self.address_validated {
+            self.amplification_sent += len as u64;
+        }
+        Ok(Some((
+            len,
+            SendInfo {
+                from: self.local,
+                to: self.remote,
+                at: now,
+            },
+        )))
+    }
+
+    fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'static> {
+        let ty = match space {
+            SpaceId::Initial => PacketType::Initial,
+            SpaceId::Handshake => PacketType::Handshake,
+            SpaceId::Data => PacketType::OneRtt,
+        };
+        Header {
+            ty,
+            version: VERSION,
+            dcid: self.peer_cid,
+            scid: self.local_cid,
+            token: &[],
+            packet_number,
+            payload_len: 0,
+            key_phase: false,
+        }
+    }
+
+    fn sealed_size(&self, plan: &PlannedPacket) -> usize {
+        let header = self.header_for(plan.space, plan.packet_number);
+        let protection = self.keys[plan.space.index()]
+            .as_deref()
+            .expect("a packet is planned only in a space with keys");
+        sealed_len(&header, plan.frames.len(), protection)
+    }
+
+    /// RFC 9000 §14.1: a datagram carrying an ack-eliciting Initial packet
+    /// is padded to 1200 bytes (PADDING inside the last packet, so the tags
+    /// cover it).
+    fn pad_initial_datagram(&self, plans: &mut [PlannedPacket], limit: usize) {
+        let needs_padding = plans
+            .iter()
+            .any(|p| p.space == SpaceId::Initial && (p.ack_eliciting || self.side == Side::Client));
+        if !needs_padding {
+            return;
+        }
+        let target = MIN_INITIAL_DATAGRAM.min(limit);
+        let others: usize = plans[..plans.len() - 1]
+            .iter()
+            .map(|p| self.sealed_size(p))
+            .sum();
+        let Some(last) = plans.last_mut() else { return };
+        let header = self.header_for(last.space, last.packet_number);
+        let Some(protection) = self.keys[last.space.index()].as_deref() else {
+            return;
+        };
+        // The length varint may grow as we pad: settle in two rounds.
+        for _ in 0..2 {
+            let total = others + sealed_len(&header, last.frames.len(), protection);
+            if total >= target {
+                break;
+            }
+            last.frames.resize(last.frames.len() + (target - total), 0);
+            last.padded = true;
+        }
+    }
+
+    /// Ack-eliciting content waiting in `space` (not counting probes).
+    fn has_ack_eliciting_data(&self, space: SpaceId) -> bool {
+        let level = level_of(space);
+        if self.handshake.has_pending(level) {
+            return true;
+        }
+        space == SpaceId::Data
+            && (self.handshake_done_pending
+                || self.streams.has_control()
+                || self.streams.has_stream_data()
+                || !self.datagrams_out.is_empty())
+    }
+
+    /// May an ack-eliciting packet leave now? Probes bypass the window
+    /// (RFC 9002 §7.5); everything else needs window room and pacing credit.
+    fn may_send_ack_eliciting(&mut self, space: SpaceId, now: Instant) -> bool {
+        if self.probes[space.index()] > 0 {
+            return true;
+        }
+        let packet = self.config.max_datagram_size as u64;
+        if self.recovery.bytes_in_flight() + packet > self.recovery.window() {
+            return false;
+        }
+        let at = self.recovery.next_send_time(now, packet);
+        if at > now {
+            self.pacing_until = Some(at);
+            return false;
+        }
+        true
+    }
+
+    fn plan_packet(&mut self, space: SpaceId, room: usize, now: Instant) -> Option<PlannedPacket> {
+        let packet_number = self.next_packet_number[space.index()];
+        let header = self.header_for(space, packet_number);
+        let protection = self.keys[space.index()].as_deref()?;
+        let overhead = sealed_len(&header, room, protection) - room;
+        let budget = room.checked_sub(overhead)?;
+        let mut plan = PlannedPacket {
+            space,
+            packet_number,
+            frames: Vec::with_capacity(budget),
+            sent: Vec::new(),
+            ack_eliciting: false,
+            padded: false,
+        };
+
+        if let Some(close) = self.close_frame.clone() {
+            if !self.close_pending {
+                return None;
+            }
+            // RFC 9000 §10.2.3: an application close before the handshake
+            // is confirmed is sent as a transport APPLICATION_ERROR.
+            let (application, code, reason) = if close.application && space != SpaceId::Data {
+                (false, codes::APPLICATION_ERROR, &[][..])
+            } else {
+                (close.application, close.code, close.reason.as_bytes())
+            };
+            let reason = &reason[..reason.len().min(budget.saturating_sub(32))];
+            Frame::ConnectionClose {
+                application,
+                error_code: code,
+                frame_type: 0,
+                reason,
+            }
+            .encode(&mut plan.frames);
+            self.next_packet_number[space.index()] += 1;
+            return Some(plan);
+        }
+
+        let has_data = self.has_ack_eliciting_data(space) || self.probes[space.index()] > 0;
+        let may_send = has_data && self.may_send_ack_eliciting(space, now);
+        let acks = &mut self.acks[space.index()];
+        if acks.ack_due(now) || (may_send && acks.has_unacked()) {
+            let notices = self.notices_negotiated && space == SpaceId::Data;
+            let had_notices = notices && acks.has_corruption_notices();
+            let largest = acks.write(now, notices, &mut plan.frames);
+            if had_notices {
+                self.counters.corruption_notices_sent += 1;
+            }
+            plan.sent.push(SentFrame::Ack { largest });
+        }
+
+        if may_send {
+            self.fill_ack_eliciting(space, &mut plan, budget);
+            if self.probes[space.index()] > 0 && !plan.ack_eliciting {
+                Frame::Ping.encode(&mut plan.frames);
+                plan.ack_eliciting = true;
+            }
+        }
+        if plan.frames.is_empty() {
+            return None;
+        }
+        self.next_packet_number[space.index()] += 1;
+        Some(plan)
+    }
+
+    fn fill_ack_eliciting(&mut self, space: SpaceId, plan: &mut PlannedPacket, budget: usize) {
+        let level = level_of(space);
+        let remaining = |plan: &PlannedPacket| budget.saturating_sub(plan.frames.len());
+
+        if space == SpaceId::Data && self.handshake_done_pending && remaining(plan) >= 1 {
+            Frame::HandshakeDone.encode(&mut plan.frames);
+            plan.sent.push(SentFrame::HandshakeDone);
+            plan.ack_eliciting = true;
+            self.handshake_done_pending = false;
+        }
+        while remaining(plan) > CRYPTO_FRAME_OVERHEAD {
+            let Some((offset, data)) = self
+                .handshake
+                .poll_crypto(level, remaining(plan) - CRYPTO_FRAME_OVERHEAD)
+            else {
+                break;
+            };
+            Frame::Crypto {
+                offset,
+                data: &data,
+            }
+            .encode(&mut plan.frames);
+            plan.sent.push(SentFrame::Crypto { offset, data });
+            plan.ack_eliciting = true;
+        }
+        if space != SpaceId::Data {
+            return;
+        }
+        while remaining(plan) >= MAX_CONTROL_FRAME {
+            let Some(control) = self.streams.poll_control() else {
+                break;
+            };
+            control_frame(&control).encode(&mut plan.frames);
+            plan.sent.push(SentFrame::Control(control));
+            plan.ack_eliciting = true;
+        }
+        while let Some(front) = self.datagrams_out.front() {
+            let frame = Frame::Datagram { data: front };
+            if frame.encoded_len() > remaining(plan) {
+                break;
+            }
+            frame.encode(&mut plan.frames);
+            plan.ack_eliciting = true;
+            self.datagrams_out.pop_front();
+        }
+        let mut chunk_data = Vec::new();
+        while remaining(plan) > STREAM_FRAME_OVERHEAD {
+            let Some(chunk) = self
+                .streams
+                .poll_stream_chunk(remaining(plan) - STREAM_FRAME_OVERHEAD)
+            else {
+                break;
+            };
+            chunk_data.clear();
+            self.streams.chunk_data(&chunk, &mut chunk_data);
+            Frame::Stream {
+                id: chunk.id,
+                offset: chunk.offset,
+                data: &chunk_data,
+                fin: chunk.fin,
+            }
+            .encode(&mut plan.frames);
+            plan.sent.push(SentFrame::Stream(chunk));
+            plan.ack_eliciting = true;
+        }
+    }
+}
+
+/// The wire frame for a stream-layer control descriptor.
+fn control_frame(control: &ControlFrame) -> Frame<'static> {
+    use crate::stream::Dir;
+    match *control {
+        ControlFrame::MaxData(max) => Frame::MaxData(max),
+        ControlFrame::MaxStreamData { id, max } => Frame::MaxStreamData { id, max },
+        ControlFrame::MaxStreams { dir, max } => Frame::MaxStreams {
+            bidi: dir == Dir::Bi,
+            max,
+        },
+        ControlFrame::ResetStream {
+            id,
+            error_code,
+            final_size,
+        } => Frame::ResetStream {
+            id,
+            error_code,
+            final_size,
+        },
+        ControlFrame::StopSending { id, error_code } => Frame::StopSending { id, error_code },
+        ControlFrame::DataBlocked(limit) => Frame::DataBlocked(limit),
+        ControlFrame::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked { id, limit },
+        ControlFrame::StreamsBlocked { dir, limit } => Frame::StreamsBlocked {
+            bidi: dir == Dir::Bi,
+            limit,
+        },
+    }
+}

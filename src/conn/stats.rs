@@ -1,0 +1,68 @@
+//! Connection statistics: counters and estimates, serde for reports.
+
+use serde::{Deserialize, Serialize};
+use sift_cc::Metrics;
+
+/// Counters kept directly by the connection.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub retransmitted_packets: u64,
+    pub header_corrupt_dropped: u64,
+    pub payload_corrupt_received: u64,
+    pub corruption_notices_sent: u64,
+    pub malformed_dropped: u64,
+    pub duplicate_packets: u64,
+    pub undecryptable_dropped: u64,
+}
+
+/// A snapshot of a connection, for `--json`, reports and logs. Field names
+/// are stable: they may be added to, never renamed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Packets sent, all spaces.
+    pub packets_sent: u64,
+    /// Packets received intact.
+    pub packets_received: u64,
+    /// UDP payload bytes sent.
+    pub bytes_sent: u64,
+    /// UDP payload bytes received.
+    pub bytes_received: u64,
+    /// Packets declared lost (loss detection or timeout).
+    pub packets_lost: u64,
+    /// Packets whose content was queued again after loss or corruption.
+    pub retransmitted_packets: u64,
+    /// Probe timeouts fired.
+    pub ptos: u64,
+    /// Window reductions.
+    pub congestion_events: u64,
+    /// Our packets the peer reported corrupted (applied notices).
+    pub corruption_notices_received: u64,
+    /// Packet numbers in CORRUPTED frames that named nothing outstanding.
+    pub corruption_notices_ignored: u64,
+    /// CORRUPTED frames we sent.
+    pub corruption_notices_sent: u64,
+    /// Packets we received with a good header and a bad payload.
+    pub payload_corrupt_received: u64,
+    /// Packets dropped because their header tag failed.
+    pub header_corrupt_dropped: u64,
+    /// Datagrams or packets that did not parse.
+    pub malformed_dropped: u64,
+    /// Both sides offered corruption notices.
+    pub corruption_notices_negotiated: bool,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
+    pub ssthresh: u64,
+    pub bytes_in_flight: u64,
+    pub srtt_us: u64,
+    pub min_rtt_us: u64,
+    pub rttvar_us: u64,
+    /// The controller's own view.
+    pub cc: Metrics,
+}

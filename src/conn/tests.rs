@@ -1,0 +1,675 @@
+//! Connection tests on a two-endpoint harness with a virtual clock and a
+//! programmable path (drop or damage chosen datagrams). Longer protocol
+//! tests over simulated links live in `tests/`.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::wire::parse_header;
+
+const MSS: usize = 1350;
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// What the path does to one datagram.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PathAction {
+    Deliver,
+    Drop,
+    /// Flip a bit this many bytes from the end (inside the payload).
+    DamagePayload,
+    /// Flip a bit in the first byte after the flags (inside the header).
+    DamageHeader,
+    /// Deliver twice.
+    Duplicate,
+    /// Deliver right after the next datagram in the same direction (an
+    /// adjacent swap: reordering by one position).
+    SwapWithNext,
+}
+
+struct Pair {
+    client: Connection,
+    server: Connection,
+    now: Instant,
+    /// Latency of each hop.
+    one_way: Duration,
+    in_flight: Vec<(Instant, bool, Vec<u8>)>, // (arrival, to_server, bytes)
+    held: [Option<Vec<u8>>; 2],               // per direction, for SwapWithNext
+    datagrams_to_server: u64,
+    datagrams_to_client: u64,
+}
+
+impl Pair {
+    fn new(client_config: Config, server_config: Config) -> Self {
+        let now = Instant::now();
+        Self {
+            client: Connection::connect(client_config, addr(1), addr(2), now).unwrap(),
+            server: Connection::accept(server_config, addr(2), addr(1), now).unwrap(),
+            now,
+            one_way: Duration::from_millis(10),
+            in_flight: Vec::new(),
+            held: [None, None],
+            datagrams_to_server: 0,
+            datagrams_to_client: 0,
+        }
+    }
+
+    fn default() -> Self {
+        Self::new(Config::default(), Config::default())
+    }
+
+    /// Sends everything both sides have, through `path`.
+    fn flush(&mut self, path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction) {
+        let mut buf = vec![0u8; 65_535];
+        for to_server in [true, false] {
+            loop {
+                let conn = if to_server {
+                    &mut self.client
+                } else {
+                    &mut self.server
+                };
+                let Ok(Some((len, _))) = conn.send(&mut buf, self.now) else {
+                    break;
+                };
+                let index = if to_server {
+                    self.datagrams_to_server += 1;
+                    self.datagrams_to_server
+                } else {
+                    self.datagrams_to_client += 1;
+                    self.datagrams_to_client
+                };
+                let mut bytes = buf[..len].to_vec();
+                let arrival = self.now + self.one_way;
+                let direction = usize::from(to_server);
+                match path(to_server, index, &bytes) {
+                    PathAction::Drop => continue,
+                    PathAction::Deliver => {}
+                    PathAction::Duplicate => {
+                        self.in_flight.push((arrival, to_server, bytes.clone()))
+                    }
+                    PathAction::SwapWithNext => {
+                        if let Some(earlier) = self.held[direction].replace(bytes) {
+                            self.in_flight.push((arrival, to_server, earlier));
+                        }
+                        continue;
+                    }
+                    PathAction::DamagePayload => {
+                        let at = bytes.len() - 3;
+                        bytes[at] ^= 0x10;
+                    }
+                    PathAction::DamageHeader => bytes[2] ^= 0x01,
+                }
+                self.in_flight.push((arrival, to_server, bytes));
+                if let Some(held) = self.held[direction].take() {
+                    self.in_flight.push((arrival, to_server, held));
+                }
+            }
+        }
+    }
+
+    /// Advances to the next event (delivery or timer) and handles it.
+    /// Returns false when nothing is left to happen.
+    fn step(&mut self, path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction) -> bool {
+        self.step_before(path, None)
+    }
+
+    /// As `step`, but never advances the clock past `deadline`.
+    fn step_before(
+        &mut self,
+        path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.flush(path);
+        let next_delivery = self.in_flight.iter().map(|(t, _, _)| *t).min();
+        let timers = [self.client.timeout(self.now), self.server.timeout(self.now)]
+            .into_iter()
+            .flatten()
+            .map(|d| self.now + d)
+            .min();
+        let Some(mut next) = [next_delivery, timers].into_iter().flatten().min() else {
+            return false;
+        };
+        if let Some(deadline) = deadline {
+            next = next.min(deadline);
+        }
+        self.now = self.now.max(next);
+        let (mut due, later): (Vec<_>, Vec<_>) = self
+            .in_flight
+            .drain(..)
+            .partition(|(t, _, _)| *t <= self.now);
+        due.sort_by_key(|(t, _, _)| *t);
+        self.in_flight = later;
+        for (_, to_server, mut bytes) in due {
+            let (conn, from, to) = if to_server {
+                (&mut self.server, addr(1), addr(2))
+            } else {
+                (&mut self.client, addr(2), addr(1))
+            };
+            let _ = conn.recv(
+                &mut bytes,
+                RecvInfo {
+                    from,
+                    to,
+                    now: self.now,
+                },
+            );
+        }
+        for conn in [&mut self.client, &mut self.server] {
+            if conn.timeout(self.now).is_some_and(|d| d.is_zero()) {
+                conn.on_timeout(self.now);
+            }
+        }
+        true
+    }
+
+    fn run_until(
+        &mut self,
+        limit: Duration,
+        path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction,
+        mut done: impl FnMut(&mut Self) -> bool,
+    ) -> bool {
+        let deadline = self.now + limit;
+        while self.now < deadline {
+            if done(self) {
+                return true;
+            }
+            if !self.step_before(path, Some(deadline)) {
+                return done(self);
+            }
+        }
+        done(self)
+    }
+
+    fn handshake(&mut self) {
+        let ok = self.run_until(
+            Duration::from_secs(5),
+            &mut |_, _, _| PathAction::Deliver,
+            |p| {
+                p.client.is_established()
+                    && p.server.is_established()
+                    && p.client.handshake_confirmed
+            },
+        );
+        assert!(ok, "handshake did not complete");
+    }
+}
+
+fn deliver_all(_: bool, _: u64, _: &[u8]) -> PathAction {
+    PathAction::Deliver
+}
+
+/// Client sends `data` on one stream with FIN; returns what the server read.
+fn transfer(
+    pair: &mut Pair,
+    data: &[u8],
+    path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction,
+) -> Vec<u8> {
+    let id = pair.client.stream_open_bi().unwrap();
+    let mut written = 0;
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    let mut finished = false;
+    let start = pair.now;
+    while !finished {
+        assert!(
+            pair.now - start < Duration::from_secs(120),
+            "transfer stalled"
+        );
+        if written < data.len() {
+            let end = (written + 64 * 1024).min(data.len());
+            written += pair
+                .client
+                .stream_send(id, &data[written..end], end == data.len())
+                .unwrap();
+        }
+        while let Some(stream) = pair.server.readable().first().copied() {
+            let (n, fin) = pair.server.stream_recv(stream, &mut buf).unwrap();
+            received.extend_from_slice(&buf[..n]);
+            if fin {
+                finished = true;
+                break;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        if !finished && !pair.step(path) {
+            panic!("nothing left to do but transfer incomplete");
+        }
+    }
+    received
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+#[test]
+fn handshake_completes_and_negotiates_notices() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    assert!(pair.client.corruption_notices_negotiated());
+    assert!(pair.server.corruption_notices_negotiated());
+    // Both handshake spaces are gone once confirmed.
+    assert!(pair.client.keys[SpaceId::Initial.index()].is_none());
+    assert!(pair.client.keys[SpaceId::Handshake.index()].is_none());
+    assert!(pair.server.keys[SpaceId::Handshake.index()].is_none());
+}
+
+#[test]
+fn notices_need_both_sides() {
+    let server = Config {
+        corruption_notices: false,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(Config::default(), server);
+    pair.handshake();
+    assert!(!pair.client.corruption_notices_negotiated());
+    assert!(!pair.server.stats().corruption_notices_negotiated);
+}
+
+#[test]
+fn client_initial_datagram_is_padded_to_1200() {
+    let mut pair = Pair::default();
+    let mut sizes = Vec::new();
+    pair.flush(&mut |to_server, _, bytes| {
+        if to_server {
+            sizes.push(bytes.len());
+        }
+        PathAction::Deliver
+    });
+    assert!(
+        !sizes.is_empty() && sizes.iter().all(|&s| s >= MIN_INITIAL_DATAGRAM),
+        "{sizes:?}"
+    );
+}
+
+#[test]
+fn stream_transfer_is_byte_exact() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(1_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+}
+
+#[test]
+fn lost_handshake_packets_are_recovered() {
+    let mut pair = Pair::default();
+    // Drop the first two datagrams each way.
+    let mut path = |_to_server: bool, index: u64, _: &[u8]| {
+        if index <= 2 {
+            PathAction::Drop
+        } else {
+            PathAction::Deliver
+        }
+    };
+    let ok = pair.run_until(Duration::from_secs(10), &mut path, |p| {
+        p.client.is_established() && p.server.is_established()
+    });
+    assert!(
+        ok,
+        "handshake must survive lost Initial and Handshake packets"
+    );
+    assert!(pair.client.stats().ptos > 0);
+}
+
+#[test]
+fn random_loss_recovered_byte_exact() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(500_000);
+    // Deterministic 5% loss on data packets in both directions.
+    let mut path = |_to_server: bool, index: u64, _: &[u8]| {
+        if index % 20 == 7 {
+            PathAction::Drop
+        } else {
+            PathAction::Deliver
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let stats = pair.client.stats();
+    assert!(stats.packets_lost > 0 && stats.retransmitted_packets > 0);
+}
+
+#[test]
+fn corrupted_payload_is_resent_without_window_cut() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(200_000);
+    // Damage the payload of three data-bearing datagrams from the client.
+    let mut damaged = 0;
+    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
+        if to_server && bytes.len() > 1000 && damaged < 3 {
+            damaged += 1;
+            PathAction::DamagePayload
+        } else {
+            PathAction::Deliver
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let client = pair.client.stats();
+    let server = pair.server.stats();
+    assert_eq!(server.payload_corrupt_received, 3);
+    assert!(server.corruption_notices_sent >= 1);
+    assert_eq!(client.corruption_notices_received, 3);
+    assert_eq!(client.congestion_events, 0, "corruption is not congestion");
+    assert_eq!(client.packets_lost, 0);
+    assert_eq!(client.ssthresh, u64::MAX, "the window was never cut");
+}
+
+#[test]
+fn corrupted_header_takes_the_loss_path() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(200_000);
+    let mut damaged = 0;
+    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
+        if to_server && bytes.len() > 1000 && damaged < 1 {
+            damaged += 1;
+            PathAction::DamageHeader
+        } else {
+            PathAction::Deliver
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let client = pair.client.stats();
+    assert_eq!(pair.server.stats().header_corrupt_dropped, 1);
+    assert_eq!(client.corruption_notices_received, 0);
+    assert_eq!(client.packets_lost, 1);
+    assert_eq!(client.congestion_events, 1);
+}
+
+#[test]
+fn without_notices_corruption_is_a_drop() {
+    let config = Config {
+        corruption_notices: false,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.handshake();
+    let data = pattern(200_000);
+    let mut damaged = 0;
+    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
+        if to_server && bytes.len() > 1000 && damaged < 1 {
+            damaged += 1;
+            PathAction::DamagePayload
+        } else {
+            PathAction::Deliver
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let client = pair.client.stats();
+    assert_eq!(pair.server.stats().corruption_notices_sent, 0);
+    assert_eq!(client.packets_lost, 1);
+    assert_eq!(client.congestion_events, 1);
+}
+
+#[test]
+fn close_reaches_the_peer_with_code_and_reason() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.client.close(42, "done here");
+    let ok = pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
+        p.server.is_closed()
+    });
+    assert!(ok);
+    assert_eq!(
+        pair.server.close_reason(),
+        Some(&CloseReason::Peer {
+            application: true,
+            code: 42,
+            reason: "done here".into()
+        })
+    );
+    assert!(pair.client.stream_open_bi().is_err());
+}
+
+#[test]
+fn silent_peer_ends_in_idle_timeout() {
+    let config = Config {
+        idle_timeout: Duration::from_secs(2),
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.handshake();
+    // The server goes silent: everything it sends is lost.
+    let mut path = |to_server: bool, _: u64, _: &[u8]| {
+        if to_server {
+            PathAction::Deliver
+        } else {
+            PathAction::Drop
+        }
+    };
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, b"hello?", false).unwrap();
+    let ok = pair.run_until(Duration::from_secs(60), &mut path, |p| p.client.is_closed());
+    assert!(ok, "the client must give up");
+    assert_eq!(pair.client.close_reason(), Some(&CloseReason::IdleTimeout));
+}
+
+#[test]
+fn datagrams_are_delivered() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.client.send_datagram(b"ping over datagram").unwrap();
+    let ok = pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        !p.server.datagrams_in.is_empty()
+    });
+    assert!(ok);
+    assert_eq!(pair.server.recv_datagram().unwrap(), b"ping over datagram");
+    let too_big = vec![0u8; 10_000];
+    assert!(matches!(
+        pair.client.send_datagram(&too_big),
+        Err(Error::DatagramTooLarge { .. })
+    ));
+}
+
+#[test]
+fn garbage_datagrams_are_counted_not_fatal() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let mut state = 0x1234_5678u64;
+    for len in [0usize, 1, 5, 30, 100, 1200, 1500] {
+        let mut junk: Vec<u8> = (0..len)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (state >> 33) as u8
+            })
+            .collect();
+        let info = RecvInfo {
+            from: addr(1),
+            to: addr(2),
+            now: pair.now,
+        };
+        pair.server.recv(&mut junk, info).unwrap();
+    }
+    assert!(!pair.server.is_closing());
+    let data = pattern(10_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+}
+
+#[test]
+fn short_header_for_another_connection_is_ignored() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let mut captured = None;
+    pair.flush(&mut |_, _, _| PathAction::Deliver);
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, b"x", true).unwrap();
+    pair.flush(&mut |to_server, _, bytes| {
+        if to_server {
+            captured = Some(bytes.to_vec());
+        }
+        PathAction::Drop
+    });
+    let mut packet = captured.expect("a 1-RTT packet");
+    assert!(parse_header(&packet).is_ok());
+    packet[1] ^= 0xff; // another DCID: not ours
+    let before = pair.server.stats().packets_received;
+    let info = RecvInfo {
+        from: addr(1),
+        to: addr(2),
+        now: pair.now,
+    };
+    pair.server.recv(&mut packet, info).unwrap();
+    assert_eq!(pair.server.stats().packets_received, before);
+}
+
+#[test]
+fn cwnd_is_never_exceeded_by_ack_eliciting_packets() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(300_000);
+    let mut worst = 0i64;
+    let id = pair.client.stream_open_bi().unwrap();
+    let mut written = 0;
+    let mut buf = vec![0u8; 65_536];
+    for _ in 0..2000 {
+        if written < data.len() {
+            written += pair.client.stream_send(id, &data[written..], true).unwrap();
+        }
+        while let Some(s) = pair.server.readable().first().copied() {
+            if pair.server.stream_recv(s, &mut buf).unwrap().0 == 0 {
+                break;
+            }
+        }
+        let stats = pair.client.stats();
+        worst = worst.max(stats.bytes_in_flight as i64 - stats.cwnd as i64);
+        if !pair.step(&mut deliver_all) {
+            break;
+        }
+    }
+    assert!(worst <= 0, "bytes in flight exceeded cwnd by {worst}");
+    let _ = MSS;
+}
+
+#[test]
+fn reordered_packets_are_reassembled_without_spurious_congestion() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(400_000);
+    // Every 10th datagram each way is overtaken by the next one: below the
+    // packet threshold, so nothing may be declared lost.
+    let mut path = |_: bool, index: u64, _: &[u8]| {
+        if index % 10 == 0 {
+            PathAction::SwapWithNext
+        } else {
+            PathAction::Deliver
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    assert_eq!(pair.client.stats().packets_lost, 0);
+}
+
+#[test]
+fn duplicated_packets_are_discarded() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(300_000);
+    let mut path = |_: bool, index: u64, _: &[u8]| {
+        if index % 3 == 0 {
+            PathAction::Duplicate
+        } else {
+            PathAction::Deliver
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    assert!(pair.server.counters.duplicate_packets > 0);
+}
+
+#[test]
+fn tail_loss_is_recovered_by_pto() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    // A single small message whose only packet is lost: no later packet can
+    // trigger loss detection, only the probe timeout.
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, b"the last word", true).unwrap();
+    let mut first = true;
+    let mut path = |to_server: bool, _: u64, _: &[u8]| {
+        if to_server && std::mem::take(&mut first) {
+            PathAction::Drop
+        } else {
+            PathAction::Deliver
+        }
+    };
+    let ok = pair.run_until(Duration::from_secs(5), &mut path, |p| {
+        !p.server.readable().is_empty()
+    });
+    assert!(ok);
+    let mut buf = [0u8; 64];
+    let stream = pair.server.readable()[0];
+    assert_eq!(
+        pair.server.stream_recv(stream, &mut buf).unwrap(),
+        (13, true)
+    );
+    assert_eq!(&buf[..13], b"the last word");
+    assert!(pair.client.stats().ptos >= 1);
+}
+
+#[test]
+fn flow_control_blocks_then_unblocks_as_the_reader_reads() {
+    let mut server = Config::default();
+    server.streams.initial_max_data = 16 * 1024;
+    server.streams.initial_max_stream_data = 8 * 1024;
+    let mut pair = Pair::new(Config::default(), server);
+    pair.handshake();
+    let data = pattern(64 * 1024);
+    let id = pair.client.stream_open_bi().unwrap();
+    let accepted = pair.client.stream_send(id, &data, true).unwrap();
+    assert_eq!(accepted, data.len(), "the send buffer takes it all");
+    // Nobody reads: the server may only have received its window.
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |_| false);
+    let stats = pair.server.stats();
+    assert!(
+        stats.bytes_received < 20 * 1024,
+        "received {}",
+        stats.bytes_received
+    );
+    // Reading releases credit until everything arrives.
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    let ok = pair.run_until(Duration::from_secs(10), &mut deliver_all, |p| {
+        while let Ok((n, _)) = p.server.stream_recv(id, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            received.extend_from_slice(&buf[..n]);
+        }
+        received.len() == data.len()
+    });
+    assert!(ok, "read {} of {}", received.len(), data.len());
+    assert_eq!(received, data);
+}
+
+#[test]
+fn stream_reset_reaches_the_reader() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, &pattern(5_000), false).unwrap();
+    pair.run_until(Duration::from_millis(100), &mut deliver_all, |_| false);
+    pair.client.stream_reset(id, 77).unwrap();
+    let mut buf = vec![0u8; 8192];
+    let mut outcome = None;
+    let ok = pair.run_until(Duration::from_secs(2), &mut deliver_all, |p| {
+        match p.server.stream_recv(id, &mut buf) {
+            Err(Error::Stream(e)) => {
+                outcome = Some(e);
+                true
+            }
+            _ => false,
+        }
+    });
+    assert!(ok, "the reset must surface to the reader");
+    assert!(
+        matches!(
+            outcome,
+            Some(crate::stream::StreamError::Reset { error_code: 77, .. })
+        ),
+        "{outcome:?}"
+    );
+}

@@ -1,0 +1,79 @@
+//! The limits each endpoint grants: ours ([`StreamConfig`], advertised in our
+//! transport parameters) and the peer's ([`PeerLimits`], from its).
+
+use serde::{Deserialize, Serialize};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+/// What this endpoint grants its peer (sent in transport parameters) and its
+/// own buffer limits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamConfig {
+    /// Connection receive window at the start, in bytes (RFC 9000 §18.2
+    /// initial_max_data).
+    pub initial_max_data: u64,
+    /// Per-stream receive window at the start, for every kind of stream
+    /// (RFC 9000 §18.2 initial_max_stream_data_*).
+    pub initial_max_stream_data: u64,
+    /// Ceiling for auto-tuning of the connection receive window.
+    pub max_receive_window: u64,
+    /// Ceiling for auto-tuning of each stream's receive window.
+    pub max_stream_receive_window: u64,
+    /// Concurrent bidirectional streams the peer may open (RFC 9000 §18.2
+    /// initial_max_streams_bidi; one more is granted per stream retired).
+    pub max_streams_bidi: u64,
+    /// Concurrent unidirectional streams the peer may open.
+    pub max_streams_uni: u64,
+    /// Bytes the application may queue on one stream beyond what the peer
+    /// has acknowledged.
+    pub send_buffer: u64,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            initial_max_data: MIB,
+            initial_max_stream_data: 512 * KIB,
+            max_receive_window: 64 * MIB,
+            max_stream_receive_window: 32 * MIB,
+            max_streams_bidi: 100,
+            max_streams_uni: 100,
+            send_buffer: 4 * MIB,
+        }
+    }
+}
+
+impl StreamConfig {
+    /// The limits this configuration grants the peer, as they go into our
+    /// transport parameters.
+    pub fn transport_limits(&self) -> PeerLimits {
+        PeerLimits {
+            initial_max_data: self.initial_max_data,
+            initial_max_stream_data_bidi_local: self.initial_max_stream_data,
+            initial_max_stream_data_bidi_remote: self.initial_max_stream_data,
+            initial_max_stream_data_uni: self.initial_max_stream_data,
+            initial_max_streams_bidi: self.max_streams_bidi,
+            initial_max_streams_uni: self.max_streams_uni,
+        }
+    }
+}
+
+/// What the peer granted us, from its transport parameters (RFC 9000 §18.2).
+/// "Local" and "remote" are from the peer's point of view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerLimits {
+    /// Bytes we may send on the whole connection.
+    pub initial_max_data: u64,
+    /// Bytes we may send on a bidirectional stream the peer opened.
+    pub initial_max_stream_data_bidi_local: u64,
+    /// Bytes we may send on a bidirectional stream we opened.
+    pub initial_max_stream_data_bidi_remote: u64,
+    /// Bytes we may send on a unidirectional stream we opened.
+    pub initial_max_stream_data_uni: u64,
+    /// Bidirectional streams we may open.
+    pub initial_max_streams_bidi: u64,
+    /// Unidirectional streams we may open.
+    pub initial_max_streams_uni: u64,
+}

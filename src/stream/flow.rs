@@ -1,0 +1,248 @@
+//! Flow-control windows: the credit this endpoint grants its peer (with
+//! receive-window auto-tuning) and the credit the peer grants us.
+//!
+//! Auto-tuning follows quiche (`src/flowcontrol.rs`): when the application
+//! has consumed half the window, the limit moves to `consumed + window`; if
+//! the previous update went out less than `2·srtt` earlier, the window, not
+//! the application, was what held the sender back, so the window doubles
+//! first, up to a ceiling. quinn grows its windows the same way in spirit but
+//! from the send rate; quiche's rule needs only the update times.
+
+use std::time::{Duration, Instant};
+
+use super::id::MAX_STREAM_OFFSET;
+
+/// Updates closer together than this many smoothed RTTs mean the window
+/// limited the sender (quiche `flowcontrol.rs`, `WINDOW_TRIGGER_FACTOR = 2`).
+pub const WINDOW_TRIGGER_FACTOR: u32 = 2;
+
+/// How much the window grows when it limited the sender (quiche
+/// `flowcontrol.rs`, `WINDOW_INCREASE_FACTOR = 2`).
+pub const WINDOW_INCREASE_FACTOR: u64 = 2;
+
+/// The connection window is kept at least this multiple of any stream's
+/// window, so one busy stream is never held back by the connection limit
+/// (quiche `stream/mod.rs`, `CONNECTION_WINDOW_FACTOR = 1.5`), as a fraction.
+pub const CONNECTION_WINDOW_FACTOR: (u64, u64) = (3, 2);
+
+/// The credit this endpoint grants its peer on one stream or on the whole
+/// connection: the largest offset (or byte count) the peer may send.
+#[derive(Clone, Debug)]
+pub struct ReceiveWindow {
+    /// The limit last granted (MAX_STREAM_DATA / MAX_DATA value).
+    limit: u64,
+    /// How far beyond the consumed bytes a new limit is set.
+    window: u64,
+    /// Ceiling for auto-tuning.
+    max_window: u64,
+    /// When the limit was last raised through auto-tuning.
+    last_update: Option<Instant>,
+}
+
+impl ReceiveWindow {
+    /// A window of `initial` bytes that auto-tuning may grow to `max_window`
+    /// (never below `initial`). The first limit is `initial`.
+    pub fn new(initial: u64, max_window: u64) -> Self {
+        let initial = initial.min(MAX_STREAM_OFFSET);
+        Self {
+            limit: initial,
+            window: initial,
+            max_window: max_window.max(initial),
+            last_update: None,
+        }
+    }
+
+    /// The limit granted to the peer.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The current window size.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// Whether the application has consumed at least half the window, so a
+    /// new limit should be sent. `consumed` counts bytes read or discarded.
+    pub fn update_due(&self, consumed: u64) -> bool {
+        self.limit.saturating_sub(consumed) <= self.window / 2
+    }
+
+    /// Auto-tunes the window and raises the limit to `consumed + window`.
+    /// Returns the new limit, or `None` when it did not grow.
+    pub fn update(&mut self, consumed: u64, now: Instant, srtt: Duration) -> Option<u64> {
+        if let Some(last) = self.last_update {
+            // Half a window consumed in under two round trips: the reader
+            // keeps up, so the window is what limits the sender.
+            if now.saturating_duration_since(last) < srtt.saturating_mul(WINDOW_TRIGGER_FACTOR) {
+                self.window = self
+                    .window
+                    .saturating_mul(WINDOW_INCREASE_FACTOR)
+                    .min(self.max_window);
+            }
+        }
+        self.last_update = Some(now);
+        self.raise(consumed)
+    }
+
+    /// Raises the limit to `consumed + window` without touching the window
+    /// size: for credit freed by discarded data, which says nothing about
+    /// how fast the application reads.
+    pub fn update_without_tuning(&mut self, consumed: u64) -> Option<u64> {
+        self.raise(consumed)
+    }
+
+    /// Grows the window to at least `min_window` (bounded by the ceiling).
+    /// Returns whether it grew.
+    pub fn ensure_window(&mut self, min_window: u64) -> bool {
+        let target = min_window.min(self.max_window);
+        if target > self.window {
+            self.window = target;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn raise(&mut self, consumed: u64) -> Option<u64> {
+        let next = consumed.saturating_add(self.window).min(MAX_STREAM_OFFSET);
+        if next > self.limit {
+            self.limit = next;
+            Some(next)
+        } else {
+            None
+        }
+    }
+}
+
+/// The credit the peer grants us on one stream or on the whole connection.
+#[derive(Clone, Debug, Default)]
+pub struct SendCredit {
+    /// The peer's limit (MAX_STREAM_DATA / MAX_DATA value).
+    limit: u64,
+    /// New bytes sent so far against the limit.
+    used: u64,
+    /// The limit at which we last reported being blocked, so each limit is
+    /// reported once (RFC 9000 §4.1).
+    blocked_reported_at: Option<u64>,
+}
+
+impl SendCredit {
+    /// Credit up to `limit`.
+    pub fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            used: 0,
+            blocked_reported_at: None,
+        }
+    }
+
+    /// The peer's current limit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes that may still be sent.
+    pub fn available(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+
+    /// Applies a new limit from the peer; limits never shrink (RFC 9000
+    /// §4.1: a smaller value is ignored). Returns whether the limit grew.
+    pub fn raise(&mut self, limit: u64) -> bool {
+        if limit > self.limit {
+            self.limit = limit;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Counts `bytes` of new data against the limit.
+    pub fn consume(&mut self, bytes: u64) {
+        self.used = self.used.saturating_add(bytes);
+    }
+
+    /// When the credit is used up and this limit was not reported yet,
+    /// records it and returns it: the value for a (STREAM_)DATA_BLOCKED frame.
+    pub fn take_blocked_report(&mut self) -> Option<u64> {
+        if self.available() == 0 && self.blocked_reported_at != Some(self.limit) {
+            self.blocked_reported_at = Some(self.limit);
+            Some(self.limit)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KIB: u64 = 1024;
+
+    #[test]
+    fn update_is_due_once_half_the_window_is_consumed() {
+        let window = ReceiveWindow::new(100 * KIB, 1000 * KIB);
+        // limit 100 KiB, window 100 KiB: due when limit − consumed ≤ 50 KiB.
+        assert!(!window.update_due(49 * KIB));
+        assert!(window.update_due(50 * KIB));
+    }
+
+    #[test]
+    fn quick_successive_updates_double_the_window() {
+        let t0 = Instant::now();
+        let srtt = Duration::from_millis(100);
+        let mut window = ReceiveWindow::new(100 * KIB, 1000 * KIB);
+        // First update: nothing to compare with, window stays 100 KiB,
+        // limit = 50 + 100 = 150 KiB.
+        assert_eq!(window.update(50 * KIB, t0, srtt), Some(150 * KIB));
+        assert_eq!(window.window(), 100 * KIB);
+        // 150 ms later < 2·srtt = 200 ms: the window limited the sender.
+        // Window 2·100 = 200 KiB, limit = 100 + 200 = 300 KiB.
+        let t1 = t0 + Duration::from_millis(150);
+        assert_eq!(window.update(100 * KIB, t1, srtt), Some(300 * KIB));
+        assert_eq!(window.window(), 200 * KIB);
+    }
+
+    #[test]
+    fn slow_reads_leave_the_window_alone() {
+        let t0 = Instant::now();
+        let srtt = Duration::from_millis(100);
+        let mut window = ReceiveWindow::new(100 * KIB, 1000 * KIB);
+        window.update(50 * KIB, t0, srtt);
+        // 250 ms later ≥ 2·srtt: the application, not the window, was slow.
+        // Window stays 100 KiB, limit = 100 + 100 = 200 KiB.
+        let t1 = t0 + Duration::from_millis(250);
+        assert_eq!(window.update(100 * KIB, t1, srtt), Some(200 * KIB));
+        assert_eq!(window.window(), 100 * KIB);
+    }
+
+    #[test]
+    fn window_growth_stops_at_the_ceiling() {
+        let t0 = Instant::now();
+        let srtt = Duration::from_millis(100);
+        let mut window = ReceiveWindow::new(100 * KIB, 300 * KIB);
+        let mut consumed = 0;
+        for _ in 0..5 {
+            consumed += window.window() / 2;
+            window.update(consumed, t0, srtt);
+        }
+        // 100 → 200 → 300 (ceiling), never 400.
+        assert_eq!(window.window(), 300 * KIB);
+    }
+
+    #[test]
+    fn send_credit_reports_each_blocking_limit_once() {
+        let mut credit = SendCredit::new(10);
+        assert_eq!(credit.take_blocked_report(), None, "credit left");
+        credit.consume(10);
+        assert_eq!(credit.take_blocked_report(), Some(10));
+        assert_eq!(credit.take_blocked_report(), None, "already reported");
+        assert!(!credit.raise(5), "limits never shrink");
+        assert!(credit.raise(20));
+        assert_eq!(credit.available(), 10);
+        credit.consume(10);
+        assert_eq!(credit.take_blocked_report(), Some(20));
+    }
+}

@@ -1,0 +1,541 @@
+//! [`Streams`]: every stream of one connection, the stream-count limits in
+//! both directions and connection-level flow control. This file holds the
+//! state and the application's calls; `incoming.rs` applies received frames
+//! and `outgoing.rs` decides what to send and takes delivery feedback.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::config::{PeerLimits, StreamConfig};
+use super::control::PendingControl;
+use super::error::StreamError;
+use super::flow::{ReceiveWindow, SendCredit, CONNECTION_WINDOW_FACTOR};
+use super::id::{
+    stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
+    MAX_STREAM_OFFSET,
+};
+use super::recv::RecvBuffer;
+use super::send::SendBuffer;
+use crate::Side;
+
+/// Counters of the stream layer, for reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamStats {
+    /// New stream bytes handed out in chunks (first transmissions).
+    pub bytes_sent: u64,
+    /// Stream bytes handed out again after a loss.
+    pub bytes_retransmitted: u64,
+    /// Distinct stream bytes received from the peer.
+    pub bytes_received: u64,
+    /// Bytes the application read.
+    pub bytes_read: u64,
+    /// Streams this endpoint opened.
+    pub streams_opened_local: u64,
+    /// Streams the peer opened (explicitly or implicitly).
+    pub streams_opened_remote: u64,
+    /// DATA_BLOCKED frames queued: times the peer's connection limit held
+    /// us back.
+    pub data_blocked: u64,
+    /// STREAM_DATA_BLOCKED frames queued: times a stream limit held us back.
+    pub stream_data_blocked: u64,
+    /// The connection receive window now (grows with auto-tuning).
+    pub connection_receive_window: u64,
+}
+
+/// The sending half of a stream and the peer's credit for it.
+#[derive(Clone, Debug)]
+pub(super) struct SendHalf {
+    pub(super) buffer: SendBuffer,
+    pub(super) credit: SendCredit,
+}
+
+/// The receiving half of a stream and the credit we grant on it.
+#[derive(Clone, Debug)]
+pub(super) struct RecvHalf {
+    pub(super) buffer: RecvBuffer,
+    pub(super) window: ReceiveWindow,
+    /// Error code of our STOP_SENDING, once the application stopped it.
+    pub(super) stop_error_code: Option<u64>,
+}
+
+/// One stream: the halves that exist for its type (RFC 9000 §2.1: a
+/// unidirectional stream has only the initiator's sending half and the
+/// other end's receiving half).
+#[derive(Clone, Debug)]
+pub(super) struct StreamState {
+    pub(super) send: Option<SendHalf>,
+    pub(super) recv: Option<RecvHalf>,
+}
+
+/// Which of our streams the peer knows about: it accepts frames for our
+/// stream n only while n is below its MAX_STREAMS.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PeerStreamWindow {
+    pub(super) side: Side,
+    pub(super) limits_known: bool,
+    pub(super) max_streams: [u64; 2],
+}
+
+impl PeerStreamWindow {
+    /// Whether frames about stream `id` may go to the peer.
+    pub(super) fn knows(&self, id: StreamId) -> bool {
+        stream_initiator(id) != self.side
+            || (self.limits_known && stream_index(id) < self.max_streams[stream_dir(id).index()])
+    }
+}
+
+/// Every stream of one connection: send and receive buffers, reassembly,
+/// FIN, RESET_STREAM and STOP_SENDING, stream-count limits, and
+/// connection- and stream-level flow control with receive-window
+/// auto-tuning (RFC 9000 §2–4).
+///
+/// Sans-IO: it never encodes wire bytes and never reads the clock. The
+/// connection feeds it received frames and delivery feedback, and polls it
+/// for [`ControlFrame`](super::ControlFrame)s and
+/// [`StreamChunk`](super::StreamChunk)s to encode.
+#[derive(Debug)]
+pub struct Streams {
+    pub(super) side: Side,
+    pub(super) config: StreamConfig,
+    /// The peer's transport parameters, once the handshake delivered them.
+    pub(super) peer_limits: Option<PeerLimits>,
+    pub(super) streams: BTreeMap<StreamId, StreamState>,
+    /// Index of the next stream we open, per direction.
+    pub(super) next_local: [u64; 2],
+    /// The peer's MAX_STREAMS per direction, and whether it is known.
+    pub(super) peer_stream_window: PeerStreamWindow,
+    /// The MAX_STREAMS limit we last reported blocked at, per direction.
+    pub(super) streams_blocked_reported: [Option<u64>; 2],
+    /// Index of the next peer stream not yet opened, per direction.
+    pub(super) next_remote: [u64; 2],
+    /// Our MAX_STREAMS to the peer, per direction.
+    pub(super) local_max_streams: [u64; 2],
+    /// Index of the next peer stream to hand out from `accept`.
+    pub(super) next_accept: [u64; 2],
+    /// The peer's connection-level credit for our new data.
+    pub(super) connection_send: SendCredit,
+    /// Our connection-level window for the peer's data.
+    pub(super) connection_recv: ReceiveWindow,
+    /// Sum over streams of the highest offset received (RFC 9000 §4.1).
+    pub(super) connection_received: u64,
+    /// Sum over streams of bytes read or discarded.
+    pub(super) connection_consumed: u64,
+    /// Control frames waiting to go out, in priority order.
+    pub(super) pending: BTreeSet<PendingControl>,
+    /// The stream that got the last chunk: round-robin starts after it.
+    pub(super) last_served: Option<StreamId>,
+    pub(super) stats: StreamStats,
+}
+
+impl Streams {
+    /// The streams of a new connection on `side`, granting the peer what
+    /// `config` says. Nothing is sent on streams until
+    /// [`set_peer_limits`](Self::set_peer_limits).
+    pub fn new(side: Side, config: StreamConfig) -> Self {
+        let connection_recv =
+            ReceiveWindow::new(config.initial_max_data, config.max_receive_window);
+        let local_max_streams = [
+            config.max_streams_bidi.min(MAX_STREAM_COUNT),
+            config.max_streams_uni.min(MAX_STREAM_COUNT),
+        ];
+        Self {
+            side,
+            config,
+            peer_limits: None,
+            streams: BTreeMap::new(),
+            next_local: [0; 2],
+            peer_stream_window: PeerStreamWindow {
+                side,
+                limits_known: false,
+                max_streams: [0; 2],
+            },
+            streams_blocked_reported: [None; 2],
+            next_remote: [0; 2],
+            local_max_streams,
+            next_accept: [0; 2],
+            connection_send: SendCredit::new(0),
+            connection_recv,
+            connection_received: 0,
+            connection_consumed: 0,
+            pending: BTreeSet::new(),
+            last_served: None,
+            stats: StreamStats::default(),
+        }
+    }
+
+    /// Applies the peer's transport parameters, once the handshake delivers
+    /// them. Limits only grow; a stream count above 2^60 is clamped (the
+    /// transport-parameter decoder must reject it, RFC 9000 §19.11).
+    pub fn set_peer_limits(&mut self, peer: &PeerLimits) {
+        self.peer_limits = Some(*peer);
+        self.connection_send.raise(peer.initial_max_data);
+        let window = &mut self.peer_stream_window;
+        window.limits_known = true;
+        for (dir, granted) in [
+            (Dir::Bi, peer.initial_max_streams_bidi),
+            (Dir::Uni, peer.initial_max_streams_uni),
+        ] {
+            let max = &mut window.max_streams[dir.index()];
+            *max = (*max).max(granted.min(MAX_STREAM_COUNT));
+        }
+        let side = self.side;
+        for (&id, stream) in &mut self.streams {
+            if let Some(send) = &mut stream.send {
+                send.credit.raise(initial_send_credit(side, peer, id));
+            }
+        }
+        // Streams opened beyond the limit while it was unknown wait for more.
+        for dir in Dir::ALL {
+            if self.next_local[dir.index()] > self.peer_stream_window.max_streams[dir.index()] {
+                self.report_streams_blocked_if_exhausted(dir);
+            }
+        }
+    }
+
+    /// Opens a stream of ours. Fails with `StreamsExhausted` (and queues
+    /// STREAMS_BLOCKED) when the peer's MAX_STREAMS is reached. Before the
+    /// peer's limits are known, opening succeeds and data waits.
+    pub fn open(&mut self, dir: Dir) -> Result<StreamId, StreamError> {
+        let index = self.next_local[dir.index()];
+        if self.peer_stream_window.limits_known
+            && index >= self.peer_stream_window.max_streams[dir.index()]
+        {
+            self.report_streams_blocked_if_exhausted(dir);
+            return Err(StreamError::StreamsExhausted);
+        }
+        let id = stream_id(self.side, dir, index).ok_or(StreamError::StreamsExhausted)?;
+        let state = self.new_stream_state(id);
+        self.streams.insert(id, state);
+        self.next_local[dir.index()] = index + 1;
+        self.stats.streams_opened_local += 1;
+        Ok(id)
+    }
+
+    /// Queues STREAMS_BLOCKED for `dir` once per limit value when we have
+    /// opened as many streams as the peer allows.
+    pub(super) fn report_streams_blocked_if_exhausted(&mut self, dir: Dir) {
+        let window = &self.peer_stream_window;
+        let limit = window.max_streams[dir.index()];
+        let reported = &mut self.streams_blocked_reported[dir.index()];
+        if window.limits_known && self.next_local[dir.index()] >= limit && *reported != Some(limit)
+        {
+            *reported = Some(limit);
+            self.pending
+                .insert(PendingControl::StreamsBlocked(dir, limit));
+        }
+    }
+
+    /// The state of a newly opened stream `id` (ours or the peer's).
+    pub(super) fn new_stream_state(&self, id: StreamId) -> StreamState {
+        let local = stream_initiator(id) == self.side;
+        let dir = stream_dir(id);
+        let send = (local || dir == Dir::Bi).then(|| SendHalf {
+            buffer: SendBuffer::new(),
+            credit: SendCredit::new(
+                self.peer_limits
+                    .as_ref()
+                    .map_or(0, |peer| initial_send_credit(self.side, peer, id)),
+            ),
+        });
+        let recv = (!local || dir == Dir::Bi).then(|| RecvHalf {
+            buffer: RecvBuffer::new(),
+            window: ReceiveWindow::new(
+                self.config.initial_max_stream_data,
+                self.config.max_stream_receive_window,
+            ),
+            stop_error_code: None,
+        });
+        StreamState { send, recv }
+    }
+
+    /// Queues `data` on stream `id`. Accepts as much as the send buffer
+    /// holds and returns that count; the FIN applies only if all of `data`
+    /// was accepted. `Ok(0)` only for an empty write (with or without FIN);
+    /// a full buffer is `Err(Blocked)`.
+    pub fn write(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, StreamError> {
+        let stream = self
+            .streams
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
+        let send = stream
+            .send
+            .as_mut()
+            .ok_or(StreamError::WrongDirection(id))?;
+        if let Some(error_code) = send.buffer.stopped_by_peer() {
+            return Err(StreamError::Stopped { id, error_code });
+        }
+        if !send.buffer.is_writable() {
+            return Err(StreamError::AlreadyFinished(id));
+        }
+        let space = self
+            .config
+            .send_buffer
+            .saturating_sub(send.buffer.buffered())
+            .min(MAX_STREAM_OFFSET - send.buffer.written_offset());
+        let accepted = usize::try_from(space).unwrap_or(usize::MAX).min(data.len());
+        if accepted == 0 && !data.is_empty() {
+            return Err(StreamError::Blocked);
+        }
+        send.buffer.write(data.get(..accepted).unwrap_or_default());
+        if fin && accepted == data.len() {
+            send.buffer.write_fin();
+        }
+        Ok(accepted)
+    }
+
+    /// Reads in-order bytes of stream `id` into `buf`. Returns the bytes
+    /// read and whether the end of the stream was reached (all data read).
+    /// `Err(Blocked)` when nothing is ready; `Err(Reset)` once the peer
+    /// reset the stream (unread data is dropped at once).
+    ///
+    /// Reading frees receive window: once half the window is consumed a
+    /// MAX_STREAM_DATA / MAX_DATA is queued, auto-tuned with `now` and the
+    /// connection's smoothed RTT `srtt` (see `flow.rs`). A peer stream read
+    /// to its end (and whose sending half, if any, is done) is retired and
+    /// MAX_STREAMS credit is queued.
+    pub fn read(
+        &mut self,
+        id: StreamId,
+        buf: &mut [u8],
+        now: Instant,
+        srtt: Duration,
+    ) -> Result<(usize, bool), StreamError> {
+        let stream = self
+            .streams
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
+        let recv = stream
+            .recv
+            .as_mut()
+            .ok_or(StreamError::WrongDirection(id))?;
+        if recv.buffer.is_stopped() {
+            return Err(StreamError::ReceiveStopped(id));
+        }
+        if let Some(reset) = recv.buffer.reset() {
+            recv.buffer.mark_reset_reported();
+            self.retire_if_done(id);
+            return Err(StreamError::Reset {
+                id,
+                error_code: reset.error_code,
+            });
+        }
+        let consumed_before = recv.buffer.consumed();
+        let (read, fin) = recv.buffer.read(buf);
+        if read == 0 && !fin && !buf.is_empty() {
+            return Err(StreamError::Blocked);
+        }
+        let consumed = recv.buffer.consumed();
+        if recv.buffer.wants_credit()
+            && recv.window.update_due(consumed)
+            && recv.window.update(consumed, now, srtt).is_some()
+        {
+            self.pending.insert(PendingControl::MaxStreamData(id));
+            // Keep the connection window ahead of any stream's, so one
+            // fast stream is not held back by the connection limit.
+            let (num, den) = CONNECTION_WINDOW_FACTOR;
+            let floor = recv.window.window().saturating_mul(num) / den;
+            self.connection_recv.ensure_window(floor);
+        }
+        self.stats.bytes_read += read as u64;
+        self.connection_consumed += consumed - consumed_before;
+        if self.connection_recv.update_due(self.connection_consumed)
+            && self
+                .connection_recv
+                .update(self.connection_consumed, now, srtt)
+                .is_some()
+        {
+            self.pending.insert(PendingControl::MaxData);
+        }
+        if fin {
+            self.retire_if_done(id);
+        }
+        Ok((read, fin))
+    }
+
+    /// Abandons sending on stream `id`: queues RESET_STREAM with the final
+    /// size set to the highest offset sent, and drops unsent and
+    /// retransmittable data. Doing it again, or after everything was
+    /// acknowledged, changes nothing.
+    pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
+        let stream = self
+            .streams
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
+        let send = stream
+            .send
+            .as_mut()
+            .ok_or(StreamError::WrongDirection(id))?;
+        if send.buffer.reset(error_code).is_some() {
+            self.pending.insert(PendingControl::ResetStream(id));
+        }
+        Ok(())
+    }
+
+    /// Asks the peer to stop sending on stream `id`: queues STOP_SENDING
+    /// (unless the final size is already known) and discards data from now
+    /// on; reads then fail with `ReceiveStopped`.
+    pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
+        let stream = self
+            .streams
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
+        let recv = stream
+            .recv
+            .as_mut()
+            .ok_or(StreamError::WrongDirection(id))?;
+        if recv.buffer.is_stopped() {
+            return Ok(());
+        }
+        let final_size_known = recv.buffer.final_size().is_some();
+        let freed = recv.buffer.stop();
+        recv.stop_error_code = Some(error_code);
+        if !final_size_known {
+            self.pending.insert(PendingControl::StopSending(id));
+        }
+        self.on_connection_bytes_discarded(freed);
+        self.retire_if_done(id);
+        Ok(())
+    }
+
+    /// Streams with something for a read: bytes, the end of the stream, or
+    /// a reset to report. Peer streams show up here once they have data.
+    pub fn readable(&self) -> impl Iterator<Item = StreamId> + '_ {
+        self.streams.iter().filter_map(|(&id, stream)| {
+            stream
+                .recv
+                .as_ref()
+                .is_some_and(|recv| recv.buffer.is_readable())
+                .then_some(id)
+        })
+    }
+
+    /// Streams we send on that can accept data now (room in the send
+    /// buffer, not finished, reset or stopped).
+    pub fn writable(&self) -> impl Iterator<Item = StreamId> + '_ {
+        let limit = self.config.send_buffer;
+        self.streams.iter().filter_map(move |(&id, stream)| {
+            stream
+                .send
+                .as_ref()
+                .is_some_and(|send| send.buffer.is_writable() && send.buffer.buffered() < limit)
+                .then_some(id)
+        })
+    }
+
+    /// The next peer-initiated stream of `dir` not yet handed to the
+    /// application, in ID order. Streams already retired are skipped.
+    pub fn accept(&mut self, dir: Dir) -> Option<StreamId> {
+        let peer = peer_side(self.side);
+        while self.next_accept[dir.index()] < self.next_remote[dir.index()] {
+            let index = self.next_accept[dir.index()];
+            self.next_accept[dir.index()] = index + 1;
+            let id = stream_id(peer, dir, index)?;
+            if self.streams.contains_key(&id) {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Whether the sending half of stream `id` has nothing outstanding:
+    /// all data and the FIN acknowledged, or our RESET_STREAM acknowledged.
+    /// True for a stream already retired; false for one never opened or
+    /// one we do not send on.
+    pub fn is_finished_sending(&self, id: StreamId) -> bool {
+        match self.streams.get(&id) {
+            Some(stream) => stream
+                .send
+                .as_ref()
+                .is_some_and(|send| send.buffer.is_done()),
+            None => {
+                let local = stream_initiator(id) == self.side;
+                let dir = stream_dir(id);
+                let opened = if local {
+                    stream_index(id) < self.next_local[dir.index()]
+                } else {
+                    stream_index(id) < self.next_remote[dir.index()]
+                };
+                opened && (local || dir == Dir::Bi)
+            }
+        }
+    }
+
+    /// Counters for reports.
+    pub fn stats(&self) -> StreamStats {
+        StreamStats {
+            connection_receive_window: self.connection_recv.window(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// Which end of the connection this is.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// Discarded bytes (stopped or reset streams) free connection window;
+    /// no auto-tuning, since discarding says nothing about read speed.
+    pub(super) fn on_connection_bytes_discarded(&mut self, freed: u64) {
+        if freed == 0 {
+            return;
+        }
+        self.connection_consumed += freed;
+        if self.connection_recv.update_due(self.connection_consumed)
+            && self
+                .connection_recv
+                .update_without_tuning(self.connection_consumed)
+                .is_some()
+        {
+            self.pending.insert(PendingControl::MaxData);
+        }
+    }
+
+    /// Removes stream `id` once both its halves are done; a retired peer
+    /// stream gives the peer one more stream of its type (MAX_STREAMS).
+    pub(super) fn retire_if_done(&mut self, id: StreamId) {
+        let Some(stream) = self.streams.get(&id) else {
+            return;
+        };
+        let send_done = stream
+            .send
+            .as_ref()
+            .is_none_or(|send| send.buffer.is_done());
+        let recv_done = stream
+            .recv
+            .as_ref()
+            .is_none_or(|recv| recv.buffer.is_done());
+        if !(send_done && recv_done) {
+            return;
+        }
+        self.streams.remove(&id);
+        if stream_initiator(id) != self.side {
+            let dir = stream_dir(id);
+            let max = &mut self.local_max_streams[dir.index()];
+            if *max < MAX_STREAM_COUNT {
+                *max += 1;
+                self.pending.insert(PendingControl::MaxStreams(dir));
+            }
+        }
+    }
+}
+
+/// The other end.
+pub(super) fn peer_side(side: Side) -> Side {
+    match side {
+        Side::Client => Side::Server,
+        Side::Server => Side::Client,
+    }
+}
+
+/// The peer's initial credit for our sending half of stream `id`
+/// (RFC 9000 §18.2: "local" and "remote" from the peer's point of view).
+fn initial_send_credit(side: Side, peer: &PeerLimits, id: StreamId) -> u64 {
+    let ours = stream_initiator(id) == side;
+    match (stream_dir(id), ours) {
+        (Dir::Bi, true) => peer.initial_max_stream_data_bidi_remote,
+        (Dir::Bi, false) => peer.initial_max_stream_data_bidi_local,
+        (Dir::Uni, _) => peer.initial_max_stream_data_uni,
+    }
+}
