@@ -11,6 +11,7 @@
 pub mod ack_corrupted;
 pub mod frames;
 pub mod header;
+pub mod netem_spec;
 pub mod packet_open;
 pub mod recv_datagram;
 pub mod stream_ops;
@@ -90,6 +91,11 @@ pub const ALL: &[Target] = &[
         name: "stream_ops",
         run: stream_ops::run,
         seeds: stream_ops::seeds,
+    },
+    Target {
+        name: "netem_spec",
+        run: netem_spec::run,
+        seeds: netem_spec::seeds,
     },
 ];
 
