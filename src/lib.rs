@@ -13,8 +13,13 @@
 //! - congestion controllers that tell random loss from congestive loss
 //!   (Veno, Enhanced Veno, Westwood, Vegas) plug in through [`sift_cc`].
 
+#[cfg(target_os = "linux")]
+pub mod blocking;
 pub mod conn;
 pub mod crypto;
+pub mod endpoint;
+#[cfg(target_os = "linux")]
+pub mod io;
 pub mod lab;
 pub mod recovery;
 pub mod sim;
@@ -22,6 +27,7 @@ pub mod stream;
 pub mod wire;
 
 pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
+pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats};
 
 /// Which end of a connection this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

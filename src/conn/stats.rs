@@ -66,3 +66,41 @@ pub struct Stats {
     /// The controller's own view.
     pub cc: Metrics,
 }
+
+impl Default for Stats {
+    /// All counters zero, no controller state: what a connection reports
+    /// before it has done anything.
+    fn default() -> Self {
+        Self {
+            packets_sent: 0,
+            packets_received: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            packets_lost: 0,
+            retransmitted_packets: 0,
+            ptos: 0,
+            congestion_events: 0,
+            corruption_notices_received: 0,
+            corruption_notices_ignored: 0,
+            corruption_notices_sent: 0,
+            payload_corrupt_received: 0,
+            header_corrupt_dropped: 0,
+            malformed_dropped: 0,
+            corruption_notices_negotiated: false,
+            cwnd: 0,
+            ssthresh: u64::MAX,
+            bytes_in_flight: 0,
+            srtt_us: 0,
+            min_rtt_us: 0,
+            rttvar_us: 0,
+            cc: Metrics {
+                algorithm: String::new(),
+                cwnd: 0,
+                ssthresh: u64::MAX,
+                phase: sift_cc::Phase::SlowStart,
+                last_verdict: None,
+                fields: Default::default(),
+            },
+        }
+    }
+}

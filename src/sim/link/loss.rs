@@ -146,6 +146,14 @@ impl LossModel {
     }
 }
 
+/// A plain probability is independent loss, as in scenario files: lets
+/// code written against the old `loss: f64` field say `loss: 0.01.into()`.
+impl From<f64> for LossModel {
+    fn from(probability: f64) -> Self {
+        LossModel::bernoulli(probability)
+    }
+}
+
 /// Scenario-file form: a plain number is Bernoulli loss (`loss = 0.01`); a
 /// table names the model (`loss = { model = "gemodel", p = 0.01, r = 0.3 }`).
 #[derive(Serialize, Deserialize)]
@@ -472,6 +480,12 @@ pub(crate) mod tests {
         // ≈ 9 700 bursts of geometric length, σ(L) = sqrt(1−r)/r ≈ 2.79,
         // σ(mean) ≈ 2.79/√9700 ≈ 0.028.
         assert!((mean - 1.0 / 0.3).abs() < 5.0 * 0.028, "mean burst {mean}");
+    }
+
+    #[test]
+    fn a_plain_probability_converts_to_bernoulli_loss() {
+        assert_eq!(LossModel::from(0.25), LossModel::bernoulli(0.25));
+        assert!(LossModel::from(0.0).is_none());
     }
 
     #[test]

@@ -1,0 +1,320 @@
+//! `sift-client`: download, upload, list and measure against a
+//! `sift-server`, with end-to-end SHA-256 and an iperf3-like summary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args as ClapArgs, Parser, Subcommand};
+use sift_bin::cli::common::{self, OnOff};
+use sift_bin::cli::format;
+use sift_bin::cli::report::FlowReport;
+use sift_bin::cli::session::{self, CLOSE_DONE};
+use sift_bin::cli::url::SiftUrl;
+use sift_bin::transfer::client;
+use sift_bin::transfer::perf::{run_perf, PerfInterval, PerfOptions, PerfSample};
+use sift_bin::transfer::{EntryKind, PerfDirection};
+use sift_cc::CcConfig;
+
+const EXAMPLES: &str = "\
+Examples:
+  sift-client get sift://example.org/data/big.iso --insecure-null-crypto
+  sift-client get sift://example.org:4433/big.iso -o /tmp/big.iso --resume --insecure-null-crypto
+  sift-client put ./report.pdf sift://example.org/uploads/report.pdf --insecure-null-crypto
+  sift-client ls sift://example.org/data --insecure-null-crypto
+  sift-client perf sift://example.org -t 10 -i 1 --cc veno --insecure-null-crypto
+  sift-client perf sift://example.org -t 5 -R -J --insecure-null-crypto   # NDJSON, server sends";
+
+/// Transfer files to and from a sift-server.
+///
+/// URLs look like sift://HOST[:PORT]/PATH (default port 4433). Every file
+/// is checked end to end with SHA-256; a download lands in FILE.sift-part
+/// and becomes FILE only when the hash matches.
+#[derive(Parser, Debug)]
+#[command(name = "sift-client", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Options every subcommand takes.
+#[derive(ClapArgs, Debug)]
+struct Common {
+    /// Congestion controller for data this client sends:
+    /// reno, cubic, vegas, veno, veno-enhanced, westwood.
+    #[arg(long, global = true, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
+    cc: CcConfig,
+    /// Offer corruption notices (both sides must offer them).
+    #[arg(long, global = true, value_name = "on|off", default_value = "on")]
+    corruption_notices: OnOff,
+    /// Print one JSON object (DESIGN §11 flow fields, plus sha256 and path)
+    /// instead of the summary.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Run with Null protection: no encryption, no authentication. Required
+    /// until TLS lands.
+    #[arg(long, global = true)]
+    insecure_null_crypto: bool,
+    /// Log more (-v: this tool's events, -vv: the transport's too).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Download a file.
+    #[command(
+        after_help = "Examples:\n  sift-client get sift://host/dir/file.bin --insecure-null-crypto\n  sift-client get sift://host:5000/file.bin -o out.bin --resume --insecure-null-crypto"
+    )]
+    Get {
+        /// sift://HOST[:PORT]/PATH of the file.
+        url: String,
+        /// Where to write it (default: the file's name, here).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Continue FILE.sift-part from where an interrupted download stopped.
+        #[arg(long)]
+        resume: bool,
+    },
+    /// Upload a file.
+    #[command(
+        after_help = "Example:\n  sift-client put ./local.bin sift://host/uploads/remote.bin --insecure-null-crypto"
+    )]
+    Put {
+        /// The local file.
+        file: PathBuf,
+        /// sift://HOST[:PORT]/PATH to store it at.
+        url: String,
+    },
+    /// List a directory on the server.
+    #[command(
+        after_help = "Example:\n  sift-client ls sift://host/some/dir --insecure-null-crypto"
+    )]
+    Ls {
+        /// sift://HOST[:PORT]/PATH of the directory (or file).
+        url: String,
+    },
+    /// Measure throughput, iperf3-style.
+    #[command(
+        after_help = "Examples:\n  sift-client perf sift://host -t 10 -i 1 --insecure-null-crypto\n  sift-client perf sift://host -t 2 -J -R --insecure-null-crypto"
+    )]
+    Perf {
+        /// sift://HOST[:PORT] of the server.
+        url: String,
+        /// Seconds to send for.
+        #[arg(
+            short = 't',
+            long = "time",
+            value_name = "SECS",
+            default_value_t = 10.0
+        )]
+        time: f64,
+        /// Seconds between interval reports (0: none).
+        #[arg(
+            short = 'i',
+            long = "interval",
+            value_name = "SECS",
+            default_value_t = 1.0
+        )]
+        interval: f64,
+        /// NDJSON: one JSON object per interval, then a summary object.
+        #[arg(short = 'J', long = "ndjson")]
+        ndjson: bool,
+        /// Reverse: the server sends, this client receives.
+        #[arg(short = 'R', long)]
+        reverse: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    common::run_tool("sift-client", || run(cli))
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let common = cli.common;
+    common::init_logging(common.verbose);
+    // Parse the URL first: a typo is reported before anything else happens.
+    let url_text = match &cli.command {
+        Command::Get { url, .. }
+        | Command::Put { url, .. }
+        | Command::Ls { url }
+        | Command::Perf { url, .. } => url.clone(),
+    };
+    let url = SiftUrl::parse(&url_text)?;
+    common::require_insecure_null_crypto(common.insecure_null_crypto)?;
+    let config = common::transport_config(common.cc, common.corruption_notices);
+    match cli.command {
+        Command::Get { output, resume, .. } => get(&url, config, output, resume, common.json),
+        Command::Put { file, .. } => put(&url, config, &file, common.json),
+        Command::Ls { .. } => ls(&url, config, common.json),
+        Command::Perf {
+            time,
+            interval,
+            ndjson,
+            reverse,
+            ..
+        } => perf(&url, config, time, interval, ndjson || common.json, reverse),
+    }
+}
+
+fn print_report(report: &FlowReport, json: bool) -> anyhow::Result<()> {
+    let text = if json {
+        serde_json::to_string(report)?
+    } else {
+        report.summary()
+    };
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{}", text.trim_end()).context("writing to stdout")
+}
+
+fn get(
+    url: &SiftUrl,
+    config: sift::Config,
+    output: Option<PathBuf>,
+    resume: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let name = Path::new(&url.path)
+        .file_name()
+        .map(PathBuf::from)
+        .with_context(|| {
+            format!(
+                "the URL names no file: sift://{}/{}",
+                url.authority(),
+                url.path
+            )
+        })?;
+    let dest = output.unwrap_or(name);
+    let connection = session::connect(url, config)?;
+    let report = session::download(&connection, &url.path, &dest, resume, json);
+    connection.close(CLOSE_DONE, "done");
+    print_report(&report?, json)
+}
+
+fn put(url: &SiftUrl, config: sift::Config, file: &Path, json: bool) -> anyhow::Result<()> {
+    if url.path.is_empty() {
+        anyhow::bail!(
+            "the URL names no destination file: sift://{}/ needs a path",
+            url.authority()
+        );
+    }
+    let prepared = client::LocalUpload::prepare(file)?;
+    let connection = session::connect(url, config)?;
+    let report = session::upload(&connection, file, prepared, &url.path, json);
+    connection.close(CLOSE_DONE, "done");
+    print_report(&report?, json)
+}
+
+fn ls(url: &SiftUrl, config: sift::Config, json: bool) -> anyhow::Result<()> {
+    let connection = session::connect(url, config)?;
+    let entries = connection
+        .open_bi()
+        .map_err(anyhow::Error::new)
+        .and_then(|mut stream| Ok(client::list(&mut stream, &url.path)?));
+    connection.close(CLOSE_DONE, "done");
+    let entries = entries?;
+    let mut stdout = std::io::stdout();
+    if json {
+        let value = serde_json::json!({ "path": url.path, "entries": entries });
+        writeln!(stdout, "{value}")?;
+        return Ok(());
+    }
+    for entry in entries {
+        let (kind, size, suffix) = match entry.kind {
+            EntryKind::File => ("file", entry.size.to_string(), ""),
+            EntryKind::Dir => ("dir", "-".into(), "/"),
+            EntryKind::Symlink => ("link", "-".into(), "@"),
+            EntryKind::Other => ("other", "-".into(), ""),
+        };
+        writeln!(stdout, "{kind:<5} {size:>14}  {}{suffix}", entry.name)?;
+    }
+    Ok(())
+}
+
+fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| *d <= Duration::from_secs(86_400))
+        .with_context(|| format!("{flag} must be a number of seconds from 0 to 86400, not {value}"))
+}
+
+fn perf(
+    url: &SiftUrl,
+    config: sift::Config,
+    time: f64,
+    interval: f64,
+    ndjson: bool,
+    reverse: bool,
+) -> anyhow::Result<()> {
+    let options = PerfOptions {
+        direction: if reverse {
+            PerfDirection::Download
+        } else {
+            PerfDirection::Upload
+        },
+        duration: seconds(time, "-t")?,
+        interval: seconds(interval, "-i")?,
+    };
+    let connection = session::connect(url, config)?;
+    let mut stdout = std::io::stdout();
+    if !ndjson {
+        let _ = writeln!(
+            stdout,
+            "Connecting to {}, {} for {time} s\n[ ID] Interval           Transfer       Bitrate          Retr   Cwnd",
+            url.authority(),
+            if reverse { "server sending" } else { "client sending" },
+        );
+    }
+    let sample = || Some(PerfSample::from_stats(&connection.stats()));
+    let mut print_interval = |i: &PerfInterval| {
+        let line = if ndjson {
+            serde_json::to_string(i).unwrap_or_default()
+        } else {
+            format!(
+                "[  1] {:6.2}-{:<6.2} sec  {:>12}  {:>14}  {:>5}  {:>10}",
+                i.start_s,
+                i.end_s,
+                format::bytes(i.bytes),
+                format::rate(i.bits_per_second),
+                i.retransmits.map_or("-".into(), |r| r.to_string()),
+                i.cwnd.map_or("-".into(), format::bytes),
+            )
+        };
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
+    let result = connection
+        .open_bi()
+        .map_err(anyhow::Error::new)
+        .and_then(|mut stream| {
+            Ok(run_perf(
+                &mut stream,
+                options,
+                &sample,
+                &mut print_interval,
+            )?)
+        });
+    connection.close(CLOSE_DONE, "done");
+    let summary = result?;
+    if ndjson {
+        writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
+    } else {
+        writeln!(
+            stdout,
+            "- - - - - - - - - - - - - - - - - - - - - - - - -\n[  1] {:6.2}-{:<6.2} sec  {:>12}  {:>14}  {:>5}  {:>10}  {}\n  srtt {}",
+            0.0,
+            summary.seconds,
+            format::bytes(summary.bytes_received),
+            format::rate(summary.bits_per_second),
+            summary.retransmits.map_or("-".into(), |r| r.to_string()),
+            summary.cwnd.map_or("-".into(), format::bytes),
+            if reverse { "receiver" } else { "sender→receiver" },
+            summary.srtt_us.map_or("-".into(), format::micros_as_ms),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,645 @@
+//! sift-link: a real-time UDP relay that impairs traffic with the same
+//! link models as sift's simulator (DESIGN.md §8).
+//!
+//! Clients send to `--listen`; each new client address gets its own
+//! upstream socket towards `--to` (NAT-style), so many clients work at once
+//! and the server's replies find their way back. All clients share one
+//! `Link` per direction, like a qdisc on an interface: forward is
+//! client → server, reverse is server → client. The models never read the
+//! clock; this binary feeds them `Instant::now()`.
+//!
+//! Threads: one reader per socket (the listening one and each upstream
+//! one), blocking with a read timeout, hands datagrams to the main thread
+//! over a channel; the main thread owns both links and sleeps in
+//! `recv_timeout` until the next datagram or the next link event.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+use sift::sim::link::{Corruption, Delivery, Fate, Link, LinkConfig, LinkCounters};
+
+/// Largest UDP payload.
+const MAX_DATAGRAM: usize = 65_535;
+/// How long a socket reader blocks before it checks for shutdown.
+const READ_TIMEOUT: Duration = Duration::from_millis(200);
+/// Longest the main loop sleeps with nothing scheduled, so signals are
+/// noticed promptly.
+const MAX_IDLE_WAIT: Duration = Duration::from_millis(100);
+/// Packet ids carry the client's session number above this many bits.
+const SESSION_SHIFT: u32 = 40;
+
+const EXAMPLES: &str = "\
+Examples:
+  # The Veno paper's bottleneck: 1.6 Mb/s, 120 ms RTT, 12-packet queue, 1% loss
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 \\
+      --forward \"delay 60ms rate 1600kbit limit 12 loss 1%\" --reverse \"delay 60ms\"
+
+  # HACK-style burst corruption hitting the header of 95% of corrupted packets
+  sift-link --listen 0.0.0.0:5000 --to server:4433 \\
+      --forward \"delay 5ms corrupt-burst 5% 2-10 corrupt-where header=95%\" --seed 7
+
+  # Log every packet's fate as JSON lines; print counters with `kill -USR1 PID`
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --forward \"loss gemodel 1% 30%\" \\
+      --log fates.jsonl --log-format json
+
+Impairment specs use tc-netem syntax (delay, distribution, loss random|state|gemodel,
+corrupt, duplicate, reorder … gap, rate, limit, slot, seed) plus sift's ber, corrupt-gemodel,
+corrupt-burst, corrupt-where and outage. Unlike netem, corrupted datagrams are delivered.
+Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1.";
+
+/// Format of the per-packet log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// mahimahi link-log lines (`MS + SIZE` offered, `MS - SIZE` delivered,
+    /// `MS d SIZE` dropped): FILE holds the forward direction, FILE.reverse the reverse.
+    Mahimahi,
+    /// One JSON object per line with time, direction, client, size and fate.
+    Json,
+}
+
+/// A UDP relay that delays, limits, drops and corrupts datagrams with sift's link models.
+#[derive(Debug, Parser)]
+#[command(name = "sift-link", version, after_help = EXAMPLES)]
+struct Args {
+    /// Address clients send to (port 0 picks a free port; the address is printed).
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// The server every client's traffic is relayed to.
+    #[arg(long, value_name = "ADDR")]
+    to: String,
+    /// Impairments client → server, in netem syntax.
+    #[arg(long, value_name = "SPEC", default_value = "")]
+    forward: String,
+    /// Impairments server → client, in netem syntax.
+    #[arg(long, value_name = "SPEC", default_value = "")]
+    reverse: String,
+    /// Seed of the forward link; the reverse link uses SEED + 1. A `seed` in a spec wins.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Write every packet's fate to FILE.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Format of --log.
+    #[arg(long, value_enum, default_value_t = LogFormat::Mahimahi)]
+    log_format: LogFormat,
+    /// Forget a client after this many seconds without traffic either way.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    idle_timeout: u64,
+    /// Log relay events to stderr (-v: debug, -vv: trace).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+/// Set by the signal handler: stop and print the counters.
+static TERMINATE: AtomicBool = AtomicBool::new(false);
+/// Set by the signal handler: print the counters and go on.
+static REPORT: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    // Only atomic stores: async-signal-safe.
+    if signal == libc::SIGUSR1 {
+        REPORT.store(true, Ordering::SeqCst);
+    } else {
+        TERMINATE.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Installs the handlers for SIGINT, SIGTERM (stop) and SIGUSR1 (report).
+/// std has no signal API; libc's `sigaction` is the smallest way to get one.
+fn install_signal_handlers() -> Result<()> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGUSR1] {
+        // SAFETY: `action` is fully initialised (zeroed, then the handler and
+        // flags set); the handler only performs atomic stores, which are
+        // async-signal-safe.
+        let result = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if result != 0 {
+            bail!(
+                "cannot install a handler for signal {signal}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Which way a packet travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// What a reader thread hands the main thread.
+enum Inbound {
+    /// A datagram from a client, received on the listening socket.
+    FromClient { client: SocketAddr, bytes: Vec<u8> },
+    /// A datagram from the server, received on a session's upstream socket.
+    FromServer { session: u64, bytes: Vec<u8> },
+}
+
+/// One client's NAT binding.
+struct Session {
+    client: SocketAddr,
+    upstream: Arc<UdpSocket>,
+    last_activity: Instant,
+    /// Tells the session's reader thread to stop.
+    closed: Arc<AtomicBool>,
+}
+
+/// A per-packet log line in JSON form.
+#[derive(Serialize)]
+struct JsonEvent<'a> {
+    t_ms: f64,
+    direction: Direction,
+    client: SocketAddr,
+    id: u64,
+    size: usize,
+    /// `offered` (with the fate decided at once) or `delivered`.
+    event: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fate: Option<&'a Fate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    corruption: Option<&'a Corruption>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    duplicate: bool,
+}
+
+/// Where per-packet lines go.
+enum FateLog {
+    None,
+    Mahimahi {
+        forward: BufWriter<File>,
+        reverse: BufWriter<File>,
+    },
+    Json(BufWriter<File>),
+}
+
+fn create_log(path: &Path) -> Result<BufWriter<File>> {
+    let file =
+        File::create(path).with_context(|| format!("cannot create log {}", path.display()))?;
+    Ok(BufWriter::new(file))
+}
+
+impl FateLog {
+    fn open(path: Option<&Path>, format: LogFormat) -> Result<Self> {
+        let Some(path) = path else {
+            return Ok(FateLog::None);
+        };
+        match format {
+            LogFormat::Json => Ok(FateLog::Json(create_log(path)?)),
+            LogFormat::Mahimahi => {
+                let mut reverse_path = path.as_os_str().to_owned();
+                reverse_path.push(".reverse");
+                let mut forward = create_log(path)?;
+                let mut reverse = create_log(Path::new(&reverse_path))?;
+                let base_ms = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis());
+                for (file, direction) in [(&mut forward, "forward"), (&mut reverse, "reverse")] {
+                    writeln!(file, "# sift-link {direction} link")?;
+                    writeln!(file, "# base timestamp: {base_ms}")?;
+                }
+                Ok(FateLog::Mahimahi { forward, reverse })
+            }
+        }
+    }
+
+    fn write(&mut self, line: LogLine<'_>) -> Result<()> {
+        match self {
+            FateLog::None => Ok(()),
+            FateLog::Mahimahi { forward, reverse } => {
+                let file = match line.direction {
+                    Direction::Forward => forward,
+                    Direction::Reverse => reverse,
+                };
+                let symbol = match (line.event, line.fate) {
+                    ("delivered", _) => '-',
+                    (_, Some(Fate::QueueDrop | Fate::RandomLoss | Fate::OutageDrop)) => {
+                        writeln!(file, "{} + {}", line.t.as_millis(), line.size)?;
+                        'd'
+                    }
+                    _ => '+',
+                };
+                writeln!(file, "{} {symbol} {}", line.t.as_millis(), line.size)?;
+                Ok(())
+            }
+            FateLog::Json(file) => {
+                let event = JsonEvent {
+                    t_ms: line.t.as_secs_f64() * 1e3,
+                    direction: line.direction,
+                    client: line.client,
+                    id: line.id,
+                    size: line.size,
+                    event: line.event,
+                    fate: line.fate,
+                    corruption: line.corruption,
+                    duplicate: line.duplicate,
+                };
+                serde_json::to_writer(&mut *file, &event)?;
+                writeln!(file)?;
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        match self {
+            FateLog::None => Ok(()),
+            FateLog::Mahimahi { forward, reverse } => {
+                forward.flush()?;
+                reverse.flush()?;
+                Ok(())
+            }
+            FateLog::Json(file) => Ok(file.flush()?),
+        }
+    }
+}
+
+/// One event for the fate log.
+struct LogLine<'a> {
+    t: Duration,
+    direction: Direction,
+    client: SocketAddr,
+    id: u64,
+    size: usize,
+    event: &'static str,
+    fate: Option<&'a Fate>,
+    corruption: Option<&'a Corruption>,
+    duplicate: bool,
+}
+
+/// The relay's state, owned by the main thread.
+struct Relay {
+    listen: Arc<UdpSocket>,
+    server: SocketAddr,
+    forward: Link,
+    reverse: Link,
+    sessions: HashMap<u64, Session>,
+    session_of_client: HashMap<SocketAddr, u64>,
+    next_session: u64,
+    next_packet: u64,
+    inbound: Sender<Inbound>,
+    log: FateLog,
+    started: Instant,
+    idle_timeout: Duration,
+}
+
+impl Relay {
+    /// The session of `client`, opening one (and its upstream socket) if new.
+    fn session_for(&mut self, client: SocketAddr, now: Instant) -> Result<u64> {
+        if let Some(&id) = self.session_of_client.get(&client) {
+            return Ok(id);
+        }
+        let local: SocketAddr = if self.server.is_ipv4() {
+            "0.0.0.0:0".parse()?
+        } else {
+            "[::]:0".parse()?
+        };
+        let upstream = UdpSocket::bind(local).context("cannot open an upstream socket")?;
+        upstream
+            .connect(self.server)
+            .with_context(|| format!("cannot reach {}", self.server))?;
+        upstream.set_read_timeout(Some(READ_TIMEOUT))?;
+        let upstream = Arc::new(upstream);
+        let id = self.next_session;
+        self.next_session += 1;
+        let closed = Arc::new(AtomicBool::new(false));
+        spawn_upstream_reader(
+            id,
+            Arc::clone(&upstream),
+            Arc::clone(&closed),
+            self.inbound.clone(),
+        )?;
+        tracing::debug!(client = %client, session = id, local = ?upstream.local_addr().ok(), "new client");
+        self.sessions.insert(
+            id,
+            Session {
+                client,
+                upstream,
+                last_activity: now,
+                closed,
+            },
+        );
+        self.session_of_client.insert(client, id);
+        Ok(id)
+    }
+
+    fn handle(&mut self, inbound: Inbound, now: Instant) -> Result<()> {
+        let (direction, session, bytes) = match inbound {
+            Inbound::FromClient { client, bytes } => match self.session_for(client, now) {
+                Ok(session) => (Direction::Forward, session, bytes),
+                Err(e) => {
+                    // Out of sockets, say: this client's datagram is lost, the
+                    // relay and every other client go on.
+                    tracing::warn!(client = %client, "dropping a datagram: {e:#}");
+                    return Ok(());
+                }
+            },
+            Inbound::FromServer { session, bytes } => (Direction::Reverse, session, bytes),
+        };
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return Ok(()); // a late reply for a session already forgotten
+        };
+        s.last_activity = now;
+        let client = s.client;
+        let id = (session << SESSION_SHIFT) | (self.next_packet & ((1 << SESSION_SHIFT) - 1));
+        self.next_packet += 1;
+        let size = bytes.len();
+        let link = match direction {
+            Direction::Forward => &mut self.forward,
+            Direction::Reverse => &mut self.reverse,
+        };
+        let fate = link.send(now, id, bytes);
+        tracing::trace!(?direction, %client, id, size, ?fate, "offered");
+        self.log.write(LogLine {
+            t: now - self.started,
+            direction,
+            client,
+            id,
+            size,
+            event: "offered",
+            fate: Some(&fate),
+            corruption: None,
+            duplicate: false,
+        })
+    }
+
+    /// Sends out every packet both links deliver by `now`.
+    fn deliver_due(&mut self, now: Instant) -> Result<()> {
+        for direction in [Direction::Forward, Direction::Reverse] {
+            loop {
+                let link = match direction {
+                    Direction::Forward => &mut self.forward,
+                    Direction::Reverse => &mut self.reverse,
+                };
+                let Some(delivery) = link.poll_delivery(now) else {
+                    break;
+                };
+                self.deliver(direction, delivery, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn deliver(&mut self, direction: Direction, delivery: Delivery, now: Instant) -> Result<()> {
+        let Some(session) = self.sessions.get(&(delivery.id >> SESSION_SHIFT)) else {
+            return Ok(()); // its client was forgotten while it was in flight
+        };
+        let sent = match direction {
+            Direction::Forward => session.upstream.send(&delivery.bytes),
+            Direction::Reverse => self.listen.send_to(&delivery.bytes, session.client),
+        };
+        if let Err(e) = sent {
+            // The peer may simply not be there yet (ICMP port unreachable):
+            // like a real link, keep going.
+            tracing::debug!(?direction, client = %session.client, error = %e, "send failed");
+        }
+        let client = session.client;
+        self.log.write(LogLine {
+            t: now - self.started,
+            direction,
+            client,
+            id: delivery.id,
+            size: delivery.bytes.len(),
+            event: "delivered",
+            fate: None,
+            corruption: delivery.corruption.as_ref(),
+            duplicate: delivery.duplicate,
+        })
+    }
+
+    fn expire_idle_sessions(&mut self, now: Instant) {
+        let idle: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| now.duration_since(s.last_activity) > self.idle_timeout)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in idle {
+            if let Some(s) = self.sessions.remove(&id) {
+                s.closed.store(true, Ordering::SeqCst);
+                self.session_of_client.remove(&s.client);
+                tracing::debug!(client = %s.client, session = id, "client idle, forgotten");
+            }
+        }
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        match (self.forward.next_event(), self.reverse.next_event()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn print_counters(&self, now: Instant) {
+        eprintln!(
+            "sift-link: counters after {:.1} s, {} client(s)",
+            (now - self.started).as_secs_f64(),
+            self.sessions.len()
+        );
+        eprintln!("  forward: {}", describe(&self.forward.counters()));
+        eprintln!("  reverse: {}", describe(&self.reverse.counters()));
+    }
+}
+
+fn describe(c: &LinkCounters) -> String {
+    format!(
+        "offered {}, delivered {}, queue drops {}, random losses {}, outage drops {}, \
+         corrupted {} (header {}, payload {}, bits {}), duplicated {}, reordered {}",
+        c.offered,
+        c.delivered,
+        c.queue_drops,
+        c.random_losses,
+        c.outage_drops,
+        c.corrupted,
+        c.corrupted_header,
+        c.corrupted_payload,
+        c.bits_flipped,
+        c.duplicated,
+        c.reordered
+    )
+}
+
+fn spawn_listen_reader(socket: Arc<UdpSocket>, inbound: Sender<Inbound>) -> Result<()> {
+    thread::Builder::new()
+        .name("listen-reader".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; MAX_DATAGRAM];
+            while !TERMINATE.load(Ordering::SeqCst) {
+                match socket.recv_from(&mut buf) {
+                    Ok((len, client)) => {
+                        let bytes = buf.get(..len).unwrap_or_default().to_vec();
+                        if inbound.send(Inbound::FromClient { client, bytes }).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if is_timeout(&e) => {}
+                    Err(e) => tracing::debug!(error = %e, "receive on the listening socket failed"),
+                }
+            }
+        })
+        .context("cannot start the listening thread")?;
+    Ok(())
+}
+
+fn spawn_upstream_reader(
+    session: u64,
+    socket: Arc<UdpSocket>,
+    closed: Arc<AtomicBool>,
+    inbound: Sender<Inbound>,
+) -> Result<()> {
+    thread::Builder::new()
+        .name(format!("upstream-{session}"))
+        .spawn(move || {
+            let mut buf = vec![0u8; MAX_DATAGRAM];
+            while !TERMINATE.load(Ordering::SeqCst) && !closed.load(Ordering::SeqCst) {
+                match socket.recv(&mut buf) {
+                    Ok(len) => {
+                        let bytes = buf.get(..len).unwrap_or_default().to_vec();
+                        if inbound
+                            .send(Inbound::FromServer { session, bytes })
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(e) if is_timeout(&e) => {}
+                    // ECONNREFUSED after an ICMP port unreachable: the server
+                    // is not (yet) there. Keep listening.
+                    Err(e) => {
+                        tracing::debug!(session, error = %e, "receive from the server failed")
+                    }
+                }
+            }
+        })
+        .context("cannot start an upstream thread")?;
+    Ok(())
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+fn resolve(what: &str, address: &str) -> Result<SocketAddr> {
+    address
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {what} address {address:?}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{what} address {address:?} resolves to nothing"))
+}
+
+fn parse_spec(which: &str, spec: &str) -> Result<LinkConfig> {
+    LinkConfig::from_netem(spec).with_context(|| format!("bad --{which} spec {spec:?}"))
+}
+
+fn run(args: Args) -> Result<()> {
+    let forward_config = parse_spec("forward", &args.forward)?;
+    let reverse_config = parse_spec("reverse", &args.reverse)?;
+    let listen_addr = resolve("--listen", &args.listen)?;
+    let server = resolve("--to", &args.to)?;
+    let listen =
+        UdpSocket::bind(listen_addr).with_context(|| format!("cannot listen on {listen_addr}"))?;
+    listen.set_read_timeout(Some(READ_TIMEOUT))?;
+    let listen = Arc::new(listen);
+    let bound = listen.local_addr()?;
+    let log = FateLog::open(args.log.as_deref(), args.log_format)?;
+    install_signal_handlers()?;
+
+    let (inbound, receiver): (Sender<Inbound>, Receiver<Inbound>) = mpsc::channel();
+    spawn_listen_reader(Arc::clone(&listen), inbound.clone())?;
+    let started = Instant::now();
+    let mut relay = Relay {
+        listen,
+        server,
+        forward: Link::new(forward_config, args.seed),
+        reverse: Link::new(reverse_config, args.seed.wrapping_add(1)),
+        sessions: HashMap::new(),
+        session_of_client: HashMap::new(),
+        next_session: 0,
+        next_packet: 0,
+        inbound,
+        log,
+        started,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+    };
+    eprintln!(
+        "sift-link: listening on {bound}, relaying to {server}; forward \"{}\", reverse \"{}\"",
+        relay.forward.config(),
+        relay.reverse.config()
+    );
+
+    let mut last_housekeeping = started;
+    while !TERMINATE.load(Ordering::SeqCst) {
+        let now = Instant::now();
+        if REPORT.swap(false, Ordering::SeqCst) {
+            relay.print_counters(now);
+        }
+        relay.deliver_due(now)?;
+        if now.duration_since(last_housekeeping) >= Duration::from_secs(1) {
+            relay.expire_idle_sessions(now);
+            relay.log.flush()?;
+            last_housekeeping = now;
+        }
+        let wait = relay
+            .next_event()
+            .map_or(MAX_IDLE_WAIT, |t| t.saturating_duration_since(now))
+            .min(MAX_IDLE_WAIT);
+        match receiver.recv_timeout(wait) {
+            Ok(first) => {
+                relay.handle(first, Instant::now())?;
+                // Take whatever else has queued up without sleeping again.
+                while let Ok(more) = receiver.try_recv() {
+                    relay.handle(more, Instant::now())?;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => bail!("the socket readers stopped"),
+        }
+    }
+    relay.log.flush()?;
+    relay.print_counters(Instant::now());
+    Ok(())
+}
+
+fn main() {
+    let args = Args::parse();
+    let filter = match args.verbose {
+        0 => "warn",
+        1 => "sift_link=debug,sift=debug",
+        _ => "sift_link=trace,sift=trace",
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .init();
+    if let Err(error) = run(args) {
+        eprintln!("sift-link: {error:#}");
+        std::process::exit(1);
+    }
+}

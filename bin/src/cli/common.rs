@@ -1,0 +1,152 @@
+//! What every sift tool does the same way: the Null-protection gate and
+//! warning, `--cc` and `--corruption-notices`, logging, and turning an
+//! error into one line and an exit code.
+
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use sift_cc::CcConfig;
+
+/// Printed to stderr by every tool that opens an unprotected connection.
+pub const NULL_PROTECTION_WARNING: &str =
+    "warning: Null protection: no encryption, no authentication — for experiments only";
+
+/// Refuses to run without `--insecure-null-crypto`, and warns loudly with it.
+/// TLS is not implemented yet, so Null protection is the only choice; the
+/// flag makes the user say they know.
+pub fn require_insecure_null_crypto(acknowledged: bool) -> anyhow::Result<()> {
+    if !acknowledged {
+        anyhow::bail!(
+            "refusing to start: only Null protection is available (no encryption, no authentication); pass --insecure-null-crypto to run anyway"
+        );
+    }
+    eprintln!("{NULL_PROTECTION_WARNING}");
+    Ok(())
+}
+
+/// `on` / `off` for a boolean option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+impl OnOff {
+    /// `true` for `on`.
+    pub fn enabled(self) -> bool {
+        self == OnOff::On
+    }
+}
+
+/// clap value parser for `--cc`: the controller's name, with sift-cc's own
+/// message for an unknown one.
+pub fn parse_cc(name: &str) -> Result<CcConfig, String> {
+    CcConfig::from_str(name).map_err(|e| e.to_string())
+}
+
+/// A transport configuration for a tool: Null protection, the chosen
+/// controller and corruption-notice offer, library defaults otherwise.
+pub fn transport_config(cc: CcConfig, corruption_notices: OnOff) -> sift::Config {
+    sift::Config {
+        cc,
+        corruption_notices: corruption_notices.enabled(),
+        ..sift::Config::default()
+    }
+}
+
+/// Logs to stderr: warnings only by default; `-v` adds this tool's info and
+/// debug events; `-vv` everything, the transport's debug events included.
+/// `RUST_LOG` overrides.
+pub fn init_logging(verbosity: u8) {
+    let default = match verbosity {
+        0 => "warn",
+        1 => "warn,sift_bin=debug,sift=info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(verbosity > 1)
+        .try_init();
+}
+
+/// Makes a panic print one line (no backtrace) instead of Rust's report.
+/// There should be none; this keeps the promise if one slips through.
+pub fn install_panic_hook(tool: &'static str) {
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("{tool}: internal error{place}: {message}");
+    }));
+}
+
+/// Runs a tool's main body: an error becomes `TOOL: error: ...` on one line
+/// and exit code 1.
+pub fn run_tool(tool: &'static str, body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+    install_panic_hook(tool);
+    match body() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{tool}: error: {}", one_line(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error and its causes on one line, `outer: cause: root`, leaving out
+/// a cause whose text the line already shows (many errors print their
+/// source themselves).
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_chain_is_one_line_without_repeats() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let error = anyhow::Error::new(io)
+            .context("opening x: no such file")
+            .context("uploading");
+        assert_eq!(one_line(&error), "uploading: opening x: no such file");
+        let multi = anyhow::anyhow!("first\nsecond");
+        assert_eq!(one_line(&multi), "first second");
+    }
+
+    #[test]
+    fn an_unknown_controller_is_named_in_the_message() {
+        let message = parse_cc("bbr").unwrap_err();
+        assert!(message.contains("bbr"), "{message}");
+        assert_eq!(parse_cc("Veno").unwrap().name(), "veno");
+    }
+
+    #[test]
+    fn null_protection_needs_the_flag() {
+        let refusal = require_insecure_null_crypto(false).unwrap_err().to_string();
+        assert!(refusal.contains("--insecure-null-crypto"));
+        assert!(require_insecure_null_crypto(true).is_ok());
+    }
+}

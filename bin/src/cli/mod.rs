@@ -1,0 +1,17 @@
+//! The command-line side of the tools: options shared by the binaries,
+//! URLs, the server's threads, progress, summaries and the demo's relay.
+//!
+//! Owns: everything a person sees (lines, bars, JSON on stdout) and the
+//! binding of the protocol to `sift::blocking` connections.
+//! Must not: implement protocol rules (those live in `transfer`).
+
+pub mod common;
+pub mod format;
+pub mod interrupt;
+pub mod progress;
+pub mod relay;
+pub mod report;
+pub mod server_loop;
+pub mod session;
+pub mod stream;
+pub mod url;

@@ -1,0 +1,189 @@
+//! What `sift-client` prints when a transfer ends: an iperf3-like summary,
+//! or with `--json` one object with DESIGN §11's flow fields plus `sha256`
+//! and `path`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::format;
+use crate::transfer::SenderReport;
+
+/// One transfer, in DESIGN §11's flow schema (fields may be added, never
+/// renamed). Counters are the data sender's: the server's for `get` (from
+/// its trailer), this client's for `put`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowReport {
+    pub id: u64,
+    /// "get" or "put".
+    pub operation: &'static str,
+    /// The path on the server.
+    pub path: String,
+    /// The local file.
+    pub local_path: String,
+    /// The sender's congestion controller.
+    pub cc: String,
+    /// Corruption notices were negotiated.
+    pub corruption_notices: bool,
+    /// Payload bytes this transfer moved (only the rest, when resuming).
+    pub bytes: u64,
+    /// Bytes already present locally when a resumed download started.
+    pub resumed_from: u64,
+    /// Seconds from sending the request to the verified file.
+    pub completion_s: f64,
+    /// `bytes`·8 / `completion_s`.
+    pub goodput_bps: f64,
+    pub retransmitted_packets: u64,
+    pub ptos: u64,
+    pub corruption_notices_received: u64,
+    pub srtt_us: u64,
+    pub cwnd: u64,
+    /// SHA-256 of the whole file.
+    pub sha256: String,
+}
+
+/// The parts of a report that are not counters.
+pub struct Transfer<'a> {
+    pub operation: &'static str,
+    pub path: &'a str,
+    pub local_path: &'a str,
+    pub bytes: u64,
+    pub resumed_from: u64,
+    pub elapsed: Duration,
+    pub sha256: String,
+}
+
+impl FlowReport {
+    /// A report from the transfer and the sender's counters.
+    pub fn new(transfer: Transfer<'_>, sender: &SenderReport) -> Self {
+        let completion_s = transfer.elapsed.as_secs_f64();
+        Self {
+            id: 0,
+            operation: transfer.operation,
+            path: transfer.path.to_string(),
+            local_path: transfer.local_path.to_string(),
+            cc: sender.cc.clone(),
+            corruption_notices: sender.corruption_notices,
+            bytes: transfer.bytes,
+            resumed_from: transfer.resumed_from,
+            completion_s,
+            goodput_bps: if completion_s > 0.0 {
+                transfer.bytes as f64 * 8.0 / completion_s
+            } else {
+                0.0
+            },
+            retransmitted_packets: sender.retransmitted_packets,
+            ptos: sender.ptos,
+            corruption_notices_received: sender.corruption_notices_received,
+            srtt_us: sender.srtt_us,
+            cwnd: sender.cwnd,
+            sha256: transfer.sha256,
+        }
+    }
+
+    /// The iperf3-like summary for a person.
+    pub fn summary(&self) -> String {
+        let notices = if self.corruption_notices { "on" } else { "off" };
+        let mut out = format!("{} {} ({})\n", self.operation, self.path, self.local_path);
+        let mut row = |name: &str, value: String| out.push_str(&format!("  {name:<12} {value}\n"));
+        let resumed = if self.resumed_from > 0 {
+            format!(", resumed after {}", format::bytes(self.resumed_from))
+        } else {
+            String::new()
+        };
+        row(
+            "bytes",
+            format!("{} ({}){resumed}", self.bytes, format::bytes(self.bytes)),
+        );
+        row("time", format!("{:.2} s", self.completion_s));
+        row("goodput", format::rate(self.goodput_bps));
+        row(
+            "retransmits",
+            format!(
+                "{} packets, {} PTOs (sender)",
+                self.retransmitted_packets, self.ptos
+            ),
+        );
+        row(
+            "corrupted",
+            format!(
+                "{} packets notified (corruption notices {notices})",
+                self.corruption_notices_received
+            ),
+        );
+        row("srtt", format::micros_as_ms(self.srtt_us));
+        row("cwnd", format::bytes(self.cwnd));
+        row("cc", self.cc.clone());
+        row("sha256", self.sha256.clone());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> FlowReport {
+        FlowReport::new(
+            Transfer {
+                operation: "get",
+                path: "f.bin",
+                local_path: "out/f.bin",
+                bytes: 4_000_000,
+                resumed_from: 0,
+                elapsed: Duration::from_millis(27_100),
+                sha256: "ab".repeat(32),
+            },
+            &SenderReport {
+                cc: "veno".into(),
+                corruption_notices: false,
+                retransmitted_packets: 312,
+                ptos: 2,
+                corruption_notices_received: 0,
+                cwnd: 40_000,
+                srtt_us: 120_000,
+            },
+        )
+    }
+
+    #[test]
+    fn goodput_is_bits_per_second_over_completion_time() {
+        // DESIGN §11's example: 4 000 000 B · 8 / 27.1 s = 1 180 811 b/s.
+        assert!((report().goodput_bps - 1_180_811.8).abs() < 1.0);
+    }
+
+    #[test]
+    fn json_has_the_design_flow_fields_plus_sha256_and_path() {
+        let json = serde_json::to_value(report()).unwrap();
+        for field in [
+            "bytes",
+            "completion_s",
+            "goodput_bps",
+            "retransmitted_packets",
+            "ptos",
+            "corruption_notices_received",
+            "cc",
+            "corruption_notices",
+            "sha256",
+            "path",
+        ] {
+            assert!(json.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(json["cc"], "veno");
+    }
+
+    #[test]
+    fn the_summary_shows_what_iperf3_users_look_for() {
+        let text = report().summary();
+        for expected in [
+            "4000000",
+            "27.10 s",
+            "1.18 Mb/s",
+            "312 packets",
+            "120.0 ms",
+            "39.06 KiB",
+        ] {
+            assert!(text.contains(expected), "{expected} missing from\n{text}");
+        }
+    }
+}

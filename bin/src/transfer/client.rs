@@ -1,0 +1,369 @@
+//! The client side of GET, PUT and LIST over one stream.
+//!
+//! A download goes to `FILE.sift-part` and is renamed to `FILE` only when
+//! the SHA-256 of the whole file matches the server's; an interrupted one
+//! keeps the partial file, and a resume continues it from its length.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use super::digest::{sha256, Sha256Digest, Sha256Hasher};
+use super::duplex::{abort_codes, Duplex};
+use super::error::ProtocolError;
+use super::frame::read_frame;
+use super::listing::ListEntry;
+use super::part_file::download_part_path;
+use super::request::Request;
+use super::response::{parse_response, parse_trailer, Response, SenderReport, Status};
+use super::server::CHUNK_LEN;
+
+/// A listing larger than this is refused rather than held in memory.
+pub const MAX_LISTING_LEN: u64 = 64 * 1024 * 1024;
+
+/// Why a client operation failed. Each message is one line for a person.
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("server says {}: {message}", status.name())]
+    Server { status: Status, message: String },
+    #[error("transfer interrupted after {received} of {expected} bytes ({reason}); partial download kept in {} — run again with --resume", partial.display())]
+    Interrupted {
+        received: u64,
+        expected: u64,
+        partial: PathBuf,
+        reason: String,
+    },
+    #[error("SHA-256 mismatch: the server announced {expected}, the received file has {actual}; {} removed", partial.display())]
+    HashMismatch {
+        expected: Sha256Digest,
+        actual: Sha256Digest,
+        partial: PathBuf,
+    },
+    #[error("{context}: {error}")]
+    Local { context: String, error: io::Error },
+    #[error("connection lost: {0}")]
+    Connection(String),
+    #[error("bad answer from the server: {0}")]
+    Protocol(ProtocolError),
+}
+
+fn local(context: impl Into<String>) -> impl FnOnce(io::Error) -> ClientError {
+    let context = context.into();
+    move |error| ClientError::Local { context, error }
+}
+
+fn connection(what: &'static str) -> impl FnOnce(io::Error) -> ClientError {
+    move |e| ClientError::Connection(format!("{what}: {e}"))
+}
+
+/// Sends a request frame.
+pub fn send_request<S: Write + ?Sized>(
+    stream: &mut S,
+    request: &Request,
+) -> Result<(), ClientError> {
+    let frame = request.encode().map_err(ClientError::Protocol)?;
+    stream
+        .write_all(&frame)
+        .map_err(connection("sending the request"))
+}
+
+/// Reads a response header; a non-ok status becomes `ClientError::Server`.
+pub fn read_ok_response<S: Read + ?Sized>(stream: &mut S) -> Result<Response, ClientError> {
+    let frame = read_frame(stream).map_err(|e| match e {
+        ProtocolError::EndOfStream => {
+            ClientError::Connection("the server ended the stream without answering".into())
+        }
+        ProtocolError::Io(e) => ClientError::Connection(format!("waiting for the answer: {e}")),
+        other => ClientError::Protocol(other),
+    })?;
+    let response = parse_response(&frame).map_err(ClientError::Protocol)?;
+    if response.status != Status::Ok {
+        return Err(ClientError::Server {
+            status: response.status,
+            message: response.message,
+        });
+    }
+    Ok(response)
+}
+
+/// A finished download.
+#[derive(Clone, Debug)]
+pub struct GetOutcome {
+    /// Where the file now is.
+    pub dest: PathBuf,
+    /// Bytes received by this transfer (the rest, when resuming).
+    pub bytes: u64,
+    /// Bytes already in the partial file when this transfer started.
+    pub resumed_from: u64,
+    /// The whole file's size.
+    pub size: u64,
+    pub sha256: Sha256Digest,
+    /// The server's sender-side counters, if it sent them.
+    pub sender: Option<SenderReport>,
+}
+
+/// Downloads `remote_path` to `dest` (via `dest.sift-part`). With `resume`,
+/// an existing partial file is continued from its length and the final
+/// hash still covers the whole file. `progress(done, total)` is called as
+/// bytes arrive.
+pub fn get<S: Duplex + ?Sized>(
+    stream: &mut S,
+    remote_path: &str,
+    dest: &Path,
+    resume: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<GetOutcome, ClientError> {
+    let partial = download_part_path(dest);
+    let offset = if resume {
+        match partial.metadata() {
+            Ok(meta) => meta.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(local(format!("reading {}", partial.display()))(e)),
+        }
+    } else {
+        0
+    };
+    let mut hasher = Sha256Hasher::new();
+    if offset > 0 {
+        let mut existing =
+            File::open(&partial).map_err(local(format!("opening {}", partial.display())))?;
+        hasher
+            .update_from(&mut (&mut existing).take(offset))
+            .map_err(local(format!("reading {}", partial.display())))?;
+    }
+    send_request(
+        stream,
+        &Request::Get {
+            path: remote_path.to_string(),
+            offset,
+        },
+    )?;
+    stream.finish().map_err(connection("sending the request"))?;
+    let response = read_ok_response(stream)?;
+    let expected = response
+        .sha256
+        .ok_or(ClientError::Protocol(ProtocolError::MissingDigest))?;
+    let size = response.size;
+    let mut out = if offset > 0 {
+        OpenOptions::new().append(true).open(&partial)
+    } else {
+        File::create(&partial)
+    }
+    .map_err(local(format!("writing {}", partial.display())))?;
+    progress(offset, size);
+
+    let wanted = size.saturating_sub(offset);
+    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut received = 0u64;
+    while received < wanted {
+        let want = (wanted - received).min(CHUNK_LEN as u64) as usize;
+        let interrupted = |reason: String| ClientError::Interrupted {
+            received: offset + received,
+            expected: size,
+            partial: partial.clone(),
+            reason,
+        };
+        let n = match stream.read(&mut buf[..want]) {
+            Ok(0) => return Err(interrupted("the server ended the stream early".into())),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(interrupted(e.to_string())),
+        };
+        out.write_all(&buf[..n])
+            .map_err(local(format!("writing {}", partial.display())))?;
+        hasher.update(&buf[..n]);
+        received += n as u64;
+        progress(offset + received, size);
+        if received % (1 << 20) < n as u64 {
+            tracing::debug!(received = offset + received, size, "download progress");
+        }
+    }
+    let sender = read_trailer(stream);
+    out.sync_all()
+        .map_err(local(format!("writing {}", partial.display())))?;
+    drop(out);
+    let actual = hasher.finish();
+    if actual != expected {
+        let _ = std::fs::remove_file(&partial);
+        return Err(ClientError::HashMismatch {
+            expected,
+            actual,
+            partial,
+        });
+    }
+    std::fs::rename(&partial, dest).map_err(local(format!(
+        "renaming {} to {}",
+        partial.display(),
+        dest.display()
+    )))?;
+    Ok(GetOutcome {
+        dest: dest.to_path_buf(),
+        bytes: received,
+        resumed_from: offset,
+        size,
+        sha256: actual,
+        sender,
+    })
+}
+
+/// The optional trailer after a download's data. The data is complete and
+/// verified by its digest either way, so a missing or bad trailer only
+/// costs the sender-side counters.
+fn read_trailer<S: Read + ?Sized>(stream: &mut S) -> Option<SenderReport> {
+    match read_frame(stream).and_then(|frame| parse_trailer(&frame)) {
+        Ok(report) => Some(report),
+        Err(ProtocolError::EndOfStream) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, "no usable trailer after the data");
+            None
+        }
+    }
+}
+
+/// A finished upload.
+#[derive(Clone, Debug)]
+pub struct PutOutcome {
+    /// Bytes sent.
+    pub bytes: u64,
+    pub sha256: Sha256Digest,
+}
+
+/// A local file opened and hashed, ready to upload. Preparing it before
+/// connecting means a missing or unreadable file costs no connection.
+#[derive(Debug)]
+pub struct LocalUpload {
+    shown: String,
+    file: File,
+    size: u64,
+    sha256: Sha256Digest,
+}
+
+impl LocalUpload {
+    /// Opens `source` (a regular file) and computes its SHA-256.
+    pub fn prepare(source: &Path) -> Result<Self, ClientError> {
+        let shown = source.display().to_string();
+        let mut file = File::open(source).map_err(local(format!("opening {shown}")))?;
+        let meta = file.metadata().map_err(local(format!("reading {shown}")))?;
+        if !meta.is_file() {
+            return Err(ClientError::Local {
+                context: format!("uploading {shown}"),
+                error: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            });
+        }
+        let size = meta.len();
+        let mut hasher = Sha256Hasher::new();
+        hasher
+            .update_from(&mut (&mut file).take(size))
+            .map_err(local(format!("reading {shown}")))?;
+        Ok(Self {
+            shown,
+            file,
+            size,
+            sha256: hasher.finish(),
+        })
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The file's SHA-256.
+    pub fn sha256(&self) -> Sha256Digest {
+        self.sha256
+    }
+}
+
+/// Uploads a prepared local file to `remote_path`. The server keeps it
+/// only if the SHA-256 of what it received matches ours.
+pub fn put<S: Duplex + ?Sized>(
+    stream: &mut S,
+    upload: LocalUpload,
+    remote_path: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<PutOutcome, ClientError> {
+    let LocalUpload {
+        shown,
+        mut file,
+        size,
+        sha256: digest,
+    } = upload;
+    send_request(
+        stream,
+        &Request::Put {
+            path: remote_path.to_string(),
+            size,
+            sha256: digest,
+        },
+    )?;
+    read_ok_response(stream)?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(local(format!("reading {shown}")))?;
+    progress(0, size);
+    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut sent = 0u64;
+    while sent < size {
+        let want = (size - sent).min(CHUNK_LEN as u64) as usize;
+        let n = file
+            .read(&mut buf[..want])
+            .map_err(local(format!("reading {shown}")))?;
+        if n == 0 {
+            stream.abort(abort_codes::SOURCE_FAILED);
+            return Err(ClientError::Local {
+                context: format!("uploading {shown}"),
+                error: io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("the file shrank to {sent} bytes while being sent"),
+                ),
+            });
+        }
+        stream
+            .write_all(&buf[..n])
+            .map_err(|e| ClientError::Connection(format!("after {sent} of {size} bytes: {e}")))?;
+        sent += n as u64;
+        progress(sent, size);
+    }
+    stream.finish().map_err(connection("ending the upload"))?;
+    let response = read_ok_response(stream)?;
+    Ok(PutOutcome {
+        bytes: sent,
+        sha256: response.sha256.unwrap_or(digest),
+    })
+}
+
+/// Lists `remote_path` (a directory's entries, or one file's).
+pub fn list<S: Duplex + ?Sized>(
+    stream: &mut S,
+    remote_path: &str,
+) -> Result<Vec<ListEntry>, ClientError> {
+    send_request(
+        stream,
+        &Request::List {
+            path: remote_path.to_string(),
+        },
+    )?;
+    stream.finish().map_err(connection("sending the request"))?;
+    let response = read_ok_response(stream)?;
+    if response.size > MAX_LISTING_LEN {
+        return Err(ClientError::Protocol(ProtocolError::TooLarge {
+            len: usize::try_from(response.size).unwrap_or(usize::MAX),
+            max: MAX_LISTING_LEN as usize,
+        }));
+    }
+    let mut json = vec![0u8; response.size as usize];
+    stream
+        .read_exact(&mut json)
+        .map_err(connection("reading the listing"))?;
+    if let Some(expected) = response.sha256 {
+        let actual = sha256(&json);
+        if actual != expected {
+            return Err(ClientError::Connection(format!(
+                "the listing's SHA-256 is {actual}, the server announced {expected}"
+            )));
+        }
+    }
+    serde_json::from_slice(&json)
+        .map_err(|e| ClientError::Protocol(ProtocolError::BadListing(e.to_string())))
+}

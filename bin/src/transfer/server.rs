@@ -1,0 +1,508 @@
+//! The server side of one stream: read the request, serve it from under the
+//! root, answer, and say what happened in a [`TransferRecord`].
+//!
+//! A failure here is this stream's alone: every error becomes a response
+//! (or, mid-data, an aborted stream) and a record; nothing panics and
+//! nothing outside the root is read or written.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::confine::{open_regular_file, PathError, Root, UPLOAD_PART_MARKER};
+use super::digest::{sha256, Sha256Digest, Sha256Hasher};
+use super::duplex::{abort_codes, Duplex};
+use super::error::ProtocolError;
+use super::frame::read_frame;
+use super::listing::ListEntry;
+use super::part_file::{is_disk_full, UploadPart};
+use super::request::{parse_request, PerfDirection, PerfLimit, Request};
+use super::response::{Response, SenderReport, Status};
+
+/// Bytes moved per read or write.
+pub const CHUNK_LEN: usize = 64 * 1024;
+/// The longest PERF measurement the server takes part in.
+pub const MAX_PERF_DURATION: Duration = Duration::from_secs(3600);
+
+/// What one stream did, for the server's one-line-per-transfer log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransferRecord {
+    /// GET, PUT, LIST, PERF, or "?" when the request never arrived.
+    pub verb: &'static str,
+    pub path: String,
+    /// Payload bytes moved (sent for GET/LIST/PERF down, received for PUT/PERF up).
+    pub bytes: u64,
+    pub elapsed: Duration,
+    /// `None`: the stream broke before the transfer completed.
+    pub status: Option<Status>,
+    /// Why it failed, or empty.
+    pub detail: String,
+}
+
+impl TransferRecord {
+    /// Payload bits per second over the transfer.
+    pub fn goodput_bps(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// "ok", the status name, or "interrupted".
+    pub fn result(&self) -> &'static str {
+        self.status.map_or("interrupted", Status::name)
+    }
+}
+
+/// How a request went wrong.
+enum Failure {
+    /// Answer the client with this status and message.
+    Answer(Status, String),
+    /// The stream broke (or was aborted): nothing more can be said on it.
+    Broken(String),
+}
+
+impl From<PathError> for Failure {
+    fn from(error: PathError) -> Self {
+        let status = match &error {
+            PathError::Refused { .. } => Status::RefusedPath,
+            PathError::NotFound { .. } => Status::NotFound,
+            PathError::Io { .. } => Status::Internal,
+        };
+        Failure::Answer(status, error.to_string())
+    }
+}
+
+/// Writes to the client: any error means the client is gone.
+fn send(stream: &mut impl Write, bytes: &[u8]) -> Result<(), Failure> {
+    stream
+        .write_all(bytes)
+        .map_err(|e| Failure::Broken(format!("sending: {e}")))
+}
+
+fn send_response(stream: &mut impl Write, response: &Response) -> Result<(), Failure> {
+    let frame = response
+        .encode()
+        .map_err(|e| Failure::Broken(format!("encoding the response: {e}")))?;
+    send(stream, &frame)
+}
+
+/// A file's digest with what identified the file's version when it was taken.
+#[derive(Clone, Copy)]
+struct CachedDigest {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+    digest: Sha256Digest,
+}
+
+/// Serves GET, PUT, LIST and PERF under one root. Shared by every
+/// connection's threads.
+pub struct FileServer {
+    root: Root,
+    /// Whole-file digests, so resumes and repeated downloads do not re-read
+    /// the file; an entry counts only while size, mtime and inode agree.
+    digests: Mutex<HashMap<PathBuf, CachedDigest>>,
+    /// Tests: uploads fail with ENOSPC past this many bytes, as on a full disk.
+    #[cfg(test)]
+    disk_capacity: Option<u64>,
+}
+
+impl FileServer {
+    /// A server of the files under `root`.
+    pub fn new(root: Root) -> Self {
+        Self {
+            root,
+            digests: Mutex::new(HashMap::new()),
+            #[cfg(test)]
+            disk_capacity: None,
+        }
+    }
+
+    /// The served root.
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// Serves one stream to its end. `sender_report` gives the connection's
+    /// sender-side statistics for a download's trailer.
+    pub fn serve<S: Duplex>(
+        &self,
+        stream: &mut S,
+        sender_report: &dyn Fn() -> Option<SenderReport>,
+    ) -> TransferRecord {
+        let started = Instant::now();
+        let request = read_frame(stream).and_then(|frame| parse_request(&frame));
+        let (verb, path, outcome) = match request {
+            Ok(request) => {
+                let outcome = self.dispatch(stream, &request, sender_report);
+                (request.verb(), request.path().to_string(), outcome)
+            }
+            Err(ProtocolError::EndOfStream) => (
+                "?",
+                String::new(),
+                Err(Failure::Broken("the stream ended before a request".into())),
+            ),
+            Err(ProtocolError::Io(e)) => ("?", String::new(), Err(Failure::Broken(e.to_string()))),
+            Err(e) => {
+                let status = match e {
+                    ProtocolError::TooLarge { .. } => Status::TooLarge,
+                    _ => Status::BadRequest,
+                };
+                (
+                    "?",
+                    String::new(),
+                    Err(Failure::Answer(status, e.to_string())),
+                )
+            }
+        };
+        let (bytes, status, detail) = match outcome {
+            Ok(bytes) => (bytes, Some(Status::Ok), String::new()),
+            Err(Failure::Answer(status, message)) => {
+                let answered = send_response(stream, &Response::error(status, message.clone()))
+                    .and_then(|_| stream.finish().map_err(|e| Failure::Broken(e.to_string())));
+                match answered {
+                    Ok(()) => (0, Some(status), message),
+                    Err(_) => (0, None, message),
+                }
+            }
+            Err(Failure::Broken(reason)) => (0, None, reason),
+        };
+        TransferRecord {
+            verb,
+            path,
+            bytes,
+            elapsed: started.elapsed(),
+            status,
+            detail,
+        }
+    }
+
+    fn dispatch<S: Duplex>(
+        &self,
+        stream: &mut S,
+        request: &Request,
+        sender_report: &dyn Fn() -> Option<SenderReport>,
+    ) -> Result<u64, Failure> {
+        match request {
+            Request::Get { path, offset } => self.get(stream, path, *offset, sender_report),
+            Request::Put { path, size, sha256 } => self.put(stream, path, *size, *sha256),
+            Request::List { path } => self.list(stream, path),
+            Request::Perf { direction, limit } => perf(stream, *direction, *limit),
+        }
+    }
+
+    fn get<S: Duplex>(
+        &self,
+        stream: &mut S,
+        path: &str,
+        offset: u64,
+        sender_report: &dyn Fn() -> Option<SenderReport>,
+    ) -> Result<u64, Failure> {
+        let resolved = self.root.resolve_existing(path)?;
+        let mut file = open_regular_file(path, &resolved)?;
+        let size = file.metadata().map_err(internal)?.len();
+        if offset > size {
+            return Err(Failure::Answer(
+                Status::BadRequest,
+                format!("offset {offset} is past the end of the {size}-byte file {path:?}"),
+            ));
+        }
+        let digest = self.digest_of(&resolved, &mut file)?;
+        send_response(stream, &Response::ok(size, Some(digest)))?;
+        file.seek(SeekFrom::Start(offset)).map_err(internal)?;
+        let wanted = size - offset;
+        let sent = copy_exact(&mut file, stream, wanted)?;
+        if sent < wanted {
+            // The file shrank under us: never let the client see a clean end.
+            stream.abort(abort_codes::SOURCE_FAILED);
+            return Err(Failure::Broken(format!(
+                "{path:?} shrank while being sent ({sent} of {wanted} bytes)"
+            )));
+        }
+        if let Some(report) = sender_report() {
+            let frame = report
+                .encode()
+                .map_err(|e| Failure::Broken(format!("encoding the trailer: {e}")))?;
+            send(stream, &frame)?;
+        }
+        stream
+            .finish()
+            .map_err(|e| Failure::Broken(e.to_string()))?;
+        Ok(sent)
+    }
+
+    /// The whole file's digest, from the cache when the file is unchanged.
+    fn digest_of(&self, path: &Path, file: &mut File) -> Result<Sha256Digest, Failure> {
+        let meta = file.metadata().map_err(internal)?;
+        let (len, modified, inode) = (meta.len(), meta.modified().ok(), meta.ino());
+        let cached = self
+            .digests
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(path).copied());
+        if let Some(c) = cached {
+            if c.len == len && c.modified == modified && c.inode == inode {
+                return Ok(c.digest);
+            }
+        }
+        file.seek(SeekFrom::Start(0)).map_err(internal)?;
+        let mut hasher = Sha256Hasher::new();
+        hasher.update_from(file).map_err(internal)?;
+        let digest = hasher.finish();
+        if let Ok(mut cache) = self.digests.lock() {
+            cache.insert(
+                path.to_path_buf(),
+                CachedDigest {
+                    len,
+                    modified,
+                    inode,
+                    digest,
+                },
+            );
+        }
+        Ok(digest)
+    }
+
+    fn put<S: Duplex>(
+        &self,
+        stream: &mut S,
+        path: &str,
+        size: u64,
+        expected: Sha256Digest,
+    ) -> Result<u64, Failure> {
+        let target = self.root.resolve_upload(path)?;
+        if let Some(free) = available_bytes(&target.directory) {
+            if size > free {
+                return Err(Failure::Answer(
+                    Status::DiskFull,
+                    format!("no room for {size} bytes: {free} bytes free on the server"),
+                ));
+            }
+        }
+        let mut part = UploadPart::create(&target).map_err(|e| storage_failure(&e))?;
+        // "Go ahead": the client sends the data only after this.
+        send_response(stream, &Response::ok(0, None))?;
+        let mut hasher = Sha256Hasher::new();
+        let mut buf = vec![0u8; CHUNK_LEN];
+        let mut received = 0u64;
+        while received < size {
+            let want = (size - received).min(CHUNK_LEN as u64) as usize;
+            let n = read_some(stream, &mut buf[..want])?;
+            if n == 0 {
+                return Err(Failure::Broken(format!(
+                    "the client stopped after {received} of {size} bytes"
+                )));
+            }
+            hasher.update(&buf[..n]);
+            if let Err(e) = self.store(&mut part, &buf[..n], received) {
+                drop(part);
+                if is_disk_full(&e) {
+                    // Take in the rest (bounded by the announced size) so the
+                    // client, still sending, reaches our answer.
+                    let rest = size - received - n as u64;
+                    let _ = copy_exact(stream, &mut io::sink(), rest);
+                }
+                return Err(storage_failure(&e));
+            }
+            received += n as u64;
+        }
+        if read_some(stream, &mut buf[..1])? != 0 {
+            return Err(Failure::Answer(
+                Status::BadRequest,
+                format!("more data than the announced {size} bytes"),
+            ));
+        }
+        let actual = hasher.finish();
+        if actual != expected {
+            return Err(Failure::Answer(
+                Status::HashMismatch,
+                format!("received data has SHA-256 {actual}, announced {expected}; nothing kept"),
+            ));
+        }
+        part.commit(&target.path())
+            .map_err(|e| storage_failure(&e))?;
+        send_response(stream, &Response::ok(size, Some(actual)))?;
+        stream
+            .finish()
+            .map_err(|e| Failure::Broken(e.to_string()))?;
+        Ok(size)
+    }
+
+    /// Appends received bytes to the upload (`already` bytes are stored).
+    fn store(&self, part: &mut UploadPart, bytes: &[u8], already: u64) -> io::Result<()> {
+        #[cfg(test)]
+        if self
+            .disk_capacity
+            .is_some_and(|capacity| already + bytes.len() as u64 > capacity)
+        {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        #[cfg(not(test))]
+        let _ = already;
+        part.file().write_all(bytes)
+    }
+
+    fn list<S: Duplex>(&self, stream: &mut S, path: &str) -> Result<u64, Failure> {
+        let resolved = self.root.resolve_existing(path)?;
+        let meta = resolved.metadata().map_err(internal)?;
+        let mut entries = Vec::new();
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&resolved).map_err(internal)? {
+                let entry = entry.map_err(internal)?;
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue; // not UTF-8: not addressable by a request either
+                };
+                if name.contains(UPLOAD_PART_MARKER) {
+                    continue;
+                }
+                if let Ok(meta) = entry.path().symlink_metadata() {
+                    entries.push(ListEntry::from_metadata(name, &meta));
+                }
+            }
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+        } else {
+            let name = resolved
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(path)
+                .to_string();
+            entries.push(ListEntry::from_metadata(name, &meta));
+        }
+        let json = serde_json::to_vec(&entries).map_err(|e| internal(io::Error::other(e)))?;
+        send_response(
+            stream,
+            &Response::ok(json.len() as u64, Some(sha256(&json))),
+        )?;
+        send(stream, &json)?;
+        stream
+            .finish()
+            .map_err(|e| Failure::Broken(e.to_string()))?;
+        Ok(json.len() as u64)
+    }
+}
+
+/// PERF: source or sink data for the meter.
+fn perf<S: Duplex>(
+    stream: &mut S,
+    direction: PerfDirection,
+    limit: PerfLimit,
+) -> Result<u64, Failure> {
+    send_response(stream, &Response::ok(0, None))?;
+    match direction {
+        PerfDirection::Download => {
+            let buf = perf_pattern();
+            let started = Instant::now();
+            let mut sent = 0u64;
+            loop {
+                let chunk = match limit {
+                    PerfLimit::Duration(d) if started.elapsed() >= d.min(MAX_PERF_DURATION) => {
+                        break
+                    }
+                    PerfLimit::Bytes(n) if sent >= n => break,
+                    PerfLimit::Bytes(n) => (n - sent).min(CHUNK_LEN as u64) as usize,
+                    PerfLimit::Duration(_) => CHUNK_LEN,
+                };
+                send(stream, &buf[..chunk])?;
+                sent += chunk as u64;
+            }
+            stream
+                .finish()
+                .map_err(|e| Failure::Broken(e.to_string()))?;
+            Ok(sent)
+        }
+        PerfDirection::Upload => {
+            let received = copy_exact(stream, &mut io::sink(), u64::MAX)?;
+            send_response(stream, &Response::ok(received, None))?;
+            stream
+                .finish()
+                .map_err(|e| Failure::Broken(e.to_string()))?;
+            Ok(received)
+        }
+    }
+}
+
+/// The bytes PERF sends: not all zeros, so nothing on the path can
+/// compress them away.
+pub fn perf_pattern() -> Vec<u8> {
+    (0..CHUNK_LEN)
+        .map(|i| (i.wrapping_mul(31) % 251) as u8)
+        .collect()
+}
+
+/// Reads once, retrying on EINTR; an error means the client is gone.
+fn read_some<R: Read + ?Sized>(reader: &mut R, buf: &mut [u8]) -> Result<usize, Failure> {
+    loop {
+        match reader.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Failure::Broken(format!("receiving: {e}"))),
+        }
+    }
+}
+
+/// Copies up to `limit` bytes, stopping early at end-of-file; returns the
+/// count. Read errors on a file are internal errors; write errors mean the
+/// client is gone.
+fn copy_exact<R: Read + ?Sized, W: Write + ?Sized>(
+    reader: &mut R,
+    writer: &mut W,
+    limit: u64,
+) -> Result<u64, Failure> {
+    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut copied = 0u64;
+    while copied < limit {
+        let want = (limit - copied).min(CHUNK_LEN as u64) as usize;
+        let n = read_some(reader, &mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        writer
+            .write_all(&buf[..n])
+            .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
+        copied += n as u64;
+    }
+    Ok(copied)
+}
+
+fn internal(error: io::Error) -> Failure {
+    Failure::Answer(Status::Internal, error.to_string())
+}
+
+fn storage_failure(error: &io::Error) -> Failure {
+    if is_disk_full(error) {
+        Failure::Answer(
+            Status::DiskFull,
+            "the server's disk is full; the upload was not kept".into(),
+        )
+    } else {
+        Failure::Answer(Status::Internal, format!("storing the upload: {error}"))
+    }
+}
+
+/// Bytes available to unprivileged writers on the filesystem holding `dir`.
+fn available_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c_path` is a valid NUL-terminated string and `stats` is a
+    // properly sized out-parameter that statvfs fills on success.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it initialised `stats`.
+    let stats = unsafe { stats.assume_init() };
+    // The field widths differ between platforms (u32 on some 32-bit ones).
+    #[allow(clippy::unnecessary_cast)]
+    Some((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
+#[cfg(test)]
+mod tests;

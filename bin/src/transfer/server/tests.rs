@@ -1,0 +1,396 @@
+//! Both sides of the protocol over Unix socket pairs: what a client sees
+//! and what lands on the server's disk.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::transfer::client::{self, ClientError};
+use crate::transfer::digest::sha256;
+use crate::transfer::listing::EntryKind;
+use crate::transfer::part_file::download_part_path;
+use crate::transfer::perf::{run_perf, PerfOptions};
+use crate::transfer::response::parse_response;
+use crate::transfer::test_dir::TestDir;
+
+/// Deterministic, non-repeating-looking content (xorshift64).
+fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+fn server_with(root: &TestDir) -> FileServer {
+    FileServer::new(Root::new(root.path()).unwrap())
+}
+
+/// Runs `server.serve` on one end of a socket pair and `client` on the other.
+fn exchange<T: Send>(
+    server: &FileServer,
+    client: impl FnOnce(&mut UnixStream) -> T + Send,
+) -> (T, TransferRecord) {
+    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(move || server.serve(&mut server_end, &|| None));
+        let out = client(&mut client_end);
+        drop(client_end);
+        (out, handle.join().unwrap())
+    })
+}
+
+fn no_progress() -> impl FnMut(u64, u64) {
+    |_, _| {}
+}
+
+/// Sends raw bytes as a request and returns the parsed response.
+fn raw_request(server: &FileServer, bytes: Vec<u8>) -> (Response, TransferRecord) {
+    exchange(server, move |stream| {
+        stream.write_all(&bytes).unwrap();
+        stream.finish().unwrap();
+        let frame = read_frame(stream).unwrap();
+        parse_response(&frame).unwrap()
+    })
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn get_delivers_the_file_byte_exact_with_its_digest() {
+    let root = TestDir::new("srv-get-root");
+    let out = TestDir::new("srv-get-out");
+    let data = content(300_000, 1);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let server = server_with(&root);
+    let dest = out.path().join("f.bin");
+    let (outcome, record) = exchange(&server, |s| {
+        client::get(s, "f.bin", &dest, false, &mut no_progress())
+    });
+    let outcome = outcome.unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), data);
+    assert_eq!(outcome.sha256, sha256(&data));
+    assert_eq!(
+        (outcome.bytes, outcome.size, outcome.resumed_from),
+        (300_000, 300_000, 0)
+    );
+    assert!(!download_part_path(&dest).exists());
+    assert_eq!(
+        (record.verb, record.bytes, record.status),
+        ("GET", 300_000, Some(Status::Ok))
+    );
+}
+
+#[test]
+fn an_interrupted_download_keeps_its_partial_and_resume_fetches_only_the_rest() {
+    let root = TestDir::new("srv-resume-root");
+    let out = TestDir::new("srv-resume-out");
+    let data = content(200_000, 2);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let dest = out.path().join("f.bin");
+
+    // A server that announces the file, sends 70 000 bytes and dies.
+    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
+    let announced = Response::ok(200_000, Some(sha256(&data))).encode().unwrap();
+    let first_part = data[..70_000].to_vec();
+    let dying = std::thread::spawn(move || {
+        let _ = read_frame(&mut server_end);
+        server_end.write_all(&announced).unwrap();
+        server_end.write_all(&first_part).unwrap();
+    });
+    let interrupted = client::get(&mut client_end, "f.bin", &dest, false, &mut no_progress());
+    dying.join().unwrap();
+    assert!(matches!(
+        interrupted,
+        Err(ClientError::Interrupted {
+            received: 70_000,
+            expected: 200_000,
+            ..
+        })
+    ));
+    assert!(!dest.exists(), "nothing that looks complete");
+    assert_eq!(
+        std::fs::read(download_part_path(&dest)).unwrap(),
+        &data[..70_000]
+    );
+
+    let server = server_with(&root);
+    let (outcome, record) = exchange(&server, |s| {
+        client::get(s, "f.bin", &dest, true, &mut no_progress())
+    });
+    let outcome = outcome.unwrap();
+    // 200 000 − 70 000 = 130 000 bytes travel on the resume.
+    assert_eq!((outcome.resumed_from, outcome.bytes), (70_000, 130_000));
+    assert_eq!(record.bytes, 130_000);
+    assert_eq!(std::fs::read(&dest).unwrap(), data);
+}
+
+#[test]
+fn a_resume_over_a_wrong_partial_fails_the_hash_and_removes_it() {
+    let root = TestDir::new("srv-badpart-root");
+    let out = TestDir::new("srv-badpart-out");
+    let data = content(50_000, 3);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let dest = out.path().join("f.bin");
+    std::fs::write(download_part_path(&dest), vec![0u8; 10_000]).unwrap();
+    let server = server_with(&root);
+    let (outcome, _) = exchange(&server, |s| {
+        client::get(s, "f.bin", &dest, true, &mut no_progress())
+    });
+    assert!(matches!(outcome, Err(ClientError::HashMismatch { .. })));
+    assert!(!dest.exists());
+    assert!(!download_part_path(&dest).exists());
+}
+
+#[test]
+fn a_resume_offset_past_the_end_is_a_bad_request() {
+    let root = TestDir::new("srv-offset-root");
+    std::fs::write(root.path().join("f"), b"short").unwrap();
+    let server = server_with(&root);
+    let request = Request::Get {
+        path: "f".into(),
+        offset: 6,
+    };
+    let (response, record) = raw_request(&server, request.encode().unwrap());
+    assert_eq!(response.status, Status::BadRequest);
+    assert!(
+        response.message.contains("offset 6"),
+        "{}",
+        response.message
+    );
+    assert_eq!(record.status, Some(Status::BadRequest));
+}
+
+#[test]
+fn put_keeps_the_file_once_its_digest_matches() {
+    let root = TestDir::new("srv-put-root");
+    let local = TestDir::new("srv-put-local");
+    let data = content(250_000, 4);
+    let source = local.path().join("up.bin");
+    std::fs::write(&source, &data).unwrap();
+    let server = server_with(&root);
+    let (outcome, record) = exchange(&server, |s| {
+        client::put(
+            s,
+            client::LocalUpload::prepare(&source).unwrap(),
+            "up.bin",
+            &mut no_progress(),
+        )
+    });
+    let outcome = outcome.unwrap();
+    assert_eq!((outcome.bytes, outcome.sha256), (250_000, sha256(&data)));
+    assert_eq!(std::fs::read(root.path().join("up.bin")).unwrap(), data);
+    assert_eq!(files_in(root.path()), ["up.bin"], "no temporary file left");
+    assert_eq!((record.verb, record.bytes), ("PUT", 250_000));
+}
+
+#[test]
+fn put_with_a_wrong_digest_keeps_nothing() {
+    let root = TestDir::new("srv-putbad-root");
+    let server = server_with(&root);
+    let (response, record) = exchange(&server, |stream| {
+        let request = Request::Put {
+            path: "x.bin".into(),
+            size: 4,
+            sha256: sha256(b"abcd"),
+        };
+        stream.write_all(&request.encode().unwrap()).unwrap();
+        let go_ahead = parse_response(&read_frame(stream).unwrap()).unwrap();
+        assert_eq!(go_ahead.status, Status::Ok);
+        stream.write_all(b"abce").unwrap();
+        stream.finish().unwrap();
+        parse_response(&read_frame(stream).unwrap()).unwrap()
+    });
+    assert_eq!(response.status, Status::HashMismatch);
+    assert_eq!(record.status, Some(Status::HashMismatch));
+    assert!(files_in(root.path()).is_empty());
+}
+
+#[test]
+fn put_on_a_full_disk_answers_disk_full_and_removes_the_temporary_file() {
+    let root = TestDir::new("srv-full-root");
+    let local = TestDir::new("srv-full-local");
+    let source = local.path().join("big.bin");
+    std::fs::write(&source, content(400_000, 5)).unwrap();
+    let mut server = server_with(&root);
+    server.disk_capacity = Some(100_000);
+    let (outcome, record) = exchange(&server, |s| {
+        client::put(
+            s,
+            client::LocalUpload::prepare(&source).unwrap(),
+            "big.bin",
+            &mut no_progress(),
+        )
+    });
+    assert!(
+        matches!(
+            &outcome,
+            Err(ClientError::Server {
+                status: Status::DiskFull,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(record.status, Some(Status::DiskFull));
+    assert!(files_in(root.path()).is_empty());
+}
+
+#[test]
+fn a_client_that_vanishes_mid_upload_leaves_no_file() {
+    let root = TestDir::new("srv-vanish-root");
+    let server = server_with(&root);
+    let ((), record) = exchange(&server, |stream| {
+        let request = Request::Put {
+            path: "x.bin".into(),
+            size: 1_000_000,
+            sha256: sha256(b""),
+        };
+        stream.write_all(&request.encode().unwrap()).unwrap();
+        let _ = read_frame(stream).unwrap();
+        stream.write_all(&[7u8; 10_000]).unwrap();
+        stream.finish().unwrap();
+    });
+    assert_eq!(record.status, None);
+    assert!(
+        record.detail.contains("10000 of 1000000"),
+        "{}",
+        record.detail
+    );
+    assert!(files_in(root.path()).is_empty());
+}
+
+#[test]
+fn traversal_attempts_are_refused_and_nothing_is_written_outside() {
+    let parent = TestDir::new("srv-trav");
+    let root_path = parent.path().join("root");
+    std::fs::create_dir(&root_path).unwrap();
+    std::fs::write(parent.path().join("secret"), b"outside").unwrap();
+    std::os::unix::fs::symlink(parent.path().join("secret"), root_path.join("link")).unwrap();
+    std::os::unix::fs::symlink(parent.path(), root_path.join("up")).unwrap();
+    let server = FileServer::new(Root::new(&root_path).unwrap());
+    for path in [
+        "../secret",
+        "/etc/passwd",
+        "a/../../secret",
+        "link",
+        "up/secret",
+    ] {
+        let get = Request::Get {
+            path: path.into(),
+            offset: 0,
+        };
+        let (response, _) = raw_request(&server, get.encode().unwrap());
+        assert_eq!(response.status, Status::RefusedPath, "GET {path}");
+    }
+    for path in ["../x", "/tmp/x", "a/../../x", "up/x", "link"] {
+        let put = Request::Put {
+            path: path.into(),
+            size: 1,
+            sha256: sha256(b"x"),
+        };
+        let (response, _) = raw_request(&server, put.encode().unwrap());
+        assert_eq!(response.status, Status::RefusedPath, "PUT {path}");
+    }
+    assert_eq!(files_in(parent.path()), ["root", "secret"]);
+    assert_eq!(
+        std::fs::read(parent.path().join("secret")).unwrap(),
+        b"outside"
+    );
+}
+
+#[test]
+fn list_shows_entries_sorted_and_hides_uploads_in_progress() {
+    let root = TestDir::new("srv-list");
+    std::fs::write(root.path().join("b.txt"), b"12345").unwrap();
+    std::fs::create_dir(root.path().join("a-dir")).unwrap();
+    std::fs::write(root.path().join(".c.sift-part-00ff"), b"partial").unwrap();
+    let server = server_with(&root);
+    let (entries, record) = exchange(&server, |s| client::list(s, ""));
+    let entries = entries.unwrap();
+    let summary: Vec<(&str, EntryKind, u64)> = entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.kind, e.size))
+        .collect();
+    assert_eq!(
+        summary,
+        [("a-dir", EntryKind::Dir, 0), ("b.txt", EntryKind::File, 5)]
+    );
+    assert_eq!((record.verb, record.status), ("LIST", Some(Status::Ok)));
+}
+
+#[test]
+fn a_missing_file_is_not_found() {
+    let root = TestDir::new("srv-missing");
+    let out = TestDir::new("srv-missing-out");
+    let server = server_with(&root);
+    let dest = out.path().join("x");
+    let (outcome, _) = exchange(&server, |s| {
+        client::get(s, "nope.bin", &dest, false, &mut no_progress())
+    });
+    assert!(matches!(
+        outcome,
+        Err(ClientError::Server {
+            status: Status::NotFound,
+            ..
+        })
+    ));
+    assert!(
+        files_in(out.path()).is_empty(),
+        "no partial for a refused request"
+    );
+}
+
+#[test]
+fn garbage_and_oversized_requests_get_an_error_answer() {
+    let root = TestDir::new("srv-garbage");
+    let server = server_with(&root);
+    let (response, record) = raw_request(&server, b"GET / HTTP/1.1\r\n\r\n".to_vec());
+    assert_eq!(response.status, Status::BadRequest);
+    assert_eq!(record.verb, "?");
+    let mut oversized = crate::transfer::frame::MAGIC.to_vec();
+    oversized.extend_from_slice(&[1, 1, 0x20, 0x00]);
+    let (response, _) = raw_request(&server, oversized);
+    assert_eq!(response.status, Status::TooLarge);
+}
+
+#[test]
+fn perf_counts_what_each_direction_moved() {
+    let root = TestDir::new("srv-perf");
+    let server = server_with(&root);
+    for direction in [PerfDirection::Upload, PerfDirection::Download] {
+        let mut intervals = Vec::new();
+        let (summary, record) = exchange(&server, |s| {
+            run_perf(
+                s,
+                PerfOptions {
+                    direction,
+                    duration: Duration::from_millis(200),
+                    interval: Duration::from_millis(50),
+                },
+                &|| None,
+                &mut |i| intervals.push(i.clone()),
+            )
+        });
+        let summary = summary.unwrap();
+        assert!(summary.bytes > 0);
+        assert_eq!(summary.bytes, summary.bytes_received, "{direction:?}");
+        assert_eq!(record.bytes, summary.bytes, "server and client agree");
+        assert!(!intervals.is_empty());
+        let counted: u64 = intervals.iter().map(|i| i.bytes).sum();
+        assert_eq!(counted, summary.bytes, "intervals add up to the total");
+    }
+}

@@ -1,0 +1,227 @@
+//! Helpers for running the real binaries on loopback: a server that is
+//! ready once it printed its "listening on" line, clients with a bounded
+//! wait, scratch directories and deterministic file contents. No sleeps:
+//! every wait is for an event (a line, an exit) with a deadline.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+pub const SERVER: &str = env!("CARGO_BIN_EXE_sift-server");
+pub const CLIENT: &str = env!("CARGO_BIN_EXE_sift-client");
+
+/// Longest wait for any one event in these tests.
+pub const EVENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh scratch directory, removed on drop.
+pub struct TestDir {
+    path: PathBuf,
+}
+
+impl TestDir {
+    pub fn new(label: &str) -> Self {
+        let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("sift-bin-it-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A subdirectory, created.
+    pub fn subdir(&self, name: &str) -> PathBuf {
+        let path = self.path.join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        path
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Deterministic content (xorshift64) so every byte position matters.
+pub fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let take = (len - out.len()).min(8);
+        out.extend_from_slice(&state.to_le_bytes()[..take]);
+    }
+    out
+}
+
+/// Lines a child prints on one of its pipes, as they come.
+pub fn line_channel(pipe: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits for the first line that satisfies `wanted`, failing at the deadline.
+pub fn wait_for_line(
+    lines: &Receiver<String>,
+    what: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + EVENT_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if wanted(&line) => return line,
+            Ok(_) => {}
+            Err(e) => panic!("no {what} within {EVENT_TIMEOUT:?}: {e}"),
+        }
+    }
+}
+
+/// A running `sift-server`, killed on drop.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    /// Transfer lines printed after "listening on".
+    pub lines: Receiver<String>,
+}
+
+impl Server {
+    /// Starts a server on a free loopback port serving `root`.
+    pub fn start(root: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(SERVER)
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--insecure-null-crypto",
+                "--root",
+            ])
+            .arg(root)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sift-server");
+        let lines = line_channel(child.stdout.take().unwrap());
+        let listening = wait_for_line(&lines, "\"listening on\" line", |l| {
+            l.starts_with("listening on ")
+        });
+        let addr = listening
+            .split_whitespace()
+            .nth(2)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {listening:?}"));
+        Self { child, addr, lines }
+    }
+
+    /// `sift://ADDR/PATH`.
+    pub fn url(&self, path: &str) -> String {
+        format!("sift://{}/{path}", self.addr)
+    }
+
+    /// Waits for the next transfer line.
+    pub fn next_transfer_line(&self) -> String {
+        wait_for_line(&self.lines, "transfer line", |l| l.starts_with("client="))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a client to completion, killing it if it outlives the deadline.
+pub fn run_client(args: &[&str]) -> Output {
+    run_bounded(Command::new(CLIENT).args(args))
+}
+
+/// Runs `command` with a bounded wait.
+pub fn run_bounded(command: &mut Command) -> Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the binary");
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(EVENT_TIMEOUT) {
+        Ok(output) => output.expect("wait for the binary"),
+        Err(_) => {
+            // SAFETY: signalling the child we spawned, by its pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{command:?} did not finish within {EVENT_TIMEOUT:?}");
+        }
+    }
+}
+
+pub fn stdout_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+pub fn expect_success(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        stdout_of(output),
+        stderr_of(output)
+    );
+    stdout_of(output)
+}
+
+/// Asserts failure with exactly one error line (after the Null warning)
+/// and returns it.
+pub fn expect_one_line_error(output: &Output) -> String {
+    assert!(
+        !output.status.success(),
+        "expected failure, got success: {}",
+        stdout_of(output)
+    );
+    let stderr = stderr_of(output);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("warning: Null protection"))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "one error line expected, got:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("backtrace"), "{stderr}");
+    lines[0].to_string()
+}
+
+/// The client's `--json` report.
+pub fn json_report(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}

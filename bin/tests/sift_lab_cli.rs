@@ -1,0 +1,189 @@
+//! The sift-lab command line, run as a user would run it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SIFT_LAB: &str = env!("CARGO_BIN_EXE_sift-lab");
+
+/// CBR over a lossy link: needs no connection, so it runs today.
+const CBR_SCENARIO: &str = r#"
+name = "cli-cbr"
+seeds = [1, 2]
+time_limit_s = 10
+
+[bottleneck.forward]
+delay_ms = 20.0
+rate_bps = 10_000_000
+queue = { packets = 30 }
+loss = 0.02
+
+[[cbr]]
+rate_bps = 12_000_000
+packet_size = 1000
+stop_ms = 2000
+"#;
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("sift-lab-cli-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sift_lab(args: &[&str], dir: &Path) -> Output {
+    Command::new(SIFT_LAB)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("sift-lab runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_writes_results_under_results_name_and_prints_the_summary() {
+    let scratch = Scratch::new("default-out");
+    scratch.file("cbr.toml", CBR_SCENARIO);
+    let output = sift_lab(&["run", "cbr.toml"], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("# cli-cbr"), "{stdout}");
+    assert!(stdout.contains("| cbr | direction |"), "{stdout}");
+    assert!(
+        stdout.contains("## Seed 1:") && stdout.contains("## Seed 2:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Results written to results/cli-cbr"),
+        "{stdout}"
+    );
+    let results = scratch.0.join("results/cli-cbr");
+    for name in ["results.json", "summary.md", "scenario.toml"] {
+        assert!(results.join(name).is_file(), "{name} missing");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["experiment"], "cli-cbr");
+    assert_eq!(json["runs"].as_array().unwrap().len(), 2);
+    // 12 Mb/s into a 10 Mb/s link: the queue overflows.
+    assert!(
+        json["runs"][0]["links"]["forward"]["queue_drops"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+#[test]
+fn seed_and_out_select_one_run_and_the_directory() {
+    let scratch = Scratch::new("seed-out");
+    scratch.file("cbr.toml", CBR_SCENARIO);
+    let output = sift_lab(
+        &["run", "cbr.toml", "--seed", "9", "--out", "here"],
+        &scratch.0,
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(scratch.0.join("here/results.json")).unwrap(),
+    )
+    .unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["seed"], 9);
+}
+
+#[test]
+fn the_same_seed_writes_byte_identical_results() {
+    let scratch = Scratch::new("repeat");
+    scratch.file("cbr.toml", CBR_SCENARIO);
+    for out in ["a", "b"] {
+        let output = sift_lab(&["run", "cbr.toml", "--out", out], &scratch.0);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    let read = |out: &str| std::fs::read(scratch.0.join(out).join("results.json")).unwrap();
+    assert_eq!(read("a"), read("b"));
+}
+
+#[test]
+fn an_unknown_key_fails_with_one_line_naming_file_and_key() {
+    let scratch = Scratch::new("unknown-key");
+    scratch.file(
+        "bad.toml",
+        "name = \"x\"\n[[cbr]]\nrate_bps = 1\npacket_size = 10\nburst = 3\n",
+    );
+    let output = sift_lab(&["run", "bad.toml"], &scratch.0);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("sift-lab: error: bad.toml:5:1: unknown field `burst`"),
+        "{stderr}"
+    );
+    assert!(
+        !scratch.0.join("results").exists(),
+        "nothing is written on error"
+    );
+}
+
+#[test]
+fn a_missing_file_fails_with_one_line() {
+    let scratch = Scratch::new("missing");
+    let output = sift_lab(&["run", "nowhere.toml"], &scratch.0);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot read scenario file nowhere.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_value_fails_naming_the_key_and_value() {
+    let scratch = Scratch::new("bad-value");
+    scratch.file(
+        "bad.toml",
+        "name = \"x\"\n[bottleneck.forward]\nloss = 2.0\n",
+    );
+    let output = sift_lab(&["run", "bad.toml"], &scratch.0);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("loss.probability") && stderr.contains("got 2"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_shows_examples() {
+    let scratch = Scratch::new("help");
+    for args in [&["--help"][..], &["run", "--help"][..]] {
+        let output = sift_lab(args, &scratch.0);
+        assert!(output.status.success());
+        let stdout = text(&output.stdout);
+        assert!(stdout.contains("Examples:"), "{stdout}");
+        assert!(
+            stdout.contains("sift-lab run examples/scenarios/lossy-10mbit.toml"),
+            "{stdout}"
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! sift-link on loopback: the real binary between two plain UDP sockets.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sift-link");
+/// Generous bound for anything that should happen at once on loopback.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A running sift-link whose stderr is read line by line.
+struct Relay {
+    child: Child,
+    address: SocketAddr,
+    stderr: Receiver<String>,
+}
+
+impl Relay {
+    fn start(server: SocketAddr, extra: &[&str]) -> Relay {
+        let mut child = Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0", "--to", &server.to_string()])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sift-link starts");
+        let (lines, stderr) = mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr is piped");
+        thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut relay = Relay {
+            child,
+            address: "0.0.0.0:0".parse().unwrap(),
+            stderr,
+        };
+        let ready = relay.wait_for_line("listening on");
+        let address = ready
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .expect("the ready line names the address");
+        relay.address = address.parse().expect("a socket address");
+        relay
+    }
+
+    fn wait_for_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("sift-link never printed {needle:?}"),
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// Stops the relay with SIGTERM; returns its exit status and the rest of stderr.
+    fn stop(mut self) -> (ExitStatus, String) {
+        self.signal("TERM");
+        let status = self.child.wait().expect("sift-link exits");
+        let rest: Vec<String> = self.stderr.try_iter().collect();
+        (status, rest.join("\n"))
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        // Only if a test failed half-way: this child, by its own id.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn socket(read_timeout: Duration) -> UdpSocket {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(read_timeout)).unwrap();
+    s
+}
+
+/// Every datagram arriving until none has come for the socket's read timeout.
+fn receive_all(socket: &UdpSocket) -> Vec<(Vec<u8>, SocketAddr, Instant)> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 2048];
+    while let Ok((len, from)) = socket.recv_from(&mut buf) {
+        out.push((buf[..len].to_vec(), from, Instant::now()));
+    }
+    out
+}
+
+#[test]
+fn delay_and_loss_are_applied_in_each_direction() {
+    let server = socket(Duration::from_millis(800));
+    let relay = Relay::start(
+        server.local_addr().unwrap(),
+        &[
+            "--forward",
+            "delay 20ms loss 50%",
+            "--reverse",
+            "delay 20ms",
+            "--seed",
+            "7",
+        ],
+    );
+    let client = socket(Duration::from_millis(800));
+    let n = 200u32;
+    let mut sent_at = HashMap::new();
+    for i in 0..n {
+        sent_at.insert(i, Instant::now());
+        client.send_to(&i.to_be_bytes(), relay.address).unwrap();
+    }
+    let arrived = receive_all(&server);
+    // Binomial(200, 0.5): σ = sqrt(200·0.25) ≈ 7.1; allow 5σ around 100.
+    assert!(
+        (65..=135).contains(&arrived.len()),
+        "{} arrived",
+        arrived.len()
+    );
+    for (bytes, from, at) in &arrived {
+        let id = u32::from_be_bytes(bytes[..4].try_into().unwrap());
+        let delay = *at - sent_at[&id];
+        assert!(
+            delay >= Duration::from_millis(20),
+            "packet {id} took {delay:?}"
+        );
+        server.send_to(bytes, from).unwrap();
+    }
+    let echoed = receive_all(&client);
+    assert_eq!(
+        echoed.len(),
+        arrived.len(),
+        "the reverse direction loses nothing"
+    );
+    for (bytes, from, at) in &echoed {
+        assert_eq!(*from, relay.address, "replies come back through the relay");
+        let id = u32::from_be_bytes(bytes[..4].try_into().unwrap());
+        assert!(
+            *at - sent_at[&id] >= Duration::from_millis(40),
+            "packet {id}"
+        );
+    }
+    let (status, stderr) = relay.stop();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        stderr.contains(&format!(
+            "forward: offered {n}, delivered {}",
+            arrived.len()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn corrupt_100_percent_delivers_every_datagram_with_one_flipped_bit() {
+    let server = socket(Duration::from_millis(500));
+    let relay = Relay::start(server.local_addr().unwrap(), &["--forward", "corrupt 100%"]);
+    let client = socket(Duration::from_millis(500));
+    let original: Vec<u8> = (0..100u8).collect();
+    for _ in 0..50 {
+        client.send_to(&original, relay.address).unwrap();
+    }
+    let arrived = receive_all(&server);
+    assert_eq!(arrived.len(), 50, "corruption never turns into a drop");
+    for (bytes, _, _) in &arrived {
+        assert_eq!(bytes.len(), original.len());
+        let flipped: u32 = bytes
+            .iter()
+            .zip(&original)
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        assert_eq!(flipped, 1);
+    }
+    relay.stop();
+}
+
+#[test]
+fn each_client_gets_only_its_own_replies() {
+    let server = socket(Duration::from_millis(500));
+    let relay = Relay::start(server.local_addr().unwrap(), &["--forward", "delay 5ms"]);
+    let alice = socket(Duration::from_millis(500));
+    let bob = socket(Duration::from_millis(500));
+    for _ in 0..5 {
+        alice.send_to(b"alice", relay.address).unwrap();
+        bob.send_to(b"bob", relay.address).unwrap();
+    }
+    let arrived = receive_all(&server);
+    assert_eq!(arrived.len(), 10);
+    let upstreams: std::collections::BTreeSet<SocketAddr> =
+        arrived.iter().map(|(_, from, _)| *from).collect();
+    assert_eq!(upstreams.len(), 2, "one upstream socket per client");
+    for (bytes, from, _) in &arrived {
+        server.send_to(bytes, from).unwrap();
+    }
+    for (name, client) in [(&b"alice"[..], &alice), (&b"bob"[..], &bob)] {
+        let replies = receive_all(client);
+        assert_eq!(replies.len(), 5);
+        assert!(replies.iter().all(|(bytes, _, _)| bytes == name));
+    }
+    relay.stop();
+}
+
+#[test]
+fn sigusr1_prints_counters_and_the_relay_goes_on() {
+    let server = socket(Duration::from_millis(500));
+    let mut relay = Relay::start(server.local_addr().unwrap(), &[]);
+    let client = socket(Duration::from_millis(500));
+    for _ in 0..3 {
+        client.send_to(b"x", relay.address).unwrap();
+    }
+    assert_eq!(receive_all(&server).len(), 3);
+    relay.signal("USR1");
+    let line = relay.wait_for_line("forward:");
+    assert!(line.contains("offered 3, delivered 3"), "{line}");
+    client.send_to(b"y", relay.address).unwrap();
+    assert_eq!(
+        receive_all(&server).len(),
+        1,
+        "still relaying after SIGUSR1"
+    );
+    let (status, _) = relay.stop();
+    assert!(status.success());
+}
+
+#[test]
+fn json_log_records_each_packets_fate() {
+    let server = socket(Duration::from_millis(500));
+    let path = std::env::temp_dir().join(format!("sift-link-test-{}.jsonl", std::process::id()));
+    let relay = Relay::start(
+        server.local_addr().unwrap(),
+        &[
+            "--forward",
+            "loss 100%",
+            "--log",
+            path.to_str().unwrap(),
+            "--log-format",
+            "json",
+        ],
+    );
+    let client = socket(Duration::from_millis(200));
+    for _ in 0..4 {
+        client.send_to(&[0u8; 33], relay.address).unwrap();
+    }
+    assert!(
+        receive_all(&server).is_empty(),
+        "loss 100% drops everything"
+    );
+    let (status, _) = relay.stop();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    for line in &lines {
+        assert_eq!(line["direction"], "forward");
+        assert_eq!(line["size"], 33);
+        assert_eq!(line["fate"], "random-loss");
+        assert_eq!(line["client"], client.local_addr().unwrap().to_string());
+    }
+}
+
+#[test]
+fn a_bad_spec_exits_non_zero_and_names_the_word() {
+    let output = Command::new(BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            "127.0.0.1:9",
+            "--forward",
+            "delay 20ms lossy 1%",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("at word 3 \"lossy\": unknown option"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
+}
+
+#[test]
+fn an_address_in_use_is_one_clear_error() {
+    let taken = socket(Duration::from_millis(10));
+    let output = Command::new(BIN)
+        .args([
+            "--listen",
+            &taken.local_addr().unwrap().to_string(),
+            "--to",
+            "127.0.0.1:9",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
+}
+
+#[test]
+fn help_shows_examples() {
+    let output = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("Examples:")
+            && text.contains("--forward \"delay 60ms rate 1600kbit limit 12 loss 1%\"")
+    );
+}

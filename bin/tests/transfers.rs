@@ -1,0 +1,314 @@
+//! sift-server and sift-client on loopback: what users move arrives byte
+//! for byte, many at once, never outside the served root, and an
+//! interrupted download resumes with only the rest.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::*;
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    sift_bin::transfer::digest::sha256(bytes).to_string()
+}
+
+#[test]
+fn get_put_and_ls_move_files_byte_exact_with_their_hashes() {
+    let dir = TestDir::new("roundtrip");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let original = content(1_500_000, 1);
+    std::fs::write(root.join("sub/data.bin"), &original).unwrap();
+    let server = Server::start(&root, &[]);
+
+    // get, JSON report
+    let dest = local.join("fetched.bin");
+    let dest_str = dest.to_str().unwrap();
+    let url = server.url("sub/data.bin");
+    let out = run_client(&[
+        "get",
+        &url,
+        "-o",
+        dest_str,
+        "--json",
+        "--insecure-null-crypto",
+    ]);
+    let report = json_report(&expect_success(&out));
+    assert_eq!(std::fs::read(&dest).unwrap(), original);
+    assert_eq!(report["sha256"], sha256_hex(&original));
+    assert_eq!(report["bytes"], 1_500_000);
+    assert_eq!(report["path"], "sub/data.bin");
+    assert_eq!(report["cc"], "cubic");
+    for field in [
+        "completion_s",
+        "goodput_bps",
+        "retransmitted_packets",
+        "ptos",
+        "corruption_notices_received",
+        "corruption_notices",
+    ] {
+        assert!(
+            report.get(field).is_some(),
+            "--json lacks {field}: {report}"
+        );
+    }
+    let line = server.next_transfer_line();
+    assert!(
+        line.contains("op=GET") && line.contains("bytes=1500000") && line.contains("result=ok"),
+        "{line}"
+    );
+
+    // put, human summary
+    let upload = content(777_777, 2);
+    let source = local.join("up.bin");
+    std::fs::write(&source, &upload).unwrap();
+    let url = server.url("sub/uploaded.bin");
+    let out = run_client(&[
+        "put",
+        source.to_str().unwrap(),
+        &url,
+        "--insecure-null-crypto",
+    ]);
+    let summary = expect_success(&out);
+    assert!(summary.contains(&sha256_hex(&upload)), "{summary}");
+    assert!(summary.contains("goodput"), "{summary}");
+    assert_eq!(
+        std::fs::read(root.join("sub/uploaded.bin")).unwrap(),
+        upload
+    );
+    let line = server.next_transfer_line();
+    assert!(
+        line.contains("op=PUT") && line.contains("bytes=777777") && line.contains("result=ok"),
+        "{line}"
+    );
+
+    // ls
+    let url = server.url("sub");
+    let out = run_client(&["ls", &url, "--json", "--insecure-null-crypto"]);
+    let listing = json_report(&expect_success(&out));
+    let names: Vec<&str> = listing["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["data.bin", "uploaded.bin"]);
+    assert_eq!(listing["entries"][0]["size"], 1_500_000);
+    let out = run_client(&["ls", &url, "--insecure-null-crypto"]);
+    assert!(expect_success(&out).contains("uploaded.bin"));
+
+    let leftovers: Vec<_> = std::fs::read_dir(root.join("sub"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("sift-part"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn twenty_clients_at_once_all_get_their_files_byte_exact() {
+    let dir = TestDir::new("twenty");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let files: Vec<Vec<u8>> = (0..20)
+        .map(|i| content(200_000 + i * 1000, 100 + i as u64))
+        .collect();
+    for (i, data) in files.iter().enumerate() {
+        std::fs::write(root.join(format!("f{i}.bin")), data).unwrap();
+    }
+    let server = Server::start(&root, &[]);
+    let clients: Vec<_> = (0..20)
+        .map(|i| {
+            let url = server.url(&format!("f{i}.bin"));
+            let dest = local.join(format!("f{i}.bin"));
+            std::thread::spawn(move || {
+                run_client(&[
+                    "get",
+                    &url,
+                    "-o",
+                    dest.to_str().unwrap(),
+                    "--json",
+                    "--insecure-null-crypto",
+                ])
+            })
+        })
+        .collect();
+    for (i, client) in clients.into_iter().enumerate() {
+        let out = client.join().unwrap();
+        let report = json_report(&expect_success(&out));
+        assert_eq!(report["sha256"], sha256_hex(&files[i]), "client {i}");
+        assert_eq!(
+            std::fs::read(local.join(format!("f{i}.bin"))).unwrap(),
+            files[i],
+            "client {i}"
+        );
+    }
+    let ok_lines = (0..20)
+        .filter(|_| server.next_transfer_line().contains("result=ok"))
+        .count();
+    assert_eq!(ok_lines, 20);
+}
+
+#[test]
+fn path_traversal_is_refused_and_nothing_is_written_outside_the_root() {
+    let dir = TestDir::new("traversal");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    std::fs::write(dir.path().join("secret.txt"), b"outside the root").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("escape")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), root.join("parent")).unwrap();
+    let server = Server::start(&root, &[]);
+    let upload = local.join("payload.bin");
+    std::fs::write(&upload, b"attacker").unwrap();
+
+    // A raw URL keeps `..` and the leading slash as typed.
+    for path in [
+        "../secret.txt",
+        "/etc/passwd",
+        "a/../../secret.txt",
+        "escape",
+        "parent/secret.txt",
+    ] {
+        let url = format!("sift://{}/{path}", server.addr);
+        let dest = local.join("got");
+        let out = run_client(&[
+            "get",
+            &url,
+            "-o",
+            dest.to_str().unwrap(),
+            "--insecure-null-crypto",
+        ]);
+        let error = expect_one_line_error(&out);
+        assert!(error.contains("refused path"), "GET {path}: {error}");
+        assert!(!dest.exists());
+    }
+    for path in [
+        "../x.txt",
+        "/tmp/x.txt",
+        "a/../../x.txt",
+        "parent/x.txt",
+        "escape",
+    ] {
+        let url = format!("sift://{}/{path}", server.addr);
+        let out = run_client(&[
+            "put",
+            upload.to_str().unwrap(),
+            &url,
+            "--insecure-null-crypto",
+        ]);
+        let error = expect_one_line_error(&out);
+        assert!(error.contains("refused path"), "PUT {path}: {error}");
+    }
+    let mut outside: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    outside.sort();
+    assert_eq!(outside, ["local", "root", "secret.txt"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("secret.txt")).unwrap(),
+        b"outside the root"
+    );
+}
+
+#[test]
+fn a_killed_download_leaves_only_a_partial_and_resume_fetches_only_the_rest() {
+    let dir = TestDir::new("resume");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let total = 48 * 1024 * 1024;
+    let original = content(total, 7);
+    std::fs::write(root.join("big.bin"), &original).unwrap();
+    let server = Server::start(&root, &[]);
+    let dest = local.join("big.bin");
+    let partial = local.join("big.bin.sift-part");
+    let url = server.url("big.bin");
+
+    // -v logs a "download progress" event per MiB on stderr: kill at the first.
+    let mut client = Command::new(CLIENT)
+        .args([
+            "get",
+            &url,
+            "-o",
+            dest.to_str().unwrap(),
+            "-v",
+            "--insecure-null-crypto",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = line_channel(client.stderr.take().unwrap());
+    wait_for_line(&stderr, "download progress", |l| {
+        l.contains("download progress")
+    });
+    client.kill().unwrap();
+    client.wait().unwrap();
+
+    assert!(!dest.exists(), "a killed download must not look complete");
+    let kept = std::fs::metadata(&partial)
+        .expect("the partial file is kept")
+        .len();
+    assert!(
+        kept >= 1 << 20 && kept < total as u64,
+        "partial of {kept} bytes"
+    );
+
+    let out = run_client(&[
+        "get",
+        &url,
+        "-o",
+        dest.to_str().unwrap(),
+        "--resume",
+        "--json",
+        "--insecure-null-crypto",
+    ]);
+    let report = json_report(&expect_success(&out));
+    // Only the rest travels: total − kept bytes.
+    assert_eq!(report["bytes"], total as u64 - kept);
+    assert_eq!(report["resumed_from"], kept);
+    assert_eq!(report["sha256"], sha256_hex(&original));
+    assert!(
+        std::fs::read(&dest).unwrap() == original,
+        "resumed file differs"
+    );
+    assert!(!partial.exists());
+}
+
+#[test]
+fn perf_ndjson_prints_parseable_intervals_and_a_summary() {
+    let dir = TestDir::new("perf");
+    let server = Server::start(dir.path(), &[]);
+    let url = server.url("");
+    for reverse in [false, true] {
+        let mut args = vec![
+            "perf",
+            &url,
+            "-t",
+            "2",
+            "-i",
+            "0.5",
+            "-J",
+            "--insecure-null-crypto",
+        ];
+        if reverse {
+            args.push("-R");
+        }
+        let stdout = expect_success(&run_client(&args));
+        let objects: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect();
+        let (summary, intervals) = objects.split_last().expect("at least a summary");
+        assert_eq!(summary["event"], "summary");
+        assert!(summary["bytes_received"].as_u64().unwrap() > 0);
+        assert!(summary["seconds"].as_f64().unwrap() >= 2.0);
+        assert!(intervals.len() >= 3, "2 s in 0.5 s intervals: {stdout}");
+        for interval in intervals {
+            assert_eq!(interval["event"], "interval");
+            assert!(interval["bits_per_second"].as_f64().is_some());
+            assert!(interval["cwnd"].as_u64().is_some());
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! The real-socket driver: a mio event loop that runs an
+//! [`Endpoint`](crate::endpoint::Endpoint) over a UDP socket with the real
+//! clock.
+//!
+//! Owns: the socket and its options (buffer sizes, UDP checksums off when
+//! corruption notices are offered), reading and writing datagrams,
+//! the poll, the timer that honours the endpoint's `timeout` (which
+//! includes pacing), and waking from application threads.
+//! Must not: hold protocol state (that is `conn` and `endpoint`), or be
+//! needed by them — `Connection` and `Endpoint` know nothing of sockets.
+//! This is the one place (with `blocking`) that reads the clock and draws
+//! seeds from the OS.
+//!
+//! Linux only: it uses `timerfd` and Linux socket options.
+
+mod driver;
+mod socket;
+mod timer;
+
+pub use driver::{Control, Driver, EndpointHost};
+pub use socket::{
+    bind_udp, checksums_disabled, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,
+    UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
+};
+pub use timer::Timer;
+
+/// A seed for connection IDs from the operating system's RNG. The sans-IO
+/// core never draws one itself (runs must repeat in the simulator).
+pub fn os_seed() -> u64 {
+    use rand::RngCore;
+    rand::rng().next_u64()
+}

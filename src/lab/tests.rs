@@ -1,0 +1,136 @@
+use super::*;
+
+/// CBR only, with loss, so the seed matters; no connection needed.
+const LOSSY_CBR: &str = r#"
+name = "lossy-cbr"
+seeds = [1, 2]
+time_limit_s = 5
+
+[bottleneck.forward]
+delay_ms = 10.0
+rate_bps = 10_000_000
+queue = { packets = 20 }
+loss = 0.05
+
+[[cbr]]
+rate_bps = 2_000_000
+packet_size = 500
+stop_ms = 1000
+"#;
+
+fn scratch_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sift-lab-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn lossy_cbr() -> Scenario {
+    Scenario::from_toml_str(LOSSY_CBR, "lossy-cbr.toml").unwrap()
+}
+
+#[test]
+fn run_scenario_writes_every_file_and_one_run_per_seed() {
+    let dir = scratch_dir("files");
+    let report = run_scenario(&lossy_cbr(), &dir).unwrap();
+    assert_eq!(report.experiment, "lossy-cbr");
+    assert_eq!(report.sift_version, SIFT_VERSION);
+    let seeds: Vec<u64> = report.runs.iter().map(|r| r.seed).collect();
+    assert_eq!(seeds, [1, 2]);
+    for name in ["results.json", "summary.md", "scenario.toml"] {
+        assert!(dir.join(name).is_file(), "{name} missing");
+    }
+    // The written scenario runs again as is.
+    let again = Scenario::load(&dir.join("scenario.toml")).unwrap();
+    assert_eq!(again, lossy_cbr());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn same_seed_writes_byte_identical_results_and_seeds_differ() {
+    let first = scratch_dir("repeat-a");
+    let second = scratch_dir("repeat-b");
+    let report = run_scenario(&lossy_cbr(), &first).unwrap();
+    run_scenario(&lossy_cbr(), &second).unwrap();
+    let read = |dir: &Path, name: &str| std::fs::read(dir.join(name)).unwrap();
+    assert_eq!(read(&first, "results.json"), read(&second, "results.json"));
+    assert_eq!(read(&first, "summary.md"), read(&second, "summary.md"));
+    // 5% loss over ~500 datagrams: the two seeds lose different ones.
+    let losses: Vec<u64> = report
+        .runs
+        .iter()
+        .map(|run| run.cbr[0].counters.random_losses)
+        .collect();
+    assert_ne!(
+        report.runs[0].cbr[0].counters, report.runs[1].cbr[0].counters,
+        "{losses:?}"
+    );
+    std::fs::remove_dir_all(&first).unwrap();
+    std::fs::remove_dir_all(&second).unwrap();
+}
+
+fn two_rates() -> Vec<Scenario> {
+    [1_000_000u64, 4_000_000]
+        .iter()
+        .map(|rate| {
+            let mut scenario = lossy_cbr();
+            scenario.name = format!("cbr-{}mbit", rate / 1_000_000);
+            scenario.seeds = vec![1];
+            scenario.cbr[0].rate_bps = *rate;
+            scenario
+                .params
+                .insert("rate_bps".into(), serde_json::json!(rate));
+            scenario
+        })
+        .collect()
+}
+
+fn compare_delivered(reports: &[Report]) -> String {
+    reports
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: {} delivered",
+                r.experiment, r.runs[0].cbr[0].counters.delivered_packets
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn an_experiment_runs_each_scenario_into_its_own_directory_and_compares() {
+    let dir = scratch_dir("experiment");
+    let experiment = Experiment {
+        name: "cbr-sweep",
+        title: "delivered datagrams against offered rate",
+        scenarios: two_rates,
+        compare: compare_delivered,
+    };
+    let outcome = run_experiment(&experiment, &dir).unwrap();
+    assert_eq!(outcome.reports.len(), 2);
+    assert!(dir.join("cbr-1mbit/results.json").is_file());
+    assert!(dir.join("cbr-4mbit/results.json").is_file());
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(summary.starts_with("# cbr-sweep: delivered datagrams against offered rate"));
+    assert!(summary.contains("cbr-4mbit: "), "{summary}");
+    assert!(
+        summary.contains("[cbr-1mbit](cbr-1mbit/summary.md)"),
+        "{summary}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_experiment_with_two_scenarios_of_one_name_is_refused() {
+    let experiment = Experiment {
+        name: "clash",
+        title: "two runs, one directory",
+        scenarios: || vec![lossy_cbr(), lossy_cbr()],
+        compare: |_| String::new(),
+    };
+    let error = run_experiment(&experiment, &scratch_dir("clash")).unwrap_err();
+    assert!(
+        matches!(error, LabError::DuplicateScenario { .. }),
+        "{error}"
+    );
+}
