@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sift_cc::{AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics};
 
 pub use pacer::Pacer;
-pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT};
+pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
 pub use sent::{SentLedger, SentPacket};
 
 /// RFC 9002 §6.1.1 kPacketThreshold.

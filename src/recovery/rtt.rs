@@ -8,6 +8,14 @@ use sift_cc::RttSample;
 pub const INITIAL_RTT: Duration = Duration::from_millis(333);
 /// RFC 9002 §6.1.2 kGranularity: the timer granularity.
 pub const GRANULARITY: Duration = Duration::from_millis(1);
+/// Longest RTT sample believed; longer ones count as this. Not from an RFC:
+/// no path has such a round trip (a sample this long is a suspended process
+/// or a caller's clock jump), and the bound keeps everything computed from
+/// the estimates — 7·srtt, 4·rttvar, a PTO backed off 2^16 times, `now` plus
+/// a timeout — far from `Duration` and `Instant` overflow (found by the
+/// `ack_corrupted` fuzz target: an ack after hours of backed-off PTOs made
+/// the next PTO deadline overflow `Instant`).
+pub const MAX_RTT_SAMPLE: Duration = Duration::from_secs(3600);
 
 /// smoothed_rtt, rttvar, min_rtt and latest_rtt of RFC 9002 §5.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +42,7 @@ impl RttEstimator {
     /// Folds in a sample. `ack_delay` is the peer's reported delay, already
     /// capped at max_ack_delay by the caller once the handshake is confirmed.
     pub fn update(&mut self, latest: Duration, ack_delay: Duration) {
+        let latest = latest.min(MAX_RTT_SAMPLE);
         self.latest = latest;
         if !self.has_sample {
             self.has_sample = true;
@@ -45,7 +54,7 @@ impl RttEstimator {
         self.min = self.min.min(latest);
         // Subtract the peer's delay only if that leaves at least min_rtt: a
         // delay report must never make the path look faster than it is.
-        let adjusted = if latest >= self.min + ack_delay {
+        let adjusted = if latest >= self.min.saturating_add(ack_delay) {
             latest - ack_delay
         } else {
             latest
@@ -135,5 +144,18 @@ mod tests {
         // 110 < 100 + 20: the delay is ignored, adjusted = 110.
         rtt.update(ms(110), ms(20));
         assert_eq!(rtt.smoothed(), Duration::from_micros(101_250));
+    }
+
+    #[test]
+    fn samples_longer_than_an_hour_count_as_an_hour() {
+        let mut rtt = RttEstimator::new(INITIAL_RTT);
+        rtt.update(Duration::from_secs(1 << 40), Duration::MAX);
+        assert_eq!(rtt.latest(), MAX_RTT_SAMPLE);
+        assert_eq!(rtt.smoothed(), MAX_RTT_SAMPLE);
+        // A second huge sample with a huge ack delay: no overflow, and the
+        // estimates stay at the bound (srtt = 7/8·1h + 1/8·1h = 1h).
+        rtt.update(Duration::MAX, Duration::MAX);
+        assert_eq!(rtt.smoothed(), MAX_RTT_SAMPLE);
+        assert_eq!(rtt.min(), MAX_RTT_SAMPLE);
     }
 }

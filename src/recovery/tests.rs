@@ -263,3 +263,26 @@ fn discarding_a_space_releases_its_bytes() {
     assert_eq!(r.discard_space(SpaceId::Initial).len(), 1);
     assert_eq!(r.bytes_in_flight(), 0);
 }
+
+#[test]
+fn acks_arriving_after_long_backed_off_ptos_never_overflow_the_timer() {
+    // Each cycle: a packet goes unanswered through 17 PTOs (the backoff caps
+    // at 2^16 periods), then is acked. Uncapped, the RTT sample grows by
+    // ~2^16 per cycle and the fourth PTO deadline overflows `Instant`;
+    // capped at MAX_RTT_SAMPLE, every deadline stays representable.
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    let mut now = t0;
+    for pn in 0..5 {
+        send(&mut r, pn, now);
+        for _ in 0..17 {
+            now = r
+                .loss_detection_timer(now, false)
+                .expect("an ack-eliciting packet is outstanding");
+            r.on_loss_detection_timeout(now);
+        }
+        let out = r.on_ack_received(SpaceId::Data, [pn..=pn].into_iter(), Duration::ZERO, now);
+        assert_eq!(numbers(&out.acked), [pn]);
+        assert!(r.rtt().latest() <= MAX_RTT_SAMPLE);
+    }
+}

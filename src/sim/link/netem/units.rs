@@ -125,7 +125,7 @@ pub(crate) fn parse_probability(text: &str) -> Result<f64, String> {
         || "not a probability (expected a percentage like 1% or a fraction like 0.01)".to_string();
     if let Some(percent) = text.strip_suffix('%') {
         let value: f64 = percent.parse().map_err(|_| bad())?;
-        if !(0.0..=100.0).contains(&value) {
+        if !(0.0..=100.0).contains(&value) || percent.starts_with('-') {
             return Err("a percentage must be within 0%..=100%".to_string());
         }
         return Ok(value / 100.0);
