@@ -231,7 +231,7 @@ impl EndpointHost for Shared {
             state
                 .endpoint
                 .connection_ref(h)
-                .is_none_or(|c| c.is_closed())
+                .map_or(true, |c| c.is_closed())
         });
         let control = if state.app_handles == 0 && all_closed {
             Control::Stop
