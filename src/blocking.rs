@@ -198,10 +198,10 @@ impl Shared {
 }
 
 impl EndpointHost for Shared {
-    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint)) -> Control {
+    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint) -> bool) -> Control {
         let mut state = self.lock();
         state.driver_may_sleep = false;
-        step(&mut state.endpoint);
+        let progress = step(&mut state.endpoint);
         let state = &mut *state;
         while let Some(handle) = state.endpoint.accept() {
             if state.listening {
@@ -238,7 +238,8 @@ impl EndpointHost for Shared {
         } else {
             Control::Continue
         };
-        if state.waiters > 0 {
+        // Sending alone changes nothing an application waits for.
+        if progress && state.waiters > 0 {
             self.changed.notify_all();
         }
         control
