@@ -165,7 +165,9 @@ fn raw_udp_run(bytes: u64) -> Result<Run, String> {
         let _ = blaster.send_to(&[0], sink_addr);
         thread::yield_now();
     }
-    let (received, seconds) = receiver.join().map_err(|_| "receiver panicked".to_string())?;
+    let (received, seconds) = receiver
+        .join()
+        .map_err(|_| "receiver panicked".to_string())?;
     let cpu = cpu_seconds() - cpu_before;
     Ok(Run {
         bytes: received,
@@ -222,8 +224,14 @@ fn main() -> Result<(), String> {
         raw_runs.push(result);
     }
     let [batched, unbatched] = sift_runs;
-    report("sift, Null protection, notices off (checksums on, GSO/GRO)", batched);
-    report("sift, Null protection, notices on (checksums off, no GSO)", unbatched);
+    report(
+        "sift, Null protection, notices off (checksums on, GSO/GRO)",
+        batched,
+    );
+    report(
+        "sift, Null protection, notices on (checksums off, no GSO)",
+        unbatched,
+    );
     report("raw UDP, one sendto/recv per 1350-byte datagram", raw_runs);
     Ok(())
 }

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +31,11 @@ use crate::{Config, Connection, Error, RecvInfo};
 
 /// Connections one server endpoint holds at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// How long a server connection may take to complete its handshake before
+/// the endpoint forgets it. Without a limit a single forged Initial would
+/// hold a connection slot forever (RFC 9000 §21.6 asks servers to bound
+/// the state spent on unvalidated clients).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Names one connection of an [`Endpoint`]. Handles are never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -63,6 +68,10 @@ pub struct EndpointStats {
     pub dropped_wrong_address: u64,
     /// New client Initials refused because the endpoint was full.
     pub dropped_connection_limit: u64,
+    /// Server connections forgotten because their handshake did not
+    /// complete in time.
+    #[serde(default)]
+    pub handshakes_timed_out: u64,
 }
 
 /// Why the endpoint could not do what was asked.
@@ -87,6 +96,16 @@ struct Entry {
     /// Our own connection ID, and for a server connection also the client's
     /// first destination ID (its Initials use it until it learns ours).
     routes: Vec<ConnectionId>,
+    /// Server connections: forgotten if not established by then.
+    handshake_deadline: Option<Instant>,
+}
+
+impl Entry {
+    /// The handshake deadline while it still applies.
+    fn pending_handshake_deadline(&self) -> Option<Instant> {
+        self.handshake_deadline
+            .filter(|_| !self.connection.is_established() && !self.connection.is_closed())
+    }
 }
 
 /// Many connections over one local address, demultiplexed by destination
@@ -98,6 +117,7 @@ pub struct Endpoint {
     local: SocketAddr,
     server: Option<Config>,
     max_connections: usize,
+    handshake_timeout: Duration,
     /// A BTreeMap so iteration (timers, round-robin) is in handle order and
     /// runs repeat exactly.
     connections: BTreeMap<ConnectionHandle, Entry>,
@@ -128,6 +148,7 @@ impl Endpoint {
             local,
             server,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             connections: BTreeMap::new(),
             routes: HashMap::new(),
             next_handle: 0,
@@ -141,6 +162,13 @@ impl Endpoint {
     /// the endpoint holds; further client Initials are dropped.
     pub fn with_max_connections(mut self, max_connections: usize) -> Self {
         self.max_connections = max_connections;
+        self
+    }
+
+    /// How long a server connection may take to complete its handshake
+    /// before it is removed (see [`DEFAULT_HANDSHAKE_TIMEOUT`]).
+    pub fn with_handshake_timeout(mut self, handshake_timeout: Duration) -> Self {
+        self.handshake_timeout = handshake_timeout;
         self
     }
 
@@ -193,7 +221,8 @@ impl Endpoint {
             ..config
         };
         let connection = Connection::connect(config, self.local, remote, now)?;
-        self.insert(handle, connection, None)?;
+        // A client's handshake wait is its application's business.
+        self.insert(handle, connection, None, None)?;
         Ok(handle)
     }
 
@@ -202,6 +231,7 @@ impl Endpoint {
         handle: ConnectionHandle,
         connection: Connection,
         client_initial_dcid: Option<ConnectionId>,
+        handshake_deadline: Option<Instant>,
     ) -> Result<(), EndpointError> {
         let mut routes = vec![connection.local_cid()];
         routes.extend(client_initial_dcid);
@@ -211,8 +241,14 @@ impl Endpoint {
         for cid in &routes {
             self.routes.insert(*cid, handle);
         }
-        self.connections
-            .insert(handle, Entry { connection, routes });
+        self.connections.insert(
+            handle,
+            Entry {
+                connection,
+                routes,
+                handshake_deadline,
+            },
+        );
         self.next_handle += 1;
         Ok(())
     }
@@ -296,7 +332,8 @@ impl Endpoint {
                 return None;
             }
         };
-        if let Err(error) = self.insert(handle, connection, Some(client_dcid)) {
+        let deadline = now + self.handshake_timeout;
+        if let Err(error) = self.insert(handle, connection, Some(client_dcid), Some(deadline)) {
             tracing::warn!(%error, %from, "dropping a new client Initial");
             self.stats.dropped_unknown_connection += 1;
             return None;
@@ -343,18 +380,27 @@ impl Endpoint {
         }
     }
 
-    /// The earliest timer of any connection.
+    /// The earliest timer of any connection (or handshake deadline).
     pub fn timeout(&self, now: Instant) -> Option<Instant> {
         self.connections
             .values()
-            .filter_map(|entry| entry.connection.timeout(now))
+            .flat_map(|entry| {
+                let timer = entry.connection.timeout(now).map(|wait| now + wait);
+                [timer, entry.pending_handshake_deadline()]
+            })
+            .flatten()
             .min()
-            .map(|wait| now + wait)
     }
 
-    /// Fires the expired timers of every connection.
+    /// Fires the expired timers of every connection, and removes server
+    /// connections whose handshake did not complete in time.
     pub fn on_timeout(&mut self, now: Instant) {
-        for entry in self.connections.values_mut() {
+        let mut expired = Vec::new();
+        for (handle, entry) in &mut self.connections {
+            if entry.pending_handshake_deadline().is_some_and(|d| d <= now) {
+                expired.push(*handle);
+                continue;
+            }
             if entry
                 .connection
                 .timeout(now)
@@ -362,6 +408,14 @@ impl Endpoint {
             {
                 entry.connection.on_timeout(now);
             }
+        }
+        for handle in expired {
+            tracing::debug!(
+                handle = handle.0,
+                "server handshake timed out: forgetting the connection"
+            );
+            self.stats.handshakes_timed_out += 1;
+            self.remove(handle);
         }
     }
 
@@ -593,6 +647,32 @@ mod tests {
         assert!(server.recv(&mut full, addr(1001), Instant::now()).is_some());
         assert_eq!(server.len(), 1);
         assert!(server.accept().is_some());
+    }
+
+    #[test]
+    fn server_forgets_a_connection_whose_handshake_never_completes() {
+        let start = Instant::now();
+        let mut server = Endpoint::new(addr(SERVER), Some(config(1)))
+            .with_handshake_timeout(Duration::from_secs(2));
+        // A well-formed Initial with no handshake in it: nothing follows.
+        let mut forged = initial_datagram(ConnectionId::new(&[5; 8]).unwrap(), 1200);
+        server.recv(&mut forged, addr(1001), start).unwrap();
+        assert_eq!(server.len(), 1);
+        // The deadline is a timer: the driver will wake for it.
+        assert!(server
+            .timeout(start)
+            .is_some_and(|at| at <= start + Duration::from_secs(2)));
+
+        server.on_timeout(start + Duration::from_millis(1999));
+        assert_eq!(server.len(), 1, "not before the deadline");
+        server.on_timeout(start + Duration::from_secs(2));
+        assert!(server.is_empty());
+        assert_eq!(server.stats().handshakes_timed_out, 1);
+        assert_eq!(
+            server.accept(),
+            None,
+            "a forgotten connection is not handed out"
+        );
     }
 
     #[test]
