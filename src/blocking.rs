@@ -125,6 +125,38 @@ struct State {
     flushed_turn: u64,
     /// Why the driver thread ended, once it has.
     stopped: Option<String>,
+    /// A handle was dropped since the driver last looked for connections
+    /// to remove.
+    handle_released: bool,
+}
+
+impl State {
+    /// Drops connections that are closed and that nobody holds or waits
+    /// to accept.
+    fn remove_unheld_closed(&mut self) {
+        let pending: HashSet<ConnectionHandle> = self.pending_accept.iter().copied().collect();
+        let unheld: Vec<ConnectionHandle> = self
+            .endpoint
+            .handles()
+            .filter(|h| !self.held.contains(h) && !pending.contains(h))
+            .filter(|h| {
+                self.endpoint
+                    .connection_ref(*h)
+                    .is_some_and(|c| c.is_closed())
+            })
+            .collect();
+        for handle in unheld {
+            self.endpoint.remove(handle);
+        }
+    }
+
+    fn all_closed(&self) -> bool {
+        self.endpoint.handles().all(|h| {
+            self.endpoint
+                .connection_ref(h)
+                .map_or(true, |c| c.is_closed())
+        })
+    }
 }
 
 struct Shared {
@@ -150,7 +182,8 @@ impl Shared {
         if state.driver_may_sleep {
             state.driver_may_sleep = false;
             if let Err(error) = self.waker.wake() {
-                tracing::warn!(%error, "cannot wake the driver");
+                // Only after the driver ended, which `stopped` reports.
+                tracing::debug!(%error, "cannot wake the driver");
             }
         }
     }
@@ -192,6 +225,7 @@ impl Shared {
     fn release_handle(&self) {
         let mut state = self.lock();
         state.app_handles = state.app_handles.saturating_sub(1);
+        state.handle_released = true;
         state.driver_may_sleep = true; // force a wake: the driver may stop
         self.wake_driver(&mut state);
     }
@@ -210,30 +244,15 @@ impl EndpointHost for Shared {
                 connection.close(0, "not accepting connections");
             }
         }
-        // Connections nobody holds or waits for are dropped once closed.
-        let unheld: Vec<ConnectionHandle> = state
-            .endpoint
-            .handles()
-            .filter(|h| !state.held.contains(h) && !state.pending_accept.contains(h))
-            .filter(|h| {
-                state
-                    .endpoint
-                    .connection_ref(*h)
-                    .is_some_and(|c| c.is_closed())
-            })
-            .collect();
-        for handle in unheld {
-            state.endpoint.remove(handle);
+        // Whether a connection closed changes only with progress (arrivals,
+        // timers) or when the application lets go of a handle.
+        if progress || state.handle_released {
+            state.handle_released = false;
+            state.remove_unheld_closed();
         }
         state.turns += 1;
         state.driver_may_sleep = true;
-        let all_closed = state.endpoint.handles().all(|h| {
-            state
-                .endpoint
-                .connection_ref(h)
-                .map_or(true, |c| c.is_closed())
-        });
-        let control = if state.app_handles == 0 && all_closed {
+        let control = if state.app_handles == 0 && state.all_closed() {
             Control::Stop
         } else {
             Control::Continue
@@ -281,6 +300,7 @@ fn start_endpoint(
             turns: 0,
             flushed_turn: 0,
             stopped: None,
+            handle_released: false,
         }),
         changed: Condvar::new(),
         waker: driver.waker(),
@@ -538,12 +558,19 @@ impl ConnInner {
         }
     }
 
-    /// One non-blocking call on the connection.
+    /// One non-blocking call on the connection that may give the driver
+    /// something to send.
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Option<T> {
         let mut state = self.shared.lock();
         let result = state.endpoint.connection(self.handle).map(f);
         self.shared.wake_driver(&mut state);
         result
+    }
+
+    /// A look at the connection that changes nothing.
+    fn peek<T>(&self, f: impl FnOnce(&Connection) -> T) -> Option<T> {
+        let state = self.shared.lock();
+        state.endpoint.connection_ref(self.handle).map(f)
     }
 }
 
@@ -672,7 +699,7 @@ impl BlockingConnection {
             .last_stats
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(stats) = self.inner.with(|connection| connection.stats()) {
+        if let Some(stats) = self.inner.peek(|connection| connection.stats()) {
             *cached = Some(stats);
         }
         cached.clone().unwrap_or_else(empty_stats)
@@ -705,7 +732,7 @@ impl BlockingConnection {
     /// Why the connection closed, once it has (or is closing).
     pub fn close_reason(&self) -> Option<CloseReason> {
         self.inner
-            .with(|connection| connection.close_reason().cloned())
+            .peek(|connection| connection.close_reason().cloned())
             .flatten()
     }
 
@@ -728,7 +755,7 @@ impl BlockingConnection {
     /// The handshake completed and the connection is not closing.
     pub fn is_established(&self) -> bool {
         self.inner
-            .with(|connection| connection.is_established())
+            .peek(|connection| connection.is_established())
             .unwrap_or(false)
     }
 
@@ -823,7 +850,7 @@ impl std::fmt::Debug for SiftStream {
 impl SiftStream {
     fn new(conn: Arc<ConnInner>, id: StreamId) -> Self {
         let side = conn
-            .with(|connection| connection.side())
+            .peek(|connection| connection.side())
             .unwrap_or(crate::Side::Client);
         let ours = stream_initiator(id) == side;
         let bidirectional = stream_dir(id) == Dir::Bi;

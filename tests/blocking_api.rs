@@ -187,3 +187,44 @@ fn clones_share_one_connection() {
     });
     assert_eq!(data.unwrap(), b"still here");
 }
+
+#[test]
+fn dropping_the_listener_releases_its_port() {
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let addr = listener.local_addr();
+    drop(listener);
+    // The driver thread ends and closes the socket; retry the bind until it
+    // has (bounded: a port kept forever fails the test).
+    let started = std::time::Instant::now();
+    loop {
+        if std::net::UdpSocket::bind(addr).is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < STEP_LIMIT,
+            "{addr} is still bound after the listener was dropped"
+        );
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn listener_at_its_connection_limit_leaves_further_clients_unanswered() {
+    let listener =
+        Listener::bind_with_max_connections("127.0.0.1:0".parse().unwrap(), Config::default(), 1)
+            .unwrap();
+    let addr = listener.local_addr();
+    let first = blocking::connect(addr, Config::default()).unwrap();
+    // The second client gives up after 400 ms (its idle timeout).
+    let impatient = Config {
+        idle_timeout: Duration::from_millis(400),
+        ..Config::default()
+    };
+    let error = blocking::connect(addr, impatient).expect_err("the second client is refused");
+    assert_eq!(
+        error.to_string(),
+        format!("no answer from {addr} within 400ms")
+    );
+    assert!(first.is_established(), "the first client is unaffected");
+    drop(listener);
+}
