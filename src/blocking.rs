@@ -618,7 +618,17 @@ impl BlockingConnection {
             Some(Instant::now() + timeout),
             &|| format!("no answer from {remote}"),
             &mut |connection| {
-                if connection.is_established() {
+                // A peer that closes with an application code right after
+                // the handshake did complete it (before, it could only send
+                // a transport error): hand out the connection, closed.
+                let peer_closed_after_handshake = matches!(
+                    connection.close_reason(),
+                    Some(CloseReason::Peer {
+                        application: true,
+                        ..
+                    })
+                );
+                if connection.is_established() || peer_closed_after_handshake {
                     Step::Ready(Ok(()))
                 } else if connection.is_closing() {
                     Step::Ready(Err(closed_error(connection)))

@@ -4,9 +4,10 @@
 //! equal-size datagrams from one sender in one `recvmsg`.
 //!
 //! GSO needs UDP checksums: the kernel refuses it on a socket with
-//! `SO_NO_CHECK` (DESIGN §5), so the driver batches only when corruption
-//! notices are off. A kernel or device that refuses either is noticed once
-//! and the driver falls back to one datagram per system call.
+//! `SO_NO_CHECK` (DESIGN §5), so the driver uses GSO/GRO only when
+//! corruption notices are off, and otherwise `sendmmsg` / `recvmmsg`
+//! (many datagrams, each with its own header, per call). A kernel or device
+//! that refuses GSO is noticed once and the driver stops asking.
 
 use std::io;
 use std::mem::{size_of, MaybeUninit};
@@ -172,6 +173,130 @@ pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
     }
 }
 
+/// Datagrams per `sendmmsg` / `recvmmsg` call when GSO / GRO cannot be
+/// used (checksums off).
+pub const MAX_MMSG: usize = 32;
+/// Receive slot per datagram for `recvmmsg`: a datagram larger than this
+/// arrives truncated and is dropped (sift's datagrams are ≤ 1500 bytes on
+/// ordinary paths, ≤ 9000 with jumbo frames).
+pub const MMSG_SLOT_BYTES: usize = 16 * 1024;
+
+/// Sends each `(payload, to)` as its own datagram in one `sendmmsg`.
+/// Returns how many were sent (at least one on success; the rest are for
+/// the next call). An error concerns the first datagram.
+pub fn send_many(fd: RawFd, datagrams: &[(&[u8], SocketAddr)]) -> io::Result<usize> {
+    let count = datagrams.len().min(MAX_MMSG);
+    let datagrams = datagrams.get(..count).unwrap_or_default();
+    let addresses: Vec<SockAddr> = datagrams
+        .iter()
+        .map(|(_, to)| SockAddr::from(*to))
+        .collect();
+    let mut iovecs: Vec<libc::iovec> = datagrams
+        .iter()
+        .map(|(payload, _)| libc::iovec {
+            iov_base: payload.as_ptr() as *mut libc::c_void,
+            iov_len: payload.len(),
+        })
+        .collect();
+    // SAFETY: every msghdr points into `addresses` and `iovecs`, which
+    // outlive the call; the kernel only reads the payloads.
+    unsafe {
+        let mut messages: Vec<libc::mmsghdr> = Vec::with_capacity(count);
+        for (address, iov) in addresses.iter().zip(iovecs.iter_mut()) {
+            let mut message: libc::mmsghdr = MaybeUninit::zeroed().assume_init();
+            message.msg_hdr.msg_name = address.as_ptr() as *mut libc::c_void;
+            message.msg_hdr.msg_namelen = address.len();
+            message.msg_hdr.msg_iov = iov;
+            message.msg_hdr.msg_iovlen = 1;
+            messages.push(message);
+        }
+        let sent = libc::sendmmsg(fd, messages.as_mut_ptr(), count as libc::c_uint, 0);
+        if sent < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(sent as usize)
+        }
+    }
+}
+
+/// Receive slots for [`recv_many`]: one buffer cut into `MAX_MMSG` slots.
+#[derive(Debug)]
+pub struct RecvSlots {
+    buffer: Vec<u8>,
+}
+
+impl Default for RecvSlots {
+    fn default() -> Self {
+        Self {
+            buffer: vec![0; MAX_MMSG * MMSG_SLOT_BYTES],
+        }
+    }
+}
+
+impl RecvSlots {
+    /// The datagram in slot `index`, `len` bytes long.
+    pub fn datagram(&self, index: usize, len: usize) -> &[u8] {
+        let start = index * MMSG_SLOT_BYTES;
+        self.buffer
+            .get(start..start + len.min(MMSG_SLOT_BYTES))
+            .unwrap_or_default()
+    }
+}
+
+/// Receives up to `MAX_MMSG` datagrams in one `recvmmsg` into `slots`:
+/// returns `(length, from)` per datagram, in slot order. Truncated
+/// datagrams (larger than a slot) are left out.
+pub fn recv_many(fd: RawFd, slots: &mut RecvSlots) -> io::Result<Vec<(usize, SocketAddr)>> {
+    // SAFETY: each msghdr points at its own slot of `slots.buffer` and its
+    // own sockaddr_storage, all alive for the call; the kernel writes at
+    // most `iov_len` and `msg_namelen` bytes into them.
+    unsafe {
+        let mut storages: Vec<libc::sockaddr_storage> =
+            vec![MaybeUninit::zeroed().assume_init(); MAX_MMSG];
+        let base = slots.buffer.as_mut_ptr();
+        let mut iovecs: Vec<libc::iovec> = (0..MAX_MMSG)
+            .map(|index| libc::iovec {
+                iov_base: base.add(index * MMSG_SLOT_BYTES).cast(),
+                iov_len: MMSG_SLOT_BYTES,
+            })
+            .collect();
+        let mut messages: Vec<libc::mmsghdr> = Vec::with_capacity(MAX_MMSG);
+        for (storage, iov) in storages.iter_mut().zip(iovecs.iter_mut()) {
+            let mut message: libc::mmsghdr = MaybeUninit::zeroed().assume_init();
+            message.msg_hdr.msg_name = (storage as *mut libc::sockaddr_storage).cast();
+            message.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            message.msg_hdr.msg_iov = iov;
+            message.msg_hdr.msg_iovlen = 1;
+            messages.push(message);
+        }
+        let received = libc::recvmmsg(
+            fd,
+            messages.as_mut_ptr(),
+            MAX_MMSG as libc::c_uint,
+            // Block (when the socket blocks) only for the first datagram.
+            libc::MSG_WAITFORONE,
+            std::ptr::null_mut(),
+        );
+        if received < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut datagrams = Vec::with_capacity(received as usize);
+        for (message, storage) in messages.iter().zip(storages).take(received as usize) {
+            if message.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                tracing::debug!("dropping a datagram larger than {MMSG_SLOT_BYTES} bytes");
+                datagrams.push((0, SocketAddr::from(([0, 0, 0, 0], 0))));
+                continue;
+            }
+            let address = SockAddr::new(storage, message.msg_hdr.msg_namelen);
+            let from = address
+                .as_socket()
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            datagrams.push((message.msg_len as usize, from));
+        }
+        Ok(datagrams)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +336,37 @@ mod tests {
         }
         assert_eq!(got, payload);
         assert_eq!(sizes, vec![1200, 1200, 600], "GRO on: {gro}");
+    }
+
+    #[test]
+    fn sendmmsg_and_recvmmsg_move_several_datagrams_per_call() {
+        let options = SocketOptions {
+            disable_checksums: true,
+            ..SocketOptions::default()
+        };
+        let (sender, _) = bind_udp("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let (receiver, _) = bind_udp("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let to = receiver.local_addr().unwrap();
+        let payloads: Vec<Vec<u8>> = (1..=5u8).map(|i| vec![i; 100 * i as usize]).collect();
+        let batch: Vec<(&[u8], SocketAddr)> = payloads.iter().map(|p| (&p[..], to)).collect();
+        assert_eq!(send_many(sender.as_raw_fd(), &batch).unwrap(), 5);
+
+        let mut slots = RecvSlots::default();
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        receiver
+            .set_nonblocking(false)
+            .and_then(|()| receiver.set_read_timeout(Some(std::time::Duration::from_secs(5))))
+            .unwrap();
+        while got.len() < 5 {
+            for (index, (len, from)) in recv_many(receiver.as_raw_fd(), &mut slots)
+                .unwrap()
+                .into_iter()
+                .enumerate()
+            {
+                assert_eq!(from, sender.local_addr().unwrap());
+                got.push(slots.datagram(index, len).to_vec());
+            }
+        }
+        assert_eq!(got, payloads);
     }
 }

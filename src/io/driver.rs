@@ -3,11 +3,14 @@
 //!
 //! One turn of the loop:
 //! 1. read datagrams from the socket until WouldBlock (at most a batch per
-//!    turn), without holding the endpoint;
+//!    turn), without holding the endpoint — with GRO one `recvmsg` returns
+//!    a run of them, otherwise one `recvmmsg` returns up to 32;
 //! 2. under the host's lock: feed them to the endpoint, fire due timers,
 //!    and collect a batch of datagrams to send — consecutive equal-size
 //!    datagrams to one address go into one GSO send when the socket allows;
-//! 3. send them until done or WouldBlock (the rest waits for WRITABLE);
+//! 3. send them until done or WouldBlock (the rest waits for WRITABLE) —
+//!    GSO batches with `sendmsg`, single datagrams 32 at a time with
+//!    `sendmmsg`;
 //! 4. if nothing is left to do, sleep in `poll` until the socket, the
 //!    endpoint's next timer (a `timerfd`, so pacing gaps of microseconds
 //!    are honoured) or an application thread (the `Waker`) wakes us.
@@ -26,7 +29,8 @@ use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::batch::{
-    enable_gro, gso_supported, recv_segments, send_segments, MAX_BATCH_BYTES, MAX_GSO_SEGMENTS,
+    enable_gro, gso_supported, recv_many, recv_segments, send_many, send_segments, RecvSlots,
+    MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
 use super::socket::{bind_udp, SocketOptions, SocketReport};
 use super::timer::Timer;
@@ -118,6 +122,10 @@ pub struct Driver {
     max_datagram: usize,
     /// Send consecutive same-size datagrams in one GSO `sendmsg`.
     gso: bool,
+    /// Slots for `recvmmsg`, which reads many datagrams per call. `None`
+    /// when the kernel coalesces arrivals itself (GRO): then one `recvmsg`
+    /// returns a run of them.
+    recv_slots: Option<RecvSlots>,
     /// The socket may have more to read (edge-triggered: until WouldBlock).
     readable: bool,
     /// The socket accepted our last write.
@@ -162,6 +170,7 @@ impl Driver {
             recv_buffer: vec![0; MAX_BATCH_BYTES],
             max_datagram: max_datagram.clamp(1200, MAX_BATCH_BYTES),
             gso,
+            recv_slots: (!gro).then(RecvSlots::default),
             readable: true,
             writable: true,
             awaiting_flush: false,
@@ -294,18 +303,13 @@ impl Driver {
     fn receive_batch(&mut self) {
         let fd = self.socket.as_raw_fd();
         while self.readable && self.received.len() < RECV_BATCH {
-            match recv_segments(fd, &mut self.recv_buffer) {
-                Ok(got) => {
-                    self.counters.recv_calls += 1;
-                    let data = self.recv_buffer.get(..got.len).unwrap_or_default();
-                    for segment in data.chunks(got.segment_size.max(1)) {
-                        let mut datagram = self.spare.pop().unwrap_or_default();
-                        datagram.clear();
-                        datagram.extend_from_slice(segment);
-                        self.received.push((datagram, got.from));
-                        self.counters.datagrams_received += 1;
-                    }
-                }
+            let result = if self.recv_slots.is_some() {
+                self.receive_many(fd)
+            } else {
+                self.receive_coalesced(fd)
+            };
+            match result {
+                Ok(()) => self.counters.recv_calls += 1,
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => self.readable = false,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => {
@@ -317,12 +321,49 @@ impl Driver {
         }
     }
 
+    /// One `recvmsg`: a datagram, or with GRO a run of them.
+    fn receive_coalesced(&mut self, fd: std::os::fd::RawFd) -> io::Result<()> {
+        let got = recv_segments(fd, &mut self.recv_buffer)?;
+        let data = self.recv_buffer.get(..got.len).unwrap_or_default();
+        for segment in data.chunks(got.segment_size.max(1)) {
+            let mut datagram = self.spare.pop().unwrap_or_default();
+            datagram.clear();
+            datagram.extend_from_slice(segment);
+            self.received.push((datagram, got.from));
+            self.counters.datagrams_received += 1;
+        }
+        Ok(())
+    }
+
+    /// One `recvmmsg`: up to `MAX_MMSG` datagrams.
+    fn receive_many(&mut self, fd: std::os::fd::RawFd) -> io::Result<()> {
+        let Some(slots) = self.recv_slots.as_mut() else {
+            return Ok(());
+        };
+        let got = recv_many(fd, slots)?;
+        for (index, (len, from)) in got.into_iter().enumerate() {
+            if len == 0 {
+                continue; // truncated (or empty): nothing sift can use
+            }
+            let mut datagram = self.spare.pop().unwrap_or_default();
+            datagram.clear();
+            datagram.extend_from_slice(slots.datagram(index, len));
+            self.received.push((datagram, from));
+            self.counters.datagrams_received += 1;
+        }
+        Ok(())
+    }
+
     fn send_queued(&mut self) {
         let fd = self.socket.as_raw_fd();
         while self.writable {
             let Some(next) = self.outgoing.front() else {
                 return;
             };
+            if next.segments == 1 && self.outgoing.len() > 1 {
+                self.send_many_queued(fd);
+                continue;
+            }
             match send_segments(fd, next.to, &next.data, next.segment_size) {
                 Ok(_) => {
                     self.counters.send_calls += 1;
@@ -350,6 +391,41 @@ impl Driver {
             }
             if let Some(sent) = self.outgoing.pop_front() {
                 self.spare.push(sent.data);
+            }
+        }
+    }
+
+    /// Sends the single datagrams at the front of the queue with one
+    /// `sendmmsg`.
+    fn send_many_queued(&mut self, fd: std::os::fd::RawFd) {
+        let batch: Vec<(&[u8], SocketAddr)> = self
+            .outgoing
+            .iter()
+            .take(MAX_MMSG)
+            .take_while(|o| o.segments == 1)
+            .map(|o| (&o.data[..], o.to))
+            .collect();
+        let sent = match send_many(fd, &batch) {
+            Ok(sent) => {
+                self.counters.send_calls += 1;
+                self.counters.datagrams_sent += sent as u64;
+                sent
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.writable = false;
+                return;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return,
+            Err(error) => {
+                // The first datagram failed: drop it, as a single send would.
+                self.counters.send_errors += 1;
+                tracing::debug!(%error, errors = self.counters.send_errors, "UDP send error: datagram lost");
+                1
+            }
+        };
+        for _ in 0..sent {
+            if let Some(done) = self.outgoing.pop_front() {
+                self.spare.push(done.data);
             }
         }
     }
