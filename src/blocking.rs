@@ -437,13 +437,15 @@ impl Listener {
         self.accept_until(None)
     }
 
-    /// Like [`Listener::accept`], giving up after `timeout`.
+    /// Like [`Listener::accept`], giving up after `timeout` with
+    /// [`SiftIoError::Timeout`] (a timeout too large for the clock waits
+    /// forever).
     pub fn accept_timeout(&self, timeout: Duration) -> Result<BlockingConnection, SiftIoError> {
-        self.accept_until(Some(Instant::now() + timeout))
+        self.accept_until(Instant::now().checked_add(timeout))
             .map_err(|error| match error {
-                SiftIoError::Timeout { after, .. } => SiftIoError::Timeout {
+                SiftIoError::Timeout { .. } => SiftIoError::Timeout {
                     what: format!("no client connected to {}", self.shared.local),
-                    after: after.max(timeout),
+                    after: timeout,
                 },
                 other => other,
             })
@@ -615,7 +617,7 @@ impl BlockingConnection {
     fn wait_established(&self, timeout: Duration) -> Result<(), SiftIoError> {
         let remote = self.inner.remote;
         let result = self.inner.block_on(
-            Some(Instant::now() + timeout),
+            Instant::now().checked_add(timeout),
             &|| format!("no answer from {remote}"),
             &mut |connection| {
                 // A peer that closes with an application code right after

@@ -332,8 +332,9 @@ impl Endpoint {
                 return None;
             }
         };
-        let deadline = now + self.handshake_timeout;
-        if let Err(error) = self.insert(handle, connection, Some(client_dcid), Some(deadline)) {
+        // A timeout too large for the clock means no deadline.
+        let deadline = now.checked_add(self.handshake_timeout);
+        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline) {
             tracing::warn!(%error, %from, "dropping a new client Initial");
             self.stats.dropped_unknown_connection += 1;
             return None;
@@ -673,6 +674,17 @@ mod tests {
             None,
             "a forgotten connection is not handed out"
         );
+    }
+
+    #[test]
+    fn handshake_timeout_beyond_the_clock_means_no_deadline() {
+        let mut server =
+            Endpoint::new(addr(SERVER), Some(config(1))).with_handshake_timeout(Duration::MAX);
+        let mut initial = initial_datagram(ConnectionId::new(&[6; 8]).unwrap(), 1200);
+        let now = Instant::now();
+        assert!(server.recv(&mut initial, addr(1001), now).is_some());
+        server.on_timeout(now + Duration::from_secs(3600));
+        assert_eq!(server.len(), 1);
     }
 
     #[test]

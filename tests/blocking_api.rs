@@ -228,3 +228,18 @@ fn listener_at_its_connection_limit_leaves_further_clients_unanswered() {
     assert!(first.is_established(), "the first client is unaffected");
     drop(listener);
 }
+
+#[test]
+fn accept_timeout_names_the_listener_and_the_wait() {
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let error = listener
+        .accept_timeout(Duration::from_millis(100))
+        .expect_err("nobody connects");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "no client connected to {} within 100ms",
+            listener.local_addr()
+        )
+    );
+}
