@@ -340,7 +340,9 @@ fn spawn_relay(
 #[test]
 fn read_fails_with_idle_timeout_when_the_server_vanishes() {
     let config = Config {
-        idle_timeout: Duration::from_millis(600),
+        // Short, but long enough for a handshake on a busy machine (the
+        // handshake wait is the idle timeout when that is under 10 s).
+        idle_timeout: Duration::from_millis(1500),
         ..Config::default()
     };
     let listener = Listener::bind(localhost(), config.clone()).unwrap();
