@@ -13,10 +13,14 @@
 //!
 //! Linux only: it uses `timerfd` and Linux socket options.
 
+mod batch;
 mod driver;
 mod socket;
 mod timer;
 
+pub use batch::{
+    enable_gro, gso_supported, recv_segments, send_segments, Received, UDP_GRO, UDP_SEGMENT,
+};
 pub use driver::{Control, Driver, EndpointHost};
 pub use socket::{
     bind_udp, checksums_disabled, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,

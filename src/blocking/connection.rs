@@ -1,0 +1,341 @@
+//! A connection of the blocking API: application calls on the sans-IO
+//! connection under the endpoint's lock, sleeping until the driver reports
+//! progress.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::shared::Shared;
+use super::stream::SiftStream;
+use super::SiftIoError;
+use crate::conn::CloseReason;
+use crate::endpoint::ConnectionHandle;
+use crate::stream::{Dir, StreamError};
+use crate::{Connection, Error, Stats};
+
+/// How long [`BlockingConnection::close`] waits for the CONNECTION_CLOSE
+/// to leave the socket.
+const CLOSE_FLUSH_WAIT: Duration = Duration::from_millis(250);
+
+/// What one blocking call found.
+pub(super) enum Step<T> {
+    Ready(Result<T, SiftIoError>),
+    Pending,
+}
+
+pub(super) struct ConnInner {
+    pub(super) shared: Arc<Shared>,
+    pub(super) handle: ConnectionHandle,
+    pub(super) remote: SocketAddr,
+    /// Stats as last read, in case the connection is gone.
+    pub(super) last_stats: Mutex<Option<Stats>>,
+}
+
+impl ConnInner {
+    /// Runs `attempt` on the connection until it is ready, waking the
+    /// driver after each attempt and sleeping between them. `deadline`
+    /// bounds the wait; `what` names what did not happen for the error.
+    pub(super) fn block_on<T>(
+        &self,
+        deadline: Option<Instant>,
+        what: &dyn Fn() -> String,
+        attempt: &mut dyn FnMut(&mut Connection) -> Step<T>,
+    ) -> Result<T, SiftIoError> {
+        let started = Instant::now();
+        let mut state = self.shared.lock();
+        loop {
+            let step = match state.endpoint.connection(self.handle) {
+                Some(connection) => attempt(connection),
+                None => Step::Ready(Err(SiftIoError::Connection(Error::Closed))),
+            };
+            self.shared.wake_driver(&mut state);
+            if let Step::Ready(result) = step {
+                return result;
+            }
+            if let Some(error) = self.shared.stopped_error(&state) {
+                return Err(error);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(SiftIoError::Timeout {
+                    what: what(),
+                    after: started.elapsed(),
+                });
+            }
+            state = self.shared.wait(state, deadline);
+        }
+    }
+
+    /// One non-blocking call on the connection that may give the driver
+    /// something to send.
+    pub(super) fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Option<T> {
+        let mut state = self.shared.lock();
+        let result = state.endpoint.connection(self.handle).map(f);
+        self.shared.wake_driver(&mut state);
+        result
+    }
+
+    /// A look at the connection that changes nothing.
+    pub(super) fn peek<T>(&self, f: impl FnOnce(&Connection) -> T) -> Option<T> {
+        let state = self.shared.lock();
+        state.endpoint.connection_ref(self.handle).map(f)
+    }
+}
+
+impl Drop for ConnInner {
+    fn drop(&mut self) {
+        {
+            let mut state = self.shared.lock();
+            state.held.remove(&self.handle);
+            if let Some(connection) = state.endpoint.connection(self.handle) {
+                connection.close(0, "");
+            }
+        }
+        self.shared.release_handle();
+    }
+}
+
+/// The error for an operation on a closing or closed connection.
+pub(super) fn closed_error(connection: &Connection) -> SiftIoError {
+    match connection.close_reason() {
+        Some(reason) => SiftIoError::Closed(reason.clone()),
+        None => SiftIoError::Connection(Error::Closed),
+    }
+}
+
+/// A connection of the blocking API. Clones share it; the connection
+/// closes (code 0) when the last clone and its streams are dropped.
+#[derive(Clone)]
+pub struct BlockingConnection {
+    pub(super) inner: Arc<ConnInner>,
+}
+
+impl std::fmt::Debug for BlockingConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingConnection")
+            .field("remote", &self.inner.remote)
+            .field("local", &self.inner.shared.local)
+            .finish()
+    }
+}
+
+impl BlockingConnection {
+    pub(super) fn wait_established(&self, timeout: Duration) -> Result<(), SiftIoError> {
+        let remote = self.inner.remote;
+        let result = self.inner.block_on(
+            Instant::now().checked_add(timeout),
+            &|| format!("no answer from {remote}"),
+            &mut |connection| {
+                // A peer that closes with an application code right after
+                // the handshake did complete it (before, it could only send
+                // a transport error): hand out the connection, closed.
+                let peer_closed_after_handshake = matches!(
+                    connection.close_reason(),
+                    Some(CloseReason::Peer {
+                        application: true,
+                        ..
+                    })
+                );
+                if connection.is_established() || peer_closed_after_handshake {
+                    Step::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Step::Ready(Err(closed_error(connection)))
+                } else {
+                    Step::Pending
+                }
+            },
+        );
+        if let Err(SiftIoError::Timeout { what, .. }) = result {
+            // The connection is abandoned: the error names the full wait.
+            return Err(SiftIoError::Timeout {
+                what,
+                after: timeout,
+            });
+        }
+        result
+    }
+
+    fn open(&self, dir: Dir) -> Result<SiftStream, SiftIoError> {
+        let id = self.inner.block_on(
+            None,
+            &|| "no stream credit".to_string(),
+            &mut |connection| {
+                let opened = match dir {
+                    Dir::Bi => connection.stream_open_bi(),
+                    Dir::Uni => connection.stream_open_uni(),
+                };
+                match opened {
+                    Ok(id) => Step::Ready(Ok(id)),
+                    // Wait for the peer to grant more streams.
+                    Err(Error::Stream(StreamError::StreamsExhausted)) => Step::Pending,
+                    Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
+                    Err(other) => Step::Ready(Err(other.into())),
+                }
+            },
+        )?;
+        Ok(SiftStream::new(Arc::clone(&self.inner), id))
+    }
+
+    fn accept_stream(&self, dir: Dir) -> Result<SiftStream, SiftIoError> {
+        let id = self.inner.block_on(
+            None,
+            &|| "no stream from the peer".to_string(),
+            &mut |connection| match connection.stream_accept(dir) {
+                Some(id) => Step::Ready(Ok(id)),
+                None if connection.is_closing() => Step::Ready(Err(closed_error(connection))),
+                None => Step::Pending,
+            },
+        )?;
+        Ok(SiftStream::new(Arc::clone(&self.inner), id))
+    }
+
+    /// Opens a bidirectional stream, waiting while the peer's stream limit
+    /// is reached. The peer sees it once something is written.
+    pub fn open_bi(&self) -> Result<SiftStream, SiftIoError> {
+        self.open(Dir::Bi)
+    }
+
+    /// Opens a unidirectional (send-only) stream.
+    pub fn open_uni(&self) -> Result<SiftStream, SiftIoError> {
+        self.open(Dir::Uni)
+    }
+
+    /// Waits for the peer's next bidirectional stream.
+    pub fn accept_bi(&self) -> Result<SiftStream, SiftIoError> {
+        self.accept_stream(Dir::Bi)
+    }
+
+    /// Waits for the peer's next unidirectional (receive-only) stream.
+    pub fn accept_uni(&self) -> Result<SiftStream, SiftIoError> {
+        self.accept_stream(Dir::Uni)
+    }
+
+    /// Counters and estimates of the connection.
+    pub fn stats(&self) -> Stats {
+        let mut cached = self
+            .inner
+            .last_stats
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(stats) = self.inner.peek(|connection| connection.stats()) {
+            *cached = Some(stats);
+        }
+        cached.clone().unwrap_or_else(empty_stats)
+    }
+
+    /// Closes the connection with an application error `code` and
+    /// `reason`, and waits briefly (at most 250 ms) for the
+    /// CONNECTION_CLOSE to leave the socket.
+    pub fn close(&self, code: u64, reason: &str) {
+        let shared = &self.inner.shared;
+        let deadline = Instant::now() + CLOSE_FLUSH_WAIT;
+        let mut state = shared.lock();
+        let Some(connection) = state.endpoint.connection(self.inner.handle) else {
+            return;
+        };
+        if connection.is_closing() {
+            return;
+        }
+        connection.close(code, reason);
+        let closed_at_turn = state.turns;
+        shared.wake_driver(&mut state);
+        while state.flushed_turn <= closed_at_turn
+            && state.stopped.is_none()
+            && Instant::now() < deadline
+        {
+            state = shared.wait(state, Some(deadline));
+        }
+    }
+
+    /// Why the connection closed, once it has (or is closing).
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.inner
+            .peek(|connection| connection.close_reason().cloned())
+            .flatten()
+    }
+
+    /// The peer's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.inner.remote
+    }
+
+    /// Our socket's address (the unspecified address for clients).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.shared.local
+    }
+
+    /// Whether UDP checksums are off on this connection's socket.
+    pub fn checksums_disabled(&self) -> io::Result<bool> {
+        let shared = &self.inner.shared;
+        crate::io::checksums_disabled(&shared.socket_fd, shared.local.is_ipv6())
+    }
+
+    /// The handshake completed and the connection is not closing.
+    pub fn is_established(&self) -> bool {
+        self.inner
+            .peek(|connection| connection.is_established())
+            .unwrap_or(false)
+    }
+
+    /// Sends an unreliable datagram (RFC 9221). Fails at once if it does
+    /// not fit or the peer refuses datagrams; never blocks.
+    pub fn send_datagram(&self, data: &[u8]) -> Result<(), SiftIoError> {
+        self.inner
+            .with(|connection| match connection.send_datagram(data) {
+                Ok(()) => Ok(()),
+                Err(Error::Closed) => Err(closed_error(connection)),
+                Err(other) => Err(other.into()),
+            })
+            .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))
+    }
+
+    /// Waits for the next datagram from the peer.
+    pub fn recv_datagram(&self) -> Result<Vec<u8>, SiftIoError> {
+        self.inner.block_on(
+            None,
+            &|| "no datagram".to_string(),
+            &mut |connection| match connection.recv_datagram() {
+                Some(datagram) => Step::Ready(Ok(datagram)),
+                None if connection.is_closing() => Step::Ready(Err(closed_error(connection))),
+                None => Step::Pending,
+            },
+        )
+    }
+}
+
+/// Stats for a connection that was never seen (cannot happen while a
+/// handle exists; kept so `stats` never panics).
+fn empty_stats() -> Stats {
+    Stats {
+        packets_sent: 0,
+        packets_received: 0,
+        bytes_sent: 0,
+        bytes_received: 0,
+        packets_lost: 0,
+        retransmitted_packets: 0,
+        ptos: 0,
+        congestion_events: 0,
+        corruption_notices_received: 0,
+        corruption_notices_ignored: 0,
+        corruption_notices_sent: 0,
+        payload_corrupt_received: 0,
+        header_corrupt_dropped: 0,
+        malformed_dropped: 0,
+        corruption_notices_negotiated: false,
+        cwnd: 0,
+        ssthresh: 0,
+        bytes_in_flight: 0,
+        srtt_us: 0,
+        min_rtt_us: 0,
+        rttvar_us: 0,
+        cc: crate::cc::Metrics {
+            algorithm: String::new(),
+            cwnd: 0,
+            ssthresh: 0,
+            phase: crate::cc::Phase::SlowStart,
+            last_verdict: None,
+            fields: Default::default(),
+        },
+    }
+}

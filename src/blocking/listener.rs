@@ -1,0 +1,138 @@
+//! The server side of the blocking API: a bound endpoint that hands out
+//! connections once their handshake completes.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::connection::{BlockingConnection, ConnInner};
+use super::shared::{start_endpoint, Shared};
+use super::SiftIoError;
+use crate::endpoint::ConnectionHandle;
+use crate::io::os_seed;
+use crate::Config;
+
+/// A server endpoint: accepts connections on one address.
+pub struct Listener {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("local", &self.shared.local)
+            .finish()
+    }
+}
+
+impl Listener {
+    /// Binds `addr` and starts accepting connections with `config`
+    /// (at most [`DEFAULT_MAX_CONNECTIONS`](crate::endpoint::DEFAULT_MAX_CONNECTIONS)).
+    pub fn bind(addr: SocketAddr, config: Config) -> Result<Self, SiftIoError> {
+        Self::bind_with_max_connections(addr, config, crate::endpoint::DEFAULT_MAX_CONNECTIONS)
+    }
+
+    /// Like [`Listener::bind`], holding at most `max_connections`
+    /// connections at once; further clients get no answer.
+    pub fn bind_with_max_connections(
+        addr: SocketAddr,
+        config: Config,
+        max_connections: usize,
+    ) -> Result<Self, SiftIoError> {
+        let server = Config {
+            rng_seed: os_seed(),
+            ..config.clone()
+        };
+        let shared = start_endpoint(addr, Some(server), &config, max_connections)?;
+        Ok(Self { shared })
+    }
+
+    /// The bound address (with the port the kernel chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+
+    /// Whether UDP checksums are off on the socket, read back with
+    /// `getsockopt` (they are when the config offers corruption notices).
+    pub fn checksums_disabled(&self) -> io::Result<bool> {
+        crate::io::checksums_disabled(&self.shared.socket_fd, self.shared.local.is_ipv6())
+    }
+
+    /// Waits for the next client whose handshake completed.
+    pub fn accept(&self) -> Result<BlockingConnection, SiftIoError> {
+        self.accept_until(None)
+    }
+
+    /// Like [`Listener::accept`], giving up after `timeout` with
+    /// [`SiftIoError::Timeout`] (a timeout too large for the clock waits
+    /// forever).
+    pub fn accept_timeout(&self, timeout: Duration) -> Result<BlockingConnection, SiftIoError> {
+        self.accept_until(Instant::now().checked_add(timeout))
+            .map_err(|error| match error {
+                SiftIoError::Timeout { .. } => SiftIoError::Timeout {
+                    what: format!("no client connected to {}", self.shared.local),
+                    after: timeout,
+                },
+                other => other,
+            })
+    }
+
+    fn accept_until(&self, deadline: Option<Instant>) -> Result<BlockingConnection, SiftIoError> {
+        let started = Instant::now();
+        let mut state = self.shared.lock();
+        loop {
+            if let Some(error) = self.shared.stopped_error(&state) {
+                return Err(error);
+            }
+            let state_ref = &mut *state;
+            let mut ready = None;
+            state_ref.pending_accept.retain(|&handle| {
+                match state_ref.endpoint.connection_ref(handle) {
+                    Some(c) if c.is_established() && ready.is_none() => {
+                        ready = Some((handle, c.remote()));
+                        false
+                    }
+                    Some(c) => !c.is_closed(),
+                    None => false,
+                }
+            });
+            if let Some((handle, remote)) = ready {
+                state.held.insert(handle);
+                state.app_handles += 1;
+                drop(state);
+                return Ok(BlockingConnection {
+                    inner: Arc::new(ConnInner {
+                        shared: Arc::clone(&self.shared),
+                        handle,
+                        remote,
+                        last_stats: Mutex::new(None),
+                    }),
+                });
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(SiftIoError::Timeout {
+                    what: format!("no client connected to {}", self.shared.local),
+                    after: started.elapsed(),
+                });
+            }
+            state = self.shared.wait(state, deadline);
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        {
+            let mut state = self.shared.lock();
+            state.listening = false;
+            let pending: Vec<ConnectionHandle> = state.pending_accept.drain(..).collect();
+            for handle in pending {
+                if let Some(connection) = state.endpoint.connection(handle) {
+                    connection.close(0, "server shutting down");
+                }
+            }
+        }
+        self.shared.release_handle();
+    }
+}

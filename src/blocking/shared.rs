@@ -1,0 +1,240 @@
+//! The endpoint shared between its driver thread and application
+//! threads: the state behind the mutex, the condition variable the driver
+//! signals, the waker that rouses the driver, and the driver thread itself.
+
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::Instant;
+
+use mio::Waker;
+
+use super::SiftIoError;
+use crate::endpoint::{ConnectionHandle, Endpoint};
+use crate::io::{Control, Driver, EndpointHost, SocketOptions};
+use crate::Config;
+
+/// Endpoint state shared by the driver thread and application threads.
+pub(super) struct State {
+    pub(super) endpoint: Endpoint,
+    /// Connections the application holds (a `BlockingConnection` exists).
+    pub(super) held: HashSet<ConnectionHandle>,
+    /// Server connections taken from the endpoint, not yet handed out.
+    pub(super) pending_accept: VecDeque<ConnectionHandle>,
+    /// Listener or connection handles alive; the driver stops at zero once
+    /// every connection has closed.
+    pub(super) app_handles: usize,
+    pub(super) listening: bool,
+    /// Application threads inside `Condvar::wait`.
+    pub(super) waiters: usize,
+    /// The driver finished a turn and may sleep next: a change by the
+    /// application must wake it.
+    pub(super) driver_may_sleep: bool,
+    /// Turns of the driver loop, and the last turn whose datagrams were
+    /// written to the socket.
+    pub(super) turns: u64,
+    pub(super) flushed_turn: u64,
+    /// Why the driver thread ended, once it has.
+    pub(super) stopped: Option<String>,
+    /// A handle was dropped since the driver last looked for connections
+    /// to remove.
+    pub(super) handle_released: bool,
+}
+
+impl State {
+    /// Drops connections that are closed and that nobody holds or waits
+    /// to accept.
+    fn remove_unheld_closed(&mut self) {
+        let pending: HashSet<ConnectionHandle> = self.pending_accept.iter().copied().collect();
+        let unheld: Vec<ConnectionHandle> = self
+            .endpoint
+            .handles()
+            .filter(|h| !self.held.contains(h) && !pending.contains(h))
+            .filter(|h| {
+                self.endpoint
+                    .connection_ref(*h)
+                    .is_some_and(|c| c.is_closed())
+            })
+            .collect();
+        for handle in unheld {
+            self.endpoint.remove(handle);
+        }
+    }
+
+    fn all_closed(&self) -> bool {
+        self.endpoint.handles().all(|h| {
+            self.endpoint
+                .connection_ref(h)
+                .map_or(true, |c| c.is_closed())
+        })
+    }
+}
+
+pub(super) struct Shared {
+    pub(super) state: Mutex<State>,
+    pub(super) changed: Condvar,
+    pub(super) waker: Arc<Waker>,
+    pub(super) local: SocketAddr,
+    /// A duplicate of the socket's descriptor, to read its options back.
+    pub(super) socket_fd: OwnedFd,
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere must not make every later call panic too.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Wakes the driver if it may be asleep. Call with the lock held, after
+    /// giving a connection something to do.
+    pub(super) fn wake_driver(&self, state: &mut State) {
+        if state.driver_may_sleep {
+            state.driver_may_sleep = false;
+            if let Err(error) = self.waker.wake() {
+                // Only after the driver ended, which `stopped` reports.
+                tracing::debug!(%error, "cannot wake the driver");
+            }
+        }
+    }
+
+    /// Sleeps until the driver signals progress or `deadline` passes.
+    pub(super) fn wait<'a>(
+        &self,
+        mut state: MutexGuard<'a, State>,
+        deadline: Option<Instant>,
+    ) -> MutexGuard<'a, State> {
+        state.waiters += 1;
+        let mut state = match deadline {
+            Some(deadline) => {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                self.changed
+                    .wait_timeout(state, wait)
+                    .map(|(guard, _)| guard)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner().0)
+            }
+            None => self
+                .changed
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        };
+        state.waiters -= 1;
+        state
+    }
+
+    pub(super) fn stopped_error(&self, state: &State) -> Option<SiftIoError> {
+        state
+            .stopped
+            .as_ref()
+            .map(|reason| SiftIoError::EndpointStopped {
+                local: self.local,
+                reason: reason.clone(),
+            })
+    }
+
+    pub(super) fn release_handle(&self) {
+        let mut state = self.lock();
+        state.app_handles = state.app_handles.saturating_sub(1);
+        state.handle_released = true;
+        state.driver_may_sleep = true; // force a wake: the driver may stop
+        self.wake_driver(&mut state);
+    }
+}
+
+impl EndpointHost for Shared {
+    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint) -> bool) -> Control {
+        let mut state = self.lock();
+        state.driver_may_sleep = false;
+        let progress = step(&mut state.endpoint);
+        let state = &mut *state;
+        while let Some(handle) = state.endpoint.accept() {
+            if state.listening {
+                state.pending_accept.push_back(handle);
+            } else if let Some(connection) = state.endpoint.connection(handle) {
+                connection.close(0, "not accepting connections");
+            }
+        }
+        // Whether a connection closed changes only with progress (arrivals,
+        // timers) or when the application lets go of a handle.
+        if progress || state.handle_released {
+            state.handle_released = false;
+            state.remove_unheld_closed();
+        }
+        state.turns += 1;
+        state.driver_may_sleep = true;
+        let control = if state.app_handles == 0 && state.all_closed() {
+            Control::Stop
+        } else {
+            Control::Continue
+        };
+        // Sending alone changes nothing an application waits for.
+        if progress && state.waiters > 0 {
+            self.changed.notify_all();
+        }
+        control
+    }
+
+    fn on_flushed(&self) {
+        let mut state = self.lock();
+        state.flushed_turn = state.turns;
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Starts an endpoint with its driver thread.
+pub(super) fn start_endpoint(
+    bind: SocketAddr,
+    server: Option<Config>,
+    template: &Config,
+    max_connections: usize,
+) -> Result<Arc<Shared>, SiftIoError> {
+    let options = SocketOptions {
+        disable_checksums: template.corruption_notices,
+        ..SocketOptions::default()
+    };
+    let mut driver = Driver::bind(bind, options, template.max_datagram_size)?;
+    let local = driver.local_addr();
+    let socket_fd = driver.socket().as_fd().try_clone_to_owned()?;
+    let listening = server.is_some();
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            endpoint: Endpoint::new(local, server).with_max_connections(max_connections),
+            held: HashSet::new(),
+            pending_accept: VecDeque::new(),
+            app_handles: 1,
+            listening,
+            waiters: 0,
+            driver_may_sleep: false,
+            turns: 0,
+            flushed_turn: 0,
+            stopped: None,
+            handle_released: false,
+        }),
+        changed: Condvar::new(),
+        waker: driver.waker(),
+        local,
+        socket_fd,
+    });
+    let host = Arc::clone(&shared);
+    thread::Builder::new()
+        .name(format!("sift-driver {local}"))
+        .spawn(move || {
+            let result = driver.run(&*host);
+            let reason = match result {
+                Ok(()) => "every connection closed and no handle is left".to_string(),
+                Err(error) => {
+                    tracing::error!(%error, %local, "sift driver failed");
+                    error.to_string()
+                }
+            };
+            let mut state = host.lock();
+            state.stopped = Some(reason);
+            host.changed.notify_all();
+        })?;
+    Ok(shared)
+}

@@ -1,0 +1,220 @@
+//! One stream of a blocking connection, as `std::io::Read + Write`.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use super::connection::{closed_error, BlockingConnection, ConnInner, Step};
+use super::SiftIoError;
+use crate::stream::{stream_dir, stream_initiator, Dir, StreamError, StreamId};
+use crate::Error;
+
+/// One stream of a [`BlockingConnection`]: `Read` returns `Ok(0)` at the
+/// peer's FIN, `Write` blocks while the send buffer is full.
+pub struct SiftStream {
+    conn: Arc<ConnInner>,
+    id: StreamId,
+    /// We may send on it (bidirectional, or our unidirectional stream).
+    sends: bool,
+    /// We may receive on it.
+    receives: bool,
+    /// FIN written or stream reset: no more writes.
+    send_done: bool,
+    /// FIN read (or reset seen): reads return `Ok(0)` / the error again.
+    recv_done: bool,
+}
+
+impl std::fmt::Debug for SiftStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SiftStream")
+            .field("id", &self.id)
+            .field("remote", &self.conn.remote)
+            .finish()
+    }
+}
+
+impl SiftStream {
+    pub(super) fn new(conn: Arc<ConnInner>, id: StreamId) -> Self {
+        let side = conn
+            .peek(|connection| connection.side())
+            .unwrap_or(crate::Side::Client);
+        let ours = stream_initiator(id) == side;
+        let bidirectional = stream_dir(id) == Dir::Bi;
+        Self {
+            conn,
+            id,
+            sends: ours || bidirectional,
+            receives: !ours || bidirectional,
+            send_done: false,
+            recv_done: false,
+        }
+    }
+
+    /// The stream ID (RFC 9000 §2.1).
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// Ends the sending half: the peer reads `Ok(0)` after the data
+    /// written so far. Does not wait; doing it twice changes nothing.
+    pub fn finish(&mut self) -> Result<(), SiftIoError> {
+        if self.send_done {
+            return Ok(());
+        }
+        let id = self.id;
+        self.conn
+            .with(|connection| match connection.stream_send(id, &[], true) {
+                Ok(_) => Ok(()),
+                Err(Error::Closed) => Err(closed_error(connection)),
+                Err(other) => Err(stream_error(other)),
+            })
+            .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))?;
+        self.send_done = true;
+        Ok(())
+    }
+
+    /// Finishes the stream and waits until the peer acknowledged all of it
+    /// (or the connection closes, which is an error).
+    pub fn finish_and_wait(&mut self) -> Result<(), SiftIoError> {
+        self.finish()?;
+        let id = self.id;
+        self.conn.block_on(
+            None,
+            &|| format!("stream {id} not acknowledged"),
+            &mut |connection| {
+                if connection.stream_finished_sending(id) {
+                    Step::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Step::Ready(Err(closed_error(connection)))
+                } else {
+                    Step::Pending
+                }
+            },
+        )
+    }
+
+    /// Abandons the sending half with `error_code` (RESET_STREAM): data not
+    /// yet delivered is dropped, the peer's reads fail with the code.
+    pub fn reset(&mut self, error_code: u64) -> Result<(), SiftIoError> {
+        let id = self.id;
+        self.conn
+            .with(|connection| match connection.stream_reset(id, error_code) {
+                Ok(()) => Ok(()),
+                Err(Error::Closed) => Err(closed_error(connection)),
+                Err(other) => Err(stream_error(other)),
+            })
+            .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))?;
+        self.send_done = true;
+        Ok(())
+    }
+
+    /// Asks the peer to stop sending (STOP_SENDING `error_code`); later
+    /// reads fail.
+    pub fn stop_sending(&mut self, error_code: u64) -> Result<(), SiftIoError> {
+        let id = self.id;
+        self.conn
+            .with(
+                |connection| match connection.stream_stop_sending(id, error_code) {
+                    Ok(()) => Ok(()),
+                    Err(Error::Closed) => Err(closed_error(connection)),
+                    Err(other) => Err(stream_error(other)),
+                },
+            )
+            .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))?;
+        self.recv_done = true;
+        Ok(())
+    }
+
+    /// The connection this stream belongs to.
+    pub fn connection(&self) -> BlockingConnection {
+        BlockingConnection {
+            inner: Arc::clone(&self.conn),
+        }
+    }
+}
+
+/// Stream-level refusals, with the peer's codes kept apart.
+fn stream_error(error: Error) -> SiftIoError {
+    match error {
+        Error::Stream(StreamError::Reset { id, error_code }) => {
+            SiftIoError::StreamReset { id, error_code }
+        }
+        Error::Stream(StreamError::Stopped { id, error_code }) => {
+            SiftIoError::StreamStopped { id, error_code }
+        }
+        other => SiftIoError::Connection(other),
+    }
+}
+
+impl Read for SiftStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.recv_done || buf.is_empty() {
+            return Ok(0);
+        }
+        let id = self.id;
+        let mut fin = false;
+        let result = self.conn.block_on(
+            None,
+            &|| format!("no data on stream {id}"),
+            &mut |connection| match connection.stream_recv(id, buf) {
+                Ok((read, at_end)) => {
+                    fin = at_end;
+                    Step::Ready(Ok(read))
+                }
+                Err(Error::Stream(StreamError::Blocked)) if connection.is_closing() => {
+                    Step::Ready(Err(closed_error(connection)))
+                }
+                Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
+                Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
+                Err(other) => Step::Ready(Err(stream_error(other))),
+            },
+        );
+        if fin {
+            self.recv_done = true;
+        }
+        Ok(result?)
+    }
+}
+
+impl Write for SiftStream {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let id = self.id;
+        let written = self.conn.block_on(
+            None,
+            &|| format!("no room on stream {id}"),
+            &mut |connection| match connection.stream_send(id, data, false) {
+                Ok(written) => Step::Ready(Ok(written)),
+                Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
+                Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
+                Err(other) => Step::Ready(Err(stream_error(other))),
+            },
+        )?;
+        Ok(written)
+    }
+
+    /// Returns at once: written data is already with the connection. Use
+    /// [`SiftStream::finish_and_wait`] to wait for acknowledgement.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for SiftStream {
+    fn drop(&mut self) {
+        let id = self.id;
+        let finish = self.sends && !self.send_done;
+        let stop = self.receives && !self.recv_done;
+        if finish || stop {
+            self.conn.with(|connection| {
+                if finish {
+                    let _ = connection.stream_send(id, &[], true);
+                }
+                if stop {
+                    let _ = connection.stream_stop_sending(id, 0);
+                }
+            });
+        }
+    }
+}

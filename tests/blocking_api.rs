@@ -1,0 +1,245 @@
+//! The blocking API's promises, one behaviour per test, over loopback:
+//! FIN, reset, STOP_SENDING on drop, datagrams, unidirectional streams,
+//! close reasons. Every wait is bounded by a channel timeout.
+
+#![cfg(target_os = "linux")]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use sift::blocking::{self, BlockingConnection, Listener, SiftIoError};
+use sift::conn::CloseReason;
+use sift::Config;
+
+const STEP_LIMIT: Duration = Duration::from_secs(30);
+
+/// A connected pair: (client, server side of the same connection).
+fn pair(config: Config) -> (BlockingConnection, BlockingConnection) {
+    let listener =
+        Listener::bind("127.0.0.1:0".parse::<SocketAddr>().unwrap(), config.clone()).unwrap();
+    let addr = listener.local_addr();
+    let (accepted_tx, accepted) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = accepted_tx.send(listener.accept_timeout(STEP_LIMIT));
+        // The listener may go: accepted connections live on.
+    });
+    let client = blocking::connect(addr, config).unwrap();
+    let server = accepted.recv_timeout(STEP_LIMIT).unwrap().unwrap();
+    (client, server)
+}
+
+/// Runs `f` on a thread and waits for its result, at most STEP_LIMIT.
+fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(STEP_LIMIT).expect("finished in time")
+}
+
+#[test]
+fn read_returns_data_then_zero_at_fin() {
+    let (client, server) = pair(Config::default());
+    let mut stream = client.open_bi().unwrap();
+    stream.write_all(b"hello").unwrap();
+    stream.finish().unwrap();
+    let (data, after_end) = bounded(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let mut data = Vec::new();
+        incoming.read_to_end(&mut data).unwrap();
+        let mut buf = [0u8; 8];
+        (data, incoming.read(&mut buf).unwrap())
+    });
+    assert_eq!(data, b"hello");
+    assert_eq!(after_end, 0, "reads after the FIN keep returning 0");
+}
+
+#[test]
+fn reset_stream_fails_the_peers_read_with_its_code() {
+    let (client, server) = pair(Config::default());
+    let mut stream = client.open_bi().unwrap();
+    stream.write_all(b"partial").unwrap();
+    let (accepted_tx, accepted) = mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let _ = accepted_tx.send(());
+        let mut buf = [0u8; 64];
+        loop {
+            match incoming.read(&mut buf) {
+                Ok(0) => return Err("FIN instead of a reset".to_string()),
+                Ok(_) => continue,
+                Err(error) => return Ok(error),
+            }
+        }
+    });
+    accepted.recv_timeout(STEP_LIMIT).unwrap();
+    stream.reset(77).unwrap();
+    let (done_tx, done) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = done_tx.send(reader.join());
+    });
+    let error = done.recv_timeout(STEP_LIMIT).unwrap().unwrap().unwrap();
+    assert_eq!(error.kind(), ErrorKind::ConnectionReset);
+    assert!(error.to_string().contains("error code 77"), "{error}");
+}
+
+#[test]
+fn dropping_a_stream_without_finish_ends_it_with_a_fin() {
+    let (client, server) = pair(Config::default());
+    let mut stream = client.open_uni().unwrap();
+    stream.write_all(b"last words").unwrap();
+    drop(stream);
+    let data = bounded(move || {
+        let mut incoming = server.accept_uni().unwrap();
+        let mut data = Vec::new();
+        incoming.read_to_end(&mut data).map(|_| data)
+    });
+    assert_eq!(data.unwrap(), b"last words");
+}
+
+#[test]
+fn finish_and_wait_returns_once_the_peer_acknowledged_everything() {
+    let (client, server) = pair(Config::default());
+    let mut stream = client.open_uni().unwrap();
+    stream.write_all(&vec![3u8; 1_000_000]).unwrap();
+    let reader = thread::spawn(move || {
+        let mut incoming = server.accept_uni().unwrap();
+        let mut data = Vec::new();
+        incoming.read_to_end(&mut data).map(|_| data.len())
+    });
+    bounded(move || stream.finish_and_wait()).unwrap();
+    assert_eq!(bounded(move || reader.join().unwrap()).unwrap(), 1_000_000);
+}
+
+#[test]
+fn datagrams_arrive_whole() {
+    let (client, server) = pair(Config::default());
+    client.send_datagram(b"ping").unwrap();
+    let datagram = bounded(move || server.recv_datagram());
+    assert_eq!(datagram.unwrap(), b"ping");
+}
+
+#[test]
+fn closing_fails_the_peers_read_with_code_and_reason() {
+    let (client, server) = pair(Config::default());
+    let mut stream = client.open_bi().unwrap();
+    stream.write_all(b"x").unwrap();
+    let (accepted_tx, accepted) = mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let _ = accepted_tx.send(());
+        let mut buf = [0u8; 8];
+        let first = incoming.read(&mut buf);
+        let second = incoming.read(&mut buf);
+        (first.map(|n| n.min(1)), second, server.close_reason())
+    });
+    accepted.recv_timeout(STEP_LIMIT).unwrap();
+    client.close(7, "bye");
+    let (first, second, reason) = bounded(move || reader.join().unwrap());
+    assert_eq!(first.unwrap(), 1);
+    let error = second.expect_err("the connection closed");
+    assert_eq!(error.kind(), ErrorKind::ConnectionAborted);
+    assert_eq!(
+        error.to_string(),
+        "connection closed: closed by peer (application code 7): bye"
+    );
+    assert_eq!(
+        reason,
+        Some(CloseReason::Peer {
+            application: true,
+            code: 7,
+            reason: "bye".into()
+        })
+    );
+}
+
+#[test]
+fn operations_after_close_name_the_local_close() {
+    let (client, _server) = pair(Config::default());
+    client.close(3, "done here");
+    match client.open_bi() {
+        Err(SiftIoError::Closed(reason)) => {
+            assert_eq!(
+                reason.to_string(),
+                "closed locally (application code 3): done here"
+            )
+        }
+        other => panic!("expected a closed error, got {other:?}"),
+    }
+}
+
+#[test]
+fn clones_share_one_connection() {
+    let (client, server) = pair(Config::default());
+    let clone = client.clone();
+    drop(client);
+    // The connection is still open through the clone.
+    let mut stream = clone.open_bi().unwrap();
+    stream.write_all(b"still here").unwrap();
+    stream.finish().unwrap();
+    let data = bounded(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let mut data = Vec::new();
+        incoming.read_to_end(&mut data).map(|_| data)
+    });
+    assert_eq!(data.unwrap(), b"still here");
+}
+
+#[test]
+fn dropping_the_listener_releases_its_port() {
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let addr = listener.local_addr();
+    drop(listener);
+    // The driver thread ends and closes the socket; retry the bind until it
+    // has (bounded: a port kept forever fails the test).
+    let started = std::time::Instant::now();
+    loop {
+        if std::net::UdpSocket::bind(addr).is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < STEP_LIMIT,
+            "{addr} is still bound after the listener was dropped"
+        );
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn listener_at_its_connection_limit_leaves_further_clients_unanswered() {
+    let listener =
+        Listener::bind_with_max_connections("127.0.0.1:0".parse().unwrap(), Config::default(), 1)
+            .unwrap();
+    let addr = listener.local_addr();
+    let first = blocking::connect(addr, Config::default()).unwrap();
+    // The second client gives up after 400 ms (its idle timeout).
+    let impatient = Config {
+        idle_timeout: Duration::from_millis(400),
+        ..Config::default()
+    };
+    let error = blocking::connect(addr, impatient).expect_err("the second client is refused");
+    assert_eq!(
+        error.to_string(),
+        format!("no answer from {addr} within 400ms")
+    );
+    assert!(first.is_established(), "the first client is unaffected");
+    drop(listener);
+}
+
+#[test]
+fn accept_timeout_names_the_listener_and_the_wait() {
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let error = listener
+        .accept_timeout(Duration::from_millis(100))
+        .expect_err("nobody connects");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "no client connected to {} within 100ms",
+            listener.local_addr()
+        )
+    );
+}
