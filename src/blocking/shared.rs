@@ -67,7 +67,7 @@ impl State {
         self.endpoint.handles().all(|h| {
             self.endpoint
                 .connection_ref(h)
-                .map_or(true, |c| c.is_closed())
+                .is_none_or(|c| c.is_closed())
         })
     }
 }

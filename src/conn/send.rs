@@ -103,10 +103,15 @@ impl Connection {
                 *probes = probes.saturating_sub(1);
             }
             if plan.space == SpaceId::Data {
-                let app_limited = !self.has_ack_eliciting_data(SpaceId::Data)
-                    && self.recovery.window_available()
-                        > size + self.config.max_datagram_size as u64;
-                self.recovery.set_app_limited(app_limited);
+                // RFC 9002 §7.8: a window the sender does not fill must not
+                // grow. Whatever holds the sender back (the application, flow
+                // control, the CPU), a packet counts as window-limited only if
+                // the flight it completes fills at least half the window: the
+                // slow-start test of Linux's tcp_is_cwnd_limited. Without it a
+                // CPU-bound loopback sender grew cwnd without bound.
+                let flight_after = self.recovery.bytes_in_flight() + size;
+                self.recovery
+                    .set_app_limited(flight_after * 2 < self.recovery.window());
             }
             self.recovery.on_packet_sent(
                 plan.space,

@@ -40,6 +40,8 @@ struct Pair {
     held: [Option<Vec<u8>>; 2],               // per direction, for SwapWithNext
     datagrams_to_server: u64,
     datagrams_to_client: u64,
+    /// At most this many datagrams per side per flush (a slow driver).
+    max_datagrams_per_flush: usize,
 }
 
 impl Pair {
@@ -54,6 +56,7 @@ impl Pair {
             held: [None, None],
             datagrams_to_server: 0,
             datagrams_to_client: 0,
+            max_datagrams_per_flush: usize::MAX,
         }
     }
 
@@ -65,7 +68,7 @@ impl Pair {
     fn flush(&mut self, path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction) {
         let mut buf = vec![0u8; 65_535];
         for to_server in [true, false] {
-            loop {
+            for _ in 0..self.max_datagrams_per_flush {
                 let conn = if to_server {
                     &mut self.client
                 } else {
@@ -699,4 +702,46 @@ fn a_vanished_peer_costs_few_timer_wakeups_until_idle_timeout() {
         );
     }
     assert_eq!(pair.server.close_reason(), Some(&CloseReason::IdleTimeout));
+}
+
+#[test]
+fn a_sender_held_back_by_its_driver_does_not_grow_its_window() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    // Plenty of data, but the driver hands out only two datagrams per event
+    // (a CPU-bound sender): the window is never what limits it.
+    pair.max_datagrams_per_flush = 2;
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(id, &pattern(2_000_000), true)
+        .unwrap();
+    let initial = pair.client.stats().cwnd;
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |_| false);
+    assert!(pair.client.stats().bytes_sent > 100_000, "data flowed");
+    assert!(
+        pair.client.stats().cwnd <= 2 * initial,
+        "cwnd {} grew from {initial}",
+        pair.client.stats().cwnd
+    );
+}
+
+#[test]
+fn a_sender_that_does_not_fill_its_window_does_not_grow_it() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    // The application trickles 1 kB per round trip: the 10-packet initial
+    // window is never the limit, so it must stay where it is.
+    let id = pair.client.stream_open_bi().unwrap();
+    let initial = pair.client.stats().cwnd;
+    let mut buf = vec![0u8; 4096];
+    for _ in 0..50 {
+        pair.client.stream_send(id, &[7u8; 1000], false).unwrap();
+        pair.run_until(Duration::from_millis(20), &mut deliver_all, |_| false);
+        while let Ok((n, _)) = pair.server.stream_recv(id, &mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    assert_eq!(pair.client.stats().cwnd, initial);
 }
