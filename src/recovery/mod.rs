@@ -28,6 +28,9 @@ pub const PACKET_THRESHOLD: u64 = 3;
 pub const TIME_THRESHOLD: (u32, u32) = (9, 8);
 /// RFC 9002 §7.6.1 kPersistentCongestionThreshold.
 pub const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
+/// Upper bound of a backed-off timeout. RFC 6298 §2.5: a maximum "MAY be
+/// placed on RTO provided it is at least 60 seconds".
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// Corrupted packet numbers remembered so that a notice repeated in later
 /// ACK-bearing packets is recognised as a repeat, not as a bogus name.
 const CORRUPTION_MEMORY: usize = 4096;
@@ -77,6 +80,9 @@ pub struct RecoveryConfig {
     pub timeout: TimeoutMode,
     /// Lower bound of the timeout in `Rto` mode (Linux: 200 ms).
     pub min_rto: Duration,
+    /// Upper bound of a backed-off PTO or RTO, so a long outage is probed
+    /// at least this often.
+    pub max_timeout: Duration,
     /// Pace packets over the round trip.
     pub pacing: bool,
 }
@@ -90,6 +96,7 @@ impl Default for RecoveryConfig {
             persistent_congestion_threshold: PERSISTENT_CONGESTION_THRESHOLD,
             timeout: TimeoutMode::Pto,
             min_rto: Duration::from_millis(200),
+            max_timeout: MAX_TIMEOUT,
             pacing: true,
         }
     }
@@ -657,10 +664,12 @@ impl<F> Recovery<F> {
 
     fn timeout_duration(&self, space: SpaceId) -> Duration {
         let backoff = 1u32 << self.pto_count.min(16);
-        match self.config.timeout {
-            TimeoutMode::Pto => self.pto_period(space) * backoff,
-            TimeoutMode::Rto => self.pto_period(space).max(self.config.min_rto) * backoff,
-        }
+        let base = match self.config.timeout {
+            TimeoutMode::Pto => self.pto_period(space),
+            TimeoutMode::Rto => self.pto_period(space).max(self.config.min_rto),
+        };
+        // The cap never shortens the first, un-backed-off timeout.
+        (base * backoff).min(self.config.max_timeout.max(base))
     }
 
     fn earliest_loss_time(&self) -> Option<(Instant, SpaceId)> {

@@ -286,3 +286,30 @@ fn acks_arriving_after_long_backed_off_ptos_never_overflow_the_timer() {
         assert!(r.rtt().latest() <= MAX_RTT_SAMPLE);
     }
 }
+
+#[test]
+fn backed_off_timeouts_are_capped() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig {
+        max_timeout: Duration::from_secs(2),
+        ..RecoveryConfig::default()
+    });
+    send(&mut r, 0, t0);
+    r.on_ack_received(
+        SpaceId::Data,
+        [0..=0].into_iter(),
+        Duration::ZERO,
+        t0 + ms(100),
+    );
+    send(&mut r, 1, t0 + ms(100));
+    // PTO 300 ms, then 600, 1200, and 2400 → capped at 2 s from then on.
+    let mut at = t0 + ms(100);
+    let mut gaps = Vec::new();
+    for _ in 0..5 {
+        let fire = r.loss_detection_timer(at, false).unwrap();
+        gaps.push((fire - (t0 + ms(100))).as_millis());
+        r.on_loss_detection_timeout(fire);
+        at = fire;
+    }
+    assert_eq!(gaps, [300, 600, 1200, 2000, 2000]);
+}

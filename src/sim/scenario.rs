@@ -151,6 +151,11 @@ pub struct FlowSpec {
     /// `pacing = false` for the 2002 testbeds' classic TCP behaviour.
     #[serde(default)]
     pub recovery: RecoveryConfig,
+    /// The connection's idle timeout in seconds (the connection default,
+    /// 30 s, when absent). Links with long error bursts under classic RTO
+    /// backoff need minutes, as TCP's retry limits allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_s: Option<f64>,
 }
 
 /// One constant-bit-rate UDP flow (or `count` identical ones).
@@ -374,6 +379,9 @@ impl Scenario {
             }
             check_ms(origin, &key("start_ms"), flow.start_ms)?;
             check_ms(origin, &key("access_delay_ms"), flow.access_delay_ms)?;
+            if let Some(seconds) = flow.idle_timeout_s {
+                check_ms(origin, &key("idle_timeout_s"), seconds * 1e3)?;
+            }
             if flow.count == 0 {
                 return invalid(&key("count"), &flow.count, "must be at least 1");
             }

@@ -255,6 +255,9 @@ impl<T: Transport> Simulation<T> {
                 if let Some(size) = spec.max_datagram_size {
                     config.max_datagram_size = size;
                 }
+                if let Some(seconds) = spec.idle_timeout_s {
+                    config.idle_timeout = ms_to_duration(seconds * 1e3);
+                }
                 let start = ms_to_duration(spec.start_ms);
                 events.push(clock.at(start), Event::FlowStart(index));
                 SiftFlow {

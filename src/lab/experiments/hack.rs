@@ -131,6 +131,9 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                 let mut transfer = flow(with_windows(config, 2, 1), condition.bytes);
                 transfer.max_datagram_size = Some(1460);
                 transfer.recovery = classic_recovery();
+                // A burst can damage several backed-off retransmissions in a
+                // row; give the connection the minutes TCP would retry for.
+                transfer.idle_timeout_s = Some(600.0);
                 transfer.corruption_notices = notices;
                 let reverse = corrupting_link(condition.delay_ms, CorruptionConfig::default());
                 let mut s = scenario(

@@ -122,6 +122,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         access_delay_ms: 0.0,
         max_datagram_size: None,
         recovery: RecoveryConfig::default(),
+        idle_timeout_s: None,
     }
 }
 

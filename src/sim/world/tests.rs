@@ -308,6 +308,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         access_delay_ms: 0.0,
         max_datagram_size: None,
         recovery: Default::default(),
+        idle_timeout_s: None,
     }
 }
 
