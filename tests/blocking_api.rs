@@ -105,6 +105,9 @@ fn finish_and_wait_returns_once_the_peer_acknowledged_everything() {
     let (client, server) = pair(Config::default());
     let mut stream = client.open_uni().unwrap();
     stream.write_all(&vec![3u8; 1_000_000]).unwrap();
+    // Dropping the last server handle closes the connection at once, maybe
+    // before the ACK of the FIN leaves: keep one until the writer is done.
+    let _server_alive = server.clone();
     let reader = thread::spawn(move || {
         let mut incoming = server.accept_uni().unwrap();
         let mut data = Vec::new();

@@ -80,6 +80,10 @@ fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire() {
     assert_eq!(std::fs::read(&out).unwrap(), data, "byte-exact download");
     let report = json_report(&stdout);
     assert_eq!(report["bytes"], serde_json::json!(1_000_000));
+    // The server is the sender here; its counters come back in the trailer,
+    // taken once the data was acknowledged, so its notices are all counted.
+    let notices = report["corruption_notices_received"].as_u64().unwrap_or(0);
+    assert!(notices > 0, "the sending server saw no notices: {stdout}");
 
     // Upload: the client is the sender, so its own counters show the
     // notices the server sent for the damaged packets it received.

@@ -72,6 +72,25 @@ impl SiftStream {
         Ok(())
     }
 
+    /// Waits until the peer has acknowledged every byte written so far,
+    /// without ending the stream (a sender that wants its final counters).
+    pub fn wait_acked(&mut self) -> Result<(), SiftIoError> {
+        let id = self.id;
+        self.conn.block_on(
+            None,
+            &|| format!("stream {id} data not acknowledged"),
+            &mut |connection| {
+                if connection.stream_data_acked(id) {
+                    Step::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Step::Ready(Err(closed_error(connection)))
+                } else {
+                    Step::Pending
+                }
+            },
+        )
+    }
+
     /// Finishes the stream and waits until the peer acknowledged all of it
     /// (or the connection closes, which is an error).
     pub fn finish_and_wait(&mut self) -> Result<(), SiftIoError> {

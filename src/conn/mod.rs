@@ -625,6 +625,12 @@ impl Connection {
         self.streams.accept(dir)
     }
 
+    /// Whether every byte written to the stream so far was acked (the FIN
+    /// need not be written).
+    pub fn stream_data_acked(&self, id: StreamId) -> bool {
+        self.streams.is_written_data_acked(id)
+    }
+
     /// Whether everything written to the stream, and its FIN, was acked.
     pub fn stream_finished_sending(&self, id: StreamId) -> bool {
         self.streams.is_finished_sending(id)

@@ -138,6 +138,11 @@ impl SendBuffer {
         self.fin_written && self.fin_acked && self.acked_offset == self.written_offset
     }
 
+    /// Every byte written so far is acknowledged (FIN or not).
+    pub fn is_written_data_acked(&self) -> bool {
+        self.acked_offset == self.written_offset
+    }
+
     /// The sending half needs nothing more: all data and FIN acknowledged,
     /// or the reset acknowledged.
     pub fn is_done(&self) -> bool {

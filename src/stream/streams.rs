@@ -439,6 +439,15 @@ impl Streams {
         None
     }
 
+    /// Every byte written to the stream so far has been acknowledged (true
+    /// for a stream with no sending half or one already retired).
+    pub fn is_written_data_acked(&self, id: StreamId) -> bool {
+        self.streams
+            .get(&id)
+            .and_then(|stream| stream.send.as_ref())
+            .is_none_or(|send| send.buffer.is_written_data_acked())
+    }
+
     /// Whether the sending half of stream `id` has nothing outstanding:
     /// all data and the FIN acknowledged, or our RESET_STREAM acknowledged.
     /// True for a stream already retired; false for one never opened or

@@ -16,4 +16,8 @@ impl Duplex for SiftStream {
             tracing::debug!(stream = %self.id(), error = %e, "reset failed");
         }
     }
+
+    fn wait_delivered(&mut self) -> io::Result<()> {
+        self.wait_acked().map_err(io::Error::from)
+    }
 }

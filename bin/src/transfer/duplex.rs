@@ -16,6 +16,12 @@ pub trait Duplex: Read + Write {
     /// Abandons our sending direction: the peer sees an error, not a clean
     /// end, so it cannot mistake a cut-short transfer for a complete one.
     fn abort(&mut self, code: u64);
+
+    /// Waits until the peer has everything written so far (a transport
+    /// with no acknowledgements of its own has nothing to wait for).
+    fn wait_delivered(&mut self) -> io::Result<()> {
+        self.flush()
+    }
 }
 
 impl Duplex for UnixStream {

@@ -226,6 +226,12 @@ impl FileServer {
                 "{path:?} shrank while being sent ({sent} of {wanted} bytes)"
             )));
         }
+        // The trailer reports the sender's counters for the whole transfer:
+        // take them once the data is acknowledged, not when it was merely
+        // queued (the send buffer holds megabytes).
+        stream
+            .wait_delivered()
+            .map_err(|e| Failure::Broken(e.to_string()))?;
         if let Some(report) = sender_report() {
             let frame = report
                 .encode()
