@@ -69,6 +69,16 @@ pub fn send_request<S: Write + ?Sized>(
         .map_err(connection("sending the request"))
 }
 
+/// Ends a request with FIN. A server that already has the whole request may
+/// stop reading (STOP_SENDING) before the FIN arrives: that is no failure,
+/// its response says how the request went.
+pub fn finish_request<S: Duplex + ?Sized>(stream: &mut S) -> Result<(), ClientError> {
+    match stream.finish() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(connection("sending the request")),
+    }
+}
+
 /// Reads a response header; a non-ok status becomes `ClientError::Server`.
 pub fn read_ok_response<S: Read + ?Sized>(stream: &mut S) -> Result<Response, ClientError> {
     let frame = read_frame(stream).map_err(|e| match e {
@@ -140,7 +150,7 @@ pub fn get<S: Duplex + ?Sized>(
             offset,
         },
     )?;
-    stream.finish().map_err(connection("sending the request"))?;
+    finish_request(stream)?;
     let response = read_ok_response(stream)?;
     let expected = response
         .sha256
@@ -344,7 +354,7 @@ pub fn list<S: Duplex + ?Sized>(
             path: remote_path.to_string(),
         },
     )?;
-    stream.finish().map_err(connection("sending the request"))?;
+    finish_request(stream)?;
     let response = read_ok_response(stream)?;
     if response.size > MAX_LISTING_LEN {
         return Err(ClientError::Protocol(ProtocolError::TooLarge {

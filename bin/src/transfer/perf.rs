@@ -182,9 +182,7 @@ pub fn run_perf<S: Duplex + ?Sized>(
             ("upload", sent, response.size, elapsed)
         }
         PerfDirection::Download => {
-            stream
-                .finish()
-                .map_err(|e| ClientError::Connection(format!("sending the request: {e}")))?;
+            super::client::finish_request(stream)?;
             read_ok_response(stream)?;
             let mut meter = IntervalMeter::new(options.interval, sample);
             let mut buf = vec![0u8; CHUNK_LEN];
