@@ -520,10 +520,15 @@ impl ConnInner {
                 Some(connection) => attempt(connection),
                 None => Step::Ready(Err(SiftIoError::Connection(Error::Closed))),
             };
-            self.shared.wake_driver(&mut state);
             if let Step::Ready(result) = step {
+                // The attempt handed the connection something (data, a read
+                // that frees credit, a new stream): the driver must act.
+                self.shared.wake_driver(&mut state);
                 return result;
             }
+            // A pending attempt changed nothing, so the driver has nothing
+            // new to do: waking it would only make it notify us again, a
+            // busy loop for as long as we wait.
             if let Some(error) = self.shared.stopped_error(&state) {
                 return Err(error);
             }

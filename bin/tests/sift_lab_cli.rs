@@ -167,6 +167,10 @@ fn a_bad_value_fails_naming_the_key_and_value() {
     let output = sift_lab(&["run", "bad.toml"], &scratch.0);
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
+    // The link table is checked as it is read, so the error points at the
+    // table's line and names the field and the value.
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("bad.toml:2:"), "{stderr}");
     assert!(
         stderr.contains("loss.probability") && stderr.contains("got 2"),
         "{stderr}"
@@ -176,7 +180,11 @@ fn a_bad_value_fails_naming_the_key_and_value() {
 #[test]
 fn help_shows_examples() {
     let scratch = Scratch::new("help");
-    for args in [&["--help"][..], &["run", "--help"][..]] {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"][..],
+        &["hack", "--help"][..],
+    ] {
         let output = sift_lab(args, &scratch.0);
         assert!(output.status.success());
         let stdout = text(&output.stdout);
@@ -186,4 +194,157 @@ fn help_shows_examples() {
             "{stdout}"
         );
     }
+    let output = sift_lab(&["--help"], &scratch.0);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("veno-throughput") && stdout.contains("vegas-factorial"),
+        "every experiment is a command: {stdout}"
+    );
+}
+
+#[test]
+fn list_names_every_paper_experiment_with_its_title() {
+    let scratch = Scratch::new("list");
+    let output = sift_lab(&["list"], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    for name in [
+        "veno-throughput",
+        "veno-classification",
+        "veno-coexistence",
+        "veno-enhanced",
+        "westwood",
+        "hack",
+        "vegas-factorial",
+    ] {
+        assert!(
+            stdout.lines().any(|line| line.starts_with(name)),
+            "{name} missing from:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("Veno Fig. 5"), "{stdout}");
+}
+
+#[test]
+fn a_quick_experiment_writes_its_summary_results_csvs_and_figure() {
+    let scratch = Scratch::new("quick-experiment");
+    let output = sift_lab(&["veno-throughput", "--quick", "--out", "vt"], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("| loss | reno (kB/s) | veno (kB/s) |"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("**At 1% loss:**"), "{stdout}");
+    assert!(
+        stdout.contains("146.5"),
+        "the paper's number is quoted: {stdout}"
+    );
+    assert!(stdout.contains("Results written to vt"), "{stdout}");
+    let dir = scratch.0.join("vt");
+    for name in [
+        "summary.md",
+        "results.json",
+        "throughput_vs_loss.csv",
+        "fig5_throughput_vs_loss_points.csv",
+        "reno-loss-0.01/results.json",
+    ] {
+        assert!(dir.join(name).is_file(), "{name} missing");
+    }
+    let svg = std::fs::read_to_string(dir.join("fig5_throughput_vs_loss.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("veno (sift)"),
+        "{svg:.200}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["experiment"], "veno-throughput");
+    // Quick: 2 controllers × 3 loss rates, one seed each.
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    assert!(runs.iter().all(|run| run["params"]["scenario"].is_string()));
+    assert!(runs[0]["flows"][0]["goodput_bps"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn seeds_sets_the_runs_per_scenario() {
+    let scratch = Scratch::new("seeds");
+    let output = sift_lab(
+        &[
+            "veno-classification",
+            "--quick",
+            "--seeds",
+            "2",
+            "--out",
+            "vc",
+        ],
+        &scratch.0,
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.0.join("vc/results.json")).unwrap())
+            .unwrap();
+    let seeds: Vec<u64> = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["seed"].as_u64().unwrap())
+        .collect();
+    // Two scenarios (no UDP, 1 Mb/s UDP) × seeds 1 and 2.
+    assert_eq!(seeds, [1, 2, 1, 2]);
+    let output = sift_lab(&["hack", "--seeds", "0"], &scratch.0);
+    assert!(!output.status.success(), "zero seeds is refused");
+}
+
+#[test]
+fn run_accepts_every_controller_and_mixes_them_in_one_scenario() {
+    let scratch = Scratch::new("six-controllers");
+    let mut scenario = String::from(
+        "name = \"six\"\n[bottleneck.forward]\ndelay_ms = 20.0\nrate_bps = 10_000_000\nqueue = { packets = 50 }\nloss = 0.005\n",
+    );
+    let names = [
+        "reno",
+        "cubic",
+        "vegas",
+        "veno",
+        "veno-enhanced",
+        "westwood",
+    ];
+    for name in names {
+        scenario.push_str(&format!("[[flow]]\ncc = \"{name}\"\nbytes = 200_000\n"));
+    }
+    scratch.file("six.toml", &scenario);
+    let output = sift_lab(&["run", "six.toml"], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(scratch.0.join("results/six/results.json")).unwrap(),
+    )
+    .unwrap();
+    let flows = json["runs"][0]["flows"].as_array().unwrap();
+    let ccs: Vec<&str> = flows.iter().map(|f| f["cc"].as_str().unwrap()).collect();
+    assert_eq!(ccs, names);
+    for flow in flows {
+        assert_eq!(flow["bytes_received"], 200_000, "{}", flow["cc"]);
+        assert_eq!(flow["mismatched_bytes"], 0, "{}", flow["cc"]);
+    }
+}
+
+#[test]
+fn a_closed_output_pipe_is_not_an_error() {
+    use std::process::Stdio;
+    let scratch = Scratch::new("pipe");
+    scratch.file("cbr.toml", CBR_SCENARIO);
+    let mut child = Command::new(SIFT_LAB)
+        .args(["run", "cbr.toml"])
+        .current_dir(&scratch.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close our end of stdout before sift-lab writes its summary.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success(), "{stderr}");
 }

@@ -362,6 +362,18 @@ pub fn scale_window(bytes: u64, (numerator, denominator): (u64, u64)) -> u64 {
     (u128::from(bytes) * u128::from(numerator) / u128::from(denominator)) as u64
 }
 
+/// RFC 5681 §3.1 slow start with RFC 3465 byte counting, never past
+/// ssthresh in one step: returns the new window and the acked bytes left
+/// over, which the caller counts as congestion-avoidance credit. Below
+/// ssthresh only; at or above it, everything is left over.
+pub fn slow_start(cwnd: u64, ssthresh: u64, acked: u64) -> (u64, u64) {
+    if cwnd >= ssthresh {
+        return (cwnd, acked);
+    }
+    let slow = acked.min(ssthresh - cwnd);
+    (cwnd + slow, acked - slow)
+}
+
 /// Shared slow-start / congestion-avoidance arithmetic. In slow start the
 /// window grows by the bytes acked (RFC 5681 §3.1 with RFC 3465 byte counting);
 /// in congestion avoidance by mss·acked/cwnd per ACK, accumulated in

@@ -10,8 +10,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict, Metrics,
-    Phase, RecoveryPolicy,
+    minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, LossEvent,
+    LossVerdict, Metrics, Phase, RecoveryPolicy,
 };
 
 /// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
@@ -82,18 +82,12 @@ impl CongestionControl for Reno {
         if ack.app_limited {
             return;
         }
-        if self.cwnd < self.ssthresh {
-            // Slow start: one mss per mss acked, but never past ssthresh in
-            // one step (the rest of this ACK grows the window linearly).
-            let room = self.ssthresh - self.cwnd;
-            let slow = ack.acked_bytes.min(room);
-            self.cwnd += slow;
-            let rest = ack.acked_bytes - slow;
-            if rest > 0 {
-                self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
-            }
-        } else {
-            self.cwnd = self.increase.grow(self.cwnd, ack.acked_bytes, self.mss);
+        // Slow start up to ssthresh; the rest of this ACK grows the window
+        // linearly.
+        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+        self.cwnd = cwnd;
+        if rest > 0 {
+            self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
         }
     }
 

@@ -51,8 +51,8 @@ use round::Round;
 
 use crate::reno::LOSS_REDUCTION;
 use crate::{
-    minimum_window, scale_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent,
-    LossVerdict, Metrics, Phase, RecoveryPolicy,
+    minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
+    LossEvent, LossVerdict, Metrics, Phase, RecoveryPolicy,
 };
 
 /// F: the window kept after a recovery, 3/4 (Hengartner et al. §VI-F:
@@ -273,9 +273,8 @@ impl CongestionControl for Vegas {
             }
             // Slow start as Reno: never past ssthresh in one step, the rest
             // of the ACK is avoidance credit.
-            let slow = ack.acked_bytes.min(self.ssthresh - self.cwnd);
-            self.cwnd += slow;
-            let rest = ack.acked_bytes - slow;
+            let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+            self.cwnd = cwnd;
             if rest > 0 {
                 self.grow_in_avoidance(rest);
             }

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::reno::{INITIAL_WINDOW_PACKETS, LOSS_REDUCTION};
 use crate::{
-    minimum_window, scale_window, AckEvent, AdditiveIncrease, CongestionControl, CorruptionEvent,
-    LossEvent, LossVerdict, Metrics, Phase,
+    minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
+    CorruptionEvent, LossEvent, LossVerdict, Metrics, Phase,
 };
 
 /// Veno's backlog threshold β, in packets (Fu & Liew 2003, §II-A: "β = 3 is a
@@ -292,9 +292,8 @@ impl CongestionControl for Veno {
         if self.cwnd < self.ssthresh {
             // Slow start as Reno, never past ssthresh in one step; the rest
             // of the ACK is avoidance credit.
-            let slow = ack.acked_bytes.min(self.ssthresh - self.cwnd);
-            self.cwnd += slow;
-            let rest = ack.acked_bytes - slow;
+            let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+            self.cwnd = cwnd;
             if rest > 0 {
                 let rest_packets = (u128::from(ack.acked_packets) * u128::from(rest))
                     .div_ceil(u128::from(ack.acked_bytes))

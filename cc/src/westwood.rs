@@ -36,8 +36,8 @@ use serde::{Deserialize, Serialize};
 pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 
 use crate::{
-    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
-    LossVerdict, Metrics, Phase, RttSample,
+    minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig,
+    LossEvent, LossVerdict, Metrics, Phase, RttSample,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -251,16 +251,10 @@ impl CongestionControl for Westwood {
             return;
         }
         // Reno growth (§3: slow start and avoidance are unchanged).
-        if self.cwnd < self.ssthresh {
-            let room = self.ssthresh - self.cwnd;
-            let slow = ack.acked_bytes.min(room);
-            self.cwnd += slow;
-            let rest = ack.acked_bytes - slow;
-            if rest > 0 {
-                self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
-            }
-        } else {
-            self.cwnd = self.increase.grow(self.cwnd, ack.acked_bytes, self.mss);
+        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+        self.cwnd = cwnd;
+        if rest > 0 {
+            self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
         }
     }
 

@@ -673,3 +673,30 @@ fn stream_reset_reaches_the_reader() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn a_vanished_peer_costs_few_timer_wakeups_until_idle_timeout() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(300_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    // The client process exits without a word: only the server runs on.
+    let mut now = pair.now;
+    let mut wakeups = 0;
+    let mut buf = vec![0u8; 65_536];
+    while !pair.server.is_closed() {
+        while let Ok(Some(_)) = pair.server.send(&mut buf, now) {}
+        let Some(wait) = pair.server.timeout(now) else {
+            break;
+        };
+        now += wait;
+        pair.server.on_timeout(now);
+        wakeups += 1;
+        assert!(
+            wakeups < 100,
+            "timer spinning: {wakeups} wakeups by {:?}",
+            now - pair.now
+        );
+    }
+    assert_eq!(pair.server.close_reason(), Some(&CloseReason::IdleTimeout));
+}

@@ -5,8 +5,11 @@
 //! (`results.json`, `summary.md`, time-series CSVs, and the effective
 //! `scenario.toml`). A named paper experiment is an [`Experiment`]: a function
 //! that builds its scenarios (the paper's topology and parameters, one per
-//! point of a sweep) plus a function that compares the reports with the
-//! paper's numbers; `run_experiment` runs and writes both.
+//! point of a sweep, scaled by a [`Plan`]) plus a function that compares the
+//! reports with the paper's numbers; `run_experiment` runs and writes both.
+//! The paper experiments themselves live in `experiments/`, one file per
+//! paper; `metrics` holds what they compute (goodput of a cut-off flow,
+//! Jain's index, factorial effects), `table` and `figure` what they show.
 //!
 //! The lab owns no simulation logic (that is `sim`) and reads the wall clock
 //! only once per run, to anchor virtual time; no result depends on it.
@@ -15,6 +18,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::sim::{Report, ReportError, Scenario, ScenarioError, SimError, Simulation};
+
+pub mod experiments;
+mod figure;
+pub mod metrics;
+mod table;
+
+pub use figure::{Figure, Series};
+pub use table::Table;
 
 /// The sift version recorded in every report.
 pub const SIFT_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -71,6 +82,55 @@ pub fn run_scenario(scenario: &Scenario, out_dir: &Path) -> Result<Report, LabEr
     Ok(report)
 }
 
+/// How much of an experiment to run: the full sweep or a reduced one for
+/// CI, and how many seeds per scenario.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// A reduced sweep (fewer points, smaller transfers) that runs in seconds.
+    pub quick: bool,
+    /// Seeds per scenario (1..=N); `None` = the experiment's default.
+    pub seeds: Option<u64>,
+}
+
+impl Plan {
+    /// Seeds 1..=N, N being `seeds` or else `default` (at least one seed).
+    pub fn seeds(&self, default: u64) -> Vec<u64> {
+        (1..=self.seeds.unwrap_or(default).max(1)).collect()
+    }
+
+    /// `full` normally, `quick` for a quick plan.
+    pub fn pick<T>(&self, full: T, quick: T) -> T {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+}
+
+/// What an experiment's comparison produced: the markdown section that puts
+/// our numbers next to the paper's, plus the tables and figures behind it
+/// (written as CSV; the `sift-lab` binary also draws the figures as SVG).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Markdown: our numbers, the paper's, and "Differences and why".
+    pub markdown: String,
+    /// Tables written as `NAME.csv`.
+    pub tables: Vec<Table>,
+    /// Figures written as `NAME_points.csv` (their points) and drawn by
+    /// `sift-lab` as `NAME.svg`.
+    pub figures: Vec<Figure>,
+}
+
+impl From<String> for Comparison {
+    fn from(markdown: String) -> Self {
+        Self {
+            markdown,
+            ..Self::default()
+        }
+    }
+}
+
 /// A named experiment reproducing a paper's table or figure.
 #[derive(Clone, Copy, Debug)]
 pub struct Experiment {
@@ -78,10 +138,11 @@ pub struct Experiment {
     pub name: &'static str,
     /// What it reproduces, e.g. "Veno Fig. 5: Reno vs Veno throughput under random loss".
     pub title: &'static str,
-    /// Builds the scenarios (uniquely named; one results directory each).
-    pub scenarios: fn() -> Vec<Scenario>,
-    /// Markdown comparing the reports (in scenario order) with the paper.
-    pub compare: fn(&[Report]) -> String,
+    /// Builds the scenarios for a plan (uniquely named; one results
+    /// directory each).
+    pub scenarios: fn(&Plan) -> Vec<Scenario>,
+    /// Compares the reports (in scenario order) with the paper.
+    pub compare: fn(&[Report]) -> Comparison,
 }
 
 /// What `run_experiment` produced.
@@ -89,17 +150,23 @@ pub struct Experiment {
 pub struct ExperimentOutcome {
     /// One report per scenario, in scenario order.
     pub reports: Vec<Report>,
-    /// The comparison markdown (also in `OUT/summary.md`).
-    pub comparison: String,
+    /// The comparison (its markdown is also in `OUT/summary.md`).
+    pub comparison: Comparison,
+    /// The whole `summary.md`.
+    pub summary: String,
 }
 
-/// Runs every scenario of `experiment` into `out_dir/SCENARIO/` and writes
-/// the comparison to `out_dir/summary.md`.
+/// Runs every scenario of `experiment` under `plan` into `out_dir/SCENARIO/`
+/// and writes, in `out_dir`: `summary.md` (the comparison), `results.json`
+/// (every scenario's runs in one report, DESIGN §11; each run's `params`
+/// gains `scenario`, and the time series stay in the scenario directories),
+/// and one CSV per table (`TABLE.csv`) and figure (`FIGURE_points.csv`).
 pub fn run_experiment(
     experiment: &Experiment,
+    plan: &Plan,
     out_dir: &Path,
 ) -> Result<ExperimentOutcome, LabError> {
-    let scenarios = (experiment.scenarios)();
+    let scenarios = (experiment.scenarios)(plan);
     for (i, scenario) in scenarios.iter().enumerate() {
         scenario.validate()?;
         if scenarios
@@ -117,19 +184,66 @@ pub fn run_experiment(
         reports.push(run_scenario(scenario, &out_dir.join(&scenario.name))?);
     }
     let comparison = (experiment.compare)(&reports);
+    let seeds: usize = scenarios.iter().map(|s| s.seeds.len()).sum();
     let mut summary = format!(
-        "# {}: {}\n\n{comparison}\n\n## Runs\n\n",
-        experiment.name, experiment.title
+        "# {}: {}\n\n{} scenario{}, {} run{} in virtual time ({} sweep; seeded and repeatable).\n\n{}\n\n## Runs\n\n",
+        experiment.name,
+        experiment.title,
+        scenarios.len(),
+        if scenarios.len() == 1 { "" } else { "s" },
+        seeds,
+        if seeds == 1 { "" } else { "s" },
+        if plan.quick { "quick" } else { "full" },
+        comparison.markdown.trim_end()
     );
     for scenario in &scenarios {
         summary.push_str(&format!("- [{0}]({0}/summary.md)\n", scenario.name));
     }
-    let path = out_dir.join("summary.md");
-    std::fs::write(&path, summary).map_err(|source| LabError::Write { path, source })?;
+    let combined = combined_report(experiment.name, &reports);
+    let mut files = vec![
+        ("summary.md".to_string(), summary.clone()),
+        ("results.json".to_string(), combined.to_json()?),
+    ];
+    for table in &comparison.tables {
+        files.push((format!("{}.csv", table.name), table.to_csv()));
+    }
+    for figure in &comparison.figures {
+        files.push((format!("{}_points.csv", figure.name), figure.to_csv()));
+    }
+    for (name, contents) in files {
+        let path = out_dir.join(name);
+        std::fs::write(&path, contents).map_err(|source| LabError::Write { path, source })?;
+    }
     Ok(ExperimentOutcome {
         reports,
         comparison,
+        summary,
     })
+}
+
+/// Every run of every report in one report named after the experiment: each
+/// run's `params` gains `scenario`; time series are left out (each scenario
+/// directory's `results.json` keeps them).
+pub fn combined_report(experiment: &str, reports: &[Report]) -> Report {
+    let runs = reports
+        .iter()
+        .flat_map(|report| {
+            report.runs.iter().map(move |run| {
+                let mut run = run.clone();
+                run.params
+                    .insert("scenario".into(), report.experiment.clone().into());
+                for flow in &mut run.flows {
+                    flow.timeseries.clear();
+                }
+                run
+            })
+        })
+        .collect();
+    Report {
+        experiment: experiment.to_string(),
+        sift_version: SIFT_VERSION.to_string(),
+        runs,
+    }
 }
 
 #[cfg(test)]

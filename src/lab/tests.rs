@@ -68,7 +68,7 @@ fn same_seed_writes_byte_identical_results_and_seeds_differ() {
     std::fs::remove_dir_all(&second).unwrap();
 }
 
-fn two_rates() -> Vec<Scenario> {
+fn two_rates(_plan: &Plan) -> Vec<Scenario> {
     [1_000_000u64, 4_000_000]
         .iter()
         .map(|rate| {
@@ -84,8 +84,15 @@ fn two_rates() -> Vec<Scenario> {
         .collect()
 }
 
-fn compare_delivered(reports: &[Report]) -> String {
-    reports
+fn compare_delivered(reports: &[Report]) -> Comparison {
+    let mut table = Table::new("delivered", &["scenario", "delivered"]);
+    for r in reports {
+        table.push(vec![
+            r.experiment.clone(),
+            r.runs[0].cbr[0].counters.delivered_packets.to_string(),
+        ]);
+    }
+    let markdown = reports
         .iter()
         .map(|r| {
             format!(
@@ -94,7 +101,22 @@ fn compare_delivered(reports: &[Report]) -> String {
             )
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    Comparison {
+        markdown,
+        tables: vec![table],
+        figures: vec![Figure {
+            name: "delivered_vs_rate".into(),
+            title: "delivered".into(),
+            x_label: "rate".into(),
+            y_label: "packets".into(),
+            log_x: false,
+            series: vec![Series {
+                label: "cbr".into(),
+                points: vec![(1.0, 2.0)],
+            }],
+        }],
+    }
 }
 
 #[test]
@@ -106,11 +128,24 @@ fn an_experiment_runs_each_scenario_into_its_own_directory_and_compares() {
         scenarios: two_rates,
         compare: compare_delivered,
     };
-    let outcome = run_experiment(&experiment, &dir).unwrap();
+    let outcome = run_experiment(&experiment, &Plan::default(), &dir).unwrap();
     assert_eq!(outcome.reports.len(), 2);
     assert!(dir.join("cbr-1mbit/results.json").is_file());
     assert!(dir.join("cbr-4mbit/results.json").is_file());
+    assert!(dir.join("delivered.csv").is_file());
+    assert!(dir.join("delivered_vs_rate_points.csv").is_file());
+    // One combined report: a run per scenario × seed, labelled by scenario.
+    let combined: Report =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(combined.experiment, "cbr-sweep");
+    let labels: Vec<&str> = combined
+        .runs
+        .iter()
+        .map(|run| run.params["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["cbr-1mbit", "cbr-4mbit"]);
     let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert_eq!(summary, outcome.summary);
     assert!(summary.starts_with("# cbr-sweep: delivered datagrams against offered rate"));
     assert!(summary.contains("cbr-4mbit: "), "{summary}");
     assert!(
@@ -125,12 +160,32 @@ fn an_experiment_with_two_scenarios_of_one_name_is_refused() {
     let experiment = Experiment {
         name: "clash",
         title: "two runs, one directory",
-        scenarios: || vec![lossy_cbr(), lossy_cbr()],
-        compare: |_| String::new(),
+        scenarios: |_| vec![lossy_cbr(), lossy_cbr()],
+        compare: |_| Comparison::default(),
     };
-    let error = run_experiment(&experiment, &scratch_dir("clash")).unwrap_err();
+    let error = run_experiment(&experiment, &Plan::default(), &scratch_dir("clash")).unwrap_err();
     assert!(
         matches!(error, LabError::DuplicateScenario { .. }),
         "{error}"
+    );
+}
+
+#[test]
+fn a_plan_picks_its_seeds_and_sweep() {
+    assert_eq!(Plan::default().seeds(3), [1, 2, 3]);
+    let plan = Plan {
+        quick: true,
+        seeds: Some(2),
+    };
+    assert_eq!(plan.seeds(5), [1, 2]);
+    assert_eq!(plan.pick("full", "quick"), "quick");
+    assert_eq!(
+        Plan {
+            quick: false,
+            seeds: Some(0)
+        }
+        .seeds(4),
+        [1],
+        "at least one seed"
     );
 }

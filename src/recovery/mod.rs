@@ -491,9 +491,11 @@ impl<F> Recovery<F> {
         });
     }
 
-    fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let mut newest_lost: Option<Instant> = None;
+    /// Takes lost packets out of flight; returns their in-flight bytes and
+    /// the send time of the newest one (None if none was in flight).
+    fn remove_lost_from_flight(&mut self, lost: &[SentPacket<F>]) -> (u64, Option<Instant>) {
         let mut lost_bytes = 0;
+        let mut newest_lost: Option<Instant> = None;
         for packet in lost {
             self.stats.lost_packets += 1;
             self.stats.lost_bytes += packet.size;
@@ -504,17 +506,20 @@ impl<F> Recovery<F> {
                     Some(newest_lost.map_or(packet.time_sent, |t| t.max(packet.time_sent)));
             }
         }
-        let Some(newest_lost) = newest_lost else {
-            return;
-        };
-        let persistent = self.in_persistent_congestion(space, lost);
-        let in_current_period = self
-            .recovery_start
-            .is_some_and(|start| newest_lost <= start)
-            && self.cc.recovery_policy().one_reduction_per_window;
-        if in_current_period && !persistent {
-            return;
-        }
+        (lost_bytes, newest_lost)
+    }
+
+    /// Starts a recovery period and tells the controller; records its
+    /// verdict against the packets of this event.
+    fn congestion_event(
+        &mut self,
+        space: SpaceId,
+        lost: &[SentPacket<F>],
+        lost_bytes: u64,
+        newest_lost: Instant,
+        persistent: bool,
+        now: Instant,
+    ) {
         self.recovery_start = Some(now);
         self.stats.congestion_events += 1;
         if persistent {
@@ -535,6 +540,22 @@ impl<F> Recovery<F> {
             packet_numbers: lost_packets,
             verdict,
         });
+    }
+
+    fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
+        let Some(newest_lost) = newest_lost else {
+            return;
+        };
+        let persistent = self.in_persistent_congestion(space, lost);
+        let in_current_period = self
+            .recovery_start
+            .is_some_and(|start| newest_lost <= start)
+            && self.cc.recovery_policy().one_reduction_per_window;
+        if in_current_period && !persistent {
+            return;
+        }
+        self.congestion_event(space, lost, lost_bytes, newest_lost, persistent, now);
     }
 
     /// RFC 9002 §7.6: a run of consecutive lost ack-eliciting packets,
@@ -745,36 +766,15 @@ impl<F> Recovery<F> {
     }
 
     fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let mut lost_bytes = 0;
-        let mut newest = None;
-        for packet in lost {
-            self.stats.lost_packets += 1;
-            self.stats.lost_bytes += packet.size;
-            if packet.in_flight {
-                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
-                lost_bytes += packet.size;
-                newest =
-                    Some(newest.map_or(packet.time_sent, |t: Instant| t.max(packet.time_sent)));
-            }
-        }
-        self.recovery_start = Some(now);
-        self.stats.congestion_events += 1;
-        self.stats.persistent_congestion_events += 1;
-        let lost_packets: Vec<u64> = lost.iter().map(|p| p.packet_number).collect();
-        let verdict = self.cc.on_congestion(&LossEvent {
-            now,
-            lost_packets: lost_packets.clone(),
-            lost_bytes,
-            largest_lost_sent_time: newest.unwrap_or(now),
-            bytes_in_flight: self.bytes_in_flight,
-            rtt: self.rtt.sample(),
-            persistent: true,
-        });
-        self.verdicts.push(VerdictRecord {
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
+        self.congestion_event(
             space,
-            packet_numbers: lost_packets,
-            verdict,
-        });
+            lost,
+            lost_bytes,
+            newest_lost.unwrap_or(now),
+            true,
+            now,
+        );
     }
 }
 

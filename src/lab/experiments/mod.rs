@@ -1,0 +1,226 @@
+//! The seed papers' experiments, one file per paper (DESIGN §10). Each
+//! file holds a named [`Experiment`]: a builder that lays out the paper's
+//! topology and parameters as scenarios (scaled by a [`Plan`]), and a
+//! comparison that puts our numbers next to the numbers the paper prints,
+//! with every difference and its reason.
+//!
+//! This module owns the experiment definitions and the builders they share;
+//! it must not hold simulation logic (that is `sim`) or read any clock.
+//!
+//! The 2002 testbeds ran classic TCP. Each experiment states which of
+//! sift's RFC 9002 defaults it turns back (`classic_recovery`, the paper's
+//! initial window) and why, in its summary.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sift_cc::{CcConfig, CubicConfig, RenoConfig, VegasConfig, VenoConfig, WestwoodConfig};
+
+use super::Experiment;
+use crate::recovery::{RecoveryConfig, TimeoutMode};
+use crate::sim::link::{LinkConfig, LossModel, QueueLimit};
+use crate::sim::scenario::{Bottleneck, FlowSpec};
+use crate::sim::{Report, RunReport, Scenario};
+
+pub mod hack;
+pub mod vegas_factorial;
+pub mod veno_classification;
+pub mod veno_coexistence;
+pub mod veno_enhanced;
+pub mod veno_throughput;
+pub mod westwood;
+
+/// Every paper experiment, in the order `sift-lab list` shows them.
+pub const ALL: [Experiment; 7] = [
+    veno_throughput::EXPERIMENT,
+    veno_classification::EXPERIMENT,
+    veno_coexistence::EXPERIMENT,
+    veno_enhanced::EXPERIMENT,
+    westwood::EXPERIMENT,
+    hack::EXPERIMENT,
+    vegas_factorial::EXPERIMENT,
+];
+
+/// The experiment named `name`.
+pub fn find(name: &str) -> Option<&'static Experiment> {
+    ALL.iter().find(|experiment| experiment.name == name)
+}
+
+/// Classic TCP loss recovery, as the 2002 testbeds ran it: a timeout
+/// declares everything outstanding lost and collapses the window (RFC 6298
+/// / RFC 5681 §3.1, sift's `timeout = "rto"`), and no pacing (2002 stacks
+/// sent ack-clocked bursts).
+pub fn classic_recovery() -> RecoveryConfig {
+    RecoveryConfig {
+        timeout: TimeoutMode::Rto,
+        pacing: false,
+        ..RecoveryConfig::default()
+    }
+}
+
+/// Controller `name` with its paper defaults; `None` for a name sift does
+/// not have.
+pub fn controller(name: &str) -> Option<CcConfig> {
+    Some(match name {
+        "reno" => CcConfig::Reno(RenoConfig::default()),
+        "cubic" => CcConfig::Cubic(CubicConfig::default()),
+        "vegas" => CcConfig::Vegas(VegasConfig::default()),
+        "veno" => CcConfig::Veno(VenoConfig::default()),
+        "veno-enhanced" => CcConfig::VenoEnhanced(VenoConfig::default()),
+        "westwood" => CcConfig::Westwood(WestwoodConfig::default()),
+        _ => return None,
+    })
+}
+
+/// `cc` starting from `initial` packets and restarting from `after_timeout`
+/// packets after a timeout (CUBIC has no timeout window of its own).
+pub fn with_windows(mut cc: CcConfig, initial: u64, after_timeout: u64) -> CcConfig {
+    match &mut cc {
+        CcConfig::Reno(c) => {
+            c.initial_window_packets = initial;
+            c.timeout_window_packets = after_timeout;
+        }
+        CcConfig::Cubic(c) => c.initial_window_packets = initial,
+        CcConfig::Westwood(c) => {
+            c.initial_window_packets = initial;
+            c.timeout_window_packets = after_timeout;
+        }
+        CcConfig::Vegas(c) => {
+            c.initial_window_packets = initial;
+            c.timeout_window_packets = after_timeout;
+        }
+        CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => {
+            c.initial_window_packets = initial;
+            c.timeout_window_packets = after_timeout;
+        }
+    }
+    cc
+}
+
+/// One link direction: `delay_ms` of propagation, serialised at `rate_bps`
+/// behind a drop-tail queue of `queue_packets`, losing packets at random
+/// with probability `loss`.
+pub fn link(delay_ms: f64, rate_bps: u64, queue_packets: usize, loss: f64) -> LinkConfig {
+    LinkConfig {
+        delay_ms: Duration::from_secs_f64(delay_ms.max(0.0) / 1e3),
+        rate_bps: Some(rate_bps.max(1)),
+        queue: QueueLimit::Packets(queue_packets.max(1)),
+        loss: LossModel::bernoulli(loss),
+        ..LinkConfig::ideal()
+    }
+}
+
+/// A transfer of `bytes` under `cc`, with sift's defaults otherwise.
+pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
+    FlowSpec {
+        cc,
+        bytes,
+        streams: 1,
+        corruption_notices: true,
+        start_ms: 0.0,
+        count: 1,
+        access_delay_ms: 0.0,
+        max_datagram_size: None,
+        recovery: RecoveryConfig::default(),
+    }
+}
+
+/// A scenario with the given bottleneck, flows and seeds.
+pub fn scenario(
+    name: String,
+    seeds: Vec<u64>,
+    time_limit_s: f64,
+    forward: LinkConfig,
+    reverse: LinkConfig,
+    flows: Vec<FlowSpec>,
+) -> Scenario {
+    Scenario {
+        name,
+        seeds,
+        time_limit_s,
+        sample_interval_ms: crate::sim::scenario::DEFAULT_SAMPLE_INTERVAL_MS,
+        bottleneck: Bottleneck { forward, reverse },
+        flows,
+        cbr: Vec::new(),
+        params: BTreeMap::new(),
+    }
+}
+
+/// Adds the label `key = value` to the scenario's params (copied into every
+/// run's report, where `compare` finds it).
+pub fn label(scenario: &mut Scenario, key: &str, value: impl Into<serde_json::Value>) {
+    scenario.params.insert(key.to_string(), value.into());
+}
+
+/// The label `key` of a run, as a number.
+pub fn param_f64(run: &RunReport, key: &str) -> Option<f64> {
+    run.params.get(key)?.as_f64()
+}
+
+/// The label `key` of a run, as text.
+pub fn param_str<'a>(run: &'a RunReport, key: &str) -> Option<&'a str> {
+    run.params.get(key)?.as_str()
+}
+
+/// The label `key` of a report's scenario (read from its first run).
+pub fn report_f64(report: &Report, key: &str) -> Option<f64> {
+    param_f64(report.runs.first()?, key)
+}
+
+/// The label `key` of a report's scenario, as text.
+pub fn report_str<'a>(report: &'a Report, key: &str) -> Option<&'a str> {
+    param_str(report.runs.first()?, key)
+}
+
+/// Bits per second as kilobytes (1000 B) per second, the papers' unit.
+pub fn kilobytes_per_s(bits_per_s: f64) -> f64 {
+    bits_per_s / 8e3
+}
+
+/// A number with `decimals` places, or "—" for none.
+pub fn cell(value: Option<f64>, decimals: usize) -> String {
+    match value {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => "—".to_string(),
+    }
+}
+
+/// A ratio a/b as "1.80×", or "—" when it is undefined.
+pub fn ratio_cell(numerator: Option<f64>, denominator: Option<f64>) -> String {
+    match (numerator, denominator) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() => format!("{:.2}×", a / b),
+        _ => "—".to_string(),
+    }
+}
+
+/// A number for scenario names: `0.01` → `0.01`, `1e-4` → `0.0001`.
+pub fn name_number(value: f64) -> String {
+    let text = format!("{value}");
+    text.replace('-', "m")
+}
+
+/// How many flows of a report's runs did not complete, as a sentence for a
+/// summary, or empty when all did.
+pub fn incomplete_note(reports: &[Report]) -> String {
+    let (mut incomplete, mut total) = (0usize, 0usize);
+    for run in reports.iter().flat_map(|r| &r.runs) {
+        for flow in &run.flows {
+            total += 1;
+            if flow.completion_s.is_none() {
+                incomplete += 1;
+            }
+        }
+    }
+    if incomplete == 0 {
+        String::new()
+    } else {
+        format!(
+            "\n{incomplete} of {total} transfers did not complete (time limit, or the connection \
+             closed after a long silence); they count by the bytes they delivered before the run \
+             ended (`delivered goodput`).\n"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
