@@ -9,6 +9,9 @@ use std::process::ExitCode;
 use sift_fuzz::bin_targets::transfer_request;
 use sift_fuzz::targets;
 
+/// A target's corpus directory name, its body, and its named seeds.
+type Job = (&'static str, fn(&[u8]), Vec<(String, Vec<u8>)>);
+
 /// Runs each seed through its target (a seed must not trip it), then
 /// writes it under `corpus/<name>/`. Returns how many were written.
 fn write_seeds(
@@ -30,7 +33,7 @@ fn write_seeds(
 
 fn main() -> ExitCode {
     let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    let mut jobs: Vec<(&str, fn(&[u8]), Vec<(String, Vec<u8>)>)> = targets::ALL
+    let mut jobs: Vec<Job> = targets::ALL
         .iter()
         .map(|target| {
             let seeds = (target.seeds)()
