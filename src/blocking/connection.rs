@@ -225,7 +225,7 @@ impl BlockingConnection {
         if let Some(stats) = self.inner.peek(|connection| connection.stats()) {
             *cached = Some(stats);
         }
-        cached.clone().unwrap_or_else(empty_stats)
+        cached.clone().unwrap_or_default()
     }
 
     /// Closes the connection with an application error `code` and
@@ -305,41 +305,5 @@ impl BlockingConnection {
                 None => Step::Pending,
             },
         )
-    }
-}
-
-/// Stats for a connection that was never seen (cannot happen while a
-/// handle exists; kept so `stats` never panics).
-fn empty_stats() -> Stats {
-    Stats {
-        packets_sent: 0,
-        packets_received: 0,
-        bytes_sent: 0,
-        bytes_received: 0,
-        packets_lost: 0,
-        retransmitted_packets: 0,
-        ptos: 0,
-        congestion_events: 0,
-        corruption_notices_received: 0,
-        corruption_notices_ignored: 0,
-        corruption_notices_sent: 0,
-        payload_corrupt_received: 0,
-        header_corrupt_dropped: 0,
-        malformed_dropped: 0,
-        corruption_notices_negotiated: false,
-        cwnd: 0,
-        ssthresh: 0,
-        bytes_in_flight: 0,
-        srtt_us: 0,
-        min_rtt_us: 0,
-        rttvar_us: 0,
-        cc: crate::cc::Metrics {
-            algorithm: String::new(),
-            cwnd: 0,
-            ssthresh: 0,
-            phase: crate::cc::Phase::SlowStart,
-            last_verdict: None,
-            fields: Default::default(),
-        },
     }
 }
