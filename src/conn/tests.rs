@@ -745,3 +745,60 @@ fn a_sender_that_does_not_fill_its_window_does_not_grow_it() {
     }
     assert_eq!(pair.client.stats().cwnd, initial);
 }
+
+#[test]
+fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
+    use crate::crypto::{seal_packet, NullProtection};
+    use crate::wire::{encode_corrupted, Header, PacketType, RangeSet, VERSION};
+
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(100_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    let before = pair.client.stats();
+
+    // A well-formed 1-RTT packet "from the server" naming packets the
+    // client never sent (far above anything it has sent) and a huge range.
+    let mut names = RangeSet::default();
+    names.insert(1_000_000..1_000_006);
+    names.insert(2_000_000..(1u64 << 40));
+    let mut frames = Vec::new();
+    encode_corrupted(&names, 16, &mut frames);
+    let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
+    pair.server.next_packet_number[SpaceId::Data.index()] += 1;
+    let header = Header {
+        ty: PacketType::OneRtt,
+        version: VERSION,
+        dcid: pair.client.local_cid(),
+        scid: pair.server.local_cid(),
+        token: &[],
+        packet_number,
+        payload_len: 0,
+        key_phase: false,
+    };
+    let mut datagram = Vec::new();
+    seal_packet(&header, &frames, &NullProtection, &mut datagram);
+    let info = RecvInfo {
+        from: addr(2),
+        to: addr(1),
+        now: pair.now,
+    };
+    pair.client.recv(&mut datagram, info).unwrap();
+
+    let after = pair.client.stats();
+    assert!(
+        !pair.client.is_closing(),
+        "{:?}",
+        pair.client.close_reason()
+    );
+    assert_eq!(
+        after.corruption_notices_received,
+        before.corruption_notices_received
+    );
+    assert!(after.corruption_notices_ignored > before.corruption_notices_ignored);
+    assert_eq!((after.cwnd, after.ssthresh), (before.cwnd, before.ssthresh));
+    assert_eq!(after.bytes_in_flight, before.bytes_in_flight);
+    // And the connection still works.
+    let more = pattern(50_000);
+    assert_eq!(transfer(&mut pair, &more, &mut deliver_all), more);
+}
