@@ -246,6 +246,23 @@ fn transfer(
     received
 }
 
+/// A path that applies `action` to the first `count` data-bearing datagrams
+/// from the client (over 1000 bytes) and delivers everything else.
+fn damage_first_data(
+    count: usize,
+    action: PathAction,
+) -> impl FnMut(bool, u64, &[u8]) -> PathAction {
+    let mut damaged = 0;
+    move |to_server, _, bytes| {
+        if to_server && bytes.len() > 1000 && damaged < count {
+            damaged += 1;
+            action
+        } else {
+            PathAction::Deliver
+        }
+    }
+}
+
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
 }
@@ -342,16 +359,7 @@ fn corrupted_payload_is_resent_without_window_cut() {
     let mut pair = Pair::default();
     pair.handshake();
     let data = pattern(200_000);
-    // Damage the payload of three data-bearing datagrams from the client.
-    let mut damaged = 0;
-    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
-        if to_server && bytes.len() > 1000 && damaged < 3 {
-            damaged += 1;
-            PathAction::DamagePayload
-        } else {
-            PathAction::Deliver
-        }
-    };
+    let mut path = damage_first_data(3, PathAction::DamagePayload);
     assert_eq!(transfer(&mut pair, &data, &mut path), data);
     let client = pair.client.stats();
     let server = pair.server.stats();
@@ -368,15 +376,7 @@ fn corrupted_header_takes_the_loss_path() {
     let mut pair = Pair::default();
     pair.handshake();
     let data = pattern(200_000);
-    let mut damaged = 0;
-    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
-        if to_server && bytes.len() > 1000 && damaged < 1 {
-            damaged += 1;
-            PathAction::DamageHeader
-        } else {
-            PathAction::Deliver
-        }
-    };
+    let mut path = damage_first_data(1, PathAction::DamageHeader);
     assert_eq!(transfer(&mut pair, &data, &mut path), data);
     let client = pair.client.stats();
     assert_eq!(pair.server.stats().header_corrupt_dropped, 1);
@@ -394,15 +394,7 @@ fn without_notices_corruption_is_a_drop() {
     let mut pair = Pair::new(config.clone(), config);
     pair.handshake();
     let data = pattern(200_000);
-    let mut damaged = 0;
-    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
-        if to_server && bytes.len() > 1000 && damaged < 1 {
-            damaged += 1;
-            PathAction::DamagePayload
-        } else {
-            PathAction::Deliver
-        }
-    };
+    let mut path = damage_first_data(1, PathAction::DamagePayload);
     assert_eq!(transfer(&mut pair, &data, &mut path), data);
     let client = pair.client.stats();
     assert_eq!(pair.server.stats().corruption_notices_sent, 0);

@@ -44,6 +44,25 @@ pub struct StreamStats {
     pub connection_receive_window: u64,
 }
 
+/// The sending half of stream `id`, for an application call. Takes the map,
+/// not `self`, so callers may still touch the rest of `Streams`.
+fn send_half(
+    streams: &mut BTreeMap<StreamId, StreamState>,
+    id: StreamId,
+) -> Result<&mut SendHalf, StreamError> {
+    let stream = streams.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+    stream.send.as_mut().ok_or(StreamError::WrongDirection(id))
+}
+
+/// The receiving half of stream `id`, for an application call.
+fn recv_half(
+    streams: &mut BTreeMap<StreamId, StreamState>,
+    id: StreamId,
+) -> Result<&mut RecvHalf, StreamError> {
+    let stream = streams.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+    stream.recv.as_mut().ok_or(StreamError::WrongDirection(id))
+}
+
 /// The sending half of a stream and the peer's credit for it.
 #[derive(Clone, Debug)]
 pub(super) struct SendHalf {
@@ -255,14 +274,7 @@ impl Streams {
     /// was accepted. `Ok(0)` only for an empty write (with or without FIN);
     /// a full buffer is `Err(Blocked)`.
     pub fn write(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, StreamError> {
-        let stream = self
-            .streams
-            .get_mut(&id)
-            .ok_or(StreamError::UnknownStream(id))?;
-        let send = stream
-            .send
-            .as_mut()
-            .ok_or(StreamError::WrongDirection(id))?;
+        let send = send_half(&mut self.streams, id)?;
         if let Some(error_code) = send.buffer.stopped_by_peer() {
             return Err(StreamError::Stopped { id, error_code });
         }
@@ -302,14 +314,7 @@ impl Streams {
         now: Instant,
         srtt: Duration,
     ) -> Result<(usize, bool), StreamError> {
-        let stream = self
-            .streams
-            .get_mut(&id)
-            .ok_or(StreamError::UnknownStream(id))?;
-        let recv = stream
-            .recv
-            .as_mut()
-            .ok_or(StreamError::WrongDirection(id))?;
+        let recv = recv_half(&mut self.streams, id)?;
         if recv.buffer.is_stopped() {
             return Err(StreamError::ReceiveStopped(id));
         }
@@ -359,14 +364,7 @@ impl Streams {
     /// retransmittable data. Doing it again, or after everything was
     /// acknowledged, changes nothing.
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
-        let stream = self
-            .streams
-            .get_mut(&id)
-            .ok_or(StreamError::UnknownStream(id))?;
-        let send = stream
-            .send
-            .as_mut()
-            .ok_or(StreamError::WrongDirection(id))?;
+        let send = send_half(&mut self.streams, id)?;
         if send.buffer.reset(error_code).is_some() {
             self.pending.insert(PendingControl::ResetStream(id));
         }
@@ -377,14 +375,7 @@ impl Streams {
     /// (unless the final size is already known) and discards data from now
     /// on; reads then fail with `ReceiveStopped`.
     pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
-        let stream = self
-            .streams
-            .get_mut(&id)
-            .ok_or(StreamError::UnknownStream(id))?;
-        let recv = stream
-            .recv
-            .as_mut()
-            .ok_or(StreamError::WrongDirection(id))?;
+        let recv = recv_half(&mut self.streams, id)?;
         if recv.buffer.is_stopped() {
             return Ok(());
         }
