@@ -18,12 +18,16 @@
 //!   (the RFC says "set to W_est", which cannot be below a window that only
 //!   grew since the epoch began unless the cubic increment overtook it);
 //! - no undo of spurious congestion events (§4.9): the recovery module does
-//!   not report them.
+//!   not report them;
+//! - slow start is HyStart++ (RFC 9406, which RFC 9438 §4.10 recommends)
+//!   unless `hystart` is off; when HyStart++ ends CSS the first epoch starts
+//!   with W_max = cwnd and K = 0, as after a timeout.
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::hystart::HyStart;
 use crate::{
     minimum_window, AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
     Phase,
@@ -63,6 +67,9 @@ pub struct CubicConfig {
     pub reno_friendly: bool,
     /// Initial window in packets (RFC 9002 §7.2: 10).
     pub initial_window_packets: u64,
+    /// Leave the initial slow start by HyStart++ (RFC 9406) instead of at the
+    /// first loss.
+    pub hystart: bool,
 }
 
 impl Default for CubicConfig {
@@ -73,6 +80,7 @@ impl Default for CubicConfig {
             fast_convergence: true,
             reno_friendly: true,
             initial_window_packets: INITIAL_WINDOW_PACKETS,
+            hystart: true,
         }
     }
 }
@@ -163,6 +171,7 @@ pub struct Cubic {
     /// When the current application-limited stretch began, if one is running
     /// inside an epoch.
     app_limited_since: Option<Instant>,
+    hystart: HyStart,
     in_recovery: bool,
     last_verdict: Option<LossVerdict>,
 }
@@ -175,6 +184,7 @@ impl Cubic {
         let mss = mss.max(1);
         let cwnd = (config.initial_window_packets * mss) as f64;
         Self {
+            hystart: HyStart::new(config.hystart),
             config,
             mss,
             cwnd,
@@ -290,14 +300,16 @@ impl CongestionControl for Cubic {
         }
 
         let mut acked = ack.acked_bytes as f64;
-        let ssthresh = self.ssthresh as f64;
-        if self.cwnd < ssthresh {
-            // RFC 9002 §7.3.1 slow start with byte counting, stopping at
-            // ssthresh; the rest of this ACK counts as avoidance.
-            let slow = acked.min(ssthresh - self.cwnd);
-            self.cwnd += slow;
-            acked -= slow;
-            if acked <= 0.0 {
+        if self.cwnd < self.ssthresh as f64 {
+            // RFC 9002 §7.3.1 slow start with byte counting (HyStart++ in the
+            // initial one), stopping at ssthresh; the rest of this ACK counts
+            // as avoidance.
+            let whole = self.cwnd.floor() as u64;
+            let step = self.hystart.slow_start(whole, self.ssthresh, ack);
+            self.cwnd += (step.cwnd - whole) as f64;
+            self.ssthresh = step.ssthresh;
+            acked = step.rest as f64;
+            if step.rest == 0 {
                 return;
             }
         }
@@ -331,6 +343,7 @@ impl CongestionControl for Cubic {
         self.w_est = self.cwnd;
         self.epoch = None;
         self.app_limited_since = None;
+        self.hystart.on_congestion();
         self.in_recovery = !ev.persistent;
         // CUBIC does not tell random loss from congestion.
         self.last_verdict = Some(LossVerdict::Congestive);
@@ -389,6 +402,7 @@ mod tests {
             bytes_in_flight: 0,
             app_limited: false,
             in_recovery: false,
+            rate: None,
         }
     }
 

@@ -10,12 +10,14 @@
 //! Files: `sent` (the per-space ledger), `rtt` (RFC 9002 §5 estimator),
 //! `loss` (thresholds, persistent congestion, congestion events), `timer`
 //! (the loss-detection timer: PTO or RTO), `corruption` (CORRUPTED frames on
-//! the sender's side), `pacer`; this file is the facade the connection calls
-//! and the ACK path that ties them together.
+//! the sender's side), `rate` (delivery-rate samples for the controller),
+//! `pacer`; this file is the facade the connection calls and the ACK path
+//! that ties them together.
 
 mod corruption;
 mod loss;
 mod pacer;
+mod rate;
 mod rtt;
 mod sent;
 mod timer;
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
 
 pub use pacer::Pacer;
+pub use rate::{DeliveryRateSampler, DeliverySnapshot};
 pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
 pub use sent::{SentLedger, SentPacket};
 
@@ -181,6 +184,7 @@ pub struct Recovery<F> {
     pto_count: u32,
     recovery_start: Option<Instant>,
     pacer: Pacer,
+    rate: DeliveryRateSampler,
     app_limited: bool,
     /// The peer's max_ack_delay (RFC 9000 §18.2), applied once confirmed.
     max_ack_delay: Duration,
@@ -208,6 +212,7 @@ impl<F> Recovery<F> {
             pto_count: 0,
             recovery_start: None,
             pacer,
+            rate: DeliveryRateSampler::default(),
             app_limited: false,
             max_ack_delay: Duration::from_millis(25),
             handshake_confirmed: false,
@@ -323,6 +328,9 @@ impl<F> Recovery<F> {
     pub fn on_packet_sent(&mut self, space: SpaceId, mut packet: SentPacket<F>, now: Instant) {
         packet.app_limited = self.app_limited;
         if packet.in_flight {
+            packet.delivery = self
+                .rate
+                .on_packet_sent(now, self.bytes_in_flight, packet.size);
             self.bytes_in_flight += packet.size;
             self.cc.on_sent(now, packet.size, self.bytes_in_flight);
             if self.config.pacing {
@@ -422,6 +430,9 @@ impl<F> Recovery<F> {
             largest = Some(packet);
         }
         let Some(largest) = largest else { return };
+        let rate = self
+            .rate
+            .on_ack(acked.iter().filter(|p| p.in_flight), now, self.rtt.min());
         self.cc.on_ack(&AckEvent {
             now,
             acked_bytes,
@@ -433,6 +444,7 @@ impl<F> Recovery<F> {
             bytes_in_flight: self.bytes_in_flight,
             app_limited: largest.app_limited,
             in_recovery: all_before_recovery,
+            rate,
         });
     }
 
