@@ -198,10 +198,7 @@ pub struct Recovery<F> {
 impl<F> Recovery<F> {
     /// Recovery for a connection whose packets carry at most `mss` bytes.
     pub fn new(config: RecoveryConfig, cc: Box<dyn CongestionControl>, mss: u64) -> Self {
-        let mut pacer = Pacer::new(mss);
-        if let Some(limit) = cc.metrics().fields.get("burst_limit_packets") {
-            pacer.set_burst_limit(*limit as u64, mss);
-        }
+        let pacer = Self::pacer_for(cc.as_ref(), mss);
         Self {
             rtt: RttEstimator::new(config.initial_rtt),
             config,
@@ -221,6 +218,26 @@ impl<F> Recovery<F> {
             verdicts: Vec::new(),
             stats: RecoveryStats::default(),
         }
+    }
+
+    /// The pacer a controller asks for (Vegas H limits bursts).
+    fn pacer_for(cc: &dyn CongestionControl, mss: u64) -> Pacer {
+        let mut pacer = Pacer::new(mss);
+        if let Some(limit) = cc.metrics().fields.get("burst_limit_packets") {
+            pacer.set_burst_limit(*limit as u64, mss);
+        }
+        pacer
+    }
+
+    /// Hands congestion control to a new controller, which starts from its
+    /// own initial state (window, estimates). Everything recovery knows —
+    /// RTT, bytes in flight, the delivery-rate sampler, the recovery period
+    /// — carries over. Meant for before data flows (a server switching to
+    /// the controller a client asked for); later, the new controller simply
+    /// learns the path again.
+    pub fn replace_controller(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
+        self.pacer = Self::pacer_for(cc.as_ref(), mss);
+        self.cc = cc;
     }
 
     // ---- state the connection tells us -------------------------------

@@ -22,6 +22,7 @@ const EXAMPLES: &str = "\
 Examples:
   sift-client get sift://example.org/data/big.iso --insecure-null-crypto
   sift-client get sift://example.org:4433/big.iso -o /tmp/big.iso --resume --insecure-null-crypto
+  sift-client get sift://example.org/big.iso --cc bbr --insecure-null-crypto   # server sends with BBR
   sift-client put ./report.pdf sift://example.org/uploads/report.pdf --insecure-null-crypto
   sift-client ls sift://example.org/data --insecure-null-crypto
   sift-client perf sift://example.org -t 10 -i 1 --cc veno --insecure-null-crypto
@@ -44,10 +45,12 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(ClapArgs, Debug)]
 struct Common {
-    /// Congestion controller for data this client sends:
-    /// reno, cubic, vegas, veno, veno-enhanced, westwood.
-    #[arg(long, global = true, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
-    cc: CcConfig,
+    /// Congestion controller: reno, cubic, vegas, veno, veno-enhanced,
+    /// westwood, westwood-a, bbr. This client sends with it (default cubic);
+    /// `get` also asks the server to send the file with it (default: the
+    /// server's own), and fails if the server does not offer it.
+    #[arg(long, global = true, value_name = "NAME", value_parser = common::parse_cc)]
+    cc: Option<CcConfig>,
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
@@ -147,9 +150,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let url = SiftUrl::parse(&url_text)?;
     common::require_insecure_null_crypto(common.insecure_null_crypto)?;
-    let config = common::transport_config(common.cc, common.corruption_notices);
+    let requested = common.cc.as_ref().map(|cc| cc.name());
+    let local_cc = common
+        .cc
+        .clone()
+        .unwrap_or(CcConfig::Cubic(Default::default()));
+    let config = common::transport_config(local_cc, common.corruption_notices);
     match cli.command {
-        Command::Get { output, resume, .. } => get(&url, config, output, resume, common.json),
+        Command::Get { output, resume, .. } => {
+            get(&url, config, output, resume, requested, common.json)
+        }
         Command::Put { file, .. } => put(&url, config, &file, common.json),
         Command::Ls { .. } => ls(&url, config, common.json),
         Command::Perf {
@@ -177,6 +187,7 @@ fn get(
     config: sift::Config,
     output: Option<PathBuf>,
     resume: bool,
+    controller: Option<&str>,
     json: bool,
 ) -> anyhow::Result<()> {
     let name = Path::new(&url.path)
@@ -191,7 +202,7 @@ fn get(
         })?;
     let dest = output.unwrap_or(name);
     let connection = session::connect(url, config)?;
-    let report = session::download(&connection, &url.path, &dest, resume, json);
+    let report = session::download(&connection, &url.path, &dest, resume, controller, json);
     connection.close(CLOSE_DONE, "done");
     print_report(&report?, json)
 }

@@ -24,6 +24,10 @@ Examples:
   sift-server --listen 127.0.0.1:4433 --root /srv/data --cc veno \\
       --corruption-notices off --insecure-null-crypto
 
+  # Clients may ask for BBR or Westwood-A for their downloads, nothing else:
+  sift-server --listen 127.0.0.1:4433 --root ./files --accept-cc bbr,westwood-a \
+      --insecure-null-crypto
+
   # Port 0 picks a free port; the \"listening on\" line names it:
   sift-server --listen 127.0.0.1:0 --root . --insecure-null-crypto -v";
 
@@ -42,10 +46,16 @@ struct Args {
     /// Directory whose files are served.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
-    /// Congestion controller for data the server sends:
-    /// reno, cubic, vegas, veno, veno-enhanced, westwood.
+    /// Congestion controller for data the server sends, unless the client
+    /// asks for another: reno, cubic, vegas, veno, veno-enhanced, westwood,
+    /// westwood-a, bbr.
     #[arg(long, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
     cc: CcConfig,
+    /// Controllers a client may ask for with `sift-client get --cc NAME`
+    /// (comma-separated); a request for any other is refused with a clear
+    /// message. Default: every controller.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = common::parse_cc)]
+    accept_cc: Option<Vec<CcConfig>>,
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
@@ -75,13 +85,19 @@ fn run(args: Args) -> anyhow::Result<()> {
     let root =
         Root::new(&args.root).with_context(|| format!("cannot serve {}", args.root.display()))?;
     let cc_name = args.cc.name();
+    let mut files = FileServer::new(root);
+    if let Some(accepted) = &args.accept_cc {
+        let names = accepted.iter().map(|cc| cc.name().to_string()).collect();
+        files = files.accepting_controllers(names);
+    }
     let config = common::transport_config(args.cc, args.corruption_notices);
     let listener = Listener::bind_with_max_connections(args.listen, config, args.max_clients)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     println!(
-        "listening on {} (root {}, cc {cc_name}, corruption notices {})",
+        "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",
         listener.local_addr(),
-        root.path().display(),
+        files.root().path().display(),
+        files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {
             "on"
         } else {
@@ -93,5 +109,5 @@ fn run(args: Args) -> anyhow::Result<()> {
         // A closed stdout must not stop the server.
         let _ = writeln!(std::io::stdout(), "{line}");
     });
-    server_loop::serve(&listener, Arc::new(FileServer::new(root)), lines)
+    server_loop::serve(&listener, Arc::new(files), lines)
 }

@@ -30,12 +30,14 @@ pub fn connect(url: &SiftUrl, config: sift::Config) -> anyhow::Result<BlockingCo
     })
 }
 
-/// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked.
+/// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked, and
+/// asking the server to send it under `controller` if one is given.
 pub fn download(
     connection: &BlockingConnection,
     remote_path: &str,
     dest: &Path,
     resume: bool,
+    controller: Option<&str>,
     quiet: bool,
 ) -> anyhow::Result<FlowReport> {
     let partial = download_part_path(dest);
@@ -51,6 +53,7 @@ pub fn download(
         remote_path,
         dest,
         resume,
+        controller,
         &mut |done, total| progress.update(done, total),
     );
     progress.finish();

@@ -29,6 +29,7 @@ use crate::sim::scenario::{Bottleneck, FlowSpec};
 use crate::sim::{Report, RunReport, Scenario};
 
 pub mod hack;
+pub mod leaky_pipes;
 pub mod vegas_factorial;
 pub mod veno_classification;
 pub mod veno_coexistence;
@@ -37,7 +38,7 @@ pub mod veno_throughput;
 pub mod westwood;
 
 /// Every paper experiment, in the order `sift-lab list` shows them.
-pub const ALL: [Experiment; 7] = [
+pub const ALL: [Experiment; 8] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -45,6 +46,7 @@ pub const ALL: [Experiment; 7] = [
     westwood::EXPERIMENT,
     hack::EXPERIMENT,
     vegas_factorial::EXPERIMENT,
+    leaky_pipes::EXPERIMENT,
 ];
 
 /// The experiment named `name`.
