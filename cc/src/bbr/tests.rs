@@ -119,8 +119,39 @@ fn drain_holds_until_inflight_falls_to_the_bdp() {
 #[test]
 fn startup_exits_on_six_discontiguous_losses_above_two_percent() {
     let t0 = Instant::now() + ms(1_000);
-    let mut bbr = Bbr::new(BbrConfig::default(), MSS);
+    let draft = BbrConfig {
+        background_loss_tolerance: false,
+        ..BbrConfig::default()
+    };
+    assert_eq!(
+        startup_after_six_losses(t0, draft, 100),
+        BbrState::ProbeBwCruise
+    );
+}
+
+#[test]
+fn leaky_pipe_rule_keeps_startup_through_losses_without_a_queue() {
+    let t0 = Instant::now() + ms(1_000);
+    // RTT samples at min_rtt: the losses are the link's, Startup goes on.
+    assert_eq!(
+        startup_after_six_losses(t0, BbrConfig::default(), 100),
+        BbrState::Startup
+    );
+    // A 150 ms sample in the round (a queue of 50 ms): Startup overfilled
+    // the pipe, and the draft's exit applies.
+    assert_ne!(
+        startup_after_six_losses(t0, BbrConfig::default(), 150),
+        BbrState::Startup
+    );
+}
+
+/// Startup with 1 MB/s samples: an ACK (RTT 100 ms), one in-round ACK with
+/// RTT `queued_rtt_ms`, six separate lost packets, then the ACK ending the
+/// loss round with 3% of its flight lost. Returns the state after.
+fn startup_after_six_losses(t0: Instant, config: BbrConfig, queued_rtt_ms: u64) -> BbrState {
+    let mut bbr = Bbr::new(config, MSS);
     bbr.on_ack(&ack(t0, 100, BW, 0, 1_000));
+    bbr.on_ack(&ack(t0 + ms(1), queued_rtt_ms, BW, 0, 1_500));
     // Six separate losses (packets 1, 3, 5, 7, 9, 11).
     let lost: Vec<LostPacket> = (0..6)
         .map(|i| LostPacket {
@@ -136,22 +167,23 @@ fn startup_exits_on_six_discontiguous_losses_above_two_percent() {
         now: t0,
         packets: lost,
         lost_total: 6_000,
-        delivered_total: 1_000,
+        delivered_total: 1_500,
         bytes_in_flight: 90_000,
     });
     assert_eq!(bbr.loss_events_in_round, 6);
-    // The ACK ending the loss round (its packet left when 1_000 bytes were
-    // delivered, when the first loss was noted), whose packet saw 3_000 of
-    // 100_000 lost (3% > 2%), exits Startup.
-    let mut event = ack(t0 + ms(1), 100, BW, 1_000, 2_000);
+    // The ACK ending the loss round (its packet left when 1_500 bytes were
+    // delivered, when the first loss was noted) saw 3_000 of 100_000 lost
+    // (3% > 2%).
+    let mut event = ack(t0 + ms(2), 100, BW, 1_500, 2_500);
     if let Some(rs) = event.rate.as_mut() {
         rs.lost = 3_000;
     }
     bbr.on_ack(&event);
-    assert!(bbr.full_bw_reached);
-    // inflight_longterm = max(BDP = 1 MB/s·100 ms, inflight_latest).
-    assert_eq!(bbr.inflight_longterm(), 100_000);
-    assert_ne!(bbr.state(), BbrState::Startup);
+    if bbr.state() != BbrState::Startup {
+        // inflight_longterm = max(BDP = 1 MB/s·100 ms, inflight_latest).
+        assert_eq!(bbr.inflight_longterm(), 100_000);
+    }
+    bbr.state()
 }
 
 #[test]
@@ -284,21 +316,37 @@ fn one_lost(now: Instant, delivered_total: u64) -> PacketsLost {
 fn leaky_pipe_rule_learns_background_loss_and_keeps_the_model_below_the_threshold() {
     let t0 = Instant::now() + ms(1_000);
     let mut bbr = cruising(t0, BbrConfig::default());
-    // A cruise round delivering 99_000 bytes and losing 1_000: loss rate
+    // A cruise round delivering 99_000 bytes and losing 1_000, its RTT
+    // samples (105 ms) within min_rtt/8 of 100 ms: no queue. Loss rate
     // 1_000/100_000 = 1% ≤ 2%: no cut, and the background rate becomes
     // 1%/8 = 0.125%.
     bbr.on_packets_lost(&one_lost(t0, 1_000_000));
+    bbr.on_ack(&ack(t0 + ms(50), 105, 900_000.0, 999_000, 1_050_000));
     bbr.on_ack(&ack(t0 + ms(100), 100, 900_000.0, 1_000_000, 1_099_000));
     assert_eq!(bbr.bw_shortterm(), f64::INFINITY);
     assert!((bbr.background_loss_rate - 0.01 / 8.0).abs() < 1e-12);
     // The probe threshold is now 2% + 0.125%.
     assert!((bbr.loss_thresh() - 0.02125).abs() < 1e-12);
-    // A round losing 3% is congestion: the draft's cut applies.
+    // A round losing 3% (> 2.125%) is congestion: the draft's cut applies
+    // (bw_shortterm = max(bw_latest 900_000, 0.7·1 MB/s)).
     let mut lost = one_lost(t0 + ms(150), 1_099_000);
     lost.packets[0].size = 3_000;
     bbr.on_packets_lost(&lost);
     bbr.on_ack(&ack(t0 + ms(200), 100, 900_000.0, 1_099_000, 1_196_000));
     assert_eq!(bbr.bw_shortterm(), 900_000.0);
+}
+
+#[test]
+fn losses_in_a_round_with_a_queue_do_not_teach_the_background_rate() {
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = cruising(t0, BbrConfig::default());
+    // The same 1% round, but one RTT sample of 113 ms > 100 + 100/8.
+    bbr.on_packets_lost(&one_lost(t0, 1_000_000));
+    bbr.on_ack(&ack(t0 + ms(50), 113, 900_000.0, 999_000, 1_050_000));
+    bbr.on_ack(&ack(t0 + ms(100), 100, 900_000.0, 1_000_000, 1_099_000));
+    assert_eq!(bbr.background_loss_rate, 0.0);
+    // 1% is still within LossThresh: no cut.
+    assert_eq!(bbr.bw_shortterm(), f64::INFINITY);
 }
 
 #[test]
