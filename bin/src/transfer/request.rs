@@ -240,6 +240,7 @@ mod tests {
         let frame = Request::Get {
             path: "a".into(),
             offset: 7,
+            cc: None,
         }
         .encode()
         .unwrap();
@@ -248,6 +249,16 @@ mod tests {
             frame,
             [b'S', b'I', b'F', b'T', 1, 1, 0, 11, 0, 1, b'a', 0, 0, 0, 0, 0, 0, 0, 7]
         );
+        // A requested controller follows as one more string: body 11 + 5.
+        let with_cc = Request::Get {
+            path: "a".into(),
+            offset: 7,
+            cc: Some("bbr".into()),
+        }
+        .encode()
+        .unwrap();
+        assert_eq!(with_cc[..8], [b'S', b'I', b'F', b'T', 1, 1, 0, 16]);
+        assert_eq!(with_cc[19..], [0, 3, b'b', b'b', b'r']);
     }
 
     #[test]
@@ -366,8 +377,12 @@ mod tests {
         }
 
         #[test]
-        fn get_round_trips(path in "\\PC{0,40}", offset in any::<u64>()) {
-            let request = Request::Get { path, offset };
+        fn get_round_trips(
+            path in "\\PC{0,40}",
+            offset in any::<u64>(),
+            cc in proptest::option::of("[a-z-]{0,16}"),
+        ) {
+            let request = Request::Get { path, offset, cc };
             prop_assert_eq!(parse_request(&request.encode().unwrap()).unwrap(), request);
         }
     }

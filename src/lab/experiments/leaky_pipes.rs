@@ -212,8 +212,12 @@ fn sweep<'a>(
     reports: &'a [Report],
     kind: &'a str,
 ) -> impl Iterator<Item = (&'a Report, f64, f64, &'a str)> + 'a {
-    reports.iter().filter_map(move |r| {
-        (report_str(r, "part") == Some("sweep") && report_str(r, "kind") == Some(kind)).then(|| {
+    reports
+        .iter()
+        .filter(move |r| {
+            report_str(r, "part") == Some("sweep") && report_str(r, "kind") == Some(kind)
+        })
+        .map(|r| {
             (
                 r,
                 report_f64(r, "p").unwrap_or(0.0),
@@ -221,7 +225,6 @@ fn sweep<'a>(
                 report_str(r, "cc").unwrap_or(""),
             )
         })
-    })
 }
 
 /// Median fraction of `cc` at (`kind`, `p`, `rtt_ms`) and the fractions.
