@@ -41,6 +41,19 @@ pub struct Stats {
     pub ptos: u64,
     /// Window reductions.
     pub congestion_events: u64,
+    /// Packets acknowledged after they were declared lost (reordering).
+    #[serde(default)]
+    pub spurious_losses: u64,
+    /// Window reductions undone because all their losses proved spurious.
+    #[serde(default)]
+    pub undone_congestion_events: u64,
+    /// The packet threshold of loss detection in force (3, widened by
+    /// reordering).
+    #[serde(default)]
+    pub packet_threshold: u64,
+    /// The reordering window (RACK.reo_wnd) in force, microseconds.
+    #[serde(default)]
+    pub reordering_window_us: u64,
     /// Our packets the peer reported corrupted (applied notices).
     pub corruption_notices_received: u64,
     /// Packet numbers in CORRUPTED frames that named nothing outstanding.
@@ -80,6 +93,10 @@ impl Default for Stats {
             retransmitted_packets: 0,
             ptos: 0,
             congestion_events: 0,
+            spurious_losses: 0,
+            undone_congestion_events: 0,
+            packet_threshold: 0,
+            reordering_window_us: 0,
             corruption_notices_received: 0,
             corruption_notices_ignored: 0,
             corruption_notices_sent: 0,

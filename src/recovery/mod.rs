@@ -8,16 +8,21 @@
 //! connection's per-packet record is the opaque `F`), touch sockets.
 //!
 //! Files: `sent` (the per-space ledger), `rtt` (RFC 9002 §5 estimator),
-//! `loss` (thresholds, persistent congestion, congestion events), `timer`
-//! (the loss-detection timer: PTO or RTO), `corruption` (CORRUPTED frames on
-//! the sender's side), `pacer`; this file is the facade the connection calls
-//! and the ACK path that ties them together.
+//! `loss` (thresholds, persistent congestion, congestion events),
+//! `reordering` (the adaptive reordering window, RACK-TLP in RFC 9002
+//! terms), `spurious` (the memory of declared-lost packets, spurious losses
+//! and undo of the congestion response), `timer` (the loss-detection timer:
+//! PTO or RTO), `corruption` (CORRUPTED frames on the sender's side),
+//! `pacer`; this file is the facade the connection calls and the ACK path
+//! that ties them together.
 
 mod corruption;
 mod loss;
 mod pacer;
+mod reordering;
 mod rtt;
 mod sent;
+mod spurious;
 mod timer;
 
 use std::collections::BTreeSet;
@@ -28,8 +33,13 @@ use serde::{Deserialize, Serialize};
 use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
 
 pub use pacer::Pacer;
+pub use reordering::{MAX_PACKET_THRESHOLD, REO_WND_PERSIST};
 pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
 pub use sent::{SentLedger, SentPacket};
+pub use spurious::LOST_MEMORY;
+
+use reordering::ReorderingWindow;
+use spurious::{LostMemory, RecoveryEpisode};
 
 /// RFC 9002 §6.1.1 kPacketThreshold.
 pub const PACKET_THRESHOLD: u64 = 3;
@@ -94,6 +104,13 @@ pub struct RecoveryConfig {
     pub max_timeout: Duration,
     /// Pace packets over the round trip.
     pub pacing: bool,
+    /// Widen the packet and time thresholds when a packet declared lost is
+    /// acknowledged after all (RACK-TLP's adaptive reordering window, RFC
+    /// 8985 §6.2, as RFC 9002 §6.1 allows). Off: the thresholds stay fixed.
+    pub adaptive_reordering: bool,
+    /// Undo a congestion event whose losses all prove spurious
+    /// (`CongestionControl::on_spurious_congestion`). Off: a cut stands.
+    pub undo_spurious_congestion: bool,
 }
 
 impl Default for RecoveryConfig {
@@ -107,6 +124,8 @@ impl Default for RecoveryConfig {
             min_rto: Duration::from_millis(200),
             max_timeout: MAX_TIMEOUT,
             pacing: true,
+            adaptive_reordering: true,
+            undo_spurious_congestion: true,
         }
     }
 }
@@ -117,6 +136,12 @@ pub struct VerdictRecord {
     pub space: SpaceId,
     pub packet_numbers: Vec<u64>,
     pub verdict: LossVerdict,
+    /// The verdict is withdrawn: every packet of its congestion event was
+    /// acknowledged after all, and the event was undone. The packets were
+    /// neither randomly nor congestively lost. `packet_numbers` and
+    /// `verdict` repeat the earlier record this one withdraws.
+    #[serde(default)]
+    pub undone: bool,
 }
 
 /// Counters kept by recovery.
@@ -132,6 +157,10 @@ pub struct RecoveryStats {
     pub ptos: u64,
     pub congestion_events: u64,
     pub persistent_congestion_events: u64,
+    /// Packets acknowledged after they were declared lost.
+    pub spurious_losses: u64,
+    /// Congestion events undone because all their losses proved spurious.
+    pub undone_congestion_events: u64,
 }
 
 /// What an ACK frame did.
@@ -154,6 +183,7 @@ pub struct TimeoutOutcome<F> {
 struct SpaceState<F> {
     ledger: SentLedger<F>,
     largest_acked: Option<u64>,
+    largest_sent: Option<u64>,
     loss_time: Option<Instant>,
     time_of_last_ack_eliciting: Option<Instant>,
 }
@@ -163,6 +193,7 @@ impl<F> Default for SpaceState<F> {
         Self {
             ledger: SentLedger::default(),
             largest_acked: None,
+            largest_sent: None,
             loss_time: None,
             time_of_last_ack_eliciting: None,
         }
@@ -187,6 +218,12 @@ pub struct Recovery<F> {
     handshake_confirmed: bool,
     has_handshake_keys: bool,
     recently_corrupted: BTreeSet<(SpaceId, u64)>,
+    /// The adaptive packet and time thresholds.
+    reordering: ReorderingWindow,
+    /// Packets recently declared lost, to recognise them if acknowledged.
+    lost_memory: LostMemory,
+    /// The latest congestion event, while it may still be undone.
+    episode: Option<RecoveryEpisode>,
     verdicts: Vec<VerdictRecord>,
     stats: RecoveryStats,
 }
@@ -200,6 +237,9 @@ impl<F> Recovery<F> {
         }
         Self {
             rtt: RttEstimator::new(config.initial_rtt),
+            reordering: ReorderingWindow::new(config.packet_threshold, config.adaptive_reordering),
+            lost_memory: LostMemory::default(),
+            episode: None,
             config,
             spaces: Default::default(),
             first_rtt_sample: None,
@@ -270,6 +310,18 @@ impl<F> Recovery<F> {
         self.pto_count
     }
 
+    /// The packet threshold in force (RFC 9002 kPacketThreshold, widened by
+    /// reordering).
+    pub fn packet_threshold(&self) -> u64 {
+        self.reordering.packet_threshold()
+    }
+
+    /// RACK.reo_wnd: how much later than RFC 9002's time threshold allows an
+    /// overtaken packet may still arrive.
+    pub fn reordering_window(&self) -> Duration {
+        self.reordering.window(self.rtt.min(), self.rtt.smoothed())
+    }
+
     /// Room left in the congestion window, in bytes.
     pub fn window_available(&self) -> u64 {
         self.cc.window().saturating_sub(self.bytes_in_flight)
@@ -334,6 +386,11 @@ impl<F> Recovery<F> {
         if packet.ack_eliciting {
             state.time_of_last_ack_eliciting = Some(now);
         }
+        state.largest_sent = Some(
+            state
+                .largest_sent
+                .map_or(packet.packet_number, |l| l.max(packet.packet_number)),
+        );
         state.ledger.insert(packet);
     }
 
@@ -347,11 +404,16 @@ impl<F> Recovery<F> {
         now: Instant,
     ) -> AckOutcome<F> {
         let mut acked = Vec::new();
+        let mut late = Vec::new();
         let mut largest_in_frame = None;
         {
             let state = &mut self.spaces[space.index()];
             for range in ranges {
                 largest_in_frame = Some(largest_in_frame.unwrap_or(0).max(*range.end()));
+                late.extend(
+                    self.lost_memory
+                        .take_range(space, *range.start(), *range.end()),
+                );
                 state.ledger.remove_range(range, &mut acked);
             }
         }
@@ -361,13 +423,19 @@ impl<F> Recovery<F> {
                 lost: Vec::new(),
             };
         };
-        {
+        let largest_acked = {
             let state = &mut self.spaces[space.index()];
-            state.largest_acked = Some(
-                state
-                    .largest_acked
-                    .map_or(largest_in_frame, |l| l.max(largest_in_frame)),
-            );
+            let largest = state
+                .largest_acked
+                .map_or(largest_in_frame, |l| l.max(largest_in_frame));
+            state.largest_acked = Some(largest);
+            largest
+        };
+        self.reordering.on_largest_acked(largest_acked);
+        if !late.is_empty() {
+            // Before loss detection, so this ACK already uses the widened
+            // thresholds.
+            self.on_spurious_losses(space, &late, now);
         }
         if acked.is_empty() {
             return AckOutcome {
@@ -440,6 +508,7 @@ impl<F> Recovery<F> {
     pub fn discard_space(&mut self, space: SpaceId) -> Vec<SentPacket<F>> {
         let state = &mut self.spaces[space.index()];
         let dropped = state.ledger.drain();
+        self.lost_memory.forget_space(space);
         state.loss_time = None;
         state.time_of_last_ack_eliciting = None;
         for packet in dropped.iter().filter(|p| p.in_flight) {

@@ -97,6 +97,16 @@ pub struct Verdicts {
     pub not_lost_as_random: u64,
     #[serde(default)]
     pub not_lost_as_congestive: u64,
+    /// Verdicts withdrawn because the congestion event proved spurious
+    /// (every packet of it was acknowledged) and was undone: the controller
+    /// no longer calls these losses random or congestive. Moved here from
+    /// the `*_as_random` / `*_as_congestive` cell of the same row.
+    #[serde(default)]
+    pub not_lost_as_spurious: u64,
+    #[serde(default)]
+    pub random_as_spurious: u64,
+    #[serde(default)]
+    pub congestive_as_spurious: u64,
 }
 
 impl Verdicts {
@@ -111,6 +121,37 @@ impl Verdicts {
             (TrueCause::NotLost, LossVerdict::Congestive) => &mut self.not_lost_as_congestive,
         };
         *slot += 1;
+    }
+
+    /// Withdraws one earlier `verdict` on a packet whose true cause is
+    /// `truth`: its congestion event was undone, and the packet moves to the
+    /// spurious column of its row.
+    pub fn withdraw(&mut self, verdict: LossVerdict, truth: TrueCause) {
+        let (slot, spurious) = match (truth, verdict) {
+            (TrueCause::Random, LossVerdict::Random) => {
+                (&mut self.random_as_random, &mut self.random_as_spurious)
+            }
+            (TrueCause::Random, LossVerdict::Congestive) => {
+                (&mut self.random_as_congestive, &mut self.random_as_spurious)
+            }
+            (TrueCause::Congestive, LossVerdict::Random) => (
+                &mut self.congestive_as_random,
+                &mut self.congestive_as_spurious,
+            ),
+            (TrueCause::Congestive, LossVerdict::Congestive) => (
+                &mut self.congestive_as_congestive,
+                &mut self.congestive_as_spurious,
+            ),
+            (TrueCause::NotLost, LossVerdict::Random) => {
+                (&mut self.not_lost_as_random, &mut self.not_lost_as_spurious)
+            }
+            (TrueCause::NotLost, LossVerdict::Congestive) => (
+                &mut self.not_lost_as_congestive,
+                &mut self.not_lost_as_spurious,
+            ),
+        };
+        *slot = slot.saturating_sub(1);
+        *spurious += 1;
     }
 
     /// Share of really-lost packets classified correctly, if any were.

@@ -530,8 +530,10 @@ impl<T: Transport> Simulation<T> {
                     .truth
                     .by_packet_number(endpoint.flow, Direction::Forward, pn)
                     .and_then(|datagram| TrueCause::of(datagram.fate));
-                if let Some(truth) = truth {
-                    flow.verdicts.record(record.verdict, truth);
+                match truth {
+                    Some(truth) if record.undone => flow.verdicts.withdraw(record.verdict, truth),
+                    Some(truth) => flow.verdicts.record(record.verdict, truth),
+                    None => {}
                 }
             }
         }

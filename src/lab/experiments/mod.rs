@@ -48,12 +48,19 @@ pub fn find(name: &str) -> Option<&'static Experiment> {
 
 /// Classic TCP loss recovery, as the 2002 testbeds ran it: a timeout
 /// declares everything outstanding lost and collapses the window (RFC 6298
-/// / RFC 5681 §3.1, sift's `timeout = "rto"`), and no pacing (2002 stacks
-/// sent ack-clocked bursts).
+/// / RFC 5681 §3.1, sift's `timeout = "rto"`), no pacing (2002 stacks sent
+/// ack-clocked bursts), fixed loss thresholds and no undo of spurious
+/// congestion responses. None of the papers' stacks adapted to reordering
+/// or undid a cut: NetBSD 1.1 (Veno), ns-2's TCP agents (Enhanced Veno,
+/// Westwood), x-sim's BSD Reno (Vegas) and Linux 2.2.10 (HACK) predate
+/// RACK (2016) and Linux's undo (2.4), so every paper experiment runs with
+/// `adaptive_reordering` and `undo_spurious_congestion` off.
 pub fn classic_recovery() -> RecoveryConfig {
     RecoveryConfig {
         timeout: TimeoutMode::Rto,
         pacing: false,
+        adaptive_reordering: false,
+        undo_spurious_congestion: false,
         ..RecoveryConfig::default()
     }
 }
