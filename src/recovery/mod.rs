@@ -319,7 +319,11 @@ impl<F> Recovery<F> {
     /// RACK.reo_wnd: how much later than RFC 9002's time threshold allows an
     /// overtaken packet may still arrive.
     pub fn reordering_window(&self) -> Duration {
-        self.reordering.window(self.rtt.min(), self.rtt.smoothed())
+        self.reordering.window(
+            self.rtt.min(),
+            self.rtt.smoothed(),
+            self.rtt.latest().max(self.rtt.smoothed()),
+        )
     }
 
     /// Room left in the congestion window, in bytes.

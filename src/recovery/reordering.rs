@@ -18,6 +18,17 @@
 //!   by one, at most once per round trip (`RACK.dsack_round`: until
 //!   everything sent before the growth is acknowledged), and sets
 //!   `RACK.reo_wnd_persist` to 16.
+//! - sift also measures how late each spurious loss arrived: its age when
+//!   acknowledged minus max(smoothed_rtt, latest_rtt). The window is at
+//!   least that lateness plus one step (min_RTT/4), up to
+//!   [`MAX_LATENESS_RTTS`]·rtt. RFC 8985 caps the window at SRTT because
+//!   TCP's SRTT follows the packets that arrive in order; QUIC samples RTT
+//!   only from the largest acknowledged packet (RFC 9002 §5.1), which on a
+//!   reordering path is usually one that jumped ahead, so smoothed_rtt
+//!   there sits well below what overtaken packets take (netem's `reorder`
+//!   sends 5% of packets past the queue and the delay: smoothed_rtt ≈ 21 ms
+//!   on a 40 ms path). Growing one min_RTT/4 step per round trip up to that
+//!   SRTT never catches up.
 //! - The packet threshold grows the same way, to the distance the late
 //!   packet was overtaken by plus one (Linux `tcp_check_sack_reordering`:
 //!   `reordering = max(reordering, fack − seq + 1)`), capped at 300 packets
@@ -47,6 +58,10 @@ pub const REO_WND_PERSIST: u32 = 16;
 /// Largest `RACK.reo_wnd_mult` (Linux keeps `reo_wnd_steps` in a byte);
 /// the window is capped at SRTT long before.
 pub const MAX_REO_WND_MULT: u32 = 255;
+/// The measured lateness of spurious losses widens the window up to this
+/// many times max(smoothed_rtt, latest_rtt), so one absurdly late
+/// acknowledgement cannot disable time-based loss detection.
+pub const MAX_LATENESS_RTTS: u32 = 8;
 /// Largest adaptive packet threshold: Linux's `tcp_max_reordering` default
 /// (net.ipv4.tcp_max_reordering = 300).
 pub const MAX_PACKET_THRESHOLD: u64 = 300;
@@ -137,6 +152,9 @@ pub struct ReorderingWindow {
     growth_round_end: Option<u64>,
     /// A spurious loss was seen since the last recovery episode began.
     spurious_since_episode: bool,
+    /// The largest lateness of a spurious loss (plus one step) since the
+    /// thresholds were last reset.
+    lateness: Duration,
 }
 
 impl ReorderingWindow {
@@ -151,6 +169,7 @@ impl ReorderingWindow {
             reo_wnd_persist: 0,
             growth_round_end: None,
             spurious_since_episode: false,
+            lateness: Duration::ZERO,
         }
     }
 
@@ -165,19 +184,32 @@ impl ReorderingWindow {
         self.reo_wnd_mult
     }
 
-    /// RACK.reo_wnd for these RTT views.
-    pub fn window(&self, min_rtt: Duration, smoothed_rtt: Duration) -> Duration {
-        reordering_window(self.reo_wnd_mult, min_rtt, smoothed_rtt)
+    /// The reordering window for these RTT views: RACK.reo_wnd, or the
+    /// measured lateness if larger (at most [`MAX_LATENESS_RTTS`]·`rtt`,
+    /// `rtt` = max(smoothed_rtt, latest_rtt)).
+    pub fn window(&self, min_rtt: Duration, smoothed_rtt: Duration, rtt: Duration) -> Duration {
+        let measured = self.lateness.min(rtt.saturating_mul(MAX_LATENESS_RTTS));
+        reordering_window(self.reo_wnd_mult, min_rtt, smoothed_rtt).max(measured)
     }
 
     /// `packet_number` was acknowledged after it had been declared lost,
-    /// when the largest acknowledged packet was `largest_acked` and the
-    /// largest sent `largest_sent` (RACK_update_reo_wnd's DSACK branch).
-    pub fn on_spurious_loss(&mut self, packet_number: u64, largest_acked: u64, largest_sent: u64) {
+    /// `lateness` after max(smoothed_rtt, latest_rtt) had passed since it
+    /// was sent, when the largest acknowledged packet was `largest_acked` and
+    /// the largest sent `largest_sent` (RACK_update_reo_wnd's DSACK branch).
+    /// `step` is RACK's min_RTT/4, added to the lateness as a margin.
+    pub fn on_spurious_loss(
+        &mut self,
+        packet_number: u64,
+        largest_acked: u64,
+        largest_sent: u64,
+        lateness: Duration,
+        step: Duration,
+    ) {
         self.spurious_since_episode = true;
         if !self.adaptive {
             return;
         }
+        self.lateness = self.lateness.max(lateness.saturating_add(step));
         self.packet_threshold =
             packet_threshold_after_reordering(self.packet_threshold, packet_number, largest_acked);
         if self.growth_round_end.is_some() {
@@ -207,6 +239,7 @@ impl ReorderingWindow {
             self.reo_wnd_persist -= 1;
             if self.reo_wnd_persist == 0 {
                 self.reo_wnd_mult = 0;
+                self.lateness = Duration::ZERO;
                 self.packet_threshold = self.base_packet_threshold;
             }
         }
@@ -277,17 +310,17 @@ mod tests {
     fn window_grows_once_per_round_trip_and_resets_after_sixteen_quiet_recoveries() {
         let mut window = ReorderingWindow::new(3, true);
         // A spurious loss of 10 (largest acked 14, largest sent 40).
-        window.on_spurious_loss(10, 14, 40);
+        window.on_spurious_loss(10, 14, 40, Duration::ZERO, ms(10));
         assert_eq!((window.reo_wnd_mult(), window.packet_threshold()), (1, 5));
         // Another in the same round: the packet threshold grows, the
         // time window waits for the round to end (largest acked ≥ 41).
-        window.on_spurious_loss(12, 20, 45);
+        window.on_spurious_loss(12, 20, 45, Duration::ZERO, ms(10));
         assert_eq!((window.reo_wnd_mult(), window.packet_threshold()), (1, 9));
         window.on_largest_acked(40);
-        window.on_spurious_loss(41, 42, 60);
+        window.on_spurious_loss(41, 42, 60, Duration::ZERO, ms(10));
         assert_eq!(window.reo_wnd_mult(), 1, "round ends at 41");
         window.on_largest_acked(41);
-        window.on_spurious_loss(50, 52, 80);
+        window.on_spurious_loss(50, 52, 80, Duration::ZERO, ms(10));
         assert_eq!(window.reo_wnd_mult(), 2);
         // Recoveries: the first follows spurious losses and does not count;
         // sixteen quiet ones reset both thresholds.
@@ -303,7 +336,20 @@ mod tests {
     #[test]
     fn a_fixed_window_never_adapts() {
         let mut window = ReorderingWindow::new(3, false);
-        window.on_spurious_loss(10, 30, 40);
+        window.on_spurious_loss(10, 30, 40, ms(50), ms(10));
         assert_eq!((window.reo_wnd_mult(), window.packet_threshold()), (0, 3));
+        assert_eq!(window.window(ms(40), ms(50), ms(50)), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_window_covers_the_measured_lateness_up_to_eight_rtts() {
+        // QUIC's smoothed RTT follows the packets that jumped ahead (20 ms);
+        // an overtaken one arrived 35 ms after that: window 35 + 5 ms.
+        let mut window = ReorderingWindow::new(3, true);
+        window.on_spurious_loss(10, 30, 40, ms(35), ms(5));
+        assert_eq!(window.window(ms(20), ms(20), ms(20)), ms(40));
+        // One absurd straggler: capped at 8 · 20 ms.
+        window.on_spurious_loss(11, 30, 40, ms(5_000), ms(5));
+        assert_eq!(window.window(ms(20), ms(20), ms(20)), ms(160));
     }
 }

@@ -168,9 +168,17 @@ impl<F> Recovery<F> {
         let state = &self.spaces[space.index()];
         let largest_acked = state.largest_acked.unwrap_or(0);
         let largest_sent = state.largest_sent.unwrap_or(largest_acked);
-        for (packet_number, _) in late {
-            self.reordering
-                .on_spurious_loss(*packet_number, largest_acked, largest_sent);
+        let rtt_basis = self.rtt.latest().max(self.rtt.smoothed());
+        let step = self.rtt.min() / 4;
+        for (packet_number, packet) in late {
+            let age = now.saturating_duration_since(packet.time_sent);
+            self.reordering.on_spurious_loss(
+                *packet_number,
+                largest_acked,
+                largest_sent,
+                age.saturating_sub(rtt_basis),
+                step,
+            );
         }
         let Some(episode) = self.episode.as_mut() else {
             return;

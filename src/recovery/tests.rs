@@ -383,8 +383,10 @@ fn a_packet_acked_after_it_was_declared_lost_widens_both_thresholds() {
         (3, Duration::ZERO)
     );
     // ...and then arrives: a spurious loss. The packet threshold becomes the
-    // distance it was overtaken by plus one (10 − 1 + 1), and the time window
-    // one step of min_rtt/4 = 25 ms.
+    // distance it was overtaken by plus one (10 − 1 + 1). The time window
+    // covers how late it was: 112 ms old against max(srtt, latest) = 101 ms
+    // (the ACK of 10, sent at +9 ms), 11 ms, plus one step of min_rtt/4 =
+    // 25 ms: 36 ms (more than RACK's single 25 ms step).
     r.on_ack_received(
         SpaceId::Data,
         [1..=10].into_iter(),
@@ -392,9 +394,9 @@ fn a_packet_acked_after_it_was_declared_lost_widens_both_thresholds() {
         t1 + ms(112),
     );
     assert_eq!(r.stats().spurious_losses, 1);
-    assert_eq!((r.packet_threshold(), r.reordering_window()), (10, ms(25)));
+    assert_eq!((r.packet_threshold(), r.reordering_window()), (10, ms(36)));
     // Now packet 11 overtaken by 12..=20 (9 packets) survives the packet
-    // threshold, and the time threshold waits max(srtt, latest) + 25 ms.
+    // threshold, and the time threshold waits max(srtt, latest) + 36 ms.
     let out = r.on_ack_received(
         SpaceId::Data,
         [12..=20].into_iter(),

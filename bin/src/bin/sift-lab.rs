@@ -54,7 +54,7 @@ fn cli() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Log what the simulator does (to stderr)"),
         )
-        .subcommand(Command::new("list").about("List the paper experiments (name and title)"))
+        .subcommand(Command::new("list").about("List the experiments (name and title)"))
         .subcommand(
             Command::new("run")
                 .about("Run a scenario file: one simulated run per seed")

@@ -23,6 +23,7 @@ use crate::sim::scenario::{Bottleneck, FlowSpec};
 use crate::sim::{Report, RunReport, Scenario};
 
 pub mod hack;
+pub mod reordering;
 pub mod vegas_factorial;
 pub mod veno_classification;
 pub mod veno_coexistence;
@@ -30,8 +31,9 @@ pub mod veno_enhanced;
 pub mod veno_throughput;
 pub mod westwood;
 
-/// Every paper experiment, in the order `sift-lab list` shows them.
-pub const ALL: [Experiment; 7] = [
+/// Every experiment, in the order `sift-lab list` shows them: the papers',
+/// then sift's own (`reordering`, issue 18).
+pub const ALL: [Experiment; 8] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -39,6 +41,7 @@ pub const ALL: [Experiment; 7] = [
     westwood::EXPERIMENT,
     hack::EXPERIMENT,
     vegas_factorial::EXPERIMENT,
+    reordering::EXPERIMENT,
 ];
 
 /// The experiment named `name`.

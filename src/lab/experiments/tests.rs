@@ -54,7 +54,8 @@ fn experiments_are_found_by_name() {
             "veno-enhanced",
             "westwood",
             "hack",
-            "vegas-factorial"
+            "vegas-factorial",
+            "reordering"
         ]
     );
 }
