@@ -55,7 +55,10 @@ Examples:
 
 Impairment specs use tc-netem syntax (delay, distribution, loss random|state|gemodel,
 corrupt, duplicate, reorder … gap, rate, limit, slot, seed) plus sift's ber, corrupt-gemodel,
-corrupt-burst, corrupt-where and outage. Unlike netem, corrupted datagrams are delivered.
+corrupt-burst, corrupt-where, outage and jitter-reorder. Unlike netem, corrupted datagrams
+are delivered. As in netem, jitter behind a rate keeps packet order; add jitter-reorder for
+per-packet delays (netem over a separate tbf), e.g.
+  --reverse \"delay 20ms 5ms distribution normal rate 20mbit limit 200 jitter-reorder\"
 Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1.";
 
 /// Format of the per-packet log.
