@@ -56,12 +56,11 @@ impl<F> Recovery<F> {
     /// reordering seen so far (RFC 8985 §6.2 `RACK_detect_loss`).
     pub(super) fn detect_lost(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<F>> {
         let rtt_basis = self.rtt.latest().max(self.rtt.smoothed());
-        let reo_wnd = self.reordering.window(
-            self.rtt.min(),
-            self.rtt.smoothed(),
-            self.rtt.latest().max(self.rtt.smoothed()),
+        let loss_delay = loss_delay(
+            rtt_basis,
+            self.config.time_threshold,
+            self.reordering_window(),
         );
-        let loss_delay = loss_delay(rtt_basis, self.config.time_threshold, reo_wnd);
         let packet_threshold = self.reordering.packet_threshold();
         let state = &mut self.spaces[space.index()];
         state.loss_time = None;
