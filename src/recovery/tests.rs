@@ -316,6 +316,11 @@ fn backed_off_timeouts_are_capped() {
 
 // ---- reordering: spurious losses, the adaptive window, undo ------------
 
+/// An ACK frame of `range` (no ack delay) arriving at `at`.
+fn ack(r: &mut Recovery<u64>, range: RangeInclusive<u64>, at: Instant) -> AckOutcome<u64> {
+    r.on_ack_received(SpaceId::Data, [range].into_iter(), Duration::ZERO, at)
+}
+
 /// RFC 8985 §3.4's fast-recovery example, in QUIC terms: P1, P2, P3 sent
 /// back to back, P1 missing when the ACK of P2 and P3 arrives. With fewer
 /// than kPacketThreshold packets above it, P1 waits for the reordering
@@ -325,23 +330,13 @@ fn rfc8985_fast_recovery_example_waits_for_the_reordering_timer() {
     let t0 = Instant::now();
     let mut r = recovery(RecoveryConfig::default());
     send(&mut r, 0, t0);
-    r.on_ack_received(
-        SpaceId::Data,
-        [0..=0].into_iter(),
-        Duration::ZERO,
-        t0 + ms(100),
-    );
+    ack(&mut r, 0..=0, t0 + ms(100));
     let t1 = t0 + ms(100);
     for pn in 1..=3 {
         send(&mut r, pn, t1);
     }
     // srtt = latest = 100 ms: P1 is lost 112.5 ms after it was sent.
-    let out = r.on_ack_received(
-        SpaceId::Data,
-        [2..=3].into_iter(),
-        Duration::ZERO,
-        t1 + ms(100),
-    );
+    let out = ack(&mut r, 2..=3, t1 + ms(100));
     assert!(out.lost.is_empty());
     let timer = r.loss_detection_timer(t1 + ms(100), false).unwrap();
     assert_eq!(timer, t1 + Duration::from_micros(112_500));
@@ -352,12 +347,7 @@ fn rfc8985_fast_recovery_example_waits_for_the_reordering_timer() {
 /// `count` packets from 1 at `t1`, 1 ms apart. Returns `t1`.
 fn connected_with_flight(r: &mut Recovery<u64>, t0: Instant, count: u64) -> Instant {
     send(r, 0, t0);
-    r.on_ack_received(
-        SpaceId::Data,
-        [0..=0].into_iter(),
-        Duration::ZERO,
-        t0 + ms(100),
-    );
+    ack(r, 0..=0, t0 + ms(100));
     let t1 = t0 + ms(100);
     for pn in 1..=count {
         send(r, pn, t1 + ms(pn - 1));
@@ -371,12 +361,7 @@ fn a_packet_acked_after_it_was_declared_lost_widens_both_thresholds() {
     let mut r = recovery(RecoveryConfig::default());
     let t1 = connected_with_flight(&mut r, t0, 20);
     // Packet 1 is overtaken by 2..=10: declared lost (9 ≥ 3 behind).
-    let out = r.on_ack_received(
-        SpaceId::Data,
-        [2..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(110),
-    );
+    let out = ack(&mut r, 2..=10, t1 + ms(110));
     assert_eq!(numbers(&out.lost), [1]);
     assert_eq!(
         (r.packet_threshold(), r.reordering_window()),
@@ -387,22 +372,12 @@ fn a_packet_acked_after_it_was_declared_lost_widens_both_thresholds() {
     // covers how late it was: 112 ms old against max(srtt, latest) = 101 ms
     // (the ACK of 10, sent at +9 ms), 11 ms, plus one step of min_rtt/4 =
     // 25 ms: 36 ms (more than RACK's single 25 ms step).
-    r.on_ack_received(
-        SpaceId::Data,
-        [1..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(112),
-    );
+    ack(&mut r, 1..=10, t1 + ms(112));
     assert_eq!(r.stats().spurious_losses, 1);
     assert_eq!((r.packet_threshold(), r.reordering_window()), (10, ms(36)));
     // Now packet 11 overtaken by 12..=20 (9 packets) survives the packet
     // threshold, and the time threshold waits max(srtt, latest) + 36 ms.
-    let out = r.on_ack_received(
-        SpaceId::Data,
-        [12..=20].into_iter(),
-        Duration::ZERO,
-        t1 + ms(120),
-    );
+    let out = ack(&mut r, 12..=20, t1 + ms(120));
     assert!(out.lost.is_empty(), "within the widened thresholds");
     assert!(r.loss_detection_timer(t1 + ms(120), false).unwrap() > t1 + ms(10) + ms(112));
 }
@@ -412,18 +387,8 @@ fn the_window_decays_after_sixteen_recoveries_without_spurious_losses() {
     let t0 = Instant::now();
     let mut r = recovery(RecoveryConfig::default());
     let mut now = connected_with_flight(&mut r, t0, 10);
-    r.on_ack_received(
-        SpaceId::Data,
-        [5..=10].into_iter(),
-        Duration::ZERO,
-        now + ms(110),
-    );
-    r.on_ack_received(
-        SpaceId::Data,
-        [1..=4].into_iter(),
-        Duration::ZERO,
-        now + ms(111),
-    );
+    ack(&mut r, 5..=10, now + ms(110));
+    ack(&mut r, 1..=4, now + ms(111));
     assert_eq!(r.packet_threshold(), 10);
     // Recovery episodes whose losses are real (never acked). The first
     // closes the episode that had the spurious losses; sixteen quiet ones
@@ -436,12 +401,7 @@ fn the_window_decays_after_sixteen_recoveries_without_spurious_losses() {
             send(&mut r, pn + k, now);
         }
         // The first is overtaken by 11 packets: lost, a new congestion event.
-        r.on_ack_received(
-            SpaceId::Data,
-            [(pn + 1)..=(pn + 11)].into_iter(),
-            Duration::ZERO,
-            now + ms(100),
-        );
+        ack(&mut r, (pn + 1)..=(pn + 11), now + ms(100));
         pn += 12;
     }
     assert_eq!(r.stats().congestion_events, 2 + u64::from(REO_WND_PERSIST));
@@ -457,28 +417,13 @@ fn a_congestion_event_whose_losses_all_arrive_is_undone() {
     let mut r = recovery(RecoveryConfig::default());
     let t1 = connected_with_flight(&mut r, t0, 10);
     let before = r.window();
-    r.on_ack_received(
-        SpaceId::Data,
-        [4..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(110),
-    );
+    ack(&mut r, 4..=10, t1 + ms(110));
     assert_eq!(r.window(), before / 2, "Reno halves at the loss of 1..=3");
     // 2 and 3 arrive: 1 is still missing, no undo yet.
-    r.on_ack_received(
-        SpaceId::Data,
-        [2..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(111),
-    );
+    ack(&mut r, 2..=10, t1 + ms(111));
     assert_eq!(r.stats().undone_congestion_events, 0);
     assert_eq!(r.window(), before / 2);
-    r.on_ack_received(
-        SpaceId::Data,
-        [1..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(112),
-    );
+    ack(&mut r, 1..=10, t1 + ms(112));
     assert_eq!(r.stats().undone_congestion_events, 1);
     assert!(r.window() >= before, "the cut is undone");
     let verdicts = r.drain_verdicts();
@@ -493,19 +438,9 @@ fn one_real_loss_in_the_episode_keeps_the_cut() {
     let mut r = recovery(RecoveryConfig::default());
     let t1 = connected_with_flight(&mut r, t0, 10);
     let before = r.window();
-    r.on_ack_received(
-        SpaceId::Data,
-        [4..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(110),
-    );
+    ack(&mut r, 4..=10, t1 + ms(110));
     // 2 and 3 arrive late; 1 never does.
-    r.on_ack_received(
-        SpaceId::Data,
-        [2..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(111),
-    );
+    ack(&mut r, 2..=10, t1 + ms(111));
     assert_eq!(r.stats().spurious_losses, 2);
     assert_eq!(r.stats().undone_congestion_events, 0);
     assert_eq!(r.window(), before / 2);
@@ -521,18 +456,8 @@ fn with_adaptation_and_undo_off_recovery_is_rfc9002_exactly() {
     });
     let t1 = connected_with_flight(&mut r, t0, 10);
     let before = r.window();
-    r.on_ack_received(
-        SpaceId::Data,
-        [4..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(110),
-    );
-    r.on_ack_received(
-        SpaceId::Data,
-        [1..=10].into_iter(),
-        Duration::ZERO,
-        t1 + ms(111),
-    );
+    ack(&mut r, 4..=10, t1 + ms(110));
+    ack(&mut r, 1..=10, t1 + ms(111));
     // Counted honestly, but neither threshold nor window changes.
     assert_eq!(r.stats().spurious_losses, 3);
     assert_eq!(
@@ -549,18 +474,8 @@ fn a_corruption_notice_is_acted_on_at_once_however_wide_the_reordering_window() 
     let mut r = recovery(RecoveryConfig::default());
     let t1 = connected_with_flight(&mut r, t0, 30);
     // Widen the window: 1 overtaken by 2..=20, then acked.
-    r.on_ack_received(
-        SpaceId::Data,
-        [2..=20].into_iter(),
-        Duration::ZERO,
-        t1 + ms(110),
-    );
-    r.on_ack_received(
-        SpaceId::Data,
-        [1..=20].into_iter(),
-        Duration::ZERO,
-        t1 + ms(111),
-    );
+    ack(&mut r, 2..=20, t1 + ms(110));
+    ack(&mut r, 1..=20, t1 + ms(111));
     assert_eq!(r.packet_threshold(), 20);
     let window = r.window();
     let in_flight = r.bytes_in_flight();
