@@ -28,7 +28,7 @@ use super::batch::{
     MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
 use super::socket::{bind_udp, SocketOptions, SocketReport};
-use crate::endpoint::Endpoint;
+use crate::endpoint::{ConnectionHandle, Endpoint};
 
 /// Datagrams read per turn before the endpoint is fed (bounds how long the
 /// send side waits behind a flood of arrivals).
@@ -45,14 +45,33 @@ pub enum Control {
     Stop,
 }
 
-/// Whoever owns the endpoint the driver runs: the blocking API keeps it
-/// behind a mutex shared with application threads.
+/// What one step changed that an application may be waiting for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Connections handed datagrams in this step, in arrival order (a
+    /// connection that got several in a row is named once).
+    pub routed: Vec<ConnectionHandle>,
+    /// Connection timers fired: an idle timeout or the end of a closing
+    /// period may have closed a connection.
+    pub timers_fired: bool,
+}
+
+impl Progress {
+    /// Anything changed at all.
+    pub fn any(&self) -> bool {
+        !self.routed.is_empty() || self.timers_fired
+    }
+}
+
+/// Whoever owns the endpoint the driver runs: the blocking and async APIs
+/// keep it behind a mutex shared with the application.
 pub trait EndpointHost {
     /// Runs `step` with exclusive access to the endpoint and says whether
-    /// the driver should keep going. `step` returns true when something an
-    /// application may wait for could have changed (datagrams arrived or
-    /// timers fired), so the host knows to wake its waiters.
-    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint) -> bool) -> Control;
+    /// the driver should keep going. `step` fills a cleared `Progress`
+    /// with what changed (datagrams arrived, timers fired), so the host
+    /// knows whom to wake; the host owns it so that a steady flow
+    /// allocates nothing.
+    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint, &mut Progress)) -> Control;
 
     /// Every datagram the last `with_endpoint` collected has been handed
     /// to the socket (or dropped on a socket error).
@@ -252,15 +271,20 @@ impl Datapath {
         let received = &mut self.received;
         let outgoing = &mut self.outgoing;
         let spare = &mut self.spare;
-        let control = host.with_endpoint(&mut |endpoint| {
-            let mut progress = !received.is_empty();
+        let control = host.with_endpoint(&mut |endpoint, progress| {
+            progress.routed.clear();
+            progress.timers_fired = false;
             for (mut datagram, from) in received.drain(..) {
-                endpoint.recv(&mut datagram, from, now);
+                if let Some(handle) = endpoint.recv(&mut datagram, from, now) {
+                    if progress.routed.last() != Some(&handle) {
+                        progress.routed.push(handle);
+                    }
+                }
                 spare.push(datagram);
             }
             if endpoint.timeout(now).is_some_and(|at| at <= now) {
                 endpoint.on_timeout(now);
-                progress = true;
+                progress.timers_fired = true;
             }
             let mut collected = 0;
             while collected < room {
@@ -272,7 +296,6 @@ impl Datapath {
             collected_total = collected;
             send_batch_full = collected == room;
             next_timer = endpoint.timeout(now);
-            progress
         });
         self.awaiting_flush |= collected_total > 0;
         (control, next_timer, send_batch_full)

@@ -26,7 +26,7 @@ mod timer;
 pub use batch::{
     enable_gro, gso_supported, recv_segments, send_segments, Received, UDP_GRO, UDP_SEGMENT,
 };
-pub use datapath::{Control, Datapath, EndpointHost, Turn};
+pub use datapath::{Control, Datapath, EndpointHost, Progress, Turn};
 pub use driver::Driver;
 pub use socket::{
     bind_udp, checksums_disabled, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,
