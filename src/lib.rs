@@ -24,6 +24,8 @@ pub mod lab;
 pub mod recovery;
 pub mod sim;
 pub mod stream;
+#[cfg(all(target_os = "linux", feature = "tokio"))]
+pub mod tokio;
 pub mod wire;
 
 pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
