@@ -61,8 +61,9 @@ fn any_address_for(remote: SocketAddr) -> SocketAddr {
 }
 
 /// The handshake timeout for `config`: 10 s, or the idle timeout if that
-/// is shorter (and not zero, which means none).
-fn handshake_timeout(config: &Config) -> Duration {
+/// is shorter (and not zero, which means none). The async API waits as
+/// long.
+pub(crate) fn handshake_timeout(config: &Config) -> Duration {
     if config.idle_timeout.is_zero() {
         DEFAULT_HANDSHAKE_TIMEOUT
     } else {

@@ -11,6 +11,7 @@ use super::connection::{ConnInner, Connection};
 use super::driver::EndpointDriver;
 use super::error::{BindError, ConnectError, ConnectionError};
 use super::shared::Shared;
+use crate::blocking::handshake_timeout;
 use crate::endpoint::{EndpointStats, DEFAULT_MAX_CONNECTIONS};
 use crate::io::{os_seed, Datapath, SocketOptions};
 use crate::{Config, Side};
@@ -94,8 +95,8 @@ impl Endpoint {
     }
 
     /// Binds a UDP socket at `addr` and spawns the endpoint's driver task
-    /// on the current tokio runtime, which must have I/O enabled (as
-    /// `#[tokio::main]` and `#[tokio::test]` have). With corruption
+    /// on the current tokio runtime, which must have I/O and time enabled
+    /// (as `#[tokio::main]` and `#[tokio::test]` have). With corruption
     /// notices offered in either configuration, UDP checksums are turned
     /// off so that corrupted datagrams reach sift (and GSO is then not
     /// used). Connection IDs come from the operating system's RNG,
@@ -143,9 +144,10 @@ impl Endpoint {
             .await
     }
 
-    /// Connects to `remote` with `config` and waits for the handshake, at
-    /// most the configured idle timeout; wrap it in `tokio::time::timeout`
-    /// to wait less. Dropping the future abandons the connection.
+    /// Connects to `remote` with `config` and waits for the handshake: at
+    /// most [`DEFAULT_HANDSHAKE_TIMEOUT`](crate::blocking::DEFAULT_HANDSHAKE_TIMEOUT)
+    /// (10 s), or the configured idle timeout if that is shorter. Dropping
+    /// the future abandons the connection.
     ///
     /// `server_name` is the name the server is known by. Null protection
     /// authenticates nothing and only records it
@@ -162,7 +164,7 @@ impl Endpoint {
         if remote.is_ipv6() != local.is_ipv6() {
             return Err(ConnectError::AddressFamily { remote, local });
         }
-        let idle_timeout = config.idle_timeout;
+        let handshake_timeout = handshake_timeout(&config);
         let config = Config {
             rng_seed: os_seed(),
             ..config
@@ -185,13 +187,14 @@ impl Endpoint {
             ConnInner::register(&mut state, shared, handle, remote, Side::Client, name)
         };
         let connection = Connection { inner };
-        match connection.established().await {
-            Ok(()) => Ok(connection),
-            Err(ConnectionError::TimedOut) => Err(ConnectError::TimedOut {
-                remote,
-                after: idle_timeout,
-            }),
-            Err(source) => Err(ConnectError::Connection { remote, source }),
+        let timed_out = ConnectError::TimedOut {
+            remote,
+            after: handshake_timeout,
+        };
+        match ::tokio::time::timeout(handshake_timeout, connection.established()).await {
+            Ok(Ok(())) => Ok(connection),
+            Ok(Err(ConnectionError::TimedOut)) | Err(_) => Err(timed_out),
+            Ok(Err(source)) => Err(ConnectError::Connection { remote, source }),
         }
     }
 

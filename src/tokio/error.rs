@@ -112,8 +112,9 @@ impl From<ConnectionError> for io::Error {
 /// Why an endpoint could not be bound.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
-    /// The endpoint's driver task needs a tokio runtime: bind from inside
-    /// one (`#[tokio::main]`, `Runtime::block_on`, or a task).
+    /// The endpoint's driver task needs a tokio runtime with I/O and time
+    /// enabled: bind from inside one (`#[tokio::main]`,
+    /// `Runtime::block_on`, or a task).
     #[error("no tokio runtime: bind the endpoint from inside a tokio runtime")]
     NoRuntime,
     /// The socket could not be created, configured or bound.
@@ -150,8 +151,9 @@ pub enum ConnectError {
     /// connections, or the configuration cannot work.
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
-    /// The server did not answer within the idle timeout.
-    #[error("no answer from {remote} within the idle timeout of {after:?}")]
+    /// The handshake did not complete in time (the server is silent or
+    /// unreachable).
+    #[error("no answer from {remote} within {after:?}")]
     TimedOut {
         /// The address asked for.
         remote: SocketAddr,
