@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use sift::tokio::Endpoint;
 use sift::Config;
-use tokio::io::AsyncWriteExt;
 
 fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd")

@@ -47,8 +47,8 @@
 //! Owns: the driver task, waking, and turning connection events into the
 //! errors of [`error`](self#errors).
 //! Must not: hold protocol state of its own (everything is asked of the
-//! `Endpoint` and `Connection`), or read the clock anywhere but the
-//! driver's turn.
+//! `Endpoint` and `Connection`), or name tokio's I/O types outside
+//! `driver.rs` (the runtime seam).
 //!
 //! Choices (like quinn's where it has one):
 //! - Every call is cancellation-safe: a future dropped while it waits has
