@@ -22,7 +22,7 @@ mod bench;
 
 use std::time::Instant;
 
-use bench::{blocking_run, cpu_seconds, median, Run};
+use bench::{blocking_run, cpu_seconds, median, print_stats, Run};
 use sift::tokio::Endpoint;
 use sift::Config;
 use tokio::io::AsyncWriteExt;
@@ -80,14 +80,7 @@ async fn async_run(bytes: u64, corruption_notices: bool) -> Result<Run, String> 
     if received != bytes || ack != b"k" {
         return Err(format!("sink read {received} of {bytes} bytes"));
     }
-    println!(
-        "    sift: {} packets, {} lost, {} retransmitted, srtt {} µs, cwnd {} B",
-        stats.packets_sent,
-        stats.packets_lost,
-        stats.retransmitted_packets,
-        stats.srtt_us,
-        stats.cwnd
-    );
+    print_stats(&stats);
     Ok(Run {
         bytes,
         seconds,

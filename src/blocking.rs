@@ -71,6 +71,22 @@ pub(crate) fn handshake_timeout(config: &Config) -> Duration {
     }
 }
 
+/// Whether a `connect` waiting for `connection` can hand it out: its
+/// handshake completed, or the peer closed it with an application code,
+/// which it could only do after completing the handshake (before, it could
+/// only send a transport error) — then it is handed out, closed. The async
+/// API's connect waits for the same.
+pub(crate) fn handshake_completed(connection: &crate::Connection) -> bool {
+    let peer_closed_after_handshake = matches!(
+        connection.close_reason(),
+        Some(crate::conn::CloseReason::Peer {
+            application: true,
+            ..
+        })
+    );
+    connection.is_established() || peer_closed_after_handshake
+}
+
 /// Connects to `remote` from a new endpoint bound to `0.0.0.0:0` (or
 /// `[::]:0` for an IPv6 `remote`), and waits for the handshake — at most
 /// 10 s, or the configured idle timeout if shorter. The connection-ID seed

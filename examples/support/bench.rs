@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Instant;
 
 use sift::blocking::{self, Listener};
-use sift::Config;
+use sift::{Config, Stats};
 
 /// CPU seconds of the whole process (every thread, user and system).
 pub fn cpu_seconds() -> f64 {
@@ -43,6 +43,18 @@ pub fn median(runs: &[Run], key: impl Fn(&Run) -> f64) -> f64 {
     let mut values: Vec<f64> = runs.iter().map(key).collect();
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// One line of the sender's connection counters.
+pub fn print_stats(stats: &Stats) {
+    println!(
+        "    sift: {} packets, {} lost, {} retransmitted, srtt {} µs, cwnd {} B",
+        stats.packets_sent,
+        stats.packets_lost,
+        stats.retransmitted_packets,
+        stats.srtt_us,
+        stats.cwnd
+    );
 }
 
 /// `bytes` from a client to a server on loopback through the blocking API,
@@ -98,14 +110,7 @@ pub fn blocking_run(bytes: u64, corruption_notices: bool) -> Result<Run, String>
     if received != bytes || ack != b"k" {
         return Err(format!("sink read {received} of {bytes} bytes"));
     }
-    println!(
-        "    sift: {} packets, {} lost, {} retransmitted, srtt {} µs, cwnd {} B",
-        stats.packets_sent,
-        stats.packets_lost,
-        stats.retransmitted_packets,
-        stats.srtt_us,
-        stats.cwnd
-    );
+    print_stats(&stats);
     Ok(Run {
         bytes,
         seconds,

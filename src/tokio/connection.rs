@@ -12,7 +12,7 @@ use super::error::{ConnectionError, SendDatagramError};
 use super::recv::RecvStream;
 use super::send::SendStream;
 use super::shared::{Held, Shared, State};
-use crate::conn::CloseReason;
+use crate::blocking::handshake_completed;
 use crate::endpoint::ConnectionHandle;
 use crate::stream::{Dir, StreamError, StreamId};
 use crate::{Error, Side, Stats};
@@ -146,17 +146,7 @@ impl Connection {
     pub(super) async fn established(&self) -> Result<(), ConnectionError> {
         poll_fn(|cx| {
             self.inner.poll_with(cx, |connection, _| {
-                // A peer that closes with an application code right after
-                // the handshake did complete it (before, it could only
-                // send a transport error): hand out the connection, closed.
-                let peer_closed_after_handshake = matches!(
-                    connection.close_reason(),
-                    Some(CloseReason::Peer {
-                        application: true,
-                        ..
-                    })
-                );
-                if connection.is_established() || peer_closed_after_handshake {
+                if handshake_completed(connection) {
                     Poll::Ready(Ok(()))
                 } else if connection.is_closing() {
                     Poll::Ready(Err(self.inner.closed_error(connection)))
@@ -203,15 +193,20 @@ impl Connection {
         .await
     }
 
+    /// Both halves of bidirectional stream `id`.
+    fn halves(&self, id: StreamId) -> (SendStream, RecvStream) {
+        (
+            SendStream::new(Arc::clone(&self.inner), id),
+            RecvStream::new(Arc::clone(&self.inner), id),
+        )
+    }
+
     /// Opens a bidirectional stream, waiting while the peer's limit on
     /// concurrent streams is reached. The peer learns of the stream when
     /// data (or the end of the stream) is first sent on it.
     pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.open(Dir::Bi).await?;
-        Ok((
-            SendStream::new(Arc::clone(&self.inner), id),
-            RecvStream::new(Arc::clone(&self.inner), id),
-        ))
+        Ok(self.halves(id))
     }
 
     /// Opens a unidirectional (send-only) stream, waiting while the peer's
@@ -225,10 +220,7 @@ impl Connection {
     /// once the peer sent something on it.
     pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.accept(Dir::Bi).await?;
-        Ok((
-            SendStream::new(Arc::clone(&self.inner), id),
-            RecvStream::new(Arc::clone(&self.inner), id),
-        ))
+        Ok(self.halves(id))
     }
 
     /// Waits for the peer's next unidirectional (receive-only) stream.

@@ -118,17 +118,9 @@ impl SendStream {
             return Err(WriteError::ClosedStream { id: self.id });
         }
         let id = self.id;
-        self.conn.with(
-            |connection, held| match connection.stream_send(id, &[], true) {
-                Ok(_) => Ok(()),
-                Err(error) => {
-                    let stop = held.send_streams.get(&id).copied().flatten();
-                    Err(self.refused(connection, stop, error))
-                }
-            },
-        )??;
-        self.state = SendState::Finished;
-        Ok(())
+        self.end(SendState::Finished, |connection| {
+            connection.stream_send(id, &[], true).map(drop)
+        })
     }
 
     /// Abandons the stream with `error_code` (RESET_STREAM): data not yet
@@ -138,16 +130,26 @@ impl SendStream {
             return Err(WriteError::ClosedStream { id: self.id });
         }
         let id = self.id;
-        self.conn.with(
-            |connection, held| match connection.stream_reset(id, error_code) {
-                Ok(()) => Ok(()),
-                Err(error) => {
-                    let stop = held.send_streams.get(&id).copied().flatten();
-                    Err(self.refused(connection, stop, error))
-                }
-            },
-        )??;
-        self.state = SendState::Reset;
+        self.end(SendState::Reset, |connection| {
+            connection.stream_reset(id, error_code)
+        })
+    }
+
+    /// Ends the sending half with `ending` (a FIN or a reset) and records
+    /// it as `state`.
+    fn end(
+        &mut self,
+        state: SendState,
+        ending: impl FnOnce(&mut crate::Connection) -> Result<(), Error>,
+    ) -> Result<(), WriteError> {
+        let id = self.id;
+        self.conn.with(|connection, held| {
+            ending(connection).map_err(|error| {
+                let stop = held.send_streams.get(&id).copied().flatten();
+                self.refused(connection, stop, error)
+            })
+        })??;
+        self.state = state;
         Ok(())
     }
 
