@@ -6,17 +6,26 @@
 //! corrupted, bytes in flight, the recovery period, pacing.
 //! Must not: read the clock (callers pass `now`), know frame contents (the
 //! connection's per-packet record is the opaque `F`), touch sockets.
+//!
+//! Files: `sent` (the per-space ledger), `rtt` (RFC 9002 §5 estimator),
+//! `loss` (thresholds, persistent congestion, congestion events), `timer`
+//! (the loss-detection timer: PTO or RTO), `corruption` (CORRUPTED frames on
+//! the sender's side), `pacer`; this file is the facade the connection calls
+//! and the ACK path that ties them together.
 
+mod corruption;
+mod loss;
 mod pacer;
 mod rtt;
 mod sent;
+mod timer;
 
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use sift_cc::{AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics};
+use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
 
 pub use pacer::Pacer;
 pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
@@ -395,77 +404,6 @@ impl<F> Recovery<F> {
         AckOutcome { acked, lost }
     }
 
-    /// Vegas C and D (Hengartner et al. §VI), when the controller asks for
-    /// them: retransmit the oldest outstanding packet early.
-    fn policy_early_losses(
-        &mut self,
-        space: SpaceId,
-        acked: &[SentPacket<F>],
-        now: Instant,
-    ) -> Vec<SentPacket<F>> {
-        let policy = self.cc.recovery_policy();
-        if !(policy.fine_grained_early_retransmit || policy.retransmit_on_partial_ack) {
-            return Vec::new();
-        }
-        let state = &self.spaces[space.index()];
-        let Some(oldest) = state.ledger.oldest() else {
-            return Vec::new();
-        };
-        let newest_acked = acked.last().map_or(0, |p| p.packet_number);
-        if oldest.packet_number > newest_acked {
-            return Vec::new(); // no gap below what was acked
-        }
-        let fine_timeout = policy.fine_grained_early_retransmit
-            && now.saturating_duration_since(oldest.time_sent) > self.rtt.fine_grained_timeout();
-        let partial_ack = policy.retransmit_on_partial_ack
-            && self
-                .recovery_start
-                .is_some_and(|start| oldest.time_sent <= start);
-        if !(fine_timeout || partial_ack) {
-            return Vec::new();
-        }
-        let pn = oldest.packet_number;
-        self.spaces[space.index()]
-            .ledger
-            .remove(pn)
-            .into_iter()
-            .collect()
-    }
-
-    /// RFC 9002 §6.1: packet and time thresholds.
-    fn detect_lost(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<F>> {
-        let (num, den) = self.config.time_threshold;
-        let rtt_basis = self.rtt.latest().max(self.rtt.smoothed());
-        let loss_delay = (rtt_basis * num / den).max(GRANULARITY);
-        let lost_send_time = now.checked_sub(loss_delay);
-        let packet_threshold = self.config.packet_threshold;
-        let state = &mut self.spaces[space.index()];
-        state.loss_time = None;
-        let Some(largest_acked) = state.largest_acked else {
-            return Vec::new();
-        };
-        let mut lost_numbers = Vec::new();
-        let mut loss_time: Option<Instant> = None;
-        for packet in state.ledger.iter() {
-            if packet.packet_number > largest_acked {
-                break;
-            }
-            let too_old = lost_send_time.is_some_and(|t| packet.time_sent <= t);
-            let too_far = largest_acked >= packet.packet_number + packet_threshold;
-            if too_old || too_far {
-                lost_numbers.push(packet.packet_number);
-            } else {
-                let when = packet.time_sent + loss_delay;
-                loss_time = Some(loss_time.map_or(when, |t| t.min(when)));
-            }
-        }
-        state.loss_time = loss_time;
-        lost_numbers
-            .into_iter()
-            .filter_map(|pn| state.ledger.remove(pn))
-            .collect()
-    }
-
     fn on_packets_acked(&mut self, acked: &[SentPacket<F>], rtt_sampled: bool, now: Instant) {
         let mut acked_bytes = 0;
         let mut acked_packets = 0;
@@ -498,155 +436,6 @@ impl<F> Recovery<F> {
         });
     }
 
-    /// Takes lost packets out of flight; returns their in-flight bytes and
-    /// the send time of the newest one (None if none was in flight).
-    fn remove_lost_from_flight(&mut self, lost: &[SentPacket<F>]) -> (u64, Option<Instant>) {
-        let mut lost_bytes = 0;
-        let mut newest_lost: Option<Instant> = None;
-        for packet in lost {
-            self.stats.lost_packets += 1;
-            self.stats.lost_bytes += packet.size;
-            if packet.in_flight {
-                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
-                lost_bytes += packet.size;
-                newest_lost =
-                    Some(newest_lost.map_or(packet.time_sent, |t| t.max(packet.time_sent)));
-            }
-        }
-        (lost_bytes, newest_lost)
-    }
-
-    /// Starts a recovery period and tells the controller; records its
-    /// verdict against the packets of this event.
-    fn congestion_event(
-        &mut self,
-        space: SpaceId,
-        lost: &[SentPacket<F>],
-        lost_bytes: u64,
-        newest_lost: Instant,
-        persistent: bool,
-        now: Instant,
-    ) {
-        self.recovery_start = Some(now);
-        self.stats.congestion_events += 1;
-        if persistent {
-            self.stats.persistent_congestion_events += 1;
-        }
-        let lost_packets: Vec<u64> = lost.iter().map(|p| p.packet_number).collect();
-        let verdict = self.cc.on_congestion(&LossEvent {
-            now,
-            lost_packets: lost_packets.clone(),
-            lost_bytes,
-            largest_lost_sent_time: newest_lost,
-            bytes_in_flight: self.bytes_in_flight,
-            rtt: self.rtt.sample(),
-            persistent,
-        });
-        self.verdicts.push(VerdictRecord {
-            space,
-            packet_numbers: lost_packets,
-            verdict,
-        });
-    }
-
-    fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
-        let Some(newest_lost) = newest_lost else {
-            return;
-        };
-        let persistent = self.in_persistent_congestion(space, lost);
-        let in_current_period = self
-            .recovery_start
-            .is_some_and(|start| newest_lost <= start)
-            && self.cc.recovery_policy().one_reduction_per_window;
-        if in_current_period && !persistent {
-            return;
-        }
-        self.congestion_event(space, lost, lost_bytes, newest_lost, persistent, now);
-    }
-
-    /// RFC 9002 §7.6: a run of consecutive lost ack-eliciting packets,
-    /// all sent after the first RTT sample, spanning the persistent
-    /// congestion duration.
-    fn in_persistent_congestion(&self, space: SpaceId, lost: &[SentPacket<F>]) -> bool {
-        let Some(first_sample) = self.first_rtt_sample else {
-            return false;
-        };
-        let duration = self.pto_period(space) * self.config.persistent_congestion_threshold;
-        let mut run: Option<(u64, Instant)> = None; // (previous pn, run start time)
-        for packet in lost
-            .iter()
-            .filter(|p| p.ack_eliciting && p.time_sent > first_sample)
-        {
-            run = match run {
-                Some((previous, start)) if packet.packet_number == previous + 1 => {
-                    if packet.time_sent.saturating_duration_since(start) >= duration {
-                        return true;
-                    }
-                    Some((packet.packet_number, start))
-                }
-                _ => Some((packet.packet_number, packet.time_sent)),
-            };
-        }
-        false
-    }
-
-    /// A CORRUPTED frame named `ranges` in `space`. Outstanding packets named
-    /// there leave flight without a congestion event and are returned for
-    /// retransmission. Call before processing an ACK in the same packet, or a
-    /// corrupted packet with three later acks is counted as congestion.
-    pub fn on_corrupted(
-        &mut self,
-        space: SpaceId,
-        ranges: impl Iterator<Item = RangeInclusive<u64>>,
-        now: Instant,
-    ) -> Vec<SentPacket<F>> {
-        let mut corrupted = Vec::new();
-        for range in ranges {
-            let before = corrupted.len();
-            self.spaces[space.index()]
-                .ledger
-                .remove_range(range.clone(), &mut corrupted);
-            let named = range.end().saturating_sub(*range.start()).saturating_add(1);
-            let found = (corrupted.len() - before) as u64;
-            let repeats = self
-                .recently_corrupted
-                .range((space, *range.start())..=(space, *range.end()))
-                .count() as u64;
-            self.stats.ignored_corruption_names = self
-                .stats
-                .ignored_corruption_names
-                .saturating_add(named.saturating_sub(found).saturating_sub(repeats));
-        }
-        if corrupted.is_empty() {
-            return corrupted;
-        }
-        let mut corrupted_bytes = 0;
-        for packet in &corrupted {
-            self.recently_corrupted
-                .insert((space, packet.packet_number));
-            if packet.in_flight {
-                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
-                corrupted_bytes += packet.size;
-            }
-        }
-        while self.recently_corrupted.len() > CORRUPTION_MEMORY {
-            self.recently_corrupted.pop_first();
-        }
-        self.stats.corrupted_packets += corrupted.len() as u64;
-        self.cc.on_corruption(&CorruptionEvent {
-            now,
-            corrupted_packets: corrupted.iter().map(|p| p.packet_number).collect(),
-            corrupted_bytes,
-            bytes_in_flight: self.bytes_in_flight,
-            rtt: self.rtt.sample(),
-        });
-        // The notice proves the path is alive: it resets PTO backoff as an
-        // ACK does.
-        self.pto_count = 0;
-        corrupted
-    }
-
     /// Drops a space whose keys are discarded (RFC 9002 §6.4).
     pub fn discard_space(&mut self, space: SpaceId) -> Vec<SentPacket<F>> {
         let state = &mut self.spaces[space.index()];
@@ -658,132 +447,6 @@ impl<F> Recovery<F> {
         }
         self.pto_count = 0;
         dropped
-    }
-
-    // ---- the loss-detection timer ---------------------------------------
-
-    fn timeout_duration(&self, space: SpaceId) -> Duration {
-        let backoff = 1u32 << self.pto_count.min(16);
-        let base = match self.config.timeout {
-            TimeoutMode::Pto => self.pto_period(space),
-            TimeoutMode::Rto => self.pto_period(space).max(self.config.min_rto),
-        };
-        // The cap never shortens the first, un-backed-off timeout.
-        (base * backoff).min(self.config.max_timeout.max(base))
-    }
-
-    fn earliest_loss_time(&self) -> Option<(Instant, SpaceId)> {
-        SpaceId::ALL
-            .iter()
-            .filter_map(|&s| self.spaces[s.index()].loss_time.map(|t| (t, s)))
-            .min()
-    }
-
-    fn pto_time(&self, now: Instant) -> Option<(Instant, SpaceId)> {
-        let any_in_flight = SpaceId::ALL
-            .iter()
-            .any(|s| self.spaces[s.index()].ledger.has_ack_eliciting());
-        if !any_in_flight {
-            // Client anti-deadlock (RFC 9002 §6.2.2.1): until the handshake
-            // is confirmed, keep a timer so a lost server flight is probed.
-            if self.handshake_confirmed {
-                return None;
-            }
-            let space = if self.has_handshake_keys {
-                SpaceId::Handshake
-            } else {
-                SpaceId::Initial
-            };
-            return Some((now + self.timeout_duration(space), space));
-        }
-        let mut best: Option<(Instant, SpaceId)> = None;
-        for space in SpaceId::ALL {
-            let state = &self.spaces[space.index()];
-            if !state.ledger.has_ack_eliciting() {
-                continue;
-            }
-            if space == SpaceId::Data && !self.handshake_confirmed {
-                break;
-            }
-            let Some(last) = state.time_of_last_ack_eliciting else {
-                continue;
-            };
-            let at = last + self.timeout_duration(space);
-            if best.is_none_or(|(t, _)| at < t) {
-                best = Some((at, space));
-            }
-        }
-        best
-    }
-
-    /// When the loss-detection timer fires, if armed. `anti_deadlock` is
-    /// true for a client that has not yet confirmed the handshake.
-    pub fn loss_detection_timer(&self, now: Instant, anti_deadlock: bool) -> Option<Instant> {
-        if let Some((t, _)) = self.earliest_loss_time() {
-            return Some(t);
-        }
-        let any_in_flight = SpaceId::ALL
-            .iter()
-            .any(|s| self.spaces[s.index()].ledger.has_ack_eliciting());
-        if !any_in_flight && !anti_deadlock {
-            return None;
-        }
-        self.pto_time(now).map(|(t, _)| t)
-    }
-
-    /// The loss-detection timer fired (RFC 9002 §6.2 OnLossDetectionTimeout).
-    pub fn on_loss_detection_timeout(&mut self, now: Instant) -> TimeoutOutcome<F> {
-        if let Some((_, space)) = self.earliest_loss_time() {
-            let lost = self.detect_lost(space, now);
-            if !lost.is_empty() {
-                self.on_packets_lost(space, &lost, now);
-            }
-            return TimeoutOutcome {
-                lost,
-                lost_space: Some(space),
-                probes: None,
-            };
-        }
-        let Some((_, space)) = self.pto_time(now) else {
-            return TimeoutOutcome {
-                lost: Vec::new(),
-                lost_space: None,
-                probes: None,
-            };
-        };
-        self.stats.ptos += 1;
-        self.pto_count += 1;
-        match self.config.timeout {
-            TimeoutMode::Pto => TimeoutOutcome {
-                lost: Vec::new(),
-                lost_space: None,
-                probes: Some((space, if self.pto_count > 1 { 2 } else { 1 })),
-            },
-            TimeoutMode::Rto => {
-                // Go-back-N: everything outstanding is presumed lost and the
-                // window collapses (RFC 6298 §5.5, RFC 5681 §3.1).
-                let lost = self.spaces[space.index()].ledger.drain();
-                self.spaces[space.index()].loss_time = None;
-                self.on_timeout_loss(space, &lost, now);
-                TimeoutOutcome {
-                    lost,
-                    lost_space: Some(space),
-                    probes: Some((space, 1)),
-                }
-            }
-        }
-    }
-
-    fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
-        self.congestion_event(
-            space,
-            lost,
-            lost_bytes,
-            newest_lost.unwrap_or(now),
-            true,
-            now,
-        );
     }
 }
 

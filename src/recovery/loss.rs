@@ -1,0 +1,188 @@
+//! Loss detection (RFC 9002 §6.1) and what a loss does: the packet and time
+//! thresholds, the Vegas early-retransmit policies the controller may ask
+//! for, persistent congestion (§7.6), and congestion events — at most one per
+//! recovery period — with the controller's verdict recorded for the lab.
+
+use std::time::Instant;
+
+use sift_cc::LossEvent;
+
+use super::{Recovery, SentPacket, SpaceId, VerdictRecord, GRANULARITY};
+
+impl<F> Recovery<F> {
+    /// Vegas C and D (Hengartner et al. §VI), when the controller asks for
+    /// them: retransmit the oldest outstanding packet early.
+    pub(super) fn policy_early_losses(
+        &mut self,
+        space: SpaceId,
+        acked: &[SentPacket<F>],
+        now: Instant,
+    ) -> Vec<SentPacket<F>> {
+        let policy = self.cc.recovery_policy();
+        if !(policy.fine_grained_early_retransmit || policy.retransmit_on_partial_ack) {
+            return Vec::new();
+        }
+        let state = &self.spaces[space.index()];
+        let Some(oldest) = state.ledger.oldest() else {
+            return Vec::new();
+        };
+        let newest_acked = acked.last().map_or(0, |p| p.packet_number);
+        if oldest.packet_number > newest_acked {
+            return Vec::new(); // no gap below what was acked
+        }
+        let fine_timeout = policy.fine_grained_early_retransmit
+            && now.saturating_duration_since(oldest.time_sent) > self.rtt.fine_grained_timeout();
+        let partial_ack = policy.retransmit_on_partial_ack
+            && self
+                .recovery_start
+                .is_some_and(|start| oldest.time_sent <= start);
+        if !(fine_timeout || partial_ack) {
+            return Vec::new();
+        }
+        let pn = oldest.packet_number;
+        self.spaces[space.index()]
+            .ledger
+            .remove(pn)
+            .into_iter()
+            .collect()
+    }
+
+    /// RFC 9002 §6.1: packet and time thresholds.
+    pub(super) fn detect_lost(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<F>> {
+        let (num, den) = self.config.time_threshold;
+        let rtt_basis = self.rtt.latest().max(self.rtt.smoothed());
+        let loss_delay = (rtt_basis * num / den).max(GRANULARITY);
+        let lost_send_time = now.checked_sub(loss_delay);
+        let packet_threshold = self.config.packet_threshold;
+        let state = &mut self.spaces[space.index()];
+        state.loss_time = None;
+        let Some(largest_acked) = state.largest_acked else {
+            return Vec::new();
+        };
+        let mut lost_numbers = Vec::new();
+        let mut loss_time: Option<Instant> = None;
+        for packet in state.ledger.iter() {
+            if packet.packet_number > largest_acked {
+                break;
+            }
+            let too_old = lost_send_time.is_some_and(|t| packet.time_sent <= t);
+            let too_far = largest_acked >= packet.packet_number + packet_threshold;
+            if too_old || too_far {
+                lost_numbers.push(packet.packet_number);
+            } else {
+                let when = packet.time_sent + loss_delay;
+                loss_time = Some(loss_time.map_or(when, |t| t.min(when)));
+            }
+        }
+        state.loss_time = loss_time;
+        lost_numbers
+            .into_iter()
+            .filter_map(|pn| state.ledger.remove(pn))
+            .collect()
+    }
+
+    pub(super) fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
+        let Some(newest_lost) = newest_lost else {
+            return;
+        };
+        let persistent = self.in_persistent_congestion(space, lost);
+        let in_current_period = self
+            .recovery_start
+            .is_some_and(|start| newest_lost <= start)
+            && self.cc.recovery_policy().one_reduction_per_window;
+        if in_current_period && !persistent {
+            return;
+        }
+        self.congestion_event(space, lost, lost_bytes, newest_lost, persistent, now);
+    }
+
+    /// Takes lost packets out of flight; returns their in-flight bytes and
+    /// the send time of the newest one (None if none was in flight).
+    fn remove_lost_from_flight(&mut self, lost: &[SentPacket<F>]) -> (u64, Option<Instant>) {
+        let mut lost_bytes = 0;
+        let mut newest_lost: Option<Instant> = None;
+        for packet in lost {
+            self.stats.lost_packets += 1;
+            self.stats.lost_bytes += packet.size;
+            if packet.in_flight {
+                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
+                lost_bytes += packet.size;
+                newest_lost =
+                    Some(newest_lost.map_or(packet.time_sent, |t| t.max(packet.time_sent)));
+            }
+        }
+        (lost_bytes, newest_lost)
+    }
+
+    /// Starts a recovery period and tells the controller; records its
+    /// verdict against the packets of this event.
+    fn congestion_event(
+        &mut self,
+        space: SpaceId,
+        lost: &[SentPacket<F>],
+        lost_bytes: u64,
+        newest_lost: Instant,
+        persistent: bool,
+        now: Instant,
+    ) {
+        self.recovery_start = Some(now);
+        self.stats.congestion_events += 1;
+        if persistent {
+            self.stats.persistent_congestion_events += 1;
+        }
+        let lost_packets: Vec<u64> = lost.iter().map(|p| p.packet_number).collect();
+        let verdict = self.cc.on_congestion(&LossEvent {
+            now,
+            lost_packets: lost_packets.clone(),
+            lost_bytes,
+            largest_lost_sent_time: newest_lost,
+            bytes_in_flight: self.bytes_in_flight,
+            rtt: self.rtt.sample(),
+            persistent,
+        });
+        self.verdicts.push(VerdictRecord {
+            space,
+            packet_numbers: lost_packets,
+            verdict,
+        });
+    }
+
+    /// RFC 9002 §7.6: a run of consecutive lost ack-eliciting packets,
+    /// all sent after the first RTT sample, spanning the persistent
+    /// congestion duration.
+    fn in_persistent_congestion(&self, space: SpaceId, lost: &[SentPacket<F>]) -> bool {
+        let Some(first_sample) = self.first_rtt_sample else {
+            return false;
+        };
+        let duration = self.pto_period(space) * self.config.persistent_congestion_threshold;
+        let mut run: Option<(u64, Instant)> = None; // (previous pn, run start time)
+        for packet in lost
+            .iter()
+            .filter(|p| p.ack_eliciting && p.time_sent > first_sample)
+        {
+            run = match run {
+                Some((previous, start)) if packet.packet_number == previous + 1 => {
+                    if packet.time_sent.saturating_duration_since(start) >= duration {
+                        return true;
+                    }
+                    Some((packet.packet_number, start))
+                }
+                _ => Some((packet.packet_number, packet.time_sent)),
+            };
+        }
+        false
+    }
+
+    pub(super) fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
+        self.congestion_event(
+            space,
+            lost,
+            lost_bytes,
+            newest_lost.unwrap_or(now),
+            true,
+            now,
+        );
+    }
+}
