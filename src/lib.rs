@@ -93,7 +93,9 @@ pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
+    /// The end that opened the connection.
     Client,
+    /// The end that accepted it.
     Server,
 }
 pub use sift_cc as cc;
