@@ -86,7 +86,10 @@ pub enum EndpointError {
     ConnectionIdInUse(ConnectionId),
     /// The endpoint holds `limit` connections already.
     #[error("the endpoint already holds {limit} connections")]
-    TooManyConnections { limit: usize },
+    TooManyConnections {
+        /// The endpoint's connection limit.
+        limit: usize,
+    },
 }
 
 /// One connection and the connection IDs that route to it.

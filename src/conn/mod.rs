@@ -98,8 +98,11 @@ impl Default for Config {
 /// Where and when a received datagram arrived.
 #[derive(Clone, Copy, Debug)]
 pub struct RecvInfo {
+    /// The sender's address.
     pub from: SocketAddr,
+    /// The address it was received on.
     pub to: SocketAddr,
+    /// When it arrived.
     pub now: Instant,
 }
 
@@ -108,8 +111,11 @@ pub struct RecvInfo {
 /// is a timer), so `at` is the `now` given to `send`.
 #[derive(Clone, Copy, Debug)]
 pub struct SendInfo {
+    /// The address to send from.
     pub from: SocketAddr,
+    /// The address to send to.
     pub to: SocketAddr,
+    /// The earliest time it may leave (the `now` given to `send`).
     pub at: Instant,
 }
 

@@ -72,9 +72,13 @@ pub struct Stats {
     pub cwnd: u64,
     /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
     pub ssthresh: u64,
+    /// Bytes sent and neither acknowledged nor declared lost.
     pub bytes_in_flight: u64,
+    /// Smoothed RTT, microseconds (RFC 9002 §5.3).
     pub srtt_us: u64,
+    /// Smallest RTT sample, microseconds.
     pub min_rtt_us: u64,
+    /// RTT variation, microseconds (RFC 9002 §5.3).
     pub rttvar_us: u64,
     /// The controller's own view.
     pub cc: Metrics,

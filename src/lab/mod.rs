@@ -33,19 +33,36 @@ pub const SIFT_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Running or writing an experiment failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
+    /// An experiment's scenario is invalid.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// A run failed.
     #[error("seed {seed}: {source}")]
-    Simulation { seed: u64, source: SimError },
+    Simulation {
+        /// The run's seed.
+        seed: u64,
+        /// What went wrong.
+        source: SimError,
+    },
+    /// A report could not be written.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// A result file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// Two scenarios of one experiment share a name.
     #[error("experiment {experiment:?} has two scenarios named {name:?} (their results would overwrite each other)")]
-    DuplicateScenario { experiment: String, name: String },
+    DuplicateScenario {
+        /// The experiment.
+        experiment: String,
+        /// The name used twice.
+        name: String,
+    },
 }
 
 /// Runs `scenario` once per seed, without writing anything.

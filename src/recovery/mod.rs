@@ -58,14 +58,19 @@ const CORRUPTION_MEMORY: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SpaceId {
+    /// Initial packets.
     Initial,
+    /// Handshake packets.
     Handshake,
+    /// 1-RTT (application data) packets.
     Data,
 }
 
 impl SpaceId {
+    /// Every space, in order.
     pub const ALL: [SpaceId; 3] = [SpaceId::Initial, SpaceId::Handshake, SpaceId::Data];
 
+    /// The space's position in [`SpaceId::ALL`], for per-space arrays.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -133,8 +138,11 @@ impl Default for RecoveryConfig {
 /// A loss verdict the controller made, with the packets it was about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictRecord {
+    /// The packet-number space of the packets.
     pub space: SpaceId,
+    /// The packets declared lost.
     pub packet_numbers: Vec<u64>,
+    /// What the controller judged the loss to be.
     pub verdict: LossVerdict,
     /// The verdict is withdrawn: every packet of its congestion event was
     /// acknowledged after all, and the event was undone. The packets were
@@ -147,15 +155,21 @@ pub struct VerdictRecord {
 /// Counters kept by recovery.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryStats {
+    /// Packets declared lost.
     pub lost_packets: u64,
+    /// Bytes of the packets declared lost.
     pub lost_bytes: u64,
     /// Packets removed from flight by a corruption notice.
     pub corrupted_packets: u64,
     /// Packet numbers named in CORRUPTED frames that were never sent, already
     /// acked or already lost (and not a repeat of an applied notice).
     pub ignored_corruption_names: u64,
+    /// Probe timeouts that fired.
     pub ptos: u64,
+    /// Congestion events the controller was told of (one per recovery
+    /// period).
     pub congestion_events: u64,
+    /// Congestion events that were persistent congestion (RFC 9002 §7.6).
     pub persistent_congestion_events: u64,
     /// Packets acknowledged after they were declared lost.
     pub spurious_losses: u64,
@@ -166,14 +180,18 @@ pub struct RecoveryStats {
 /// What an ACK frame did.
 #[derive(Debug)]
 pub struct AckOutcome<F> {
+    /// Packets newly acknowledged.
     pub acked: Vec<SentPacket<F>>,
+    /// Packets the acknowledgement showed lost.
     pub lost: Vec<SentPacket<F>>,
 }
 
 /// What the loss-detection timer did.
 #[derive(Debug)]
 pub struct TimeoutOutcome<F> {
+    /// Packets declared lost by the time threshold.
     pub lost: Vec<SentPacket<F>>,
+    /// The space of `lost`, when packets were declared lost.
     pub lost_space: Option<SpaceId>,
     /// PTO fired: send this many ack-eliciting probes in this space.
     pub probes: Option<(SpaceId, u32)>,
@@ -265,6 +283,8 @@ impl<F> Recovery<F> {
         self.max_ack_delay = delay;
     }
 
+    /// Handshake keys are installed: the client's anti-deadlock probes go
+    /// in the Handshake space from now on (RFC 9002 §6.2.2.1).
     pub fn set_handshake_keys(&mut self) {
         self.has_handshake_keys = true;
     }
@@ -282,30 +302,38 @@ impl<F> Recovery<F> {
 
     // ---- queries -------------------------------------------------------
 
+    /// The RTT estimates.
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
 
+    /// Bytes sent and neither acknowledged nor declared lost.
     pub fn bytes_in_flight(&self) -> u64 {
         self.bytes_in_flight
     }
 
+    /// The controller's congestion window, bytes.
     pub fn window(&self) -> u64 {
         self.cc.window()
     }
 
+    /// The controller's slow-start threshold, bytes.
     pub fn ssthresh(&self) -> u64 {
         self.cc.ssthresh()
     }
 
+    /// The controller's own view (its phase and algorithm fields).
     pub fn cc_metrics(&self) -> Metrics {
         self.cc.metrics()
     }
 
+    /// Counters of losses, corruption notices and timeouts.
     pub fn stats(&self) -> RecoveryStats {
         self.stats
     }
 
+    /// Consecutive probe timeouts without an acknowledgement (the PTO
+    /// backoff exponent, RFC 9002 §6.2.1).
     pub fn pto_count(&self) -> u32 {
         self.pto_count
     }

@@ -28,6 +28,7 @@ pub struct Report {
     pub experiment: String,
     /// The sift version that produced it.
     pub sift_version: String,
+    /// One entry per seed.
     pub runs: Vec<RunReport>,
 }
 
@@ -60,9 +61,11 @@ impl StopReason {
 /// One seed's run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunReport {
+    /// The run's seed.
     pub seed: u64,
     /// The run's knobs (the scenario's settings and labels), free-form.
     pub params: BTreeMap<String, serde_json::Value>,
+    /// One entry per sift flow.
     pub flows: Vec<FlowReport>,
     /// Bottleneck counters per direction.
     pub links: LinkReport,
@@ -80,7 +83,9 @@ pub struct RunReport {
 /// The bottleneck's counters, per direction.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LinkReport {
+    /// Client side → server side.
     pub forward: LinkCounters,
+    /// Server side → client side.
     pub reverse: LinkCounters,
 }
 
@@ -88,13 +93,18 @@ pub struct LinkReport {
 /// 2003, Table I). Rows: true cause; columns: verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdicts {
+    /// Random (link) losses the controller judged random.
     pub random_as_random: u64,
+    /// Random losses it judged congestive.
     pub random_as_congestive: u64,
+    /// Congestive (queue) losses it judged random.
     pub congestive_as_random: u64,
+    /// Congestive losses it judged congestive.
     pub congestive_as_congestive: u64,
     /// Packets declared lost that in fact arrived (spurious losses).
     #[serde(default)]
     pub not_lost_as_random: u64,
+    /// Packets declared lost that in fact arrived, judged congestive.
     #[serde(default)]
     pub not_lost_as_congestive: u64,
     /// Verdicts withdrawn because the congestion event proved spurious
@@ -165,12 +175,15 @@ impl Verdicts {
 /// One sift flow's results.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowReport {
+    /// The flow's index in the scenario.
     pub id: usize,
     /// The controller's name.
     pub cc: String,
+    /// The flow offered corruption notices.
     pub corruption_notices: bool,
     /// Payload the client set out to send.
     pub bytes: u64,
+    /// Streams the payload was spread over.
     pub streams: u64,
     /// When the client connected, in virtual seconds.
     pub start_s: f64,
@@ -249,10 +262,15 @@ impl Sample {
 /// One CBR flow's results.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CbrReport {
+    /// The CBR flow's index in the scenario.
     pub id: usize,
+    /// Which way it crosses the bottleneck.
     pub direction: Direction,
+    /// Its sending rate, bits per second.
     pub rate_bps: u64,
+    /// Its packet size, bytes.
     pub packet_size: usize,
+    /// What it sent and what arrived.
     #[serde(flatten)]
     pub counters: CbrCounters,
     /// The receive rate (see `CbrCounters::throughput_bps`); null with fewer
@@ -263,11 +281,15 @@ pub struct CbrReport {
 /// A report could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A file could not be written.
     #[error("cannot write {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The report could not be encoded.
     #[error("cannot encode the report as JSON: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -1,6 +1,6 @@
 //! The seed papers' experiments, one file per paper (DESIGN §10). Each
 //! file holds a named [`Experiment`]: a builder that lays out the paper's
-//! topology and parameters as scenarios (scaled by a [`Plan`]), and a
+//! topology and parameters as scenarios (scaled by a [`Plan`](crate::lab::Plan)), and a
 //! comparison that puts our numbers next to the numbers the paper prints,
 //! with every difference and its reason.
 //!

@@ -243,10 +243,20 @@ impl LinkConfig {
 pub enum LinkConfigError {
     /// A probability outside 0..=1 (or NaN).
     #[error("{field} must be a probability in 0..=1, got {value}")]
-    Probability { field: &'static str, value: f64 },
+    Probability {
+        /// The parameter.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
     /// Any other invalid parameter.
     #[error("{field}: {reason}")]
-    Invalid { field: &'static str, reason: String },
+    Invalid {
+        /// The parameter.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl FromStr for LinkConfig {

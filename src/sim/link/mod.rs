@@ -130,7 +130,12 @@ pub enum Fate {
     /// Dropped by the loss model: a random (link) loss.
     RandomLoss,
     /// On its way with flipped bits in these regions.
-    Corrupted { header: bool, payload: bool },
+    Corrupted {
+        /// Bits flipped in the packet header.
+        header: bool,
+        /// Bits flipped in the payload.
+        payload: bool,
+    },
     /// On its way intact, and a second copy follows it.
     Duplicated,
     /// Dropped because the link was in an outage.
