@@ -22,9 +22,11 @@ use crate::sim::{Report, ReportError, Scenario, ScenarioError, SimError, Simulat
 pub mod experiments;
 mod figure;
 pub mod metrics;
+mod shard;
 mod table;
 
 pub use figure::{Figure, Series};
+pub use shard::{Shard, ShardError};
 pub use table::Table;
 
 /// The sift version recorded in every report.
