@@ -56,11 +56,9 @@ pub fn parse_url(url: &str) -> anyhow::Result<(String, SocketAddr, String)> {
     }
     let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
-            let port: u16 = port
-                .parse()
-                .ok()
-                .filter(|&p| p != 0)
-                .with_context(|| format!("URL {url:?}: port {port:?} is not a number from 1 to 65535"))?;
+            let port: u16 = port.parse().ok().filter(|&p| p != 0).with_context(|| {
+                format!("URL {url:?}: port {port:?} is not a number from 1 to 65535")
+            })?;
             (host, port)
         }
         _ => (authority, DEFAULT_PORT),
@@ -116,8 +114,14 @@ pub fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
         .map_err(|_| anyhow::anyhow!("no randomness for a connection ID"))?;
     let scid = quiche::ConnectionId::from_ref(&scid);
     let local = udp.local_addr();
-    let mut conn = quiche::connect(Some(&options.server_name), &scid, local, options.server, &mut config)
-        .context("quiche connect")?;
+    let mut conn = quiche::connect(
+        Some(&options.server_name),
+        &scid,
+        local,
+        options.server,
+        &mut config,
+    )
+    .context("quiche connect")?;
     let file = File::create(&options.output)
         .with_context(|| format!("cannot create {}", options.output.display()))?;
     let mut sink = Sink::new(file);
@@ -134,7 +138,10 @@ pub fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
             // A datagram quiche rejects is dropped; the connection goes on.
             let _ = conn.recv(datagram, quiche::RecvInfo { from, to: local });
         })?;
-        if conn.timeout_instant().is_some_and(|at| at <= Instant::now()) {
+        if conn
+            .timeout_instant()
+            .is_some_and(|at| at <= Instant::now())
+        {
             conn.on_timeout();
         }
         phase = advance(&mut conn, phase, &mut sink, options)?;
@@ -152,10 +159,17 @@ pub fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
 
 fn connection_failure(conn: &quiche::Connection) -> anyhow::Error {
     if conn.is_timed_out() {
-        return anyhow::anyhow!("connection timed out (no answer for {} s)", tls::IDLE_TIMEOUT_MS / 1000);
+        return anyhow::anyhow!(
+            "connection timed out (no answer for {} s)",
+            tls::IDLE_TIMEOUT_MS / 1000
+        );
     }
     let describe = |e: &quiche::ConnectionError| {
-        format!("error 0x{:x} {}", e.error_code, String::from_utf8_lossy(&e.reason))
+        format!(
+            "error 0x{:x} {}",
+            e.error_code,
+            String::from_utf8_lossy(&e.reason)
+        )
     };
     match (conn.peer_error(), conn.local_error()) {
         (Some(e), _) => anyhow::anyhow!("server closed the connection: {}", describe(e)),
@@ -173,8 +187,12 @@ fn advance(
     let mut buf = [0u8; 65_536];
     Ok(match phase {
         Phase::Handshake if conn.is_established() => {
-            conn.stream_send(GET_STREAM, &Request::Get(options.path.clone()).encode(), true)
-                .context("cannot send the request")?;
+            conn.stream_send(
+                GET_STREAM,
+                &Request::Get(options.path.clone()).encode(),
+                true,
+            )
+            .context("cannot send the request")?;
             Phase::Downloading {
                 started: Instant::now(),
                 header: Vec::new(),
@@ -300,7 +318,9 @@ impl Sink {
 
     fn write(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
         self.digest.update(bytes);
-        self.writer.write_all(bytes).context("cannot write the download")
+        self.writer
+            .write_all(bytes)
+            .context("cannot write the download")
     }
 
     /// Flushes the file and returns the hash, lowercase hex.
@@ -334,7 +354,13 @@ mod tests {
 
     #[test]
     fn urls_without_scheme_file_or_valid_port_are_refused() {
-        for bad in ["sift://h/f", "quic://127.0.0.1:5000", "quic://127.0.0.1:5000/", "quic://127.0.0.1:0/f", "quic://127.0.0.1:x/f"] {
+        for bad in [
+            "sift://h/f",
+            "quic://127.0.0.1:5000",
+            "quic://127.0.0.1:5000/",
+            "quic://127.0.0.1:0/f",
+            "quic://127.0.0.1:x/f",
+        ] {
             assert!(parse_url(bad).is_err(), "{bad:?} was accepted");
         }
     }

@@ -175,7 +175,8 @@ mod tests {
 
     #[test]
     fn paths_that_leave_the_root_are_refused() {
-        let root = std::env::temp_dir().join(format!("sift-interop-resolve-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("sift-interop-resolve-{}", std::process::id()));
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::write(root.join("sub/file"), b"x").unwrap();
         assert_eq!(

@@ -121,7 +121,8 @@ impl Server {
                 }
                 if !quiche::version_is_supported(header.version) {
                     let mut out = [0u8; 256];
-                    if let Ok(len) = quiche::negotiate_version(&header.scid, &header.dcid, &mut out) {
+                    if let Ok(len) = quiche::negotiate_version(&header.scid, &header.dcid, &mut out)
+                    {
                         let _ = self.udp.send_now(&out[..len], from);
                     }
                     return;
@@ -146,7 +147,14 @@ impl Server {
         let mut scid = [0u8; quiche::MAX_CONN_ID_LEN];
         self.rng.fill(&mut scid).ok()?;
         let scid_ref = quiche::ConnectionId::from_ref(&scid);
-        let conn = quiche::accept(&scid_ref, None, self.udp.local_addr(), from, &mut self.config).ok()?;
+        let conn = quiche::accept(
+            &scid_ref,
+            None,
+            self.udp.local_addr(),
+            from,
+            &mut self.config,
+        )
+        .ok()?;
         let slot = self
             .sessions
             .iter()

@@ -36,9 +36,12 @@ pub fn config(cc: &str) -> anyhow::Result<quiche::Config> {
     config
         .set_application_protos(&[ALPN])
         .context("quiche ALPN")?;
-    config
-        .set_cc_algorithm_name(cc)
-        .map_err(|_| anyhow::anyhow!("quiche has no congestion controller {cc:?} (try one of {})", CONTROLLERS.join(", ")))?;
+    config.set_cc_algorithm_name(cc).map_err(|_| {
+        anyhow::anyhow!(
+            "quiche has no congestion controller {cc:?} (try one of {})",
+            CONTROLLERS.join(", ")
+        )
+    })?;
     config.set_max_idle_timeout(IDLE_TIMEOUT_MS);
     config.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
     config.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
@@ -108,8 +111,12 @@ pub fn trust(config: &mut quiche::Config, ca_pem: Option<&Path>) -> anyhow::Resu
 }
 
 fn path_str(path: &Path) -> anyhow::Result<&str> {
-    path.to_str()
-        .with_context(|| format!("{} is not valid UTF-8 (quiche takes string paths)", path.display()))
+    path.to_str().with_context(|| {
+        format!(
+            "{} is not valid UTF-8 (quiche takes string paths)",
+            path.display()
+        )
+    })
 }
 
 fn create_private_dir(dir: &Path) -> anyhow::Result<()> {

@@ -35,7 +35,12 @@ enum Command {
         cc: String,
         /// Trust the server certificate in this PEM file (quiche-server
         /// prints where it wrote it).
-        #[arg(long, value_name = "PEM", conflicts_with = "insecure_no_verify", required_unless_present = "insecure_no_verify")]
+        #[arg(
+            long,
+            value_name = "PEM",
+            conflicts_with = "insecure_no_verify",
+            required_unless_present = "insecure_no_verify"
+        )]
         ca: Option<PathBuf>,
         /// Do not verify the server's certificate.
         #[arg(long)]
@@ -71,9 +76,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         json,
     } = args.command;
     let (_, server, path) = client::parse_url(&url)?;
-    let output = output.unwrap_or_else(|| {
-        PathBuf::from(path.rsplit('/').next().unwrap_or(&path))
-    });
+    let output = output.unwrap_or_else(|| PathBuf::from(path.rsplit('/').next().unwrap_or(&path)));
     let report = client::get(&GetOptions {
         server,
         server_name,
