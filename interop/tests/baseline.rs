@@ -67,13 +67,20 @@ fn a_download_is_byte_exact_and_reports_the_senders_counters() {
             ],
             &scratch.0.join("cert/cert.pem"),
         );
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         let report: FlowReport = serde_json::from_slice(&run.stdout).unwrap();
         assert_eq!(report.bytes, 3_000_017);
         assert_eq!(report.sha256, sha);
         assert_eq!(sha256_file(&output).unwrap(), sha);
         assert_eq!(report.cc, cc);
-        assert!(report.goodput_bps > 0.0 && report.cwnd > 0 && report.srtt_us > 0, "{report:?}");
+        assert!(
+            report.goodput_bps > 0.0 && report.cwnd > 0 && report.srtt_us > 0,
+            "{report:?}"
+        );
         server.stop().unwrap();
     }
 }
@@ -84,12 +91,20 @@ fn a_path_outside_the_root_is_refused_with_the_servers_reason() {
     std::fs::write(scratch.0.join("secret"), b"not served").unwrap();
     let (mut server, address) = server(&scratch.0, "cubic");
     let run = client(
-        &["get", &format!("quic://{address}/../secret"), "-o", scratch.0.join("x").to_str().unwrap()],
+        &[
+            "get",
+            &format!("quic://{address}/../secret"),
+            "-o",
+            scratch.0.join("x").to_str().unwrap(),
+        ],
         &scratch.0.join("cert/cert.pem"),
     );
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("server refused") && stderr.contains("leaves the served directory"), "{stderr}");
+    assert!(
+        stderr.contains("server refused") && stderr.contains("leaves the served directory"),
+        "{stderr}"
+    );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     server.stop().unwrap();
 }
@@ -107,9 +122,14 @@ fn a_client_that_trusts_another_certificate_does_not_connect() {
         .arg("--ca")
         .arg(&other.cert_pem);
     let mut run = Running::spawn("quiche-client", command).unwrap();
-    let ended = run.wait(Duration::from_secs(60)).unwrap().expect("client hung");
+    let ended = run
+        .wait(Duration::from_secs(60))
+        .unwrap()
+        .expect("client hung");
     assert_ne!(ended.code, Some(0));
-    assert!(!scratch.0.join("out").exists() || std::fs::read(scratch.0.join("out")).unwrap().is_empty());
+    assert!(
+        !scratch.0.join("out").exists() || std::fs::read(scratch.0.join("out")).unwrap().is_empty()
+    );
     server.stop().unwrap();
 }
 
@@ -124,5 +144,8 @@ fn an_unknown_controller_is_one_clear_line_and_a_failure() {
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("no congestion controller \"westwood\""), "{stderr}");
+    assert!(
+        stderr.contains("no congestion controller \"westwood\""),
+        "{stderr}"
+    );
 }

@@ -36,28 +36,65 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 const SMOKE: [&str; 12] = [
-    "run", "--only", "loss1-50m-100ms", "--reps", "1", "--quiche-cc", "cubic", "--sift-cc", "cubic",
-    "--file-bytes", "300000", "--require-all",
+    "run",
+    "--only",
+    "loss1-50m-100ms",
+    "--reps",
+    "1",
+    "--quiche-cc",
+    "cubic",
+    "--sift-cc",
+    "cubic",
+    "--file-bytes",
+    "300000",
+    "--require-all",
 ];
 
 #[test]
 fn both_stacks_cross_a_lossy_link_byte_exact_and_the_report_says_so() {
     let out = scratch("smoke");
-    let run = compare(&[&SMOKE[..], &["--loopback-bytes", "0", "--out", out.to_str().unwrap()]].concat());
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let run = compare(
+        &[
+            &SMOKE[..],
+            &["--loopback-bytes", "0", "--out", out.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let results = Results::load(&out.join("results.json")).unwrap();
     assert_eq!(results.runs.len(), 3);
-    assert!(results.runs.iter().all(|r| r.ok && r.byte_exact), "{:?}", results.runs);
+    assert!(
+        results.runs.iter().all(|r| r.ok && r.byte_exact),
+        "{:?}",
+        results.runs
+    );
     // The link really was lossy, for both stacks.
-    assert!(results.runs.iter().all(|r| r.link.unwrap().random_losses > 0));
+    assert!(results
+        .runs
+        .iter()
+        .all(|r| r.link.unwrap().random_losses > 0));
     let markdown = std::fs::read_to_string(out.join("comparison.md")).unwrap();
-    assert!(markdown.contains("| quiche | cubic | — | 1/1 |"), "{markdown}");
-    assert!(markdown.contains("| sift | cubic | on | 1/1 |"), "{markdown}");
+    assert!(
+        markdown.contains("| quiche | cubic | — | 1/1 |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| sift | cubic | on | 1/1 |"),
+        "{markdown}"
+    );
     let svg = std::fs::read_to_string(out.join("comparison.svg")).unwrap();
     assert!(svg.contains("quiche cubic"));
     // Progress went to the terminal, one line per run.
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(stderr.lines().filter(|l| l.starts_with("[")).count(), 3, "{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("[")).count(),
+        3,
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -68,12 +105,32 @@ fn two_shards_merge_into_the_report_of_one_run() {
     for k in 1..=2 {
         let dir = base.join(k.to_string());
         let shard = format!("{k}/2");
-        let run = compare(&[&SMOKE[..], &["--loopback-bytes", "1MB", "--shard", &shard, "--out", dir.to_str().unwrap()]].concat());
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let run = compare(
+            &[
+                &SMOKE[..],
+                &[
+                    "--loopback-bytes",
+                    "1MB",
+                    "--shard",
+                    &shard,
+                    "--out",
+                    dir.to_str().unwrap(),
+                ],
+            ]
+            .concat(),
+        );
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         dirs.push(dir);
     }
     let first = Results::load(&dirs[0].join("results.json")).unwrap();
-    assert!(!first.missing().is_empty(), "one shard alone is not the whole plan");
+    assert!(
+        !first.missing().is_empty(),
+        "one shard alone is not the whole plan"
+    );
     let merged = base.join("merged");
     let run = Command::new(env!("CARGO_BIN_EXE_sift-compare"))
         .arg("merge")
@@ -82,7 +139,11 @@ fn two_shards_merge_into_the_report_of_one_run() {
         .arg(&merged)
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let results = Results::load(&merged.join("results.json")).unwrap();
     assert!(results.missing().is_empty());
     // 3 link runs + loopback: quiche and sift Null with notices on and off.

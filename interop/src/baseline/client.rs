@@ -54,16 +54,29 @@ pub fn parse_url(url: &str) -> anyhow::Result<(String, SocketAddr, String)> {
     if path.is_empty() {
         bail!("URL {url:?} names no file (quic://HOST:PORT/PATH)");
     }
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
-            let port: u16 = port.parse().ok().filter(|&p| p != 0).with_context(|| {
-                format!("URL {url:?}: port {port:?} is not a number from 1 to 65535")
-            })?;
-            (host, port)
+    // [v6]:port, [v6], host:port or host.
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, rest) = bracketed
+                .split_once(']')
+                .with_context(|| format!("URL {url:?}: unclosed [ in the address"))?;
+            (host, rest.strip_prefix(':'))
         }
-        _ => (authority, DEFAULT_PORT),
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
     };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(port) => port
+            .parse()
+            .ok()
+            .filter(|&p: &u16| p != 0)
+            .with_context(|| {
+                format!("URL {url:?}: port {port:?} is not a number from 1 to 65535")
+            })?,
+    };
     let address = (host, port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve {host}"))?
