@@ -36,6 +36,8 @@ impl UdpLoop {
     /// Binds `addr` (port 0 picks a free one).
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
         let mut socket = UdpSocket::bind(addr)?;
+        set_buffer(&socket, libc::SO_RCVBUF);
+        set_buffer(&socket, libc::SO_SNDBUF);
         let poll = Poll::new()?;
         poll.registry()
             .register(&mut socket, SOCKET, Interest::READABLE)?;
@@ -85,6 +87,26 @@ impl UdpLoop {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
             result => result.map(|_| ()),
         }
+    }
+}
+
+/// Asks for sift's kernel socket buffer size (`sift::io::SOCKET_BUFFER_BYTES`),
+/// so that neither stack loses datagrams to a smaller buffer than the
+/// other's. The kernel caps it at `net.core.{r,w}mem_max`, for both alike; a
+/// refusal leaves the default, as sift does.
+fn set_buffer(socket: &UdpSocket, option: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    let bytes = libc::c_int::try_from(sift::io::SOCKET_BUFFER_BYTES).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt on a socket this struct owns, with a pointer to a
+    // live c_int and its exact size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Running {
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
     lines: mpsc::Receiver<String>,
+    /// The threads copying stdout and stderr; joined once the process has
+    /// exited, so that its output is complete before anyone reads it.
+    collectors: Vec<thread::JoinHandle<()>>,
 }
 
 impl Running {
@@ -47,14 +50,15 @@ impl Running {
             .spawn()
             .with_context(|| format!("cannot start {name} ({:?})", command.get_program()))?;
         let (sender, lines) = mpsc::channel();
-        let stdout = collect(child.stdout.take(), sender.clone());
-        let stderr = collect(child.stderr.take(), sender);
+        let (stdout, out_thread) = collect(child.stdout.take(), sender.clone());
+        let (stderr, err_thread) = collect(child.stderr.take(), sender);
         Ok(Self {
             name: name.to_string(),
             child,
             stdout,
             stderr,
             lines,
+            collectors: out_thread.into_iter().chain(err_thread).collect(),
         })
     }
 
@@ -98,14 +102,21 @@ impl Running {
         thread::spawn(move || {
             let _ = sender.send(reap(pid));
         });
-        match receiver.recv_timeout(timeout) {
-            Ok(ended) => ended.map(Some),
+        let ended = match receiver.recv_timeout(timeout) {
+            Ok(ended) => Some(ended?),
             Err(_) => {
                 signal(pid, libc::SIGKILL);
                 receiver.recv().context("lost the process reaper")??;
-                Ok(None)
+                None
             }
+        };
+        // The pipes close when the process exits: its output is complete
+        // once the collectors are done. (A grandchild holding a pipe open
+        // would block here; none of the binaries run has one.)
+        for collector in self.collectors.drain(..) {
+            let _ = collector.join();
         }
+        Ok(ended)
     }
 
     /// SIGTERM, then SIGKILL if it has not exited after a grace period.
@@ -133,7 +144,6 @@ impl Running {
 
     /// Its last non-empty line of stderr (or stdout), for an error message.
     pub fn last_words(&self) -> String {
-        thread::sleep(Duration::from_millis(50));
         let stderr = self.stderr();
         let stdout = self.stdout();
         stderr
@@ -166,9 +176,9 @@ pub fn parse_listening(line: &str) -> Option<SocketAddr> {
 fn collect(
     pipe: Option<impl Read + Send + 'static>,
     lines: mpsc::Sender<String>,
-) -> Arc<Mutex<String>> {
+) -> (Arc<Mutex<String>>, Option<thread::JoinHandle<()>>) {
     let store = Arc::new(Mutex::new(String::new()));
-    if let Some(pipe) = pipe {
+    let thread = pipe.map(|pipe| {
         let store = store.clone();
         thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
@@ -179,9 +189,9 @@ fn collect(
                 }
                 let _ = lines.send(line);
             }
-        });
-    }
-    store
+        })
+    });
+    (store, thread)
 }
 
 fn signal(pid: u32, signal: libc::c_int) {
