@@ -162,6 +162,7 @@ mod tests {
             retransmitted_packets: None,
             ptos: None,
             corruption_notices_received: None,
+            cwnd_at_end: None,
             link_queue_drops: None,
             link_random_losses: None,
             link_corrupted: None,

@@ -85,7 +85,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
     }
     let _ = writeln!(
         md,
-        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best quiche\" divides by the best quiche controller's median on the same link. Retransmissions and PTOs are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
+        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best quiche\" divides by the best quiche controller's median on the same link. Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
     );
     if !summary.links.is_empty() {
         let _ = writeln!(md, "## Summary\n");
@@ -130,13 +130,16 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
             bytes(spec.file_bytes),
             spec.timeout_s
         );
-        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best quiche | retx | PTOs | notices rcvd | queue drops | random losses | corrupted |");
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best quiche | retx | PTOs | notices rcvd | cwnd at end | queue drops | random losses | corrupted |");
+        let _ = writeln!(
+            md,
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
         for row in &link.rows {
             let (median, spread) = spread_rate(row.goodput_bps);
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {}/{} | {median} | {spread} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {}/{} | {median} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 row.variant.stack,
                 row.variant.cc,
                 notices(row),
@@ -146,6 +149,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
                 count(row.retransmitted_packets),
                 count(row.ptos),
                 count(row.corruption_notices_received),
+                row.cwnd_at_end.map_or("—".into(), |bytes| format!("{:.0} kB", bytes / 1e3)),
                 count(row.link_queue_drops),
                 count(row.link_random_losses),
                 count(row.link_corrupted),

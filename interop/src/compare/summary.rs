@@ -53,6 +53,8 @@ pub struct Row {
     pub retransmitted_packets: Option<f64>,
     pub ptos: Option<f64>,
     pub corruption_notices_received: Option<f64>,
+    /// The sender's congestion window when the download ended, bytes.
+    pub cwnd_at_end: Option<f64>,
     pub link_queue_drops: Option<f64>,
     pub link_random_losses: Option<f64>,
     pub link_corrupted: Option<f64>,
@@ -171,6 +173,7 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
                 .map(|f| f.corruption_notices_received as f64)
                 .collect(),
         ),
+        cwnd_at_end: median(flows.iter().map(|f| f.cwnd as f64).collect()),
         link_queue_drops: median(links.iter().map(|l| l.queue_drops as f64).collect()),
         link_random_losses: median(links.iter().map(|l| l.random_losses as f64).collect()),
         link_corrupted: median(links.iter().map(|l| l.corrupted as f64).collect()),
