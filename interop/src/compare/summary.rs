@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::links::LinkSpec;
 use super::plan::{Stack, Unit, Variant};
 use super::results::{Results, RunRecord};
+use crate::flow::FlowReport;
 
 /// Median, minimum and maximum of a sample.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -150,6 +151,9 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
     let ok: Vec<&RunRecord> = runs.iter().copied().filter(|run| run.ok).collect();
     let flows: Vec<_> = ok.iter().filter_map(|run| run.flow.as_ref()).collect();
     let median = |values: Vec<f64>| Spread::of(&values).map(|s| s.median);
+    let flow_median = |counter: fn(&FlowReport) -> u64| {
+        median(flows.iter().map(|&f| counter(f) as f64).collect())
+    };
     let links: Vec<_> = ok.iter().filter_map(|run| run.link).collect();
     let mut failures: Vec<String> = runs.iter().filter_map(|run| run.error.clone()).collect();
     failures.sort();
@@ -160,20 +164,10 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
         ok: ok.len(),
         goodput_bps: Spread::of(&flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>()),
         vs_best_quiche: None,
-        retransmitted_packets: median(
-            flows
-                .iter()
-                .map(|f| f.retransmitted_packets as f64)
-                .collect(),
-        ),
-        ptos: median(flows.iter().map(|f| f.ptos as f64).collect()),
-        corruption_notices_received: median(
-            flows
-                .iter()
-                .map(|f| f.corruption_notices_received as f64)
-                .collect(),
-        ),
-        cwnd_at_end: median(flows.iter().map(|f| f.cwnd as f64).collect()),
+        retransmitted_packets: flow_median(|f| f.retransmitted_packets),
+        ptos: flow_median(|f| f.ptos),
+        corruption_notices_received: flow_median(|f| f.corruption_notices_received),
+        cwnd_at_end: flow_median(|f| f.cwnd),
         link_queue_drops: median(links.iter().map(|l| l.queue_drops as f64).collect()),
         link_random_losses: median(links.iter().map(|l| l.random_losses as f64).collect()),
         link_corrupted: median(links.iter().map(|l| l.corrupted as f64).collect()),
@@ -194,7 +188,6 @@ mod tests {
     use super::*;
     use crate::compare::plan::{link_variants, Plan, Protection};
     use crate::compare::results::QUICHE_VERSION;
-    use crate::flow::FlowReport;
 
     #[test]
     fn median_of_odd_and_even_samples_and_spread_ends() {
