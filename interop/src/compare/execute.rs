@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::binaries::Binaries;
+use super::links::LinkSpec;
 use super::plan::{Plan, Protection, Stack, Unit, Variant};
 use super::process::Running;
 use super::results::{parse_link_counters, RunRecord};
@@ -67,7 +68,7 @@ impl Runner {
                 (
                     spec.file_bytes,
                     Duration::from_secs(spec.timeout_s),
-                    Some((spec.clone(), *seed)),
+                    Some((spec, *seed)),
                 )
             }
             Unit::Loopback { .. } => (plan.loopback_bytes, LOOPBACK_TIMEOUT, None),
@@ -77,14 +78,7 @@ impl Runner {
         let dir = self.work.join(format!("run-{}", self.next_run));
         std::fs::create_dir_all(dir.join("home"))
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        let outcome = self.run_in(
-            &dir,
-            unit.variant(),
-            &source,
-            timeout,
-            link.as_ref()
-                .map(|(s, seed)| (s.data.as_str(), s.ack.as_str(), *seed)),
-        );
+        let outcome = self.run_in(&dir, unit.variant(), &source, timeout, link);
         // The run's files (a downloaded GiB among them) go at once.
         let _ = std::fs::remove_dir_all(&dir);
         let mut record = RunRecord {
@@ -122,18 +116,20 @@ impl Runner {
         variant: &Variant,
         source: &SourceFile,
         timeout: Duration,
-        link: Option<(&str, &str, u64)>,
+        link: Option<(&LinkSpec, u64)>,
     ) -> anyhow::Result<Outcome> {
         let home = dir.join("home");
         let mut server = Running::spawn("server", self.server_command(variant, dir, &home))?;
         let server_address = server.listening_address()?;
         let mut relay = match link {
-            Some((data, ack, seed)) => {
+            Some((spec, seed)) => {
+                // The download's data flows server → client: sift-link's
+                // reverse direction.
                 let mut command = Command::new(&self.binaries.sift_link);
                 command
                     .args(["--listen", "127.0.0.1:0", "--to"])
                     .arg(server_address.to_string())
-                    .args(["--forward", ack, "--reverse", data, "--seed"])
+                    .args(["--forward", &spec.ack, "--reverse", &spec.data, "--seed"])
                     .arg(seed.to_string());
                 let relay = Running::spawn("sift-link", command)?;
                 let address = relay.listening_address()?;
