@@ -27,7 +27,12 @@ fn ipv6_or_skip(test: &str) -> Option<IpAddr> {
     if sift::io::ipv6_loopback_available() {
         Some(Ipv6Addr::LOCALHOST.into())
     } else {
-        eprintln!("skipping {test}: IPv6 loopback (::1) is not available on this host");
+        // Straight to stderr, past the test harness's capture, so the skip
+        // shows in a passing run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping {test}: IPv6 loopback (::1) is not available on this host"
+        );
         None
     }
 }

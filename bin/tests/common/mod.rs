@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -108,7 +108,12 @@ pub fn ipv6_or_skip(test: &str) -> Option<IpAddr> {
     if sift::io::ipv6_loopback_available() {
         Some(IpAddr::V6(Ipv6Addr::LOCALHOST))
     } else {
-        eprintln!("skipping {test}: IPv6 loopback (::1) is not available on this host");
+        // Straight to stderr, past the test harness's capture, so the skip
+        // shows in a passing run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping {test}: IPv6 loopback (::1) is not available on this host"
+        );
         None
     }
 }
