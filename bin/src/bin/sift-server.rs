@@ -41,6 +41,7 @@ Examples:
 #[command(name = "sift-server", version, after_help = EXAMPLES)]
 struct Args {
     /// Address and UDP port to listen on, IPv4 or IPv6 (`[::1]:4433`).
+    ///
     /// [default: [::]:4433, IPv6 and IPv4 alike; 0.0.0.0:4433 on a host
     /// without IPv6]
     #[arg(long, value_name = "ADDR")]
