@@ -9,6 +9,7 @@
 mod ack;
 mod error;
 mod handshake;
+mod path;
 mod recv;
 mod send;
 mod stats;
@@ -29,6 +30,7 @@ use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
 pub use crate::stream::StreamId;
 pub use crate::Side;
 pub use error::{codes, CloseReason, Error};
+pub use path::canonical_peer;
 pub use stats::Stats;
 
 use ack::AckState;
@@ -301,7 +303,9 @@ impl Connection {
         Ok(Self {
             side,
             local,
-            remote,
+            // One spelling of the peer, so a dual-stack socket's mapped form of an
+            // IPv4 peer still matches (see `path`).
+            remote: canonical_peer(remote),
             state: State::Handshaking,
             local_cid,
             peer_cid: original_dcid,
@@ -348,7 +352,8 @@ impl Connection {
         self.side
     }
 
-    /// The peer's address.
+    /// The peer's address, an IPv4 peer always in its plain IPv4 spelling
+    /// ([`canonical_peer`]).
     pub fn remote(&self) -> SocketAddr {
         self.remote
     }
