@@ -10,113 +10,20 @@
 //! the whole process, so they count both ends (sender and receiver) and
 //! every thread, as two programs on one host would.
 
-use std::io::{Read, Write};
+#[path = "support/bench.rs"]
+mod bench;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use sift::blocking::{self, Listener};
-use sift::Config;
+use bench::{blocking_run, cpu_seconds, median, Run};
 
 const MIB: u64 = 1 << 20;
 /// The payload size of the raw UDP blaster: sift's default datagram size.
 const RAW_DATAGRAM: usize = 1350;
-
-fn cpu_seconds() -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a whole rusage into the zeroed buffer.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Run {
-    bytes: u64,
-    seconds: f64,
-    cpu_seconds: f64,
-}
-
-impl Run {
-    fn gbit_per_s(&self) -> f64 {
-        self.bytes as f64 * 8.0 / self.seconds / 1e9
-    }
-
-    fn cpu_per_gb(&self) -> f64 {
-        self.cpu_seconds / (self.bytes as f64 / 1e9)
-    }
-}
-
-/// One sift transfer. Without notices UDP checksums stay on and the
-/// driver batches with GSO/GRO; with them checksums are off and every
-/// datagram is its own system call.
-fn sift_run(bytes: u64, corruption_notices: bool) -> Result<Run, String> {
-    let config = Config {
-        corruption_notices,
-        ..Config::default()
-    };
-    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), config.clone())
-        .map_err(|e| e.to_string())?;
-    let server = listener.local_addr();
-    let sink = thread::spawn(move || -> Result<u64, String> {
-        let connection = listener.accept().map_err(|e| e.to_string())?;
-        let mut stream = connection.accept_bi().map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut total = 0u64;
-        loop {
-            let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        stream.write_all(b"k").map_err(|e| e.to_string())?;
-        stream.finish().map_err(|e| e.to_string())?;
-        let _ = connection.accept_bi(); // until the client closes
-        Ok(total)
-    });
-
-    let connection = blocking::connect(server, config).map_err(|e| e.to_string())?;
-    let cpu_before = cpu_seconds();
-    let started = Instant::now();
-    let mut stream = connection.open_bi().map_err(|e| e.to_string())?;
-    let chunk = vec![0x5au8; 256 * 1024];
-    let mut left = bytes;
-    while left > 0 {
-        let n = left.min(chunk.len() as u64) as usize;
-        stream.write_all(&chunk[..n]).map_err(|e| e.to_string())?;
-        left -= n as u64;
-    }
-    stream.finish().map_err(|e| e.to_string())?;
-    let mut ack = Vec::new();
-    stream.read_to_end(&mut ack).map_err(|e| e.to_string())?;
-    let seconds = started.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu_before;
-    let stats = connection.stats();
-    connection.close(0, "done");
-    let received = sink.join().map_err(|_| "sink panicked".to_string())??;
-    if received != bytes || ack != b"k" {
-        return Err(format!("sink read {received} of {bytes} bytes"));
-    }
-    println!(
-        "    sift: {} packets, {} lost, {} retransmitted, srtt {} µs, cwnd {} B",
-        stats.packets_sent,
-        stats.packets_lost,
-        stats.retransmitted_packets,
-        stats.srtt_us,
-        stats.cwnd
-    );
-    Ok(Run {
-        bytes,
-        seconds,
-        cpu_seconds: cpu,
-    })
-}
 
 /// Plain UDP: one thread blasts `bytes` in 1350-byte datagrams with one
 /// `sendto` each, another receives with one `recv` each. The receiver's
@@ -176,16 +83,11 @@ fn raw_udp_run(bytes: u64) -> Result<Run, String> {
     })
 }
 
-fn median(mut runs: Vec<Run>, key: impl Fn(&Run) -> f64) -> f64 {
-    runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    runs.get(runs.len() / 2).map_or(0.0, key)
-}
-
 fn report(name: &str, runs: Vec<Run>) {
     println!(
         "{name}: median {:.2} Gbit/s, {:.2} CPU s/GB over {} runs",
-        median(runs.clone(), Run::gbit_per_s),
-        median(runs.clone(), Run::cpu_per_gb),
+        median(&runs, Run::gbit_per_s),
+        median(&runs, Run::cpu_per_gb),
         runs.len()
     );
 }
@@ -200,7 +102,7 @@ fn main() -> Result<(), String> {
     let mut sift_runs = [Vec::new(), Vec::new()];
     for (index, notices) in [false, true].into_iter().enumerate() {
         for run in 1..=runs {
-            let result = sift_run(bytes, notices)?;
+            let result = blocking_run(bytes, notices)?;
             println!(
                 "  sift (notices {}) run {run}: {:.2} s, {:.2} Gbit/s, {:.2} CPU s/GB",
                 if notices { "on" } else { "off" },

@@ -61,13 +61,30 @@ fn any_address_for(remote: SocketAddr) -> SocketAddr {
 }
 
 /// The handshake timeout for `config`: 10 s, or the idle timeout if that
-/// is shorter (and not zero, which means none).
-fn handshake_timeout(config: &Config) -> Duration {
+/// is shorter (and not zero, which means none). The async API waits as
+/// long.
+pub(crate) fn handshake_timeout(config: &Config) -> Duration {
     if config.idle_timeout.is_zero() {
         DEFAULT_HANDSHAKE_TIMEOUT
     } else {
         config.idle_timeout.min(DEFAULT_HANDSHAKE_TIMEOUT)
     }
+}
+
+/// Whether a `connect` waiting for `connection` can hand it out: its
+/// handshake completed, or the peer closed it with an application code,
+/// which it could only do after completing the handshake (before, it could
+/// only send a transport error) — then it is handed out, closed. The async
+/// API's connect waits for the same.
+pub(crate) fn handshake_completed(connection: &crate::Connection) -> bool {
+    let peer_closed_after_handshake = matches!(
+        connection.close_reason(),
+        Some(crate::conn::CloseReason::Peer {
+            application: true,
+            ..
+        })
+    );
+    connection.is_established() || peer_closed_after_handshake
 }
 
 /// Connects to `remote` from a new endpoint bound to `0.0.0.0:0` (or

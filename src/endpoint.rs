@@ -16,7 +16,9 @@
 //!   headers other than a client's first Initial). RFC 9000 §10.3 answers
 //!   those with a stateless reset; sift does not send one yet;
 //! - datagrams whose source address is not the address of the connection
-//!   they name (no connection migration);
+//!   they name (no connection migration). Addresses are compared in one
+//!   spelling: an IPv4 peer seen by a dual-stack socket as `::ffff:a.b.c.d`
+//!   is the same peer as `a.b.c.d` ([`canonical_peer`]);
 //! - new Initials beyond the connection limit.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -25,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::conn::MIN_INITIAL_DATAGRAM;
+use crate::conn::{canonical_peer, MIN_INITIAL_DATAGRAM};
 use crate::wire::{parse_header, ConnectionId, PacketType};
 use crate::{Config, Connection, Error, RecvInfo};
 
@@ -86,7 +88,10 @@ pub enum EndpointError {
     ConnectionIdInUse(ConnectionId),
     /// The endpoint holds `limit` connections already.
     #[error("the endpoint already holds {limit} connections")]
-    TooManyConnections { limit: usize },
+    TooManyConnections {
+        /// The endpoint's connection limit.
+        limit: usize,
+    },
 }
 
 /// One connection and the connection IDs that route to it.
@@ -262,6 +267,10 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> Option<ConnectionHandle> {
+        // A dual-stack socket spells an IPv4 peer `::ffff:a.b.c.d`: take the
+        // one spelling connections keep, so the address check below, the
+        // accepted connection and the logs all agree.
+        let from = canonical_peer(from);
         self.stats.datagrams_received += 1;
         let (ty, dcid) = match parse_header(datagram) {
             Ok(header) => (header.ty, header.dcid),

@@ -1,10 +1,5 @@
 //! sift: a QUIC-style reliable transport for lossy links.
 //!
-//! The path of a datagram through the crate:
-//! `wire` (bytes ↔ structs) → `crypto` (header and payload tags) →
-//! `recovery` / `stream` → `conn` (the sans-IO state machine) → `sim` (virtual
-//! time) or, later, `io` (real sockets).
-//!
 //! Two ideas set sift apart from QUIC:
 //! - every packet carries a separate header tag and payload tag, so a receiver
 //!   that gets a packet with a good header and a bad payload names it in a
@@ -12,6 +7,69 @@
 //!   congestion (TCP HACK, Balan et al. 2002);
 //! - congestion controllers that tell random loss from congestive loss
 //!   (Veno, Enhanced Veno, Westwood, Vegas) plug in through [`sift_cc`].
+//!
+//! # Start here
+//!
+//! An echo server and a client on the async API ([`tokio`](mod@crate::tokio),
+//! feature `tokio`, on by default): connections carry streams
+//! ([`AsyncRead`](::tokio::io::AsyncRead) / [`AsyncWrite`](::tokio::io::AsyncWrite))
+//! and unreliable datagrams.
+//!
+#![cfg_attr(feature = "tokio", doc = "```")]
+#![cfg_attr(not(feature = "tokio"), doc = "```ignore")]
+//! use sift::tokio::Endpoint;
+//! use sift::Config;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Server: echo every stream back.
+//!     let server = Endpoint::server("127.0.0.1:0".parse()?, Config::default())?;
+//!     let address = server.local_addr();
+//!     tokio::spawn(async move {
+//!         while let Some(connection) = server.accept().await {
+//!             tokio::spawn(async move {
+//!                 while let Ok((mut send, mut recv)) = connection.accept_bi().await {
+//!                     let request = recv.read_to_end(64 * 1024).await?;
+//!                     send.write_all(&request).await?;
+//!                     send.finish()?;
+//!                 }
+//!                 Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+//!             });
+//!         }
+//!     });
+//!
+//!     // Client: one request on one stream.
+//!     let client = Endpoint::client("0.0.0.0:0".parse()?, Config::default())?;
+//!     let connection = client.connect(address, "localhost").await?;
+//!     let (mut send, mut recv) = connection.open_bi().await?;
+//!     send.write_all(b"hello").await?;
+//!     send.finish()?;
+//!     assert_eq!(recv.read_to_end(1024).await?, b"hello");
+//!     connection.close(0, "done");
+//!     client.wait_idle().await; // the server heard the close
+//!     Ok(())
+//! }
+//! ```
+//!
+//! [`Config`] chooses the congestion controller (`cc`), corruption notices
+//! (on by default: the socket then turns UDP checksums off so damaged
+//! datagrams reach sift) and the limits; both ends use `Protection::Null`
+//! for now, which authenticates nothing (see `SECURITY.md`). More: the
+//! examples `tokio_echo` (thousands of connections) and `tokio_kv`
+//! (requests on streams, notifications as datagrams), and the other ways
+//! in:
+//! - [`blocking`]: `std::io::Read + Write` streams, a driver thread per
+//!   endpoint, for simple programs;
+//! - [`Connection`] and [`Endpoint`]: the sans-IO core, for your own event
+//!   loop — it never touches a socket or reads a clock;
+//! - [`sim`]: the deterministic simulator, and [`lab`], the papers'
+//!   experiments on it.
+//!
+//! The path of a datagram through the crate:
+//! `wire` (bytes ↔ structs) → `crypto` (header and payload tags) →
+//! `recovery` / `stream` → `conn` (the sans-IO state machine) →
+//! `endpoint` → `sim` (virtual time) or `io` (real sockets, under
+//! `blocking` and `tokio`).
 
 #[cfg(target_os = "linux")]
 pub mod blocking;
@@ -24,6 +82,8 @@ pub mod lab;
 pub mod recovery;
 pub mod sim;
 pub mod stream;
+#[cfg(all(target_os = "linux", feature = "tokio"))]
+pub mod tokio;
 pub mod wire;
 
 pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
@@ -33,7 +93,9 @@ pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
+    /// The end that opened the connection.
     Client,
+    /// The end that accepted it.
     Server,
 }
 pub use sift_cc as cc;

@@ -1,12 +1,13 @@
 //! The blocking API over real UDP sockets on loopback: byte-exact bulk
-//! transfer, many clients at once, IPv6, checksum options, and a server
-//! that vanishes. Every wait is bounded (channels with timeouts); nothing
+//! transfer, many clients at once, checksum options, and a server that
+//! vanishes — each on 127.0.0.1 and on ::1 — and a dual-stack server
+//! taking both. Every wait is bounded (channels with timeouts); nothing
 //! sleeps to synchronise.
 
 #![cfg(target_os = "linux")]
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -14,13 +15,52 @@ use std::time::Duration;
 
 use ring::digest::{Context, SHA256};
 use sift::blocking::{self, BlockingConnection, Listener, SiftIoError, SiftStream};
+use sift::io::{bind_udp, SocketOptions};
 use sift::Config;
 
 /// Longest any test waits for one step before failing.
 const STEP_LIMIT: Duration = Duration::from_secs(120);
 
-fn localhost() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
+/// The IPv6 loopback, or `None` on a host without it, after one line
+/// saying that `test` is skipped.
+fn ipv6_or_skip(test: &str) -> Option<IpAddr> {
+    if sift::io::ipv6_loopback_available() {
+        Some(Ipv6Addr::LOCALHOST.into())
+    } else {
+        // Straight to stderr, past the test harness's capture, so the skip
+        // shows in a passing run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping {test}: IPv6 loopback (::1) is not available on this host"
+        );
+        None
+    }
+}
+
+/// Makes two tests of `fn NAME(loopback: IpAddr)`: `NAME::ipv4` on
+/// 127.0.0.1 and `NAME::ipv6` on ::1 (skipped with one line without IPv6).
+macro_rules! on_both_loopbacks {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn ipv4() {
+                super::$name(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+
+            #[test]
+            fn ipv6() {
+                let test = concat!(stringify!($name), "::ipv6");
+                if let Some(loopback) = super::ipv6_or_skip(test) {
+                    super::$name(loopback);
+                }
+            }
+        }
+    };
+}
+
+/// A free port on `loopback`.
+fn any_port(loopback: IpAddr) -> SocketAddr {
+    SocketAddr::new(loopback, 0)
 }
 
 /// Deterministic test bytes: xorshift64 from `seed`.
@@ -157,9 +197,9 @@ fn null_config() -> Config {
     Config::default()
 }
 
-#[test]
-fn stream_of_100_mb_arrives_byte_exact_with_null_protection() {
-    let listener = Listener::bind(localhost(), null_config()).unwrap();
+on_both_loopbacks!(stream_of_100_mb_arrives_byte_exact_with_null_protection);
+fn stream_of_100_mb_arrives_byte_exact_with_null_protection(loopback: IpAddr) {
+    let listener = Listener::bind(any_port(loopback), null_config()).unwrap();
     let server = listener.local_addr();
     let server_done = spawn_digest_server(listener, 1);
 
@@ -177,15 +217,15 @@ fn stream_of_100_mb_arrives_byte_exact_with_null_protection() {
         .unwrap();
 }
 
-#[test]
-fn stream_of_100_mb_arrives_byte_exact_through_gso_and_gro() {
+on_both_loopbacks!(stream_of_100_mb_arrives_byte_exact_through_gso_and_gro);
+fn stream_of_100_mb_arrives_byte_exact_through_gso_and_gro(loopback: IpAddr) {
     // Notices off: UDP checksums stay on, so the driver batches with GSO
     // (and GRO where the kernel has it).
     let config = Config {
         corruption_notices: false,
         ..Config::default()
     };
-    let listener = Listener::bind(localhost(), config.clone()).unwrap();
+    let listener = Listener::bind(any_port(loopback), config.clone()).unwrap();
     assert!(!listener.checksums_disabled().unwrap());
     let server = listener.local_addr();
     let server_done = spawn_digest_server(listener, 1);
@@ -197,10 +237,10 @@ fn stream_of_100_mb_arrives_byte_exact_through_gso_and_gro() {
     server_done.recv_timeout(STEP_LIMIT).unwrap().unwrap();
 }
 
-#[test]
-fn twenty_clients_at_once_each_arrive_byte_exact() {
+on_both_loopbacks!(twenty_clients_at_once_each_arrive_byte_exact);
+fn twenty_clients_at_once_each_arrive_byte_exact(loopback: IpAddr) {
     const CLIENTS: usize = 20;
-    let listener = Listener::bind(localhost(), null_config()).unwrap();
+    let listener = Listener::bind(any_port(loopback), null_config()).unwrap();
     let server = listener.local_addr();
     let server_done = spawn_digest_server(listener, CLIENTS);
 
@@ -228,40 +268,9 @@ fn twenty_clients_at_once_each_arrive_byte_exact() {
         .unwrap();
 }
 
-#[test]
-fn transfer_over_ipv6_loopback() {
-    let any_v6: SocketAddr = "[::1]:0".parse().unwrap();
-    if UdpSocket::bind(any_v6).is_err() {
-        eprintln!("skipping transfer_over_ipv6_loopback: ::1 is not configured on this host");
-        return;
-    }
-    // With notices (checksums off) and without (checksums on, GSO).
-    for notices in [true, false] {
-        let config = Config {
-            corruption_notices: notices,
-            ..Config::default()
-        };
-        let listener = Listener::bind(any_v6, config.clone()).unwrap();
-        let server = listener.local_addr();
-        assert!(server.is_ipv6());
-        assert_eq!(
-            listener.checksums_disabled().unwrap(),
-            notices,
-            "UDP_NO_CHECK6_TX and UDP_NO_CHECK6_RX are set exactly when notices are offered"
-        );
-        let server_done = spawn_digest_server(listener, 1);
-        let (client_done, client_result) = mpsc::channel();
-        thread::spawn(move || {
-            let _ = client_done.send(transfer_and_verify(server, config, 6, 2_000_000));
-        });
-        client_result.recv_timeout(STEP_LIMIT).unwrap().unwrap();
-        server_done.recv_timeout(STEP_LIMIT).unwrap().unwrap();
-    }
-}
-
-#[test]
-fn corruption_notices_are_negotiated_and_udp_checksums_turned_off() {
-    let listener = Listener::bind(localhost(), null_config()).unwrap();
+on_both_loopbacks!(corruption_notices_are_negotiated_and_udp_checksums_turned_off);
+fn corruption_notices_are_negotiated_and_udp_checksums_turned_off(loopback: IpAddr) {
+    let listener = Listener::bind(any_port(loopback), null_config()).unwrap();
     assert!(
         listener.checksums_disabled().unwrap(),
         "SO_NO_CHECK must be set on the server socket when notices are offered"
@@ -280,13 +289,13 @@ fn corruption_notices_are_negotiated_and_udp_checksums_turned_off() {
     assert!(server_side.checksums_disabled().unwrap());
 }
 
-#[test]
-fn without_corruption_notices_udp_checksums_stay_on() {
+on_both_loopbacks!(without_corruption_notices_udp_checksums_stay_on);
+fn without_corruption_notices_udp_checksums_stay_on(loopback: IpAddr) {
     let config = Config {
         corruption_notices: false,
         ..Config::default()
     };
-    let listener = Listener::bind(localhost(), config.clone()).unwrap();
+    let listener = Listener::bind(any_port(loopback), config.clone()).unwrap();
     assert!(!listener.checksums_disabled().unwrap());
     let server = listener.local_addr();
     let (accepted_tx, accepted) = mpsc::channel();
@@ -300,14 +309,20 @@ fn without_corruption_notices_udp_checksums_stay_on() {
     assert!(!server_side.stats().corruption_notices_negotiated);
 }
 
-/// A UDP relay between one client and a server that can be told to drop
-/// everything, as if the server host vanished.
+/// A UDP relay between one client and a server on the server's loopback
+/// that can be told to drop everything, as if the server host vanished.
+/// It takes the zero-checksum datagrams sift sends with notices on.
 fn spawn_relay(
     server: SocketAddr,
     blackhole: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 ) -> SocketAddr {
-    let socket = UdpSocket::bind(localhost()).unwrap();
+    let options = SocketOptions {
+        accept_zero_checksums: true,
+        ..SocketOptions::default()
+    };
+    let (socket, _) = bind_udp(SocketAddr::new(server.ip(), 0), options).unwrap();
+    socket.set_nonblocking(false).unwrap();
     socket
         .set_read_timeout(Some(Duration::from_millis(50)))
         .unwrap();
@@ -337,15 +352,15 @@ fn spawn_relay(
     relay
 }
 
-#[test]
-fn read_fails_with_idle_timeout_when_the_server_vanishes() {
+on_both_loopbacks!(read_fails_with_idle_timeout_when_the_server_vanishes);
+fn read_fails_with_idle_timeout_when_the_server_vanishes(loopback: IpAddr) {
     let config = Config {
         // Short, but long enough for a handshake on a busy machine (the
         // handshake wait is the idle timeout when that is under 10 s).
         idle_timeout: Duration::from_millis(1500),
         ..Config::default()
     };
-    let listener = Listener::bind(localhost(), config.clone()).unwrap();
+    let listener = Listener::bind(any_port(loopback), config.clone()).unwrap();
     let blackhole = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let relay = spawn_relay(
@@ -388,10 +403,10 @@ fn read_fails_with_idle_timeout_when_the_server_vanishes() {
     ));
 }
 
-#[test]
-fn connect_to_a_silent_address_names_it_in_the_timeout() {
+on_both_loopbacks!(connect_to_a_silent_address_names_it_in_the_timeout);
+fn connect_to_a_silent_address_names_it_in_the_timeout(loopback: IpAddr) {
     // A bound socket that never answers.
-    let silent = UdpSocket::bind(localhost()).unwrap();
+    let silent = UdpSocket::bind(any_port(loopback)).unwrap();
     let addr = silent.local_addr().unwrap();
     let config = Config {
         idle_timeout: Duration::from_millis(300),
@@ -403,4 +418,43 @@ fn connect_to_a_silent_address_names_it_in_the_timeout() {
         error.to_string(),
         format!("no answer from {addr} within 300ms")
     );
+}
+
+#[test]
+fn a_dual_stack_listener_serves_ipv4_and_ipv6_clients_byte_exact() {
+    // A listener on [::] (sift-server's default) takes IPv4 clients as
+    // ::ffff:127.0.0.1 and names them plainly.
+    let Some(ipv6) = ipv6_or_skip("a_dual_stack_listener_serves_ipv4_and_ipv6_clients_byte_exact")
+    else {
+        return;
+    };
+    let listener = Listener::bind(any_port(Ipv6Addr::UNSPECIFIED.into()), null_config()).unwrap();
+    assert!(listener.checksums_disabled().unwrap());
+    let port = listener.local_addr().port();
+    let (accepted_tx, accepted) = mpsc::channel();
+    thread::spawn(move || {
+        for _ in 0..2 {
+            let Ok(connection) = listener.accept_timeout(STEP_LIMIT) else {
+                return;
+            };
+            let remote = connection.remote_addr();
+            let _ = accepted_tx.send(remote);
+            thread::spawn(move || serve_digest(connection));
+        }
+    });
+    for (seed, loopback) in [(1u64, IpAddr::from(Ipv4Addr::LOCALHOST)), (2, ipv6)] {
+        let server = SocketAddr::new(loopback, port);
+        let (client_done, client_result) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = client_done.send(transfer_and_verify(server, null_config(), seed, 3_000_000));
+        });
+        let remote = accepted
+            .recv_timeout(STEP_LIMIT)
+            .expect("the client connected");
+        assert_eq!(remote.ip(), loopback, "one spelling: {remote}");
+        client_result
+            .recv_timeout(STEP_LIMIT)
+            .expect("the client finished in time")
+            .unwrap();
+    }
 }

@@ -4,8 +4,10 @@
 //! a 1.6 Mb/s bottleneck both ways, 120 ms round-trip propagation delay,
 //! a 12-packet drop-tail buffer, MSS 1460 (sift's `max_datagram_size`), and
 //! classic 2002 TCP behaviour (RTO timeouts, no pacing, classic slow start
-//! without HyStart++, a one-packet initial and timeout window, as the paper's
-//! Reno: "Reno sets the window size, cwnd, to one", §II-B.1). Fixed seeds: every number repeats exactly.
+//! without HyStart++, a one-packet initial and timeout window, as the
+//! paper's Reno: "Reno sets the window size, cwnd, to one", §II-B.1; fixed
+//! loss thresholds and no undo of spurious congestion responses, which
+//! NetBSD 1.1 did not have). Fixed seeds: every number repeats exactly.
 
 mod support;
 
@@ -39,7 +41,7 @@ queue = {{ packets = 12 }}
 cc = {{ name = "{cc}", initial_window_packets = 1, timeout_window_packets = 1, hystart = false }}
 bytes = {TRANSFER_BYTES}
 max_datagram_size = 1460
-recovery = {{ timeout = "rto", pacing = false }}
+recovery = {{ timeout = "rto", pacing = false, adaptive_reordering = false, undo_spurious_congestion = false }}
 "#
     ))
 }

@@ -349,3 +349,85 @@ fn a_closed_output_pipe_is_not_an_error() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(output.status.success(), "{stderr}");
 }
+
+#[test]
+fn shards_of_an_experiment_merge_into_the_report_of_one_run() {
+    let scratch = Scratch::new("shards");
+    let whole = sift_lab(
+        &["veno-throughput", "--quick", "--out", "whole"],
+        &scratch.0,
+    );
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    for k in 1..=2 {
+        let shard = format!("{k}/2");
+        let out = format!("s{k}");
+        let run = sift_lab(
+            &[
+                "veno-throughput",
+                "--quick",
+                "--shard",
+                &shard,
+                "--out",
+                &out,
+            ],
+            &scratch.0,
+        );
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let stdout = text(&run.stdout);
+        assert!(
+            stdout.contains(&format!("shard {shard}: 3 runs"))
+                && stdout.contains("sift-lab merge veno-throughput DIR... --out DIR --quick"),
+            "{stdout}"
+        );
+        assert!(!scratch.0.join(&out).join("summary.md").exists());
+    }
+    let merged = sift_lab(
+        &[
+            "merge",
+            "veno-throughput",
+            "s1",
+            "s2",
+            "--out",
+            "merged",
+            "--quick",
+        ],
+        &scratch.0,
+    );
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    assert!(text(&merged.stdout).contains("| loss | reno (kB/s) | veno (kB/s) |"));
+    let read =
+        |dir: &str, name: &str| std::fs::read_to_string(scratch.0.join(dir).join(name)).unwrap();
+    for name in ["results.json", "summary.md", "fig5_throughput_vs_loss.svg"] {
+        assert!(
+            read("merged", name) == read("whole", name),
+            "merged {name} differs"
+        );
+    }
+    // One shard alone is refused, naming what is missing, in one line.
+    let partial = sift_lab(
+        &[
+            "merge",
+            "veno-throughput",
+            "s1",
+            "--out",
+            "partial",
+            "--quick",
+        ],
+        &scratch.0,
+    );
+    assert!(!partial.status.success());
+    let stderr = text(&partial.stderr);
+    assert!(
+        stderr.contains("no shard directory has scenario"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_malformed_shard_is_one_line_naming_the_form() {
+    let scratch = Scratch::new("bad-shard");
+    let run = sift_lab(&["hack", "--quick", "--shard", "3/2"], &scratch.0);
+    assert!(!run.status.success());
+    assert!(text(&run.stderr).contains("K/N"), "{}", text(&run.stderr));
+}

@@ -1,12 +1,19 @@
-//! sift-link on loopback: the real binary between two plain UDP sockets.
+//! sift-link on loopback: the real binary between two UDP sockets set up
+//! like sift's with corruption notices on (zero checksums sent and
+//! accepted), over IPv4 and IPv6.
+
+mod common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use common::{any_port, ipv6_or_skip, on_both_loopbacks};
+use sift::io::{bind_udp, SocketOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sift-link");
 /// Generous bound for anything that should happen at once on loopback.
@@ -20,9 +27,10 @@ struct Relay {
 }
 
 impl Relay {
-    fn start(server: SocketAddr, extra: &[&str]) -> Relay {
+    /// Listens on a free port of `listen` and relays to `server`.
+    fn start(listen: IpAddr, server: SocketAddr, extra: &[&str]) -> Relay {
         let mut child = Command::new(BIN)
-            .args(["--listen", "127.0.0.1:0", "--to", &server.to_string()])
+            .args(["--listen", &any_port(listen), "--to", &server.to_string()])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -91,8 +99,19 @@ impl Drop for Relay {
     }
 }
 
-fn socket(read_timeout: Duration) -> UdpSocket {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+/// A blocking socket on `loopback` set up as sift's is with corruption
+/// notices on: it sends zero checksums and accepts them.
+fn socket(loopback: IpAddr, read_timeout: Duration) -> UdpSocket {
+    let options = SocketOptions {
+        disable_checksums: true,
+        ..SocketOptions::default()
+    };
+    socket_with(loopback, options, read_timeout)
+}
+
+fn socket_with(loopback: IpAddr, options: SocketOptions, read_timeout: Duration) -> UdpSocket {
+    let (s, _) = bind_udp(SocketAddr::new(loopback, 0), options).unwrap();
+    s.set_nonblocking(false).unwrap();
     s.set_read_timeout(Some(read_timeout)).unwrap();
     s
 }
@@ -107,10 +126,11 @@ fn receive_all(socket: &UdpSocket) -> Vec<(Vec<u8>, SocketAddr, Instant)> {
     out
 }
 
-#[test]
-fn delay_and_loss_are_applied_in_each_direction() {
-    let server = socket(Duration::from_millis(800));
+on_both_loopbacks!(delay_and_loss_are_applied_in_each_direction);
+fn delay_and_loss_are_applied_in_each_direction(loopback: IpAddr) {
+    let server = socket(loopback, Duration::from_millis(800));
     let relay = Relay::start(
+        loopback,
         server.local_addr().unwrap(),
         &[
             "--forward",
@@ -121,7 +141,7 @@ fn delay_and_loss_are_applied_in_each_direction() {
             "7",
         ],
     );
-    let client = socket(Duration::from_millis(800));
+    let client = socket(loopback, Duration::from_millis(800));
     let n = 200u32;
     let mut sent_at = HashMap::new();
     for i in 0..n {
@@ -169,11 +189,15 @@ fn delay_and_loss_are_applied_in_each_direction() {
     );
 }
 
-#[test]
-fn corrupt_100_percent_delivers_every_datagram_with_one_flipped_bit() {
-    let server = socket(Duration::from_millis(500));
-    let relay = Relay::start(server.local_addr().unwrap(), &["--forward", "corrupt 100%"]);
-    let client = socket(Duration::from_millis(500));
+on_both_loopbacks!(corrupt_100_percent_delivers_every_datagram_with_one_flipped_bit);
+fn corrupt_100_percent_delivers_every_datagram_with_one_flipped_bit(loopback: IpAddr) {
+    let server = socket(loopback, Duration::from_millis(500));
+    let relay = Relay::start(
+        loopback,
+        server.local_addr().unwrap(),
+        &["--forward", "corrupt 100%"],
+    );
+    let client = socket(loopback, Duration::from_millis(500));
     let original: Vec<u8> = (0..100u8).collect();
     for _ in 0..50 {
         client.send_to(&original, relay.address).unwrap();
@@ -192,12 +216,16 @@ fn corrupt_100_percent_delivers_every_datagram_with_one_flipped_bit() {
     relay.stop();
 }
 
-#[test]
-fn each_client_gets_only_its_own_replies() {
-    let server = socket(Duration::from_millis(500));
-    let relay = Relay::start(server.local_addr().unwrap(), &["--forward", "delay 5ms"]);
-    let alice = socket(Duration::from_millis(500));
-    let bob = socket(Duration::from_millis(500));
+on_both_loopbacks!(each_client_gets_only_its_own_replies);
+fn each_client_gets_only_its_own_replies(loopback: IpAddr) {
+    let server = socket(loopback, Duration::from_millis(500));
+    let relay = Relay::start(
+        loopback,
+        server.local_addr().unwrap(),
+        &["--forward", "delay 5ms"],
+    );
+    let alice = socket(loopback, Duration::from_millis(500));
+    let bob = socket(loopback, Duration::from_millis(500));
     for _ in 0..5 {
         alice.send_to(b"alice", relay.address).unwrap();
         bob.send_to(b"bob", relay.address).unwrap();
@@ -218,11 +246,11 @@ fn each_client_gets_only_its_own_replies() {
     relay.stop();
 }
 
-#[test]
-fn sigusr1_prints_counters_and_the_relay_goes_on() {
-    let server = socket(Duration::from_millis(500));
-    let mut relay = Relay::start(server.local_addr().unwrap(), &[]);
-    let client = socket(Duration::from_millis(500));
+on_both_loopbacks!(sigusr1_prints_counters_and_the_relay_goes_on);
+fn sigusr1_prints_counters_and_the_relay_goes_on(loopback: IpAddr) {
+    let server = socket(loopback, Duration::from_millis(500));
+    let mut relay = Relay::start(loopback, server.local_addr().unwrap(), &[]);
+    let client = socket(loopback, Duration::from_millis(500));
     for _ in 0..3 {
         client.send_to(b"x", relay.address).unwrap();
     }
@@ -240,11 +268,16 @@ fn sigusr1_prints_counters_and_the_relay_goes_on() {
     assert!(status.success());
 }
 
-#[test]
-fn json_log_records_each_packets_fate() {
-    let server = socket(Duration::from_millis(500));
-    let path = std::env::temp_dir().join(format!("sift-link-test-{}.jsonl", std::process::id()));
+on_both_loopbacks!(json_log_records_each_packets_fate);
+fn json_log_records_each_packets_fate(loopback: IpAddr) {
+    let server = socket(loopback, Duration::from_millis(500));
+    let path = std::env::temp_dir().join(format!(
+        "sift-link-test-{}-{}.jsonl",
+        std::process::id(),
+        if loopback.is_ipv6() { "ipv6" } else { "ipv4" }
+    ));
     let relay = Relay::start(
+        loopback,
         server.local_addr().unwrap(),
         &[
             "--forward",
@@ -255,7 +288,7 @@ fn json_log_records_each_packets_fate() {
             "json",
         ],
     );
-    let client = socket(Duration::from_millis(200));
+    let client = socket(loopback, Duration::from_millis(200));
     for _ in 0..4 {
         client.send_to(&[0u8; 33], relay.address).unwrap();
     }
@@ -281,6 +314,111 @@ fn json_log_records_each_packets_fate() {
 }
 
 #[test]
+fn corrupted_ipv6_datagrams_reach_a_receiver_that_checks_checksums() {
+    // As over IPv4: what the relay sends carries a checksum over the bytes
+    // it delivers, corrupted or not, so a receiver without
+    // UDP_NO_CHECK6_RX (sift with notices off) still gets every datagram.
+    let Some(ipv6) =
+        ipv6_or_skip("corrupted_ipv6_datagrams_reach_a_receiver_that_checks_checksums")
+    else {
+        return;
+    };
+    let strict = socket_with(ipv6, SocketOptions::default(), Duration::from_millis(500));
+    let relay = Relay::start(
+        ipv6,
+        strict.local_addr().unwrap(),
+        &["--forward", "corrupt 100%"],
+    );
+    let client = socket(ipv6, Duration::from_millis(500));
+    let original = [0x5au8; 64];
+    for _ in 0..20 {
+        client.send_to(&original, relay.address).unwrap();
+    }
+    let arrived = receive_all(&strict);
+    assert_eq!(arrived.len(), 20, "every corrupted datagram arrives");
+    for (bytes, _, _) in &arrived {
+        let flipped: u32 = bytes
+            .iter()
+            .zip(&original)
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        assert_eq!(flipped, 1, "delivered corrupted, not dropped");
+    }
+    relay.stop();
+}
+
+#[test]
+fn send_zero_checksums_reaches_only_ipv6_receivers_that_accept_them() {
+    let Some(ipv6) =
+        ipv6_or_skip("send_zero_checksums_reaches_only_ipv6_receivers_that_accept_them")
+    else {
+        return;
+    };
+    let accepting_options = SocketOptions {
+        accept_zero_checksums: true,
+        ..SocketOptions::default()
+    };
+    let short = Duration::from_millis(300);
+    for (options, expected) in [(SocketOptions::default(), 0), (accepting_options, 10)] {
+        let server = socket_with(ipv6, options, short);
+        let relay = Relay::start(
+            ipv6,
+            server.local_addr().unwrap(),
+            &["--send-zero-checksums"],
+        );
+        let client = socket(ipv6, short);
+        for _ in 0..10 {
+            client.send_to(b"zero", relay.address).unwrap();
+        }
+        assert_eq!(
+            receive_all(&server).len(),
+            expected,
+            "receiver accepts zero checksums: {}",
+            options.accept_zero_checksums
+        );
+        relay.stop();
+    }
+}
+
+#[test]
+fn an_ipv4_client_of_a_dual_stack_relay_is_known_by_its_plain_address() {
+    if ipv6_or_skip("an_ipv4_client_of_a_dual_stack_relay_is_known_by_its_plain_address").is_none()
+    {
+        return;
+    }
+    let ipv4: IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
+    let server = socket(ipv4, Duration::from_millis(500));
+    let path = std::env::temp_dir().join(format!(
+        "sift-link-test-{}-dual-stack.jsonl",
+        std::process::id()
+    ));
+    let relay = Relay::start(
+        std::net::Ipv6Addr::UNSPECIFIED.into(),
+        server.local_addr().unwrap(),
+        &["--log", path.to_str().unwrap(), "--log-format", "json"],
+    );
+    let client = socket(ipv4, Duration::from_millis(500));
+    let relay_ipv4 = SocketAddr::new(ipv4, relay.address.port());
+    client.send_to(b"ping", relay_ipv4).unwrap();
+    let arrived = receive_all(&server);
+    assert_eq!(arrived.len(), 1);
+    server.send_to(b"pong", arrived[0].1).unwrap();
+    let replies = receive_all(&client);
+    assert_eq!(replies.len(), 1, "the reply finds the IPv4 client");
+    assert_eq!(replies[0].1, relay_ipv4, "from the address it sent to");
+    let (status, _) = relay.stop();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let client_field = format!("\"client\":\"{}\"", client.local_addr().unwrap());
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(
+        text.lines().all(|line| line.contains(&client_field)),
+        "not {client_field}: {text}"
+    );
+}
+
+#[test]
 fn a_bad_spec_exits_non_zero_and_names_the_word() {
     let output = Command::new(BIN)
         .args([
@@ -302,9 +440,9 @@ fn a_bad_spec_exits_non_zero_and_names_the_word() {
     assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
 }
 
-#[test]
-fn an_address_in_use_is_one_clear_error() {
-    let taken = socket(Duration::from_millis(10));
+on_both_loopbacks!(an_address_in_use_is_one_clear_error);
+fn an_address_in_use_is_one_clear_error(loopback: IpAddr) {
+    let taken = socket(loopback, Duration::from_millis(10));
     let output = Command::new(BIN)
         .args([
             "--listen",

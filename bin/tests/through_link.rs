@@ -1,13 +1,16 @@
 //! sift-client and sift-server through sift-link, all real processes on
-//! loopback: the emulator's impairments reach a real transfer, corrupted
-//! datagrams are delivered (not dropped), and corruption notices fire.
+//! loopback, over IPv4 and IPv6: the emulator's impairments reach a real
+//! transfer, corrupted datagrams are delivered (not dropped), and
+//! corruption notices fire.
 
 mod common;
 
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 
 use common::{
-    content, expect_success, json_report, line_channel, run_client, wait_for_line, Server, TestDir,
+    any_port, content, expect_success, ipv6_or_skip, json_report, line_channel, on_both_loopbacks,
+    run_client, wait_for_line, Server, TestDir, IPV4,
 };
 
 const LINK: &str = env!("CARGO_BIN_EXE_sift-link");
@@ -19,17 +22,19 @@ struct Link {
 }
 
 impl Link {
-    fn start(to: std::net::SocketAddr, forward: &str, reverse: &str) -> Self {
+    /// Listens on a free port of `listen` and relays to `to`.
+    fn start(listen: IpAddr, to: SocketAddr, forward: &str, reverse: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(LINK)
             .args([
                 "--listen",
-                "127.0.0.1:0",
+                &any_port(listen),
                 "--to",
                 &to.to_string(),
                 "--seed",
                 "7",
             ])
             .args(["--forward", forward, "--reverse", reverse])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -53,18 +58,74 @@ impl Drop for Link {
     }
 }
 
-#[test]
-fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire() {
+on_both_loopbacks!(transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire);
+fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire(loopback: IpAddr) {
+    // Over IPv6 this needs sift-link to take the zero-checksum datagrams
+    // sift sends with notices on, and to deliver the ones it corrupts.
     let dir = TestDir::new("through-link");
     let root = dir.subdir("root");
+    let server = Server::start_on(loopback, &root, &["--corruption-notices", "on"]);
+    let spec = "delay 20ms loss 2% corrupt 2%";
+    let link = Link::start(loopback, server.addr, spec, spec, &[]);
+    download_and_upload_with_notices(&dir, &root, &link.addr);
+}
+
+on_both_loopbacks!(five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices);
+fn five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices(loopback: IpAddr) {
+    // Issue #16's check: `corrupt 2%` on the data direction of a download
+    // (server → client, sift-link's --reverse).
+    let dir = TestDir::new("through-link-5mb");
+    let root = dir.subdir("root");
+    let data = content(5_000_000, 16);
+    std::fs::write(root.join("five.bin"), &data).unwrap();
+    let server = Server::start_on(loopback, &root, &[]);
+    let link = Link::start(loopback, server.addr, "", "corrupt 2%", &[]);
+    let out = dir.path().join("five.bin");
+    let output = run_client(&[
+        "get",
+        &format!("sift://{}/five.bin", link.addr),
+        "-o",
+        out.to_str().unwrap(),
+        "--insecure-null-crypto",
+        "--json",
+    ]);
+    let stdout = expect_success(&output);
+    assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
+    let notices = json_report(&stdout)["corruption_notices_received"]
+        .as_u64()
+        .unwrap_or(0);
+    // About 3700 datagrams, 2% corrupted: ~74 expected; 20 is far below.
+    assert!(notices >= 20, "too few notices: {stdout}");
+}
+
+#[test]
+fn corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server() {
+    // The server listens on [::] (its default address); IPv4 reaches it as
+    // ::ffff:127.0.0.1. The link corrupts and sends with checksum zero, as
+    // a real corrupting link after a zero-checksum sender would deliver:
+    // the server must take them (and send its own IPv4 with SO_NO_CHECK).
+    if ipv6_or_skip("corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server")
+        .is_none()
+    {
+        return;
+    }
+    let dir = TestDir::new("through-link-dual-stack");
+    let root = dir.subdir("root");
+    let server = Server::start_on(Ipv6Addr::UNSPECIFIED.into(), &root, &[]);
+    let ipv4_server = SocketAddr::new(IPV4, server.addr.port());
+    let spec = "delay 5ms corrupt 3%";
+    let link = Link::start(IPV4, ipv4_server, spec, spec, &["--send-zero-checksums"]);
+    download_and_upload_with_notices(&dir, &root, &link.addr);
+}
+
+/// A 1 MB download and upload through the link at `link`: byte-exact, and
+/// the sender of each saw corruption notices.
+fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link: &str) {
     let data = content(1_000_000, 11);
     std::fs::write(root.join("file.bin"), &data).unwrap();
     let upload = dir.path().join("upload.bin");
     std::fs::write(&upload, &data).unwrap();
-    let server = Server::start(&root, &["--corruption-notices", "on"]);
-    let spec = "delay 20ms loss 2% corrupt 2%";
-    let link = Link::start(server.addr, spec, spec);
-    let url = |path: &str| format!("sift://{}/{path}", link.addr);
+    let url = |path: &str| format!("sift://{link}/{path}");
 
     // Download: the server sends through the impaired link.
     let out = dir.path().join("got.bin");
@@ -104,6 +165,6 @@ fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire() {
     let notices = report["corruption_notices_received"].as_u64().unwrap_or(0);
     assert!(
         notices > 0,
-        "2% corruption over ~750 packets must produce notices: {stdout}"
+        "corruption over ~750 packets must produce notices: {stdout}"
     );
 }

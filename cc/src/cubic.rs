@@ -17,8 +17,11 @@
 //! - in the Reno-friendly region the window becomes `W_est` but never shrinks
 //!   (the RFC says "set to W_est", which cannot be below a window that only
 //!   grew since the epoch began unless the cubic increment overtook it);
-//! - no undo of spurious congestion events (§4.9): the recovery module does
-//!   not report them;
+//! - undo of spurious congestion events (§4.9): `on_congestion` saves
+//!   cwnd, ssthresh, W_max, K, W_est, cwnd_prior and the epoch, and a
+//!   spurious event restores them, the window to max(current, prior) as
+//!   Linux's `tcp_undo_cwnd_reduction` does (the RFC restores the prior
+//!   window; the window may have grown since, and undo never shrinks it);
 //! - slow start is HyStart++ (RFC 9406, which RFC 9438 §4.10 recommends)
 //!   unless `hystart` is off; when HyStart++ ends CSS the first epoch starts
 //!   with W_max = cwnd and K = 0, as after a timeout.
@@ -30,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::hystart::HyStart;
 use crate::{
     minimum_window, AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
-    Phase,
+    Phase, SpuriousCongestionEvent,
 };
 
 /// RFC 9438 §4.6 / §5: β_cubic, the multiplicative decrease factor.
@@ -149,6 +152,21 @@ struct Epoch {
     start: Instant,
 }
 
+/// What RFC 9438 §4.9 saves before a reduction, to restore if the
+/// congestion event proves spurious (prior_cwnd, prior_ssthresh,
+/// prior_W_max, prior_K, prior_epoch_start, prior_W_est, and cwnd_prior).
+#[derive(Clone, Copy, Debug)]
+struct CubicUndo {
+    cwnd: f64,
+    ssthresh: u64,
+    w_max: f64,
+    k_seconds: f64,
+    w_est: f64,
+    cwnd_prior: f64,
+    epoch: Option<Epoch>,
+    last_verdict: Option<LossVerdict>,
+}
+
 /// The CUBIC controller.
 #[derive(Debug, Clone)]
 pub struct Cubic {
@@ -174,6 +192,8 @@ pub struct Cubic {
     hystart: HyStart,
     in_recovery: bool,
     last_verdict: Option<LossVerdict>,
+    /// The state before the last reduction, until undone or replaced.
+    undo: Option<CubicUndo>,
 }
 
 impl Cubic {
@@ -197,6 +217,7 @@ impl Cubic {
             app_limited_since: None,
             in_recovery: false,
             last_verdict: None,
+            undo: None,
         }
     }
 
@@ -320,6 +341,16 @@ impl CongestionControl for Cubic {
         let beta = self.config.multiplicative_decrease;
         let cwnd = self.cwnd;
         let floor = minimum_window(self.mss);
+        self.undo = Some(CubicUndo {
+            cwnd,
+            ssthresh: self.ssthresh,
+            w_max: self.w_max,
+            k_seconds: self.k_seconds,
+            w_est: self.w_est,
+            cwnd_prior: self.cwnd_prior,
+            epoch: self.epoch,
+            last_verdict: self.last_verdict,
+        });
 
         self.cwnd_prior = cwnd;
         // RFC 9438 §4.7 fast convergence.
@@ -348,6 +379,22 @@ impl CongestionControl for Cubic {
         // CUBIC does not tell random loss from congestion.
         self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        self.cwnd = self.cwnd.max(undo.cwnd);
+        self.ssthresh = undo.ssthresh;
+        self.w_max = undo.w_max;
+        self.k_seconds = undo.k_seconds;
+        self.w_est = undo.w_est;
+        self.cwnd_prior = undo.cwnd_prior;
+        self.epoch = undo.epoch;
+        self.app_limited_since = None;
+        self.in_recovery = false;
+        self.last_verdict = undo.last_verdict;
     }
 
     fn window(&self) -> u64 {
@@ -650,6 +697,29 @@ mod tests {
         // Unshifted it would be W(12) clamped to 1.5·32_800 = 49_200.
         cubic.on_ack(&ack_at(t0 + seconds(11), 32_800, rtt));
         assert_eq!(cubic.window(), 35_600);
+    }
+
+    #[test]
+    fn spurious_congestion_restores_window_curve_and_epoch() {
+        // RFC 9438 §4.9: a cut at 36 packets, then undo.
+        let t0 = Instant::now();
+        let mut cubic = cubic_at_36_packets(true);
+        cubic.on_congestion(&loss(t0, false)); // 36 → 25.2 packets, W_max 36
+        cubic.on_ack(&ack_at(t0, 0, Duration::from_millis(100))); // starts an epoch
+        let after_cut = cubic.metrics();
+        cubic.on_congestion(&loss(t0 + seconds(1), false)); // 25.2 → 17.64
+        assert_eq!(cubic.window(), 17_640);
+        cubic.on_spurious_congestion(&SpuriousCongestionEvent {
+            now: t0 + seconds(2),
+            congestion_at: t0 + seconds(1),
+            lost_packets: vec![1],
+            rtt: rtt(Duration::from_millis(100)),
+        });
+        // Back to the state after the first cut: window 25_200, ssthresh
+        // 25_200, W_max 36_000 and K = ∛(10.8/0.4) = 3 s, epoch from t0.
+        assert_eq!(cubic.metrics(), after_cut);
+        assert_eq!(cubic.metrics().phase, Phase::CongestionAvoidance);
+        assert_close(cubic.k_seconds, 3.0);
     }
 
     #[test]

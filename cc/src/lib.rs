@@ -27,6 +27,8 @@ pub mod westwood_a;
 
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod undo_tests;
 
 pub use bbr::{Bbr, BbrConfig};
 pub use cubic::{Cubic, CubicConfig};
@@ -195,6 +197,44 @@ pub struct CorruptionEvent {
     pub rtt: RttSample,
 }
 
+/// A congestion event proved spurious: every packet declared lost in the
+/// recovery episode it started was acknowledged after all (reordering or a
+/// late ACK, not a drop). The controller restores the state it had just
+/// before that event's `on_congestion` (Linux's undo; RFC 9438 §4.9 for
+/// CUBIC). Delivered at most once per congestion event, and only for the
+/// latest one.
+#[derive(Clone, Debug)]
+pub struct SpuriousCongestionEvent {
+    /// When the last of the episode's packets was acknowledged.
+    pub now: Instant,
+    /// The `now` of the congestion event being undone.
+    pub congestion_at: Instant,
+    /// The packet numbers of that congestion event (`LossEvent::lost_packets`).
+    pub lost_packets: Vec<u64>,
+    /// RTT estimates at the time of the undo.
+    pub rtt: RttSample,
+}
+
+/// The window state a loss-based controller restores on a spurious
+/// congestion event: the window and ssthresh from just before the cut. The
+/// window never shrinks on undo (Linux `tcp_undo_cwnd_reduction`: cwnd =
+/// max(cwnd, prior)); ssthresh returns to its prior value (RFC 9438 §4.9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowUndo {
+    /// cwnd just before the reduction, in bytes.
+    pub cwnd: u64,
+    /// ssthresh just before the reduction, in bytes.
+    pub ssthresh: u64,
+}
+
+impl WindowUndo {
+    /// (cwnd, ssthresh) after undoing the reduction from a window that is
+    /// now `cwnd`.
+    pub fn restore(&self, cwnd: u64) -> (u64, u64) {
+        (cwnd.max(self.cwnd), self.ssthresh)
+    }
+}
+
 /// A controller's judgement of why packets were lost. The simulator compares
 /// it against ground truth to build the loss-classification confusion matrix
 /// (Fu & Liew 2003, Table I).
@@ -283,6 +323,13 @@ pub trait CongestionControl: Send + Debug {
     /// period). Model-based controllers (BBR) read each packet's send-time
     /// state here; by default nothing happens.
     fn on_packets_lost(&mut self, _ev: &PacketsLost) {}
+
+    /// The latest congestion event proved spurious: restore the state from
+    /// just before it (see [`SpuriousCongestionEvent`]). A loss it judged
+    /// random or congestive was neither; controllers that count verdicts
+    /// move it to their spurious count. The default keeps the reduced
+    /// window, for a controller that has nothing to restore.
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {}
 
     /// The congestion window, in bytes.
     fn window(&self) -> u64;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::hystart::HyStart;
 use crate::{
     minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict, Metrics,
-    Phase, RecoveryPolicy,
+    Phase, RecoveryPolicy, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
@@ -62,6 +62,8 @@ pub struct Reno {
     increase: AdditiveIncrease,
     hystart: HyStart,
     in_recovery: bool,
+    /// The window before the last reduction, until it is undone or replaced.
+    undo: Option<WindowUndo>,
 }
 
 impl Reno {
@@ -76,6 +78,7 @@ impl Reno {
             ssthresh: u64::MAX,
             increase: AdditiveIncrease::default(),
             in_recovery: false,
+            undo: None,
         }
     }
 }
@@ -102,6 +105,10 @@ impl CongestionControl for Reno {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         let (num, den) = LOSS_REDUCTION;
+        self.undo = Some(WindowUndo {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+        });
         self.ssthresh = (self.cwnd * num / den).max(minimum_window(self.mss));
         self.cwnd = if ev.persistent {
             self.config.timeout_window_packets.max(1) * self.mss
@@ -112,6 +119,14 @@ impl CongestionControl for Reno {
         self.hystart.on_congestion();
         self.in_recovery = !ev.persistent;
         LossVerdict::Congestive
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        if let Some(undo) = self.undo.take() {
+            (self.cwnd, self.ssthresh) = undo.restore(self.cwnd);
+            self.increase = AdditiveIncrease::default();
+            self.in_recovery = false;
+        }
     }
 
     fn window(&self) -> u64 {
@@ -251,6 +266,28 @@ mod tests {
         let mut classic = Reno::new(classic, MSS);
         classic.on_congestion(&loss(now, true));
         assert_eq!(classic.window(), 1_000);
+    }
+
+    fn spurious(now: Instant) -> SpuriousCongestionEvent {
+        SpuriousCongestionEvent {
+            now,
+            congestion_at: now,
+            lost_packets: vec![1],
+            rtt: rtt(),
+        }
+    }
+
+    #[test]
+    fn a_spurious_congestion_event_is_undone() {
+        let now = Instant::now();
+        let mut reno = Reno::new(RenoConfig::default(), MSS);
+        reno.on_ack(&ack(now, 10_000)); // slow start: cwnd 20_000, ssthresh ∞
+        reno.on_congestion(&loss(now, false)); // cwnd = ssthresh = 10_000
+        reno.on_ack(&ack(now, 10_000)); // avoidance: +1 mss → 11_000
+        assert_eq!(reno.window(), 11_000);
+        // Undo: cwnd = max(11_000, 20_000), ssthresh back to ∞ (slow start).
+        reno.on_spurious_congestion(&spurious(now));
+        assert_eq!((reno.window(), reno.ssthresh()), (20_000, u64::MAX));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::{AckEvent, CorruptionEvent, LossEvent, RttSample};
+use crate::{AckEvent, CorruptionEvent, LossEvent, RttSample, SpuriousCongestionEvent};
 
 /// The packet size every controller test uses, so windows read as packets × 1000.
 pub(crate) const MSS: u64 = 1000;
@@ -68,6 +68,16 @@ pub(crate) fn corruption(now: Instant, rtt: RttSample) -> CorruptionEvent {
         corrupted_packets: vec![1],
         corrupted_bytes: MSS,
         bytes_in_flight: 0,
+        rtt,
+    }
+}
+
+/// The undo of the last congestion event, which had lost packet 1.
+pub(crate) fn spurious(now: Instant, rtt: RttSample) -> SpuriousCongestionEvent {
+    SpuriousCongestionEvent {
+        now,
+        congestion_at: now,
+        lost_packets: vec![1],
         rtt,
     }
 }

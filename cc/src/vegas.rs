@@ -35,7 +35,9 @@
 //! through `pacing_rate()`.
 //!
 //! Vegas does not tell random from congestive loss: every loss is judged
-//! `Congestive`.
+//! `Congestive`. A congestion event that proves spurious is undone: window,
+//! ssthresh and the A/B decisions return to their values before it (the
+//! round measurement keeps running; a timeout's round restart stays).
 
 mod config;
 mod round;
@@ -53,7 +55,7 @@ use round::Round;
 use crate::reno::LOSS_REDUCTION;
 use crate::{
     minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
-    LossEvent, LossVerdict, Metrics, Phase, RecoveryPolicy,
+    LossEvent, LossVerdict, Metrics, Phase, RecoveryPolicy, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// F: the window kept after a recovery, 3/4 (Hengartner et al. §VI-F:
@@ -76,6 +78,16 @@ enum AvoidanceMode {
     Increase,
     /// Keep the window (after a hold or a one-packet decrease).
     Hold,
+}
+
+/// What a spurious congestion event restores.
+#[derive(Clone, Copy, Debug)]
+struct VegasUndo {
+    window: WindowUndo,
+    slow_start_growing: bool,
+    avoidance: AvoidanceMode,
+    last_timeout_at: Option<Instant>,
+    last_verdict: Option<LossVerdict>,
 }
 
 /// The Vegas controller. See the module docs for the rules it follows.
@@ -103,6 +115,8 @@ pub struct Vegas {
     /// it (Vegas′, §VII-C).
     last_timeout_at: Option<Instant>,
     last_verdict: Option<LossVerdict>,
+    /// The state before the last reduction, until undone or replaced.
+    undo: Option<VegasUndo>,
 }
 
 impl Vegas {
@@ -128,6 +142,7 @@ impl Vegas {
             avoidance: AvoidanceMode::Increase,
             last_timeout_at: None,
             last_verdict: None,
+            undo: None,
         }
     }
 
@@ -285,6 +300,16 @@ impl CongestionControl for Vegas {
     }
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
+        self.undo = Some(VegasUndo {
+            window: WindowUndo {
+                cwnd: self.cwnd,
+                ssthresh: self.ssthresh,
+            },
+            slow_start_growing: self.slow_start_growing,
+            avoidance: self.avoidance,
+            last_timeout_at: self.last_timeout_at,
+            last_verdict: self.last_verdict,
+        });
         // F shapes the recovery cut only; a timeout halves ssthresh as Reno.
         let keep = if self.config.quarter_reduction && !ev.persistent {
             QUARTER_REDUCTION
@@ -309,6 +334,19 @@ impl CongestionControl for Vegas {
         }
         self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
+        self.increase = AdditiveIncrease::default();
+        self.in_recovery = false;
+        self.slow_start_growing = undo.slow_start_growing;
+        self.avoidance = undo.avoidance;
+        self.last_timeout_at = undo.last_timeout_at;
+        self.last_verdict = undo.last_verdict;
     }
 
     fn window(&self) -> u64 {

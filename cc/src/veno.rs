@@ -16,6 +16,13 @@
 //! sift follows the paper (DESIGN §6); the tests named `*_as_paper_*` pin
 //! each choice. Without a BaseRTT sample since the last loss N is unknown and
 //! Veno behaves exactly as Reno (halve on loss, grow on every ACK).
+//!
+//! A congestion event that proves spurious (every packet it declared lost
+//! arrived after all) is undone: the window, ssthresh, BaseRTT and the last
+//! verdict return to their values before it, and the verdict moves from the
+//! random or congestive count to the spurious one (metrics
+//! `random_losses`, `congestive_losses`, `spurious_losses`): the loss was
+//! neither, and the classification counters must not claim otherwise.
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +32,7 @@ use crate::hystart::HyStart;
 use crate::reno::{INITIAL_WINDOW_PACKETS, LOSS_REDUCTION};
 use crate::{
     minimum_window, scale_window, AckEvent, AdditiveIncrease, CongestionControl, CorruptionEvent,
-    LossEvent, LossVerdict, Metrics, Phase,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// Veno's backlog threshold β, in packets (Fu & Liew 2003, §II-A: "β = 3 is a
@@ -41,8 +48,9 @@ pub const RANDOM_LOSS_REDUCTION: (u64, u64) = (4, 5);
 /// should differ only in Veno's refinements.
 ///
 /// Metrics fields (`Metrics::fields`): `backlog_packets` (N at the last
-/// estimate; 0 while no BaseRTT sample has been taken since the last loss)
-/// and `base_rtt_ms` (BaseRTT; 0 while unknown).
+/// estimate; 0 while no BaseRTT sample has been taken since the last loss),
+/// `base_rtt_ms` (BaseRTT; 0 while unknown), and the verdict counts
+/// `random_losses`, `congestive_losses` and `spurious_losses`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VenoConfig {
@@ -80,6 +88,55 @@ impl Default for VenoConfig {
     }
 }
 
+/// Loss verdicts made so far, by kind; an undone verdict moves to
+/// `spurious`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictCounts {
+    /// Congestion events judged random (N < β).
+    pub random: u64,
+    /// Congestion events judged congestive (N ≥ β, unknown N, timeouts).
+    pub congestive: u64,
+    /// Congestion events later proved spurious and undone.
+    pub spurious: u64,
+}
+
+impl VerdictCounts {
+    /// Counts a verdict.
+    pub fn count(&mut self, verdict: LossVerdict) {
+        match verdict {
+            LossVerdict::Random => self.random += 1,
+            LossVerdict::Congestive => self.congestive += 1,
+        }
+    }
+
+    /// Moves one `verdict` to the spurious count: the loss was neither.
+    pub fn withdraw(&mut self, verdict: LossVerdict) {
+        let slot = match verdict {
+            LossVerdict::Random => &mut self.random,
+            LossVerdict::Congestive => &mut self.congestive,
+        };
+        *slot = slot.saturating_sub(1);
+        self.spurious += 1;
+    }
+
+    /// Adds the counts as metrics fields `random_losses`,
+    /// `congestive_losses` and `spurious_losses`.
+    pub fn insert_into(&self, fields: &mut std::collections::BTreeMap<String, f64>) {
+        fields.insert("random_losses".into(), self.random as f64);
+        fields.insert("congestive_losses".into(), self.congestive as f64);
+        fields.insert("spurious_losses".into(), self.spurious as f64);
+    }
+}
+
+/// What Veno restores when a congestion event proves spurious.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct VenoUndo {
+    window: WindowUndo,
+    base_rtt: Option<Duration>,
+    verdict: LossVerdict,
+    last_verdict: Option<LossVerdict>,
+}
+
 /// The Veno controller. See the module docs for the rules it follows.
 #[derive(Debug, Clone)]
 pub struct Veno {
@@ -103,6 +160,9 @@ pub struct Veno {
     /// When the window was last reduced, so corruption notices cut at most
     /// once per smoothed RTT.
     last_reduction_at: Option<Instant>,
+    verdicts: VerdictCounts,
+    /// The state before the last congestion event, until undone or replaced.
+    undo: Option<VenoUndo>,
 }
 
 impl Veno {
@@ -123,7 +183,46 @@ impl Veno {
             next_packet_credited: false,
             last_verdict: None,
             last_reduction_at: None,
+            verdicts: VerdictCounts::default(),
+            undo: None,
         }
+    }
+
+    /// Loss verdicts so far, spurious ones apart.
+    pub fn verdict_counts(&self) -> VerdictCounts {
+        self.verdicts
+    }
+
+    /// Records `verdict` for a congestion event about to reduce the window,
+    /// and what undoing it would restore.
+    pub(crate) fn note_congestion(&mut self, verdict: LossVerdict) {
+        self.undo = Some(VenoUndo {
+            window: WindowUndo {
+                cwnd: self.cwnd,
+                ssthresh: self.ssthresh,
+            },
+            base_rtt: self.base_rtt,
+            verdict,
+            last_verdict: self.last_verdict,
+        });
+        self.verdicts.count(verdict);
+    }
+
+    /// Undoes the last congestion event, if it was not undone already;
+    /// returns the verdict it had.
+    pub(crate) fn undo_congestion(&mut self) -> Option<LossVerdict> {
+        let undo = self.undo.take()?;
+        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
+        // BaseRTT was forgotten at the cut; what was learnt since still counts.
+        self.base_rtt = match (undo.base_rtt, self.base_rtt) {
+            (Some(before), Some(since)) => Some(before.min(since)),
+            (before, since) => before.or(since),
+        };
+        self.increase = AdditiveIncrease::default();
+        self.in_recovery = false;
+        self.last_verdict = undo.last_verdict;
+        self.verdicts.withdraw(undo.verdict);
+        Some(undo.verdict)
     }
 
     /// The parameters this controller runs with.
@@ -318,6 +417,7 @@ impl CongestionControl for Veno {
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         let verdict = self.judge_loss(ev);
         let keep = self.reduction_for(verdict);
+        self.note_congestion(verdict);
         self.reduce(ev.now, verdict, keep, ev.persistent);
         verdict
     }
@@ -326,6 +426,10 @@ impl CongestionControl for Veno {
         if self.corruption_is_congestive(ev) {
             self.reduce(ev.now, LossVerdict::Congestive, LOSS_REDUCTION, false);
         }
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        self.undo_congestion();
     }
 
     fn window(&self) -> u64 {
@@ -346,6 +450,7 @@ impl CongestionControl for Veno {
             "base_rtt_ms".to_string(),
             self.base_rtt.map_or(0.0, |d| d.as_secs_f64() * 1000.0),
         );
+        self.verdicts.insert_into(&mut fields);
         Metrics {
             algorithm: "veno".into(),
             cwnd: self.cwnd,
@@ -360,7 +465,7 @@ impl CongestionControl for Veno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{ack, corruption, loss, ms, rtt, MSS};
+    use crate::test_support::{ack, corruption, loss, ms, rtt, spurious, MSS};
 
     fn veno() -> Veno {
         Veno::new(VenoConfig::default(), MSS)
@@ -378,6 +483,35 @@ mod tests {
         for _ in 0..count {
             veno.on_ack(&ack(now, now, 1, rtt(latest_ms, smoothed_ms), 0));
         }
+    }
+
+    #[test]
+    fn an_undone_random_loss_is_counted_as_neither_random_nor_congestive() {
+        let now = Instant::now();
+        let mut veno = veno();
+        // BaseRTT 100 = smoothed 100: N = 0 < β, a random loss keeps 4/5.
+        sample(&mut veno, now, 100, 100);
+        assert_eq!(
+            veno.on_congestion(&loss(now, rtt(100, 100), false)),
+            LossVerdict::Random
+        );
+        assert_eq!((veno.window(), veno.ssthresh()), (8_000, 8_000));
+        assert_eq!(veno.base_rtt(), None, "forgotten at the loss");
+        sample(&mut veno, now, 120, 110);
+        veno.on_spurious_congestion(&spurious(now, rtt(120, 110)));
+        // Window and ssthresh as before the loss (10 packets, slow start);
+        // BaseRTT the smaller of before (100) and since (120).
+        assert_eq!((veno.window(), veno.ssthresh()), (10_000, u64::MAX));
+        assert_eq!(veno.base_rtt(), Some(ms(100)));
+        assert_eq!(veno.last_verdict(), None);
+        let counts = veno.verdict_counts();
+        assert_eq!(
+            (counts.random, counts.congestive, counts.spurious),
+            (0, 0, 1)
+        );
+        let fields = veno.metrics().fields;
+        assert_eq!(fields["spurious_losses"], 1.0);
+        assert_eq!(fields["random_losses"], 0.0);
     }
 
     #[test]

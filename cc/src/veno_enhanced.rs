@@ -15,15 +15,21 @@
 //! treats them as severe congestion), and so do corruption notices that
 //! `corruption_respects_backlog` turns into congestive losses.
 //!
-//! Everything else — N, BaseRTT, growth, timeouts — is Veno's, by
+//! Everything else — N, BaseRTT, growth, timeouts, undo — is Veno's, by
 //! composition: this controller wraps a [`Veno`] and only chooses the share
-//! of the window a random loss keeps.
+//! of the window a random loss keeps. A congestion event that proves
+//! spurious is neither random nor congestive: undoing it also takes it out
+//! of C_i (congestive) or reopens the interval it closed (random), so
+//! con_r counts only losses that happened.
 
 use std::time::{Duration, Instant};
 
 use crate::reno::LOSS_REDUCTION;
 use crate::veno::{Veno, VenoConfig};
-use crate::{AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics};
+use crate::{
+    AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics,
+    SpuriousCongestionEvent,
+};
 
 /// A random loss that keeps the whole window (Zhou et al., Eq. 3, first case).
 const KEEP_WINDOW: (u64, u64) = (1, 1);
@@ -43,6 +49,17 @@ pub struct VenoEnhanced {
     congestive_losses_in_interval: u64,
     /// con_r_{i−1}, in congestive losses per second (con_r_0 = 0).
     previous_loss_rate: f64,
+    /// The interval state before the last congestion event, until undone
+    /// or replaced.
+    undo: Option<IntervalUndo>,
+}
+
+/// The congestion-loss-rate state a spurious congestion event restores.
+#[derive(Clone, Copy, Debug)]
+struct IntervalUndo {
+    interval_start: Option<Instant>,
+    congestive_losses_in_interval: u64,
+    previous_loss_rate: f64,
 }
 
 impl VenoEnhanced {
@@ -54,6 +71,7 @@ impl VenoEnhanced {
             interval_start: None,
             congestive_losses_in_interval: 0,
             previous_loss_rate: 0.0,
+            undo: None,
         }
     }
 
@@ -101,6 +119,12 @@ impl CongestionControl for VenoEnhanced {
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.observe(ev.now);
         let verdict = self.veno.judge_loss(ev);
+        self.undo = Some(IntervalUndo {
+            interval_start: self.interval_start,
+            congestive_losses_in_interval: self.congestive_losses_in_interval,
+            previous_loss_rate: self.previous_loss_rate,
+        });
+        self.veno.note_congestion(verdict);
         let keep = match verdict {
             LossVerdict::Congestive => {
                 self.congestive_losses_in_interval += 1;
@@ -130,6 +154,17 @@ impl CongestionControl for VenoEnhanced {
         }
     }
 
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        if self.veno.undo_congestion().is_none() {
+            return;
+        }
+        if let Some(undo) = self.undo.take() {
+            self.interval_start = undo.interval_start;
+            self.congestive_losses_in_interval = undo.congestive_losses_in_interval;
+            self.previous_loss_rate = undo.previous_loss_rate;
+        }
+    }
+
     fn window(&self) -> u64 {
         self.veno.window()
     }
@@ -155,7 +190,7 @@ impl CongestionControl for VenoEnhanced {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{ack, corruption, loss, ms, rtt, MSS};
+    use crate::test_support::{ack, corruption, loss, ms, rtt, spurious, MSS};
 
     fn enhanced(initial_window_packets: u64) -> VenoEnhanced {
         let config = VenoConfig {
@@ -187,6 +222,30 @@ mod tests {
     fn random_loss(cc: &mut VenoEnhanced, now: Instant) -> LossVerdict {
         sample(cc, now, 100, 100);
         cc.on_congestion(&loss(now, rtt(100, 100), false))
+    }
+
+    #[test]
+    fn an_undone_congestive_loss_leaves_the_congestion_loss_rate_alone() {
+        let t0 = Instant::now();
+        let mut cc = enhanced(10);
+        cc.on_sent(t0, MSS, MSS); // T_0
+                                  // A congestive loss (C = 1), proved spurious: C back to 0.
+        assert_eq!(
+            congestive_loss(&mut cc, t0 + secs(1)),
+            LossVerdict::Congestive
+        );
+        assert_eq!(cc.window(), 5_000);
+        cc.on_spurious_congestion(&spurious(t0 + secs(1), rtt(100, 100)));
+        assert_eq!(cc.window(), 10_000);
+        assert_eq!(cc.metrics().fields["congestive_losses_in_interval"], 0.0);
+        assert_eq!(cc.metrics().fields["spurious_losses"], 1.0);
+        // The next random loss at 2 s (BaseRTT 70 kept through the undo,
+        // smoothed 70: N = 0): con_r = 0/2 s = 0 ≤ 0 → window kept, which a
+        // counted congestive loss (con_r = 0.5/s > 0) would not allow.
+        sample(&mut cc, t0 + secs(2), 70, 70);
+        let verdict = cc.on_congestion(&loss(t0 + secs(2), rtt(70, 70), false));
+        assert_eq!(verdict, LossVerdict::Random);
+        assert_eq!(cc.window(), 10_000);
     }
 
     #[test]

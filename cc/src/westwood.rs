@@ -9,6 +9,9 @@
 //! and reports each one as [`LossVerdict::Congestive`]. That is deliberate:
 //! its gain on lossy links comes from a gentler cut, not from telling random
 //! loss apart, and the simulator's confusion matrix should show exactly that.
+//! A congestion event that proves spurious is undone (window and ssthresh
+//! as before it; the bandwidth estimate keeps what it measured since) and
+//! its verdict moves to the `spurious_losses` count.
 //!
 //! Decisions where the paper, Linux and ns-3 differ (DESIGN §6: the paper
 //! wins), each pinned by a test below:
@@ -40,9 +43,10 @@ use serde::{Deserialize, Serialize};
 pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 
 use crate::hystart::HyStart;
+use crate::veno::VerdictCounts;
 use crate::{
     minimum_window, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
-    LossVerdict, Metrics, Phase, RttSample,
+    LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -62,7 +66,9 @@ pub const TIMEOUT_WINDOW_PACKETS: u64 = 1;
 ///
 /// Metrics fields reported by [`Westwood`]: `bwe_bps` (the bandwidth
 /// estimate in bits per second, as of the latest event) and `rtt_min_ms`
-/// (RTTmin in milliseconds; 0 until the first RTT sample).
+/// (RTTmin in milliseconds; 0 until the first RTT sample), and the verdict
+/// counts `random_losses` (always 0), `congestive_losses` and
+/// `spurious_losses`.
 ///
 /// τ must exceed the RTT (§4). If it does not, the filter's pass band (up to
 /// 1/τ) contains the once-per-RTT pattern of the ACK stream, so the estimate
@@ -169,6 +175,10 @@ pub struct Westwood {
     rtt_min: Option<Duration>,
     in_recovery: bool,
     last_verdict: Option<LossVerdict>,
+    verdicts: VerdictCounts,
+    /// (window, last verdict) before the last reduction, until undone or
+    /// replaced.
+    undo: Option<(WindowUndo, Option<LossVerdict>)>,
 }
 
 impl Westwood {
@@ -193,6 +203,8 @@ impl Westwood {
             rtt_min: None,
             in_recovery: false,
             last_verdict: None,
+            verdicts: VerdictCounts::default(),
+            undo: None,
         }
     }
 
@@ -271,6 +283,12 @@ impl CongestionControl for Westwood {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.bandwidth.advance_to(ev.now);
+        let prior = WindowUndo {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+        };
+        self.undo = Some((prior, self.last_verdict));
+        self.verdicts.count(LossVerdict::Congestive);
         self.ssthresh = self.ideal_window(ev.rtt.min);
         self.cwnd = if ev.persistent {
             // §3.2: cwin = 1 (configurable).
@@ -284,6 +302,17 @@ impl CongestionControl for Westwood {
         self.in_recovery = !ev.persistent;
         self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        let Some((window, last_verdict)) = self.undo.take() else {
+            return;
+        };
+        (self.cwnd, self.ssthresh) = window.restore(self.cwnd);
+        self.increase = AdditiveIncrease::default();
+        self.in_recovery = false;
+        self.last_verdict = last_verdict;
+        self.verdicts.withdraw(LossVerdict::Congestive);
     }
 
     fn window(&self) -> u64 {
@@ -308,6 +337,7 @@ impl CongestionControl for Westwood {
             .insert("bwe_bps".into(), self.bandwidth.bytes_per_second() * 8.0);
         let rtt_min_ms = self.rtt_min.map_or(0.0, |rtt| rtt.as_secs_f64() * 1e3);
         metrics.fields.insert("rtt_min_ms".into(), rtt_min_ms);
+        self.verdicts.insert_into(&mut metrics.fields);
         metrics
     }
 }
@@ -391,6 +421,31 @@ mod tests {
         assert_eq!(metrics.last_verdict, Some(LossVerdict::Congestive));
         assert!((metrics.fields["bwe_bps"] - 661_760.0).abs() < 1e-6);
         assert_eq!(metrics.fields["rtt_min_ms"], 100.0);
+    }
+
+    #[test]
+    fn an_undone_loss_restores_the_window_and_counts_as_spurious() {
+        let t0 = Instant::now();
+        let mut westwood = Westwood::new(WestwoodConfig::default(), MSS);
+        let last = measure_82_720_bytes_per_second(&mut westwood, t0);
+        westwood.on_congestion(&loss(last, false)); // 135_000 → 8_272
+        westwood.on_spurious_congestion(&SpuriousCongestionEvent {
+            now: last + ms(50),
+            congestion_at: last,
+            lost_packets: vec![1],
+            rtt: rtt(ms(100), ms(100), ms(100)),
+        });
+        // As before the loss: 135_000 in slow start, no verdict.
+        assert_eq!(
+            (westwood.window(), westwood.ssthresh()),
+            (135_000, u64::MAX)
+        );
+        let metrics = westwood.metrics();
+        assert_eq!(metrics.last_verdict, None);
+        assert_eq!(metrics.fields["congestive_losses"], 0.0);
+        assert_eq!(metrics.fields["spurious_losses"], 1.0);
+        // The bandwidth estimate is a measurement: undo leaves it alone.
+        assert!((westwood.bandwidth_estimate() - 82_720.0).abs() < 1e-6);
     }
 
     #[test]

@@ -52,7 +52,11 @@
 //! - a loss that leaves the window uncut (ERE·RTTmin ≥ cwnd) is reported as
 //!   [`LossVerdict::Random`], one that cuts it as congestive: TCPW-A does not
 //!   classify losses, but this is what its response amounts to, and the
-//!   simulator's confusion matrix can then score it.
+//!   simulator's confusion matrix can then score it;
+//! - a congestion event that proves spurious is undone as for `westwood`:
+//!   window and ssthresh as before it (the window never shrinks), agile
+//!   probing and PNCD's count as they were, and its verdict moves to
+//!   `spurious_losses`; the estimate, a measurement, stays.
 
 pub mod eligible_rate;
 
@@ -63,10 +67,11 @@ use serde::{Deserialize, Serialize};
 pub use eligible_rate::EligibleRate;
 
 use crate::rounds::RoundTracker;
+use crate::veno::VerdictCounts;
 use crate::westwood::{FILTER_TIME_CONSTANT_MS, VIRTUAL_SAMPLE_DIVISOR};
 use crate::{
     minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig,
-    LossEvent, LossVerdict, Metrics, Phase,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// RFC 9002 §7.2 initial window (TCPW-A's ns-2 runs started from 1–2; sift's
@@ -88,7 +93,8 @@ pub const AGILE_PACING_GAIN: f64 = 2.0;
 /// Metrics fields reported by [`WestwoodA`]: `ere_bps` (ERE, bits per
 /// second), `achieved_bps` (RE), `expected_bps` (ER = cwnd/RTTmin),
 /// `sampling_interval_ms` (T_k), `rtt_min_ms`, `agile_probing` (1 while
-/// probing) and `non_congested_rounds` (PNCD's count).
+/// probing), `non_congested_rounds` (PNCD's count), and `random_losses`,
+/// `congestive_losses`, `spurious_losses` (congestion events by verdict).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WestwoodAConfig {
@@ -185,6 +191,19 @@ pub struct WestwoodA {
     non_congested_rounds: u64,
     in_recovery: bool,
     last_verdict: Option<LossVerdict>,
+    verdicts: VerdictCounts,
+    /// What the last congestion event changed, until undone or replaced.
+    undo: Option<WestwoodAUndo>,
+}
+
+/// What Westwood-A restores when a congestion event proves spurious.
+#[derive(Clone, Copy, Debug)]
+struct WestwoodAUndo {
+    window: WindowUndo,
+    agile: bool,
+    non_congested_rounds: u64,
+    verdict: LossVerdict,
+    last_verdict: Option<LossVerdict>,
 }
 
 impl WestwoodA {
@@ -212,6 +231,8 @@ impl WestwoodA {
             non_congested_rounds: 0,
             in_recovery: false,
             last_verdict: None,
+            verdicts: VerdictCounts::default(),
+            undo: None,
         }
     }
 
@@ -324,6 +345,17 @@ impl CongestionControl for WestwoodA {
         } else {
             LossVerdict::Random
         };
+        self.undo = Some(WestwoodAUndo {
+            window: WindowUndo {
+                cwnd: self.cwnd,
+                ssthresh: self.ssthresh,
+            },
+            agile: self.agile,
+            non_congested_rounds: self.non_congested_rounds,
+            verdict,
+            last_verdict: self.last_verdict,
+        });
+        self.verdicts.count(verdict);
         if ev.persistent {
             // Timeout: TCPW's cwin = 1, then agile probing again.
             self.ssthresh = eligible.max(floor);
@@ -345,6 +377,19 @@ impl CongestionControl for WestwoodA {
         self.in_recovery = !ev.persistent;
         self.last_verdict = Some(verdict);
         verdict
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
+        self.agile = undo.agile;
+        self.non_congested_rounds = undo.non_congested_rounds;
+        self.increase = AdditiveIncrease::default();
+        self.in_recovery = false;
+        self.last_verdict = undo.last_verdict;
+        self.verdicts.withdraw(undo.verdict);
     }
 
     fn window(&self) -> u64 {
@@ -389,6 +434,7 @@ impl CongestionControl for WestwoodA {
             "non_congested_rounds".into(),
             self.non_congested_rounds as f64,
         );
+        self.verdicts.insert_into(fields);
         metrics
     }
 }
@@ -447,14 +493,15 @@ mod tests {
     #[test]
     fn loss_below_the_eligible_window_keeps_cwnd_and_is_judged_random() {
         let (mut westwood, last) = probed();
-        // ERE·RTTmin = 100_000 ≥ cwnd 19_000: ssthresh = 100_000, cwnd
-        // unchanged, agile probing over; growth below ssthresh stays
-        // exponential.
+        // ERE·RTTmin = 100_000 ≥ cwnd 19_000: the loss is the link's; cwnd
+        // unchanged, ssthresh max(100_000, 100_000), and agile probing goes
+        // on (still pacing at 2·cwnd/srtt).
         let verdict = westwood.on_congestion(&loss(last, rtt(100, 100), false));
         assert_eq!(verdict, LossVerdict::Random);
         assert_eq!((westwood.window(), westwood.ssthresh()), (19_000, 100_000));
-        assert!(!westwood.is_agile_probing());
-        assert_eq!(westwood.pacing_rate(), None);
+        assert!(westwood.is_agile_probing());
+        assert_eq!(westwood.pacing_rate(), Some(380_000));
+        assert_eq!(westwood.metrics().fields["random_losses"], 1.0);
     }
 
     #[test]
@@ -479,8 +526,6 @@ mod tests {
     #[test]
     fn timeout_collapses_to_one_packet_and_probes_again() {
         let (mut westwood, last) = probed();
-        westwood.on_congestion(&loss(last, rtt(100, 100), false));
-        assert!(!westwood.is_agile_probing());
         // 300 ms without ACKs: one virtual zero sample at τ/m = 250 ms
         // (α = (1000 − 250)/(1000 + 250) = 3/5) gives ERE = 3/5·1e6 +
         // 1/5·(0 + 1e6) = 800_000 B/s. ssthresh = ERE·RTTmin = 80_000, cwnd
@@ -490,6 +535,36 @@ mod tests {
         assert_eq!(verdict, LossVerdict::Congestive);
         assert_eq!((westwood.window(), westwood.ssthresh()), (1_000, 80_000));
         assert!(westwood.is_agile_probing());
+    }
+
+    #[test]
+    fn an_undone_loss_restores_window_probing_and_counts_as_spurious() {
+        let t0 = Instant::now() + ms(1_000);
+        let config = WestwoodAConfig {
+            initial_window_packets: 200,
+            ..WestwoodAConfig::default()
+        };
+        let mut westwood = WestwoodA::new(config, MSS);
+        let last = train(&mut westwood, t0, ms(1), 10);
+        // Cut 200_000 → 100_000 (ERE·RTTmin), probing over …
+        westwood.on_congestion(&loss(last, rtt(100, 100), false));
+        assert_eq!(westwood.window(), 100_000);
+        assert!(!westwood.is_agile_probing());
+        // … and undone: 200_000 with ssthresh 200_000 (as before: agile
+        // probing had raised it to max(IW, 100_000) = 200_000), probing again.
+        westwood.on_spurious_congestion(&SpuriousCongestionEvent {
+            now: last + ms(50),
+            congestion_at: last,
+            lost_packets: vec![1],
+            rtt: rtt(100, 100),
+        });
+        assert_eq!((westwood.window(), westwood.ssthresh()), (200_000, 200_000));
+        assert!(westwood.is_agile_probing());
+        let metrics = westwood.metrics();
+        assert_eq!(metrics.last_verdict, None);
+        assert_eq!(metrics.fields["congestive_losses"], 0.0);
+        assert_eq!(metrics.fields["spurious_losses"], 1.0);
+        assert!((westwood.eligible_rate() - 1_000_000.0).abs() < 1e-6);
     }
 
     #[test]

@@ -1,1 +1,21 @@
-//! Baseline runs of a real QUIC stack over sift-link.
+//! sift next to quiche over the same emulated links.
+//!
+//! Two parts:
+//! - [`baseline`]: a bulk-transfer client and server written against
+//!   quiche's public API (its own TLS, a self-signed certificate made at
+//!   start), run as `quiche-server` / `quiche-client` exactly like
+//!   `sift-server` / `sift-client`, behind the same `sift-link`.
+//! - [`compare`]: the runner behind `sift-compare`: every controller of both
+//!   stacks over a checked-in list of link specs, same spec and seed for
+//!   each, repeated; results as JSON, a markdown table and an SVG chart;
+//!   loopback efficiency (throughput and CPU per GiB); shards and merge.
+//!
+//! [`flow`] is the one record both stacks' clients print with `--json`
+//! (DESIGN §11's flow fields), so the runner reads them the same way.
+//!
+//! This is a side-by-side comparison, not wire interop: sift's packets
+//! (split tags) are not QUIC v1's.
+
+pub mod baseline;
+pub mod compare;
+pub mod flow;

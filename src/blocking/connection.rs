@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::shared::Shared;
 use super::stream::SiftStream;
-use super::SiftIoError;
+use super::{handshake_completed, SiftIoError};
 use crate::conn::CloseReason;
 use crate::endpoint::ConnectionHandle;
 use crate::stream::{Dir, StreamError};
@@ -131,17 +131,7 @@ impl BlockingConnection {
             Instant::now().checked_add(timeout),
             &|| format!("no answer from {remote}"),
             &mut |connection| {
-                // A peer that closes with an application code right after
-                // the handshake did complete it (before, it could only send
-                // a transport error): hand out the connection, closed.
-                let peer_closed_after_handshake = matches!(
-                    connection.close_reason(),
-                    Some(CloseReason::Peer {
-                        application: true,
-                        ..
-                    })
-                );
-                if connection.is_established() || peer_closed_after_handshake {
+                if handshake_completed(connection) {
                     Step::Ready(Ok(()))
                 } else if connection.is_closing() {
                     Step::Ready(Err(closed_error(connection)))

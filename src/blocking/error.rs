@@ -28,16 +28,36 @@ pub enum SiftIoError {
     Closed(CloseReason),
     /// Nothing happened within the allowed time.
     #[error("{what} within {after:?}")]
-    Timeout { what: String, after: Duration },
+    Timeout {
+        /// What did not happen.
+        what: String,
+        /// How long it was waited for.
+        after: Duration,
+    },
     /// The peer reset the stream.
     #[error("stream {id} was reset by the peer with error code {error_code}")]
-    StreamReset { id: StreamId, error_code: u64 },
+    StreamReset {
+        /// The stream.
+        id: StreamId,
+        /// The peer's error code.
+        error_code: u64,
+    },
     /// The peer asked us to stop sending on the stream.
     #[error("the peer stopped stream {id} with error code {error_code}")]
-    StreamStopped { id: StreamId, error_code: u64 },
+    StreamStopped {
+        /// The stream.
+        id: StreamId,
+        /// The peer's error code.
+        error_code: u64,
+    },
     /// The endpoint's driver thread ended (its socket failed).
     #[error("the endpoint on {local} stopped: {reason}")]
-    EndpointStopped { local: SocketAddr, reason: String },
+    EndpointStopped {
+        /// The endpoint's address.
+        local: SocketAddr,
+        /// What ended the driver.
+        reason: String,
+    },
 }
 
 impl From<SiftIoError> for io::Error {

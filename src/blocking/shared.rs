@@ -13,7 +13,7 @@ use mio::Waker;
 
 use super::SiftIoError;
 use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::io::{Control, Driver, EndpointHost, SocketOptions};
+use crate::io::{Control, Driver, EndpointHost, Progress, SocketOptions};
 use crate::Config;
 
 /// Endpoint state shared by the driver thread and application threads.
@@ -41,6 +41,8 @@ pub(super) struct State {
     /// A handle was dropped since the driver last looked for connections
     /// to remove.
     pub(super) handle_released: bool,
+    /// What the driver's last step changed (kept to reuse its allocation).
+    pub(super) progress: Progress,
 }
 
 impl State {
@@ -145,11 +147,12 @@ impl Shared {
 }
 
 impl EndpointHost for Shared {
-    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint) -> bool) -> Control {
+    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint, &mut Progress)) -> Control {
         let mut state = self.lock();
         state.driver_may_sleep = false;
-        let progress = step(&mut state.endpoint);
         let state = &mut *state;
+        step(&mut state.endpoint, &mut state.progress);
+        let progress = state.progress.any();
         while let Some(handle) = state.endpoint.accept() {
             if state.listening {
                 state.pending_accept.push_back(handle);
@@ -214,6 +217,7 @@ pub(super) fn start_endpoint(
             flushed_turn: 0,
             stopped: None,
             handle_released: false,
+            progress: Progress::default(),
         }),
         changed: Condvar::new(),
         waker: driver.waker(),

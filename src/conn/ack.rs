@@ -14,6 +14,12 @@ pub const CORRUPTION_NOTICE_REPEATS: u8 = 3;
 /// At most this many ranges in one ACK frame (older ranges were reported
 /// before and are pruned once an ACK of ours is acknowledged).
 pub const MAX_ACK_RANGES_SENT: usize = 64;
+/// Packets below the largest acknowledged ACK that stay tracked while a gap
+/// below them is open, so a packet that arrives late (reordering) is still
+/// accepted and acknowledged rather than taken for a duplicate; a gap older
+/// than this is given up (the sender has long declared it lost). 1024
+/// packets are ~0.5 s at 20 Mb/s of 1250-byte packets.
+pub const REORDERING_TRACKED_PACKETS: u64 = 1024;
 /// Corrupted packet numbers awaiting (re)notification, at most. A flood of
 /// corrupted packets cannot grow this without bound.
 const MAX_PENDING_CORRUPTED: usize = 256;
@@ -177,12 +183,32 @@ impl AckState {
     }
 
     /// The peer acknowledged a packet of ours that acked up to `largest`:
-    /// older ranges need not be reported again (RFC 9000 §13.2.4).
+    /// older ranges need not be reported again (RFC 9000 §13.2.4). Only the
+    /// received prefix is pruned, though: a packet still missing below
+    /// `largest` may be late rather than lost, and must be recognised as new
+    /// when it comes (RFC 9000 §13.2.3 lets a receiver prune, not oblige it).
+    /// A gap older than [`REORDERING_TRACKED_PACKETS`] is given up.
     pub fn on_ack_acked(&mut self, largest: u64) {
-        if largest > self.floor {
-            self.floor = largest;
-            self.received.remove_below(largest);
+        let first_missing = self.first_missing_from(self.floor);
+        let floor = largest
+            .min(first_missing)
+            .max(largest.saturating_sub(REORDERING_TRACKED_PACKETS));
+        if floor > self.floor {
+            self.floor = floor;
+            self.received.remove_below(floor);
         }
+    }
+
+    /// The smallest packet number at or above `from` not yet received.
+    fn first_missing_from(&self, from: u64) -> u64 {
+        let mut next = from;
+        for range in self.received.iter() {
+            if range.start > next {
+                break;
+            }
+            next = next.max(range.end);
+        }
+        next
     }
 }
 
@@ -253,5 +279,26 @@ mod tests {
         assert!(acks.is_duplicate(3));
         assert!(acks.is_duplicate(9));
         assert!(!acks.is_duplicate(10));
+    }
+
+    #[test]
+    fn a_late_packet_below_an_acknowledged_ack_is_still_new() {
+        // 0..=9 but 4 arrive (4 is reordered); our ACK up to 9 is acked.
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::ZERO);
+        for pn in (0..10).filter(|&pn| pn != 4) {
+            acks.on_packet_received(pn, true, t0);
+        }
+        acks.on_ack_acked(9);
+        assert!(acks.is_duplicate(3), "the received prefix is pruned");
+        assert!(!acks.is_duplicate(4), "the late packet is new");
+        assert!(acks.is_duplicate(7));
+        acks.on_packet_received(4, true, t0);
+        acks.on_ack_acked(9);
+        assert!(acks.is_duplicate(4));
+        // A gap older than the tracked span is given up.
+        acks.on_packet_received(REORDERING_TRACKED_PACKETS + 20, true, t0);
+        acks.on_ack_acked(REORDERING_TRACKED_PACKETS + 20);
+        assert!(acks.is_duplicate(15));
     }
 }

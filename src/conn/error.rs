@@ -6,11 +6,19 @@ use crate::stream::StreamError;
 
 /// RFC 9000 §20.1 transport error codes sift uses.
 pub mod codes {
+    /// NO_ERROR: an abrupt close without an error.
     pub const NO_ERROR: u64 = 0x0;
+    /// INTERNAL_ERROR: the endpoint cannot go on for a reason of its own.
     pub const INTERNAL_ERROR: u64 = 0x1;
+    /// FRAME_ENCODING_ERROR: a frame was badly formatted.
     pub const FRAME_ENCODING_ERROR: u64 = 0x7;
+    /// TRANSPORT_PARAMETER_ERROR: transport parameters were malformed or
+    /// invalid.
     pub const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
+    /// PROTOCOL_VIOLATION: an error no more specific code covers.
     pub const PROTOCOL_VIOLATION: u64 = 0xa;
+    /// APPLICATION_ERROR: the application closed before the handshake
+    /// completed (RFC 9000 §10.2.3).
     pub const APPLICATION_ERROR: u64 = 0xc;
     /// RFC 9000 §20.1: 0x0100–0x01ff carry a TLS alert; sift's Null
     /// handshake reports its failures as a generic handshake failure (40).
@@ -31,7 +39,12 @@ pub enum Error {
     DatagramsUnsupported,
     /// A datagram does not fit the peer's limit or one packet.
     #[error("datagram of {len} bytes exceeds the limit of {max} bytes")]
-    DatagramTooLarge { len: usize, max: usize },
+    DatagramTooLarge {
+        /// The datagram's size.
+        len: usize,
+        /// The largest that can be sent.
+        max: usize,
+    },
     /// The configuration cannot work.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
@@ -44,14 +57,20 @@ pub enum CloseReason {
     /// This endpoint closed it: the application (`application: true`) or a
     /// protocol error it detected in the peer's packets.
     Local {
+        /// The code is the application's (not a transport error).
         application: bool,
+        /// The error code sent to the peer.
         code: u64,
+        /// The reason phrase sent to the peer.
         reason: String,
     },
     /// The peer sent CONNECTION_CLOSE.
     Peer {
+        /// The code is the peer application's (not a transport error).
         application: bool,
+        /// The peer's error code.
         code: u64,
+        /// The peer's reason phrase.
         reason: String,
     },
     /// Nothing was heard from the peer for the idle timeout.

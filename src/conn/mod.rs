@@ -9,6 +9,7 @@
 mod ack;
 mod error;
 mod handshake;
+mod path;
 mod recv;
 mod send;
 mod stats;
@@ -29,6 +30,7 @@ use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
 pub use crate::stream::StreamId;
 pub use crate::Side;
 pub use error::{codes, CloseReason, Error};
+pub use path::canonical_peer;
 pub use stats::Stats;
 
 use ack::AckState;
@@ -98,8 +100,11 @@ impl Default for Config {
 /// Where and when a received datagram arrived.
 #[derive(Clone, Copy, Debug)]
 pub struct RecvInfo {
+    /// The sender's address.
     pub from: SocketAddr,
+    /// The address it was received on.
     pub to: SocketAddr,
+    /// When it arrived.
     pub now: Instant,
 }
 
@@ -108,8 +113,11 @@ pub struct RecvInfo {
 /// is a timer), so `at` is the `now` given to `send`.
 #[derive(Clone, Copy, Debug)]
 pub struct SendInfo {
+    /// The address to send from.
     pub from: SocketAddr,
+    /// The address to send to.
     pub to: SocketAddr,
+    /// The earliest time it may leave (the `now` given to `send`).
     pub at: Instant,
 }
 
@@ -295,7 +303,9 @@ impl Connection {
         Ok(Self {
             side,
             local,
-            remote,
+            // One spelling of the peer, so a dual-stack socket's mapped form of an
+            // IPv4 peer still matches (see `path`).
+            remote: canonical_peer(remote),
             state: State::Handshaking,
             local_cid,
             peer_cid: original_dcid,
@@ -342,7 +352,8 @@ impl Connection {
         self.side
     }
 
-    /// The peer's address.
+    /// The peer's address, an IPv4 peer always in its plain IPv4 spelling
+    /// ([`canonical_peer`]).
     pub fn remote(&self) -> SocketAddr {
         self.remote
     }
@@ -714,6 +725,10 @@ impl Connection {
             retransmitted_packets: c.retransmitted_packets,
             ptos: recovery.ptos,
             congestion_events: recovery.congestion_events,
+            spurious_losses: recovery.spurious_losses,
+            undone_congestion_events: recovery.undone_congestion_events,
+            packet_threshold: self.recovery.packet_threshold(),
+            reordering_window_us: self.recovery.reordering_window().as_micros() as u64,
             corruption_notices_received: recovery.corrupted_packets,
             corruption_notices_ignored: recovery.ignored_corruption_names,
             corruption_notices_sent: c.corruption_notices_sent,

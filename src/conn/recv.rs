@@ -69,7 +69,7 @@ impl Connection {
             }
             State::Handshaking | State::Established => {}
         }
-        if info.from != self.remote {
+        if super::canonical_peer(info.from) != self.remote {
             // No connection migration: a datagram from elsewhere is not ours.
             self.counters.malformed_dropped += 1;
             return Ok(len);

@@ -41,6 +41,19 @@ pub struct Stats {
     pub ptos: u64,
     /// Window reductions.
     pub congestion_events: u64,
+    /// Packets acknowledged after they were declared lost (reordering).
+    #[serde(default)]
+    pub spurious_losses: u64,
+    /// Window reductions undone because all their losses proved spurious.
+    #[serde(default)]
+    pub undone_congestion_events: u64,
+    /// The packet threshold of loss detection in force (3, widened by
+    /// reordering).
+    #[serde(default)]
+    pub packet_threshold: u64,
+    /// The reordering window (RACK.reo_wnd) in force, microseconds.
+    #[serde(default)]
+    pub reordering_window_us: u64,
     /// Our packets the peer reported corrupted (applied notices).
     pub corruption_notices_received: u64,
     /// Packet numbers in CORRUPTED frames that named nothing outstanding.
@@ -59,9 +72,13 @@ pub struct Stats {
     pub cwnd: u64,
     /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
     pub ssthresh: u64,
+    /// Bytes sent and neither acknowledged nor declared lost.
     pub bytes_in_flight: u64,
+    /// Smoothed RTT, microseconds (RFC 9002 §5.3).
     pub srtt_us: u64,
+    /// Smallest RTT sample, microseconds.
     pub min_rtt_us: u64,
+    /// RTT variation, microseconds (RFC 9002 §5.3).
     pub rttvar_us: u64,
     /// The controller's own view.
     pub cc: Metrics,
@@ -80,6 +97,10 @@ impl Default for Stats {
             retransmitted_packets: 0,
             ptos: 0,
             congestion_events: 0,
+            spurious_losses: 0,
+            undone_congestion_events: 0,
+            packet_threshold: 0,
+            reordering_window_us: 0,
             corruption_notices_received: 0,
             corruption_notices_ignored: 0,
             corruption_notices_sent: 0,

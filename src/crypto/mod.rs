@@ -66,11 +66,19 @@ impl From<PacketType> for Level {
 pub enum CryptoError {
     /// The packet is shorter than its header, header tag and payload tag.
     #[error("packet of {len} bytes is shorter than the {needed} bytes its tags need")]
-    PacketTooShort { len: usize, needed: usize },
+    PacketTooShort {
+        /// The packet's size.
+        len: usize,
+        /// The size its header and tags need.
+        needed: usize,
+    },
     /// The payload tag does not match the payload: it was corrupted (or
     /// forged).
     #[error("payload tag of packet {packet_number} does not match")]
-    PayloadTagMismatch { packet_number: u64 },
+    PayloadTagMismatch {
+        /// The packet whose payload failed.
+        packet_number: u64,
+    },
 }
 
 /// The two tags of a packet (DESIGN §3) under one set of keys.

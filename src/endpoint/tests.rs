@@ -403,3 +403,94 @@ fn removed_connection_no_longer_receives() {
     );
     assert_eq!(net.endpoints[0].stats().dropped_unknown_connection, 1);
 }
+
+/// How a dual-stack (IPv6) socket reports an IPv4 peer: `::ffff:a.b.c.d`.
+fn mapped(address: SocketAddr) -> SocketAddr {
+    match address {
+        SocketAddr::V4(v4) => SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port()),
+        SocketAddr::V6(_) => address,
+    }
+}
+
+#[test]
+fn an_ipv4_peer_in_both_spellings_is_one_connection_on_dual_stack_endpoints() {
+    // Both ends on dual-stack sockets, as `sift-server` (on `[::]`) and a
+    // client bound to `[::]` are. The client names the server in plain
+    // IPv4; every other datagram in each direction arrives spelled
+    // `::ffff:127.0.0.1`, as the kernel reports it, the rest plain: neither
+    // end may see two peers, drop one spelling, or open a second
+    // connection for the same connection ID.
+    let dual_stack = |port: u16| SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    let mut server = Endpoint::new(dual_stack(SERVER), Some(config(1)));
+    let mut client = Endpoint::new(dual_stack(1001), None);
+    let mut now = Instant::now();
+    let handle = client.connect(config(2), addr(SERVER), now).unwrap();
+    let spell = |address: SocketAddr, count: &mut usize| {
+        *count += 1;
+        if *count % 2 == 1 {
+            mapped(address)
+        } else {
+            address
+        }
+    };
+    let (mut to_server, mut to_client) = (0usize, 0usize);
+    let mut server_destinations = Vec::new();
+    let mut buf = vec![0u8; 65_535];
+    let mut request_sent = false;
+    let mut request = Vec::new();
+    let deadline = now + Duration::from_secs(5);
+    while request.len() < 5 {
+        assert!(now < deadline, "no request within 5 s of virtual time");
+        if !request_sent && established(&mut client, handle) {
+            let connection = client.connection(handle).unwrap();
+            let stream = connection.stream_open_bi().unwrap();
+            connection.stream_send(stream, b"hello", true).unwrap();
+            request_sent = true;
+        }
+        let mut moved = false;
+        while let Some((len, to)) = client.poll_transmit(now, &mut buf) {
+            assert_eq!(to, addr(SERVER), "the client sends where it was told");
+            server.recv(&mut buf[..len], spell(addr(1001), &mut to_server), now);
+            moved = true;
+        }
+        while let Some((len, to)) = server.poll_transmit(now, &mut buf) {
+            server_destinations.push(to);
+            client.recv(&mut buf[..len], spell(addr(SERVER), &mut to_client), now);
+            moved = true;
+        }
+        for handle in server.handles().collect::<Vec<_>>() {
+            let connection = server.connection(handle).unwrap();
+            for stream in connection.readable() {
+                let mut chunk = [0u8; 64];
+                if let Ok((len, _)) = connection.stream_recv(stream, &mut chunk) {
+                    request.extend_from_slice(&chunk[..len]);
+                }
+            }
+        }
+        if !moved {
+            let Some(next) = [client.timeout(now), server.timeout(now)]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
+                break;
+            };
+            now = next.max(now);
+            client.on_timeout(now);
+            server.on_timeout(now);
+        }
+    }
+    assert_eq!(request, b"hello");
+    assert!(
+        to_server >= 2 && to_client >= 2,
+        "both spellings were used in each direction ({to_server}, {to_client})"
+    );
+    assert_eq!(server.stats().connections_accepted, 1);
+    assert_eq!(server.len(), 1);
+    assert_eq!(server.stats().dropped_wrong_address, 0);
+    assert_eq!(client.stats().dropped_wrong_address, 0);
+    let accepted = server.accept().unwrap();
+    let connection = server.connection(accepted).unwrap();
+    assert_eq!(connection.remote(), addr(1001), "one spelling: plain IPv4");
+    assert!(server_destinations.iter().all(|to| *to == addr(1001)));
+}

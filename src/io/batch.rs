@@ -119,6 +119,7 @@ pub fn send_segments(
 pub struct Received {
     /// Bytes written into the buffer.
     pub len: usize,
+    /// The sender's address.
     pub from: SocketAddr,
     /// Size of each datagram in the buffer (the last may be shorter);
     /// `len` when GRO did not coalesce.

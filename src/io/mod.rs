@@ -2,18 +2,23 @@
 //! [`Endpoint`](crate::endpoint::Endpoint) over a UDP socket with the real
 //! clock.
 //!
+//! `datapath` is the part any runtime shares (the socket, batching, one
+//! turn of read–step–write); `driver` is the mio loop around it, and the
+//! async API (`crate::tokio`) puts tokio's readiness around the same turn.
+//!
 //! Owns: the socket and its options (buffer sizes, UDP checksums off when
 //! corruption notices are offered), reading and writing datagrams,
 //! the poll, the timer that honours the endpoint's `timeout` (which
 //! includes pacing), and waking from application threads.
 //! Must not: hold protocol state (that is `conn` and `endpoint`), or be
 //! needed by them — `Connection` and `Endpoint` know nothing of sockets.
-//! This is the one place (with `blocking`) that reads the clock and draws
+//! This is the one place (with `blocking` and `tokio`) that reads the clock and draws
 //! seeds from the OS.
 //!
 //! Linux only: it uses `timerfd` and Linux socket options.
 
 mod batch;
+mod datapath;
 mod driver;
 mod socket;
 mod timer;
@@ -21,10 +26,11 @@ mod timer;
 pub use batch::{
     enable_gro, gso_supported, recv_segments, send_segments, Received, UDP_GRO, UDP_SEGMENT,
 };
-pub use driver::{Control, Driver, EndpointHost};
+pub use datapath::{Control, Datapath, EndpointHost, Progress, Turn};
+pub use driver::Driver;
 pub use socket::{
-    bind_udp, checksums_disabled, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,
-    UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
+    bind_udp, checksums_disabled, ipv6_loopback_available, zero_checksums_accepted, SocketOptions,
+    SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK, UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
 };
 pub use timer::Timer;
 

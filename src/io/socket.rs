@@ -3,12 +3,22 @@
 //!
 //! - Big kernel buffers (`SO_RCVBUF` / `SO_SNDBUF`), so a burst at line rate
 //!   is not dropped by our own host before the transport sees it.
+//! - IPv6 sockets are dual-stack (`IPV6_V6ONLY` off, whatever the
+//!   `net.ipv6.bindv6only` sysctl says): one bound to `[::]` also takes
+//!   IPv4, whose peers the kernel reports as `::ffff:a.b.c.d`
+//!   (`conn::canonical_peer` gives them their plain spelling).
 //! - With corruption notices offered, UDP checksums off: `SO_NO_CHECK` for
 //!   IPv4, `UDP_NO_CHECK6_TX` and `UDP_NO_CHECK6_RX` for IPv6 (DESIGN §5).
 //!   Otherwise the kernel drops a datagram with a flipped bit and the
-//!   payload tag never gets the chance to name it. A kernel that refuses is
-//!   logged, not fatal: notices then only help against corruption the UDP
-//!   checksum misses.
+//!   payload tag never gets the chance to name it. A dual-stack socket gets
+//!   all three: IPv4-mapped traffic on an IPv6 socket leaves through the
+//!   IPv4 code, which reads `SO_NO_CHECK` and ignores `UDP_NO_CHECK6_TX`.
+//!   A kernel that refuses is logged, not fatal: notices then only help
+//!   against corruption the UDP checksum misses.
+//! - Receiving, the families differ: IPv4 always accepts a zero checksum
+//!   ("no checksum", RFC 768), IPv6 only with `UDP_NO_CHECK6_RX` (RFC 6936
+//!   makes zero-checksum IPv6 an opt-in). A relay that must pass on what a
+//!   notices-on sender sends asks for that alone (`accept_zero_checksums`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -34,8 +44,14 @@ pub const UDP_NO_CHECK6_RX: libc::c_int = 102;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SocketOptions {
     /// Turn UDP checksums off so corrupted datagrams reach the transport
-    /// (set when the configuration offers corruption notices).
+    /// (set when the configuration offers corruption notices): send with a
+    /// zero checksum and accept zero checksums, in both families.
     pub disable_checksums: bool,
+    /// Accept IPv6 datagrams with a zero checksum while still sending with
+    /// checksums (`UDP_NO_CHECK6_RX` alone): what a relay needs to take
+    /// traffic from a sender with notices on. IPv4 always accepts them.
+    /// Implied by `disable_checksums`.
+    pub accept_zero_checksums: bool,
     /// `SO_RCVBUF` and `SO_SNDBUF` asked for, in bytes.
     pub buffer_bytes: usize,
 }
@@ -44,6 +60,7 @@ impl Default for SocketOptions {
     fn default() -> Self {
         Self {
             disable_checksums: false,
+            accept_zero_checksums: false,
             buffer_bytes: SOCKET_BUFFER_BYTES,
         }
     }
@@ -57,11 +74,19 @@ pub struct SocketReport {
     pub recv_buffer_bytes: usize,
     /// Send buffer in bytes.
     pub send_buffer_bytes: usize,
-    /// UDP checksums are off in both directions that apply to the family.
+    /// UDP checksums are off in both directions, for every family the
+    /// socket carries (see [`checksums_disabled`]).
     pub checksums_disabled: bool,
+    /// Datagrams with a zero UDP checksum are accepted (always true for
+    /// IPv4; `UDP_NO_CHECK6_RX` for IPv6).
+    pub zero_checksums_accepted: bool,
+    /// An IPv6 socket that also carries IPv4 (`IPV6_V6ONLY` off).
+    pub dual_stack: bool,
 }
 
-/// A non-blocking UDP socket bound to `addr`, with `options` applied.
+/// A non-blocking UDP socket bound to `addr`, with `options` applied. An
+/// IPv6 `addr` gives a dual-stack socket: bound to `[::]` it also carries
+/// IPv4.
 pub fn bind_udp(
     addr: SocketAddr,
     options: SocketOptions,
@@ -69,8 +94,9 @@ pub fn bind_udp(
     let domain = Domain::for_address(addr);
     let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
     if addr.is_ipv6() {
-        // One family per socket: an IPv6 endpoint does not also take IPv4.
-        socket.set_only_v6(true)?;
+        // Explicitly, not the sysctl's default: `[::]` means every client,
+        // IPv4 ones included (the server's default address).
+        socket.set_only_v6(false)?;
     }
     socket.set_nonblocking(true)?;
     if let Err(error) = socket.set_recv_buffer_size(options.buffer_bytes) {
@@ -81,48 +107,85 @@ pub fn bind_udp(
     }
     if options.disable_checksums {
         disable_checksums(&socket, addr);
+    } else if options.accept_zero_checksums && addr.is_ipv6() {
+        request_option(
+            &socket,
+            libc::IPPROTO_UDP,
+            UDP_NO_CHECK6_RX,
+            "UDP_NO_CHECK6_RX",
+        );
     }
     socket.bind(&addr.into())?;
+    let ipv6 = addr.is_ipv6();
     let report = SocketReport {
         recv_buffer_bytes: socket.recv_buffer_size().unwrap_or(0),
         send_buffer_bytes: socket.send_buffer_size().unwrap_or(0),
-        checksums_disabled: checksums_disabled(&socket, addr.is_ipv6()).unwrap_or(false),
+        checksums_disabled: checksums_disabled(&socket, ipv6).unwrap_or(false),
+        zero_checksums_accepted: zero_checksums_accepted(&socket, ipv6).unwrap_or(false),
+        dual_stack: ipv6 && !socket.only_v6().unwrap_or(true),
     };
     tracing::debug!(%addr, ?report, "UDP socket ready");
     Ok((socket.into(), report))
 }
 
 fn disable_checksums(socket: &Socket, addr: SocketAddr) {
-    let requests: &[(libc::c_int, libc::c_int, &str)] = if addr.is_ipv6() {
-        &[
-            (libc::IPPROTO_UDP, UDP_NO_CHECK6_TX, "UDP_NO_CHECK6_TX"),
-            (libc::IPPROTO_UDP, UDP_NO_CHECK6_RX, "UDP_NO_CHECK6_RX"),
-        ]
-    } else {
-        &[(libc::SOL_SOCKET, SO_NO_CHECK, "SO_NO_CHECK")]
-    };
-    for &(level, name, label) in requests {
-        if let Err(error) = set_int_option(socket, level, name, 1) {
-            tracing::warn!(
-                %error,
-                option = label,
-                "the kernel refused to turn UDP checksums off: corrupted datagrams will be dropped before sift sees them"
-            );
-        }
+    // SO_NO_CHECK on an IPv6 socket too: its IPv4-mapped traffic is sent
+    // by the IPv4 code, which reads only that option.
+    request_option(socket, libc::SOL_SOCKET, SO_NO_CHECK, "SO_NO_CHECK");
+    if addr.is_ipv6() {
+        request_option(
+            socket,
+            libc::IPPROTO_UDP,
+            UDP_NO_CHECK6_TX,
+            "UDP_NO_CHECK6_TX",
+        );
+        request_option(
+            socket,
+            libc::IPPROTO_UDP,
+            UDP_NO_CHECK6_RX,
+            "UDP_NO_CHECK6_RX",
+        );
     }
 }
 
-/// Whether UDP checksums are off on `socket` (both `UDP_NO_CHECK6_*` for
-/// IPv6, `SO_NO_CHECK` for IPv4), read back with `getsockopt`.
-pub fn checksums_disabled(socket: &impl AsRawFd, ipv6: bool) -> io::Result<bool> {
-    if ipv6 {
-        Ok(
-            get_int_option(socket, libc::IPPROTO_UDP, UDP_NO_CHECK6_TX)? != 0
-                && get_int_option(socket, libc::IPPROTO_UDP, UDP_NO_CHECK6_RX)? != 0,
-        )
-    } else {
-        Ok(get_int_option(socket, libc::SOL_SOCKET, SO_NO_CHECK)? != 0)
+/// Sets a checksum option to 1, logging (not failing) if the kernel refuses.
+fn request_option(socket: &Socket, level: libc::c_int, name: libc::c_int, label: &str) {
+    if let Err(error) = set_int_option(socket, level, name, 1) {
+        tracing::warn!(
+            %error,
+            option = label,
+            "the kernel refused a UDP checksum option: corrupted datagrams may be dropped before sift sees them"
+        );
     }
+}
+
+/// Whether UDP checksums are off on `socket` for every family it carries,
+/// read back with `getsockopt`: `SO_NO_CHECK` for IPv4; for an IPv6
+/// (dual-stack) socket `UDP_NO_CHECK6_TX` and `UDP_NO_CHECK6_RX` as well.
+pub fn checksums_disabled(socket: &impl AsRawFd, ipv6: bool) -> io::Result<bool> {
+    let ipv4_off = get_int_option(socket, libc::SOL_SOCKET, SO_NO_CHECK)? != 0;
+    if !ipv6 {
+        return Ok(ipv4_off);
+    }
+    Ok(ipv4_off
+        && get_int_option(socket, libc::IPPROTO_UDP, UDP_NO_CHECK6_TX)? != 0
+        && zero_checksums_accepted(socket, true)?)
+}
+
+/// Whether `socket` accepts datagrams with a zero UDP checksum: IPv4
+/// always does; an IPv6 socket with `UDP_NO_CHECK6_RX`.
+pub fn zero_checksums_accepted(socket: &impl AsRawFd, ipv6: bool) -> io::Result<bool> {
+    if !ipv6 {
+        return Ok(true);
+    }
+    Ok(get_int_option(socket, libc::IPPROTO_UDP, UDP_NO_CHECK6_RX)? != 0)
+}
+
+/// Whether this host can use the IPv6 loopback: a UDP socket binds `[::1]`.
+/// False on kernels without IPv6 or with it disabled; IPv6 tests skip
+/// then, and tools say so.
+pub fn ipv6_loopback_available() -> bool {
+    std::net::UdpSocket::bind((std::net::Ipv6Addr::LOCALHOST, 0)).is_ok()
 }
 
 fn set_int_option(
@@ -177,6 +240,7 @@ fn get_int_option(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn ipv4_socket_with_checksums_disabled_reads_back_so_no_check() {
@@ -196,5 +260,191 @@ mod tests {
         assert!(!report.checksums_disabled);
         assert!(!checksums_disabled(&socket, false).unwrap());
         assert!(report.recv_buffer_bytes > 0 && report.send_buffer_bytes > 0);
+    }
+
+    /// IPv6 tests skip, with one line, on a host without IPv6 loopback.
+    fn ipv6_or_skip(test: &str) -> bool {
+        let available = ipv6_loopback_available();
+        if !available {
+            // Straight to stderr, past the test harness's capture, so the skip
+            // shows in a passing run.
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipping {test}: IPv6 loopback (::1) is not available on this host"
+            );
+        }
+        available
+    }
+
+    fn blocking(socket: std::net::UdpSocket) -> std::net::UdpSocket {
+        socket.set_nonblocking(false).unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_millis(300)))
+            .unwrap();
+        socket
+    }
+
+    /// Sends `count` datagrams from `sender` to `receiver`; how many arrived.
+    fn delivered(
+        sender: &std::net::UdpSocket,
+        receiver: &std::net::UdpSocket,
+        count: usize,
+    ) -> usize {
+        let to = receiver.local_addr().unwrap();
+        for index in 0..count {
+            sender.send_to(&[index as u8; 100], to).unwrap();
+        }
+        let mut buf = [0u8; 200];
+        std::iter::from_fn(|| receiver.recv_from(&mut buf).ok())
+            .take(count)
+            .count()
+    }
+
+    #[test]
+    fn ipv6_socket_with_checksums_disabled_reads_back_every_option_it_needs() {
+        if !ipv6_or_skip("ipv6_socket_with_checksums_disabled_reads_back_every_option_it_needs") {
+            return;
+        }
+        let options = SocketOptions {
+            disable_checksums: true,
+            ..SocketOptions::default()
+        };
+        let (socket, report) = bind_udp("[::]:0".parse().unwrap(), options).unwrap();
+        assert!(report.checksums_disabled && report.zero_checksums_accepted);
+        assert!(report.dual_stack);
+        for (level, name) in [
+            (libc::SOL_SOCKET, SO_NO_CHECK),
+            (libc::IPPROTO_UDP, UDP_NO_CHECK6_TX),
+            (libc::IPPROTO_UDP, UDP_NO_CHECK6_RX),
+        ] {
+            assert_eq!(get_int_option(&socket, level, name).unwrap(), 1, "{name}");
+        }
+        let (plain, report) =
+            bind_udp("[::1]:0".parse().unwrap(), SocketOptions::default()).unwrap();
+        assert!(!report.checksums_disabled && !report.zero_checksums_accepted);
+        assert!(!checksums_disabled(&plain, true).unwrap());
+    }
+
+    #[test]
+    fn zero_checksum_ipv6_datagrams_reach_only_sockets_that_accept_them() {
+        if !ipv6_or_skip("zero_checksum_ipv6_datagrams_reach_only_sockets_that_accept_them") {
+            return;
+        }
+        let loopback: SocketAddr = "[::1]:0".parse().unwrap();
+        // A sender with notices on: its IPv6 datagrams carry checksum zero.
+        let notices_on = SocketOptions {
+            disable_checksums: true,
+            ..SocketOptions::default()
+        };
+        let (zero_sender, _) = bind_udp(loopback, notices_on).unwrap();
+        let (checksummed_sender, _) = bind_udp(loopback, SocketOptions::default()).unwrap();
+        let (strict, _) = bind_udp(loopback, SocketOptions::default()).unwrap();
+        let relay_like = SocketOptions {
+            accept_zero_checksums: true,
+            ..SocketOptions::default()
+        };
+        let (accepting, report) = bind_udp(loopback, relay_like).unwrap();
+        assert!(report.zero_checksums_accepted && !report.checksums_disabled);
+        let (strict, accepting) = (blocking(strict), blocking(accepting));
+        assert_eq!(
+            delivered(&zero_sender, &strict, 5),
+            0,
+            "the kernel drops zero-checksum IPv6 for a socket without UDP_NO_CHECK6_RX"
+        );
+        assert_eq!(delivered(&zero_sender, &accepting, 5), 5);
+        assert_eq!(delivered(&checksummed_sender, &strict, 5), 5);
+        assert_eq!(delivered(&checksummed_sender, &accepting, 5), 5);
+    }
+
+    #[test]
+    fn a_socket_on_the_ipv6_wildcard_also_carries_ipv4() {
+        if !ipv6_or_skip("a_socket_on_the_ipv6_wildcard_also_carries_ipv4") {
+            return;
+        }
+        let options = SocketOptions {
+            disable_checksums: true,
+            ..SocketOptions::default()
+        };
+        let (server, report) = bind_udp("[::]:0".parse().unwrap(), options).unwrap();
+        assert!(report.dual_stack);
+        let server = blocking(server);
+        let port = server.local_addr().unwrap().port();
+        let (client, _) = bind_udp("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let client = blocking(client);
+        client.send_to(b"over IPv4", ("127.0.0.1", port)).unwrap();
+        let mut buf = [0u8; 64];
+        let (len, from) = server.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"over IPv4");
+        let plain = client.local_addr().unwrap();
+        assert_eq!(
+            from,
+            SocketAddr::new(
+                match plain.ip() {
+                    std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().into(),
+                    other => other,
+                },
+                plain.port()
+            ),
+            "the kernel reports an IPv4 peer in its mapped spelling"
+        );
+        // The reply goes to the plain spelling (what connections keep).
+        server.send_to(b"reply", plain).unwrap();
+        let (len, from) = client.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"reply");
+        assert_eq!(from.port(), port);
+    }
+
+    /// The UDP checksum field of the next datagram to `port` that a raw
+    /// IPv4 socket sees, or `None` without the privilege for raw sockets.
+    fn checksum_on_the_wire(send: impl FnOnce(), port: u16) -> Option<u16> {
+        let raw = match Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP)) {
+            Ok(raw) => raw,
+            Err(error) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "skipping the on-the-wire check: no raw socket ({error})"
+                );
+                return None;
+            }
+        };
+        raw.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        send();
+        let raw: std::net::UdpSocket = raw.into();
+        let mut packet = [0u8; 2048];
+        loop {
+            let len = raw.recv(&mut packet).expect("the datagram is seen");
+            let header_len = usize::from(packet[0] & 0x0f) * 4;
+            let udp = &packet[header_len..len];
+            if u16::from_be_bytes([udp[2], udp[3]]) == port {
+                return Some(u16::from_be_bytes([udp[6], udp[7]]));
+            }
+        }
+    }
+
+    #[test]
+    fn a_dual_stack_socket_sends_ipv4_with_checksum_zero_when_checksums_are_off() {
+        // IPv4 to a mapped peer leaves through the IPv4 code, which reads
+        // SO_NO_CHECK only: UDP_NO_CHECK6_TX alone would keep checksums.
+        if !ipv6_or_skip("a_dual_stack_socket_sends_ipv4_with_checksum_zero_when_checksums_are_off")
+        {
+            return;
+        }
+        let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = receiver.local_addr().unwrap();
+        for (disable_checksums, zero) in [(true, true), (false, false)] {
+            let options = SocketOptions {
+                disable_checksums,
+                ..SocketOptions::default()
+            };
+            let (sender, _) = bind_udp("[::]:0".parse().unwrap(), options).unwrap();
+            let send = || {
+                sender.send_to(b"zero?", to).unwrap();
+            };
+            let Some(checksum) = checksum_on_the_wire(send, to.port()) else {
+                return;
+            };
+            assert_eq!(checksum == 0, zero, "checksums off: {disable_checksums}");
+        }
     }
 }

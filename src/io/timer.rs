@@ -85,8 +85,12 @@ impl Timer {
         };
         self.armed = None;
     }
+}
 
-    fn raw(&self) -> RawFd {
+/// The timerfd itself, for runtimes that wait on its readiness (tokio's
+/// `AsyncFd`); it becomes readable when the timer fires.
+impl AsRawFd for Timer {
+    fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 }
@@ -98,7 +102,7 @@ impl Source for Timer {
         token: Token,
         interests: Interest,
     ) -> io::Result<()> {
-        SourceFd(&self.raw()).register(registry, token, interests)
+        SourceFd(&self.as_raw_fd()).register(registry, token, interests)
     }
 
     fn reregister(
@@ -107,11 +111,11 @@ impl Source for Timer {
         token: Token,
         interests: Interest,
     ) -> io::Result<()> {
-        SourceFd(&self.raw()).reregister(registry, token, interests)
+        SourceFd(&self.as_raw_fd()).reregister(registry, token, interests)
     }
 
     fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        SourceFd(&self.raw()).deregister(registry)
+        SourceFd(&self.as_raw_fd()).deregister(registry)
     }
 }
 

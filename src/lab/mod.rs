@@ -22,9 +22,11 @@ use crate::sim::{Report, ReportError, Scenario, ScenarioError, SimError, Simulat
 pub mod experiments;
 mod figure;
 pub mod metrics;
+mod shard;
 mod table;
 
 pub use figure::{Figure, Series};
+pub use shard::{Shard, ShardError};
 pub use table::Table;
 
 /// The sift version recorded in every report.
@@ -33,19 +35,44 @@ pub const SIFT_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Running or writing an experiment failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
+    /// An experiment's scenario is invalid.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// A run failed.
     #[error("seed {seed}: {source}")]
-    Simulation { seed: u64, source: SimError },
+    Simulation {
+        /// The run's seed.
+        seed: u64,
+        /// What went wrong.
+        source: SimError,
+    },
+    /// A report could not be written.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// A result file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// Two scenarios of one experiment share a name.
     #[error("experiment {experiment:?} has two scenarios named {name:?} (their results would overwrite each other)")]
-    DuplicateScenario { experiment: String, name: String },
+    DuplicateScenario {
+        /// The experiment.
+        experiment: String,
+        /// The name used twice.
+        name: String,
+    },
+    /// A merge found no shard with this run.
+    #[error("no shard directory has scenario {scenario:?} seed {seed} (run that shard, with the same --quick/--seeds, and merge again)")]
+    MissingShardRun {
+        /// The scenario's name.
+        scenario: String,
+        /// The run's seed.
+        seed: u64,
+    },
 }
 
 /// Runs `scenario` once per seed, without writing anything.
@@ -166,6 +193,16 @@ pub fn run_experiment(
     plan: &Plan,
     out_dir: &Path,
 ) -> Result<ExperimentOutcome, LabError> {
+    let scenarios = checked_scenarios(experiment, plan)?;
+    let mut reports = Vec::with_capacity(scenarios.len());
+    for scenario in &scenarios {
+        reports.push(run_scenario(scenario, &out_dir.join(&scenario.name))?);
+    }
+    write_experiment(experiment, plan, &scenarios, reports, out_dir)
+}
+
+/// The experiment's scenarios under `plan`, each valid and uniquely named.
+fn checked_scenarios(experiment: &Experiment, plan: &Plan) -> Result<Vec<Scenario>, LabError> {
     let scenarios = (experiment.scenarios)(plan);
     for (i, scenario) in scenarios.iter().enumerate() {
         scenario.validate()?;
@@ -179,10 +216,109 @@ pub fn run_experiment(
             });
         }
     }
+    Ok(scenarios)
+}
+
+/// The units a sweep is sharded by: (scenario, seed), scenarios in order,
+/// each scenario's seeds in order.
+fn units(scenarios: &[Scenario]) -> Vec<(usize, u64)> {
+    scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(i, scenario)| scenario.seeds.iter().map(move |&seed| (i, seed)))
+        .collect()
+}
+
+/// Runs only `shard`'s part of the sweep: each of its (scenario, seed)
+/// units, written as `out_dir/SCENARIO/` with the seeds this shard ran
+/// (scenarios with none are left out). [`merge_experiment`] joins the shard
+/// directories into the experiment's report. Returns the reports written.
+pub fn run_experiment_shard(
+    experiment: &Experiment,
+    plan: &Plan,
+    shard: Shard,
+    out_dir: &Path,
+) -> Result<Vec<Report>, LabError> {
+    let scenarios = checked_scenarios(experiment, plan)?;
+    let mine = shard.select(units(&scenarios));
+    let mut reports = Vec::new();
+    for (i, scenario) in scenarios.iter().enumerate() {
+        let seeds: Vec<u64> = mine
+            .iter()
+            .filter(|(scenario_index, _)| *scenario_index == i)
+            .map(|(_, seed)| *seed)
+            .collect();
+        if seeds.is_empty() {
+            continue;
+        }
+        let mut part = scenario.clone();
+        part.seeds = seeds;
+        reports.push(run_scenario(&part, &out_dir.join(&scenario.name))?);
+    }
+    Ok(reports)
+}
+
+/// Joins the directories written by [`run_experiment_shard`] (one per
+/// shard, same `plan`) into `out_dir`, exactly as [`run_experiment`] would
+/// have written it. Every (scenario, seed) of the plan must be in one of
+/// them; a unit found twice is taken from the first directory.
+pub fn merge_experiment(
+    experiment: &Experiment,
+    plan: &Plan,
+    shard_dirs: &[PathBuf],
+    out_dir: &Path,
+) -> Result<ExperimentOutcome, LabError> {
+    let scenarios = checked_scenarios(experiment, plan)?;
     let mut reports = Vec::with_capacity(scenarios.len());
     for scenario in &scenarios {
-        reports.push(run_scenario(scenario, &out_dir.join(&scenario.name))?);
+        // A shard that ran none of this scenario's seeds has no directory.
+        let parts: Vec<Report> = shard_dirs
+            .iter()
+            .filter_map(|dir| {
+                let text =
+                    std::fs::read_to_string(dir.join(&scenario.name).join("results.json")).ok()?;
+                serde_json::from_str(&text).ok()
+            })
+            .collect();
+        let mut runs = Vec::with_capacity(scenario.seeds.len());
+        for &seed in &scenario.seeds {
+            let found = parts
+                .iter()
+                .find_map(|part| part.runs.iter().find(|run| run.seed == seed).cloned());
+            match found {
+                Some(run) => runs.push(run),
+                None => {
+                    return Err(LabError::MissingShardRun {
+                        scenario: scenario.name.clone(),
+                        seed,
+                    })
+                }
+            }
+        }
+        let report = Report {
+            experiment: scenario.name.clone(),
+            sift_version: SIFT_VERSION.to_string(),
+            runs,
+        };
+        let dir = out_dir.join(&scenario.name);
+        report.write(&dir)?;
+        let path = dir.join("scenario.toml");
+        std::fs::write(&path, scenario.to_toml()?)
+            .map_err(|source| LabError::Write { path, source })?;
+        reports.push(report);
     }
+    write_experiment(experiment, plan, &scenarios, reports, out_dir)
+}
+
+/// Compares `reports` (one per scenario, in order) with the paper and
+/// writes the experiment-level files into `out_dir`.
+fn write_experiment(
+    experiment: &Experiment,
+    plan: &Plan,
+    scenarios: &[Scenario],
+    reports: Vec<Report>,
+    out_dir: &Path,
+) -> Result<ExperimentOutcome, LabError> {
     let comparison = (experiment.compare)(&reports);
     let seeds: usize = scenarios.iter().map(|s| s.seeds.len()).sum();
     let mut summary = format!(
@@ -196,7 +332,7 @@ pub fn run_experiment(
         if plan.quick { "quick" } else { "full" },
         comparison.markdown.trim_end()
     );
-    for scenario in &scenarios {
+    for scenario in scenarios {
         summary.push_str(&format!("- [{0}]({0}/summary.md)\n", scenario.name));
     }
     let combined = combined_report(experiment.name, &reports);

@@ -189,3 +189,45 @@ fn a_plan_picks_its_seeds_and_sweep() {
         "at least one seed"
     );
 }
+
+#[test]
+fn shards_merge_into_the_files_of_a_run_in_one_piece() {
+    let experiment = experiments::find("hack").unwrap();
+    let plan = Plan {
+        quick: true,
+        seeds: Some(2),
+    };
+    let whole = scratch_dir("shard-whole");
+    run_experiment(experiment, &plan, &whole).unwrap();
+    let shard_dirs: Vec<PathBuf> = (1..=3)
+        .map(|k| {
+            let dir = scratch_dir(&format!("shard-{k}"));
+            run_experiment_shard(experiment, &plan, Shard::new(k, 3).unwrap(), &dir).unwrap();
+            dir
+        })
+        .collect();
+    let merged = scratch_dir("shard-merged");
+    merge_experiment(experiment, &plan, &shard_dirs, &merged).unwrap();
+    let read = |dir: &Path, name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    for name in ["results.json", "summary.md"] {
+        // Not assert_eq!: a mismatch would print megabytes.
+        assert!(
+            read(&merged, name) == read(&whole, name),
+            "merged {name} differs"
+        );
+    }
+    // Without the last shard, merge names what is missing.
+    let error = merge_experiment(
+        experiment,
+        &plan,
+        &shard_dirs[..2],
+        &scratch_dir("shard-partial"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("no shard directory has scenario"), "{error}");
+    for dir in shard_dirs.iter().chain([&whole, &merged]) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let _ = std::fs::remove_dir_all(scratch_dir("shard-partial"));
+}

@@ -1,13 +1,18 @@
 //! Loss detection (RFC 9002 §6.1) and what a loss does: the packet and time
-//! thresholds, the Vegas early-retransmit policies the controller may ask
-//! for, persistent congestion (§7.6), and congestion events — at most one per
+//! thresholds (widened by the adaptive reordering window, `reordering.rs`),
+//! the Vegas early-retransmit policies the controller may ask for,
+//! persistent congestion (§7.6), and congestion events — at most one per
 //! recovery period — with the controller's verdict recorded for the lab.
+//! Every packet declared lost is remembered (`spurious.rs`) so that a late
+//! acknowledgement can prove the loss spurious.
 
 use std::time::Instant;
 
 use sift_cc::LossEvent;
 
-use super::{Recovery, SentPacket, SpaceId, VerdictRecord, GRANULARITY};
+use super::reordering::{detect_loss, loss_delay, PacketState};
+use super::spurious::{LostPacket, RecoveryEpisode};
+use super::{Recovery, SentPacket, SpaceId, VerdictRecord};
 
 impl<F> Recovery<F> {
     /// Vegas C and D (Hengartner et al. §VI), when the controller asks for
@@ -47,13 +52,16 @@ impl<F> Recovery<F> {
             .collect()
     }
 
-    /// RFC 9002 §6.1: packet and time thresholds.
+    /// RFC 9002 §6.1: packet and time thresholds, each as wide as the
+    /// reordering seen so far (RFC 8985 §6.2 `RACK_detect_loss`).
     pub(super) fn detect_lost(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<F>> {
-        let (num, den) = self.config.time_threshold;
         let rtt_basis = self.rtt.latest().max(self.rtt.smoothed());
-        let loss_delay = (rtt_basis * num / den).max(GRANULARITY);
-        let lost_send_time = now.checked_sub(loss_delay);
-        let packet_threshold = self.config.packet_threshold;
+        let loss_delay = loss_delay(
+            rtt_basis,
+            self.config.time_threshold,
+            self.reordering_window(),
+        );
+        let packet_threshold = self.reordering.packet_threshold();
         let state = &mut self.spaces[space.index()];
         state.loss_time = None;
         let Some(largest_acked) = state.largest_acked else {
@@ -62,16 +70,19 @@ impl<F> Recovery<F> {
         let mut lost_numbers = Vec::new();
         let mut loss_time: Option<Instant> = None;
         for packet in state.ledger.iter() {
-            if packet.packet_number > largest_acked {
-                break;
-            }
-            let too_old = lost_send_time.is_some_and(|t| packet.time_sent <= t);
-            let too_far = largest_acked >= packet.packet_number + packet_threshold;
-            if too_old || too_far {
-                lost_numbers.push(packet.packet_number);
-            } else {
-                let when = packet.time_sent + loss_delay;
-                loss_time = Some(loss_time.map_or(when, |t| t.min(when)));
+            match detect_loss(
+                packet.packet_number,
+                packet.time_sent,
+                largest_acked,
+                packet_threshold,
+                loss_delay,
+                now,
+            ) {
+                PacketState::InFlight => break,
+                PacketState::Lost => lost_numbers.push(packet.packet_number),
+                PacketState::LostAt(when) => {
+                    loss_time = Some(loss_time.map_or(when, |t| t.min(when)));
+                }
             }
         }
         state.loss_time = loss_time;
@@ -82,7 +93,7 @@ impl<F> Recovery<F> {
     }
 
     pub(super) fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost);
         self.report_lost(lost, now);
         let Some(newest_lost) = newest_lost else {
             return;
@@ -93,19 +104,37 @@ impl<F> Recovery<F> {
             .is_some_and(|start| newest_lost <= start)
             && self.cc.recovery_policy().one_reduction_per_window;
         if in_current_period && !persistent {
+            // No second cut, but the episode is undone only if these
+            // arrive too.
+            if let Some(episode) = self.episode.as_mut() {
+                episode.add_losses(space, lost.iter().map(|p| p.packet_number));
+            }
             return;
         }
         self.congestion_event(space, lost, lost_bytes, newest_lost, persistent, now);
     }
 
-    /// Takes lost packets out of flight; returns their in-flight bytes and
-    /// the send time of the newest one (None if none was in flight).
-    fn remove_lost_from_flight(&mut self, lost: &[SentPacket<F>]) -> (u64, Option<Instant>) {
+    /// Takes lost packets out of flight and remembers them; returns their
+    /// in-flight bytes and the send time of the newest one (None if none was
+    /// in flight).
+    fn remove_lost_from_flight(
+        &mut self,
+        space: SpaceId,
+        lost: &[SentPacket<F>],
+    ) -> (u64, Option<Instant>) {
         let mut lost_bytes = 0;
         let mut newest_lost: Option<Instant> = None;
         for packet in lost {
             self.stats.lost_packets += 1;
             self.stats.lost_bytes += packet.size;
+            self.lost_memory.remember(
+                space,
+                packet.packet_number,
+                LostPacket {
+                    time_sent: packet.time_sent,
+                    size: packet.size,
+                },
+            );
             if packet.in_flight {
                 self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
                 lost_bytes += packet.size;
@@ -128,6 +157,7 @@ impl<F> Recovery<F> {
         now: Instant,
     ) {
         self.recovery_start = Some(now);
+        self.reordering.on_recovery_episode();
         self.stats.congestion_events += 1;
         if persistent {
             self.stats.persistent_congestion_events += 1;
@@ -142,10 +172,12 @@ impl<F> Recovery<F> {
             rtt: self.rtt.sample(),
             persistent,
         });
+        self.episode = Some(RecoveryEpisode::new(space, now, &lost_packets, verdict));
         self.verdicts.push(VerdictRecord {
             space,
             packet_numbers: lost_packets,
             verdict,
+            undone: false,
         });
     }
 
@@ -176,7 +208,7 @@ impl<F> Recovery<F> {
     }
 
     pub(super) fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(lost);
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost);
         self.report_lost(lost, now);
         self.congestion_event(
             space,

@@ -8,9 +8,12 @@
 //! connection's per-packet record is the opaque `F`), touch sockets.
 //!
 //! Files: `sent` (the per-space ledger), `rtt` (RFC 9002 §5 estimator),
-//! `loss` (thresholds, persistent congestion, congestion events), `timer`
-//! (the loss-detection timer: PTO or RTO), `corruption` (CORRUPTED frames on
-//! the sender's side), `rate` (delivery-rate samples for the controller),
+//! `loss` (thresholds, persistent congestion, congestion events),
+//! `reordering` (the adaptive reordering window, RACK-TLP in RFC 9002
+//! terms), `spurious` (the memory of declared-lost packets, spurious losses
+//! and undo of the congestion response), `timer` (the loss-detection timer:
+//! PTO or RTO), `corruption` (CORRUPTED frames on the sender's side),
+//! `rate` (delivery-rate samples for the controller),
 //! `pacer`; this file is the facade the connection calls and the ACK path
 //! that ties them together.
 
@@ -18,8 +21,10 @@ mod corruption;
 mod loss;
 mod pacer;
 mod rate;
+mod reordering;
 mod rtt;
 mod sent;
+mod spurious;
 mod timer;
 
 use std::collections::BTreeSet;
@@ -31,8 +36,13 @@ use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
 
 pub use pacer::Pacer;
 pub use rate::{DeliveryRateSampler, DeliverySnapshot};
+pub use reordering::{MAX_PACKET_THRESHOLD, REO_WND_PERSIST};
 pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
 pub use sent::{SentLedger, SentPacket};
+pub use spurious::LOST_MEMORY;
+
+use reordering::ReorderingWindow;
+use spurious::{LostMemory, RecoveryEpisode};
 
 /// RFC 9002 §6.1.1 kPacketThreshold.
 pub const PACKET_THRESHOLD: u64 = 3;
@@ -51,14 +61,19 @@ const CORRUPTION_MEMORY: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SpaceId {
+    /// Initial packets.
     Initial,
+    /// Handshake packets.
     Handshake,
+    /// 1-RTT (application data) packets.
     Data,
 }
 
 impl SpaceId {
+    /// Every space, in order.
     pub const ALL: [SpaceId; 3] = [SpaceId::Initial, SpaceId::Handshake, SpaceId::Data];
 
+    /// The space's position in [`SpaceId::ALL`], for per-space arrays.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -97,6 +112,13 @@ pub struct RecoveryConfig {
     pub max_timeout: Duration,
     /// Pace packets over the round trip.
     pub pacing: bool,
+    /// Widen the packet and time thresholds when a packet declared lost is
+    /// acknowledged after all (RACK-TLP's adaptive reordering window, RFC
+    /// 8985 §6.2, as RFC 9002 §6.1 allows). Off: the thresholds stay fixed.
+    pub adaptive_reordering: bool,
+    /// Undo a congestion event whose losses all prove spurious
+    /// (`CongestionControl::on_spurious_congestion`). Off: a cut stands.
+    pub undo_spurious_congestion: bool,
 }
 
 impl Default for RecoveryConfig {
@@ -110,6 +132,8 @@ impl Default for RecoveryConfig {
             min_rto: Duration::from_millis(200),
             max_timeout: MAX_TIMEOUT,
             pacing: true,
+            adaptive_reordering: true,
+            undo_spurious_congestion: true,
         }
     }
 }
@@ -117,37 +141,60 @@ impl Default for RecoveryConfig {
 /// A loss verdict the controller made, with the packets it was about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictRecord {
+    /// The packet-number space of the packets.
     pub space: SpaceId,
+    /// The packets declared lost.
     pub packet_numbers: Vec<u64>,
+    /// What the controller judged the loss to be.
     pub verdict: LossVerdict,
+    /// The verdict is withdrawn: every packet of its congestion event was
+    /// acknowledged after all, and the event was undone. The packets were
+    /// neither randomly nor congestively lost. `packet_numbers` and
+    /// `verdict` repeat the earlier record this one withdraws.
+    #[serde(default)]
+    pub undone: bool,
 }
 
 /// Counters kept by recovery.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryStats {
+    /// Packets declared lost.
     pub lost_packets: u64,
+    /// Bytes of the packets declared lost.
     pub lost_bytes: u64,
     /// Packets removed from flight by a corruption notice.
     pub corrupted_packets: u64,
     /// Packet numbers named in CORRUPTED frames that were never sent, already
     /// acked or already lost (and not a repeat of an applied notice).
     pub ignored_corruption_names: u64,
+    /// Probe timeouts that fired.
     pub ptos: u64,
+    /// Congestion events the controller was told of (one per recovery
+    /// period).
     pub congestion_events: u64,
+    /// Congestion events that were persistent congestion (RFC 9002 §7.6).
     pub persistent_congestion_events: u64,
+    /// Packets acknowledged after they were declared lost.
+    pub spurious_losses: u64,
+    /// Congestion events undone because all their losses proved spurious.
+    pub undone_congestion_events: u64,
 }
 
 /// What an ACK frame did.
 #[derive(Debug)]
 pub struct AckOutcome<F> {
+    /// Packets newly acknowledged.
     pub acked: Vec<SentPacket<F>>,
+    /// Packets the acknowledgement showed lost.
     pub lost: Vec<SentPacket<F>>,
 }
 
 /// What the loss-detection timer did.
 #[derive(Debug)]
 pub struct TimeoutOutcome<F> {
+    /// Packets declared lost by the time threshold.
     pub lost: Vec<SentPacket<F>>,
+    /// The space of `lost`, when packets were declared lost.
     pub lost_space: Option<SpaceId>,
     /// PTO fired: send this many ack-eliciting probes in this space.
     pub probes: Option<(SpaceId, u32)>,
@@ -157,6 +204,7 @@ pub struct TimeoutOutcome<F> {
 struct SpaceState<F> {
     ledger: SentLedger<F>,
     largest_acked: Option<u64>,
+    largest_sent: Option<u64>,
     loss_time: Option<Instant>,
     time_of_last_ack_eliciting: Option<Instant>,
 }
@@ -166,6 +214,7 @@ impl<F> Default for SpaceState<F> {
         Self {
             ledger: SentLedger::default(),
             largest_acked: None,
+            largest_sent: None,
             loss_time: None,
             time_of_last_ack_eliciting: None,
         }
@@ -191,6 +240,12 @@ pub struct Recovery<F> {
     handshake_confirmed: bool,
     has_handshake_keys: bool,
     recently_corrupted: BTreeSet<(SpaceId, u64)>,
+    /// The adaptive packet and time thresholds.
+    reordering: ReorderingWindow,
+    /// Packets recently declared lost, to recognise them if acknowledged.
+    lost_memory: LostMemory,
+    /// The latest congestion event, while it may still be undone.
+    episode: Option<RecoveryEpisode>,
     verdicts: Vec<VerdictRecord>,
     stats: RecoveryStats,
 }
@@ -201,6 +256,9 @@ impl<F> Recovery<F> {
         let pacer = Self::pacer_for(cc.as_ref(), mss);
         Self {
             rtt: RttEstimator::new(config.initial_rtt),
+            reordering: ReorderingWindow::new(config.packet_threshold, config.adaptive_reordering),
+            lost_memory: LostMemory::default(),
+            episode: None,
             config,
             spaces: Default::default(),
             first_rtt_sample: None,
@@ -247,6 +305,8 @@ impl<F> Recovery<F> {
         self.max_ack_delay = delay;
     }
 
+    /// Handshake keys are installed: the client's anti-deadlock probes go
+    /// in the Handshake space from now on (RFC 9002 §6.2.2.1).
     pub fn set_handshake_keys(&mut self) {
         self.has_handshake_keys = true;
     }
@@ -264,32 +324,56 @@ impl<F> Recovery<F> {
 
     // ---- queries -------------------------------------------------------
 
+    /// The RTT estimates.
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
 
+    /// Bytes sent and neither acknowledged nor declared lost.
     pub fn bytes_in_flight(&self) -> u64 {
         self.bytes_in_flight
     }
 
+    /// The controller's congestion window, bytes.
     pub fn window(&self) -> u64 {
         self.cc.window()
     }
 
+    /// The controller's slow-start threshold, bytes.
     pub fn ssthresh(&self) -> u64 {
         self.cc.ssthresh()
     }
 
+    /// The controller's own view (its phase and algorithm fields).
     pub fn cc_metrics(&self) -> Metrics {
         self.cc.metrics()
     }
 
+    /// Counters of losses, corruption notices and timeouts.
     pub fn stats(&self) -> RecoveryStats {
         self.stats
     }
 
+    /// Consecutive probe timeouts without an acknowledgement (the PTO
+    /// backoff exponent, RFC 9002 §6.2.1).
     pub fn pto_count(&self) -> u32 {
         self.pto_count
+    }
+
+    /// The packet threshold in force (RFC 9002 kPacketThreshold, widened by
+    /// reordering).
+    pub fn packet_threshold(&self) -> u64 {
+        self.reordering.packet_threshold()
+    }
+
+    /// RACK.reo_wnd: how much later than RFC 9002's time threshold allows an
+    /// overtaken packet may still arrive.
+    pub fn reordering_window(&self) -> Duration {
+        self.reordering.window(
+            self.rtt.min(),
+            self.rtt.smoothed(),
+            self.rtt.latest().max(self.rtt.smoothed()),
+        )
     }
 
     /// Room left in the congestion window, in bytes.
@@ -359,6 +443,11 @@ impl<F> Recovery<F> {
         if packet.ack_eliciting {
             state.time_of_last_ack_eliciting = Some(now);
         }
+        state.largest_sent = Some(
+            state
+                .largest_sent
+                .map_or(packet.packet_number, |l| l.max(packet.packet_number)),
+        );
         state.ledger.insert(packet);
     }
 
@@ -372,11 +461,16 @@ impl<F> Recovery<F> {
         now: Instant,
     ) -> AckOutcome<F> {
         let mut acked = Vec::new();
+        let mut late = Vec::new();
         let mut largest_in_frame = None;
         {
             let state = &mut self.spaces[space.index()];
             for range in ranges {
                 largest_in_frame = Some(largest_in_frame.unwrap_or(0).max(*range.end()));
+                late.extend(
+                    self.lost_memory
+                        .take_range(space, *range.start(), *range.end()),
+                );
                 state.ledger.remove_range(range, &mut acked);
             }
         }
@@ -386,13 +480,19 @@ impl<F> Recovery<F> {
                 lost: Vec::new(),
             };
         };
-        {
+        let largest_acked = {
             let state = &mut self.spaces[space.index()];
-            state.largest_acked = Some(
-                state
-                    .largest_acked
-                    .map_or(largest_in_frame, |l| l.max(largest_in_frame)),
-            );
+            let largest = state
+                .largest_acked
+                .map_or(largest_in_frame, |l| l.max(largest_in_frame));
+            state.largest_acked = Some(largest);
+            largest
+        };
+        self.reordering.on_largest_acked(largest_acked);
+        if !late.is_empty() {
+            // Before loss detection, so this ACK already uses the widened
+            // thresholds.
+            self.on_spurious_losses(space, &late, now);
         }
         if acked.is_empty() {
             return AckOutcome {
@@ -469,6 +569,7 @@ impl<F> Recovery<F> {
     pub fn discard_space(&mut self, space: SpaceId) -> Vec<SentPacket<F>> {
         let state = &mut self.spaces[space.index()];
         let dropped = state.ledger.drain();
+        self.lost_memory.forget_space(space);
         state.loss_time = None;
         state.time_of_last_ack_eliciting = None;
         for packet in dropped.iter().filter(|p| p.in_flight) {

@@ -69,18 +69,22 @@ impl RttEstimator {
         self.has_sample
     }
 
+    /// The latest RTT sample (RFC 9002 §5.1 latest_rtt).
     pub fn latest(&self) -> Duration {
         self.latest
     }
 
+    /// The smoothed RTT (RFC 9002 §5.3 smoothed_rtt).
     pub fn smoothed(&self) -> Duration {
         self.smoothed
     }
 
+    /// The RTT variation (RFC 9002 §5.3 rttvar).
     pub fn variance(&self) -> Duration {
         self.variance
     }
 
+    /// The smallest RTT sample (RFC 9002 §5.2 min_rtt).
     pub fn min(&self) -> Duration {
         self.min
     }

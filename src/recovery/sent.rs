@@ -11,10 +11,14 @@ use super::rate::DeliverySnapshot;
 /// so the connection can retransmit or release it.
 #[derive(Clone, Debug)]
 pub struct SentPacket<F> {
+    /// The packet's number in its space.
     pub packet_number: u64,
+    /// When it was sent.
     pub time_sent: Instant,
     /// Bytes on the wire.
     pub size: u64,
+    /// It carries a frame other than ACK, PADDING or CONNECTION_CLOSE, so
+    /// the peer acknowledges it.
     pub ack_eliciting: bool,
     /// Counted in bytes-in-flight (ack-eliciting or padding).
     pub in_flight: bool,
@@ -23,6 +27,7 @@ pub struct SentPacket<F> {
     /// The delivery-rate state when it left (`rate`); the recovery facade
     /// fills it in, so a new packet starts with the default.
     pub delivery: DeliverySnapshot,
+    /// What it carried, for retransmission or release.
     pub frames: Vec<F>,
 }
 
@@ -43,6 +48,7 @@ impl<F> Default for SentLedger<F> {
 }
 
 impl<F> SentLedger<F> {
+    /// Records a packet just sent.
     pub fn insert(&mut self, packet: SentPacket<F>) {
         if packet.ack_eliciting {
             self.ack_eliciting_outstanding += 1;
@@ -50,6 +56,7 @@ impl<F> SentLedger<F> {
         self.packets.insert(packet.packet_number, packet);
     }
 
+    /// Takes an outstanding packet out (acknowledged, lost or corrupted).
     pub fn remove(&mut self, packet_number: u64) -> Option<SentPacket<F>> {
         let packet = self.packets.remove(&packet_number)?;
         if packet.ack_eliciting {
@@ -70,6 +77,7 @@ impl<F> SentLedger<F> {
         }
     }
 
+    /// An outstanding packet, if it is.
     pub fn get(&self, packet_number: u64) -> Option<&SentPacket<F>> {
         self.packets.get(&packet_number)
     }
@@ -84,14 +92,17 @@ impl<F> SentLedger<F> {
         self.packets.values().next()
     }
 
+    /// Some outstanding packet is ack-eliciting.
     pub fn has_ack_eliciting(&self) -> bool {
         self.ack_eliciting_outstanding > 0
     }
 
+    /// No packet is outstanding.
     pub fn is_empty(&self) -> bool {
         self.packets.is_empty()
     }
 
+    /// Outstanding packets.
     pub fn len(&self) -> usize {
         self.packets.len()
     }

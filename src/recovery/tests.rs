@@ -315,3 +315,184 @@ fn backed_off_timeouts_are_capped() {
     }
     assert_eq!(gaps, [300, 600, 1200, 2000, 2000]);
 }
+
+// ---- reordering: spurious losses, the adaptive window, undo ------------
+
+/// An ACK frame of `range` (no ack delay) arriving at `at`.
+fn ack(r: &mut Recovery<u64>, range: RangeInclusive<u64>, at: Instant) -> AckOutcome<u64> {
+    r.on_ack_received(SpaceId::Data, [range].into_iter(), Duration::ZERO, at)
+}
+
+/// RFC 8985 §3.4's fast-recovery example, in QUIC terms: P1, P2, P3 sent
+/// back to back, P1 missing when the ACK of P2 and P3 arrives. With fewer
+/// than kPacketThreshold packets above it, P1 waits for the reordering
+/// timer (here RFC 9002's 9/8·RTT), then is declared lost.
+#[test]
+fn rfc8985_fast_recovery_example_waits_for_the_reordering_timer() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    send(&mut r, 0, t0);
+    ack(&mut r, 0..=0, t0 + ms(100));
+    let t1 = t0 + ms(100);
+    for pn in 1..=3 {
+        send(&mut r, pn, t1);
+    }
+    // srtt = latest = 100 ms: P1 is lost 112.5 ms after it was sent.
+    let out = ack(&mut r, 2..=3, t1 + ms(100));
+    assert!(out.lost.is_empty());
+    let timer = r.loss_detection_timer(t1 + ms(100), false).unwrap();
+    assert_eq!(timer, t1 + Duration::from_micros(112_500));
+    assert_eq!(numbers(&r.on_loss_detection_timeout(timer).lost), [1]);
+}
+
+/// Sends 0 and acks it at 100 ms (srtt = min_rtt = 100 ms), then sends
+/// `count` packets from 1 at `t1`, 1 ms apart. Returns `t1`.
+fn connected_with_flight(r: &mut Recovery<u64>, t0: Instant, count: u64) -> Instant {
+    send(r, 0, t0);
+    ack(r, 0..=0, t0 + ms(100));
+    let t1 = t0 + ms(100);
+    for pn in 1..=count {
+        send(r, pn, t1 + ms(pn - 1));
+    }
+    t1
+}
+
+#[test]
+fn a_packet_acked_after_it_was_declared_lost_widens_both_thresholds() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    let t1 = connected_with_flight(&mut r, t0, 20);
+    // Packet 1 is overtaken by 2..=10: declared lost (9 ≥ 3 behind).
+    let out = ack(&mut r, 2..=10, t1 + ms(110));
+    assert_eq!(numbers(&out.lost), [1]);
+    assert_eq!(
+        (r.packet_threshold(), r.reordering_window()),
+        (3, Duration::ZERO)
+    );
+    // ...and then arrives: a spurious loss. The packet threshold becomes the
+    // distance it was overtaken by plus one (10 − 1 + 1). The time window
+    // covers how late it was: 112 ms old against max(srtt, latest) = 101 ms
+    // (the ACK of 10, sent at +9 ms), 11 ms, plus one step of min_rtt/4 =
+    // 25 ms: 36 ms (more than RACK's single 25 ms step).
+    ack(&mut r, 1..=10, t1 + ms(112));
+    assert_eq!(r.stats().spurious_losses, 1);
+    assert_eq!((r.packet_threshold(), r.reordering_window()), (10, ms(36)));
+    // Now packet 11 overtaken by 12..=20 (9 packets) survives the packet
+    // threshold, and the time threshold waits max(srtt, latest) + 36 ms.
+    let out = ack(&mut r, 12..=20, t1 + ms(120));
+    assert!(out.lost.is_empty(), "within the widened thresholds");
+    assert!(r.loss_detection_timer(t1 + ms(120), false).unwrap() > t1 + ms(10) + ms(112));
+}
+
+#[test]
+fn the_window_decays_after_sixteen_recoveries_without_spurious_losses() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    let mut now = connected_with_flight(&mut r, t0, 10);
+    ack(&mut r, 5..=10, now + ms(110));
+    ack(&mut r, 1..=4, now + ms(111));
+    assert_eq!(r.packet_threshold(), 10);
+    // Recovery episodes whose losses are real (never acked). The first
+    // closes the episode that had the spurious losses; sixteen quiet ones
+    // follow it.
+    let mut pn = 11;
+    for episode in 0..=REO_WND_PERSIST {
+        assert_eq!(r.packet_threshold(), 10, "episode {episode}");
+        now += ms(1_000);
+        for k in 0..12 {
+            send(&mut r, pn + k, now);
+        }
+        // The first is overtaken by 11 packets: lost, a new congestion event.
+        ack(&mut r, (pn + 1)..=(pn + 11), now + ms(100));
+        pn += 12;
+    }
+    assert_eq!(r.stats().congestion_events, 2 + u64::from(REO_WND_PERSIST));
+    assert_eq!(
+        (r.packet_threshold(), r.reordering_window()),
+        (3, Duration::ZERO)
+    );
+}
+
+#[test]
+fn a_congestion_event_whose_losses_all_arrive_is_undone() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    let t1 = connected_with_flight(&mut r, t0, 10);
+    let before = r.window();
+    ack(&mut r, 4..=10, t1 + ms(110));
+    assert_eq!(r.window(), before / 2, "Reno halves at the loss of 1..=3");
+    // 2 and 3 arrive: 1 is still missing, no undo yet.
+    ack(&mut r, 2..=10, t1 + ms(111));
+    assert_eq!(r.stats().undone_congestion_events, 0);
+    assert_eq!(r.window(), before / 2);
+    ack(&mut r, 1..=10, t1 + ms(112));
+    assert_eq!(r.stats().undone_congestion_events, 1);
+    assert!(r.window() >= before, "the cut is undone");
+    let verdicts = r.drain_verdicts();
+    assert_eq!(verdicts.len(), 2);
+    assert!(!verdicts[0].undone && verdicts[1].undone);
+    assert_eq!(verdicts[1].packet_numbers, [1, 2, 3]);
+}
+
+#[test]
+fn one_real_loss_in_the_episode_keeps_the_cut() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    let t1 = connected_with_flight(&mut r, t0, 10);
+    let before = r.window();
+    ack(&mut r, 4..=10, t1 + ms(110));
+    // 2 and 3 arrive late; 1 never does.
+    ack(&mut r, 2..=10, t1 + ms(111));
+    assert_eq!(r.stats().spurious_losses, 2);
+    assert_eq!(r.stats().undone_congestion_events, 0);
+    assert_eq!(r.window(), before / 2);
+}
+
+#[test]
+fn with_adaptation_and_undo_off_recovery_is_rfc9002_exactly() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig {
+        adaptive_reordering: false,
+        undo_spurious_congestion: false,
+        ..RecoveryConfig::default()
+    });
+    let t1 = connected_with_flight(&mut r, t0, 10);
+    let before = r.window();
+    ack(&mut r, 4..=10, t1 + ms(110));
+    ack(&mut r, 1..=10, t1 + ms(111));
+    // Counted honestly, but neither threshold nor window changes.
+    assert_eq!(r.stats().spurious_losses, 3);
+    assert_eq!(
+        (r.packet_threshold(), r.reordering_window()),
+        (3, Duration::ZERO)
+    );
+    assert_eq!(r.window(), before / 2);
+    assert_eq!(r.stats().undone_congestion_events, 0);
+}
+
+#[test]
+fn a_corruption_notice_is_acted_on_at_once_however_wide_the_reordering_window() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    let t1 = connected_with_flight(&mut r, t0, 30);
+    // Widen the window: 1 overtaken by 2..=20, then acked.
+    ack(&mut r, 2..=20, t1 + ms(110));
+    ack(&mut r, 1..=20, t1 + ms(111));
+    assert_eq!(r.packet_threshold(), 20);
+    let window = r.window();
+    let in_flight = r.bytes_in_flight();
+    // CORRUPTED(21) with ACK(22): 21 leaves flight at once, no cut, no wait.
+    let now = t1 + ms(125);
+    let corrupted = r.on_corrupted(SpaceId::Data, [21..=21].into_iter(), now);
+    assert_eq!(numbers(&corrupted), [21]);
+    assert_eq!(r.bytes_in_flight(), in_flight - MSS);
+    let out = r.on_ack_received(
+        SpaceId::Data,
+        [1..=20, 22..=22].into_iter().rev(),
+        Duration::ZERO,
+        now,
+    );
+    assert!(out.lost.is_empty());
+    assert!(r.window() >= window);
+    assert_eq!(r.stats().congestion_events, 1, "only the spurious one");
+}

@@ -77,9 +77,13 @@ impl CbrSchedule {
 /// What one CBR flow sent and what arrived (ground truth and receiver view).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CbrCounters {
+    /// Packets the source sent.
     pub sent_packets: u64,
+    /// Bytes the source sent.
     pub sent_bytes: u64,
+    /// Packets that reached the sink.
     pub delivered_packets: u64,
+    /// Bytes that reached the sink.
     pub delivered_bytes: u64,
     /// Dropped because the bottleneck queue was full (congestion).
     pub queue_drops: u64,

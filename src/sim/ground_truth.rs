@@ -116,7 +116,9 @@ pub struct DirectionCounters {
 /// A flow's ground-truth counts, both directions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowPacketCounters {
+    /// Client → server.
     pub forward: DirectionCounters,
+    /// Server → client.
     pub reverse: DirectionCounters,
 }
 

@@ -28,6 +28,7 @@ pub struct Report {
     pub experiment: String,
     /// The sift version that produced it.
     pub sift_version: String,
+    /// One entry per seed.
     pub runs: Vec<RunReport>,
 }
 
@@ -60,9 +61,11 @@ impl StopReason {
 /// One seed's run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunReport {
+    /// The run's seed.
     pub seed: u64,
     /// The run's knobs (the scenario's settings and labels), free-form.
     pub params: BTreeMap<String, serde_json::Value>,
+    /// One entry per sift flow.
     pub flows: Vec<FlowReport>,
     /// Bottleneck counters per direction.
     pub links: LinkReport,
@@ -80,7 +83,9 @@ pub struct RunReport {
 /// The bottleneck's counters, per direction.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LinkReport {
+    /// Client side → server side.
     pub forward: LinkCounters,
+    /// Server side → client side.
     pub reverse: LinkCounters,
 }
 
@@ -88,15 +93,30 @@ pub struct LinkReport {
 /// 2003, Table I). Rows: true cause; columns: verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdicts {
+    /// Random (link) losses the controller judged random.
     pub random_as_random: u64,
+    /// Random losses it judged congestive.
     pub random_as_congestive: u64,
+    /// Congestive (queue) losses it judged random.
     pub congestive_as_random: u64,
+    /// Congestive losses it judged congestive.
     pub congestive_as_congestive: u64,
     /// Packets declared lost that in fact arrived (spurious losses).
     #[serde(default)]
     pub not_lost_as_random: u64,
+    /// Packets declared lost that in fact arrived, judged congestive.
     #[serde(default)]
     pub not_lost_as_congestive: u64,
+    /// Verdicts withdrawn because the congestion event proved spurious
+    /// (every packet of it was acknowledged) and was undone: the controller
+    /// no longer calls these losses random or congestive. Moved here from
+    /// the `*_as_random` / `*_as_congestive` cell of the same row.
+    #[serde(default)]
+    pub not_lost_as_spurious: u64,
+    #[serde(default)]
+    pub random_as_spurious: u64,
+    #[serde(default)]
+    pub congestive_as_spurious: u64,
 }
 
 impl Verdicts {
@@ -113,6 +133,37 @@ impl Verdicts {
         *slot += 1;
     }
 
+    /// Withdraws one earlier `verdict` on a packet whose true cause is
+    /// `truth`: its congestion event was undone, and the packet moves to the
+    /// spurious column of its row.
+    pub fn withdraw(&mut self, verdict: LossVerdict, truth: TrueCause) {
+        let (slot, spurious) = match (truth, verdict) {
+            (TrueCause::Random, LossVerdict::Random) => {
+                (&mut self.random_as_random, &mut self.random_as_spurious)
+            }
+            (TrueCause::Random, LossVerdict::Congestive) => {
+                (&mut self.random_as_congestive, &mut self.random_as_spurious)
+            }
+            (TrueCause::Congestive, LossVerdict::Random) => (
+                &mut self.congestive_as_random,
+                &mut self.congestive_as_spurious,
+            ),
+            (TrueCause::Congestive, LossVerdict::Congestive) => (
+                &mut self.congestive_as_congestive,
+                &mut self.congestive_as_spurious,
+            ),
+            (TrueCause::NotLost, LossVerdict::Random) => {
+                (&mut self.not_lost_as_random, &mut self.not_lost_as_spurious)
+            }
+            (TrueCause::NotLost, LossVerdict::Congestive) => (
+                &mut self.not_lost_as_congestive,
+                &mut self.not_lost_as_spurious,
+            ),
+        };
+        *slot = slot.saturating_sub(1);
+        *spurious += 1;
+    }
+
     /// Share of really-lost packets classified correctly, if any were.
     pub fn accuracy(&self) -> Option<f64> {
         let right = self.random_as_random + self.congestive_as_congestive;
@@ -124,12 +175,15 @@ impl Verdicts {
 /// One sift flow's results.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowReport {
+    /// The flow's index in the scenario.
     pub id: usize,
     /// The controller's name.
     pub cc: String,
+    /// The flow offered corruption notices.
     pub corruption_notices: bool,
     /// Payload the client set out to send.
     pub bytes: u64,
+    /// Streams the payload was spread over.
     pub streams: u64,
     /// When the client connected, in virtual seconds.
     pub start_s: f64,
@@ -208,10 +262,15 @@ impl Sample {
 /// One CBR flow's results.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CbrReport {
+    /// The CBR flow's index in the scenario.
     pub id: usize,
+    /// Which way it crosses the bottleneck.
     pub direction: Direction,
+    /// Its sending rate, bits per second.
     pub rate_bps: u64,
+    /// Its packet size, bytes.
     pub packet_size: usize,
+    /// What it sent and what arrived.
     #[serde(flatten)]
     pub counters: CbrCounters,
     /// The receive rate (see `CbrCounters::throughput_bps`); null with fewer
@@ -222,11 +281,15 @@ pub struct CbrReport {
 /// A report could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A file could not be written.
     #[error("cannot write {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The report could not be encoded.
     #[error("cannot encode the report as JSON: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -230,7 +230,9 @@ pub enum ScenarioError {
     /// The file could not be read.
     #[error("cannot read scenario file {path}: {source}")]
     Read {
+        /// The file.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
     /// The TOML is malformed, has an unknown key, or a value of the wrong type.
@@ -238,19 +240,29 @@ pub enum ScenarioError {
     Parse {
         /// `FILE:LINE:COLUMN` (or just the origin when the position is unknown).
         location: String,
+        /// What the parser said.
         message: String,
     },
     /// A value is out of range.
     #[error("{origin}: {key} = {value}: {reason}")]
     Invalid {
+        /// The file or text the scenario came from.
         origin: String,
+        /// The key.
         key: String,
+        /// The value given.
         value: String,
+        /// Why it is refused.
         reason: String,
     },
     /// The scenario could not be written as TOML.
     #[error("cannot write scenario {name:?} as TOML: {message}")]
-    Serialize { name: String, message: String },
+    Serialize {
+        /// The scenario's name.
+        name: String,
+        /// What the encoder said.
+        message: String,
+    },
 }
 
 impl Scenario {

@@ -118,7 +118,9 @@ pub enum Host {
 /// The hosts and links of one sift flow.
 #[derive(Clone, Debug)]
 pub struct SiftFlowHosts {
+    /// The client's virtual address.
     pub client: SocketAddr,
+    /// The server's virtual address.
     pub server: SocketAddr,
     /// The flow's access links (client → bottleneck, bottleneck → client),
     /// when it has an access delay.
@@ -128,8 +130,11 @@ pub struct SiftFlowHosts {
 /// The hosts of one CBR flow.
 #[derive(Clone, Debug)]
 pub struct CbrHosts {
+    /// The sender's virtual address.
     pub source: SocketAddr,
+    /// The receiver's virtual address.
     pub sink: SocketAddr,
+    /// Which way it crosses the bottleneck.
     pub direction: Direction,
 }
 
@@ -146,6 +151,7 @@ pub struct Topology {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{hosts} hosts do not fit the virtual address plan (at most {MAX_HOSTS})")]
 pub struct TooManyHosts {
+    /// Hosts asked for.
     pub hosts: usize,
 }
 

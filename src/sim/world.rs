@@ -47,24 +47,42 @@ pub const MAX_DATAGRAMS_PER_DRAIN: u64 = 1_000_000;
 /// A simulation could not be built or could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// The scenario is invalid.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// The scenario needs more hosts than the address plan holds.
     #[error(transparent)]
     Topology(#[from] TooManyHosts),
+    /// Events kept coming at one virtual instant: time could not advance.
     #[error("virtual time stopped at {at_s} s: more than {events} events at one instant")]
-    Livelock { at_s: f64, events: u64 },
+    Livelock {
+        /// The instant, virtual seconds.
+        at_s: f64,
+        /// Events processed there.
+        events: u64,
+    },
+    /// A connection kept producing datagrams at one instant.
     #[error("flow {flow}: the {} connection produced more than {datagrams} datagrams at {at_s} s without pausing", side_name(*side))]
     SendLoop {
+        /// The flow.
         flow: usize,
+        /// Which end.
         side: Side,
+        /// Datagrams produced at that instant.
         datagrams: u64,
+        /// The instant, virtual seconds.
         at_s: f64,
     },
+    /// A connection reported a datagram longer than the buffer it wrote.
     #[error("flow {flow}: the {} connection reported a {len}-byte datagram from a {capacity}-byte buffer", side_name(*side))]
     OversizedDatagram {
+        /// The flow.
         flow: usize,
+        /// Which end.
         side: Side,
+        /// The length reported.
         len: usize,
+        /// The buffer's size.
         capacity: usize,
     },
 }
@@ -530,8 +548,10 @@ impl<T: Transport> Simulation<T> {
                     .truth
                     .by_packet_number(endpoint.flow, Direction::Forward, pn)
                     .and_then(|datagram| TrueCause::of(datagram.fate));
-                if let Some(truth) = truth {
-                    flow.verdicts.record(record.verdict, truth);
+                match truth {
+                    Some(truth) if record.undone => flow.verdicts.withdraw(record.verdict, truth),
+                    Some(truth) => flow.verdicts.record(record.verdict, truth),
+                    None => {}
                 }
             }
         }

@@ -27,23 +27,51 @@ pub enum ControlFrame {
     /// MAX_DATA: the connection limit we grant.
     MaxData(u64),
     /// MAX_STREAM_DATA: the limit we grant on one stream.
-    MaxStreamData { id: StreamId, max: u64 },
+    MaxStreamData {
+        /// The stream.
+        id: StreamId,
+        /// The limit, bytes.
+        max: u64,
+    },
     /// MAX_STREAMS: how many streams of `dir` the peer may open in total.
-    MaxStreams { dir: Dir, max: u64 },
+    MaxStreams {
+        /// Which kind of stream.
+        dir: Dir,
+        /// The cumulative count.
+        max: u64,
+    },
     /// RESET_STREAM: we abandon sending on `id`.
     ResetStream {
+        /// The stream.
         id: StreamId,
+        /// The application's error code.
         error_code: u64,
+        /// Bytes sent on the stream before the reset.
         final_size: u64,
     },
     /// STOP_SENDING: we ask the peer to abandon sending on `id`.
-    StopSending { id: StreamId, error_code: u64 },
+    StopSending {
+        /// The stream.
+        id: StreamId,
+        /// The application's error code.
+        error_code: u64,
+    },
     /// DATA_BLOCKED: the peer's connection limit stops us at this value.
     DataBlocked(u64),
     /// STREAM_DATA_BLOCKED: the peer's limit on `id` stops us at `limit`.
-    StreamDataBlocked { id: StreamId, limit: u64 },
+    StreamDataBlocked {
+        /// The stream.
+        id: StreamId,
+        /// The limit that stops us, bytes.
+        limit: u64,
+    },
     /// STREAMS_BLOCKED: the peer's stream limit for `dir` stops us at `limit`.
-    StreamsBlocked { dir: Dir, limit: u64 },
+    StreamsBlocked {
+        /// Which kind of stream.
+        dir: Dir,
+        /// The count that stops us.
+        limit: u64,
+    },
 }
 
 /// A control frame waiting to go out. Values that can change (limits) are

@@ -27,10 +27,20 @@ pub enum StreamError {
     ReceiveStopped(StreamId),
     /// The peer reset the stream (RESET_STREAM); data not yet read is gone.
     #[error("stream {id} was reset by the peer with error code {error_code}")]
-    Reset { id: StreamId, error_code: u64 },
+    Reset {
+        /// The stream.
+        id: StreamId,
+        /// The peer's error code.
+        error_code: u64,
+    },
     /// The peer asked us to stop sending (STOP_SENDING): writes fail.
     #[error("the peer stopped stream {id} with error code {error_code}")]
-    Stopped { id: StreamId, error_code: u64 },
+    Stopped {
+        /// The stream.
+        id: StreamId,
+        /// The peer's error code.
+        error_code: u64,
+    },
     /// Nothing can be done now: the send buffer is full, or no data is
     /// ready to read. Retry after progress (acks, or data arriving).
     #[error("the stream is blocked: nothing can be accepted or read now")]

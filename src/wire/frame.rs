@@ -252,7 +252,10 @@ pub struct AckFrame<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     /// A run of `len` zero bytes; consecutive ones are one frame on decode.
-    Padding { len: usize },
+    Padding {
+        /// Zero bytes.
+        len: usize,
+    },
     /// Elicits an ACK and nothing else (keep-alive, PTO probe).
     Ping,
     /// Packet numbers received, with the ack delay.
@@ -260,46 +263,93 @@ pub enum Frame<'a> {
     /// Packet numbers whose header tag verified and payload tag did not.
     Corrupted(AckRanges<'a>),
     /// Handshake bytes at `offset` in this level's crypto stream.
-    Crypto { offset: u64, data: &'a [u8] },
+    Crypto {
+        /// Where `data` starts in the crypto stream.
+        offset: u64,
+        /// The bytes.
+        data: &'a [u8],
+    },
     /// Stream bytes at `offset`; `fin` marks the end of the stream.
     Stream {
+        /// The stream ID.
         id: u64,
+        /// Where `data` starts in the stream.
         offset: u64,
+        /// The bytes.
         data: &'a [u8],
+        /// The stream ends after `data`.
         fin: bool,
     },
     /// The sender abandons stream `id` after `final_size` bytes.
     ResetStream {
+        /// The stream ID.
         id: u64,
+        /// The application's error code.
         error_code: u64,
+        /// Bytes sent on the stream before the reset.
         final_size: u64,
     },
     /// The receiver asks the sender to stop sending on stream `id`.
-    StopSending { id: u64, error_code: u64 },
+    StopSending {
+        /// The stream ID.
+        id: u64,
+        /// The application's error code.
+        error_code: u64,
+    },
     /// Connection-level flow-control limit, in bytes.
     MaxData(u64),
     /// Stream-level flow-control limit, in bytes.
-    MaxStreamData { id: u64, max: u64 },
+    MaxStreamData {
+        /// The stream ID.
+        id: u64,
+        /// The limit, bytes.
+        max: u64,
+    },
     /// Cumulative number of streams of one direction the peer may open.
-    MaxStreams { bidi: bool, max: u64 },
+    MaxStreams {
+        /// Bidirectional streams (else unidirectional).
+        bidi: bool,
+        /// The cumulative count.
+        max: u64,
+    },
     /// The sender is blocked by the connection limit `MaxData(limit)`.
     DataBlocked(u64),
     /// The sender is blocked by stream `id`'s limit.
-    StreamDataBlocked { id: u64, limit: u64 },
+    StreamDataBlocked {
+        /// The stream ID.
+        id: u64,
+        /// The limit that stops the sender, bytes.
+        limit: u64,
+    },
     /// The sender is blocked by the stream-count limit.
-    StreamsBlocked { bidi: bool, limit: u64 },
+    StreamsBlocked {
+        /// Bidirectional streams (else unidirectional).
+        bidi: bool,
+        /// The count that stops the sender.
+        limit: u64,
+    },
     /// An address-validation token for a future connection.
-    NewToken { token: &'a [u8] },
+    NewToken {
+        /// The opaque token.
+        token: &'a [u8],
+    },
     /// The server confirms the handshake.
     HandshakeDone,
     /// An unreliable datagram (RFC 9221).
-    Datagram { data: &'a [u8] },
+    Datagram {
+        /// The datagram's bytes.
+        data: &'a [u8],
+    },
     /// Closes the connection. `frame_type` is the frame that caused a
     /// transport close; 0 (and not sent) for an application close.
     ConnectionClose {
+        /// An application close (type 0x1d), else a transport close (0x1c).
         application: bool,
+        /// The error code.
         error_code: u64,
+        /// The frame type that caused a transport close.
         frame_type: u64,
+        /// The reason phrase (UTF-8 by convention).
         reason: &'a [u8],
     },
 }

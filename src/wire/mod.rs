@@ -37,7 +37,12 @@ pub use varint::{
 pub enum WireError {
     /// A field runs past the end of the input.
     #[error("unexpected end of input: needed {needed} bytes, {remaining} remain")]
-    UnexpectedEnd { needed: usize, remaining: usize },
+    UnexpectedEnd {
+        /// Bytes the field needs.
+        needed: usize,
+        /// Bytes left in the input.
+        remaining: usize,
+    },
     /// A value does not fit a variable-length integer (RFC 9000 §16: < 2^62).
     #[error("value {0} does not fit a varint (max 2^62 - 1)")]
     VarintTooLarge(u64),
@@ -50,24 +55,43 @@ pub enum WireError {
     /// A frame whose fields contradict each other or the protocol.
     #[error("invalid {frame} frame: {reason}")]
     InvalidFrame {
+        /// The frame type's name.
         frame: &'static str,
+        /// What is wrong with it.
         reason: &'static str,
     },
     /// STREAM or CRYPTO data that would end past 2^62 - 1 (RFC 9000 §19.8).
     #[error("{frame} frame data would end at offset {end}, past 2^62 - 1")]
-    OffsetTooLarge { frame: &'static str, end: u64 },
+    OffsetTooLarge {
+        /// The frame type's name.
+        frame: &'static str,
+        /// Where the data would end.
+        end: u64,
+    },
     /// A MAX_STREAMS or STREAMS_BLOCKED count above 2^60 (RFC 9000 §19.11).
     #[error("{frame} frame names {value} streams, above 2^60")]
-    StreamLimitTooLarge { frame: &'static str, value: u64 },
+    StreamLimitTooLarge {
+        /// The frame type's name.
+        frame: &'static str,
+        /// The count given.
+        value: u64,
+    },
     /// An ACK or CORRUPTED range that would reach below packet number 0.
     #[error("{frame} frame range {range_index} reaches below packet number 0")]
     AckRangeUnderflow {
+        /// The frame type's name.
         frame: &'static str,
+        /// Which range (0 is the first).
         range_index: u64,
     },
     /// An ACK or CORRUPTED frame with more ranges than we accept.
     #[error("{count} ACK ranges exceed the limit of {limit}")]
-    TooManyRanges { count: u64, limit: u64 },
+    TooManyRanges {
+        /// Ranges in the frame.
+        count: u64,
+        /// Ranges accepted.
+        limit: u64,
+    },
     /// A header whose fields contradict the layout of DESIGN §3.
     #[error("invalid packet header: {0}")]
     InvalidHeader(&'static str),
@@ -79,14 +103,29 @@ pub enum WireError {
     UnsupportedPacketType(u8),
     /// A packet whose payload cannot even hold its payload tag.
     #[error("payload of {payload_len} bytes is shorter than its {tag_len}-byte tag")]
-    PayloadTooShort { payload_len: usize, tag_len: usize },
+    PayloadTooShort {
+        /// The payload's length.
+        payload_len: usize,
+        /// The tag's length.
+        tag_len: usize,
+    },
     /// A transport parameter sent twice (RFC 9000 §7.4).
     #[error("transport parameter {0:#x} appears twice")]
     DuplicateTransportParameter(u64),
     /// A transport parameter whose value does not have the layout of its id.
     #[error("transport parameter {id:#x} is malformed: {reason}")]
-    MalformedTransportParameter { id: u64, reason: &'static str },
+    MalformedTransportParameter {
+        /// The parameter's id.
+        id: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A transport parameter whose value is out of its allowed range.
     #[error("transport parameter {name} = {value} is out of range")]
-    TransportParameterOutOfRange { name: &'static str, value: u64 },
+    TransportParameterOutOfRange {
+        /// The parameter's name.
+        name: &'static str,
+        /// The value given.
+        value: u64,
+    },
 }

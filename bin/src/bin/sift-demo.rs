@@ -3,7 +3,7 @@
 //! generated 5 MB file and printing the summary.
 
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ const EXAMPLES: &str = "\
 Examples:
   sift-demo                                   # 5 MB, 25 ms each way, 20 Mb/s, 1% loss, 1% corruption
   sift-demo --cc veno --corruption-notices off
+  sift-demo --ipv6                            # the same on ::1
   sift-demo --link \"delay 60ms rate 1600kbit limit 12 loss 1%\" --size 1000000
   sift-demo --size 20000000 --link \"delay 25ms loss 2% corrupt 1% corrupt-where payload\" --json";
 
@@ -58,6 +59,9 @@ struct Args {
     /// Seed of the link's randomness and of the file's content.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Run on the IPv6 loopback (::1) instead of 127.0.0.1.
+    #[arg(short = '6', long)]
+    ipv6: bool,
     /// Print the client's JSON report instead of the summary.
     #[arg(long)]
     json: bool,
@@ -100,7 +104,15 @@ fn run(args: Args) -> anyhow::Result<()> {
 
     let cc_name = args.cc.name();
     let config = common::transport_config(args.cc, args.corruption_notices);
-    let listener = Listener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), config.clone())
+    let loopback: IpAddr = if args.ipv6 {
+        if !sift::io::ipv6_loopback_available() {
+            anyhow::bail!("--ipv6: this host has no IPv6 loopback (::1)");
+        }
+        Ipv6Addr::LOCALHOST.into()
+    } else {
+        Ipv4Addr::LOCALHOST.into()
+    };
+    let listener = Listener::bind(SocketAddr::new(loopback, 0), config.clone())
         .context("starting the server")?;
     let server_addr = listener.local_addr();
     let files = Arc::new(FileServer::new(Root::new(&served)?));
@@ -118,7 +130,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 
     if !args.json {
         println!(
-            "sift demo: {} through \"{}\" each way; cc {cc_name}, corruption notices {}",
+            "sift demo: {} through \"{}\" each way on {loopback}; cc {cc_name}, corruption notices {}",
             sift_bin::cli::format::bytes(args.size),
             link.to_netem(),
             if args.corruption_notices.enabled() {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 
-use sift::lab::{self, experiments, Experiment, Plan};
+use sift::lab::{self, experiments, Experiment, Plan, Shard};
 use sift::sim::Scenario;
 
 #[path = "sift-lab/plot.rs"]
@@ -29,6 +29,10 @@ Examples:
       run every seed of the scenario; results go to results/lossy-10mbit/
   sift-lab run my.toml --seed 7 --out /tmp/run7
       run only seed 7 and write the results to /tmp/run7/
+  sift-lab vegas-factorial --shard 2/4 --out /tmp/vf/2
+      the second quarter of the sweep (a Slurm array task, a GNU parallel job)
+  sift-lab merge vegas-factorial /tmp/vf/1 /tmp/vf/2 /tmp/vf/3 /tmp/vf/4 --out results/vegas-factorial
+      join the four quarters into the report a run in one piece writes
 
 Scenario files are described in docs/scenarios.md, the experiments in docs/experiments.md.";
 
@@ -54,7 +58,7 @@ fn cli() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Log what the simulator does (to stderr)"),
         )
-        .subcommand(Command::new("list").about("List the paper experiments (name and title)"))
+        .subcommand(Command::new("list").about("List the experiments (name and title)"))
         .subcommand(
             Command::new("run")
                 .about("Run a scenario file: one simulated run per seed")
@@ -93,16 +97,55 @@ fn cli() -> Command {
                         .action(ArgAction::SetTrue)
                         .help("A reduced sweep that runs in seconds (for CI)"),
                 )
+                .arg(seeds_arg())
                 .arg(
-                    Arg::new("seeds")
-                        .long("seeds")
-                        .value_name("N")
-                        .value_parser(value_parser!(u64).range(1..=MAX_SEEDS))
-                        .help("Seeds (replications) per scenario [default: the experiment's]"),
+                    Arg::new("shard")
+                        .long("shard")
+                        .value_name("K/N")
+                        .value_parser(value_parser!(Shard))
+                        .help("Run only the K-th of N slices of the sweep (join them with sift-lab merge)"),
                 ),
         );
     }
-    command
+    command.subcommand(
+        Command::new("merge")
+            .about("Join the directories of an experiment's --shard runs into its report")
+            .after_help(EXAMPLES)
+            .arg(
+                Arg::new("experiment")
+                    .required(true)
+                    .value_name("EXPERIMENT")
+                    .help("The experiment the shards ran (sift-lab list)"),
+            )
+            .arg(
+                Arg::new("shards")
+                    .required(true)
+                    .num_args(1..)
+                    .value_name("DIR")
+                    .value_parser(value_parser!(PathBuf))
+                    .help("The shards' --out directories"),
+            )
+            .arg(
+                out.clone()
+                    .required(true)
+                    .help("Where to write the joined report"),
+            )
+            .arg(
+                Arg::new("quick")
+                    .long("quick")
+                    .action(ArgAction::SetTrue)
+                    .help("The shards ran with --quick"),
+            )
+            .arg(seeds_arg()),
+    )
+}
+
+fn seeds_arg() -> Arg {
+    Arg::new("seeds")
+        .long("seeds")
+        .value_name("N")
+        .value_parser(value_parser!(u64).range(1..=MAX_SEEDS))
+        .help("Seeds (replications) per scenario [default: the experiment's]")
 }
 
 fn main() -> ExitCode {
@@ -144,16 +187,42 @@ fn run(matches: &ArgMatches) -> anyhow::Result<()> {
                 args.get_one::<u64>("seed").copied(),
             )
         }
-        _ => {
-            let Some(experiment) = experiments::find(name) else {
-                anyhow::bail!("unknown command {name:?} (try sift-lab list)");
+        "merge" => {
+            let Some(name) = args.get_one::<String>("experiment") else {
+                anyhow::bail!("merge needs the experiment's name");
             };
-            let plan = Plan {
-                quick: args.get_flag("quick"),
-                seeds: args.get_one::<u64>("seeds").copied(),
+            let experiment = find_experiment(name)?;
+            let shards: Vec<PathBuf> = args
+                .get_many::<PathBuf>("shards")
+                .map(|dirs| dirs.cloned().collect())
+                .unwrap_or_default();
+            let Some(out) = args.get_one::<PathBuf>("out") else {
+                anyhow::bail!("merge needs --out");
             };
-            run_experiment(experiment, &plan, args.get_one::<PathBuf>("out").cloned())
+            merge_shards(experiment, &plan_of(args), &shards, out)
         }
+        _ => {
+            let experiment = find_experiment(name)?;
+            let out = args.get_one::<PathBuf>("out").cloned();
+            match args.get_one::<Shard>("shard") {
+                Some(&shard) if shard != Shard::ALL => {
+                    run_shard(experiment, &plan_of(args), shard, out)
+                }
+                _ => run_experiment(experiment, &plan_of(args), out),
+            }
+        }
+    }
+}
+
+fn find_experiment(name: &str) -> anyhow::Result<&'static Experiment> {
+    experiments::find(name)
+        .ok_or_else(|| anyhow::anyhow!("unknown experiment {name:?} (try sift-lab list)"))
+}
+
+fn plan_of(args: &ArgMatches) -> Plan {
+    Plan {
+        quick: args.get_flag("quick"),
+        seeds: args.get_one::<u64>("seeds").copied(),
     }
 }
 
@@ -207,13 +276,7 @@ fn run_experiment(
     );
     let outcome = lab::run_experiment(experiment, plan, &out)
         .with_context(|| format!("experiment {}", experiment.name))?;
-    let mut svgs = 0;
-    for figure in &outcome.comparison.figures {
-        let path = out.join(format!("{}.svg", figure.name));
-        if plot::write_svg(figure, &path)? {
-            svgs += 1;
-        }
-    }
+    let svgs = write_figures(&outcome, &out)?;
     let csvs = outcome.comparison.tables.len() + outcome.comparison.figures.len();
     emit(&format!(
         "{}\nResults written to {}: summary.md, results.json, {csvs} CSV{}, {svgs} SVG{}, {} scenario director{}\n",
@@ -224,6 +287,73 @@ fn run_experiment(
         outcome.reports.len(),
         if outcome.reports.len() == 1 { "y" } else { "ies" }
     ))
+}
+
+fn run_shard(
+    experiment: &Experiment,
+    plan: &Plan,
+    shard: Shard,
+    out: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let out = out.unwrap_or_else(|| {
+        Path::new("results").join(format!(
+            "{}-shard-{}-of-{}",
+            experiment.name,
+            shard.index(),
+            shard.count()
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let reports = lab::run_experiment_shard(experiment, plan, shard, &out)
+        .with_context(|| format!("experiment {} shard {shard}", experiment.name))?;
+    let runs: usize = reports.iter().map(|r| r.runs.len()).sum();
+    emit(&format!(
+        "{}: shard {shard}: {runs} run{} in {} scenario director{} under {}\nJoin the shards with: sift-lab merge {} DIR... --out DIR{}\n",
+        experiment.name,
+        if runs == 1 { "" } else { "s" },
+        reports.len(),
+        if reports.len() == 1 { "y" } else { "ies" },
+        out.display(),
+        experiment.name,
+        match (plan.quick, plan.seeds) {
+            (false, None) => String::new(),
+            (quick, seeds) => format!(
+                "{}{}",
+                if quick { " --quick" } else { "" },
+                seeds.map_or(String::new(), |n| format!(" --seeds {n}"))
+            ),
+        }
+    ))
+}
+
+fn merge_shards(
+    experiment: &Experiment,
+    plan: &Plan,
+    shards: &[PathBuf],
+    out: &Path,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let outcome = lab::merge_experiment(experiment, plan, shards, out)
+        .with_context(|| format!("merging {}", experiment.name))?;
+    write_figures(&outcome, out)?;
+    emit(&format!(
+        "{}\nMerged {} shard director{} into {}\n",
+        outcome.summary.trim_end(),
+        shards.len(),
+        if shards.len() == 1 { "y" } else { "ies" },
+        out.display()
+    ))
+}
+
+fn write_figures(outcome: &lab::ExperimentOutcome, out: &Path) -> anyhow::Result<usize> {
+    let mut svgs = 0;
+    for figure in &outcome.comparison.figures {
+        let path = out.join(format!("{}.svg", figure.name));
+        if plot::write_svg(figure, &path)? {
+            svgs += 1;
+        }
+    }
+    Ok(svgs)
 }
 
 fn run_scenario_file(path: &Path, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {

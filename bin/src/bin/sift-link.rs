@@ -8,6 +8,17 @@
 //! client → server, reverse is server → client. The models never read the
 //! clock; this binary feeds them `Instant::now()`.
 //!
+//! Checksums: a sift endpoint with corruption notices on sends UDP with a
+//! zero checksum, which IPv4 always accepts and IPv6 only on a socket with
+//! `UDP_NO_CHECK6_RX`; every relay socket asks for it, so sift is relayed
+//! over either family alike. What the relay delivers carries a checksum the
+//! kernel computes over the delivered bytes, corrupted or not, so its own
+//! corruption reaches any receiver; `--send-zero-checksums` sends zero
+//! instead, for corruption on a real link beyond the relay.
+//!
+//! Addresses: `--listen [::]:PORT` takes both families; an IPv4 client is
+//! known (and logged) by its plain address, not `::ffff:a.b.c.d`.
+//!
 //! Threads: one reader per socket (the listening one and each upstream
 //! one), blocking with a read timeout, hands datagrams to the main thread
 //! over a channel; the main thread owns both links and sleeps in
@@ -27,6 +38,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
+use sift::conn::canonical_peer;
+use sift::io::{bind_udp, SocketOptions};
 use sift::sim::link::{Corruption, Delivery, Fate, Link, LinkConfig, LinkCounters};
 
 /// Largest UDP payload.
@@ -49,13 +62,20 @@ Examples:
   sift-link --listen 0.0.0.0:5000 --to server:4433 \\
       --forward \"delay 5ms corrupt-burst 5% 2-10 corrupt-where header=95%\" --seed 7
 
+  # Over IPv6: 2% of the server's datagrams corrupted on the way to the client
+  sift-link --listen [::1]:5000 --to [::1]:4433 --reverse \"corrupt 2%\"
+
   # Log every packet's fate as JSON lines; print counters with `kill -USR1 PID`
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --forward \"loss gemodel 1% 30%\" \\
       --log fates.jsonl --log-format json
 
 Impairment specs use tc-netem syntax (delay, distribution, loss random|state|gemodel,
 corrupt, duplicate, reorder … gap, rate, limit, slot, seed) plus sift's ber, corrupt-gemodel,
-corrupt-burst, corrupt-where and outage. Unlike netem, corrupted datagrams are delivered.
+corrupt-burst, corrupt-where, outage and jitter-reorder. Unlike netem, corrupted datagrams
+are delivered, over IPv4 and IPv6 alike: zero-checksum datagrams (sift with corruption
+notices on) are accepted. As in netem, jitter behind a rate keeps packet order; add
+jitter-reorder for per-packet delays (netem over a separate tbf), e.g.
+  --reverse \"delay 20ms 5ms distribution normal rate 20mbit limit 200 jitter-reorder\"
 Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1.";
 
 /// Format of the per-packet log.
@@ -93,6 +113,13 @@ struct Args {
     /// Format of --log.
     #[arg(long, value_enum, default_value_t = LogFormat::Mahimahi)]
     log_format: LogFormat,
+    /// Send relayed datagrams with UDP checksum zero (IPv4 SO_NO_CHECK, IPv6
+    /// UDP_NO_CHECK6_TX) instead of a checksum over the delivered bytes, so
+    /// corruption on a real link beyond the relay reaches the receiver too.
+    /// Receivers must accept zero checksums: IPv4 ones always do, IPv6 ones
+    /// only with UDP_NO_CHECK6_RX (sift with corruption notices on).
+    #[arg(long)]
+    send_zero_checksums: bool,
     /// Forget a client after this many seconds without traffic either way.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     idle_timeout: u64,
@@ -290,6 +317,8 @@ struct LogLine<'a> {
 struct Relay {
     listen: Arc<UdpSocket>,
     server: SocketAddr,
+    /// How every relay socket is set up (checksums).
+    socket_options: SocketOptions,
     forward: Link,
     reverse: Link,
     sessions: HashMap<u64, Session>,
@@ -313,11 +342,11 @@ impl Relay {
         } else {
             "[::]:0".parse()?
         };
-        let upstream = UdpSocket::bind(local).context("cannot open an upstream socket")?;
+        let upstream =
+            relay_socket(local, self.socket_options).context("cannot open an upstream socket")?;
         upstream
             .connect(self.server)
             .with_context(|| format!("cannot reach {}", self.server))?;
-        upstream.set_read_timeout(Some(READ_TIMEOUT))?;
         let upstream = Arc::new(upstream);
         let id = self.next_session;
         self.next_session += 1;
@@ -486,6 +515,9 @@ fn spawn_listen_reader(socket: Arc<UdpSocket>, inbound: Sender<Inbound>) -> Resu
             while !TERMINATE.load(Ordering::SeqCst) {
                 match socket.recv_from(&mut buf) {
                     Ok((len, client)) => {
+                        // A dual-stack listener reports IPv4 clients as
+                        // ::ffff:a.b.c.d: keep (and log) the plain spelling.
+                        let client = canonical_peer(client);
                         let bytes = buf.get(..len).unwrap_or_default().to_vec();
                         if inbound.send(Inbound::FromClient { client, bytes }).is_err() {
                             return;
@@ -543,6 +575,17 @@ fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
+/// A relay socket at `address`: accepts zero-checksum datagrams in both
+/// families (and sends them with `--send-zero-checksums`), with big kernel
+/// buffers, blocking with a read timeout so its reader notices shutdown.
+fn relay_socket(address: SocketAddr, options: SocketOptions) -> std::io::Result<UdpSocket> {
+    // A refused checksum option is logged by bind_udp; relaying goes on.
+    let (socket, _) = bind_udp(address, options)?;
+    socket.set_nonblocking(false)?;
+    socket.set_read_timeout(Some(READ_TIMEOUT))?;
+    Ok(socket)
+}
+
 fn resolve(what: &str, address: &str) -> Result<SocketAddr> {
     address
         .to_socket_addrs()
@@ -560,9 +603,13 @@ fn run(args: Args) -> Result<()> {
     let reverse_config = parse_spec("reverse", &args.reverse)?;
     let listen_addr = resolve("--listen", &args.listen)?;
     let server = resolve("--to", &args.to)?;
-    let listen =
-        UdpSocket::bind(listen_addr).with_context(|| format!("cannot listen on {listen_addr}"))?;
-    listen.set_read_timeout(Some(READ_TIMEOUT))?;
+    let socket_options = SocketOptions {
+        accept_zero_checksums: true,
+        disable_checksums: args.send_zero_checksums,
+        ..SocketOptions::default()
+    };
+    let listen = relay_socket(listen_addr, socket_options)
+        .with_context(|| format!("cannot listen on {listen_addr}"))?;
     let listen = Arc::new(listen);
     let bound = listen.local_addr()?;
     let log = FateLog::open(args.log.as_deref(), args.log_format)?;
@@ -574,6 +621,7 @@ fn run(args: Args) -> Result<()> {
     let mut relay = Relay {
         listen,
         server,
+        socket_options,
         forward: Link::new(forward_config, args.seed),
         reverse: Link::new(reverse_config, args.seed.wrapping_add(1)),
         sessions: HashMap::new(),

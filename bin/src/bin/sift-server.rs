@@ -2,14 +2,14 @@
 //! GET, PUT, LIST and the PERF meter — to many clients at once.
 
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use sift::blocking::Listener;
+use sift::blocking::{Listener, SiftIoError};
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::server_loop;
 use sift_bin::transfer::{FileServer, Root};
@@ -17,8 +17,12 @@ use sift_cc::CcConfig;
 
 const EXAMPLES: &str = "\
 Examples:
-  # Serve ./files on port 4433 (all interfaces):
+  # Serve ./files on port 4433 of every interface, IPv6 and IPv4 (dual-stack [::]:4433):
+  sift-server --root ./files --insecure-null-crypto
+
+  # IPv4 only, or IPv6 loopback only:
   sift-server --listen 0.0.0.0:4433 --root ./files --insecure-null-crypto
+  sift-server --listen [::1]:4433 --root ./files --insecure-null-crypto
 
   # Loopback only, Veno, corruption notices off (the \"no HACK\" baseline):
   sift-server --listen 127.0.0.1:4433 --root /srv/data --cc veno \\
@@ -40,9 +44,12 @@ Examples:
 #[derive(Parser, Debug)]
 #[command(name = "sift-server", version, after_help = EXAMPLES)]
 struct Args {
-    /// Address and UDP port to listen on.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:4433")]
-    listen: SocketAddr,
+    /// Address and UDP port to listen on, IPv4 or IPv6 (`[::1]:4433`).
+    ///
+    /// [default: [::]:4433, IPv6 and IPv4 alike; 0.0.0.0:4433 on a host
+    /// without IPv6]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
     /// Directory whose files are served.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
@@ -91,11 +98,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         files = files.accepting_controllers(names);
     }
     let config = common::transport_config(args.cc, args.corruption_notices);
-    let listener = Listener::bind_with_max_connections(args.listen, config, args.max_clients)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listener = listen(args.listen, config, args.max_clients)?;
     println!(
         "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",
-        listener.local_addr(),
+        describe_listening(listener.local_addr()),
         files.root().path().display(),
         files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {
@@ -110,4 +116,59 @@ fn run(args: Args) -> anyhow::Result<()> {
         let _ = writeln!(std::io::stdout(), "{line}");
     });
     server_loop::serve(&listener, Arc::new(files), lines)
+}
+
+/// The default address: every interface, IPv6 and (dual-stack) IPv4.
+const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 4433);
+/// The default on a host without IPv6.
+const DEFAULT_LISTEN_IPV4: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 4433);
+
+/// Binds `--listen`, or the dual-stack default, falling back to IPv4 only
+/// where the kernel has no IPv6 at all.
+fn listen(
+    address: Option<SocketAddr>,
+    config: sift::Config,
+    max_clients: usize,
+) -> anyhow::Result<Listener> {
+    let bind = |address: SocketAddr| {
+        Listener::bind_with_max_connections(address, config.clone(), max_clients)
+            .with_context(|| format!("cannot listen on {address}"))
+    };
+    if let Some(address) = address {
+        return bind(address);
+    }
+    match Listener::bind_with_max_connections(DEFAULT_LISTEN, config.clone(), max_clients) {
+        Err(SiftIoError::Io(error)) if error.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
+            eprintln!("sift-server: this host has no IPv6: listening on IPv4 only");
+            bind(DEFAULT_LISTEN_IPV4)
+        }
+        bound => bound.with_context(|| format!("cannot listen on {DEFAULT_LISTEN}")),
+    }
+}
+
+/// The bound address, and for the IPv6 wildcard (dual-stack) the IPv4 one
+/// it also covers: `[::]:4433 and 0.0.0.0:4433`.
+fn describe_listening(local: SocketAddr) -> String {
+    if local.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
+        let ipv4 = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), local.port());
+        format!("{local} and {ipv4}")
+    } else {
+        local.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ipv6_wildcard_is_listed_with_the_ipv4_wildcard_it_covers() {
+        assert_eq!(
+            describe_listening(DEFAULT_LISTEN),
+            "[::]:4433 and 0.0.0.0:4433"
+        );
+        for single in ["127.0.0.1:5000", "[::1]:5000", "0.0.0.0:4433"] {
+            assert_eq!(describe_listening(single.parse().unwrap()), single);
+        }
+    }
 }

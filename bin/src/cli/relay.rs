@@ -3,15 +3,19 @@
 //! syntax, corrupted datagrams delivered) clocked by the wall clock.
 //!
 //! `sift-link` is the full emulator with its own CLI; this is the smallest
-//! relay the demo needs to run in one process.
+//! relay the demo needs to run in one process. It listens on the loopback
+//! of the server's family (`127.0.0.1` or `::1`), and its sockets accept
+//! the zero-checksum datagrams sift sends with corruption notices on,
+//! which IPv6 drops unless asked (`UDP_NO_CHECK6_RX`).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use sift::io::{bind_udp, SocketOptions};
 use sift::sim::link::{Fate, Link, LinkConfig, LinkCounters};
 
 /// The longest the relay sleeps before checking whether to stop.
@@ -27,19 +31,27 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Listens on a loopback port and relays to `server`: `forward` applies
-    /// client → server, `reverse` server → client.
+    /// Listens on a loopback port of `server`'s family and relays to
+    /// `server`: `forward` applies client → server, `reverse` server →
+    /// client.
     pub fn start(
         server: SocketAddr,
         forward: LinkConfig,
         reverse: LinkConfig,
         seed: u64,
     ) -> std::io::Result<Self> {
-        let client_side = UdpSocket::bind(("127.0.0.1", 0))?;
-        let server_side = UdpSocket::bind(("127.0.0.1", 0))?;
+        let loopback: IpAddr = if server.is_ipv6() {
+            Ipv6Addr::LOCALHOST.into()
+        } else {
+            Ipv4Addr::LOCALHOST.into()
+        };
+        let options = SocketOptions {
+            accept_zero_checksums: true,
+            ..SocketOptions::default()
+        };
+        let (client_side, _) = bind_udp(SocketAddr::new(loopback, 0), options)?;
+        let (server_side, _) = bind_udp(SocketAddr::new(loopback, 0), options)?;
         server_side.connect(server)?;
-        client_side.set_nonblocking(true)?;
-        server_side.set_nonblocking(true)?;
         let listen = client_side.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let state = RelayLoop {

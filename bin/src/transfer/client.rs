@@ -194,6 +194,7 @@ pub fn get<S: Duplex + ?Sized>(
         }
     }
     let sender = read_trailer(stream);
+    await_end_of_stream(stream);
     out.sync_all()
         .map_err(local(format!("writing {}", partial.display())))?;
     drop(out);
@@ -231,6 +232,21 @@ fn read_trailer<S: Read + ?Sized>(stream: &mut S) -> Option<SenderReport> {
         Err(e) => {
             tracing::debug!(error = %e, "no usable trailer after the data");
             None
+        }
+    }
+}
+
+/// Waits for the server's end of stream after its last frame. The answer is
+/// complete without it, but a client that closes the connection before the
+/// server's FIN arrives races the server's `finish`, and the server then
+/// logs a transfer that succeeded as interrupted. Anything after the last
+/// frame is not ours to judge: errors and stray bytes end the wait.
+fn await_end_of_stream<S: Read + ?Sized>(stream: &mut S) {
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(0) | Ok(_) | Err(_) => return,
         }
     }
 }
@@ -340,6 +356,7 @@ pub fn put<S: Duplex + ?Sized>(
     }
     stream.finish().map_err(connection("ending the upload"))?;
     let response = read_ok_response(stream)?;
+    await_end_of_stream(stream);
     Ok(PutOutcome {
         bytes: sent,
         sha256: response.sha256.unwrap_or(digest),
@@ -369,6 +386,7 @@ pub fn list<S: Duplex + ?Sized>(
     stream
         .read_exact(&mut json)
         .map_err(connection("reading the listing"))?;
+    await_end_of_stream(stream);
     if let Some(expected) = response.sha256 {
         let actual = sha256(&json);
         if actual != expected {

@@ -5,8 +5,8 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,21 +99,76 @@ pub fn wait_for_line(
     }
 }
 
+/// The IPv4 loopback, which every host has.
+pub const IPV4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// The IPv6 loopback, or `None` on a host without it, after one line
+/// saying that `test` is skipped.
+pub fn ipv6_or_skip(test: &str) -> Option<IpAddr> {
+    if sift::io::ipv6_loopback_available() {
+        Some(IpAddr::V6(Ipv6Addr::LOCALHOST))
+    } else {
+        // Straight to stderr, past the test harness's capture, so the skip
+        // shows in a passing run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping {test}: IPv6 loopback (::1) is not available on this host"
+        );
+        None
+    }
+}
+
+/// Makes two tests of `fn NAME(loopback: IpAddr)`: `NAME::ipv4` on
+/// 127.0.0.1 and `NAME::ipv6` on ::1 (skipped with one line on a host
+/// without IPv6).
+macro_rules! on_both_loopbacks {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn ipv4() {
+                super::$name(super::common::IPV4);
+            }
+
+            #[test]
+            fn ipv6() {
+                let test = concat!(stringify!($name), "::ipv6");
+                if let Some(loopback) = super::common::ipv6_or_skip(test) {
+                    super::$name(loopback);
+                }
+            }
+        }
+    };
+}
+pub(crate) use on_both_loopbacks;
+
+/// A free port on `loopback`, for a binary's `--listen` (`[::1]:0`).
+pub fn any_port(loopback: IpAddr) -> String {
+    SocketAddr::new(loopback, 0).to_string()
+}
+
 /// A running `sift-server`, killed on drop.
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
+    /// The "listening on" line up to its parenthesis: the address(es).
+    pub listening: String,
     /// Transfer lines printed after "listening on".
     pub lines: Receiver<String>,
 }
 
 impl Server {
-    /// Starts a server on a free loopback port serving `root`.
+    /// Starts a server on a free IPv4 loopback port serving `root`.
     pub fn start(root: &Path, extra: &[&str]) -> Self {
+        Self::start_on(IPV4, root, extra)
+    }
+
+    /// Starts a server on a free port of `address` (a loopback, or `::`
+    /// for dual-stack) serving `root`.
+    pub fn start_on(address: IpAddr, root: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(SERVER)
             .args([
                 "--listen",
-                "127.0.0.1:0",
+                &any_port(address),
                 "--insecure-null-crypto",
                 "--root",
             ])
@@ -132,7 +187,13 @@ impl Server {
             .nth(2)
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("no address in {listening:?}"));
-        Self { child, addr, lines }
+        let listening = listening.split(" (").next().unwrap_or_default().to_string();
+        Self {
+            child,
+            addr,
+            listening,
+            lines,
+        }
     }
 
     /// `sift://ADDR/PATH`.

@@ -67,8 +67,10 @@ use serde::{Deserialize, Serialize};
 
 use filter::WindowedMax;
 
+use crate::veno::VerdictCounts;
 use crate::{
     AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, PacketsLost, Phase, RateSample,
+    SpuriousCongestionEvent,
 };
 
 /// draft §2.5: BBR.StartupPacingGain = 4·ln 2 ≈ 2.77, the least gain that
@@ -128,7 +130,9 @@ pub const INITIAL_WINDOW_PACKETS: u64 = 10;
 /// ProbeBW_DOWN, 3 CRUISE, 4 REFILL, 5 UP, 6 ProbeRTT), `bw_bps`,
 /// `max_bw_bps`, `pacing_rate_bps`, `min_rtt_ms`, `pacing_gain`,
 /// `cwnd_gain`, `inflight_longterm_bytes` and `inflight_shortterm_bytes` (−1
-/// while unbounded), `round_count`, `full_bw_reached` (0/1).
+/// while unbounded), `round_count`, `full_bw_reached` (0/1), and
+/// `random_losses`, `congestive_losses`, `spurious_losses` (congestion events
+/// by verdict).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BbrConfig {
@@ -336,9 +340,19 @@ pub struct Bbr {
     probe_rtt_round_done: bool,
     idle_restart: bool,
 
+    // Undo (draft §5.5.11).
+    /// The state left because of the loss episode (Startup, ProbeBW_UP).
+    undo_state: Option<BbrState>,
+    undo_bw_shortterm: f64,
+    undo_inflight_shortterm: u64,
+    undo_inflight_longterm: u64,
+    /// The verdicts of the congestion events since the episode began.
+    undo_verdicts: Vec<LossVerdict>,
+
     /// xorshift64 state for the ProbeBW wait draws.
     random: u64,
     last_verdict: Option<LossVerdict>,
+    verdicts: VerdictCounts,
 }
 
 /// The xorshift seed: any non-zero constant (sift's determinism rule).
@@ -416,8 +430,14 @@ impl Bbr {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             idle_restart: false,
+            undo_state: None,
+            undo_bw_shortterm: f64::INFINITY,
+            undo_inflight_shortterm: u64::MAX,
+            undo_inflight_longterm: u64::MAX,
+            undo_verdicts: Vec::new(),
             random: RANDOM_SEED,
             last_verdict: None,
+            verdicts: VerdictCounts::default(),
         }
     }
 
@@ -700,6 +720,7 @@ impl Bbr {
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_COUNT
             && self.is_inflight_too_high(rs)
         {
+            self.undo_state = Some(BbrState::Startup);
             self.full_bw_reached = true;
             self.inflight_longterm = self.bdp_multiple(1.0).max(self.inflight_latest);
         }
@@ -879,6 +900,16 @@ impl Bbr {
         self.cwnd = self.cwnd.min(cap);
     }
 
+    /// SaveStateUponLoss (draft §5.5.11.1).
+    fn save_state_upon_loss(&mut self) {
+        self.save_cwnd();
+        self.undo_state = None;
+        self.undo_bw_shortterm = self.bw_shortterm;
+        self.undo_inflight_shortterm = self.inflight_shortterm;
+        self.undo_inflight_longterm = self.inflight_longterm;
+        self.undo_verdicts.clear();
+    }
+
     fn save_cwnd(&mut self) {
         self.prior_cwnd = if !self.in_recovery && self.state != BbrState::ProbeRtt {
             self.cwnd
@@ -984,6 +1015,7 @@ impl CongestionControl for Bbr {
             // NoteLoss, counting discontiguous lost ranges for Startup.
             if !self.is_loss_in_round {
                 self.loss_round_delivered = self.delivered;
+                self.save_state_upon_loss();
             }
             self.is_loss_in_round = true;
             self.lost_in_round += packet.size;
@@ -1016,7 +1048,39 @@ impl CongestionControl for Bbr {
             LossVerdict::Random
         };
         self.last_verdict = Some(verdict);
+        self.verdicts.count(verdict);
+        self.undo_verdicts.push(verdict);
         verdict
+    }
+
+    /// HandleSpuriousLossDetection (draft §5.5.11.2).
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        self.restore_cwnd();
+        self.in_recovery = false;
+        self.is_loss_in_round = false;
+        self.reset_full_bw();
+        self.bw_shortterm = self.bw_shortterm.max(self.undo_bw_shortterm);
+        self.inflight_shortterm = self.inflight_shortterm.max(self.undo_inflight_shortterm);
+        self.inflight_longterm = self.inflight_longterm.max(self.undo_inflight_longterm);
+        match self.undo_state {
+            Some(BbrState::Startup) if self.state != BbrState::Startup => {
+                self.full_bw_reached = false;
+                if self.state != BbrState::ProbeRtt {
+                    self.enter_startup();
+                }
+            }
+            Some(BbrState::ProbeBwUp) if self.state != BbrState::ProbeBwUp => {
+                if self.state != BbrState::ProbeRtt {
+                    self.start_probe_bw_refill();
+                }
+            }
+            _ => {}
+        }
+        self.undo_state = None;
+        for verdict in self.undo_verdicts.drain(..) {
+            self.verdicts.withdraw(verdict);
+        }
+        self.bound_bw_for_model();
     }
 
     fn window(&self) -> u64 {
@@ -1074,6 +1138,7 @@ impl CongestionControl for Bbr {
             "full_bw_reached".into(),
             f64::from(u8::from(self.full_bw_reached)),
         );
+        self.verdicts.insert_into(f);
         metrics
     }
 }

@@ -264,6 +264,7 @@ impl Bbr {
                 tx_in_flight.max((self.target_inflight() as f64 * BETA) as u64);
         }
         if self.state == BbrState::ProbeBwUp {
+            self.undo_state = Some(BbrState::ProbeBwUp);
             self.start_probe_bw_down();
         }
     }

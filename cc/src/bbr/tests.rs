@@ -441,3 +441,40 @@ fn bbr_is_selected_by_name_and_scenario_file() {
     assert_eq!(built.window(), 10_000);
     assert_eq!(built.metrics().algorithm, "bbr");
 }
+
+#[test]
+fn a_spurious_loss_episode_restores_the_model_and_the_probe_it_ended() {
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = cruising(t0, BbrConfig::default());
+    bbr.start_probe_bw_refill();
+    bbr.is_bw_probe_sample = true;
+    bbr.start_probe_bw_up(&RateSample::default());
+    // A loss far above 2% while probing: inflight_longterm is set and the
+    // probe ends (as in the test above); the congestion event counts it.
+    let episode = PacketsLost {
+        now: t0,
+        packets: vec![LostPacket {
+            packet_number: 7,
+            size: 1_000,
+            delivered: 900_000,
+            lost: 1_000,
+            tx_in_flight: 150_000,
+            is_app_limited: false,
+        }],
+        lost_total: 5_000,
+        delivered_total: 1_000_000,
+        bytes_in_flight: 140_000,
+    };
+    bbr.on_packets_lost(&episode);
+    bbr.on_congestion(&crate::test_support::loss(t0, rtt(100, 100), false));
+    assert_eq!(bbr.inflight_longterm(), 149_000);
+    assert_eq!(bbr.state(), BbrState::ProbeBwDown);
+    // The episode proves spurious: inflight_longterm back to unbounded
+    // (max with the saved ∞), and the interrupted probe restarts at REFILL.
+    bbr.on_spurious_congestion(&crate::test_support::spurious(t0, rtt(100, 100)));
+    assert_eq!(bbr.inflight_longterm(), u64::MAX);
+    assert_eq!(bbr.state(), BbrState::ProbeBwRefill);
+    assert_ne!(bbr.metrics().phase, Phase::Recovery);
+    assert_eq!(bbr.metrics().fields["spurious_losses"], 1.0);
+    assert_eq!(bbr.metrics().fields["congestive_losses"], 0.0);
+}

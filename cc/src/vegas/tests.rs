@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::test_support::{ack, loss, ms, rtt, MSS};
+use crate::test_support::{ack, loss, ms, rtt, spurious, MSS};
 use crate::{CcConfig, Reno, RenoConfig, RttSample};
 
 /// Feeds an RTT sample without growing the window and outside any round.
@@ -133,6 +133,7 @@ enum Step {
     Sent { now: Instant, bytes: u64 },
     Ack(AckEvent),
     Loss(LossEvent),
+    Undo(SpuriousCongestionEvent),
 }
 
 /// `count` random events: sends, ACKs of 1–16 packets with random RTT
@@ -171,10 +172,12 @@ fn random_steps(seed: u64, count: usize) -> Vec<Step> {
                 in_recovery: rng.random_bool(0.15),
                 rate: None,
             })
-        } else {
+        } else if roll < 97 {
             let mut ev = loss(now, rtt(100, 100), rng.random_bool(0.3));
             ev.lost_bytes = rng.random_range(1..=4) * MSS;
             Step::Loss(ev)
+        } else {
+            Step::Undo(spurious(now, rtt(100, 100)))
         };
         steps.push(step);
     }
@@ -192,6 +195,10 @@ fn apply(cc: &mut dyn CongestionControl, step: &Step) -> Option<LossVerdict> {
             None
         }
         Step::Loss(ev) => Some(cc.on_congestion(ev)),
+        Step::Undo(ev) => {
+            cc.on_spurious_congestion(ev);
+            None
+        }
     }
 }
 

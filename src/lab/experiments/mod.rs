@@ -1,6 +1,6 @@
 //! The seed papers' experiments, one file per paper (DESIGN §10). Each
 //! file holds a named [`Experiment`]: a builder that lays out the paper's
-//! topology and parameters as scenarios (scaled by a [`Plan`]), and a
+//! topology and parameters as scenarios (scaled by a [`Plan`](crate::lab::Plan)), and a
 //! comparison that puts our numbers next to the numbers the paper prints,
 //! with every difference and its reason.
 //!
@@ -30,6 +30,7 @@ use crate::sim::{Report, RunReport, Scenario};
 
 pub mod hack;
 pub mod leaky_pipes;
+pub mod reordering;
 pub mod vegas_factorial;
 pub mod veno_classification;
 pub mod veno_coexistence;
@@ -37,8 +38,9 @@ pub mod veno_enhanced;
 pub mod veno_throughput;
 pub mod westwood;
 
-/// Every paper experiment, in the order `sift-lab list` shows them.
-pub const ALL: [Experiment; 8] = [
+/// Every experiment, in the order `sift-lab list` shows them: the papers',
+/// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12).
+pub const ALL: [Experiment; 9] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -46,6 +48,7 @@ pub const ALL: [Experiment; 8] = [
     westwood::EXPERIMENT,
     hack::EXPERIMENT,
     vegas_factorial::EXPERIMENT,
+    reordering::EXPERIMENT,
     leaky_pipes::EXPERIMENT,
 ];
 
@@ -56,12 +59,19 @@ pub fn find(name: &str) -> Option<&'static Experiment> {
 
 /// Classic TCP loss recovery, as the 2002 testbeds ran it: a timeout
 /// declares everything outstanding lost and collapses the window (RFC 6298
-/// / RFC 5681 §3.1, sift's `timeout = "rto"`), and no pacing (2002 stacks
-/// sent ack-clocked bursts).
+/// / RFC 5681 §3.1, sift's `timeout = "rto"`), no pacing (2002 stacks sent
+/// ack-clocked bursts), fixed loss thresholds and no undo of spurious
+/// congestion responses. None of the papers' stacks adapted to reordering
+/// or undid a cut: NetBSD 1.1 (Veno), ns-2's TCP agents (Enhanced Veno,
+/// Westwood), x-sim's BSD Reno (Vegas) and Linux 2.2.10 (HACK) predate
+/// RACK (2016) and Linux's undo (2.4), so every paper experiment runs with
+/// `adaptive_reordering` and `undo_spurious_congestion` off.
 pub fn classic_recovery() -> RecoveryConfig {
     RecoveryConfig {
         timeout: TimeoutMode::Rto,
         pacing: false,
+        adaptive_reordering: false,
+        undo_spurious_congestion: false,
         ..RecoveryConfig::default()
     }
 }

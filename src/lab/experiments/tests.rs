@@ -55,6 +55,7 @@ fn experiments_are_found_by_name() {
             "westwood",
             "hack",
             "vegas-factorial",
+            "reordering",
             "leaky-pipes"
         ]
     );

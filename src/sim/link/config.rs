@@ -44,6 +44,15 @@ pub struct LinkConfig {
     pub delay_correlation: f64,
     /// Shape of the delay variation (netem `distribution NAME`).
     pub distribution: Distribution,
+    /// Each packet keeps its own jittered delay even behind a `rate`, so
+    /// jitter wider than the packet spacing reorders (sift's
+    /// `jitter-reorder`): what netem does without `rate`, or with the rate
+    /// in a separate qdisc (`netem delay 20ms 5ms` over `tbf rate 20mbit`),
+    /// and what a radio hop behind the bottleneck does. Off, as netem with
+    /// `delay … JITTER rate …` in one qdisc: behind a rate no packet leaves
+    /// before the one sent ahead of it. Without a rate jitter reorders either
+    /// way (netem's `tfifo` orders packets by their own send times).
+    pub jitter_reorders: bool,
     /// Serialization rate in bits per second; `None` = infinitely fast.
     pub rate_bps: Option<u64>,
     /// Link-layer framing charged at the serializer (netem `rate … PACKETOVERHEAD CELLSIZE CELLOVERHEAD`).
@@ -85,6 +94,7 @@ impl LinkConfig {
             jitter_ms: Duration::ZERO,
             delay_correlation: 0.0,
             distribution: Distribution::Uniform,
+            jitter_reorders: false,
             rate_bps: None,
             framing: Framing::default(),
             queue: QueueLimit::default(),
@@ -132,6 +142,9 @@ impl LinkConfig {
             }
             if self.distribution != Distribution::Uniform {
                 return invalid("distribution", "needs jitter_ms > 0");
+            }
+            if self.jitter_reorders {
+                return invalid("jitter_reorders", "needs jitter_ms > 0");
             }
         }
         if self.rate_bps == Some(0) {
@@ -230,10 +243,20 @@ impl LinkConfig {
 pub enum LinkConfigError {
     /// A probability outside 0..=1 (or NaN).
     #[error("{field} must be a probability in 0..=1, got {value}")]
-    Probability { field: &'static str, value: f64 },
+    Probability {
+        /// The parameter.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
     /// Any other invalid parameter.
     #[error("{field}: {reason}")]
-    Invalid { field: &'static str, reason: String },
+    Invalid {
+        /// The parameter.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl FromStr for LinkConfig {

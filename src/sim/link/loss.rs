@@ -115,7 +115,12 @@ impl GilbertElliott {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LossModel {
     /// netem `loss random P [CORR]`: probability and correlation in 0.0..=1.0.
-    Bernoulli { probability: f64, correlation: f64 },
+    Bernoulli {
+        /// Loss probability.
+        probability: f64,
+        /// Correlation with the previous packet's fate.
+        correlation: f64,
+    },
     /// netem `loss state …`.
     FourState(FourState),
     /// netem `loss gemodel …`.

@@ -30,11 +30,15 @@
 //!   packets in flight). sift's limit bounds the queue in front of the
 //!   serializer, not counting the packet on it; packets propagating are on
 //!   the wire and unbounded. Without `rate` the queue never fills.
-//! - **Jitter reordering.** netem reorders by jitter only without `rate`
-//!   (with a rate each send time builds on the previous one). sift draws
-//!   each packet's delay independently, so jitter larger than the packet
-//!   spacing reorders, with or without a rate; use correlation or a smaller
-//!   jitter to limit it.
+//! - **Jitter and order: as netem.** netem (`sch_netem.c`, `netem_enqueue`)
+//!   gives each packet its own delay and sends in time order (`tfifo`), so
+//!   without `rate` jitter wider than the packet spacing reorders; with
+//!   `rate` each send time is max(previous send time, now + delay) + size /
+//!   rate, so jitter never reorders. sift does the same: behind a rate a
+//!   packet is ready at max(its own time, the previous packet's), without one
+//!   every packet keeps its own delay. `jitter-reorder` (`jitter_reorders`)
+//!   asks for the per-packet delay behind a rate too, as netem does with the
+//!   rate in a separate qdisc (`tbf`) — the radio hop behind a bottleneck.
 //! - **Correlation.** netem mixes uniforms, (1 − ρ)·fresh + ρ·last, which
 //!   narrows the distribution and lowers the rate of rare events below what
 //!   was asked. sift repeats the previous draw with probability ρ, which
@@ -126,7 +130,12 @@ pub enum Fate {
     /// Dropped by the loss model: a random (link) loss.
     RandomLoss,
     /// On its way with flipped bits in these regions.
-    Corrupted { header: bool, payload: bool },
+    Corrupted {
+        /// Bits flipped in the packet header.
+        header: bool,
+        /// Bits flipped in the payload.
+        payload: bool,
+    },
     /// On its way intact, and a second copy follows it.
     Duplicated,
     /// Dropped because the link was in an outage.
@@ -248,6 +257,9 @@ pub struct Link {
     propagation: Propagation,
     delay_rng: ChaCha8Rng,
     propagating: BinaryHeap<Reverse<Propagating>>,
+    /// When the last packet that took the propagation delay is ready; behind
+    /// a rate, without `jitter_reorders`, no later packet is ready earlier.
+    last_ready: Option<Instant>,
     next_sequence: u64,
     slot: Option<SlotGate>,
     slot_rng: ChaCha8Rng,
@@ -283,6 +295,7 @@ impl Link {
             propagation: Propagation::new(config.delay_ms, jitter),
             delay_rng: stage_rng(seed, Stage::Delay),
             propagating: BinaryHeap::new(),
+            last_ready: None,
             next_sequence: 0,
             slot: config.slot.map(SlotGate::new),
             slot_rng: stage_rng(seed, Stage::Slot),
@@ -426,7 +439,14 @@ impl Link {
             let ready = if head.send_immediately {
                 done
             } else {
-                done + self.propagation.sample(&mut self.delay_rng)
+                let own = done + self.propagation.sample(&mut self.delay_rng);
+                let in_order = self.config.rate_bps.is_some() && !self.config.jitter_reorders;
+                let ready = match self.last_ready {
+                    Some(last) if in_order => own.max(last),
+                    _ => own,
+                };
+                self.last_ready = Some(ready);
+                ready
             };
             self.propagating.push(Reverse(Propagating {
                 ready,

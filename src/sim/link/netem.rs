@@ -18,6 +18,7 @@
 //! corrupt-burst PERCENT MIN-MAX          bursts of MIN..=MAX corrupted packets
 //! corrupt-where any|header|payload|header=PERCENT
 //! outage EVERY DURATION                  down for DURATION every EVERY
+//! jitter-reorder                         jitter reorders even behind a rate
 //! ```
 //!
 //! Units follow tc: times take `s`/`sec`/`secs`, `ms`/`msec`/`msecs`,
@@ -51,7 +52,7 @@ use units::format_time;
 pub(crate) use units::{format_fraction, parse_probability};
 
 /// Every option keyword the parser knows, in canonical order.
-pub const OPTIONS: [&str; 18] = [
+pub const OPTIONS: [&str; 19] = [
     "limit",
     "limit-bytes",
     "delay",
@@ -68,6 +69,7 @@ pub const OPTIONS: [&str; 18] = [
     "gap",
     "slot",
     "outage",
+    "jitter-reorder",
     "seed",
     "latency",
 ];
@@ -194,6 +196,7 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
     let mut gap: Option<(u32, Word<'_>)> = None;
     let mut reorder_word = None;
     let mut distribution_word = None;
+    let mut jitter_reorder_word = None;
     while let Some(option) = words.take() {
         match option.text {
             "limit" => {
@@ -347,6 +350,11 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
                     duration_ms,
                 });
             }
+            "jitter-reorder" => {
+                seen.first("jitter-reorder", option)?;
+                config.jitter_reorders = true;
+                jitter_reorder_word = Some(option);
+            }
             "seed" => {
                 seen.first("seed", option)?;
                 let n = words.argument(option, "SEED")?;
@@ -374,6 +382,11 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
     if let Some(word) = distribution_word {
         if config.jitter_ms.is_zero() {
             return Err(word.error("a distribution needs a jitter (delay TIME JITTER)"));
+        }
+    }
+    if let Some(word) = jitter_reorder_word {
+        if config.jitter_ms.is_zero() {
+            return Err(word.error("jitter-reorder needs a jitter (delay TIME JITTER)"));
         }
     }
     if let Err(e) = config.validate() {
@@ -676,6 +689,9 @@ pub fn format(config: &LinkConfig) -> String {
             format_time(o.every_ms),
             format_time(o.duration_ms)
         ));
+    }
+    if config.jitter_reorders {
+        parts.push("jitter-reorder".to_string());
     }
     if let Some(seed) = config.seed {
         parts.push(format!("seed {seed}"));

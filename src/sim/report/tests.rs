@@ -114,10 +114,13 @@ fn results_json_has_the_documented_field_names() {
         [
             "congestive_as_congestive",
             "congestive_as_random",
+            "congestive_as_spurious",
             "not_lost_as_congestive",
             "not_lost_as_random",
+            "not_lost_as_spurious",
             "random_as_congestive",
             "random_as_random",
+            "random_as_spurious",
         ]
     );
     assert_eq!(flow["completion_s"], serde_json::json!(27.1));
@@ -129,6 +132,26 @@ fn results_json_has_the_documented_field_names() {
             assert!(counters.get(field).is_some(), "missing links.{key}.{field}");
         }
     }
+}
+
+#[test]
+fn a_withdrawn_verdict_moves_to_the_spurious_column_of_its_row() {
+    use crate::sim::ground_truth::TrueCause;
+    use sift_cc::LossVerdict;
+    let mut verdicts = Verdicts::default();
+    verdicts.record(LossVerdict::Random, TrueCause::NotLost);
+    verdicts.record(LossVerdict::Congestive, TrueCause::NotLost);
+    verdicts.withdraw(LossVerdict::Random, TrueCause::NotLost);
+    assert_eq!(
+        (
+            verdicts.not_lost_as_random,
+            verdicts.not_lost_as_congestive,
+            verdicts.not_lost_as_spurious
+        ),
+        (0, 1, 1)
+    );
+    // Accuracy counts only packets really lost.
+    assert_eq!(verdicts.accuracy(), None);
 }
 
 #[test]

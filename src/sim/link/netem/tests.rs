@@ -416,7 +416,10 @@ fn corruption() -> impl Strategy<Value = CorruptionConfig> {
 fn link_config() -> impl Strategy<Value = LinkConfig> {
     let timing = (
         duration(),
-        prop_oneof![Just(Duration::ZERO), positive_duration()],
+        (
+            prop_oneof![Just(Duration::ZERO), positive_duration()],
+            any::<bool>(),
+        ),
         probability(),
         prop::sample::select(Distribution::ALL.to_vec()),
         proptest::option::of(1u64..100_000_000_000),
@@ -441,7 +444,15 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
         proptest::option::of(any::<u64>()),
     );
     (timing, impairments).prop_map(|(timing, impairments)| {
-        let (delay, jitter, delay_correlation, distribution, rate, framing, queue) = timing;
+        let (
+            delay,
+            (jitter, jitter_reorders),
+            delay_correlation,
+            distribution,
+            rate,
+            framing,
+            queue,
+        ) = timing;
         let (loss, corrupt, duplicate, reorder, slot, outage, seed) = impairments;
         let jittered = !jitter.is_zero();
         // Reordering needs a delay: give it one.
@@ -459,6 +470,7 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
             } else {
                 Distribution::Uniform
             },
+            jitter_reorders: jittered && jitter_reorders,
             rate_bps: rate,
             framing: if rate.is_some() {
                 Framing {

@@ -1,0 +1,255 @@
+//! An echo service on sift's async API: the client sends a request on a
+//! bidirectional stream, the server sends it back and finishes the
+//! stream. One task per connection and one per stream, so one server
+//! serves thousands of connections at once.
+//!
+//! ```text
+//! cargo run --release --example tokio_echo -- server 127.0.0.1:5000
+//! cargo run --release --example tokio_echo -- client 127.0.0.1:5000 hello world
+//! cargo run --release --example tokio_echo -- load 127.0.0.1:5000 1000
+//! cargo run --release --example tokio_echo -- bench 1000
+//! ```
+//!
+//! `client` sends each word on its own stream, all at once over one
+//! connection, and prints the echoes in order. `load` opens N connections
+//! from one client endpoint, all of them first, then one 4 KiB echo on
+//! each at once, and checks every byte. `bench` runs a server and `load`
+//! in one process and prints the figures.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use sift::tokio::{Connection, Endpoint, EndpointConfig};
+use sift::Config;
+
+/// Largest request the server echoes.
+const MAX_REQUEST: usize = 1 << 20;
+/// Request size of `load` and `bench`.
+const LOAD_REQUEST: usize = 4096;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.as_slice() {
+        [mode, addr] if mode == "server" => match parse_addr(addr) {
+            Ok(addr) => serve(addr).await,
+            Err(error) => Err(error),
+        },
+        [mode, addr, words @ ..] if mode == "client" && !words.is_empty() => {
+            match parse_addr(addr) {
+                Ok(addr) => run_client(addr, words).await,
+                Err(error) => Err(error),
+            }
+        }
+        [mode, addr, count] if mode == "load" => match (parse_addr(addr), parse_count(count)) {
+            (Ok(addr), Ok(count)) => load(addr, count).await,
+            (Err(error), _) | (_, Err(error)) => Err(error),
+        },
+        [mode, count] if mode == "bench" => match parse_count(count) {
+            Ok(count) => bench(count).await,
+            Err(error) => Err(error),
+        },
+        _ => Err(
+            "usage: tokio_echo server ADDR | client ADDR WORD... | load ADDR CONNECTIONS | bench CONNECTIONS"
+                .to_string(),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tokio_echo: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("'{text}' is not an address like 127.0.0.1:5000"))
+}
+
+fn parse_count(text: &str) -> Result<usize, String> {
+    text.parse()
+        .map_err(|_| format!("'{text}' is not a number of connections"))
+}
+
+/// An endpoint config that holds `connections` at once, with room for
+/// those still closing.
+fn endpoint_config(server: bool, connections: usize) -> EndpointConfig {
+    let config = Config::default();
+    EndpointConfig {
+        max_connections: connections * 2 + 16,
+        ..if server {
+            EndpointConfig::server(config)
+        } else {
+            EndpointConfig::client(config)
+        }
+    }
+}
+
+/// Binds a server that serves until the process ends.
+async fn serve(addr: SocketAddr) -> Result<(), String> {
+    let server = Endpoint::bind(addr, endpoint_config(true, 10_000)).map_err(|e| e.to_string())?;
+    eprintln!(
+        "echo server on {} (insecure Null protection)",
+        server.local_addr()
+    );
+    serve_on(server).await;
+    Ok(())
+}
+
+/// A task per connection, until the endpoint closes.
+async fn serve_on(server: Endpoint) {
+    while let Some(connection) = server.accept().await {
+        tokio::spawn(serve_connection(connection));
+    }
+}
+
+/// A task per stream, until the client closes the connection.
+async fn serve_connection(connection: Connection) {
+    loop {
+        let (mut send, mut recv) = match connection.accept_bi().await {
+            Ok(stream) => stream,
+            // The client closed: the usual end.
+            Err(_) => return,
+        };
+        tokio::spawn(async move {
+            let echoed = async {
+                let request = recv.read_to_end(MAX_REQUEST).await?;
+                send.write_all(&request).await?;
+                send.finish()?;
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+            };
+            if let Err(error) = echoed.await {
+                eprintln!("stream {}: {error}", send.id());
+            }
+        });
+    }
+}
+
+/// One request, its echo, and a check that they match.
+async fn echo(connection: &Connection, request: &[u8]) -> Result<Vec<u8>, String> {
+    let (mut send, mut recv) = connection.open_bi().await.map_err(|e| e.to_string())?;
+    send.write_all(request).await.map_err(|e| e.to_string())?;
+    send.finish().map_err(|e| e.to_string())?;
+    let reply = recv
+        .read_to_end(MAX_REQUEST)
+        .await
+        .map_err(|e| e.to_string())?;
+    if reply != request {
+        return Err(format!(
+            "the echo differs: sent {} bytes, got {}",
+            request.len(),
+            reply.len()
+        ));
+    }
+    Ok(reply)
+}
+
+async fn run_client(addr: SocketAddr, words: &[String]) -> Result<(), String> {
+    let client =
+        Endpoint::client(unspecified(addr), Config::default()).map_err(|e| e.to_string())?;
+    let connection = client
+        .connect(addr, "localhost")
+        .await
+        .map_err(|e| e.to_string())?;
+    let echoes: Vec<_> = words
+        .iter()
+        .map(|word| {
+            let connection = connection.clone();
+            let word = word.clone();
+            tokio::spawn(async move { echo(&connection, word.as_bytes()).await })
+        })
+        .collect();
+    for echoed in echoes {
+        let reply = echoed.await.map_err(|e| e.to_string())??;
+        println!("{}", String::from_utf8_lossy(&reply));
+    }
+    connection.close(0, "done");
+    client.wait_idle().await;
+    Ok(())
+}
+
+fn unspecified(remote: SocketAddr) -> SocketAddr {
+    if remote.is_ipv6() {
+        "[::]:0".parse().unwrap()
+    } else {
+        "0.0.0.0:0".parse().unwrap()
+    }
+}
+
+/// `count` connections held at once, then one echo on each, all at once.
+async fn load(addr: SocketAddr, count: usize) -> Result<(), String> {
+    let client = Endpoint::bind(unspecified(addr), endpoint_config(false, count))
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let connects: Vec<_> = (0..count)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.connect(addr, "localhost").await })
+        })
+        .collect();
+    let mut connections = Vec::with_capacity(count);
+    for connect in connects {
+        connections.push(
+            connect
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let connected = started.elapsed();
+
+    let echo_started = Instant::now();
+    let echoes: Vec<_> = connections
+        .iter()
+        .enumerate()
+        .map(|(index, connection)| {
+            let connection = connection.clone();
+            tokio::spawn(async move {
+                let request = vec![index as u8; LOAD_REQUEST];
+                let sent = Instant::now();
+                echo(&connection, &request).await?;
+                Ok::<Duration, String>(sent.elapsed())
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(count);
+    for echoed in echoes {
+        latencies.push(echoed.await.map_err(|e| e.to_string())??);
+    }
+    let echoed = echo_started.elapsed();
+    for connection in &connections {
+        connection.close(0, "done");
+    }
+    client.wait_idle().await;
+    latencies.sort_unstable();
+    let percentile = |p: usize| {
+        latencies
+            .get(latencies.len() * p / 100)
+            .copied()
+            .unwrap_or_default()
+    };
+    println!(
+        "{count} connections open at once: all connected in {:.3} s; {count} echoes of {LOAD_REQUEST} B completed in {:.3} s (per echo: median {:.1} ms, p99 {:.1} ms, max {:.1} ms)",
+        connected.as_secs_f64(),
+        echoed.as_secs_f64(),
+        percentile(50).as_secs_f64() * 1e3,
+        percentile(99).as_secs_f64() * 1e3,
+        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+    Ok(())
+}
+
+/// A server and `load` in one process.
+async fn bench(count: usize) -> Result<(), String> {
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap(), endpoint_config(true, count))
+        .map_err(|e| e.to_string())?;
+    let addr = server.local_addr();
+    let serving = tokio::spawn(serve_on(server.clone()));
+    let result = load(addr, count).await;
+    server.close(0, "bench over");
+    let _ = serving.await;
+    result
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The one command: build sift's binaries and the quiche baseline, then run
+# the comparison. Arguments go to `sift-compare run` (see --help); with none,
+# the full comparison is written to interop/results/.
+#
+#   interop/compare.sh                          # everything (about an hour on 2 cores)
+#   interop/compare.sh --only veno-1m6-120ms    # one link
+#   interop/compare.sh --shard 2/8 --out /tmp/shards/2
+#   interop/compare.sh merge /tmp/shards/* --out interop/results
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release --locked -p sift-bin --bins >&2
+cargo build --release --locked --manifest-path interop/Cargo.toml >&2
+compare="${CARGO_TARGET_DIR:-interop/target}/release/sift-compare"
+if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+    sift_bin="$CARGO_TARGET_DIR/release"
+else
+    sift_bin=target/release
+fi
+if [ "${1:-}" = merge ]; then
+    exec "$compare" "$@"
+fi
+exec "$compare" run --sift-bin "$sift_bin" "$@"

@@ -1,0 +1,127 @@
+//! Where the five binaries are, which controllers the sift binaries offer,
+//! and whether they run with their default protection.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+use super::plan::Protection;
+use super::process::Running;
+
+/// Paths of the binaries a comparison runs.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    pub sift_server: PathBuf,
+    pub sift_client: PathBuf,
+    pub sift_link: PathBuf,
+    pub quiche_server: PathBuf,
+    pub quiche_client: PathBuf,
+}
+
+impl Binaries {
+    /// sift's binaries from `sift_dir`, quiche's from `quiche_dir`; each
+    /// must exist.
+    pub fn locate(sift_dir: &Path, quiche_dir: &Path) -> anyhow::Result<Self> {
+        let find = |dir: &Path, name: &str, build: &str| -> anyhow::Result<PathBuf> {
+            let path = dir.join(name);
+            if path.is_file() {
+                Ok(path)
+            } else {
+                bail!("{} not found (build it: {build})", path.display())
+            }
+        };
+        let sift = "cargo build --release -p sift-bin";
+        let quiche = "cargo build --release --manifest-path interop/Cargo.toml";
+        Ok(Self {
+            sift_server: find(sift_dir, "sift-server", sift)?,
+            sift_client: find(sift_dir, "sift-client", sift)?,
+            sift_link: find(sift_dir, "sift-link", sift)?,
+            quiche_server: find(quiche_dir, "quiche-server", quiche)?,
+            quiche_client: find(quiche_dir, "quiche-client", quiche)?,
+        })
+    }
+
+    /// The controllers `sift-client --help` lists for `--cc`, so that a
+    /// controller added to sift joins the comparison without a change here.
+    pub fn sift_controllers(&self) -> anyhow::Result<Vec<String>> {
+        let output = Command::new(&self.sift_client)
+            .arg("--help")
+            .output()
+            .with_context(|| format!("cannot run {}", self.sift_client.display()))?;
+        let help = String::from_utf8_lossy(&output.stdout);
+        controllers_from_help(&help).with_context(|| {
+            format!(
+                "cannot find the --cc list in `{} --help`; name the controllers with --sift-cc",
+                self.sift_client.display()
+            )
+        })
+    }
+
+    /// Whether `sift-server` starts without `--insecure-null-crypto`: the
+    /// protection sift rows use, and why when it is Null.
+    pub fn sift_protection(&self, scratch: &Path) -> anyhow::Result<(Protection, String)> {
+        std::fs::create_dir_all(scratch)
+            .with_context(|| format!("cannot create {}", scratch.display()))?;
+        let mut command = Command::new(&self.sift_server);
+        command
+            .args(["--listen", "127.0.0.1:0", "--root"])
+            .arg(scratch)
+            .env("HOME", scratch);
+        let mut server = Running::spawn("sift-server", command)?;
+        match server.listening_address() {
+            Ok(_) => {
+                server.stop()?;
+                Ok((
+                    Protection::Default,
+                    "the sift binaries' default protection".to_string(),
+                ))
+            }
+            Err(_) => Ok((
+                Protection::Null,
+                format!(
+                    "Null: sift-server does not start without --insecure-null-crypto yet ({})",
+                    server.last_words()
+                ),
+            )),
+        }
+    }
+}
+
+/// The names after the last `:` of the `--cc` option's help line.
+pub fn controllers_from_help(help: &str) -> Option<Vec<String>> {
+    let mut lines = help.lines().skip_while(|line| !line.contains("--cc <"));
+    lines.next()?;
+    let description = lines.find(|line| line.contains("Congestion controller"))?;
+    let list = description.rsplit(':').next()?;
+    let names: Vec<String> = list
+        .split(',')
+        .map(|name| name.trim().to_string())
+        .filter(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controllers_are_read_from_sift_clients_help() {
+        let help = "Options:\n      --cc <NAME>\n          Congestion controller for data this client sends: reno, cubic, vegas, veno, veno-enhanced, westwood\n          \n          [default: cubic]\n";
+        assert_eq!(
+            controllers_from_help(help).unwrap(),
+            [
+                "reno",
+                "cubic",
+                "vegas",
+                "veno",
+                "veno-enhanced",
+                "westwood"
+            ]
+        );
+        assert_eq!(controllers_from_help("no options here"), None);
+    }
+}

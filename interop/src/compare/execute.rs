@@ -1,0 +1,352 @@
+//! Runs one unit of a plan as real processes: a server, `sift-link` in
+//! front of it (link runs), a client that downloads one file through it;
+//! then checks the file byte for byte and collects counters and CPU times.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::binaries::Binaries;
+use super::links::LinkSpec;
+use super::plan::{Plan, Protection, Stack, Unit, Variant};
+use super::process::Running;
+use super::results::{parse_link_counters, RunRecord};
+use crate::baseline::client::hex;
+use crate::flow::FlowReport;
+
+/// The most a loopback download may take (1 GiB at 30 Mb/s).
+pub const LOOPBACK_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A generated source file.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    pub name: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// What every run shares: the binaries, a scratch directory, the served
+/// files (made once per size).
+pub struct Runner {
+    pub binaries: Binaries,
+    work: PathBuf,
+    served: PathBuf,
+    files: HashMap<u64, SourceFile>,
+    next_run: u64,
+}
+
+impl Runner {
+    /// A runner whose scratch files live under `work` (created).
+    pub fn new(binaries: Binaries, work: &Path) -> anyhow::Result<Self> {
+        let served = work.join("served");
+        std::fs::create_dir_all(&served)
+            .with_context(|| format!("cannot create {}", served.display()))?;
+        Ok(Self {
+            binaries,
+            work: work.to_path_buf(),
+            served,
+            files: HashMap::new(),
+            next_run: 0,
+        })
+    }
+
+    /// Runs `unit` of `plan`; a failure of the run itself is a record with
+    /// `ok: false`, an `Err` only a failure of the runner (no disk, no
+    /// binary).
+    pub fn run(&mut self, plan: &Plan, unit: &Unit) -> anyhow::Result<RunRecord> {
+        let (file_bytes, timeout, link) = match unit {
+            Unit::Link { link, seed, .. } => {
+                let spec = plan
+                    .link(link)
+                    .with_context(|| format!("plan has no link {link:?}"))?;
+                (
+                    spec.file_bytes,
+                    Duration::from_secs(spec.timeout_s),
+                    Some((spec, *seed)),
+                )
+            }
+            Unit::Loopback { .. } => (plan.loopback_bytes, LOOPBACK_TIMEOUT, None),
+        };
+        let source = self.source_file(file_bytes)?;
+        self.next_run += 1;
+        let dir = self.work.join(format!("run-{}", self.next_run));
+        std::fs::create_dir_all(dir.join("home"))
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let outcome = self.run_in(&dir, unit.variant(), &source, timeout, link);
+        // The run's files (a downloaded GiB among them) go at once.
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut record = RunRecord {
+            unit: unit.clone(),
+            ok: false,
+            error: None,
+            byte_exact: false,
+            flow: None,
+            wall_s: 0.0,
+            cpu_client_s: 0.0,
+            cpu_server_s: 0.0,
+            link: None,
+        };
+        match outcome {
+            Ok(run) => {
+                record.byte_exact = run.byte_exact;
+                record.ok = run.error.is_none() && run.byte_exact;
+                record.error = run.error.or_else(|| {
+                    (!run.byte_exact).then(|| "downloaded file differs from the source".to_string())
+                });
+                record.flow = run.flow;
+                record.wall_s = run.wall_s;
+                record.cpu_client_s = run.cpu_client_s;
+                record.cpu_server_s = run.cpu_server_s;
+                record.link = run.link;
+            }
+            Err(error) => record.error = Some(format!("{error:#}")),
+        }
+        Ok(record)
+    }
+
+    fn run_in(
+        &self,
+        dir: &Path,
+        variant: &Variant,
+        source: &SourceFile,
+        timeout: Duration,
+        link: Option<(&LinkSpec, u64)>,
+    ) -> anyhow::Result<Outcome> {
+        let home = dir.join("home");
+        let mut server = Running::spawn("server", self.server_command(variant, dir, &home))?;
+        let server_address = server.listening_address()?;
+        let mut relay = match link {
+            Some((spec, seed)) => {
+                // The download's data flows server → client: sift-link's
+                // reverse direction.
+                let mut command = Command::new(&self.binaries.sift_link);
+                command
+                    .args(["--listen", "127.0.0.1:0", "--to"])
+                    .arg(server_address.to_string())
+                    .args(["--forward", &spec.ack, "--reverse", &spec.data, "--seed"])
+                    .arg(seed.to_string());
+                let relay = Running::spawn("sift-link", command)?;
+                let address = relay.listening_address()?;
+                Some((relay, address))
+            }
+            None => None,
+        };
+        let target = relay
+            .as_ref()
+            .map_or(server_address, |(_, address)| *address);
+        let output = dir.join("download.bin");
+        let started = Instant::now();
+        let mut client = Running::spawn(
+            "client",
+            self.client_command(variant, dir, &home, target, &source.name, &output),
+        )?;
+        let ended = client.wait(timeout)?;
+        let wall_s = started.elapsed().as_secs_f64();
+        let link_counters = match relay.as_mut() {
+            Some((relay, _)) => {
+                relay.stop()?;
+                parse_link_counters(&relay.stderr(), "reverse")
+            }
+            None => None,
+        };
+        let server_ended = server.stop()?;
+        let mut outcome = Outcome {
+            error: None,
+            byte_exact: false,
+            flow: None,
+            wall_s,
+            cpu_client_s: ended.map_or(0.0, |e| e.cpu_s),
+            cpu_server_s: server_ended.cpu_s,
+            link: link_counters,
+        };
+        match ended {
+            None => outcome.error = Some(format!("timed out after {} s", timeout.as_secs())),
+            Some(ended) if ended.code != Some(0) => {
+                outcome.error = Some(format!("client failed: {}", client.last_words()));
+            }
+            Some(_) => {
+                let json = client.stdout();
+                let line = json
+                    .lines()
+                    .rev()
+                    .find(|l| l.starts_with('{'))
+                    .unwrap_or("");
+                match serde_json::from_str::<FlowReport>(line) {
+                    Ok(flow) => outcome.flow = Some(flow),
+                    Err(e) => outcome.error = Some(format!("client printed no JSON report ({e})")),
+                }
+                outcome.byte_exact = sha256_file(&output).ok().as_deref()
+                    == Some(source.sha256.as_str())
+                    && std::fs::metadata(&output).map(|m| m.len()).ok() == Some(source.bytes);
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn server_command(&self, variant: &Variant, dir: &Path, home: &Path) -> Command {
+        let mut command;
+        match variant.stack {
+            Stack::Sift => {
+                command = Command::new(&self.binaries.sift_server);
+                command
+                    .args(["--listen", "127.0.0.1:0", "--root"])
+                    .arg(&self.served);
+                sift_options(&mut command, variant);
+            }
+            Stack::Quiche => {
+                command = Command::new(&self.binaries.quiche_server);
+                command
+                    .args(["--listen", "127.0.0.1:0", "--root"])
+                    .arg(&self.served)
+                    .args(["--cc", &variant.cc, "--cert-dir"])
+                    .arg(dir.join("cert"));
+            }
+        }
+        // Each run starts with no remembered server keys or state.
+        command.env("HOME", home);
+        command
+    }
+
+    fn client_command(
+        &self,
+        variant: &Variant,
+        dir: &Path,
+        home: &Path,
+        target: SocketAddr,
+        name: &str,
+        output: &Path,
+    ) -> Command {
+        let mut command;
+        match variant.stack {
+            Stack::Sift => {
+                command = Command::new(&self.binaries.sift_client);
+                command
+                    .arg("get")
+                    .arg(format!("sift://{target}/{name}"))
+                    .arg("-o")
+                    .arg(output)
+                    .arg("--json");
+                sift_options(&mut command, variant);
+            }
+            Stack::Quiche => {
+                command = Command::new(&self.binaries.quiche_client);
+                command
+                    .arg("get")
+                    .arg(format!("quic://{target}/{name}"))
+                    .arg("-o")
+                    .arg(output)
+                    .args(["--cc", &variant.cc, "--json", "--ca"])
+                    .arg(dir.join("cert").join("cert.pem"));
+            }
+        }
+        command.env("HOME", home);
+        command
+    }
+
+    /// The served file of `bytes` bytes, made on first use.
+    fn source_file(&mut self, bytes: u64) -> anyhow::Result<SourceFile> {
+        if let Some(file) = self.files.get(&bytes) {
+            return Ok(file.clone());
+        }
+        let name = format!("file-{bytes}.bin");
+        let path = self.served.join(&name);
+        let sha256 = write_incompressible(&path, bytes)?;
+        let file = SourceFile {
+            name,
+            bytes,
+            sha256,
+        };
+        self.files.insert(bytes, file.clone());
+        Ok(file)
+    }
+}
+
+struct Outcome {
+    error: Option<String>,
+    byte_exact: bool,
+    flow: Option<FlowReport>,
+    wall_s: f64,
+    cpu_client_s: f64,
+    cpu_server_s: f64,
+    link: Option<super::results::LinkCounters>,
+}
+
+/// The options both sift binaries take: controller, notices, protection.
+fn sift_options(command: &mut Command, variant: &Variant) {
+    command.args(["--cc", &variant.cc]);
+    if let Some(notices) = variant.notices {
+        command.args(["--corruption-notices", if notices { "on" } else { "off" }]);
+    }
+    if variant.protection == Protection::Null {
+        command.arg("--insecure-null-crypto");
+    }
+}
+
+/// Writes `bytes` pseudo-random (incompressible, repeatable) bytes to
+/// `path` and returns their SHA-256.
+pub fn write_incompressible(path: &Path, bytes: u64) -> anyhow::Result<String> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    // xorshift64*: fast, and a fixed seed makes the same file every time.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ bytes;
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut left = bytes;
+    while left > 0 {
+        for word in chunk.chunks_exact_mut(8) {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            word.copy_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+        }
+        let take = left.min(chunk.len() as u64) as usize;
+        digest.update(&chunk[..take]);
+        writer
+            .write_all(&chunk[..take])
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        left -= take as u64;
+    }
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(hex(digest.finish().as_ref()))
+}
+
+/// SHA-256 of a file, lowercase hex.
+pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
+    let mut file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut chunk)?;
+        if read == 0 {
+            break;
+        }
+        digest.update(&chunk[..read]);
+    }
+    Ok(hex(digest.finish().as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_files_are_repeatable_and_hash_as_written() {
+        let dir = std::env::temp_dir().join(format!("sift-interop-gen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = write_incompressible(&dir.join("a"), 100_003).unwrap();
+        let b = write_incompressible(&dir.join("b"), 100_003).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(sha256_file(&dir.join("a")).unwrap(), a);
+        assert_eq!(std::fs::metadata(dir.join("a")).unwrap().len(), 100_003);
+        assert_ne!(write_incompressible(&dir.join("c"), 100_004).unwrap(), a);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

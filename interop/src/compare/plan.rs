@@ -1,0 +1,308 @@
+//! What a comparison runs, in a fixed order that shards split.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sift::lab::Shard;
+
+use super::links::LinkSpec;
+
+/// Which transport a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stack {
+    Sift,
+    Quiche,
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stack::Sift => "sift",
+            Stack::Quiche => "quiche",
+        })
+    }
+}
+
+/// How a stack protects its packets in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protection {
+    /// Whatever the binaries do without protection flags (sift: TLS once it
+    /// has landed; quiche: TLS 1.3 through BoringSSL).
+    Default,
+    /// sift's `--insecure-null-crypto` (CRC32C tags, no encryption).
+    Null,
+}
+
+/// One configuration of one stack.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Variant {
+    pub stack: Stack,
+    /// The controller, by its stack's name.
+    pub cc: String,
+    /// sift's corruption notices (both ends offer them or neither); `None`
+    /// for quiche, which has none.
+    pub notices: Option<bool>,
+    pub protection: Protection,
+}
+
+impl Variant {
+    /// "quiche cubic", "sift veno notices off", "sift cubic null".
+    pub fn label(&self) -> String {
+        let mut label = format!("{} {}", self.stack, self.cc);
+        match self.notices {
+            Some(true) => label.push_str(" notices on"),
+            Some(false) => label.push_str(" notices off"),
+            None => {}
+        }
+        if self.protection == Protection::Null {
+            label.push_str(" null");
+        }
+        label
+    }
+}
+
+/// One run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Unit {
+    /// A download over an emulated link.
+    Link {
+        link: String,
+        /// 1-based repetition.
+        rep: u32,
+        /// sift-link's seed (the same for every variant of a repetition).
+        seed: u64,
+        variant: Variant,
+    },
+    /// A download over plain loopback, for throughput and CPU per GiB.
+    Loopback { rep: u32, variant: Variant },
+}
+
+impl Unit {
+    /// The variant run.
+    pub fn variant(&self) -> &Variant {
+        match self {
+            Unit::Link { variant, .. } | Unit::Loopback { variant, .. } => variant,
+        }
+    }
+
+    /// "veno-1m6-120ms rep 2/3 sift veno notices on".
+    pub fn describe(&self, reps: u32) -> String {
+        match self {
+            Unit::Link {
+                link, rep, variant, ..
+            } => {
+                format!("{link} rep {rep}/{reps} {}", variant.label())
+            }
+            Unit::Loopback { rep, variant } => {
+                format!("loopback rep {rep}/{reps} {}", variant.label())
+            }
+        }
+    }
+}
+
+/// Everything a comparison runs, before sharding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub links: Vec<LinkSpec>,
+    /// Variants run on every link.
+    pub variants: Vec<Variant>,
+    /// Variants run on loopback (empty: no efficiency runs).
+    pub loopback_variants: Vec<Variant>,
+    /// Bytes per loopback download.
+    pub loopback_bytes: u64,
+    pub reps: u32,
+    /// Seed of repetition 1; repetition r uses `seed + r - 1`.
+    pub seed: u64,
+}
+
+impl Plan {
+    /// Every unit, in run order: repetitions outermost so that a slow drift
+    /// in the machine's load touches every variant alike; then links; then
+    /// variants. Loopback runs come last.
+    pub fn units(&self) -> Vec<Unit> {
+        let mut units = Vec::new();
+        for rep in 1..=self.reps {
+            let seed = self.seed + u64::from(rep) - 1;
+            for link in &self.links {
+                for variant in &self.variants {
+                    units.push(Unit::Link {
+                        link: link.name.clone(),
+                        rep,
+                        seed,
+                        variant: variant.clone(),
+                    });
+                }
+            }
+        }
+        for rep in 1..=self.reps {
+            for variant in &self.loopback_variants {
+                units.push(Unit::Loopback {
+                    rep,
+                    variant: variant.clone(),
+                });
+            }
+        }
+        units
+    }
+
+    /// The units of one shard.
+    pub fn shard_units(&self, shard: Shard) -> Vec<Unit> {
+        shard.select(self.units())
+    }
+
+    /// The link spec named `name`.
+    pub fn link(&self, name: &str) -> Option<&LinkSpec> {
+        self.links.iter().find(|link| link.name == name)
+    }
+}
+
+/// The link variants: every quiche controller, then every sift controller
+/// with notices on and off, all with default protection (`sift_protection`
+/// where the sift binaries cannot run by default yet).
+pub fn link_variants(
+    quiche_ccs: &[String],
+    sift_ccs: &[String],
+    sift_protection: Protection,
+) -> Vec<Variant> {
+    let quiche = quiche_ccs.iter().map(|cc| Variant {
+        stack: Stack::Quiche,
+        cc: cc.clone(),
+        notices: None,
+        protection: Protection::Default,
+    });
+    let sift = sift_ccs.iter().flat_map(|cc| {
+        [true, false].map(|notices| Variant {
+            stack: Stack::Sift,
+            cc: cc.clone(),
+            notices: Some(notices),
+            protection: sift_protection,
+        })
+    });
+    quiche.chain(sift).collect()
+}
+
+/// The loopback variants: quiche's default controller; sift with its
+/// default protection (when the binaries have one) and with Null
+/// protection, each with corruption notices on (the binaries' default, which
+/// turns UDP checksums and so GSO off: DESIGN §5) and off. All CUBIC, both
+/// stacks' default.
+pub fn loopback_variants(sift_default_available: bool) -> Vec<Variant> {
+    let mut variants = vec![Variant {
+        stack: Stack::Quiche,
+        cc: "cubic".into(),
+        notices: None,
+        protection: Protection::Default,
+    }];
+    let mut protections = vec![Protection::Null];
+    if sift_default_available {
+        protections.insert(0, Protection::Default);
+    }
+    for protection in protections {
+        for notices in [true, false] {
+            variants.push(Variant {
+                stack: Stack::Sift,
+                cc: "cubic".into(),
+                notices: Some(notices),
+                protection,
+            });
+        }
+    }
+    variants
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(name: &str) -> LinkSpec {
+        LinkSpec {
+            name: name.into(),
+            title: String::new(),
+            data: String::new(),
+            ack: String::new(),
+            file_bytes: 1,
+            timeout_s: 1,
+        }
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            links: vec![link("a"), link("b")],
+            variants: link_variants(
+                &["cubic".into()],
+                &["reno".into(), "veno".into()],
+                Protection::Null,
+            ),
+            loopback_variants: loopback_variants(false),
+            loopback_bytes: 1 << 30,
+            reps: 3,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn every_sift_controller_runs_with_notices_on_and_off_beside_every_quiche_one() {
+        let labels: Vec<String> = plan().variants.iter().map(Variant::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "quiche cubic",
+                "sift reno notices on null",
+                "sift reno notices off null",
+                "sift veno notices on null",
+                "sift veno notices off null"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_variant_of_a_repetition_gets_the_same_seed() {
+        let units = plan().units();
+        // 3 reps × 2 links × 5 variants, then 3 reps × 3 loopback variants.
+        assert_eq!(units.len(), 30 + 9);
+        for unit in &units {
+            if let Unit::Link { rep, seed, .. } = unit {
+                assert_eq!(*seed, 7 + u64::from(*rep) - 1);
+            }
+        }
+    }
+
+    #[test]
+    fn shards_together_run_every_unit_once() {
+        let plan = plan();
+        let mut joined: Vec<Unit> = (1..=4)
+            .flat_map(|k| plan.shard_units(Shard::new(k, 4).unwrap()))
+            .collect();
+        assert_eq!(joined.len(), plan.units().len());
+        let all = plan.units();
+        joined.sort_by_key(|u| all.iter().position(|x| x == u));
+        assert_eq!(joined, all);
+    }
+
+    #[test]
+    fn loopback_has_a_sift_default_row_only_when_the_binaries_have_one() {
+        let labels = |available| -> Vec<String> {
+            loopback_variants(available)
+                .iter()
+                .map(Variant::label)
+                .collect()
+        };
+        let null = ["sift cubic notices on null", "sift cubic notices off null"];
+        assert_eq!(labels(false), [&["quiche cubic"][..], &null].concat());
+        assert_eq!(
+            labels(true),
+            [
+                &[
+                    "quiche cubic",
+                    "sift cubic notices on",
+                    "sift cubic notices off"
+                ][..],
+                &null
+            ]
+            .concat()
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! The markdown a reader pastes: a headline table (best quiche and best
+//! sift per link), one table per link with every variant, the loopback
+//! efficiency table, and what failed or is missing.
+
+use std::fmt::Write;
+
+use super::plan::{Protection, Stack};
+use super::results::Results;
+use super::summary::{Row, Spread, Summary};
+
+/// `12.3 Mb/s`, `845 kb/s`.
+pub fn rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gb/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.2} Mb/s", bps / 1e6)
+    } else {
+        format!("{:.0} kb/s", bps / 1e3)
+    }
+}
+
+fn spread_rate(spread: Option<Spread>) -> (String, String) {
+    match spread {
+        Some(s) => (rate(s.median), format!("{} – {}", rate(s.min), rate(s.max))),
+        None => ("—".into(), "—".into()),
+    }
+}
+
+fn count(value: Option<f64>) -> String {
+    value.map_or("—".into(), |v| format!("{v:.0}"))
+}
+
+fn ratio(value: Option<f64>) -> String {
+    value.map_or("—".into(), |v| format!("{v:.2}×"))
+}
+
+fn notices(row: &Row) -> &'static str {
+    match row.variant.notices {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "—",
+    }
+}
+
+fn protection(row: &Row) -> &'static str {
+    match (row.variant.stack, row.variant.protection) {
+        (Stack::Quiche, _) => "TLS 1.3",
+        (Stack::Sift, Protection::Default) => "default",
+        (Stack::Sift, Protection::Null) => "Null",
+    }
+}
+
+/// The whole `comparison.md`.
+pub fn markdown(results: &Results, summary: &Summary) -> String {
+    let mut md = String::new();
+    let plan = &results.plan;
+    let _ = writeln!(md, "# sift vs quiche over the same emulated links\n");
+    let _ = writeln!(
+        md,
+        "sift {}, quiche {}; {} repetition{} per variant, sift-link seeds {}–{} (the same seed for every variant of a repetition). sift protection: {}.\n",
+        results.sift_version,
+        results.quiche_version,
+        plan.reps,
+        if plan.reps == 1 { "" } else { "s" },
+        plan.seed,
+        plan.seed + u64::from(plan.reps) - 1,
+        results.sift_protection
+    );
+    for command in &results.commands {
+        let _ = writeln!(md, "Made with `{command}`  ");
+    }
+    for machine in &results.machines {
+        let _ = writeln!(
+            md,
+            "Machine: {} cores, 1-minute load {:.1} at start, {:.1} at end{}  ",
+            machine.cores,
+            machine.load_start,
+            machine.load_end,
+            if machine.note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", machine.note)
+            }
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best quiche\" divides by the best quiche controller's median on the same link. Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
+    );
+    if !summary.links.is_empty() {
+        let _ = writeln!(md, "## Summary\n");
+        let _ = writeln!(
+            md,
+            "| link | best quiche | goodput | best sift | goodput | sift/quiche |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        for link in &summary.links {
+            let (q_name, q_rate) = link
+                .best_quiche
+                .as_ref()
+                .map_or(("—".into(), "—".into()), |(v, g)| {
+                    (v.cc.clone(), rate(*g))
+                });
+            let (s_name, s_rate) = link
+                .best_sift
+                .as_ref()
+                .map_or(("—".into(), "—".into()), |(v, g)| {
+                    (short_sift_label(v), rate(*g))
+                });
+            let versus = match (&link.best_quiche, &link.best_sift) {
+                (Some((_, q)), Some((_, s))) if *q > 0.0 => format!("{:.2}×", s / q),
+                _ => "—".into(),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {q_name} | {q_rate} | {s_name} | {s_rate} | {versus} |",
+                link.link.name
+            );
+        }
+        md.push('\n');
+    }
+    for link in &summary.links {
+        let spec = &link.link;
+        let _ = writeln!(md, "## {} (`{}`)\n", spec.title, spec.name);
+        let _ = writeln!(
+            md,
+            "Data: `{}`; ACKs: `{}`; {} per download; runs stopped after {} s.\n",
+            spec.data,
+            spec.ack,
+            bytes(spec.file_bytes),
+            spec.timeout_s
+        );
+        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best quiche | retx | PTOs | notices rcvd | cwnd at end | queue drops | random losses | corrupted |");
+        let _ = writeln!(
+            md,
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for row in &link.rows {
+            let (median, spread) = spread_rate(row.goodput_bps);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {}/{} | {median} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                row.variant.stack,
+                row.variant.cc,
+                notices(row),
+                row.ok,
+                row.runs,
+                ratio(row.vs_best_quiche),
+                count(row.retransmitted_packets),
+                count(row.ptos),
+                count(row.corruption_notices_received),
+                row.cwnd_at_end.map_or("—".into(), |bytes| format!("{:.0} kB", bytes / 1e3)),
+                count(row.link_queue_drops),
+                count(row.link_random_losses),
+                count(row.link_corrupted),
+            );
+        }
+        md.push('\n');
+    }
+    if !summary.loopback.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Loopback efficiency: {} per download, no impairment\n",
+            bytes(plan.loopback_bytes)
+        );
+        let _ = writeln!(
+            md,
+            "CPU: user + system seconds of client and server together, per GiB moved.\n"
+        );
+        let _ = writeln!(md, "| stack | controller | protection | notices | ok | throughput | spread | CPU s/GiB | spread |");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+        for row in &summary.loopback {
+            let (median, spread) = spread_rate(row.goodput_bps);
+            let (cpu, cpu_spread) = match row.cpu_s_per_gib {
+                Some(s) => (
+                    format!("{:.2}", s.median),
+                    format!("{:.2} – {:.2}", s.min, s.max),
+                ),
+                None => ("—".into(), "—".into()),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {}/{} | {median} | {spread} | {cpu} | {cpu_spread} |",
+                row.variant.stack,
+                row.variant.cc,
+                protection(row),
+                notices(row),
+                row.ok,
+                row.runs
+            );
+        }
+        md.push('\n');
+    }
+    let failures: Vec<String> = summary
+        .links
+        .iter()
+        .flat_map(|link| {
+            link.rows
+                .iter()
+                .map(move |row| (link.link.name.clone(), row))
+        })
+        .chain(
+            summary
+                .loopback
+                .iter()
+                .map(|row| ("loopback".to_string(), row)),
+        )
+        .flat_map(|(link, row)| {
+            row.failures
+                .iter()
+                .map(move |reason| format!("- {link}, {}: {reason}", row.variant.label()))
+        })
+        .collect();
+    let missing = results.missing();
+    if !failures.is_empty() || !missing.is_empty() {
+        let _ = writeln!(md, "## Failed and missing runs\n");
+        for line in failures {
+            let _ = writeln!(md, "{line}");
+        }
+        if !missing.is_empty() {
+            let _ = writeln!(
+                md,
+                "- {} run{} of the plan not in these results (a shard not merged yet?)",
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" }
+            );
+        }
+        md.push('\n');
+    }
+    md
+}
+
+fn short_sift_label(variant: &super::plan::Variant) -> String {
+    match variant.notices {
+        Some(true) => format!("{} (notices on)", variant.cc),
+        Some(false) => format!("{} (notices off)", variant.cc),
+        None => variant.cc.clone(),
+    }
+}
+
+/// `20 MB`, `1 GiB`, `512 kB`.
+pub fn bytes(n: u64) -> String {
+    if n >= 1 << 30 && n % (1 << 30) == 0 {
+        format!("{} GiB", n >> 30)
+    } else if n >= 1_000_000 {
+        format!("{} MB", n as f64 / 1e6)
+    } else {
+        format!("{} kB", n as f64 / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_sizes_read_in_the_units_a_person_expects() {
+        assert_eq!(rate(49.2e6), "49.20 Mb/s");
+        assert_eq!(rate(845_000.0), "845 kb/s");
+        assert_eq!(rate(2.5e9), "2.50 Gb/s");
+        assert_eq!(bytes(1 << 30), "1 GiB");
+        assert_eq!(bytes(20_000_000), "20 MB");
+        assert_eq!(bytes(1_500), "1.5 kB");
+    }
+}

@@ -1,0 +1,155 @@
+//! sift-compare as a user runs it: both stacks over a lossy sift-link, one
+//! small file each, byte-exact; shards that merge into the whole report.
+//! Needs the sift binaries (`cargo build --release -p sift-bin`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sift_interop::compare::results::Results;
+
+fn sift_bin() -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("release");
+    assert!(
+        dir.join("sift-link").is_file(),
+        "build the sift binaries first: cargo build --release -p sift-bin (looked in {})",
+        dir.display()
+    );
+    dir
+}
+
+fn compare(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_sift-compare"))
+        .args(args)
+        .arg("--sift-bin")
+        .arg(sift_bin())
+        .output()
+        .unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sift-compare-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+const SMOKE: [&str; 12] = [
+    "run",
+    "--only",
+    "loss1-50m-100ms",
+    "--reps",
+    "1",
+    "--quiche-cc",
+    "cubic",
+    "--sift-cc",
+    "cubic",
+    "--file-bytes",
+    "300000",
+    "--require-all",
+];
+
+#[test]
+fn both_stacks_cross_a_lossy_link_byte_exact_and_the_report_says_so() {
+    let out = scratch("smoke");
+    let run = compare(
+        &[
+            &SMOKE[..],
+            &["--loopback-bytes", "0", "--out", out.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let results = Results::load(&out.join("results.json")).unwrap();
+    assert_eq!(results.runs.len(), 3);
+    assert!(
+        results.runs.iter().all(|r| r.ok && r.byte_exact),
+        "{:?}",
+        results.runs
+    );
+    // The link really was lossy, for both stacks.
+    assert!(results
+        .runs
+        .iter()
+        .all(|r| r.link.unwrap().random_losses > 0));
+    let markdown = std::fs::read_to_string(out.join("comparison.md")).unwrap();
+    assert!(
+        markdown.contains("| quiche | cubic | — | 1/1 |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| sift | cubic | on | 1/1 |"),
+        "{markdown}"
+    );
+    let svg = std::fs::read_to_string(out.join("comparison.svg")).unwrap();
+    assert!(svg.contains("quiche cubic"));
+    // Progress went to the terminal, one line per run.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("[")).count(),
+        3,
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn two_shards_merge_into_the_report_of_one_run() {
+    let base = scratch("shards");
+    let mut dirs = Vec::new();
+    for k in 1..=2 {
+        let dir = base.join(k.to_string());
+        let shard = format!("{k}/2");
+        let run = compare(
+            &[
+                &SMOKE[..],
+                &[
+                    "--loopback-bytes",
+                    "1MB",
+                    "--shard",
+                    &shard,
+                    "--out",
+                    dir.to_str().unwrap(),
+                ],
+            ]
+            .concat(),
+        );
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        dirs.push(dir);
+    }
+    let first = Results::load(&dirs[0].join("results.json")).unwrap();
+    assert!(
+        !first.missing().is_empty(),
+        "one shard alone is not the whole plan"
+    );
+    let merged = base.join("merged");
+    let run = Command::new(env!("CARGO_BIN_EXE_sift-compare"))
+        .arg("merge")
+        .args(&dirs)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let results = Results::load(&merged.join("results.json")).unwrap();
+    assert!(results.missing().is_empty());
+    // 3 link runs + loopback: quiche and sift Null with notices on and off.
+    assert_eq!(results.runs.len(), 3 + 3);
+    let markdown = std::fs::read_to_string(merged.join("comparison.md")).unwrap();
+    assert!(markdown.contains("## Loopback efficiency"), "{markdown}");
+    assert!(!markdown.contains("not in these results"), "{markdown}");
+    let _ = std::fs::remove_dir_all(&base);
+}

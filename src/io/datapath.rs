@@ -1,0 +1,504 @@
+//! One endpoint's socket and the work of one turn of its driver loop,
+//! whatever runtime waits for the socket: the mio loop (`driver.rs`) and
+//! the tokio driver (`crate::tokio`) share it.
+//!
+//! One turn:
+//! 1. read datagrams from the socket until WouldBlock (at most a batch per
+//!    turn), without holding the endpoint — with GRO one `recvmsg` returns
+//!    a run of them, otherwise one `recvmmsg` returns up to 32;
+//! 2. under the host's lock: feed them to the endpoint, fire due timers,
+//!    and collect a batch of datagrams to send — consecutive equal-size
+//!    datagrams to one address go into one GSO send when the socket allows;
+//! 3. send them until done or WouldBlock (the rest waits for the socket to
+//!    become writable) — GSO batches with `sendmsg`, single datagrams 32 at
+//!    a time with `sendmmsg`.
+//!
+//! The runtime tells the datapath when the socket became readable or
+//! writable and, when a turn says it is not busy, sleeps until then or
+//! until the turn's next timer.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Instant;
+
+use super::batch::{
+    enable_gro, gso_supported, recv_many, recv_segments, send_many, send_segments, RecvSlots,
+    MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
+};
+use super::socket::{bind_udp, SocketOptions, SocketReport};
+use crate::endpoint::{ConnectionHandle, Endpoint};
+
+/// Datagrams read per turn before the endpoint is fed (bounds how long the
+/// send side waits behind a flood of arrivals).
+const RECV_BATCH: usize = 64;
+/// Datagrams collected per turn before they are written to the socket.
+const SEND_BATCH: usize = 64;
+
+/// Whether the loop goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Keep driving the endpoint.
+    Continue,
+    /// Stop once the datagrams already collected are sent.
+    Stop,
+}
+
+/// What one step changed that an application may be waiting for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Connections handed datagrams in this step, in arrival order (a
+    /// connection that got several in a row is named once).
+    pub routed: Vec<ConnectionHandle>,
+    /// Connection timers fired: an idle timeout or the end of a closing
+    /// period may have closed a connection.
+    pub timers_fired: bool,
+}
+
+impl Progress {
+    /// Anything changed at all.
+    pub fn any(&self) -> bool {
+        !self.routed.is_empty() || self.timers_fired
+    }
+}
+
+/// Whoever owns the endpoint the driver runs: the blocking and async APIs
+/// keep it behind a mutex shared with the application.
+pub trait EndpointHost {
+    /// Runs `step` with exclusive access to the endpoint and says whether
+    /// the driver should keep going. `step` fills a cleared `Progress`
+    /// with what changed (datagrams arrived, timers fired), so the host
+    /// knows whom to wake; the host owns it so that a steady flow
+    /// allocates nothing.
+    fn with_endpoint(&self, step: &mut dyn FnMut(&mut Endpoint, &mut Progress)) -> Control;
+
+    /// Every datagram the last `with_endpoint` collected has been handed
+    /// to the socket (or dropped on a socket error).
+    fn on_flushed(&self) {}
+}
+
+/// What one turn found, for the runtime to decide how to wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// The host asked to stop and every collected datagram is sent: the
+    /// loop ends.
+    pub stop: bool,
+    /// More can be done at once (the socket may hold more datagrams, or
+    /// more are waiting to be sent and the socket takes them): run another
+    /// turn without sleeping.
+    pub busy: bool,
+    /// The endpoint's next timer (including pacing), if any.
+    pub next_timer: Option<Instant>,
+}
+
+/// Datagrams waiting for the socket: one datagram, or with GSO several of
+/// `segment_size` bytes (the last may be shorter) to the same address.
+#[derive(Debug)]
+struct Outgoing {
+    to: SocketAddr,
+    data: Vec<u8>,
+    segment_size: usize,
+    segments: usize,
+}
+
+impl Outgoing {
+    /// More datagrams may join: every segment so far is full-size (only the
+    /// last may be shorter), and one more of up to `max_datagram` bytes fits
+    /// the segment and byte limits.
+    fn is_open(&self, max_datagram: usize) -> bool {
+        self.segments < MAX_GSO_SEGMENTS
+            && self.data.len() == self.segment_size * self.segments
+            && self.data.len() + max_datagram <= MAX_BATCH_BYTES
+    }
+}
+
+/// Counters of the loop, logged when it ends.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoopCounters {
+    turns: u64,
+    datagrams_sent: u64,
+    send_calls: u64,
+    datagrams_received: u64,
+    recv_calls: u64,
+    send_errors: u64,
+}
+
+/// The socket of one endpoint and the datagrams in flight between it and
+/// the endpoint.
+#[derive(Debug)]
+pub struct Datapath {
+    socket: UdpSocket,
+    local: SocketAddr,
+    report: SocketReport,
+    /// Received datagrams of this turn: (bytes, from).
+    received: Vec<(Vec<u8>, SocketAddr)>,
+    /// Collected, not yet written (WouldBlock keeps them for later).
+    outgoing: VecDeque<Outgoing>,
+    /// Spare buffers, so a steady flow allocates nothing.
+    spare: Vec<Vec<u8>>,
+    recv_buffer: Vec<u8>,
+    /// The largest datagram the endpoint sends.
+    max_datagram: usize,
+    /// Send consecutive same-size datagrams in one GSO `sendmsg`.
+    gso: bool,
+    /// Slots for `recvmmsg`, which reads many datagrams per call. `None`
+    /// when the kernel coalesces arrivals itself (GRO): then one `recvmsg`
+    /// returns a run of them.
+    recv_slots: Option<RecvSlots>,
+    /// The socket may have more to read (edge-triggered: until WouldBlock).
+    readable: bool,
+    /// The socket accepted our last write.
+    writable: bool,
+    /// Datagrams were collected and not all written yet.
+    awaiting_flush: bool,
+    counters: LoopCounters,
+}
+
+impl Datapath {
+    /// Binds a non-blocking UDP socket at `addr` with `options`.
+    /// `max_datagram` is the largest datagram the endpoint sends. GSO and
+    /// GRO are used when checksums stay on and the kernel has them.
+    pub fn bind(addr: SocketAddr, options: SocketOptions, max_datagram: usize) -> io::Result<Self> {
+        let (socket, report) = bind_udp(addr, options)?;
+        let batching = !report.checksums_disabled && !options.disable_checksums;
+        let gso = batching && gso_supported(&socket);
+        let gro = batching && enable_gro(&socket);
+        tracing::debug!(%addr, gso, gro, "UDP offloads");
+        let local = socket.local_addr()?;
+        Ok(Self {
+            socket,
+            local,
+            report,
+            received: Vec::with_capacity(RECV_BATCH),
+            outgoing: VecDeque::with_capacity(SEND_BATCH),
+            spare: Vec::new(),
+            // A GRO run can fill a whole IP datagram even when GRO is off
+            // for us: a peer's datagram is never larger than that.
+            recv_buffer: vec![0; MAX_BATCH_BYTES],
+            max_datagram: max_datagram.clamp(1200, MAX_BATCH_BYTES),
+            gso,
+            recv_slots: (!gro).then(RecvSlots::default),
+            readable: true,
+            writable: true,
+            awaiting_flush: false,
+            counters: LoopCounters::default(),
+        })
+    }
+
+    /// The bound address (with the port the kernel chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// What the kernel granted for the socket's options.
+    pub fn socket_report(&self) -> SocketReport {
+        self.report
+    }
+
+    /// Whether sends are batched with GSO.
+    pub fn uses_gso(&self) -> bool {
+        self.gso
+    }
+
+    /// The socket, for registering it with a runtime and reading its
+    /// options back.
+    pub fn socket(&self) -> &UdpSocket {
+        &self.socket
+    }
+
+    /// The runtime saw the socket become readable.
+    pub fn set_readable(&mut self) {
+        self.readable = true;
+    }
+
+    /// The runtime saw the socket become writable.
+    pub fn set_writable(&mut self) {
+        self.writable = true;
+    }
+
+    /// Whether the last turn read until WouldBlock is still to be seen:
+    /// false once a read found the socket empty.
+    pub fn is_readable(&self) -> bool {
+        self.readable
+    }
+
+    /// False once a write found the socket's buffer full.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Datagrams collected and not yet written: the runtime must wait for
+    /// the socket to become writable.
+    pub fn has_unsent(&self) -> bool {
+        !self.outgoing.is_empty()
+    }
+
+    /// Logs the loop's counters (when the loop ends).
+    pub fn log_counters(&self) {
+        tracing::debug!(local = %self.local, counters = ?self.counters, "driver stopped");
+    }
+
+    /// One turn: read, step the endpoint under the host's lock, write.
+    pub fn turn(&mut self, host: &dyn EndpointHost) -> Turn {
+        self.counters.turns += 1;
+        self.receive_batch();
+        let (control, next_timer, send_batch_full) = self.step(host);
+        self.send_queued();
+        if self.awaiting_flush && self.outgoing.is_empty() {
+            self.awaiting_flush = false;
+            host.on_flushed();
+        }
+        let more_to_send = send_batch_full || !self.outgoing.is_empty();
+        Turn {
+            stop: control == Control::Stop && self.outgoing.is_empty(),
+            busy: self.readable || (self.writable && more_to_send),
+            next_timer,
+        }
+    }
+
+    /// Feeds the received datagrams, fires timers and collects datagrams to
+    /// send, under the host's lock. Returns the host's verdict, the next
+    /// timer, and whether the send batch filled up.
+    fn step(&mut self, host: &dyn EndpointHost) -> (Control, Option<Instant>, bool) {
+        let now = Instant::now();
+        let mut next_timer = None;
+        let mut send_batch_full = false;
+        let mut collected_total = 0;
+        let room = SEND_BATCH.saturating_sub(self.queued_datagrams());
+        let max_datagram = self.max_datagram;
+        let gso = self.gso;
+        let received = &mut self.received;
+        let outgoing = &mut self.outgoing;
+        let spare = &mut self.spare;
+        let control = host.with_endpoint(&mut |endpoint, progress| {
+            progress.routed.clear();
+            progress.timers_fired = false;
+            for (mut datagram, from) in received.drain(..) {
+                if let Some(handle) = endpoint.recv(&mut datagram, from, now) {
+                    if progress.routed.last() != Some(&handle) {
+                        progress.routed.push(handle);
+                    }
+                }
+                spare.push(datagram);
+            }
+            if endpoint.timeout(now).is_some_and(|at| at <= now) {
+                endpoint.on_timeout(now);
+                progress.timers_fired = true;
+            }
+            let mut collected = 0;
+            while collected < room {
+                if !collect_one(endpoint, now, outgoing, spare, max_datagram, gso) {
+                    break;
+                }
+                collected += 1;
+            }
+            collected_total = collected;
+            send_batch_full = collected == room;
+            next_timer = endpoint.timeout(now);
+        });
+        self.awaiting_flush |= collected_total > 0;
+        (control, next_timer, send_batch_full)
+    }
+
+    fn queued_datagrams(&self) -> usize {
+        self.outgoing.iter().map(|o| o.segments).sum()
+    }
+
+    fn receive_batch(&mut self) {
+        let fd = self.socket.as_raw_fd();
+        while self.readable && self.received.len() < RECV_BATCH {
+            let result = if self.recv_slots.is_some() {
+                self.receive_many(fd)
+            } else {
+                self.receive_coalesced(fd)
+            };
+            match result {
+                Ok(()) => self.counters.recv_calls += 1,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    // E.g. ECONNREFUSED from an ICMP error: it concerns one
+                    // earlier datagram, not the socket.
+                    tracing::debug!(%error, "UDP receive error");
+                }
+            }
+        }
+    }
+
+    /// One `recvmsg`: a datagram, or with GRO a run of them.
+    fn receive_coalesced(&mut self, fd: RawFd) -> io::Result<()> {
+        let got = recv_segments(fd, &mut self.recv_buffer)?;
+        let data = self.recv_buffer.get(..got.len).unwrap_or_default();
+        for segment in data.chunks(got.segment_size.max(1)) {
+            let mut datagram = self.spare.pop().unwrap_or_default();
+            datagram.clear();
+            datagram.extend_from_slice(segment);
+            self.received.push((datagram, got.from));
+            self.counters.datagrams_received += 1;
+        }
+        Ok(())
+    }
+
+    /// One `recvmmsg`: up to `MAX_MMSG` datagrams.
+    fn receive_many(&mut self, fd: RawFd) -> io::Result<()> {
+        let Some(slots) = self.recv_slots.as_mut() else {
+            return Ok(());
+        };
+        let got = recv_many(fd, slots)?;
+        for (index, (len, from)) in got.into_iter().enumerate() {
+            if len == 0 {
+                continue; // truncated (or empty): nothing sift can use
+            }
+            let mut datagram = self.spare.pop().unwrap_or_default();
+            datagram.clear();
+            datagram.extend_from_slice(slots.datagram(index, len));
+            self.received.push((datagram, from));
+            self.counters.datagrams_received += 1;
+        }
+        Ok(())
+    }
+
+    fn send_queued(&mut self) {
+        let fd = self.socket.as_raw_fd();
+        while self.writable {
+            let Some(next) = self.outgoing.front() else {
+                return;
+            };
+            if next.segments == 1 && self.outgoing.len() > 1 {
+                self.send_many_queued(fd);
+                continue;
+            }
+            match send_segments(fd, next.to, &next.data, next.segment_size) {
+                Ok(_) => {
+                    self.counters.send_calls += 1;
+                    self.counters.datagrams_sent += next.segments as u64;
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    self.writable = false;
+                    return;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) if next.segments > 1 && self.gso => {
+                    // The kernel or the device refused segmentation: send
+                    // this batch one by one and stop batching.
+                    tracing::info!(%error, "GSO send refused: sending one datagram per call");
+                    self.gso = false;
+                    if let Some(batch) = self.outgoing.pop_front() {
+                        self.split_front(batch);
+                    }
+                    continue;
+                }
+                Err(error) => {
+                    self.counters.send_errors += 1;
+                    tracing::debug!(%error, to = %next.to, errors = self.counters.send_errors, "UDP send error: datagram lost");
+                }
+            }
+            if let Some(sent) = self.outgoing.pop_front() {
+                self.spare.push(sent.data);
+            }
+        }
+    }
+
+    /// Sends the single datagrams at the front of the queue with one
+    /// `sendmmsg`.
+    fn send_many_queued(&mut self, fd: RawFd) {
+        let batch: Vec<(&[u8], SocketAddr)> = self
+            .outgoing
+            .iter()
+            .take(MAX_MMSG)
+            .take_while(|o| o.segments == 1)
+            .map(|o| (&o.data[..], o.to))
+            .collect();
+        let sent = match send_many(fd, &batch) {
+            Ok(sent) => {
+                self.counters.send_calls += 1;
+                self.counters.datagrams_sent += sent as u64;
+                sent
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.writable = false;
+                return;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return,
+            Err(error) => {
+                // The first datagram failed: drop it, as a single send would.
+                self.counters.send_errors += 1;
+                tracing::debug!(%error, errors = self.counters.send_errors, "UDP send error: datagram lost");
+                1
+            }
+        };
+        for _ in 0..sent {
+            if let Some(done) = self.outgoing.pop_front() {
+                self.spare.push(done.data);
+            }
+        }
+    }
+
+    /// Puts the datagrams of a GSO batch back at the front one by one.
+    fn split_front(&mut self, batch: Outgoing) {
+        for segment in batch.data.chunks(batch.segment_size.max(1)).rev() {
+            self.outgoing.push_front(Outgoing {
+                to: batch.to,
+                data: segment.to_vec(),
+                segment_size: segment.len(),
+                segments: 1,
+            });
+        }
+    }
+}
+
+/// Asks the endpoint for one datagram and queues it, into the last GSO
+/// batch when it fits there. False when the endpoint has nothing to send.
+fn collect_one(
+    endpoint: &mut Endpoint,
+    now: Instant,
+    outgoing: &mut VecDeque<Outgoing>,
+    spare: &mut Vec<Vec<u8>>,
+    max_datagram: usize,
+    gso: bool,
+) -> bool {
+    let open_batch = outgoing
+        .back_mut()
+        .filter(|last| gso && last.is_open(max_datagram));
+    let Some(last) = open_batch else {
+        let mut data = spare.pop().unwrap_or_default();
+        data.resize(max_datagram, 0);
+        let Some((len, to)) = endpoint.poll_transmit(now, &mut data) else {
+            spare.push(data);
+            return false;
+        };
+        data.truncate(len);
+        outgoing.push_back(Outgoing {
+            to,
+            data,
+            segment_size: len,
+            segments: 1,
+        });
+        return true;
+    };
+    // Write straight into the batch's tail; move it out if it cannot join.
+    let start = last.data.len();
+    last.data.resize(start + max_datagram, 0);
+    let tail = last.data.get_mut(start..).unwrap_or_default();
+    let Some((len, to)) = endpoint.poll_transmit(now, tail) else {
+        last.data.truncate(start);
+        return false;
+    };
+    last.data.truncate(start + len);
+    if to == last.to && len <= last.segment_size {
+        last.segments += 1;
+        return true;
+    }
+    let mut data = spare.pop().unwrap_or_default();
+    data.clear();
+    data.extend_from_slice(last.data.get(start..).unwrap_or_default());
+    last.data.truncate(start);
+    outgoing.push_back(Outgoing {
+        to,
+        data,
+        segment_size: len,
+        segments: 1,
+    });
+    true
+}

@@ -1,0 +1,276 @@
+//! An endpoint of the async API: one UDP socket, its driver task, and the
+//! connections made or accepted on it.
+
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::Instant;
+
+use super::connection::{ConnInner, Connection};
+use super::driver::EndpointDriver;
+use super::error::{BindError, ConnectError, ConnectionError};
+use super::shared::Shared;
+use crate::blocking::handshake_timeout;
+use crate::endpoint::{EndpointStats, DEFAULT_MAX_CONNECTIONS};
+use crate::io::{os_seed, Datapath, SocketOptions};
+use crate::{Config, Side};
+
+/// How an endpoint is bound: whether it accepts connections, the
+/// configuration of the connections it makes, and how many it holds.
+#[derive(Clone, Debug)]
+pub struct EndpointConfig {
+    /// Accept connections, each with this configuration (`None`: a client
+    /// endpoint, which only makes connections).
+    pub server: Option<Config>,
+    /// The configuration of connections made with [`Endpoint::connect`].
+    pub client: Config,
+    /// Connections held at once, including closed ones whose handles are
+    /// still alive; further client Initials get no answer.
+    pub max_connections: usize,
+}
+
+impl EndpointConfig {
+    /// A client endpoint: connections made with `config`.
+    pub fn client(config: Config) -> Self {
+        Self {
+            server: None,
+            client: config,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+
+    /// A server endpoint that accepts connections with `config` (and can
+    /// also make connections with it).
+    pub fn server(config: Config) -> Self {
+        Self {
+            server: Some(config.clone()),
+            client: config,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// What the `Endpoint` handles share; dropping the last one stops
+/// accepting.
+#[derive(Debug)]
+struct EndpointInner {
+    shared: Arc<Shared>,
+    client: Config,
+}
+
+impl Drop for EndpointInner {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.endpoint_held = false;
+        state.refuse_incoming("server shutting down");
+        state.handle_released = true;
+        state.wake_driver();
+    }
+}
+
+/// One UDP socket that makes and accepts connections, driven by one tokio
+/// task. Clones share it.
+///
+/// The driver task runs while an `Endpoint` clone or a connection (or a
+/// stream of one) is alive, or a connection is still closing; then it
+/// ends and the socket is closed. Dropping every `Endpoint` clone stops
+/// accepting but leaves the connections already handed out working.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    inner: Arc<EndpointInner>,
+}
+
+impl Endpoint {
+    /// A client endpoint bound to `addr` (`0.0.0.0:0` or `[::]:0` for any
+    /// port) whose connections use `config`.
+    pub fn client(addr: SocketAddr, config: Config) -> Result<Self, BindError> {
+        Self::bind(addr, EndpointConfig::client(config))
+    }
+
+    /// A server endpoint bound to `addr` that accepts connections with
+    /// `config` and can also make them.
+    pub fn server(addr: SocketAddr, config: Config) -> Result<Self, BindError> {
+        Self::bind(addr, EndpointConfig::server(config))
+    }
+
+    /// Binds a UDP socket at `addr` and spawns the endpoint's driver task
+    /// on the current tokio runtime, which must have I/O and time enabled
+    /// (as `#[tokio::main]` and `#[tokio::test]` have). With corruption
+    /// notices offered in either configuration, UDP checksums are turned
+    /// off so that corrupted datagrams reach sift (and GSO is then not
+    /// used). Connection IDs come from the operating system's RNG,
+    /// whatever `rng_seed` says.
+    pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Self, BindError> {
+        let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
+        let configs = || config.server.iter().chain([&config.client]);
+        let options = SocketOptions {
+            disable_checksums: configs().any(|c| c.corruption_notices),
+            ..SocketOptions::default()
+        };
+        let max_datagram = configs().map(|c| c.max_datagram_size).max().unwrap_or(0);
+        let io_error = |source| BindError::Io { addr, source };
+        let datapath = Datapath::bind(addr, options, max_datagram).map_err(io_error)?;
+        let server = config.server.map(|server| Config {
+            rng_seed: os_seed(),
+            ..server
+        });
+        let endpoint = crate::Endpoint::new(datapath.local_addr(), server)
+            .with_max_connections(config.max_connections);
+        let shared = Arc::new(Shared::new(endpoint));
+        let driver = EndpointDriver::new(Arc::clone(&shared), datapath).map_err(io_error)?;
+        runtime.spawn(driver);
+        Ok(Self {
+            inner: Arc::new(EndpointInner {
+                shared,
+                client: config.client,
+            }),
+        })
+    }
+
+    /// The bound address (with the port the kernel chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.shared.local
+    }
+
+    /// Connects to `remote` with the endpoint's client configuration and
+    /// waits for the handshake (see [`connect_with`](Self::connect_with)).
+    pub async fn connect(
+        &self,
+        remote: SocketAddr,
+        server_name: &str,
+    ) -> Result<Connection, ConnectError> {
+        self.connect_with(self.inner.client.clone(), remote, server_name)
+            .await
+    }
+
+    /// Connects to `remote` with `config` and waits for the handshake: at
+    /// most [`DEFAULT_HANDSHAKE_TIMEOUT`](crate::blocking::DEFAULT_HANDSHAKE_TIMEOUT)
+    /// (10 s), or the configured idle timeout if that is shorter. Dropping
+    /// the future abandons the connection.
+    ///
+    /// `server_name` is the name the server is known by. Null protection
+    /// authenticates nothing and only records it
+    /// ([`Connection::server_name`]); with TLS it is the name the server's
+    /// certificate must carry.
+    pub async fn connect_with(
+        &self,
+        config: Config,
+        remote: SocketAddr,
+        server_name: &str,
+    ) -> Result<Connection, ConnectError> {
+        let shared = &self.inner.shared;
+        let local = shared.local;
+        if remote.is_ipv6() != local.is_ipv6() {
+            return Err(ConnectError::AddressFamily { remote, local });
+        }
+        let handshake_timeout = handshake_timeout(&config);
+        let config = Config {
+            rng_seed: os_seed(),
+            ..config
+        };
+        let inner = {
+            let mut state = shared.lock();
+            if state.closed {
+                return Err(ConnectError::EndpointClosed { local });
+            }
+            if let Some(reason) = &state.stopped {
+                let source = ConnectionError::EndpointStopped {
+                    local,
+                    reason: reason.clone(),
+                };
+                return Err(ConnectError::Connection { remote, source });
+            }
+            let handle = state.endpoint.connect(config, remote, Instant::now())?;
+            state.wake_driver();
+            let name = Some(server_name.to_string());
+            ConnInner::register(&mut state, shared, handle, remote, Side::Client, name)
+        };
+        let connection = Connection { inner };
+        let timed_out = ConnectError::TimedOut {
+            remote,
+            after: handshake_timeout,
+        };
+        match ::tokio::time::timeout(handshake_timeout, connection.established()).await {
+            Ok(Ok(())) => Ok(connection),
+            Ok(Err(ConnectionError::TimedOut)) | Err(_) => Err(timed_out),
+            Ok(Err(source)) => Err(ConnectError::Connection { remote, source }),
+        }
+    }
+
+    /// Waits for the next client whose handshake completed. `None` once
+    /// the endpoint is closed, or at once for a client endpoint.
+    pub async fn accept(&self) -> Option<Connection> {
+        let shared = &self.inner.shared;
+        poll_fn(|cx| {
+            let mut state = shared.lock();
+            if !state.accepting() || state.stopped.is_some() {
+                return Poll::Ready(None);
+            }
+            let endpoint = &state.endpoint;
+            let ready = state
+                .incoming
+                .iter()
+                .enumerate()
+                .find_map(|(index, handle)| {
+                    let connection = endpoint.connection_ref(*handle)?;
+                    connection
+                        .is_established()
+                        .then(|| (index, *handle, connection.remote()))
+                });
+            let Some((index, handle, remote)) = ready else {
+                state.accept_waiters.register(cx.waker());
+                return Poll::Pending;
+            };
+            state.incoming.remove(index);
+            let inner = ConnInner::register(&mut state, shared, handle, remote, Side::Server, None);
+            Poll::Ready(Some(Connection { inner }))
+        })
+        .await
+    }
+
+    /// Closes every connection with application error `code` and `reason`
+    /// and stops making and accepting connections: pending and later
+    /// `accept` calls return `None`, `connect` fails. Does not wait; see
+    /// [`wait_idle`](Self::wait_idle).
+    pub fn close(&self, code: u64, reason: &str) {
+        let mut to_wake = Vec::new();
+        {
+            let mut state = self.inner.shared.lock();
+            state.closed = true;
+            let handles: Vec<_> = state.endpoint.handles().collect();
+            for handle in handles {
+                if let Some(connection) = state.endpoint.connection(handle) {
+                    connection.close(code, reason);
+                }
+            }
+            state.incoming.clear();
+            state.take_all_waiters(&mut to_wake);
+            state.wake_driver();
+        }
+        to_wake.into_iter().for_each(Waker::wake);
+    }
+
+    /// Waits until every connection of the endpoint has closed and its
+    /// closing period ended, so that each peer got our CONNECTION_CLOSE
+    /// (or went silent). Call it after [`close`](Self::close) before the
+    /// program exits.
+    pub async fn wait_idle(&self) {
+        let shared = &self.inner.shared;
+        poll_fn(|cx| {
+            let mut state = shared.lock();
+            if state.all_closed() || state.stopped.is_some() {
+                Poll::Ready(())
+            } else {
+                state.idle_waiters.register(cx.waker());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Counters of routed and dropped datagrams.
+    pub fn stats(&self) -> EndpointStats {
+        self.inner.shared.lock().endpoint.stats().clone()
+    }
+}

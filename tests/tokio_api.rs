@@ -1,0 +1,532 @@
+//! The async API (`sift::tokio`) end to end on loopback: what a tokio
+//! application would notice — bytes arrive exact on many streams at once
+//! through a lossy path, cancelled calls leave everything usable, every
+//! ending (close, reset, stop, idle timeout) reaches the other side with
+//! its code and reason.
+
+#![cfg(all(target_os = "linux", feature = "tokio"))]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sift::stream::StreamConfig;
+use sift::tokio::{
+    BindError, ConnectError, Connection, ConnectionError, Endpoint, ReadError, ReadToEndError,
+    SendDatagramError, WriteError,
+};
+use sift::Config;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UdpSocket;
+
+/// Every test ends within this, or fails saying it hung.
+const TEST_LIMIT: Duration = Duration::from_secs(60);
+
+fn localhost() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+async fn bounded<T>(test: impl Future<Output = T>) -> T {
+    tokio::time::timeout(TEST_LIMIT, test)
+        .await
+        .expect("the test hung")
+}
+
+/// `len` bytes that depend on `seed` (and differ between seeds).
+fn generated(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut data = vec![0u8; len];
+    rng.fill(&mut data[..]);
+    data
+}
+
+/// Polls `future` once: what a `select!` that picks another branch does.
+async fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
+    let mut future = pin!(future);
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
+}
+
+/// A server endpoint, a client connected to it, and the server's side of
+/// that connection.
+async fn connected(config: Config) -> (Endpoint, Endpoint, Connection, Connection) {
+    let server = Endpoint::server(localhost(), config.clone()).unwrap();
+    let client = Endpoint::client(localhost(), config).unwrap();
+    let (client_side, server_side) = tokio::join!(
+        client.connect(server.local_addr(), "localhost"),
+        server.accept()
+    );
+    (
+        server,
+        client,
+        client_side.unwrap(),
+        server_side.expect("the server accepts the client"),
+    )
+}
+
+/// A UDP relay between one client and `server` that drops each datagram
+/// with probability `loss` (seeded), or every datagram once `blackhole`
+/// is set. Ends with the test's runtime.
+async fn spawn_relay(
+    server: SocketAddr,
+    loss: f64,
+    seed: u64,
+    blackhole: Arc<AtomicBool>,
+) -> SocketAddr {
+    let socket = UdpSocket::bind(localhost()).await.unwrap();
+    let relay = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut client = None;
+        let mut buf = vec![0u8; 65_535];
+        loop {
+            let Ok((len, from)) = socket.recv_from(&mut buf).await else {
+                continue;
+            };
+            let to = if from == server {
+                match client {
+                    Some(client) => client,
+                    None => continue,
+                }
+            } else {
+                client = Some(from);
+                server
+            };
+            if blackhole.load(Ordering::Relaxed) || rng.random_bool(loss) {
+                continue;
+            }
+            let _ = socket.send_to(&buf[..len], to).await;
+        }
+    });
+    relay
+}
+
+/// Streams of this test: bidirectional ones the client opens (the server
+/// echoes them) and unidirectional ones the server opens.
+const STREAMS_EACH_WAY: u64 = 12;
+
+fn stream_len(index: u64) -> usize {
+    48 * 1024 + index as usize * 8 * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_streams_both_ways_arrive_byte_exact_through_five_percent_loss() {
+    bounded(async {
+        let server = Endpoint::server(localhost(), Config::default()).unwrap();
+        let relay = spawn_relay(
+            server.local_addr(),
+            0.05,
+            7,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .await;
+        let serving = tokio::spawn(async move {
+            let connection = server.accept().await.expect("a client");
+            // The server's own streams: seed and content on each.
+            let mut pushes = Vec::new();
+            for index in 0..STREAMS_EACH_WAY {
+                let connection = connection.clone();
+                pushes.push(tokio::spawn(async move {
+                    let mut send = connection.open_uni().await?;
+                    send.write_all(&index.to_be_bytes()).await?;
+                    send.write_all(&generated(1000 + index, stream_len(index)))
+                        .await?;
+                    send.finish()?;
+                    send.stopped().await.map_err(WriteError::from)
+                }));
+            }
+            // Echo every stream the client opens.
+            let mut echoes = Vec::new();
+            for _ in 0..STREAMS_EACH_WAY {
+                let (mut send, mut recv) = connection.accept_bi().await.unwrap();
+                echoes.push(tokio::spawn(async move {
+                    let data = recv.read_to_end(1 << 20).await.unwrap();
+                    send.write_all(&data).await.unwrap();
+                    send.finish().unwrap();
+                    send.stopped().await.unwrap();
+                }));
+            }
+            for push in pushes {
+                assert_eq!(push.await.unwrap(), Ok(None), "acknowledged in full");
+            }
+            for echo in echoes {
+                echo.await.unwrap();
+            }
+            // Everything the server sent is acknowledged: only now may the
+            // connection go (the client closing first could cut off acks).
+            connection.close(0, "done");
+            server.wait_idle().await;
+        });
+
+        let client = Endpoint::client(localhost(), Config::default()).unwrap();
+        let connection = client.connect(relay, "localhost").await.unwrap();
+        let mut exchanges = Vec::new();
+        for index in 0..STREAMS_EACH_WAY {
+            let connection = connection.clone();
+            exchanges.push(tokio::spawn(async move {
+                let sent = generated(index, stream_len(index));
+                let (mut send, mut recv) = connection.open_bi().await.unwrap();
+                let (written, echoed) = tokio::join!(
+                    async {
+                        send.write_all(&sent).await?;
+                        send.finish()
+                    },
+                    recv.read_to_end(1 << 20)
+                );
+                written.unwrap();
+                assert!(
+                    echoed.unwrap() == sent,
+                    "bidirectional stream {index} differs"
+                );
+            }));
+        }
+        let mut received = Vec::new();
+        for _ in 0..STREAMS_EACH_WAY {
+            let mut recv = connection.accept_uni().await.unwrap();
+            received.push(tokio::spawn(async move {
+                let data = recv.read_to_end(1 << 20).await.unwrap();
+                let (index, content) = data.split_at(8);
+                let index = u64::from_be_bytes(index.try_into().unwrap());
+                assert!(
+                    content == generated(1000 + index, stream_len(index)),
+                    "unidirectional stream {index} differs"
+                );
+                index
+            }));
+        }
+        for exchange in exchanges {
+            exchange.await.unwrap();
+        }
+        let mut indices = Vec::new();
+        for stream in received {
+            indices.push(stream.await.unwrap());
+        }
+        indices.sort_unstable();
+        assert_eq!(indices, (0..STREAMS_EACH_WAY).collect::<Vec<_>>());
+
+        let stats = connection.stats();
+        assert!(
+            stats.packets_lost > 0,
+            "the relay dropped packets: {stats:?}"
+        );
+        assert_eq!(
+            connection.closed().await,
+            ConnectionError::ClosedByPeer {
+                application: true,
+                code: 0,
+                reason: "done".to_string()
+            }
+        );
+        serving.await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn cancelled_read_takes_nothing_and_the_connection_stays_usable() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (mut send, mut recv) = client.open_bi().await.unwrap();
+        send.write_all(b"first ").await.unwrap();
+        let (_server_send, mut server_recv) = server.accept_bi().await.unwrap();
+        let mut buf = [0u8; 6];
+        assert_eq!(server_recv.read(&mut buf).await.unwrap(), Some(6));
+        assert_eq!(&buf, b"first ");
+
+        // Nothing more has been sent: the read waits, and is given up.
+        let mut spare = [0u8; 64];
+        assert!(poll_once(server_recv.read(&mut spare)).await.is_pending());
+
+        send.write_all(b"second").await.unwrap();
+        send.finish().unwrap();
+        assert_eq!(server_recv.read_to_end(1024).await.unwrap(), b"second");
+
+        // And the connection still carries new streams both ways.
+        let (mut send, mut recv_again) = server.open_bi().await.unwrap();
+        send.write_all(b"more").await.unwrap();
+        send.finish().unwrap();
+        let (_client_send, mut client_recv) = client.accept_bi().await.unwrap();
+        assert_eq!(client_recv.read_to_end(1024).await.unwrap(), b"more");
+        drop(recv_again.stop(0));
+        drop(recv.stop(0));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn cancelled_write_loses_and_repeats_nothing() {
+    bounded(async {
+        let config = Config {
+            streams: StreamConfig {
+                send_buffer: 128 * 1024,
+                ..StreamConfig::default()
+            },
+            ..Config::default()
+        };
+        let (_server, _client, client, server) = connected(config).await;
+        let data = generated(3, 4 << 20);
+        let mut send = client.open_uni().await.unwrap();
+
+        // The server reads nothing yet, so flow control and the send
+        // buffer fill, and a write must wait: give it up there.
+        let mut written = 0;
+        loop {
+            match poll_once(send.write(&data[written..])).await {
+                Poll::Ready(result) => written += result.unwrap(),
+                Poll::Pending => break,
+            }
+            assert!(written < data.len(), "writes never waited: no backpressure");
+        }
+        assert!(written > 0);
+
+        let reader = tokio::spawn(async move {
+            let mut recv = server.accept_uni().await.unwrap();
+            recv.read_to_end(8 << 20).await.unwrap()
+        });
+        send.write_all(&data[written..]).await.unwrap();
+        send.finish().unwrap();
+        let received = reader.await.unwrap();
+        assert_eq!(received.len(), data.len());
+        assert!(
+            received == data,
+            "bytes lost or repeated at the cancelled write"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn close_reaches_the_peer_with_code_and_reason() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (mut send, mut recv) = client.open_bi().await.unwrap();
+        send.write_all(b"?").await.unwrap();
+        let (_server_send, _server_recv) = server.accept_bi().await.unwrap();
+
+        server.close(7, "maintenance");
+        let expected = ConnectionError::ClosedByPeer {
+            application: true,
+            code: 7,
+            reason: "maintenance".to_string(),
+        };
+        assert_eq!(client.closed().await, expected);
+        assert_eq!(
+            recv.read(&mut [0u8; 8]).await,
+            Err(ReadError::Connection(expected.clone()))
+        );
+        assert_eq!(
+            expected.to_string(),
+            "the peer closed the connection (application code 7): maintenance"
+        );
+        assert_eq!(
+            server.closed().await,
+            ConnectionError::ClosedLocally {
+                application: true,
+                code: 7,
+                reason: "maintenance".to_string()
+            }
+        );
+        let io_error = std::io::Error::from(ReadError::Connection(expected));
+        assert_eq!(io_error.kind(), std::io::ErrorKind::ConnectionReset);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn reset_fails_the_peers_read_with_its_code() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        let mut send = client.open_uni().await.unwrap();
+        send.write_all(b"partial").await.unwrap();
+        let mut recv = server.accept_uni().await.unwrap();
+        send.reset(42).unwrap();
+        let id = recv.id();
+        let mut buf = [0u8; 64];
+        let outcome = loop {
+            // The bytes before the reset may or may not be read first.
+            match recv.read(&mut buf).await {
+                Ok(Some(_)) => continue,
+                other => break other,
+            }
+        };
+        assert_eq!(outcome, Err(ReadError::Reset { id, error_code: 42 }));
+        assert_eq!(send.finish(), Err(WriteError::ClosedStream { id }));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn stopped_reports_the_peers_code_and_writes_then_fail() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        let mut send = client.open_uni().await.unwrap();
+        send.write_all(b"unwanted").await.unwrap();
+        let mut recv = server.accept_uni().await.unwrap();
+        recv.stop(9).unwrap();
+        assert_eq!(send.stopped().await, Ok(Some(9)));
+        let id = send.id();
+        assert_eq!(
+            send.write(b"more").await,
+            Err(WriteError::Stopped { id, error_code: 9 })
+        );
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            recv.read(&mut buf).await,
+            Err(ReadError::ClosedStream { id })
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn stopped_is_none_once_the_peer_acknowledged_everything() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        let mut send = client.open_uni().await.unwrap();
+        send.write_all(&generated(5, 300_000)).await.unwrap();
+        send.shutdown().await.unwrap();
+        let mut recv = server.accept_uni().await.unwrap();
+        let (stopped, data) = tokio::join!(send.stopped(), recv.read_to_end(1 << 20));
+        assert_eq!(stopped, Ok(None));
+        assert_eq!(data.unwrap(), generated(5, 300_000));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn read_to_end_past_the_limit_fails_and_stops_the_stream() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        // Unfinished, so that the sender still has something to be stopped.
+        let mut send = client.open_uni().await.unwrap();
+        send.write_all(&[1u8; 5000]).await.unwrap();
+        let mut recv = server.accept_uni().await.unwrap();
+        let id = recv.id();
+        assert_eq!(
+            recv.read_to_end(4096).await,
+            Err(ReadToEndError::TooLong { id, limit: 4096 })
+        );
+        assert_eq!(send.stopped().await, Ok(Some(0)));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn datagrams_arrive_whole_and_oversized_ones_are_refused() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(Config::default()).await;
+        let max = client.max_datagram_size().expect("datagrams negotiated");
+        client.send_datagram(&[0xab; 1000]).unwrap();
+        assert_eq!(server.read_datagram().await.unwrap(), vec![0xab; 1000]);
+        assert_eq!(
+            client.send_datagram(&vec![0; max + 1]),
+            Err(SendDatagramError::TooLarge { len: max + 1, max })
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn idle_timeout_is_reported_when_the_server_vanishes() {
+    bounded(async {
+        let config = Config {
+            idle_timeout: Duration::from_millis(800),
+            ..Config::default()
+        };
+        let server = Endpoint::server(localhost(), config.clone()).unwrap();
+        let blackhole = Arc::new(AtomicBool::new(false));
+        let relay = spawn_relay(server.local_addr(), 0.0, 1, Arc::clone(&blackhole)).await;
+        let client = Endpoint::client(localhost(), config).unwrap();
+        let connection = client.connect(relay, "localhost").await.unwrap();
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        send.write_all(b"anyone?").await.unwrap();
+        blackhole.store(true, Ordering::Relaxed);
+        let error = recv.read(&mut [0u8; 8]).await.unwrap_err();
+        assert_eq!(error, ReadError::Connection(ConnectionError::TimedOut));
+        assert_eq!(
+            std::io::Error::from(error).kind(),
+            std::io::ErrorKind::TimedOut
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn connect_to_a_silent_address_times_out_naming_it() {
+    bounded(async {
+        let silent = std::net::UdpSocket::bind(localhost()).unwrap();
+        let remote = silent.local_addr().unwrap();
+        let config = Config {
+            idle_timeout: Duration::from_millis(500),
+            ..Config::default()
+        };
+        let client = Endpoint::client(localhost(), config).unwrap();
+        let error = client.connect(remote, "localhost").await.unwrap_err();
+        assert_eq!(
+            error,
+            ConnectError::TimedOut {
+                remote,
+                after: Duration::from_millis(500)
+            }
+        );
+        assert!(error.to_string().contains(&remote.to_string()));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn connect_across_address_families_is_refused() {
+    let client = Endpoint::client(localhost(), Config::default()).unwrap();
+    let remote: SocketAddr = "[::1]:4433".parse().unwrap();
+    assert_eq!(
+        client.connect(remote, "localhost").await.unwrap_err(),
+        ConnectError::AddressFamily {
+            remote,
+            local: client.local_addr()
+        }
+    );
+}
+
+#[tokio::test]
+async fn endpoint_close_ends_accept_and_connections_then_wait_idle_returns() {
+    bounded(async {
+        let (server, _client, client, server_side) = connected(Config::default()).await;
+        let accepting = {
+            let server = server.clone();
+            tokio::spawn(async move { server.accept().await.is_none() })
+        };
+        server.close(3, "shutting down");
+        assert!(accepting.await.unwrap(), "accept returns None once closed");
+        assert_eq!(
+            client.closed().await,
+            ConnectionError::ClosedByPeer {
+                application: true,
+                code: 3,
+                reason: "shutting down".to_string()
+            }
+        );
+        server.wait_idle().await;
+        assert_eq!(
+            server
+                .connect(client.local_address(), "localhost")
+                .await
+                .unwrap_err(),
+            ConnectError::EndpointClosed {
+                local: server.local_addr()
+            }
+        );
+        drop(server_side);
+    })
+    .await
+}
+
+#[test]
+fn binding_outside_a_runtime_says_a_runtime_is_needed() {
+    let error = Endpoint::client(localhost(), Config::default()).unwrap_err();
+    assert!(matches!(error, BindError::NoRuntime), "{error}");
+}
