@@ -32,10 +32,11 @@
 //! 0.62–0.84 of capacity·(1−p) at 1%, 50 Mb/s, 100 ms). Under the rule,
 //! rounds whose RTT samples show no queue (all within min_rtt/8 of
 //! min_rtt) teach a background loss rate (moving average, weight 1/8,
-//! capped at 10%); the thresholds apply to losses above it; such rounds do
-//! not end Startup; and a round within the threshold lifts a short-term cut
-//! at once. Where a queue is present — competing flows, Startup's overshoot
-//! — BBR behaves as the draft. With the rule off, the draft exactly.
+//! capped at 10%); a probe's loss threshold applies to losses above it;
+//! such rounds do not end Startup, and if their loss stays within the
+//! threshold they neither cut the short-term model nor keep an earlier cut.
+//! Rounds with a queue — competing flows, Startup's overshoot — cut it at
+//! any loss, as the draft does. With the rule off, the draft exactly.
 //!
 //! Where sift chooses (each pinned by a test):
 //! - the draft's `random_int_between` / `random_float_between` (ProbeBW wait)
@@ -142,12 +143,12 @@ pub struct BbrConfig {
     pub loss_threshold: f64,
     /// sift's leaky-pipe rule (on by default; off is the draft exactly):
     /// losses in rounds that show no queue (every RTT sample within
-    /// min_rtt/8 of min_rtt) are the link's background loss rate; every loss
-    /// threshold — a probe's `loss_threshold` and the short-term model's cut,
-    /// which the draft makes at any loss — applies to the loss rate above
-    /// it; Startup does not exit on losses of a queue-free round; and a
-    /// round whose loss stays within the threshold lifts a short-term cut
-    /// at once instead of at the next probe.
+    /// min_rtt/8 of min_rtt) are the link's background loss rate, and a
+    /// probe's `loss_threshold` applies to the loss rate above it; a
+    /// queue-free round neither ends Startup nor, if its loss is within the
+    /// threshold, cuts the short-term model (and it lifts an earlier cut at
+    /// once instead of at the next probe). Rounds with a queue follow the
+    /// draft.
     pub background_loss_tolerance: bool,
 }
 
@@ -577,14 +578,16 @@ impl Bbr {
         if self.is_probing_bw() {
             return;
         }
-        if self.config.background_loss_tolerance {
-            if round_loss_rate <= self.loss_thresh() {
-                // Within what the link loses on its own: lift any short-term
-                // cut now.
-                self.reset_short_term_model();
-                return;
-            }
-        } else if !self.is_loss_in_round {
+        if self.config.background_loss_tolerance
+            && self.last_round_queue_free
+            && round_loss_rate <= self.loss_thresh()
+        {
+            // No queue, and within what the link loses on its own: lift any
+            // short-term cut now.
+            self.reset_short_term_model();
+            return;
+        }
+        if !self.is_loss_in_round {
             return;
         }
         // InitLowerBounds, then LossLowerBounds.

@@ -345,8 +345,9 @@ fn losses_in_a_round_with_a_queue_do_not_teach_the_background_rate() {
     bbr.on_ack(&ack(t0 + ms(50), 113, 900_000.0, 999_000, 1_050_000));
     bbr.on_ack(&ack(t0 + ms(100), 100, 900_000.0, 1_000_000, 1_099_000));
     assert_eq!(bbr.background_loss_rate, 0.0);
-    // 1% is still within LossThresh: no cut.
-    assert_eq!(bbr.bw_shortterm(), f64::INFINITY);
+    // With a queue, any loss cuts the short-term model, as in the draft
+    // (bw_shortterm = max(bw_latest 900_000, 0.7·1 MB/s)).
+    assert_eq!(bbr.bw_shortterm(), 900_000.0);
 }
 
 #[test]
