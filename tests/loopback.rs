@@ -154,7 +154,18 @@ fn transfer_and_verify(
 }
 
 fn null_config() -> Config {
-    Config::default()
+    Config {
+        protection: sift::conn::Protection::Null,
+        ..Config::default()
+    }
+}
+
+/// The default (TLS) config with a self-signed identity both ends trust.
+fn tls_config() -> Config {
+    Config {
+        tls: sift::crypto::tls::process_loopback_config(),
+        ..Config::default()
+    }
 }
 
 #[test]
@@ -183,7 +194,7 @@ fn stream_of_100_mb_arrives_byte_exact_through_gso_and_gro() {
     // (and GRO where the kernel has it).
     let config = Config {
         corruption_notices: false,
-        ..Config::default()
+        ..tls_config()
     };
     let listener = Listener::bind(localhost(), config.clone()).unwrap();
     assert!(!listener.checksums_disabled().unwrap());
@@ -239,7 +250,7 @@ fn transfer_over_ipv6_loopback() {
     for notices in [true, false] {
         let config = Config {
             corruption_notices: notices,
-            ..Config::default()
+            ..tls_config()
         };
         let listener = Listener::bind(any_v6, config.clone()).unwrap();
         let server = listener.local_addr();
@@ -284,7 +295,7 @@ fn corruption_notices_are_negotiated_and_udp_checksums_turned_off() {
 fn without_corruption_notices_udp_checksums_stay_on() {
     let config = Config {
         corruption_notices: false,
-        ..Config::default()
+        ..tls_config()
     };
     let listener = Listener::bind(localhost(), config.clone()).unwrap();
     assert!(!listener.checksums_disabled().unwrap());
@@ -343,7 +354,7 @@ fn read_fails_with_idle_timeout_when_the_server_vanishes() {
         // Short, but long enough for a handshake on a busy machine (the
         // handshake wait is the idle timeout when that is under 10 s).
         idle_timeout: Duration::from_millis(1500),
-        ..Config::default()
+        ..tls_config()
     };
     let listener = Listener::bind(localhost(), config.clone()).unwrap();
     let blackhole = Arc::new(AtomicBool::new(false));
@@ -395,7 +406,7 @@ fn connect_to_a_silent_address_names_it_in_the_timeout() {
     let addr = silent.local_addr().unwrap();
     let config = Config {
         idle_timeout: Duration::from_millis(300),
-        ..Config::default()
+        ..tls_config()
     };
     let error = blocking::connect(addr, config).expect_err("nobody answers");
     assert!(matches!(error, SiftIoError::Timeout { .. }), "{error:?}");

@@ -8,6 +8,8 @@ use crate::stream::StreamError;
 pub mod codes {
     pub const NO_ERROR: u64 = 0x0;
     pub const INTERNAL_ERROR: u64 = 0x1;
+    /// The server refuses the connection (sift: a protection mismatch).
+    pub const CONNECTION_REFUSED: u64 = 0x2;
     pub const FRAME_ENCODING_ERROR: u64 = 0x7;
     pub const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
     pub const PROTOCOL_VIOLATION: u64 = 0xa;

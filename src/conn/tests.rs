@@ -44,8 +44,22 @@ struct Pair {
     max_datagrams_per_flush: usize,
 }
 
+/// A config with no TLS identity or trust gets the process's loopback
+/// identity, so every test runs under TLS unless it asks for Null.
+fn with_test_tls(config: Config) -> Config {
+    if config.tls.identity.is_some() || config.tls.trust.is_some() {
+        return config;
+    }
+    Config {
+        tls: crate::crypto::tls::process_loopback_config(),
+        ..config
+    }
+}
+
 impl Pair {
     fn new(client_config: Config, server_config: Config) -> Self {
+        let (client_config, server_config) =
+            (with_test_tls(client_config), with_test_tls(server_config));
         let now = Instant::now();
         Self {
             client: Connection::connect(client_config, addr(1), addr(2), now).unwrap(),
@@ -740,7 +754,7 @@ fn a_sender_that_does_not_fill_its_window_does_not_grow_it() {
 
 #[test]
 fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
-    use crate::crypto::{seal_packet, NullProtection};
+    use crate::crypto::seal_packet;
     use crate::wire::{encode_corrupted, Header, PacketType, RangeSet, VERSION};
 
     let mut pair = Pair::default();
@@ -749,8 +763,8 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
     assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
     let before = pair.client.stats();
 
-    // A well-formed 1-RTT packet "from the server" naming packets the
-    // client never sent (far above anything it has sent) and a huge range.
+    // A well-formed 1-RTT packet from the server, under its real keys (the
+    // peer itself lies), naming packets the client never sent (far above anything it has sent) and a huge range.
     let mut names = RangeSet::default();
     names.insert(1_000_000..1_000_006);
     names.insert(2_000_000..(1u64 << 40));
@@ -769,7 +783,8 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
         key_phase: false,
     };
     let mut datagram = Vec::new();
-    seal_packet(&header, &frames, &NullProtection, &mut datagram);
+    let server_keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    seal_packet(&header, &frames, server_keys, &mut datagram).unwrap();
     let info = RecvInfo {
         from: addr(2),
         to: addr(1),

@@ -224,7 +224,8 @@ pub fn run(data: &[u8]) {
     let input = Input::decode(data);
     let header = input.header();
     let mut packet = Vec::new();
-    seal_packet(&header, &input.frames, &NullProtection, &mut packet);
+    seal_packet(&header, &input.frames, &NullProtection, &mut packet)
+        .expect("Null seals any packet");
     let sealed = parse_header(&packet).expect("a sealed packet parses");
     assert_eq!(sealed.packet_len, packet.len());
 
