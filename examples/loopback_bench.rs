@@ -1,12 +1,14 @@
-//! Loopback throughput of sift (Null protection) against the ceiling of
-//! plain UDP on the same host, with CPU cost per gigabyte.
+//! Loopback throughput of sift under TLS 1.3 and under Null protection,
+//! side by side, against the ceiling of plain UDP on the same host, with
+//! CPU cost per gigabyte and the TLS/Null throughput ratio.
 //!
 //! ```text
 //! cargo run --release --example loopback_bench            # 1 GiB, 3 runs
 //! cargo run --release --example loopback_bench -- 256 5   # 256 MiB, 5 runs
 //! ```
 //!
-//! Prints each run and the median. CPU seconds come from `getrusage` for
+//! Runs alternate between protections (Null, TLS, Null, TLS, …) so that
+//! a noisy neighbour hurts both alike. Prints each run and the medians. CPU seconds come from `getrusage` for
 //! the whole process, so they count both ends (sender and receiver) and
 //! every thread, as two programs on one host would.
 
@@ -18,6 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use sift::blocking::{self, Listener};
+use sift::conn::Protection;
 use sift::Config;
 
 const MIB: u64 = 1 << 20;
@@ -55,9 +58,12 @@ impl Run {
 /// One sift transfer. Without notices UDP checksums stay on and the
 /// driver batches with GSO/GRO; with them checksums are off and every
 /// datagram is its own system call.
-fn sift_run(bytes: u64, corruption_notices: bool) -> Result<Run, String> {
+fn sift_run(bytes: u64, protection: Protection, corruption_notices: bool) -> Result<Run, String> {
     let config = Config {
+        protection,
         corruption_notices,
+        // One self-signed identity that both ends trust (TLS only).
+        tls: sift::crypto::tls::process_loopback_config(),
         ..Config::default()
     };
     let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), config.clone())
@@ -197,18 +203,26 @@ fn main() -> Result<(), String> {
     let bytes = mib * MIB;
     println!("loopback, {mib} MiB per run, {runs} runs");
 
-    let mut sift_runs = [Vec::new(), Vec::new()];
-    for (index, notices) in [false, true].into_iter().enumerate() {
+    let protections = [Protection::Null, Protection::Tls];
+    let mut sift_runs: Vec<(bool, Protection, Vec<Run>)> = Vec::new();
+    for notices in [false, true] {
+        let mut by_protection = [Vec::new(), Vec::new()];
         for run in 1..=runs {
-            let result = sift_run(bytes, notices)?;
-            println!(
-                "  sift (notices {}) run {run}: {:.2} s, {:.2} Gbit/s, {:.2} CPU s/GB",
-                if notices { "on" } else { "off" },
-                result.seconds,
-                result.gbit_per_s(),
-                result.cpu_per_gb()
-            );
-            sift_runs[index].push(result);
+            for (index, protection) in protections.into_iter().enumerate() {
+                let result = sift_run(bytes, protection, notices)?;
+                println!(
+                    "  sift ({}, notices {}) run {run}: {:.2} s, {:.2} Gbit/s, {:.2} CPU s/GB",
+                    protection.describe(),
+                    if notices { "on" } else { "off" },
+                    result.seconds,
+                    result.gbit_per_s(),
+                    result.cpu_per_gb()
+                );
+                by_protection[index].push(result);
+            }
+        }
+        for (protection, runs) in protections.into_iter().zip(by_protection) {
+            sift_runs.push((notices, protection, runs));
         }
     }
     let mut raw_runs = Vec::new();
@@ -223,15 +237,30 @@ fn main() -> Result<(), String> {
         );
         raw_runs.push(result);
     }
-    let [batched, unbatched] = sift_runs;
-    report(
-        "sift, Null protection, notices off (checksums on, GSO/GRO)",
-        batched,
-    );
-    report(
-        "sift, Null protection, notices on (checksums off, no GSO)",
-        unbatched,
-    );
+    for (notices, protection, runs) in &sift_runs {
+        let path = if *notices {
+            "notices on (checksums off, no GSO)"
+        } else {
+            "notices off (checksums on, GSO/GRO)"
+        };
+        report(
+            &format!("sift, {}, {path}", protection.describe()),
+            runs.clone(),
+        );
+    }
     report("raw UDP, one sendto/recv per 1350-byte datagram", raw_runs);
+    for notices in [false, true] {
+        let median_of = |wanted: Protection| {
+            sift_runs
+                .iter()
+                .find(|(n, p, _)| *n == notices && *p == wanted)
+                .map_or(0.0, |(_, _, runs)| median(runs.clone(), Run::gbit_per_s))
+        };
+        println!(
+            "TLS/Null throughput ratio, notices {}: {:.2}",
+            if notices { "on" } else { "off" },
+            median_of(Protection::Tls) / median_of(Protection::Null).max(1e-9)
+        );
+    }
     Ok(())
 }

@@ -73,7 +73,7 @@ fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire() {
         &url("file.bin"),
         "-o",
         out.to_str().unwrap(),
-        "--insecure-null-crypto",
+        &server.pin(),
         "--json",
     ]);
     let stdout = expect_success(&output);
@@ -91,7 +91,7 @@ fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire() {
         "put",
         upload.to_str().unwrap(),
         &url("up.bin"),
-        "--insecure-null-crypto",
+        &server.pin(),
         "--json",
     ]);
     let stdout = expect_success(&output);

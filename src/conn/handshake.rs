@@ -129,8 +129,8 @@ pub struct Handshake {
 }
 
 impl Handshake {
-    /// A client makes its session (and hello) at once; a server checks its
-    /// configuration now and makes the session on the client's hello.
+    /// A client makes its session (and hello) at once; a server makes it on
+    /// the client's hello (`Config::validate` has checked it can).
     pub fn new(
         side: Side,
         config: &Config,
@@ -142,9 +142,6 @@ impl Handshake {
             tls: config.tls.clone(),
             remote,
         };
-        if config.protection == Protection::Tls && side == Side::Server {
-            TlsSession::validate(&config.tls, side)?;
-        }
         let mut handshake = Self {
             side,
             recipe,
@@ -407,20 +404,6 @@ mod tests {
         assert_eq!(
             server.on_crypto(Level::Initial, 1 << 40, b"x").unwrap_err(),
             HandshakeError::BufferExceeded(Level::Initial)
-        );
-    }
-
-    #[test]
-    fn tls_server_without_identity_is_refused_up_front() {
-        let config = Config {
-            protection: Protection::Tls,
-            tls: TlsConfig::default(),
-            ..Config::default()
-        };
-        let remote = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        assert_eq!(
-            Handshake::new(Side::Server, &config, remote, TransportParams::default()).unwrap_err(),
-            TlsSetupError::NoIdentity
         );
     }
 }

@@ -121,6 +121,30 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// Checks that `side` can make connections with this config: the
+    /// datagram size, the controller's parameters, and under TLS a
+    /// server's identity or a client's trust. A server should call it
+    /// before it listens, so that it refuses to start rather than fail
+    /// every client.
+    pub fn validate(&self, side: Side) -> Result<(), Error> {
+        if self.max_datagram_size < MIN_INITIAL_DATAGRAM {
+            return Err(Error::InvalidConfig(format!(
+                "max_datagram_size must be at least {MIN_INITIAL_DATAGRAM} bytes, not {}",
+                self.max_datagram_size
+            )));
+        }
+        self.cc
+            .validate()
+            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        if self.protection == Protection::Tls {
+            crate::crypto::TlsSession::validate(&self.tls, side)
+                .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
 /// Where and when a received datagram arrived.
 #[derive(Clone, Copy, Debug)]
 pub struct RecvInfo {
@@ -293,16 +317,7 @@ impl Connection {
         original_dcid: ConnectionId,
         now: Instant,
     ) -> Result<Self, Error> {
-        if config.max_datagram_size < MIN_INITIAL_DATAGRAM {
-            return Err(Error::InvalidConfig(format!(
-                "max_datagram_size must be at least {MIN_INITIAL_DATAGRAM} bytes, not {}",
-                config.max_datagram_size
-            )));
-        }
-        config
-            .cc
-            .validate()
-            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        config.validate(side)?;
         let params = TransportParams {
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),

@@ -809,3 +809,22 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
     let more = pattern(50_000);
     assert_eq!(transfer(&mut pair, &more, &mut deliver_all), more);
 }
+
+#[test]
+fn tls_needs_a_server_identity_and_a_client_trust_before_anything_is_sent() {
+    let now = Instant::now();
+    let bare = Config::default();
+    let server = Connection::accept(bare.clone(), addr(2), addr(1), now).unwrap_err();
+    assert!(server.to_string().contains("needs an identity"), "{server}");
+    let client = Connection::connect(bare.clone(), addr(1), addr(2), now).unwrap_err();
+    assert!(
+        client.to_string().contains("way to trust the server"),
+        "{client}"
+    );
+    // Null needs neither.
+    let null = Config {
+        protection: Protection::Null,
+        ..bare
+    };
+    assert!(null.validate(Side::Server).is_ok() && null.validate(Side::Client).is_ok());
+}

@@ -86,7 +86,7 @@ pub fn line_channel(pipe: impl std::io::Read + Send + 'static) -> Receiver<Strin
 pub fn wait_for_line(
     lines: &Receiver<String>,
     what: &str,
-    wanted: impl Fn(&str) -> bool,
+    mut wanted: impl FnMut(&str) -> bool,
 ) -> String {
     let deadline = Instant::now() + EVENT_TIMEOUT;
     loop {
@@ -103,28 +103,46 @@ pub fn wait_for_line(
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
+    /// The fingerprint the server printed (`SHA256:…`); empty under Null.
+    pub fingerprint: String,
     /// Transfer lines printed after "listening on".
     pub lines: Receiver<String>,
+    /// What it prints on stderr (warnings), line by line.
+    pub stderr: Receiver<String>,
+    /// Its own state directory (certificate and key) if the test gave
+    /// none, removed on drop.
+    state: Option<TestDir>,
 }
 
 impl Server {
-    /// Starts a server on a free loopback port serving `root`.
+    /// Starts a TLS server on a free loopback port serving `root`, with a
+    /// state directory of its own (never the user's).
     pub fn start(root: &Path, extra: &[&str]) -> Self {
+        let state = TestDir::new("server-state");
+        let mut server = Self::start_in(root, extra, state.path());
+        server.state = Some(state);
+        server
+    }
+
+    /// Like [`Server::start`], keeping its identity in `state`.
+    pub fn start_in(root: &Path, extra: &[&str], state: &Path) -> Self {
         let mut child = Command::new(SERVER)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--insecure-null-crypto",
-                "--root",
-            ])
+            .args(["--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state)
+            .arg("--root")
             .arg(root)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start sift-server");
         let lines = line_channel(child.stdout.take().unwrap());
+        let stderr = line_channel(child.stderr.take().unwrap());
+        let mut fingerprint = String::new();
         let listening = wait_for_line(&lines, "\"listening on\" line", |l| {
+            if let Some(rest) = l.strip_prefix("identity ") {
+                fingerprint = rest.split_whitespace().next().unwrap_or_default().into();
+            }
             l.starts_with("listening on ")
         });
         let addr = listening
@@ -132,7 +150,19 @@ impl Server {
             .nth(2)
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("no address in {listening:?}"));
-        Self { child, addr, lines }
+        Self {
+            child,
+            addr,
+            fingerprint,
+            lines,
+            stderr,
+            state: None,
+        }
+    }
+
+    /// `--pin=SHA256:…` for a client of this server.
+    pub fn pin(&self) -> String {
+        format!("--pin={}", self.fingerprint)
     }
 
     /// `sift://ADDR/PATH`.
@@ -201,6 +231,10 @@ pub fn expect_success(output: &Output) -> String {
     stdout_of(output)
 }
 
+/// A client flag that keeps a test away from the user's known-hosts file,
+/// for runs that never reach a server.
+pub const NO_KNOWN_HOSTS: &str = "--known-hosts=/nonexistent/sift-test/known_hosts";
+
 /// Asserts failure with exactly one error line (after the Null warning)
 /// and returns it.
 pub fn expect_one_line_error(output: &Output) -> String {
@@ -212,7 +246,7 @@ pub fn expect_one_line_error(output: &Output) -> String {
     let stderr = stderr_of(output);
     let lines: Vec<&str> = stderr
         .lines()
-        .filter(|l| !l.starts_with("warning: Null protection"))
+        .filter(|l| !l.starts_with("warning: --insecure-null-crypto"))
         .filter(|l| !l.trim().is_empty())
         .collect();
     assert_eq!(lines.len(), 1, "one error line expected, got:\n{stderr}");

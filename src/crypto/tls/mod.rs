@@ -73,6 +73,17 @@ fn protection_of(keys: quic::Keys) -> Box<dyn PacketProtection> {
     Box::new(TlsProtection::new(keys.local.packet, keys.remote.packet))
 }
 
+/// rustls's message for `error`, with our own certificate refusals shown
+/// as their text rather than as a debug dump.
+fn describe(error: &rustls::Error) -> String {
+    match error {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+            format!("invalid peer certificate: {other}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// One side of a TLS 1.3 handshake.
 pub struct TlsSession {
     connection: quic::Connection,
@@ -138,7 +149,7 @@ impl Session for TlsSession {
                     .connection
                     .alert()
                     .map_or(ALERT_INTERNAL_ERROR, u8::from),
-                reason: error.to_string(),
+                reason: describe(&error),
             })
     }
 
