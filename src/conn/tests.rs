@@ -828,3 +828,61 @@ fn tls_needs_a_server_identity_and_a_client_trust_before_anything_is_sent() {
     };
     assert!(null.validate(Side::Server).is_ok() && null.validate(Side::Client).is_ok());
 }
+
+/// Drops every 17th datagram and swaps every 23rd with the next: loss and
+/// reordering across key phases.
+fn lossy_reordering(_: bool, index: u64, _: &[u8]) -> PathAction {
+    match index {
+        i if i % 17 == 16 => PathAction::Drop,
+        i if i % 23 == 22 => PathAction::SwapWithNext,
+        _ => PathAction::Deliver,
+    }
+}
+
+#[test]
+fn a_key_update_started_by_either_side_is_followed_by_the_other() {
+    for client_initiates in [true, false] {
+        let forcing = Config {
+            key_update_interval: Some(if client_initiates { 40 } else { 15 }),
+            ..Config::default()
+        };
+        let (client, server) = if client_initiates {
+            (forcing, Config::default())
+        } else {
+            (Config::default(), forcing)
+        };
+        let mut pair = Pair::new(client, server);
+        pair.handshake();
+        let data = pattern(400_000);
+        assert_eq!(transfer(&mut pair, &data, &mut lossy_reordering), data);
+        let (client, server) = (pair.client.stats(), pair.server.stats());
+        assert!(
+            client.key_updates >= 4,
+            "client_initiates {client_initiates}: {} updates",
+            client.key_updates
+        );
+        assert!(
+            client.key_updates.abs_diff(server.key_updates) <= 1,
+            "both ends follow: client {}, server {}",
+            client.key_updates,
+            server.key_updates
+        );
+        assert_eq!(client.header_corrupt_dropped, 0, "no packet met stale keys");
+        assert_eq!(server.header_corrupt_dropped, 0, "no packet met stale keys");
+    }
+}
+
+#[test]
+fn null_protection_has_no_key_update() {
+    let config = Config {
+        protection: Protection::Null,
+        key_update_interval: Some(10),
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.handshake();
+    let data = pattern(100_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    assert_eq!(pair.client.stats().key_updates, 0);
+    assert!(!pair.client.key_phases.phase);
+}
