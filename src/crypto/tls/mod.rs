@@ -69,6 +69,37 @@ pub fn process_loopback_config() -> TlsConfig {
     }
 }
 
+/// The AEADs TLS 1.3 offers QUIC (RFC 9001 §5.3), for
+/// [`public_seed_protection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aead {
+    /// TLS_AES_128_GCM_SHA256.
+    Aes128Gcm,
+    /// TLS_AES_256_GCM_SHA384.
+    Aes256Gcm,
+    /// TLS_CHACHA20_POLY1305_SHA256.
+    ChaCha20Poly1305,
+}
+
+/// Keys of `aead` derived from public bytes the way Initial keys are
+/// (RFC 9001 §5.2, with `seed` in place of the DCID). Anyone who knows
+/// `seed` can read and forge the packets: for benchmarks, fuzzing and
+/// tests that need fixed keys of a given cipher.
+pub fn public_seed_protection(aead: Aead, seed: &[u8], side: Side) -> TlsProtection {
+    use rustls::crypto::ring::cipher_suite as suites;
+    let suite = match aead {
+        Aead::Aes128Gcm => suites::TLS13_AES_128_GCM_SHA256,
+        Aead::Aes256Gcm => suites::TLS13_AES_256_GCM_SHA384,
+        Aead::ChaCha20Poly1305 => suites::TLS13_CHACHA20_POLY1305_SHA256,
+    };
+    let quic = suite
+        .tls13()
+        .and_then(|suite| suite.quic_suite())
+        .expect("the ring provider's TLS 1.3 suites all support QUIC");
+    let keys = quic.keys(seed, rustls_side(side), Version::V1);
+    TlsProtection::new(keys.local.packet, keys.remote.packet)
+}
+
 fn protection_of(keys: quic::Keys) -> Box<dyn PacketProtection> {
     Box::new(TlsProtection::new(keys.local.packet, keys.remote.packet))
 }

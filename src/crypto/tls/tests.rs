@@ -48,6 +48,20 @@ fn receive(
 }
 
 #[test]
+fn public_seed_keys_match_the_suites_initial_schedule() {
+    for (aead, suite) in [
+        (Aead::Aes128Gcm, suites()[0]),
+        (Aead::ChaCha20Poly1305, suites()[1]),
+    ] {
+        let (client, _) = pair(suite);
+        let server = public_seed_protection(aead, DCID, Side::Server);
+        let mut packet = Vec::new();
+        seal_packet(&one_rtt_header(2), b"\x01", &client, &mut packet).unwrap();
+        assert!(receive(&mut packet, &server, 1).is_ok(), "{aead:?}");
+    }
+}
+
+#[test]
 fn sealed_packet_opens_at_the_peer_and_hides_its_frames() {
     for suite in suites() {
         let (client, server) = pair(suite);
