@@ -58,7 +58,8 @@ pub struct Flip {
 impl Flip {
     const FROM_END: u16 = 0x8000;
 
-    fn byte_index(self, packet_len: usize) -> usize {
+    /// The byte this flip lands on in a packet of `packet_len` bytes.
+    pub fn byte_index(self, packet_len: usize) -> usize {
         let offset = usize::from(self.position & !Self::FROM_END) % packet_len;
         if self.position & Self::FROM_END != 0 {
             packet_len - 1 - offset
@@ -67,7 +68,8 @@ impl Flip {
         }
     }
 
-    fn mask(self) -> u8 {
+    /// The bit it flips.
+    pub fn mask(self) -> u8 {
         1 << (self.bit & 7)
     }
 }
@@ -187,7 +189,8 @@ impl Input {
         out
     }
 
-    fn header(&self) -> Header<'_> {
+    /// The header to seal.
+    pub fn header(&self) -> Header<'_> {
         Header {
             ty: self.ty,
             version: VERSION,

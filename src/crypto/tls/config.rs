@@ -158,11 +158,24 @@ pub enum TlsSetupError {
     Rustls(String),
 }
 
-/// The ring provider, built once per process.
+/// The ring provider, built once per process, with the TLS 1.3 suites in
+/// the order quinn uses for QUIC: AES-128-GCM first (the Initial suite, and
+/// the cheapest per packet where AES is in hardware), then AES-256-GCM, then
+/// ChaCha20-Poly1305.
 pub(super) fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER
-        .get_or_init(|| Arc::new(rustls::crypto::ring::default_provider()))
+        .get_or_init(|| {
+            use rustls::crypto::ring::cipher_suite as suites;
+            Arc::new(CryptoProvider {
+                cipher_suites: vec![
+                    suites::TLS13_AES_128_GCM_SHA256,
+                    suites::TLS13_AES_256_GCM_SHA384,
+                    suites::TLS13_CHACHA20_POLY1305_SHA256,
+                ],
+                ..rustls::crypto::ring::default_provider()
+            })
+        })
         .clone()
 }
 

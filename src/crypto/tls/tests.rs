@@ -220,6 +220,11 @@ fn pinned_handshake_completes_and_carries_transport_parameters_and_alpn() {
     assert!(!client.peer_params().unwrap().unwrap().corruption_notices);
     assert_eq!(client.alpn_protocol(), Some(DEFAULT_ALPN));
     assert_eq!(
+        client.connection.negotiated_cipher_suite(),
+        Some(rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256),
+        "AES-128-GCM first, as quinn orders the suites"
+    );
+    assert_eq!(
         client.peer_certificate_fingerprint(),
         Some(identity.fingerprint())
     );
