@@ -5,7 +5,12 @@
 //! ```text
 //! cargo run --release --example loopback_bench            # 1 GiB, 3 runs
 //! cargo run --release --example loopback_bench -- 256 5   # 256 MiB, 5 runs
+//! cargo run --release --example loopback_bench -- 1024 1 tls off   # one configuration
 //! ```
+//!
+//! With a protection (`null` or `tls`) and a notices setting (`off` or
+//! `on`) only that configuration runs, without the raw UDP yardstick: for
+//! timing two configurations against each other as whole processes.
 //!
 //! Runs alternate between protections (Null, TLS, Null, TLS, …) so that
 //! a noisy neighbour hurts both alike. Prints each run and the medians. CPU seconds come from `getrusage` for
@@ -201,14 +206,33 @@ fn main() -> Result<(), String> {
     let mib: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(1024);
     let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let bytes = mib * MIB;
+    let only_protection = match args.get(2).map(String::as_str) {
+        None => None,
+        Some("null") => Some(Protection::Null),
+        Some("tls") => Some(Protection::Tls),
+        Some(other) => return Err(format!("protection must be null or tls, not {other:?}")),
+    };
+    let only_notices = match args.get(3).map(String::as_str) {
+        None => None,
+        Some("off") => Some(false),
+        Some("on") => Some(true),
+        Some(other) => return Err(format!("notices must be off or on, not {other:?}")),
+    };
     println!("loopback, {mib} MiB per run, {runs} runs");
 
-    let protections = [Protection::Null, Protection::Tls];
+    let protections: Vec<Protection> = [Protection::Null, Protection::Tls]
+        .into_iter()
+        .filter(|p| only_protection.is_none_or(|only| only == *p))
+        .collect();
+    let notice_settings: Vec<bool> = [false, true]
+        .into_iter()
+        .filter(|n| only_notices.is_none_or(|only| only == *n))
+        .collect();
     let mut sift_runs: Vec<(bool, Protection, Vec<Run>)> = Vec::new();
-    for notices in [false, true] {
-        let mut by_protection = [Vec::new(), Vec::new()];
+    for notices in notice_settings.iter().copied() {
+        let mut by_protection = vec![Vec::new(); protections.len()];
         for run in 1..=runs {
-            for (index, protection) in protections.into_iter().enumerate() {
+            for (index, protection) in protections.iter().copied().enumerate() {
                 let result = sift_run(bytes, protection, notices)?;
                 println!(
                     "  sift ({}, notices {}) run {run}: {:.2} s, {:.2} Gbit/s, {:.2} CPU s/GB",
@@ -221,9 +245,19 @@ fn main() -> Result<(), String> {
                 by_protection[index].push(result);
             }
         }
-        for (protection, runs) in protections.into_iter().zip(by_protection) {
+        for (protection, runs) in protections.iter().copied().zip(by_protection) {
             sift_runs.push((notices, protection, runs));
         }
+    }
+    if only_protection.is_some() || only_notices.is_some() {
+        for (notices, protection, runs) in &sift_runs {
+            let notices = if *notices { "on" } else { "off" };
+            report(
+                &format!("sift, {}, notices {notices}", protection.describe()),
+                runs.clone(),
+            );
+        }
+        return Ok(());
     }
     let mut raw_runs = Vec::new();
     for run in 1..=runs {
@@ -249,7 +283,7 @@ fn main() -> Result<(), String> {
         );
     }
     report("raw UDP, one sendto/recv per 1350-byte datagram", raw_runs);
-    for notices in [false, true] {
+    for notices in notice_settings {
         let median_of = |wanted: Protection| {
             sift_runs
                 .iter()
