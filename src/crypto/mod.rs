@@ -127,6 +127,19 @@ pub trait PacketProtection: Send + Sync + std::fmt::Debug {
     ) -> Result<usize, CryptoError>;
 }
 
+/// Where the payload tag starts in a `packet_len`-byte packet whose header
+/// (and header tag) take `header_len` bytes: `None` if the packet cannot
+/// hold the header and a `tag_len`-byte tag.
+pub(crate) fn payload_tag_start(
+    packet_len: usize,
+    header_len: usize,
+    tag_len: usize,
+) -> Option<usize> {
+    packet_len
+        .checked_sub(tag_len)
+        .filter(|start| *start >= header_len)
+}
+
 /// Compares two tags without stopping at the first difference, so the time
 /// taken says nothing about where they differ. Lengths are public.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

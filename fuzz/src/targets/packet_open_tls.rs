@@ -17,12 +17,12 @@
 //! - only header-region bits changed and the header still parses to the
 //!   same layout: `HeaderCorrupt`.
 
+use sift::crypto::seal_packet;
 use sift::crypto::tls::{public_seed_protection, Aead, TlsProtection};
-use sift::crypto::{open_packet, seal_packet, OpenError};
-use sift::wire::{decode_packet_number, parse_header, HEADER_TAG_LEN};
+use sift::wire::{parse_header, HEADER_TAG_LEN};
 use sift::Side;
 
-use super::packet_open::Input;
+use super::packet_open::{receive_with as receive, Input, Outcome};
 use super::Seed;
 
 /// The public seed the keys come from.
@@ -33,32 +33,6 @@ fn keys(aead: Aead) -> (TlsProtection, TlsProtection) {
         public_seed_protection(aead, KEY_SEED, Side::Client),
         public_seed_protection(aead, KEY_SEED, Side::Server),
     )
-}
-
-/// What happened to a received packet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Outcome {
-    Opened(Vec<u8>),
-    Unparsable,
-    HeaderCorrupt,
-    PayloadCorrupt,
-    Malformed,
-}
-
-fn receive(datagram: &[u8], sealed_packet_number: u64, keys: &TlsProtection) -> Outcome {
-    let mut buffer = datagram.to_vec();
-    let Ok(parsed) = parse_header(&buffer) else {
-        return Outcome::Unparsable;
-    };
-    let parsed = parsed.without_token();
-    let packet_number =
-        decode_packet_number(sealed_packet_number.checked_sub(1), parsed.truncated_pn);
-    match open_packet(&parsed, packet_number, &mut buffer, keys) {
-        Ok(frames) => Outcome::Opened(frames.to_vec()),
-        Err(OpenError::HeaderCorrupt) => Outcome::HeaderCorrupt,
-        Err(OpenError::PayloadCorrupt) => Outcome::PayloadCorrupt,
-        Err(OpenError::Malformed(_)) => Outcome::Malformed,
-    }
 }
 
 /// Seals the input's packet with the client's keys, flips its bits, opens

@@ -8,7 +8,7 @@ mod session;
 
 pub use session::NullSession;
 
-use super::{constant_time_eq, CryptoError, PacketProtection};
+use super::{constant_time_eq, payload_tag_start, CryptoError, PacketProtection};
 use crate::wire::HEADER_TAG_LEN;
 
 /// Bytes of the Null payload tag: one CRC32C.
@@ -43,10 +43,7 @@ impl PacketProtection for NullProtection {
         header_len: usize,
         packet: &mut [u8],
     ) -> Result<(), CryptoError> {
-        let covered_len = packet
-            .len()
-            .checked_sub(NULL_PAYLOAD_TAG_LEN)
-            .filter(|covered| *covered >= header_len)
+        let covered_len = payload_tag_start(packet.len(), header_len, NULL_PAYLOAD_TAG_LEN)
             .ok_or(CryptoError::SealFailed { packet_number })?;
         let (covered, tag) = packet.split_at_mut(covered_len);
         tag.copy_from_slice(&crc32c::crc32c(covered).to_be_bytes());
@@ -64,11 +61,8 @@ impl PacketProtection for NullProtection {
             len: packet.len(),
             needed,
         };
-        let covered_len = packet
-            .len()
-            .checked_sub(NULL_PAYLOAD_TAG_LEN)
-            .filter(|covered| *covered >= header_len)
-            .ok_or(too_short)?;
+        let covered_len =
+            payload_tag_start(packet.len(), header_len, NULL_PAYLOAD_TAG_LEN).ok_or(too_short)?;
         let (covered, tag) = packet.split_at(covered_len);
         if !constant_time_eq(&crc32c::crc32c(covered).to_be_bytes(), tag) {
             return Err(CryptoError::PayloadTagMismatch { packet_number });

@@ -13,7 +13,7 @@
 
 use rustls::quic::PacketKey;
 
-use crate::crypto::{constant_time_eq, CryptoError, PacketProtection};
+use crate::crypto::{constant_time_eq, payload_tag_start, CryptoError, PacketProtection};
 use crate::wire::HEADER_TAG_LEN;
 
 /// Set in the nonce's packet number for header tags (DESIGN §3).
@@ -80,10 +80,7 @@ impl PacketProtection for TlsProtection {
         packet: &mut [u8],
     ) -> Result<(), CryptoError> {
         let failed = CryptoError::SealFailed { packet_number };
-        let frames_end = packet
-            .len()
-            .checked_sub(TLS_PAYLOAD_TAG_LEN)
-            .filter(|end| *end >= header_len)
+        let frames_end = payload_tag_start(packet.len(), header_len, TLS_PAYLOAD_TAG_LEN)
             .ok_or(failed.clone())?;
         let (header, rest) = packet.split_at_mut(header_len);
         let (frames, tag_room) = rest.split_at_mut(frames_end - header_len);
