@@ -538,3 +538,31 @@ fn binding_outside_a_runtime_says_a_runtime_is_needed() {
     let error = Endpoint::client(localhost(), config()).unwrap_err();
     assert!(matches!(error, BindError::NoRuntime), "{error}");
 }
+
+#[tokio::test]
+async fn a_server_without_an_identity_refuses_to_bind_under_tls() {
+    let error = Endpoint::server(localhost(), Config::default()).unwrap_err();
+    assert!(matches!(error, BindError::Config(_)), "{error}");
+    assert!(error.to_string().contains("identity"), "{error}");
+}
+
+#[tokio::test]
+async fn a_server_whose_key_is_not_the_pinned_one_is_refused() {
+    bounded(async {
+        let server = Endpoint::server(localhost(), config()).unwrap();
+        let stranger = sift::crypto::ServerIdentity::self_signed(&["localhost"]).unwrap();
+        let client_config = Config {
+            tls: sift::crypto::TlsConfig::client(sift::crypto::ServerTrust::Pinned(vec![
+                stranger.fingerprint()
+            ])),
+            ..Config::default()
+        };
+        let client = Endpoint::client(localhost(), client_config).unwrap();
+        let error = client
+            .connect(server.local_addr(), "localhost")
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("not pinned"), "{error}");
+    })
+    .await
+}
