@@ -3,11 +3,14 @@
 //!
 //! ```text
 //! cargo run --example echo -- server 127.0.0.1:5000
-//! cargo run --example echo -- client 127.0.0.1:5000 hello world
+//! #   echo server on 127.0.0.1:5000, identity SHA256:5be1…
+//! cargo run --example echo -- client 127.0.0.1:5000 SHA256:5be1… hello world
 //! ```
 //!
-//! The client sends each word on its own stream (all at once, so they run
-//! concurrently over one connection) and prints the echoes in order.
+//! TLS 1.3: the server makes a throwaway self-signed certificate and prints
+//! its fingerprint; the client pins it. The client sends each word on its
+//! own stream (all at once, so they run concurrently over one connection)
+//! and prints the echoes in order.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -15,6 +18,7 @@ use std::process::ExitCode;
 use std::thread;
 
 use sift::blocking::{self, BlockingConnection, Listener, SiftIoError};
+use sift::crypto::{Fingerprint, ServerIdentity, ServerTrust, TlsConfig};
 use sift::Config;
 
 fn main() -> ExitCode {
@@ -23,10 +27,13 @@ fn main() -> ExitCode {
         [mode, addr, rest @ ..] if mode == "server" && rest.is_empty() => {
             parse_addr(addr).and_then(serve)
         }
-        [mode, addr, words @ ..] if mode == "client" && !words.is_empty() => {
-            parse_addr(addr).and_then(|addr| run_client(addr, words))
+        [mode, addr, pin, words @ ..] if mode == "client" && !words.is_empty() => {
+            let pin = pin.parse::<Fingerprint>().map_err(|e| e.to_string());
+            parse_addr(addr).and_then(|addr| run_client(addr, pin?, words))
         }
-        _ => Err("usage: echo server ADDR | echo client ADDR WORD...".to_string()),
+        _ => {
+            Err("usage: echo server ADDR | echo client ADDR SHA256:FINGERPRINT WORD...".to_string())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -44,9 +51,15 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 
 /// Accepts clients forever; a thread per connection, a thread per stream.
 fn serve(addr: SocketAddr) -> Result<(), String> {
-    let listener = Listener::bind(addr, Config::default()).map_err(|e| e.to_string())?;
+    let identity = ServerIdentity::self_signed(&["localhost"]).map_err(|e| e.to_string())?;
+    let fingerprint = identity.fingerprint();
+    let config = Config {
+        tls: TlsConfig::server(identity),
+        ..Config::default()
+    };
+    let listener = Listener::bind(addr, config).map_err(|e| e.to_string())?;
     eprintln!(
-        "echo server on {} (insecure Null protection)",
+        "echo server on {}, identity {fingerprint}",
         listener.local_addr()
     );
     loop {
@@ -80,8 +93,12 @@ fn serve_connection(connection: BlockingConnection) {
     }
 }
 
-fn run_client(addr: SocketAddr, words: &[String]) -> Result<(), String> {
-    let connection = blocking::connect(addr, Config::default()).map_err(|e| e.to_string())?;
+fn run_client(addr: SocketAddr, pin: Fingerprint, words: &[String]) -> Result<(), String> {
+    let config = Config {
+        tls: TlsConfig::client(ServerTrust::Pinned(vec![pin])),
+        ..Config::default()
+    };
+    let connection = blocking::connect(addr, config).map_err(|e| e.to_string())?;
     let mut streams = Vec::new();
     for word in words {
         let mut stream = connection.open_bi().map_err(|e| e.to_string())?;

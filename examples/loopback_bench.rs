@@ -1,12 +1,19 @@
-//! Loopback throughput of sift (Null protection) against the ceiling of
-//! plain UDP on the same host, with CPU cost per gigabyte.
+//! Loopback throughput of sift under TLS 1.3 and under Null protection,
+//! side by side, against the ceiling of plain UDP on the same host, with
+//! CPU cost per gigabyte and the TLS/Null throughput ratio.
 //!
 //! ```text
 //! cargo run --release --example loopback_bench            # 1 GiB, 3 runs
 //! cargo run --release --example loopback_bench -- 256 5   # 256 MiB, 5 runs
+//! cargo run --release --example loopback_bench -- 1024 1 tls off   # one configuration
 //! ```
 //!
-//! Prints each run and the median. CPU seconds come from `getrusage` for
+//! With a protection (`null` or `tls`) and a notices setting (`off` or
+//! `on`) only that configuration runs, without the raw UDP yardstick: for
+//! timing two configurations against each other as whole processes.
+//!
+//! Runs alternate between protections (Null, TLS, Null, TLS, …) so that
+//! a noisy neighbour hurts both alike. Prints each run and the medians. CPU seconds come from `getrusage` for
 //! the whole process, so they count both ends (sender and receiver) and
 //! every thread, as two programs on one host would.
 
@@ -20,6 +27,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bench::{blocking_run, cpu_seconds, median, Run};
+use sift::conn::Protection;
 
 const MIB: u64 = 1 << 20;
 /// The payload size of the raw UDP blaster: sift's default datagram size.
@@ -97,21 +105,58 @@ fn main() -> Result<(), String> {
     let mib: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(1024);
     let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let bytes = mib * MIB;
+    let only_protection = match args.get(2).map(String::as_str) {
+        None => None,
+        Some("null") => Some(Protection::Null),
+        Some("tls") => Some(Protection::Tls),
+        Some(other) => return Err(format!("protection must be null or tls, not {other:?}")),
+    };
+    let only_notices = match args.get(3).map(String::as_str) {
+        None => None,
+        Some("off") => Some(false),
+        Some("on") => Some(true),
+        Some(other) => return Err(format!("notices must be off or on, not {other:?}")),
+    };
     println!("loopback, {mib} MiB per run, {runs} runs");
 
-    let mut sift_runs = [Vec::new(), Vec::new()];
-    for (index, notices) in [false, true].into_iter().enumerate() {
+    let protections: Vec<Protection> = [Protection::Null, Protection::Tls]
+        .into_iter()
+        .filter(|p| only_protection.is_none_or(|only| only == *p))
+        .collect();
+    let notice_settings: Vec<bool> = [false, true]
+        .into_iter()
+        .filter(|n| only_notices.is_none_or(|only| only == *n))
+        .collect();
+    let mut sift_runs: Vec<(bool, Protection, Vec<Run>)> = Vec::new();
+    for notices in notice_settings.iter().copied() {
+        let mut by_protection = vec![Vec::new(); protections.len()];
         for run in 1..=runs {
-            let result = blocking_run(bytes, notices)?;
-            println!(
-                "  sift (notices {}) run {run}: {:.2} s, {:.2} Gbit/s, {:.2} CPU s/GB",
-                if notices { "on" } else { "off" },
-                result.seconds,
-                result.gbit_per_s(),
-                result.cpu_per_gb()
-            );
-            sift_runs[index].push(result);
+            for (index, protection) in protections.iter().copied().enumerate() {
+                let result = blocking_run(bytes, protection, notices)?;
+                println!(
+                    "  sift ({}, notices {}) run {run}: {:.2} s, {:.2} Gbit/s, {:.2} CPU s/GB",
+                    protection.describe(),
+                    if notices { "on" } else { "off" },
+                    result.seconds,
+                    result.gbit_per_s(),
+                    result.cpu_per_gb()
+                );
+                by_protection[index].push(result);
+            }
         }
+        for (protection, runs) in protections.iter().copied().zip(by_protection) {
+            sift_runs.push((notices, protection, runs));
+        }
+    }
+    if only_protection.is_some() || only_notices.is_some() {
+        for (notices, protection, runs) in &sift_runs {
+            let notices = if *notices { "on" } else { "off" };
+            report(
+                &format!("sift, {}, notices {notices}", protection.describe()),
+                runs.clone(),
+            );
+        }
+        return Ok(());
     }
     let mut raw_runs = Vec::new();
     for run in 1..=runs {
@@ -125,15 +170,30 @@ fn main() -> Result<(), String> {
         );
         raw_runs.push(result);
     }
-    let [batched, unbatched] = sift_runs;
-    report(
-        "sift, Null protection, notices off (checksums on, GSO/GRO)",
-        batched,
-    );
-    report(
-        "sift, Null protection, notices on (checksums off, no GSO)",
-        unbatched,
-    );
+    for (notices, protection, runs) in &sift_runs {
+        let path = if *notices {
+            "notices on (checksums off, no GSO)"
+        } else {
+            "notices off (checksums on, GSO/GRO)"
+        };
+        report(
+            &format!("sift, {}, {path}", protection.describe()),
+            runs.clone(),
+        );
+    }
     report("raw UDP, one sendto/recv per 1350-byte datagram", raw_runs);
+    for notices in notice_settings {
+        let median_of = |wanted: Protection| {
+            sift_runs
+                .iter()
+                .find(|(n, p, _)| *n == notices && *p == wanted)
+                .map_or(0.0, |(_, _, runs)| median(runs, Run::gbit_per_s))
+        };
+        println!(
+            "TLS/Null throughput ratio, notices {}: {:.2}",
+            if notices { "on" } else { "off" },
+            median_of(Protection::Tls) / median_of(Protection::Null).max(1e-9)
+        );
+    }
     Ok(())
 }

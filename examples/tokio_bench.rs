@@ -23,6 +23,7 @@ mod bench;
 use std::time::Instant;
 
 use bench::{blocking_run, cpu_seconds, median, print_stats, Run};
+use sift::conn::Protection;
 use sift::tokio::Endpoint;
 use sift::Config;
 use tokio::io::AsyncWriteExt;
@@ -33,6 +34,8 @@ const MIB: u64 = 1 << 20;
 async fn async_run(bytes: u64, corruption_notices: bool) -> Result<Run, String> {
     let config = Config {
         corruption_notices,
+        // TLS, the default protection, with one identity both ends trust.
+        tls: sift::crypto::tls::process_loopback_config(),
         ..Config::default()
     };
     let localhost = "127.0.0.1:0".parse().unwrap();
@@ -114,7 +117,7 @@ fn main() -> Result<(), String> {
     for notices in [false, true] {
         let (mut blocking, mut asynchronous) = (Vec::new(), Vec::new());
         for run in 1..=runs {
-            let result = blocking_run(bytes, notices)?;
+            let result = blocking_run(bytes, Protection::Tls, notices)?;
             print_run("blocking", notices, run, &result);
             blocking.push(result);
             let result = runtime.block_on(async_run(bytes, notices))?;

@@ -5,11 +5,14 @@
 //!
 //! ```text
 //! cargo run --release --example tokio_echo -- server 127.0.0.1:5000
-//! cargo run --release --example tokio_echo -- client 127.0.0.1:5000 hello world
-//! cargo run --release --example tokio_echo -- load 127.0.0.1:5000 1000
+//! #   echo server on 127.0.0.1:5000, identity SHA256:5be1…
+//! cargo run --release --example tokio_echo -- client 127.0.0.1:5000 SHA256:5be1… hello world
+//! cargo run --release --example tokio_echo -- load 127.0.0.1:5000 SHA256:5be1… 1000
 //! cargo run --release --example tokio_echo -- bench 1000
 //! ```
 //!
+//! TLS 1.3: the server makes a throwaway self-signed certificate and prints
+//! its fingerprint; clients pin it (`bench` shares one identity in-process).
 //! `client` sends each word on its own stream, all at once over one
 //! connection, and prints the echoes in order. `load` opens N connections
 //! from one client endpoint, all of them first, then one 4 KiB echo on
@@ -20,6 +23,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use sift::crypto::{Fingerprint, ServerIdentity, ServerTrust, TlsConfig};
 use sift::tokio::{Connection, Endpoint, EndpointConfig};
 use sift::Config;
 
@@ -36,22 +40,24 @@ async fn main() -> ExitCode {
             Ok(addr) => serve(addr).await,
             Err(error) => Err(error),
         },
-        [mode, addr, words @ ..] if mode == "client" && !words.is_empty() => {
-            match parse_addr(addr) {
-                Ok(addr) => run_client(addr, words).await,
-                Err(error) => Err(error),
+        [mode, addr, pin, words @ ..] if mode == "client" && !words.is_empty() => {
+            match (parse_addr(addr), parse_pin(pin)) {
+                (Ok(addr), Ok(trust)) => run_client(addr, trust, words).await,
+                (Err(error), _) | (_, Err(error)) => Err(error),
             }
         }
-        [mode, addr, count] if mode == "load" => match (parse_addr(addr), parse_count(count)) {
-            (Ok(addr), Ok(count)) => load(addr, count).await,
-            (Err(error), _) | (_, Err(error)) => Err(error),
-        },
+        [mode, addr, pin, count] if mode == "load" => {
+            match (parse_addr(addr), parse_pin(pin), parse_count(count)) {
+                (Ok(addr), Ok(trust), Ok(count)) => load(addr, trust, count).await,
+                (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => Err(error),
+            }
+        }
         [mode, count] if mode == "bench" => match parse_count(count) {
             Ok(count) => bench(count).await,
             Err(error) => Err(error),
         },
         _ => Err(
-            "usage: tokio_echo server ADDR | client ADDR WORD... | load ADDR CONNECTIONS | bench CONNECTIONS"
+            "usage: tokio_echo server ADDR | client ADDR SHA256:FINGERPRINT WORD... | load ADDR SHA256:FINGERPRINT CONNECTIONS | bench CONNECTIONS"
                 .to_string(),
         ),
     };
@@ -69,15 +75,24 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("'{text}' is not an address like 127.0.0.1:5000"))
 }
 
+/// A client's TLS settings trusting exactly the server key `text` names.
+fn parse_pin(text: &str) -> Result<TlsConfig, String> {
+    let pin = text.parse::<Fingerprint>().map_err(|e| e.to_string())?;
+    Ok(TlsConfig::client(ServerTrust::Pinned(vec![pin])))
+}
+
 fn parse_count(text: &str) -> Result<usize, String> {
     text.parse()
         .map_err(|_| format!("'{text}' is not a number of connections"))
 }
 
-/// An endpoint config that holds `connections` at once, with room for
-/// those still closing.
-fn endpoint_config(server: bool, connections: usize) -> EndpointConfig {
-    let config = Config::default();
+/// An endpoint config with `tls` that holds `connections` at once, with
+/// room for those still closing.
+fn endpoint_config(tls: TlsConfig, server: bool, connections: usize) -> EndpointConfig {
+    let config = Config {
+        tls,
+        ..Config::default()
+    };
     EndpointConfig {
         max_connections: connections * 2 + 16,
         ..if server {
@@ -90,9 +105,12 @@ fn endpoint_config(server: bool, connections: usize) -> EndpointConfig {
 
 /// Binds a server that serves until the process ends.
 async fn serve(addr: SocketAddr) -> Result<(), String> {
-    let server = Endpoint::bind(addr, endpoint_config(true, 10_000)).map_err(|e| e.to_string())?;
+    let identity = ServerIdentity::self_signed(&["localhost"]).map_err(|e| e.to_string())?;
+    let fingerprint = identity.fingerprint();
+    let config = endpoint_config(TlsConfig::server(identity), true, 10_000);
+    let server = Endpoint::bind(addr, config).map_err(|e| e.to_string())?;
     eprintln!(
-        "echo server on {} (insecure Null protection)",
+        "echo server on {}, identity {fingerprint}",
         server.local_addr()
     );
     serve_on(server).await;
@@ -147,9 +165,12 @@ async fn echo(connection: &Connection, request: &[u8]) -> Result<Vec<u8>, String
     Ok(reply)
 }
 
-async fn run_client(addr: SocketAddr, words: &[String]) -> Result<(), String> {
-    let client =
-        Endpoint::client(unspecified(addr), Config::default()).map_err(|e| e.to_string())?;
+async fn run_client(addr: SocketAddr, tls: TlsConfig, words: &[String]) -> Result<(), String> {
+    let config = Config {
+        tls,
+        ..Config::default()
+    };
+    let client = Endpoint::client(unspecified(addr), config).map_err(|e| e.to_string())?;
     let connection = client
         .connect(addr, "localhost")
         .await
@@ -180,8 +201,8 @@ fn unspecified(remote: SocketAddr) -> SocketAddr {
 }
 
 /// `count` connections held at once, then one echo on each, all at once.
-async fn load(addr: SocketAddr, count: usize) -> Result<(), String> {
-    let client = Endpoint::bind(unspecified(addr), endpoint_config(false, count))
+async fn load(addr: SocketAddr, tls: TlsConfig, count: usize) -> Result<(), String> {
+    let client = Endpoint::bind(unspecified(addr), endpoint_config(tls, false, count))
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
     let connects: Vec<_> = (0..count)
@@ -242,13 +263,15 @@ async fn load(addr: SocketAddr, count: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// A server and `load` in one process.
+/// A server and `load` in one process, sharing one identity.
 async fn bench(count: usize) -> Result<(), String> {
-    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap(), endpoint_config(true, count))
-        .map_err(|e| e.to_string())?;
+    let tls = sift::crypto::tls::process_loopback_config();
+    let config = endpoint_config(tls.clone(), true, count);
+    let server =
+        Endpoint::bind("127.0.0.1:0".parse().unwrap(), config).map_err(|e| e.to_string())?;
     let addr = server.local_addr();
     let serving = tokio::spawn(serve_on(server.clone()));
-    let result = load(addr, count).await;
+    let result = load(addr, tls, count).await;
     server.close(0, "bench over");
     let _ = serving.await;
     result

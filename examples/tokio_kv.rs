@@ -5,11 +5,15 @@
 //!
 //! ```text
 //! cargo run --example tokio_kv -- server 127.0.0.1:5001
-//! cargo run --example tokio_kv -- watch 127.0.0.1:5001 2      # waits for 2 changes
-//! cargo run --example tokio_kv -- put 127.0.0.1:5001 color blue
-//! cargo run --example tokio_kv -- get 127.0.0.1:5001 color
-//! cargo run --example tokio_kv -- del 127.0.0.1:5001 color
+//! #   key-value server on 127.0.0.1:5001, identity SHA256:5be1…
+//! cargo run --example tokio_kv -- watch 127.0.0.1:5001 SHA256:5be1… 2   # waits for 2 changes
+//! cargo run --example tokio_kv -- put 127.0.0.1:5001 SHA256:5be1… color blue
+//! cargo run --example tokio_kv -- get 127.0.0.1:5001 SHA256:5be1… color
+//! cargo run --example tokio_kv -- del 127.0.0.1:5001 SHA256:5be1… color
 //! ```
+//!
+//! TLS 1.3: the server makes a throwaway self-signed certificate and prints
+//! its fingerprint; clients pin it.
 //!
 //! The protocol, in UTF-8 text:
 //! - a request is one bidirectional stream: `GET key`, `PUT key value` or
@@ -24,6 +28,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
+use sift::crypto::{Fingerprint, ServerIdentity, ServerTrust, TlsConfig};
 use sift::tokio::{Connection, Endpoint};
 use sift::Config;
 
@@ -55,34 +60,53 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: &[String]) -> Result<(), String> {
-    let usage = "usage: tokio_kv server ADDR | get ADDR KEY | put ADDR KEY VALUE | del ADDR KEY | watch ADDR COUNT";
+    let usage = "usage: tokio_kv server ADDR | get ADDR PIN KEY | put ADDR PIN KEY VALUE | del ADDR PIN KEY | watch ADDR PIN COUNT (PIN: the server's SHA256:… fingerprint)";
     let [mode, addr, rest @ ..] = args else {
         return Err(usage.to_string());
     };
     let addr: SocketAddr = addr
         .parse()
         .map_err(|_| format!("'{addr}' is not an address like 127.0.0.1:5001"))?;
+    if let ("server", []) = (mode.as_str(), rest) {
+        return serve(addr).await;
+    }
+    let [pin, rest @ ..] = rest else {
+        return Err(usage.to_string());
+    };
+    let pin = pin.parse::<Fingerprint>().map_err(|e| e.to_string())?;
+    let server = Server { addr, pin };
     match (mode.as_str(), rest) {
-        ("server", []) => serve(addr).await,
-        ("get", [key]) => request(addr, &format!("GET {key}")).await,
+        ("get", [key]) => request(&server, &format!("GET {key}")).await,
         ("put", [key, value @ ..]) if !value.is_empty() => {
-            request(addr, &format!("PUT {key} {}", value.join(" "))).await
+            request(&server, &format!("PUT {key} {}", value.join(" "))).await
         }
-        ("del", [key]) => request(addr, &format!("DEL {key}")).await,
+        ("del", [key]) => request(&server, &format!("DEL {key}")).await,
         ("watch", [count]) => {
             let count = count
                 .parse()
                 .map_err(|_| format!("'{count}' is not a number of changes"))?;
-            watch(addr, count).await
+            watch(&server, count).await
         }
         _ => Err(usage.to_string()),
     }
 }
 
+/// Where a client finds the server, and the key it must hold.
+struct Server {
+    addr: SocketAddr,
+    pin: Fingerprint,
+}
+
 async fn serve(addr: SocketAddr) -> Result<(), String> {
-    let server = Endpoint::server(addr, Config::default()).map_err(|e| e.to_string())?;
+    let identity = ServerIdentity::self_signed(&["localhost"]).map_err(|e| e.to_string())?;
+    let fingerprint = identity.fingerprint();
+    let config = Config {
+        tls: TlsConfig::server(identity),
+        ..Config::default()
+    };
+    let server = Endpoint::server(addr, config).map_err(|e| e.to_string())?;
     eprintln!(
-        "key-value server on {} (insecure Null protection)",
+        "key-value server on {}, identity {fingerprint}",
         server.local_addr()
     );
     let store = Shared::default();
@@ -154,14 +178,18 @@ fn apply(store: &Shared, request: &str) -> String {
     answer
 }
 
-async fn connect(addr: SocketAddr) -> Result<(Endpoint, Connection), String> {
+async fn connect(server: &Server) -> Result<(Endpoint, Connection), String> {
+    let addr = server.addr;
     let local = if addr.is_ipv6() {
         "[::]:0"
     } else {
         "0.0.0.0:0"
     };
-    let client =
-        Endpoint::client(local.parse().unwrap(), Config::default()).map_err(|e| e.to_string())?;
+    let config = Config {
+        tls: TlsConfig::client(ServerTrust::Pinned(vec![server.pin])),
+        ..Config::default()
+    };
+    let client = Endpoint::client(local.parse().unwrap(), config).map_err(|e| e.to_string())?;
     let connection = client
         .connect(addr, "localhost")
         .await
@@ -170,8 +198,8 @@ async fn connect(addr: SocketAddr) -> Result<(Endpoint, Connection), String> {
 }
 
 /// Sends one request and prints the answer.
-async fn request(addr: SocketAddr, request: &str) -> Result<(), String> {
-    let (client, connection) = connect(addr).await?;
+async fn request(server: &Server, request: &str) -> Result<(), String> {
+    let (client, connection) = connect(server).await?;
     let (mut send, mut recv) = connection.open_bi().await.map_err(|e| e.to_string())?;
     send.write_all(request.as_bytes())
         .await
@@ -188,9 +216,9 @@ async fn request(addr: SocketAddr, request: &str) -> Result<(), String> {
 }
 
 /// Prints the next `count` change notifications.
-async fn watch(addr: SocketAddr, count: usize) -> Result<(), String> {
-    let (client, connection) = connect(addr).await?;
-    eprintln!("watching {addr} for {count} changes");
+async fn watch(server: &Server, count: usize) -> Result<(), String> {
+    let (client, connection) = connect(server).await?;
+    eprintln!("watching {} for {count} changes", server.addr);
     for _ in 0..count {
         let notice = connection
             .read_datagram()

@@ -17,13 +17,19 @@
 //!
 #![cfg_attr(feature = "tokio", doc = "```")]
 #![cfg_attr(not(feature = "tokio"), doc = "```ignore")]
+//! use sift::crypto::{ServerIdentity, ServerTrust, TlsConfig};
 //! use sift::tokio::Endpoint;
 //! use sift::Config;
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // Server: echo every stream back.
-//!     let server = Endpoint::server("127.0.0.1:0".parse()?, Config::default())?;
+//!     // A server presents a certificate (here a fresh self-signed one);
+//!     // a client trusts it by its SHA-256 fingerprint, ssh-style.
+//!     let identity = ServerIdentity::self_signed(&["localhost"])?;
+//!     let pin = identity.fingerprint();
+//!     let server_config = Config { tls: TlsConfig::server(identity), ..Config::default() };
+//!     let server = Endpoint::server("127.0.0.1:0".parse()?, server_config)?;
 //!     let address = server.local_addr();
 //!     tokio::spawn(async move {
 //!         while let Some(connection) = server.accept().await {
@@ -39,7 +45,11 @@
 //!     });
 //!
 //!     // Client: one request on one stream.
-//!     let client = Endpoint::client("0.0.0.0:0".parse()?, Config::default())?;
+//!     let client_config = Config {
+//!         tls: TlsConfig::client(ServerTrust::Pinned(vec![pin])),
+//!         ..Config::default()
+//!     };
+//!     let client = Endpoint::client("0.0.0.0:0".parse()?, client_config)?;
 //!     let connection = client.connect(address, "localhost").await?;
 //!     let (mut send, mut recv) = connection.open_bi().await?;
 //!     send.write_all(b"hello").await?;
@@ -53,8 +63,8 @@
 //!
 //! [`Config`] chooses the congestion controller (`cc`), corruption notices
 //! (on by default: the socket then turns UDP checksums off so damaged
-//! datagrams reach sift) and the limits; both ends use `Protection::Null`
-//! for now, which authenticates nothing (see `SECURITY.md`). More: the
+//! datagrams reach sift), the limits, and TLS (`tls`: the server's
+//! identity, the client's trust, ALPN `sift/1`; see `SECURITY.md`). More: the
 //! examples `tokio_echo` (thousands of connections) and `tokio_kv`
 //! (requests on streams, notifications as datagrams), and the other ways
 //! in:

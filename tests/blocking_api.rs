@@ -16,6 +16,14 @@ use sift::Config;
 
 const STEP_LIMIT: Duration = Duration::from_secs(30);
 
+/// The default config with a self-signed identity that both ends trust.
+fn config() -> Config {
+    Config {
+        tls: sift::crypto::tls::process_loopback_config(),
+        ..Config::default()
+    }
+}
+
 /// A connected pair: (client, server side of the same connection).
 fn pair(config: Config) -> (BlockingConnection, BlockingConnection) {
     let listener =
@@ -42,7 +50,7 @@ fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 
 #[test]
 fn read_returns_data_then_zero_at_fin() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     let mut stream = client.open_bi().unwrap();
     stream.write_all(b"hello").unwrap();
     stream.finish().unwrap();
@@ -59,7 +67,7 @@ fn read_returns_data_then_zero_at_fin() {
 
 #[test]
 fn reset_stream_fails_the_peers_read_with_its_code() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     let mut stream = client.open_bi().unwrap();
     stream.write_all(b"partial").unwrap();
     let (accepted_tx, accepted) = mpsc::channel();
@@ -88,7 +96,7 @@ fn reset_stream_fails_the_peers_read_with_its_code() {
 
 #[test]
 fn dropping_a_stream_without_finish_ends_it_with_a_fin() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     let mut stream = client.open_uni().unwrap();
     stream.write_all(b"last words").unwrap();
     drop(stream);
@@ -102,7 +110,7 @@ fn dropping_a_stream_without_finish_ends_it_with_a_fin() {
 
 #[test]
 fn finish_and_wait_returns_once_the_peer_acknowledged_everything() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     let mut stream = client.open_uni().unwrap();
     stream.write_all(&vec![3u8; 1_000_000]).unwrap();
     // Dropping the last server handle closes the connection at once, maybe
@@ -119,7 +127,7 @@ fn finish_and_wait_returns_once_the_peer_acknowledged_everything() {
 
 #[test]
 fn datagrams_arrive_whole() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     client.send_datagram(b"ping").unwrap();
     let datagram = bounded(move || server.recv_datagram());
     assert_eq!(datagram.unwrap(), b"ping");
@@ -127,7 +135,7 @@ fn datagrams_arrive_whole() {
 
 #[test]
 fn closing_fails_the_peers_read_with_code_and_reason() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     let mut stream = client.open_bi().unwrap();
     stream.write_all(b"x").unwrap();
     let (accepted_tx, accepted) = mpsc::channel();
@@ -161,7 +169,7 @@ fn closing_fails_the_peers_read_with_code_and_reason() {
 
 #[test]
 fn operations_after_close_name_the_local_close() {
-    let (client, _server) = pair(Config::default());
+    let (client, _server) = pair(config());
     client.close(3, "done here");
     match client.open_bi() {
         Err(SiftIoError::Closed(reason)) => {
@@ -176,7 +184,7 @@ fn operations_after_close_name_the_local_close() {
 
 #[test]
 fn clones_share_one_connection() {
-    let (client, server) = pair(Config::default());
+    let (client, server) = pair(config());
     let clone = client.clone();
     drop(client);
     // The connection is still open through the clone.
@@ -193,7 +201,7 @@ fn clones_share_one_connection() {
 
 #[test]
 fn dropping_the_listener_releases_its_port() {
-    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), config()).unwrap();
     let addr = listener.local_addr();
     drop(listener);
     // The driver thread ends and closes the socket; retry the bind until it
@@ -214,14 +222,13 @@ fn dropping_the_listener_releases_its_port() {
 #[test]
 fn listener_at_its_connection_limit_leaves_further_clients_unanswered() {
     let listener =
-        Listener::bind_with_max_connections("127.0.0.1:0".parse().unwrap(), Config::default(), 1)
-            .unwrap();
+        Listener::bind_with_max_connections("127.0.0.1:0".parse().unwrap(), config(), 1).unwrap();
     let addr = listener.local_addr();
-    let first = blocking::connect(addr, Config::default()).unwrap();
+    let first = blocking::connect(addr, config()).unwrap();
     // The second client gives up after 400 ms (its idle timeout).
     let impatient = Config {
         idle_timeout: Duration::from_millis(400),
-        ..Config::default()
+        ..config()
     };
     let error = blocking::connect(addr, impatient).expect_err("the second client is refused");
     assert_eq!(
@@ -234,7 +241,7 @@ fn listener_at_its_connection_limit_leaves_further_clients_unanswered() {
 
 #[test]
 fn accept_timeout_names_the_listener_and_the_wait() {
-    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), config()).unwrap();
     let error = listener
         .accept_timeout(Duration::from_millis(100))
         .expect_err("nobody connects");

@@ -194,7 +194,18 @@ fn transfer_and_verify(
 }
 
 fn null_config() -> Config {
-    Config::default()
+    Config {
+        protection: sift::conn::Protection::Null,
+        ..Config::default()
+    }
+}
+
+/// The default (TLS) config with a self-signed identity both ends trust.
+fn tls_config() -> Config {
+    Config {
+        tls: sift::crypto::tls::process_loopback_config(),
+        ..Config::default()
+    }
 }
 
 on_both_loopbacks!(stream_of_100_mb_arrives_byte_exact_with_null_protection);
@@ -223,7 +234,7 @@ fn stream_of_100_mb_arrives_byte_exact_through_gso_and_gro(loopback: IpAddr) {
     // (and GRO where the kernel has it).
     let config = Config {
         corruption_notices: false,
-        ..Config::default()
+        ..tls_config()
     };
     let listener = Listener::bind(any_port(loopback), config.clone()).unwrap();
     assert!(!listener.checksums_disabled().unwrap());
@@ -293,7 +304,7 @@ on_both_loopbacks!(without_corruption_notices_udp_checksums_stay_on);
 fn without_corruption_notices_udp_checksums_stay_on(loopback: IpAddr) {
     let config = Config {
         corruption_notices: false,
-        ..Config::default()
+        ..tls_config()
     };
     let listener = Listener::bind(any_port(loopback), config.clone()).unwrap();
     assert!(!listener.checksums_disabled().unwrap());
@@ -358,7 +369,7 @@ fn read_fails_with_idle_timeout_when_the_server_vanishes(loopback: IpAddr) {
         // Short, but long enough for a handshake on a busy machine (the
         // handshake wait is the idle timeout when that is under 10 s).
         idle_timeout: Duration::from_millis(1500),
-        ..Config::default()
+        ..tls_config()
     };
     let listener = Listener::bind(any_port(loopback), config.clone()).unwrap();
     let blackhole = Arc::new(AtomicBool::new(false));
@@ -410,7 +421,7 @@ fn connect_to_a_silent_address_names_it_in_the_timeout(loopback: IpAddr) {
     let addr = silent.local_addr().unwrap();
     let config = Config {
         idle_timeout: Duration::from_millis(300),
-        ..Config::default()
+        ..tls_config()
     };
     let error = blocking::connect(addr, config).expect_err("nobody answers");
     assert!(matches!(error, SiftIoError::Timeout { .. }), "{error:?}");

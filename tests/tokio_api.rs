@@ -28,6 +28,14 @@ use tokio::net::UdpSocket;
 /// Every test ends within this, or fails saying it hung.
 const TEST_LIMIT: Duration = Duration::from_secs(60);
 
+/// TLS 1.3, the default, with one self-signed identity both ends trust.
+fn config() -> Config {
+    Config {
+        tls: sift::crypto::tls::process_loopback_config(),
+        ..Config::default()
+    }
+}
+
 fn localhost() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
@@ -117,7 +125,7 @@ fn stream_len(index: u64) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_streams_both_ways_arrive_byte_exact_through_five_percent_loss() {
     bounded(async {
-        let server = Endpoint::server(localhost(), Config::default()).unwrap();
+        let server = Endpoint::server(localhost(), config()).unwrap();
         let relay = spawn_relay(
             server.local_addr(),
             0.05,
@@ -163,7 +171,7 @@ async fn many_streams_both_ways_arrive_byte_exact_through_five_percent_loss() {
             server.wait_idle().await;
         });
 
-        let client = Endpoint::client(localhost(), Config::default()).unwrap();
+        let client = Endpoint::client(localhost(), config()).unwrap();
         let connection = client.connect(relay, "localhost").await.unwrap();
         let mut exchanges = Vec::new();
         for index in 0..STREAMS_EACH_WAY {
@@ -230,7 +238,7 @@ async fn many_streams_both_ways_arrive_byte_exact_through_five_percent_loss() {
 #[tokio::test]
 async fn cancelled_read_takes_nothing_and_the_connection_stays_usable() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         let (mut send, mut recv) = client.open_bi().await.unwrap();
         send.write_all(b"first ").await.unwrap();
         let (_server_send, mut server_recv) = server.accept_bi().await.unwrap();
@@ -266,7 +274,7 @@ async fn cancelled_write_loses_and_repeats_nothing() {
                 send_buffer: 128 * 1024,
                 ..StreamConfig::default()
             },
-            ..Config::default()
+            ..config()
         };
         let (_server, _client, client, server) = connected(config).await;
         let data = generated(3, 4 << 20);
@@ -303,7 +311,7 @@ async fn cancelled_write_loses_and_repeats_nothing() {
 #[tokio::test]
 async fn close_reaches_the_peer_with_code_and_reason() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         let (mut send, mut recv) = client.open_bi().await.unwrap();
         send.write_all(b"?").await.unwrap();
         let (_server_send, _server_recv) = server.accept_bi().await.unwrap();
@@ -340,7 +348,7 @@ async fn close_reaches_the_peer_with_code_and_reason() {
 #[tokio::test]
 async fn reset_fails_the_peers_read_with_its_code() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         let mut send = client.open_uni().await.unwrap();
         send.write_all(b"partial").await.unwrap();
         let mut recv = server.accept_uni().await.unwrap();
@@ -363,7 +371,7 @@ async fn reset_fails_the_peers_read_with_its_code() {
 #[tokio::test]
 async fn stopped_reports_the_peers_code_and_writes_then_fail() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         let mut send = client.open_uni().await.unwrap();
         send.write_all(b"unwanted").await.unwrap();
         let mut recv = server.accept_uni().await.unwrap();
@@ -386,7 +394,7 @@ async fn stopped_reports_the_peers_code_and_writes_then_fail() {
 #[tokio::test]
 async fn stopped_is_none_once_the_peer_acknowledged_everything() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         let mut send = client.open_uni().await.unwrap();
         send.write_all(&generated(5, 300_000)).await.unwrap();
         send.shutdown().await.unwrap();
@@ -401,7 +409,7 @@ async fn stopped_is_none_once_the_peer_acknowledged_everything() {
 #[tokio::test]
 async fn read_to_end_past_the_limit_fails_and_stops_the_stream() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         // Unfinished, so that the sender still has something to be stopped.
         let mut send = client.open_uni().await.unwrap();
         send.write_all(&[1u8; 5000]).await.unwrap();
@@ -419,7 +427,7 @@ async fn read_to_end_past_the_limit_fails_and_stops_the_stream() {
 #[tokio::test]
 async fn datagrams_arrive_whole_and_oversized_ones_are_refused() {
     bounded(async {
-        let (_server, _client, client, server) = connected(Config::default()).await;
+        let (_server, _client, client, server) = connected(config()).await;
         let max = client.max_datagram_size().expect("datagrams negotiated");
         client.send_datagram(&[0xab; 1000]).unwrap();
         assert_eq!(server.read_datagram().await.unwrap(), vec![0xab; 1000]);
@@ -436,7 +444,7 @@ async fn idle_timeout_is_reported_when_the_server_vanishes() {
     bounded(async {
         let config = Config {
             idle_timeout: Duration::from_millis(800),
-            ..Config::default()
+            ..config()
         };
         let server = Endpoint::server(localhost(), config.clone()).unwrap();
         let blackhole = Arc::new(AtomicBool::new(false));
@@ -463,7 +471,7 @@ async fn connect_to_a_silent_address_times_out_naming_it() {
         let remote = silent.local_addr().unwrap();
         let config = Config {
             idle_timeout: Duration::from_millis(500),
-            ..Config::default()
+            ..config()
         };
         let client = Endpoint::client(localhost(), config).unwrap();
         let error = client.connect(remote, "localhost").await.unwrap_err();
@@ -481,7 +489,7 @@ async fn connect_to_a_silent_address_times_out_naming_it() {
 
 #[tokio::test]
 async fn connect_across_address_families_is_refused() {
-    let client = Endpoint::client(localhost(), Config::default()).unwrap();
+    let client = Endpoint::client(localhost(), config()).unwrap();
     let remote: SocketAddr = "[::1]:4433".parse().unwrap();
     assert_eq!(
         client.connect(remote, "localhost").await.unwrap_err(),
@@ -495,7 +503,7 @@ async fn connect_across_address_families_is_refused() {
 #[tokio::test]
 async fn endpoint_close_ends_accept_and_connections_then_wait_idle_returns() {
     bounded(async {
-        let (server, _client, client, server_side) = connected(Config::default()).await;
+        let (server, _client, client, server_side) = connected(config()).await;
         let accepting = {
             let server = server.clone();
             tokio::spawn(async move { server.accept().await.is_none() })
@@ -527,6 +535,34 @@ async fn endpoint_close_ends_accept_and_connections_then_wait_idle_returns() {
 
 #[test]
 fn binding_outside_a_runtime_says_a_runtime_is_needed() {
-    let error = Endpoint::client(localhost(), Config::default()).unwrap_err();
+    let error = Endpoint::client(localhost(), config()).unwrap_err();
     assert!(matches!(error, BindError::NoRuntime), "{error}");
+}
+
+#[tokio::test]
+async fn a_server_without_an_identity_refuses_to_bind_under_tls() {
+    let error = Endpoint::server(localhost(), Config::default()).unwrap_err();
+    assert!(matches!(error, BindError::Config(_)), "{error}");
+    assert!(error.to_string().contains("identity"), "{error}");
+}
+
+#[tokio::test]
+async fn a_server_whose_key_is_not_the_pinned_one_is_refused() {
+    bounded(async {
+        let server = Endpoint::server(localhost(), config()).unwrap();
+        let stranger = sift::crypto::ServerIdentity::self_signed(&["localhost"]).unwrap();
+        let client_config = Config {
+            tls: sift::crypto::TlsConfig::client(sift::crypto::ServerTrust::Pinned(vec![
+                stranger.fingerprint()
+            ])),
+            ..Config::default()
+        };
+        let client = Endpoint::client(localhost(), client_config).unwrap();
+        let error = client
+            .connect(server.local_addr(), "localhost")
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("not pinned"), "{error}");
+    })
+    .await
 }

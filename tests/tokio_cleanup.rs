@@ -39,8 +39,12 @@ async fn dropping_every_handle_ends_the_drivers_and_closes_their_sockets() {
     let descriptors_before = open_descriptors();
     let tasks_before = alive_tasks();
 
-    let server = Endpoint::server("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
-    let client = Endpoint::client("127.0.0.1:0".parse().unwrap(), Config::default()).unwrap();
+    let config = Config {
+        tls: sift::crypto::tls::process_loopback_config(),
+        ..Config::default()
+    };
+    let server = Endpoint::server("127.0.0.1:0".parse().unwrap(), config.clone()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap(), config).unwrap();
     let (client_side, server_side) = tokio::join!(
         client.connect(server.local_addr(), "localhost"),
         server.accept()

@@ -16,7 +16,7 @@ fn a_bad_url_is_a_one_line_error() {
         "sift://host:99999/x",
         "sift://[::1/x",
     ] {
-        let out = run_client(&["get", url, "--insecure-null-crypto"]);
+        let out = run_client(&["get", url, NO_KNOWN_HOSTS]);
         let error = expect_one_line_error(&out);
         assert!(error.contains("bad URL"), "{url}: {error}");
     }
@@ -29,48 +29,53 @@ fn an_unreachable_server_is_no_answer_within_10s(loopback: IpAddr) {
     let url = format!("sift://{}/f.bin", silent.local_addr().unwrap());
     let dir = TestDir::new("unreachable");
     let dest = dir.path().join("f.bin");
-    let out = run_client(&[
-        "get",
-        &url,
-        "-o",
-        dest.to_str().unwrap(),
-        "--insecure-null-crypto",
-    ]);
+    let out = run_client(&["get", &url, "-o", dest.to_str().unwrap(), NO_KNOWN_HOSTS]);
     let error = expect_one_line_error(&out);
     let expected = format!("no answer from {} within 10s", silent.local_addr().unwrap());
     assert!(error.contains(&expected), "{error}");
 }
 
 #[test]
-fn both_binaries_refuse_to_run_without_insecure_null_crypto() {
-    let dir = TestDir::new("noflag");
-    let out = run_bounded(
-        Command::new(SERVER)
-            .args(["--listen", "127.0.0.1:0", "--root"])
-            .arg(dir.path()),
-    );
-    let error = expect_one_line_error(&out);
-    assert!(error.contains("--insecure-null-crypto"), "{error}");
-    assert!(
-        stdout_of(&out).is_empty(),
-        "the server must not start listening"
-    );
-
-    let out = run_client(&["get", "sift://127.0.0.1:4433/f"]);
-    let error = expect_one_line_error(&out);
-    assert!(error.contains("--insecure-null-crypto"), "{error}");
+fn null_and_tls_ends_both_fail_at_once_saying_who_asked_for_what() {
+    let dir = TestDir::new("mismatch");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    for (server_flags, client_flag, message) in [
+        (
+            &["--insecure-null-crypto"][..],
+            NO_KNOWN_HOSTS,
+            "protection mismatch: the client asked for TLS 1.3, the server requires Null protection (insecure)",
+        ),
+        (
+            &[][..],
+            "--insecure-null-crypto",
+            "protection mismatch: the client asked for Null protection (insecure), the server requires TLS 1.3",
+        ),
+    ] {
+        let server = Server::start(dir.path(), server_flags);
+        let out = run_client(&["ls", &server.url(""), client_flag]);
+        let error = expect_one_line_error(&out);
+        assert!(error.contains(message), "{error}");
+        let logged = wait_for_line(&server.stderr, "the server's mismatch line", |l| {
+            l.contains("protection mismatch")
+        });
+        assert!(logged.contains(message), "{logged}");
+    }
 }
 
 #[test]
 fn with_the_flag_both_say_loudly_that_nothing_is_protected() {
     let dir = TestDir::new("warning");
     std::fs::write(dir.path().join("f"), b"x").unwrap();
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::start(dir.path(), &["--insecure-null-crypto"]);
+    assert!(server.fingerprint.is_empty(), "no identity under Null");
     let out = run_client(&["ls", &server.url(""), "--insecure-null-crypto"]);
     expect_success(&out);
-    assert!(stderr_of(&out).contains(
-        "warning: Null protection: no encryption, no authentication — for experiments only"
-    ));
+    let warning =
+        "warning: --insecure-null-crypto: Null protection, no encryption, no authentication";
+    assert!(stderr_of(&out).contains(warning), "{}", stderr_of(&out));
+    wait_for_line(&server.stderr, "the server's warning", |l| {
+        l.contains(warning)
+    });
 }
 
 #[test]
@@ -85,7 +90,7 @@ fn a_missing_file_is_not_found_and_leaves_nothing_behind() {
         &server.url("nope.bin"),
         "-o",
         dest.to_str().unwrap(),
-        "--insecure-null-crypto",
+        &server.pin(),
     ]);
     let error = expect_one_line_error(&out);
     assert!(error.contains("not found"), "{error}");
@@ -94,17 +99,11 @@ fn a_missing_file_is_not_found_and_leaves_nothing_behind() {
 
 #[test]
 fn an_unknown_controller_is_named() {
-    let out = run_client(&[
-        "get",
-        "sift://127.0.0.1/f",
-        "--cc",
-        "bbr",
-        "--insecure-null-crypto",
-    ]);
+    let out = run_client(&["get", "sift://127.0.0.1/f", "--cc", "bbr3", NO_KNOWN_HOSTS]);
     assert!(!out.status.success());
     let stderr = stderr_of(&out);
     assert!(
-        stderr.contains("unknown congestion controller \"bbr\""),
+        stderr.contains("unknown congestion controller \"bbr3\""),
         "{stderr}"
     );
 }

@@ -67,7 +67,7 @@ fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire(loopb
     let server = Server::start_on(loopback, &root, &["--corruption-notices", "on"]);
     let spec = "delay 20ms loss 2% corrupt 2%";
     let link = Link::start(loopback, server.addr, spec, spec, &[]);
-    download_and_upload_with_notices(&dir, &root, &link.addr);
+    download_and_upload_with_notices(&dir, &root, &link.addr, &server.pin());
 }
 
 on_both_loopbacks!(five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices);
@@ -86,7 +86,7 @@ fn five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices(loopb
         &format!("sift://{}/five.bin", link.addr),
         "-o",
         out.to_str().unwrap(),
-        "--insecure-null-crypto",
+        &server.pin(),
         "--json",
     ]);
     let stdout = expect_success(&output);
@@ -115,12 +115,12 @@ fn corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server() {
     let ipv4_server = SocketAddr::new(IPV4, server.addr.port());
     let spec = "delay 5ms corrupt 3%";
     let link = Link::start(IPV4, ipv4_server, spec, spec, &["--send-zero-checksums"]);
-    download_and_upload_with_notices(&dir, &root, &link.addr);
+    download_and_upload_with_notices(&dir, &root, &link.addr, &server.pin());
 }
 
 /// A 1 MB download and upload through the link at `link`: byte-exact, and
-/// the sender of each saw corruption notices.
-fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link: &str) {
+/// the sender of each saw corruption notices; `pin` trusts the server.
+fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link: &str, pin: &str) {
     let data = content(1_000_000, 11);
     std::fs::write(root.join("file.bin"), &data).unwrap();
     let upload = dir.path().join("upload.bin");
@@ -134,7 +134,7 @@ fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link:
         &url("file.bin"),
         "-o",
         out.to_str().unwrap(),
-        "--insecure-null-crypto",
+        pin,
         "--json",
     ]);
     let stdout = expect_success(&output);
@@ -152,7 +152,7 @@ fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link:
         "put",
         upload.to_str().unwrap(),
         &url("up.bin"),
-        "--insecure-null-crypto",
+        pin,
         "--json",
     ]);
     let stdout = expect_success(&output);

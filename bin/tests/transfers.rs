@@ -33,14 +33,7 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
     let dest = local.join("fetched.bin");
     let dest_str = dest.to_str().unwrap();
     let url = server.url("sub/data.bin");
-    let out = run_client(&[
-        "get",
-        &url,
-        "-o",
-        dest_str,
-        "--json",
-        "--insecure-null-crypto",
-    ]);
+    let out = run_client(&["get", &url, "-o", dest_str, "--json", &server.pin()]);
     let report = json_report(&expect_success(&out));
     assert_eq!(std::fs::read(&dest).unwrap(), original);
     assert_eq!(report["sha256"], sha256_hex(&original));
@@ -72,12 +65,7 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
     let source = local.join("up.bin");
     std::fs::write(&source, &upload).unwrap();
     let url = server.url("sub/uploaded.bin");
-    let out = run_client(&[
-        "put",
-        source.to_str().unwrap(),
-        &url,
-        "--insecure-null-crypto",
-    ]);
+    let out = run_client(&["put", source.to_str().unwrap(), &url, &server.pin()]);
     let summary = expect_success(&out);
     assert!(summary.contains(&sha256_hex(&upload)), "{summary}");
     assert!(summary.contains("goodput"), "{summary}");
@@ -93,7 +81,7 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
 
     // ls
     let url = server.url("sub");
-    let out = run_client(&["ls", &url, "--json", "--insecure-null-crypto"]);
+    let out = run_client(&["ls", &url, "--json", &server.pin()]);
     let listing = json_report(&expect_success(&out));
     let names: Vec<&str> = listing["entries"]
         .as_array()
@@ -103,7 +91,7 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
         .collect();
     assert_eq!(names, ["data.bin", "uploaded.bin"]);
     assert_eq!(listing["entries"][0]["size"], 1_500_000);
-    let out = run_client(&["ls", &url, "--insecure-null-crypto"]);
+    let out = run_client(&["ls", &url, &server.pin()]);
     assert!(expect_success(&out).contains("uploaded.bin"));
 
     let leftovers: Vec<_> = std::fs::read_dir(root.join("sub"))
@@ -129,16 +117,10 @@ fn twenty_clients_at_once_all_get_their_files_byte_exact(loopback: IpAddr) {
     let clients: Vec<_> = (0..20)
         .map(|i| {
             let url = server.url(&format!("f{i}.bin"));
+            let pin = server.pin();
             let dest = local.join(format!("f{i}.bin"));
             std::thread::spawn(move || {
-                run_client(&[
-                    "get",
-                    &url,
-                    "-o",
-                    dest.to_str().unwrap(),
-                    "--json",
-                    "--insecure-null-crypto",
-                ])
+                run_client(&["get", &url, "-o", dest.to_str().unwrap(), "--json", &pin])
             })
         })
         .collect();
@@ -180,13 +162,7 @@ fn path_traversal_is_refused_and_nothing_is_written_outside_the_root(loopback: I
     ] {
         let url = format!("sift://{}/{path}", server.addr);
         let dest = local.join("got");
-        let out = run_client(&[
-            "get",
-            &url,
-            "-o",
-            dest.to_str().unwrap(),
-            "--insecure-null-crypto",
-        ]);
+        let out = run_client(&["get", &url, "-o", dest.to_str().unwrap(), &server.pin()]);
         let error = expect_one_line_error(&out);
         assert!(error.contains("refused path"), "GET {path}: {error}");
         assert!(!dest.exists());
@@ -199,12 +175,7 @@ fn path_traversal_is_refused_and_nothing_is_written_outside_the_root(loopback: I
         "escape",
     ] {
         let url = format!("sift://{}/{path}", server.addr);
-        let out = run_client(&[
-            "put",
-            upload.to_str().unwrap(),
-            &url,
-            "--insecure-null-crypto",
-        ]);
+        let out = run_client(&["put", upload.to_str().unwrap(), &url, &server.pin()]);
         let error = expect_one_line_error(&out);
         assert!(error.contains("refused path"), "PUT {path}: {error}");
     }
@@ -241,7 +212,7 @@ fn a_killed_download_leaves_only_a_partial_and_resume_fetches_only_the_rest(loop
             "-o",
             dest.to_str().unwrap(),
             "-v",
-            "--insecure-null-crypto",
+            &server.pin(),
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -270,7 +241,7 @@ fn a_killed_download_leaves_only_a_partial_and_resume_fetches_only_the_rest(loop
         dest.to_str().unwrap(),
         "--resume",
         "--json",
-        "--insecure-null-crypto",
+        &server.pin(),
     ]);
     let report = json_report(&expect_success(&out));
     // Only the rest travels: total − kept bytes.
@@ -289,17 +260,9 @@ fn perf_ndjson_prints_parseable_intervals_and_a_summary(loopback: IpAddr) {
     let dir = TestDir::new("perf");
     let server = Server::start_on(loopback, dir.path(), &[]);
     let url = server.url("");
+    let pin = server.pin();
     for reverse in [false, true] {
-        let mut args = vec![
-            "perf",
-            &url,
-            "-t",
-            "2",
-            "-i",
-            "0.5",
-            "-J",
-            "--insecure-null-crypto",
-        ];
+        let mut args = vec!["perf", &url, "-t", "2", "-i", "0.5", "-J", &pin];
         if reverse {
             args.push("-R");
         }
@@ -350,7 +313,7 @@ fn get_with_cc_has_the_server_send_with_that_controller_or_refuse_clearly() {
         "--cc",
         "bbr",
         "--json",
-        "--insecure-null-crypto",
+        &server.pin(),
     ]);
     let report = json_report(&expect_success(&out));
     assert_eq!(std::fs::read(&dest).unwrap(), original);
@@ -366,7 +329,7 @@ fn get_with_cc_has_the_server_send_with_that_controller_or_refuse_clearly() {
         refused.to_str().unwrap(),
         "--cc",
         "reno",
-        "--insecure-null-crypto",
+        &server.pin(),
     ]);
     let error = expect_one_line_error(&out);
     assert!(
@@ -399,13 +362,7 @@ fn one_dual_stack_server_serves_an_ipv4_and_an_ipv6_client() {
     for loopback in [IPV4, ipv6] {
         let url = format!("sift://{}/f.bin", SocketAddr::new(loopback, port));
         let dest = dir.path().join(format!("got-{loopback}"));
-        let out = run_client(&[
-            "get",
-            &url,
-            "-o",
-            dest.to_str().unwrap(),
-            "--insecure-null-crypto",
-        ]);
+        let out = run_client(&["get", &url, "-o", dest.to_str().unwrap(), &server.pin()]);
         expect_success(&out);
         assert_eq!(std::fs::read(&dest).unwrap(), data, "{url}");
         let line = server.next_transfer_line();

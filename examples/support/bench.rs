@@ -6,6 +6,7 @@ use std::thread;
 use std::time::Instant;
 
 use sift::blocking::{self, Listener};
+use sift::conn::Protection;
 use sift::{Config, Stats};
 
 /// CPU seconds of the whole process (every thread, user and system).
@@ -61,10 +62,17 @@ pub fn print_stats(stats: &Stats) {
 /// on one stream; the server answers one byte after the end. Timed from
 /// opening the stream to that answer. Without notices UDP checksums stay
 /// on and the driver batches with GSO/GRO; with them checksums are off
-/// and every datagram is its own system call.
-pub fn blocking_run(bytes: u64, corruption_notices: bool) -> Result<Run, String> {
+/// and every datagram is its own system call. Under TLS both ends share
+/// one self-signed identity.
+pub fn blocking_run(
+    bytes: u64,
+    protection: Protection,
+    corruption_notices: bool,
+) -> Result<Run, String> {
     let config = Config {
+        protection,
         corruption_notices,
+        tls: sift::crypto::tls::process_loopback_config(),
         ..Config::default()
     };
     let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), config.clone())

@@ -146,8 +146,9 @@ fn two_shards_merge_into_the_report_of_one_run() {
     );
     let results = Results::load(&merged.join("results.json")).unwrap();
     assert!(results.missing().is_empty());
-    // 3 link runs + loopback: quiche and sift Null with notices on and off.
-    assert_eq!(results.runs.len(), 3 + 3);
+    // 3 link runs + loopback: quiche, and sift under its default protection
+    // (TLS) and under Null, each with notices on and off.
+    assert_eq!(results.runs.len(), 3 + 5);
     let markdown = std::fs::read_to_string(merged.join("comparison.md")).unwrap();
     assert!(markdown.contains("## Loopback efficiency"), "{markdown}");
     assert!(!markdown.contains("not in these results"), "{markdown}");

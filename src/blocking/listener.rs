@@ -40,6 +40,7 @@ impl Listener {
         config: Config,
         max_connections: usize,
     ) -> Result<Self, SiftIoError> {
+        config.validate(crate::Side::Server)?;
         let server = Config {
             rng_seed: os_seed(),
             ..config.clone()

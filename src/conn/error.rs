@@ -10,6 +10,9 @@ pub mod codes {
     pub const NO_ERROR: u64 = 0x0;
     /// INTERNAL_ERROR: the endpoint cannot go on for a reason of its own.
     pub const INTERNAL_ERROR: u64 = 0x1;
+    /// CONNECTION_REFUSED: the server refuses the connection (sift: a
+    /// protection mismatch).
+    pub const CONNECTION_REFUSED: u64 = 0x2;
     /// FRAME_ENCODING_ERROR: a frame was badly formatted.
     pub const FRAME_ENCODING_ERROR: u64 = 0x7;
     /// TRANSPORT_PARAMETER_ERROR: transport parameters were malformed or

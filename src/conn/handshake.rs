@@ -1,44 +1,34 @@
-//! The handshake, as a session that reads and writes CRYPTO data per level.
+//! The handshake as the connection sees it: CRYPTO streams per level
+//! (offsets, reassembly, retransmission) around a [`Session`] — Null or
+//! TLS 1.3, chosen by `Config::protection` — which turns the bytes into
+//! transport parameters and keys.
 //!
-//! Null mode exchanges transport parameters in plaintext, but in the same
-//! flights TLS 1.3 uses, so TLS later only has to supply the bytes and keys:
+//! Levels follow rustls's QUIC API: bytes the session writes belong to its
+//! current write level until it returns a key change. A level's received
+//! bytes go to the session in order, and only once the handshake has reached
+//! that level (RFC 9001 §4.1.3): earlier bytes wait, new bytes at a level the
+//! handshake has left close the connection.
 //!
-//! ```text
-//! client Initial    CLIENT_HELLO(params)            →
-//!                   ← SERVER_HELLO(params)          server Initial
-//!                   ← FINISHED                      server Handshake
-//! client Handshake  FINISHED                        →   (both complete)
-//!                   ← HANDSHAKE_DONE                server 1-RTT (confirmed)
-//! ```
-//! A message is `type(1) length(varint) body`.
+//! A server makes its session on the client's first CRYPTO bytes, when its
+//! transport parameters can name the client's original destination ID.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::net::IpAddr;
 
-use crate::crypto::Level;
-use crate::wire::{put_varint, Reader, TransportParams, WireError};
+use super::{Config, Protection};
+use crate::crypto::tls::TlsSetupError;
+use crate::crypto::{
+    Fingerprint, HandshakeError, KeyChange, Level, NullSession, PacketProtection, Session,
+    TlsConfig, TlsSession,
+};
+use crate::wire::TransportParams;
 use crate::Side;
 
-const CLIENT_HELLO: u8 = 1;
-const SERVER_HELLO: u8 = 2;
-const FINISHED: u8 = 20;
-/// No handshake message of ours comes close; a peer sending more is broken.
-const MAX_MESSAGE_LEN: u64 = 16 * 1024;
 /// Out-of-order CRYPTO data buffered per level, at most (RFC 9000 §7.5
 /// requires at least 4096).
 const MAX_CRYPTO_BUFFER: u64 = 64 * 1024;
-
-/// What went wrong in the handshake; closes the connection.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HandshakeError {
-    #[error("unexpected handshake message {message} at {level:?}")]
-    UnexpectedMessage { message: u8, level: Level },
-    #[error("handshake message of {0} bytes exceeds the limit")]
-    MessageTooLong(u64),
-    #[error("CRYPTO data beyond the buffer limit at {0:?}")]
-    BufferExceeded(Level),
-    #[error("malformed transport parameters: {0}")]
-    TransportParameters(WireError),
-}
+/// RFC 8446 §6: internal_error.
+const ALERT_INTERNAL_ERROR: u8 = 80;
 
 /// Outgoing CRYPTO bytes of one level.
 #[derive(Debug, Default)]
@@ -52,14 +42,16 @@ struct CryptoSend {
 struct CryptoRecv {
     read_offset: u64,
     segments: BTreeMap<u64, Vec<u8>>,
+    /// In-order bytes not yet handed to the session.
     assembled: Vec<u8>,
 }
 
 impl CryptoRecv {
-    fn insert(&mut self, offset: u64, data: &[u8], level: Level) -> Result<(), HandshakeError> {
+    /// Stores `data`; returns whether any of it was new.
+    fn insert(&mut self, offset: u64, data: &[u8], level: Level) -> Result<bool, HandshakeError> {
         let end = offset.saturating_add(data.len() as u64);
         if end <= self.read_offset {
-            return Ok(()); // a retransmission of what we have
+            return Ok(false); // a retransmission of what we have
         }
         if end > self.read_offset + MAX_CRYPTO_BUFFER {
             return Err(HandshakeError::BufferExceeded(level));
@@ -79,89 +71,133 @@ impl CryptoRecv {
                 self.read_offset += (bytes.len() - skip) as u64;
             }
         }
-        Ok(())
-    }
-
-    /// Pops one complete message, if there is one.
-    fn next_message(&mut self) -> Result<Option<(u8, Vec<u8>)>, HandshakeError> {
-        let mut reader = Reader::new(&self.assembled);
-        let Ok(kind) = reader.u8() else {
-            return Ok(None);
-        };
-        let Ok(len) = reader.varint() else {
-            return Ok(None);
-        };
-        if len > MAX_MESSAGE_LEN {
-            return Err(HandshakeError::MessageTooLong(len));
-        }
-        let Ok(body) = reader.bytes(len as usize) else {
-            return Ok(None);
-        };
-        let body = body.to_vec();
-        let consumed = reader.position();
-        self.assembled.drain(..consumed);
-        Ok(Some((kind, body)))
+        Ok(true)
     }
 }
 
-/// What the connection must do after feeding the session CRYPTO data.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// What the connection must do after feeding the handshake CRYPTO data.
+#[derive(Debug, Default)]
 pub struct Progress {
-    /// Handshake-level keys became available.
-    pub handshake_keys: bool,
-    /// The handshake completed (1-RTT keys for both directions).
+    /// Handshake-level keys, when they became available.
+    pub handshake_keys: Option<Box<dyn PacketProtection>>,
+    /// 1-RTT keys (key phase 0), when they became available.
+    pub one_rtt_keys: Option<Box<dyn PacketProtection>>,
+    /// The peer's transport parameters became available.
+    pub peer_params: bool,
+    /// The handshake completed.
     pub complete: bool,
 }
 
-/// The Null-mode handshake session.
+/// How to make the session, kept until the server makes it.
 #[derive(Debug)]
-pub struct NullHandshake {
+struct SessionRecipe {
+    protection: Protection,
+    tls: TlsConfig,
+    remote: IpAddr,
+}
+
+impl SessionRecipe {
+    fn make(
+        &self,
+        side: Side,
+        params: &TransportParams,
+    ) -> Result<Box<dyn Session>, TlsSetupError> {
+        let mut encoded = Vec::new();
+        params.encode(&mut encoded);
+        Ok(match (self.protection, side) {
+            (Protection::Null, _) => Box::new(NullSession::new(side, encoded)),
+            (Protection::Tls, Side::Client) => {
+                Box::new(TlsSession::client(&self.tls, self.remote, encoded)?)
+            }
+            (Protection::Tls, Side::Server) => Box::new(TlsSession::server(&self.tls, encoded)?),
+        })
+    }
+}
+
+/// The connection's handshake.
+#[derive(Debug)]
+pub struct Handshake {
     side: Side,
+    recipe: SessionRecipe,
+    session: Option<Box<dyn Session>>,
     local_params: TransportParams,
     peer_params: Option<TransportParams>,
     send: [CryptoSend; 3],
     recv: [CryptoRecv; 3],
+    write_level: Level,
     complete: bool,
 }
 
-fn level_index(level: Level) -> usize {
-    match level {
-        Level::Initial => 0,
-        Level::Handshake => 1,
-        Level::OneRtt => 2,
-    }
-}
-
-fn message(kind: u8, body: &[u8]) -> Vec<u8> {
-    let mut out = vec![kind];
-    put_varint(&mut out, body.len() as u64);
-    out.extend_from_slice(body);
-    out
-}
-
-impl NullHandshake {
-    /// A client queues its hello at once; a server waits for the client's.
-    pub fn new(side: Side, local_params: TransportParams) -> Self {
-        let mut session = Self {
+impl Handshake {
+    /// A client makes its session (and hello) at once; a server makes it on
+    /// the client's hello (`Config::validate` has checked it can).
+    pub fn new(
+        side: Side,
+        config: &Config,
+        remote: IpAddr,
+        local_params: TransportParams,
+    ) -> Result<Self, TlsSetupError> {
+        let recipe = SessionRecipe {
+            protection: config.protection,
+            tls: config.tls.clone(),
+            remote,
+        };
+        let mut handshake = Self {
             side,
+            recipe,
+            session: None,
             local_params,
             peer_params: None,
             send: Default::default(),
             recv: Default::default(),
+            write_level: Level::Initial,
             complete: false,
         };
         if side == Side::Client {
-            let mut params = Vec::new();
-            session.local_params.encode(&mut params);
-            session.queue(Level::Initial, message(CLIENT_HELLO, &params));
+            handshake.session = Some(handshake.recipe.make(side, &handshake.local_params)?);
+            // The hello: never a key change before the server answers.
+            handshake.drive_writes();
         }
-        session
+        Ok(handshake)
     }
 
-    fn queue(&mut self, level: Level, bytes: Vec<u8>) {
-        let send = &mut self.send[level_index(level)];
-        send.pending.push_back((send.next_offset, bytes.clone()));
-        send.next_offset += bytes.len() as u64;
+    /// Moves everything the session has to say into the send queues;
+    /// returns the keys that came with it.
+    fn drive_writes(&mut self) -> Progress {
+        let mut progress = Progress::default();
+        let Some(session) = self.session.as_mut() else {
+            return progress;
+        };
+        loop {
+            let mut bytes = Vec::new();
+            let change = session.write_handshake(&mut bytes);
+            if !bytes.is_empty() {
+                let send = &mut self.send[self.write_level.index()];
+                let len = bytes.len() as u64;
+                send.pending.push_back((send.next_offset, bytes));
+                send.next_offset += len;
+            }
+            match change {
+                None => return progress,
+                Some(KeyChange::Handshake(keys)) => {
+                    progress.handshake_keys = Some(keys);
+                    self.write_level = Level::Handshake;
+                }
+                Some(KeyChange::OneRtt(keys)) => {
+                    progress.one_rtt_keys = Some(keys);
+                    self.write_level = Level::OneRtt;
+                }
+            }
+        }
+    }
+
+    /// The level whose bytes the session expects next.
+    fn read_level(&self) -> Level {
+        match &self.session {
+            _ if self.write_level == Level::Initial => Level::Initial,
+            Some(session) if !session.is_handshaking() => Level::OneRtt,
+            _ => Level::Handshake,
+        }
     }
 
     /// The peer's transport parameters, once received.
@@ -174,13 +210,29 @@ impl NullHandshake {
         &mut self.local_params
     }
 
+    /// The handshake has completed.
     pub fn is_complete(&self) -> bool {
         self.complete
     }
 
+    /// The ALPN protocol both sides agreed on (TLS).
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.session.as_ref()?.alpn_protocol()
+    }
+
+    /// SHA-256 of the server's certificate, on a TLS client.
+    pub fn peer_certificate_fingerprint(&self) -> Option<Fingerprint> {
+        self.session.as_ref()?.peer_certificate_fingerprint()
+    }
+
+    /// The 1-RTT keys of the next key phase (TLS only).
+    pub fn next_one_rtt_keys(&mut self) -> Option<Box<dyn PacketProtection>> {
+        self.session.as_mut()?.next_one_rtt_keys()
+    }
+
     /// CRYPTO data waiting to be sent at `level`.
     pub fn has_pending(&self, level: Level) -> bool {
-        !self.send[level_index(level)].pending.is_empty()
+        !self.send[level.index()].pending.is_empty()
     }
 
     /// Takes up to `max_len` bytes of pending CRYPTO data at `level`.
@@ -188,7 +240,7 @@ impl NullHandshake {
         if max_len == 0 {
             return None;
         }
-        let send = &mut self.send[level_index(level)];
+        let send = &mut self.send[level.index()];
         let (offset, mut bytes) = send.pending.pop_front()?;
         if bytes.len() > max_len {
             let rest = bytes.split_off(max_len);
@@ -200,7 +252,7 @@ impl NullHandshake {
     /// CRYPTO data that was lost (or must be re-sent as a probe) goes back
     /// to the front of the queue.
     pub fn requeue(&mut self, level: Level, offset: u64, bytes: Vec<u8>) {
-        let send = &mut self.send[level_index(level)];
+        let send = &mut self.send[level.index()];
         if !send
             .pending
             .iter()
@@ -210,53 +262,52 @@ impl NullHandshake {
         }
     }
 
-    /// Feeds received CRYPTO data; processes any complete messages.
+    /// Feeds received CRYPTO data; runs the session on whatever is now in
+    /// order at the level it expects.
     pub fn on_crypto(
         &mut self,
         level: Level,
         offset: u64,
         data: &[u8],
     ) -> Result<Progress, HandshakeError> {
-        let index = level_index(level);
-        self.recv[index].insert(offset, data, level)?;
+        let fresh = self.recv[level.index()].insert(offset, data, level)?;
+        if fresh && level < self.read_level() {
+            return Err(HandshakeError::StaleLevel(level));
+        }
+        if self.session.is_none() {
+            let session = self
+                .recipe
+                .make(self.side, &self.local_params)
+                .map_err(|error| HandshakeError::Tls {
+                    alert: ALERT_INTERNAL_ERROR,
+                    reason: error.to_string(),
+                })?;
+            self.session = Some(session);
+        }
         let mut progress = Progress::default();
-        while let Some((kind, body)) = self.recv[index].next_message()? {
-            match (self.side, level, kind) {
-                (Side::Server, Level::Initial, CLIENT_HELLO) if self.peer_params.is_none() => {
-                    self.peer_params = Some(
-                        TransportParams::decode(&body)
-                            .map_err(HandshakeError::TransportParameters)?,
-                    );
-                    let mut params = Vec::new();
-                    self.local_params.encode(&mut params);
-                    self.queue(Level::Initial, message(SERVER_HELLO, &params));
-                    self.queue(Level::Handshake, message(FINISHED, &[]));
-                    progress.handshake_keys = true;
-                }
-                (Side::Client, Level::Initial, SERVER_HELLO) if self.peer_params.is_none() => {
-                    self.peer_params = Some(
-                        TransportParams::decode(&body)
-                            .map_err(HandshakeError::TransportParameters)?,
-                    );
-                    progress.handshake_keys = true;
-                }
-                (Side::Client, Level::Handshake, FINISHED)
-                    if self.peer_params.is_some() && !self.complete =>
-                {
-                    self.queue(Level::Handshake, message(FINISHED, &[]));
-                    self.complete = true;
-                    progress.complete = true;
-                }
-                (Side::Server, Level::Handshake, FINISHED)
-                    if self.peer_params.is_some() && !self.complete =>
-                {
-                    self.complete = true;
-                    progress.complete = true;
-                }
-                (_, level, message) => {
-                    return Err(HandshakeError::UnexpectedMessage { message, level })
-                }
+        // Reading may open the next level, whose bytes may already wait.
+        loop {
+            let read_level = self.read_level();
+            let pending = std::mem::take(&mut self.recv[read_level.index()].assembled);
+            if pending.is_empty() {
+                break;
             }
+            if let Some(session) = self.session.as_mut() {
+                session.read_handshake(read_level, &pending)?;
+            }
+            let written = self.drive_writes();
+            progress.handshake_keys = written.handshake_keys.or(progress.handshake_keys);
+            progress.one_rtt_keys = written.one_rtt_keys.or(progress.one_rtt_keys);
+        }
+        if self.peer_params.is_none() {
+            if let Some(session) = &self.session {
+                self.peer_params = session.peer_params()?;
+                progress.peer_params = self.peer_params.is_some();
+            }
+        }
+        if !self.complete && self.session.as_ref().is_some_and(|s| !s.is_handshaking()) {
+            self.complete = true;
+            progress.complete = true;
         }
         Ok(progress)
     }
@@ -265,63 +316,94 @@ impl NullHandshake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::{ServerIdentity, TlsConfig};
+    use std::net::Ipv4Addr;
 
-    fn drain(session: &mut NullHandshake, level: Level) -> Vec<(u64, Vec<u8>)> {
-        std::iter::from_fn(|| session.poll_crypto(level, 7)).collect()
+    fn drain(handshake: &mut Handshake, level: Level) -> Vec<(u64, Vec<u8>)> {
+        std::iter::from_fn(|| handshake.poll_crypto(level, 7)).collect()
+    }
+
+    fn pair(protection: Protection) -> (Handshake, Handshake) {
+        let identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+        let config = Config {
+            protection,
+            tls: TlsConfig::loopback(identity),
+            ..Config::default()
+        };
+        let remote = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let client =
+            Handshake::new(Side::Client, &config, remote, TransportParams::default()).unwrap();
+        let server =
+            Handshake::new(Side::Server, &config, remote, TransportParams::default()).unwrap();
+        (client, server)
+    }
+
+    /// Delivers everything `from` has queued at `level`, in 7-byte pieces,
+    /// last piece first; returns the combined progress.
+    fn deliver(from: &mut Handshake, to: &mut Handshake, level: Level) -> Progress {
+        let mut pieces = drain(from, level);
+        pieces.reverse();
+        let mut total = Progress::default();
+        for (offset, bytes) in pieces {
+            let progress = to.on_crypto(level, offset, &bytes).unwrap();
+            total.handshake_keys = progress.handshake_keys.or(total.handshake_keys);
+            total.one_rtt_keys = progress.one_rtt_keys.or(total.one_rtt_keys);
+            total.peer_params |= progress.peer_params;
+            total.complete |= progress.complete;
+        }
+        total
     }
 
     #[test]
-    fn flights_complete_both_sides_even_with_reordered_fragments() {
-        let mut client = NullHandshake::new(Side::Client, TransportParams::default());
-        let mut server = NullHandshake::new(Side::Server, TransportParams::default());
-        // Deliver the client hello in 7-byte fragments, last first.
-        let mut hello = drain(&mut client, Level::Initial);
-        hello.reverse();
-        let mut progress = Progress::default();
-        for (offset, bytes) in &hello {
-            let p = server.on_crypto(Level::Initial, *offset, bytes).unwrap();
-            progress.handshake_keys |= p.handshake_keys;
+    fn both_modes_complete_with_reordered_fragments() {
+        for protection in [Protection::Null, Protection::Tls] {
+            let (mut client, mut server) = pair(protection);
+            let at_server = deliver(&mut client, &mut server, Level::Initial);
+            assert!(at_server.handshake_keys.is_some() && at_server.one_rtt_keys.is_some());
+            assert!(at_server.peer_params && server.peer_params().is_some());
+            let at_client = deliver(&mut server, &mut client, Level::Initial);
+            assert!(at_client.handshake_keys.is_some(), "{protection:?}");
+            let at_client = deliver(&mut server, &mut client, Level::Handshake);
+            assert!(at_client.complete && at_client.one_rtt_keys.is_some());
+            assert!(client.peer_params().is_some(), "{protection:?}");
+            let at_server = deliver(&mut client, &mut server, Level::Handshake);
+            assert!(at_server.complete && server.is_complete(), "{protection:?}");
         }
-        assert!(progress.handshake_keys);
-        for (offset, bytes) in drain(&mut server, Level::Initial) {
-            client.on_crypto(Level::Initial, offset, &bytes).unwrap();
-        }
-        assert!(client.peer_params().is_some());
-        for (offset, bytes) in drain(&mut server, Level::Handshake) {
-            client.on_crypto(Level::Handshake, offset, &bytes).unwrap();
-        }
-        assert!(client.is_complete());
-        let mut done = false;
-        for (offset, bytes) in drain(&mut client, Level::Handshake) {
-            done |= server
-                .on_crypto(Level::Handshake, offset, &bytes)
-                .unwrap()
-                .complete;
-        }
-        assert!(done && server.is_complete());
     }
 
     #[test]
-    fn out_of_place_message_is_an_error() {
-        let mut client = NullHandshake::new(Side::Client, TransportParams::default());
-        let err = client
-            .on_crypto(Level::Initial, 0, &message(FINISHED, &[]))
-            .unwrap_err();
-        assert!(matches!(
-            err,
-            HandshakeError::UnexpectedMessage {
-                message: FINISHED,
-                ..
-            }
-        ));
+    fn handshake_bytes_arriving_early_wait_for_their_level() {
+        for protection in [Protection::Null, Protection::Tls] {
+            let (mut client, mut server) = pair(protection);
+            deliver(&mut client, &mut server, Level::Initial);
+            // The server's Handshake flight reaches the client first.
+            let early = deliver(&mut server, &mut client, Level::Handshake);
+            assert!(!early.complete && early.handshake_keys.is_none());
+            let later = deliver(&mut server, &mut client, Level::Initial);
+            assert!(
+                later.handshake_keys.is_some() && later.complete,
+                "{protection:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn new_bytes_at_a_level_left_behind_are_an_error() {
+        let (mut client, mut server) = pair(Protection::Tls);
+        deliver(&mut client, &mut server, Level::Initial);
+        let end = server.recv[Level::Initial.index()].read_offset;
+        assert_eq!(
+            server.on_crypto(Level::Initial, end, b"more").unwrap_err(),
+            HandshakeError::StaleLevel(Level::Initial)
+        );
     }
 
     #[test]
     fn oversized_crypto_offset_is_refused() {
-        let mut server = NullHandshake::new(Side::Server, TransportParams::default());
+        let (_, mut server) = pair(Protection::Null);
         assert_eq!(
-            server.on_crypto(Level::Initial, 1 << 40, b"x"),
-            Err(HandshakeError::BufferExceeded(Level::Initial))
+            server.on_crypto(Level::Initial, 1 << 40, b"x").unwrap_err(),
+            HandshakeError::BufferExceeded(Level::Initial)
         );
     }
 }

@@ -9,6 +9,7 @@
 mod ack;
 mod error;
 mod handshake;
+mod keys;
 mod path;
 mod recv;
 mod send;
@@ -22,7 +23,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift_cc::CcConfig;
 
-use crate::crypto::{Level, NullProtection, PacketProtection};
+use crate::crypto::{Fingerprint, Level, PacketProtection, TlsConfig};
 use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
 use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
 use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
@@ -35,7 +36,8 @@ pub use stats::Stats;
 
 use ack::AckState;
 use error::TransportFailure;
-use handshake::NullHandshake;
+use handshake::Handshake;
+use keys::KeyPhases;
 use stats::Counters;
 
 /// RFC 9000 §14.1: the smallest datagram that may carry a client Initial.
@@ -45,13 +47,28 @@ pub const DEFAULT_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 /// Received datagrams (DATAGRAM frames) buffered for the application, at most.
 const MAX_QUEUED_DATAGRAMS: usize = 1024;
 
-/// How packets are protected. TLS 1.3 comes as a second variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// How packets are protected. Both peers must choose the same: a client
+/// and a server that differ both fail at once, saying who asked for what.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protection {
     /// CRC32C tags, no encryption, no authentication: for experiments and
-    /// the simulator only. Both peers must choose it.
+    /// the simulator only.
     Null,
+    /// TLS 1.3 (rustls, ring provider): AEAD header and payload tags,
+    /// encrypted frames, an authenticated server. Needs `Config::tls`.
+    #[default]
+    Tls,
+}
+
+impl Protection {
+    /// A few words for messages: "TLS 1.3" or "Null protection (insecure)".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Protection::Null => "Null protection (insecure)",
+            Protection::Tls => "TLS 1.3",
+        }
+    }
 }
 
 /// Connection configuration. Defaults suit a long fat lossy link.
@@ -63,8 +80,15 @@ pub struct Config {
     pub recovery: RecoveryConfig,
     /// Stream limits and flow-control windows.
     pub streams: StreamConfig,
-    /// Packet protection.
+    /// Packet protection: TLS 1.3 unless set to Null.
     pub protection: Protection,
+    /// TLS settings: a server's identity, a client's trust, server name,
+    /// ALPN. Unused with Null protection.
+    pub tls: TlsConfig,
+    /// Initiate a 1-RTT key update after this many packets sent in a key
+    /// phase (RFC 9001 §6). `None`: only near the cipher's confidentiality
+    /// limit. For tests and experiments; TLS only.
+    pub key_update_interval: Option<u64>,
     /// Offer corruption notices (the HACK option). Both peers must offer it.
     pub corruption_notices: bool,
     /// Largest UDP payload this endpoint sends, in bytes (≥ 1200).
@@ -86,7 +110,9 @@ impl Default for Config {
             cc: CcConfig::default(),
             recovery: RecoveryConfig::default(),
             streams: StreamConfig::default(),
-            protection: Protection::Null,
+            protection: Protection::Tls,
+            tls: TlsConfig::default(),
+            key_update_interval: None,
             corruption_notices: true,
             max_datagram_size: 1350,
             idle_timeout: Duration::from_secs(30),
@@ -94,6 +120,30 @@ impl Default for Config {
             max_datagram_frame_size: Some(65_535),
             rng_seed: 0,
         }
+    }
+}
+
+impl Config {
+    /// Checks that `side` can make connections with this config: the
+    /// datagram size, the controller's parameters, and under TLS a
+    /// server's identity or a client's trust. A server should call it
+    /// before it listens, so that it refuses to start rather than fail
+    /// every client.
+    pub fn validate(&self, side: Side) -> Result<(), Error> {
+        if self.max_datagram_size < MIN_INITIAL_DATAGRAM {
+            return Err(Error::InvalidConfig(format!(
+                "max_datagram_size must be at least {MIN_INITIAL_DATAGRAM} bytes, not {}",
+                self.max_datagram_size
+            )));
+        }
+        self.cc
+            .validate()
+            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        if self.protection == Protection::Tls {
+            crate::crypto::TlsSession::validate(&self.tls, side)
+                .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        }
+        Ok(())
     }
 }
 
@@ -174,8 +224,12 @@ pub struct Connection {
     /// The client's first destination CID (RFC 9000 §7.3).
     original_dcid: ConnectionId,
     peer_cid_learned: bool,
-    handshake: NullHandshake,
+    handshake: Handshake,
+    /// Keys per packet-number space; for 1-RTT the current key phase's.
     keys: [Option<Box<dyn PacketProtection>>; 3],
+    key_phases: KeyPhases,
+    /// Server: the client's first Initial asked for this other protection.
+    protection_mismatch: Option<Protection>,
     next_packet_number: [u64; 3],
     acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
@@ -271,16 +325,7 @@ impl Connection {
         original_dcid: ConnectionId,
         now: Instant,
     ) -> Result<Self, Error> {
-        if config.max_datagram_size < MIN_INITIAL_DATAGRAM {
-            return Err(Error::InvalidConfig(format!(
-                "max_datagram_size must be at least {MIN_INITIAL_DATAGRAM} bytes, not {}",
-                config.max_datagram_size
-            )));
-        }
-        config
-            .cc
-            .validate()
-            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        config.validate(side)?;
         let params = TransportParams {
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),
@@ -299,7 +344,11 @@ impl Connection {
         let mss = config.max_datagram_size as u64;
         let recovery = Recovery::new(config.recovery.clone(), config.cc.build(mss), mss);
         let streams = Streams::new(side, config.streams.clone());
-        let initial_keys: Option<Box<dyn PacketProtection>> = Some(Box::new(NullProtection));
+        let handshake = Handshake::new(side, &config, remote.ip(), params)
+            .map_err(|error| Error::InvalidConfig(error.to_string()))?;
+        // A server derives its Initial keys from the client's first Initial.
+        let initial_keys = (side == Side::Client)
+            .then(|| keys::initial_keys(config.protection, original_dcid.as_slice(), side));
         Ok(Self {
             side,
             local,
@@ -311,8 +360,10 @@ impl Connection {
             peer_cid: original_dcid,
             original_dcid,
             peer_cid_learned: false,
-            handshake: NullHandshake::new(side, params),
+            handshake,
             keys: [initial_keys, None, None],
+            key_phases: KeyPhases::default(),
+            protection_mismatch: None,
             next_packet_number: [0; 3],
             acks: [
                 AckState::new(Duration::ZERO),
@@ -409,6 +460,17 @@ impl Connection {
         self.recovery.replace_controller(cc.build(mss), mss);
         self.config.cc = cc;
         Ok(())
+    }
+
+    /// The ALPN protocol agreed in the TLS handshake.
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.handshake.alpn_protocol()
+    }
+
+    /// SHA-256 of the certificate the server presented (TLS clients, once
+    /// it arrived).
+    pub fn peer_certificate_fingerprint(&self) -> Option<Fingerprint> {
+        self.handshake.peer_certificate_fingerprint()
     }
 
     /// Closes the connection with an application error code and reason.
@@ -575,6 +637,11 @@ impl Connection {
         space: SpaceId,
         packets: Vec<crate::recovery::SentPacket<SentFrame>>,
     ) {
+        if space == SpaceId::Data {
+            if let Some(largest) = packets.iter().map(|p| p.packet_number).max() {
+                self.key_phases.on_acked(largest);
+            }
+        }
         for packet in packets {
             for frame in packet.frames {
                 match frame {
@@ -736,6 +803,7 @@ impl Connection {
             header_corrupt_dropped: c.header_corrupt_dropped,
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
             corruption_notices_negotiated: self.notices_negotiated,
+            key_updates: self.key_phases.updates,
             cwnd: self.recovery.window(),
             ssthresh: self.recovery.ssthresh(),
             bytes_in_flight: self.recovery.bytes_in_flight(),

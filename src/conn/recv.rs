@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::error::{codes, TransportFailure};
 use super::handshake::Progress;
+use super::keys::KeySlot;
 use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
-use crate::crypto::{open_packet, Level, NullProtection, OpenError};
+use crate::crypto::{open_packet, Level, OpenError};
 use crate::recovery::SpaceId;
 use crate::stream::{Dir, TransportError};
 use crate::wire::{
@@ -108,15 +109,47 @@ impl Connection {
             PacketType::OneRtt => Level::OneRtt,
         };
         let space = space_of(level);
-        let Some(protection) = self.keys[space.index()].as_deref() else {
-            // Keys not yet available or already discarded.
-            self.counters.undecryptable_dropped += 1;
-            return (packet_len, PacketOutcome::Continue);
-        };
         let packet_number = decode_packet_number(
             self.acks[space.index()].largest_received(),
             parsed.truncated_pn,
         );
+        if self.side == Side::Server && space == SpaceId::Initial && !self.peer_cid_learned {
+            let tag_end = parsed.header_len + HEADER_TAG_LEN;
+            let keys = buf.get(..tag_end).and_then(|region| {
+                let (header, tag) = region.split_at(parsed.header_len);
+                self.server_initial_keys(parsed.dcid.as_slice(), packet_number, header, tag)
+            });
+            let Some(keys) = keys else {
+                self.counters.header_corrupt_dropped += 1;
+                return (packet_len, PacketOutcome::StopDatagram);
+            };
+            self.keys[space.index()] = Some(keys);
+            if let Some(client_asked) = self.protection_mismatch {
+                // Answer in the client's own protection, so it can read why.
+                self.original_dcid = parsed.dcid;
+                self.peer_cid = parsed.scid;
+                self.peer_cid_learned = true;
+                let reason = Self::protection_mismatch_reason(client_asked);
+                tracing::warn!(remote = %self.remote, "{reason}");
+                self.fail(TransportFailure::new(
+                    Self::PROTECTION_MISMATCH_CODE,
+                    reason,
+                ));
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
+        }
+        let opening = if space == SpaceId::Data {
+            self.one_rtt_opening_keys(parsed.key_phase, packet_number)
+        } else {
+            self.keys[space.index()]
+                .as_deref()
+                .map(|keys| (keys, KeySlot::Current))
+        };
+        let Some((protection, key_slot)) = opening else {
+            // Keys not yet available or already discarded.
+            self.counters.undecryptable_dropped += 1;
+            return (packet_len, PacketOutcome::Continue);
+        };
         if !self.cid_acceptable(parsed.ty, parsed.dcid.as_slice()) {
             // A DCID that is not ours is usually a bit error in the header:
             // let the header tag say which, so the counters tell the truth.
@@ -152,6 +185,9 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         };
+        if space == SpaceId::Data {
+            self.on_one_rtt_opened(key_slot, packet_number);
+        }
         if self.acks[space.index()].is_duplicate(packet_number) {
             self.counters.duplicate_packets += 1;
             return (packet_len, PacketOutcome::Continue);
@@ -286,7 +322,7 @@ impl Connection {
                 let progress = self
                     .handshake
                     .on_crypto(level_of(space), offset, data)
-                    .map_err(|e| TransportFailure::new(codes::HANDSHAKE_FAILURE, e.to_string()))?;
+                    .map_err(|e| TransportFailure::new(e.error_code(), e.to_string()))?;
                 self.on_handshake_progress(progress)?;
             }
             Frame::Stream {
@@ -372,17 +408,18 @@ impl Connection {
     }
 
     fn on_handshake_progress(&mut self, progress: Progress) -> Result<(), TransportFailure> {
-        if progress.handshake_keys {
-            self.keys[SpaceId::Handshake.index()] = Some(Box::new(NullProtection));
+        if let Some(keys) = progress.handshake_keys {
+            self.keys[SpaceId::Handshake.index()] = Some(keys);
             self.recovery.set_handshake_keys();
-            if self.side == Side::Server {
-                // 0.5-RTT: the server may send 1-RTT data after its flight.
-                self.keys[SpaceId::Data.index()] = Some(Box::new(NullProtection));
-            }
+        }
+        if let Some(keys) = progress.one_rtt_keys {
+            // A server gets them with its own flight (0.5-RTT data).
+            self.install_one_rtt_keys(keys);
+        }
+        if progress.peer_params {
             self.apply_peer_params()?;
         }
         if progress.complete {
-            self.keys[SpaceId::Data.index()].get_or_insert_with(|| Box::new(NullProtection));
             self.state = State::Established;
             if self.side == Side::Server {
                 // RFC 9001 §4.1.2: the server confirms on completion.

@@ -51,6 +51,7 @@ impl Connection {
             State::Closing { .. } if !self.close_pending => return Ok(None),
             _ => {}
         }
+        self.maybe_initiate_key_update();
         let mut limit = out.len().min(self.config.max_datagram_size);
         if self.handshake.is_complete() {
             limit = limit.min(self.peer_max_udp_payload as usize);
@@ -94,7 +95,12 @@ impl Connection {
             let protection = self.keys[plan.space.index()]
                 .as_deref()
                 .expect("a packet is planned only in a space with keys");
-            seal_packet(&header, &plan.frames, protection, &mut datagram);
+            if let Err(error) = seal_packet(&header, &plan.frames, protection, &mut datagram) {
+                // Only a payload beyond the AEAD's limit fails, which no
+                // datagram-sized packet reaches.
+                tracing::error!(%error, "dropping a packet that could not be sealed");
+                continue;
+            }
             let size = (datagram.len() - start) as u64;
             ack_eliciting |= plan.ack_eliciting;
             sent_handshake |= plan.space == SpaceId::Handshake;
@@ -103,6 +109,7 @@ impl Connection {
                 *probes = probes.saturating_sub(1);
             }
             if plan.space == SpaceId::Data {
+                self.key_phases.on_sent(plan.packet_number);
                 // RFC 9002 §7.8: a window the sender does not fill must not
                 // grow. Whatever holds the sender back (the application, flow
                 // control, the CPU), a packet counts as window-limited only if
@@ -185,7 +192,7 @@ impl Connection {
             token: &[],
             packet_number,
             payload_len: 0,
-            key_phase: false,
+            key_phase: space == SpaceId::Data && self.key_phases.phase,
         }
     }
 

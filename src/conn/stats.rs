@@ -68,6 +68,9 @@ pub struct Stats {
     pub malformed_dropped: u64,
     /// Both sides offered corruption notices.
     pub corruption_notices_negotiated: bool,
+    /// 1-RTT key updates (RFC 9001 §6), initiated by either side.
+    #[serde(default)]
+    pub key_updates: u64,
     /// Congestion window, bytes.
     pub cwnd: u64,
     /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
@@ -108,6 +111,7 @@ impl Default for Stats {
             header_corrupt_dropped: 0,
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
+            key_updates: 0,
             cwnd: 0,
             ssthresh: u64::MAX,
             bytes_in_flight: 0,

@@ -44,8 +44,22 @@ struct Pair {
     max_datagrams_per_flush: usize,
 }
 
+/// A config with no TLS identity or trust gets the process's loopback
+/// identity, so every test runs under TLS unless it asks for Null.
+fn with_test_tls(config: Config) -> Config {
+    if config.tls.identity.is_some() || config.tls.trust.is_some() {
+        return config;
+    }
+    Config {
+        tls: crate::crypto::tls::process_loopback_config(),
+        ..config
+    }
+}
+
 impl Pair {
     fn new(client_config: Config, server_config: Config) -> Self {
+        let (client_config, server_config) =
+            (with_test_tls(client_config), with_test_tls(server_config));
         let now = Instant::now();
         Self {
             client: Connection::connect(client_config, addr(1), addr(2), now).unwrap(),
@@ -740,7 +754,7 @@ fn a_sender_that_does_not_fill_its_window_does_not_grow_it() {
 
 #[test]
 fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
-    use crate::crypto::{seal_packet, NullProtection};
+    use crate::crypto::seal_packet;
     use crate::wire::{encode_corrupted, Header, PacketType, RangeSet, VERSION};
 
     let mut pair = Pair::default();
@@ -749,8 +763,8 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
     assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
     let before = pair.client.stats();
 
-    // A well-formed 1-RTT packet "from the server" naming packets the
-    // client never sent (far above anything it has sent) and a huge range.
+    // A well-formed 1-RTT packet from the server, under its real keys (the
+    // peer itself lies), naming packets the client never sent (far above anything it has sent) and a huge range.
     let mut names = RangeSet::default();
     names.insert(1_000_000..1_000_006);
     names.insert(2_000_000..(1u64 << 40));
@@ -769,7 +783,8 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
         key_phase: false,
     };
     let mut datagram = Vec::new();
-    seal_packet(&header, &frames, &NullProtection, &mut datagram);
+    let server_keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    seal_packet(&header, &frames, server_keys, &mut datagram).unwrap();
     let info = RecvInfo {
         from: addr(2),
         to: addr(1),
@@ -826,4 +841,81 @@ fn an_out_of_range_controller_is_refused_and_the_old_one_kept() {
         "{error}"
     );
     assert_eq!(pair.client.stats().cc.algorithm, "reno");
+}
+
+#[test]
+fn tls_needs_a_server_identity_and_a_client_trust_before_anything_is_sent() {
+    let now = Instant::now();
+    let bare = Config::default();
+    let server = Connection::accept(bare.clone(), addr(2), addr(1), now).unwrap_err();
+    assert!(server.to_string().contains("needs an identity"), "{server}");
+    let client = Connection::connect(bare.clone(), addr(1), addr(2), now).unwrap_err();
+    assert!(
+        client.to_string().contains("way to trust the server"),
+        "{client}"
+    );
+    // Null needs neither.
+    let null = Config {
+        protection: Protection::Null,
+        ..bare
+    };
+    assert!(null.validate(Side::Server).is_ok() && null.validate(Side::Client).is_ok());
+}
+
+/// Drops every 17th datagram and swaps every 23rd with the next: loss and
+/// reordering across key phases.
+fn lossy_reordering(_: bool, index: u64, _: &[u8]) -> PathAction {
+    match index {
+        i if i % 17 == 16 => PathAction::Drop,
+        i if i % 23 == 22 => PathAction::SwapWithNext,
+        _ => PathAction::Deliver,
+    }
+}
+
+#[test]
+fn a_key_update_started_by_either_side_is_followed_by_the_other() {
+    for client_initiates in [true, false] {
+        let forcing = Config {
+            key_update_interval: Some(if client_initiates { 40 } else { 15 }),
+            ..Config::default()
+        };
+        let (client, server) = if client_initiates {
+            (forcing, Config::default())
+        } else {
+            (Config::default(), forcing)
+        };
+        let mut pair = Pair::new(client, server);
+        pair.handshake();
+        let data = pattern(400_000);
+        assert_eq!(transfer(&mut pair, &data, &mut lossy_reordering), data);
+        let (client, server) = (pair.client.stats(), pair.server.stats());
+        assert!(
+            client.key_updates >= 4,
+            "client_initiates {client_initiates}: {} updates",
+            client.key_updates
+        );
+        assert!(
+            client.key_updates.abs_diff(server.key_updates) <= 1,
+            "both ends follow: client {}, server {}",
+            client.key_updates,
+            server.key_updates
+        );
+        assert_eq!(client.header_corrupt_dropped, 0, "no packet met stale keys");
+        assert_eq!(server.header_corrupt_dropped, 0, "no packet met stale keys");
+    }
+}
+
+#[test]
+fn null_protection_has_no_key_update() {
+    let config = Config {
+        protection: Protection::Null,
+        key_update_interval: Some(10),
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.handshake();
+    let data = pattern(100_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    assert_eq!(pair.client.stats().key_updates, 0);
+    assert!(!pair.client.key_phases.phase);
 }

@@ -5,15 +5,28 @@
 //! Owns: computing and checking tags, in the order that makes corruption
 //! notices possible — header tag first, payload tag second.
 //!
-//! Must not: parse frames, keep connection state, or read a clock. Null mode
-//! ([`NullProtection`]) is for experiments only; TLS 1.3 keys will implement
-//! the same trait.
+//! Must not: parse frames, keep connection state, or read a clock. The
+//! connection sees only the two seams here — [`PacketProtection`] (tags of
+//! one level) and [`Session`] (the handshake that yields them) — and never
+//! names rustls: Null mode ([`null`], for experiments only) and TLS 1.3
+//! ([`tls`], rustls's QUIC API with the ring provider) implement both, the
+//! way quinn-proto's `crypto` traits sit in front of its rustls module.
+//!
+//! Sealing and opening work in place on the caller's buffer: no allocation
+//! per packet in either mode.
 
 pub mod null;
 pub mod packet;
+pub mod session;
+pub mod tls;
 
-pub use null::NullProtection;
+pub use null::{NullProtection, NullSession};
 pub use packet::{open_packet, seal_packet, sealed_len, OpenError};
+pub use session::{HandshakeError, KeyChange, Session};
+pub use tls::{
+    CertificateRejected, CertificateVerifier, Fingerprint, IdentityError, ServerIdentity,
+    ServerTrust, TlsConfig, TlsSession,
+};
 
 use crate::wire::{PacketType, HEADER_TAG_LEN};
 
@@ -79,6 +92,12 @@ pub enum CryptoError {
         /// The packet whose payload failed.
         packet_number: u64,
     },
+    /// The cipher refused to seal (a payload beyond the AEAD's limit).
+    #[error("cannot seal packet {packet_number}")]
+    SealFailed {
+        /// The packet that could not be sealed.
+        packet_number: u64,
+    },
 }
 
 /// The two tags of a packet (DESIGN §3) under one set of keys.
@@ -86,16 +105,28 @@ pub trait PacketProtection: Send + Sync + std::fmt::Debug {
     /// Bytes of the payload tag appended after the frames.
     fn payload_tag_len(&self) -> usize;
 
+    /// Packets that may be sealed under these keys before a key update is
+    /// due (RFC 9001 §6.6). Unlimited unless the cipher says otherwise.
+    fn confidentiality_limit(&self) -> u64 {
+        u64::MAX
+    }
+
     /// The 8-byte header tag over `header` (every header byte before the tag).
     fn header_tag(&self, packet_number: u64, header: &[u8]) -> [u8; HEADER_TAG_LEN];
 
     /// Constant-time check of a received header tag.
     fn verify_header_tag(&self, packet_number: u64, header: &[u8], tag: &[u8]) -> bool;
 
-    /// `packet` holds header, header tag and the plaintext frames; seal the
-    /// frames in place and append the payload tag. `header_len` = bytes up to
-    /// and including the header tag.
-    fn seal_payload(&self, packet_number: u64, header_len: usize, packet: &mut Vec<u8>);
+    /// `packet` holds header, header tag, the plaintext frames and
+    /// [`payload_tag_len`](Self::payload_tag_len) spare bytes at the end:
+    /// seal the frames in place and write the payload tag into the spare
+    /// bytes. `header_len` = bytes up to and including the header tag.
+    fn seal_payload(
+        &self,
+        packet_number: u64,
+        header_len: usize,
+        packet: &mut [u8],
+    ) -> Result<(), CryptoError>;
 
     /// `packet` holds header, header tag, sealed frames and the payload tag;
     /// open in place; returns the plaintext frames' length.
@@ -105,6 +136,19 @@ pub trait PacketProtection: Send + Sync + std::fmt::Debug {
         header_len: usize,
         packet: &mut [u8],
     ) -> Result<usize, CryptoError>;
+}
+
+/// Where the payload tag starts in a `packet_len`-byte packet whose header
+/// (and header tag) take `header_len` bytes: `None` if the packet cannot
+/// hold the header and a `tag_len`-byte tag.
+pub(crate) fn payload_tag_start(
+    packet_len: usize,
+    header_len: usize,
+    tag_len: usize,
+) -> Option<usize> {
+    packet_len
+        .checked_sub(tag_len)
+        .filter(|start| *start >= header_len)
 }
 
 /// Compares two tags without stopping at the first difference, so the time

@@ -5,7 +5,7 @@
 //! but whose payload does not has a trustworthy packet number, so the
 //! receiver can name it in a CORRUPTED frame instead of staying silent.
 
-use super::PacketProtection;
+use super::{CryptoError, PacketProtection};
 use crate::wire::{Header, ParsedHeader, WireError, HEADER_TAG_LEN};
 
 /// Why a received packet could not be opened, in the order the checks run.
@@ -25,37 +25,34 @@ pub enum OpenError {
 }
 
 /// Appends header, header tag, frames and payload tag to `out` (which may
-/// already hold earlier coalesced packets). Sets `payload_len` itself
-/// (frames.len() + tag length); `header.payload_len` is ignored.
+/// already hold earlier coalesced packets), sealing in place: `out` grows by
+/// exactly [`sealed_len`] bytes and nothing else is allocated. Sets
+/// `payload_len` itself (frames.len() + tag length); `header.payload_len` is
+/// ignored. On error `out` is left as it was.
 pub fn seal_packet(
     header: &Header<'_>,
     frames: &[u8],
     protection: &dyn PacketProtection,
     out: &mut Vec<u8>,
-) {
+) -> Result<(), CryptoError> {
+    let tag_len = protection.payload_tag_len();
     let header = Header {
-        payload_len: frames.len() + protection.payload_tag_len(),
+        payload_len: frames.len() + tag_len,
         ..*header
     };
-    // `seal_payload` sees a buffer that starts at this packet's first byte.
-    // Seal straight into `out` when it is empty (the common case), else into
-    // a scratch buffer appended afterwards.
-    let mut scratch = Vec::new();
-    let packet = if out.is_empty() {
-        &mut *out
-    } else {
-        scratch.reserve(sealed_len(&header, frames.len(), protection));
-        &mut scratch
-    };
-    header.encode(packet);
-    let tag = protection.header_tag(header.packet_number, packet);
-    packet.extend_from_slice(&tag);
-    let header_len = packet.len();
-    packet.extend_from_slice(frames);
-    protection.seal_payload(header.packet_number, header_len, packet);
-    if !scratch.is_empty() {
-        out.extend_from_slice(&scratch);
+    let start = out.len();
+    out.reserve(sealed_len(&header, frames.len(), protection));
+    header.encode(out);
+    let tag = protection.header_tag(header.packet_number, &out[start..]);
+    out.extend_from_slice(&tag);
+    let header_len = out.len() - start;
+    out.extend_from_slice(frames);
+    out.resize(out.len() + tag_len, 0);
+    let sealed = protection.seal_payload(header.packet_number, header_len, &mut out[start..]);
+    if sealed.is_err() {
+        out.truncate(start);
     }
+    sealed
 }
 
 /// Exact bytes [`seal_packet`] appends for `frames_len` bytes of frames (the
@@ -156,7 +153,7 @@ mod tests {
 
     fn sealed(header: &Header<'_>, frames: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        seal_packet(header, frames, &NullProtection, &mut out);
+        seal_packet(header, frames, &NullProtection, &mut out).expect("Null seals anything");
         out
     }
 
@@ -216,9 +213,9 @@ mod tests {
     #[test]
     fn coalesced_packets_seal_and_open_in_sequence() {
         let mut datagram = Vec::new();
-        seal_packet(&initial_header(0), b"\x01", &NullProtection, &mut datagram);
+        seal_packet(&initial_header(0), b"\x01", &NullProtection, &mut datagram).unwrap();
         let first_len = datagram.len();
-        seal_packet(&short_header(0), FRAMES, &NullProtection, &mut datagram);
+        seal_packet(&short_header(0), FRAMES, &NullProtection, &mut datagram).unwrap();
         assert_eq!(
             receive(&mut datagram, None),
             Ok((b"\x01".to_vec(), first_len))
@@ -357,7 +354,7 @@ mod tests {
             let header = Header { ty, token: &token, ..short_header(packet_number) };
             // Bytes already in `out` (an earlier coalesced packet) stay put.
             let mut out = earlier.clone();
-            seal_packet(&header, &frames, &NullProtection, &mut out);
+            seal_packet(&header, &frames, &NullProtection, &mut out).expect("Null seals anything");
             prop_assert_eq!(&out[..earlier.len()], &earlier[..]);
             let packet = &mut out[earlier.len()..];
             prop_assert_eq!(packet.len(), sealed_len(&header, frames.len(), &NullProtection));

@@ -4,8 +4,11 @@
 use std::time::Duration;
 
 use super::*;
+use crate::conn::CloseReason;
+use crate::crypto::tls::{initial_protection, process_loopback_config};
 use crate::crypto::{seal_packet, NullProtection};
 use crate::wire::{Frame, Header, VERSION};
+use crate::Side;
 
 fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
@@ -16,6 +19,7 @@ const SERVER: u16 = 4433;
 fn config(seed: u64) -> Config {
     Config {
         rng_seed: seed,
+        tls: process_loopback_config(),
         ..Config::default()
     }
 }
@@ -78,7 +82,7 @@ fn established(endpoint: &mut Endpoint, handle: ConnectionHandle) -> bool {
         .is_some_and(|c| c.is_established())
 }
 
-/// A valid Initial packet (tags check) carrying a PING padded to
+/// A valid TLS Initial packet (tags check) carrying a PING padded to
 /// `datagram_len` bytes, from a client that picked `dcid`.
 fn initial_datagram(dcid: ConnectionId, datagram_len: usize) -> Vec<u8> {
     let header = Header {
@@ -94,10 +98,11 @@ fn initial_datagram(dcid: ConnectionId, datagram_len: usize) -> Vec<u8> {
     let mut frames = Vec::new();
     Frame::Ping.encode(&mut frames);
     let mut datagram = Vec::new();
+    let keys = initial_protection(dcid.as_slice(), Side::Client);
     // The payload length varint grows as we pad: settle in a few rounds.
     for _ in 0..3 {
         datagram.clear();
-        seal_packet(&header, &frames, &NullProtection, &mut datagram);
+        seal_packet(&header, &frames, &keys, &mut datagram).unwrap();
         let short_by = datagram_len.saturating_sub(datagram.len());
         let over_by = datagram.len().saturating_sub(datagram_len);
         frames.resize(frames.len() + short_by - over_by.min(frames.len() - 1), 0);
@@ -231,7 +236,7 @@ fn short_header_packet_for_an_unknown_connection_id_is_dropped() {
     let mut frames = Vec::new();
     Frame::Ping.encode(&mut frames);
     let mut datagram = Vec::new();
-    seal_packet(&header, &frames, &NullProtection, &mut datagram);
+    seal_packet(&header, &frames, &NullProtection, &mut datagram).unwrap();
 
     assert_eq!(server.recv(&mut datagram, addr(1001), Instant::now()), None);
     assert_eq!(server.stats().dropped_unknown_connection, 1);
@@ -402,6 +407,86 @@ fn removed_connection_no_longer_receives() {
         None
     );
     assert_eq!(net.endpoints[0].stats().dropped_unknown_connection, 1);
+}
+
+/// Runs one client of `client_protection` against a server of
+/// `server_protection`; returns both close reasons.
+fn mismatch(
+    client_protection: crate::conn::Protection,
+    server_protection: crate::conn::Protection,
+) -> (Option<CloseReason>, Option<CloseReason>) {
+    let server = Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            protection: server_protection,
+            ..config(1)
+        }),
+    );
+    let mut client = Endpoint::new(addr(1001), None);
+    let client_config = Config {
+        protection: client_protection,
+        ..config(2)
+    };
+    let handle = client
+        .connect(client_config, addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    let closed = net.run_until(|e| {
+        let server_closed = e[0]
+            .handles()
+            .next()
+            .and_then(|h| e[0].connection_ref(h))
+            .is_some_and(|c| c.close_reason().is_some());
+        let client_closed = e[1]
+            .connection_ref(handle)
+            .is_some_and(|c| c.close_reason().is_some());
+        server_closed && client_closed
+    });
+    assert!(closed, "both sides close at once");
+    let server_handle = net.endpoints[0].handles().next().unwrap();
+    (
+        net.endpoints[0]
+            .connection_ref(server_handle)
+            .and_then(|c| c.close_reason().cloned()),
+        net.endpoints[1]
+            .connection_ref(handle)
+            .and_then(|c| c.close_reason().cloned()),
+    )
+}
+
+#[test]
+fn protection_mismatch_fails_both_sides_naming_who_asked_for_what() {
+    use crate::conn::{codes, Protection};
+    for (client, server, expected) in [
+        (
+            Protection::Null,
+            Protection::Tls,
+            "protection mismatch: the client asked for Null protection (insecure), the server requires TLS 1.3",
+        ),
+        (
+            Protection::Tls,
+            Protection::Null,
+            "protection mismatch: the client asked for TLS 1.3, the server requires Null protection (insecure)",
+        ),
+    ] {
+        let (server_reason, client_reason) = mismatch(client, server);
+        assert_eq!(
+            server_reason,
+            Some(CloseReason::Local {
+                application: false,
+                code: codes::CONNECTION_REFUSED,
+                reason: expected.to_string()
+            })
+        );
+        assert_eq!(
+            client_reason,
+            Some(CloseReason::Peer {
+                application: false,
+                code: codes::CONNECTION_REFUSED,
+                reason: expected.to_string()
+            })
+        );
+    }
 }
 
 /// How a dual-stack (IPv6) socket reports an IPv4 peer: `::ffff:a.b.c.d`.

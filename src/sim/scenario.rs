@@ -26,6 +26,8 @@
 //! count = 1                  # identical copies of this flow (default 1)
 //! access_delay_ms = 0        # extra one-way delay on this client's access link
 //! # max_datagram_size = 1350 # optional: the connection's datagram size
+//! protection = "null"        # "null" (default, fast) or "tls" (TLS 1.3, as on real links)
+//! # key_update_interval = 300 # optional, TLS: update keys every N packets
 //!
 //! [[cbr]]                    # constant-bit-rate UDP background
 //! rate_bps = 1_000_000
@@ -50,6 +52,7 @@ use sift_cc::CcConfig;
 
 use super::link::LinkConfig;
 use super::topology::{Direction, MAX_HOSTS};
+use crate::conn::Protection;
 use crate::recovery::RecoveryConfig;
 
 /// Default virtual time limit of a run, in seconds.
@@ -156,6 +159,19 @@ pub struct FlowSpec {
     /// backoff need minutes, as TCP's retry limits allow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_s: Option<f64>,
+    /// Packet protection. Null by default in the simulator, for speed (TLS
+    /// costs CPU, not virtual time); `"tls"` runs the real handshake and
+    /// AEAD tags with a self-signed identity made once per process.
+    #[serde(default = "simulated_protection")]
+    pub protection: Protection,
+    /// TLS: initiate a key update every this many packets (a test knob).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_update_interval: Option<u64>,
+}
+
+/// The simulator's default protection: Null (see [`FlowSpec::protection`]).
+pub fn simulated_protection() -> Protection {
+    Protection::Null
 }
 
 /// One constant-bit-rate UDP flow (or `count` identical ones).

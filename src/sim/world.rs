@@ -266,6 +266,9 @@ impl<T: Transport> Simulation<T> {
                     cc: spec.cc.clone(),
                     recovery: spec.recovery.clone(),
                     corruption_notices: spec.corruption_notices,
+                    protection: spec.protection,
+                    tls: crate::crypto::tls::process_loopback_config(),
+                    key_update_interval: spec.key_update_interval,
                     // Connection IDs come from the run's seed too.
                     rng_seed: seeder.random(),
                     ..Config::default()

@@ -344,9 +344,9 @@ impl Connection {
     }
 
     /// The server name given to [`Endpoint::connect`](super::Endpoint::connect)
-    /// (`None` for a connection a server accepted). With Null protection
-    /// nothing checks it; with TLS it is the name the server's certificate
-    /// must carry.
+    /// (`None` for a connection a server accepted). Under TLS it was sent
+    /// as SNI and checked against the certificate when the client trusts
+    /// roots; pinned trust and Null protection do not check it.
     pub fn server_name(&self) -> Option<&str> {
         self.inner.server_name.as_deref()
     }

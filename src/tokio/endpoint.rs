@@ -103,6 +103,12 @@ impl Endpoint {
     /// whatever `rng_seed` says.
     pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Self, BindError> {
         let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
+        if let Some(server) = &config.server {
+            // Refuse to start rather than fail every client.
+            server
+                .validate(crate::Side::Server)
+                .map_err(BindError::Config)?;
+        }
         let configs = || config.server.iter().chain([&config.client]);
         let options = SocketOptions {
             disable_checksums: configs().any(|c| c.corruption_notices),
@@ -149,10 +155,13 @@ impl Endpoint {
     /// (10 s), or the configured idle timeout if that is shorter. Dropping
     /// the future abandons the connection.
     ///
-    /// `server_name` is the name the server is known by. Null protection
-    /// authenticates nothing and only records it
-    /// ([`Connection::server_name`]); with TLS it is the name the server's
-    /// certificate must carry.
+    /// `server_name` is the name the server is known by
+    /// ([`Connection::server_name`]). With TLS it is sent as SNI and, under
+    /// [`ServerTrust::Roots`](crate::crypto::ServerTrust::Roots), is the
+    /// name the server's certificate must carry, unless `config.tls`
+    /// names the server itself; an empty name means the server's IP
+    /// address. Pinned trust checks the key, not the name. Null protection
+    /// authenticates nothing and only records it.
     pub async fn connect_with(
         &self,
         config: Config,
@@ -165,10 +174,13 @@ impl Endpoint {
             return Err(ConnectError::AddressFamily { remote, local });
         }
         let handshake_timeout = handshake_timeout(&config);
-        let config = Config {
+        let mut config = Config {
             rng_seed: os_seed(),
             ..config
         };
+        if config.tls.server_name.is_none() && !server_name.is_empty() {
+            config.tls.server_name = Some(server_name.to_string());
+        }
         let inner = {
             let mut state = shared.lock();
             if state.closed {

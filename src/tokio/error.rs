@@ -125,6 +125,10 @@ pub enum BindError {
         /// What the operating system said.
         source: io::Error,
     },
+    /// The server configuration cannot accept connections (under TLS: no
+    /// identity, or an unusable certificate or key).
+    #[error("cannot serve with this configuration: {0}")]
+    Config(crate::conn::Error),
 }
 
 /// Why [`Endpoint::connect`](super::Endpoint::connect) did not yield a

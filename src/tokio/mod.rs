@@ -5,10 +5,16 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use sift::crypto::{ServerIdentity, ServerTrust, TlsConfig};
 //! use sift::tokio::Endpoint;
 //! use sift::Config;
 //!
-//! let server = Endpoint::server("127.0.0.1:0".parse()?, Config::default())?;
+//! // A server presents a certificate (here a fresh self-signed one);
+//! // a client trusts it by its SHA-256 fingerprint, ssh-style.
+//! let identity = ServerIdentity::self_signed(&["localhost"])?;
+//! let pin = identity.fingerprint();
+//! let server_config = Config { tls: TlsConfig::server(identity), ..Config::default() };
+//! let server = Endpoint::server("127.0.0.1:0".parse()?, server_config)?;
 //! let address = server.local_addr();
 //! tokio::spawn(async move {
 //!     while let Some(connection) = server.accept().await {
@@ -22,7 +28,11 @@
 //!     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
 //! });
 //!
-//! let client = Endpoint::client("0.0.0.0:0".parse()?, Config::default())?;
+//! let client_config = Config {
+//!     tls: TlsConfig::client(ServerTrust::Pinned(vec![pin])),
+//!     ..Config::default()
+//! };
+//! let client = Endpoint::client("0.0.0.0:0".parse()?, client_config)?;
 //! let connection = client.connect(address, "localhost").await?;
 //! connection.send_datagram(b"ping")?;
 //! // Datagrams may be lost: a real protocol would resend on a timer.

@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args as ClapArgs, Parser, Subcommand};
+use sift::conn::Protection;
+use sift::crypto::Fingerprint;
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::format;
 use sift_bin::cli::report::FlowReport;
 use sift_bin::cli::session::{self, CLOSE_DONE};
+use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::SiftUrl;
 use sift_bin::transfer::client;
 use sift_bin::transfer::perf::{run_perf, PerfInterval, PerfOptions, PerfSample};
@@ -20,13 +23,23 @@ use sift_cc::CcConfig;
 
 const EXAMPLES: &str = "\
 Examples:
-  sift-client get sift://example.org/data/big.iso --insecure-null-crypto
-  sift-client get sift://example.org:4433/big.iso -o /tmp/big.iso --resume --insecure-null-crypto
-  sift-client get sift://example.org/big.iso --cc bbr --insecure-null-crypto   # server sends with BBR
-  sift-client put ./report.pdf sift://example.org/uploads/report.pdf --insecure-null-crypto
-  sift-client ls sift://example.org/data --insecure-null-crypto
-  sift-client perf sift://example.org -t 10 -i 1 --cc veno --insecure-null-crypto
-  sift-client perf sift://example.org -t 5 -R -J --insecure-null-crypto   # NDJSON, server sends";
+  sift-client get sift://example.org/data/big.iso
+  sift-client get sift://example.org:4433/big.iso -o /tmp/big.iso --resume
+  sift-client get sift://example.org/big.iso --cc bbr   # server sends with BBR
+  sift-client put ./report.pdf sift://example.org/uploads/report.pdf
+  sift-client ls sift://example.org/data
+  sift-client perf sift://example.org -t 10 -i 1 --cc veno
+  sift-client perf sift://example.org -t 5 -R -J   # NDJSON, server sends
+
+  # Trust exactly this key (the fingerprint sift-server prints at start):
+  sift-client ls sift://example.org/ --pin SHA256:3f1c…
+  # Trust a CA instead (the server's certificate must name example.org):
+  sift-client ls sift://example.org/ --ca ./ca.pem
+
+Server keys are remembered like ssh's: the first contact with host:port
+stores the server's fingerprint in the known-hosts file (default
+~/.local/share/sift/known_hosts) and says so; a different key later is
+refused, naming both fingerprints and the line to remove.";
 
 /// Transfer files to and from a sift-server.
 ///
@@ -58,8 +71,24 @@ struct Common {
     /// instead of the summary.
     #[arg(long, global = true)]
     json: bool,
-    /// Run with Null protection: no encryption, no authentication. Required
-    /// until TLS lands.
+    /// Trust only a server whose certificate has this SHA-256 fingerprint
+    /// (repeatable; SHA256:hex, hex, or openssl's AA:BB:… form). Overrides
+    /// the known-hosts file.
+    #[arg(long = "pin", global = true, value_name = "SHA256")]
+    pins: Vec<Fingerprint>,
+    /// Trust servers whose certificate chains to a root in this PEM bundle
+    /// and names the URL's host. Overrides the known-hosts file.
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "pins")]
+    ca: Option<PathBuf>,
+    /// The known-hosts file (default: known_hosts in the state directory).
+    #[arg(long, global = true, value_name = "FILE")]
+    known_hosts: Option<PathBuf>,
+    /// Where the known-hosts file lives (default: $XDG_DATA_HOME/sift or
+    /// ~/.local/share/sift).
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// INSECURE: Null protection — no encryption, no authentication, for
+    /// experiments. The server must use it too.
     #[arg(long, global = true)]
     insecure_null_crypto: bool,
     /// Log more (-v: this tool's events, -vv: the transport's too).
@@ -71,7 +100,7 @@ struct Common {
 enum Command {
     /// Download a file.
     #[command(
-        after_help = "Examples:\n  sift-client get sift://host/dir/file.bin --insecure-null-crypto\n  sift-client get sift://host:5000/file.bin -o out.bin --resume --insecure-null-crypto"
+        after_help = "Examples:\n  sift-client get sift://host/dir/file.bin\n  sift-client get sift://host:5000/file.bin -o out.bin --resume"
     )]
     Get {
         /// sift://HOST[:PORT]/PATH of the file.
@@ -85,7 +114,7 @@ enum Command {
     },
     /// Upload a file.
     #[command(
-        after_help = "Example:\n  sift-client put ./local.bin sift://host/uploads/remote.bin --insecure-null-crypto"
+        after_help = "Example:\n  sift-client put ./local.bin sift://host/uploads/remote.bin"
     )]
     Put {
         /// The local file.
@@ -94,16 +123,14 @@ enum Command {
         url: String,
     },
     /// List a directory on the server.
-    #[command(
-        after_help = "Example:\n  sift-client ls sift://host/some/dir --insecure-null-crypto"
-    )]
+    #[command(after_help = "Example:\n  sift-client ls sift://host/some/dir")]
     Ls {
         /// sift://HOST[:PORT]/PATH of the directory (or file).
         url: String,
     },
     /// Measure throughput, iperf3-style.
     #[command(
-        after_help = "Examples:\n  sift-client perf sift://host -t 10 -i 1 --insecure-null-crypto\n  sift-client perf sift://host -t 2 -J -R --insecure-null-crypto"
+        after_help = "Examples:\n  sift-client perf sift://host -t 10 -i 1\n  sift-client perf sift://host -t 2 -J -R"
     )]
     Perf {
         /// sift://HOST[:PORT] of the server.
@@ -149,26 +176,49 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Perf { url, .. } => url.clone(),
     };
     let url = SiftUrl::parse(&url_text)?;
-    common::require_insecure_null_crypto(common.insecure_null_crypto)?;
+    let protection = common::protection(common.insecure_null_crypto);
+    let trust = match protection {
+        Protection::Tls => ClientTrust::from_options(
+            &url,
+            &common.pins,
+            common.ca.as_deref(),
+            common.known_hosts.as_deref(),
+            common.state_dir.as_deref(),
+        )?,
+        Protection::Null => ClientTrust::none(),
+    };
     let requested = common.cc.as_ref().map(|cc| cc.name());
     let local_cc = common
         .cc
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
-    let config = common::transport_config(local_cc, common.corruption_notices);
+    let config = common::transport_config(protection, local_cc, common.corruption_notices);
+    let dial = Dial { config, trust };
     match cli.command {
         Command::Get { output, resume, .. } => {
-            get(&url, config, output, resume, requested, common.json)
+            get(&url, dial, output, resume, requested, common.json)
         }
-        Command::Put { file, .. } => put(&url, config, &file, common.json),
-        Command::Ls { .. } => ls(&url, config, common.json),
+        Command::Put { file, .. } => put(&url, dial, &file, common.json),
+        Command::Ls { .. } => ls(&url, dial, common.json),
         Command::Perf {
             time,
             interval,
             ndjson,
             reverse,
             ..
-        } => perf(&url, config, time, interval, ndjson || common.json, reverse),
+        } => perf(&url, dial, time, interval, ndjson || common.json, reverse),
+    }
+}
+
+/// How to reach the server: transport settings and certificate trust.
+struct Dial {
+    config: sift::Config,
+    trust: ClientTrust,
+}
+
+impl Dial {
+    fn connect(self, url: &SiftUrl) -> anyhow::Result<sift::blocking::BlockingConnection> {
+        session::connect(url, self.config, &self.trust)
     }
 }
 
@@ -184,7 +234,7 @@ fn print_report(report: &FlowReport, json: bool) -> anyhow::Result<()> {
 
 fn get(
     url: &SiftUrl,
-    config: sift::Config,
+    dial: Dial,
     output: Option<PathBuf>,
     resume: bool,
     controller: Option<&str>,
@@ -201,13 +251,13 @@ fn get(
             )
         })?;
     let dest = output.unwrap_or(name);
-    let connection = session::connect(url, config)?;
+    let connection = dial.connect(url)?;
     let report = session::download(&connection, &url.path, &dest, resume, controller, json);
     connection.close(CLOSE_DONE, "done");
     print_report(&report?, json)
 }
 
-fn put(url: &SiftUrl, config: sift::Config, file: &Path, json: bool) -> anyhow::Result<()> {
+fn put(url: &SiftUrl, dial: Dial, file: &Path, json: bool) -> anyhow::Result<()> {
     if url.path.is_empty() {
         anyhow::bail!(
             "the URL names no destination file: sift://{}/ needs a path",
@@ -215,14 +265,14 @@ fn put(url: &SiftUrl, config: sift::Config, file: &Path, json: bool) -> anyhow::
         );
     }
     let prepared = client::LocalUpload::prepare(file)?;
-    let connection = session::connect(url, config)?;
+    let connection = dial.connect(url)?;
     let report = session::upload(&connection, file, prepared, &url.path, json);
     connection.close(CLOSE_DONE, "done");
     print_report(&report?, json)
 }
 
-fn ls(url: &SiftUrl, config: sift::Config, json: bool) -> anyhow::Result<()> {
-    let connection = session::connect(url, config)?;
+fn ls(url: &SiftUrl, dial: Dial, json: bool) -> anyhow::Result<()> {
+    let connection = dial.connect(url)?;
     let entries = connection
         .open_bi()
         .map_err(anyhow::Error::new)
@@ -256,7 +306,7 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
 
 fn perf(
     url: &SiftUrl,
-    config: sift::Config,
+    dial: Dial,
     time: f64,
     interval: f64,
     ndjson: bool,
@@ -271,7 +321,7 @@ fn perf(
         duration: seconds(time, "-t")?,
         interval: seconds(interval, "-i")?,
     };
-    let connection = session::connect(url, config)?;
+    let connection = dial.connect(url)?;
     let mut stdout = std::io::stdout();
     if !ndjson {
         let _ = writeln!(

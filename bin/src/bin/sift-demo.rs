@@ -13,11 +13,14 @@ use clap::Parser;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift::blocking::Listener;
+use sift::conn::Protection;
+use sift::crypto::{ServerIdentity, TlsConfig};
 use sift::sim::link::LinkConfig;
-use sift_bin::cli::common::{self, OnOff, NULL_PROTECTION_WARNING};
+use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::relay::Relay;
 use sift_bin::cli::server_loop;
 use sift_bin::cli::session::{self, CLOSE_DONE};
+use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::SiftUrl;
 use sift_bin::transfer::{FileServer, Root};
 use sift_cc::CcConfig;
@@ -37,8 +40,9 @@ const DEFAULT_LINK: &str = "delay 25ms rate 20mbit loss 1% corrupt 1%";
 ///
 /// Starts a sift-server on a temporary directory, a UDP relay that delays,
 /// drops and corrupts datagrams in both directions, and a client that
-/// downloads the file through the relay and checks its SHA-256. Null
-/// protection only: nothing leaves this machine.
+/// downloads the file through the relay and checks its SHA-256. TLS 1.3
+/// with a throwaway self-signed certificate the client pins; nothing is
+/// written to the state directory.
 #[derive(Parser, Debug)]
 #[command(name = "sift-demo", version, after_help = EXAMPLES)]
 struct Args {
@@ -86,9 +90,6 @@ impl Drop for ScratchDir {
 
 fn run(args: Args) -> anyhow::Result<()> {
     common::init_logging(args.verbose);
-    // Everything stays on loopback inside this process, so the demo needs
-    // no --insecure-null-crypto; it still says what it runs on.
-    eprintln!("{NULL_PROTECTION_WARNING}");
     let link =
         LinkConfig::from_netem(&args.link).with_context(|| format!("--link {:?}", args.link))?;
     link.validate()
@@ -103,7 +104,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     write_generated_file(&served.join("demo.bin"), args.size, args.seed)?;
 
     let cc_name = args.cc.name();
-    let config = common::transport_config(args.cc, args.corruption_notices);
+    let config = common::transport_config(Protection::Tls, args.cc, args.corruption_notices);
+    let identity =
+        ServerIdentity::self_signed(&["localhost"]).context("making the server's certificate")?;
+    let trust = ClientTrust::pinned(identity.fingerprint());
+    let server_config = sift::Config {
+        tls: TlsConfig::server(identity),
+        ..config.clone()
+    };
     let loopback: IpAddr = if args.ipv6 {
         if !sift::io::ipv6_loopback_available() {
             anyhow::bail!("--ipv6: this host has no IPv6 loopback (::1)");
@@ -112,7 +120,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Ipv4Addr::LOCALHOST.into()
     };
-    let listener = Listener::bind(SocketAddr::new(loopback, 0), config.clone())
+    let listener = Listener::bind(SocketAddr::new(loopback, 0), server_config)
         .context("starting the server")?;
     let server_addr = listener.local_addr();
     let files = Arc::new(FileServer::new(Root::new(&served)?));
@@ -130,7 +138,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 
     if !args.json {
         println!(
-            "sift demo: {} through \"{}\" each way on {loopback}; cc {cc_name}, corruption notices {}",
+            "sift demo: {} through \"{}\" each way on {loopback}; TLS 1.3, cc {cc_name}, corruption notices {}",
             sift_bin::cli::format::bytes(args.size),
             link.to_netem(),
             if args.corruption_notices.enabled() {
@@ -145,7 +153,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         port: relay_addr.port(),
         path: "demo.bin".into(),
     };
-    let connection = session::connect(&url, config)?;
+    let connection = session::connect(&url, config, &trust)?;
     let report = session::download(
         &connection,
         "demo.bin",

@@ -10,30 +10,39 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use sift::blocking::{Listener, SiftIoError};
+use sift::conn::Protection;
+use sift::crypto::TlsConfig;
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::server_loop;
+use sift_bin::cli::state::{self, IdentitySource};
 use sift_bin::transfer::{FileServer, Root};
 use sift_cc::CcConfig;
 
 const EXAMPLES: &str = "\
 Examples:
   # Serve ./files on port 4433 of every interface, IPv6 and IPv4 (dual-stack [::]:4433):
-  sift-server --root ./files --insecure-null-crypto
+  sift-server --root ./files
 
   # IPv4 only, or IPv6 loopback only:
-  sift-server --listen 0.0.0.0:4433 --root ./files --insecure-null-crypto
-  sift-server --listen [::1]:4433 --root ./files --insecure-null-crypto
+  sift-server --listen 0.0.0.0:4433 --root ./files
+  sift-server --listen [::1]:4433 --root ./files
 
   # Loopback only, Veno, corruption notices off (the \"no HACK\" baseline):
   sift-server --listen 127.0.0.1:4433 --root /srv/data --cc veno \\
-      --corruption-notices off --insecure-null-crypto
+      --corruption-notices off
 
   # Clients may ask for BBR or Westwood-A for their downloads, nothing else:
-  sift-server --listen 127.0.0.1:4433 --root ./files --accept-cc bbr,westwood-a \
-      --insecure-null-crypto
+  sift-server --listen 127.0.0.1:4433 --root ./files --accept-cc bbr,westwood-a
 
   # Port 0 picks a free port; the \"listening on\" line names it:
-  sift-server --listen 127.0.0.1:0 --root . --insecure-null-crypto -v";
+  sift-server --listen 127.0.0.1:0 --root . -v
+
+  # A certificate of your own (e.g. from your CA) instead of the self-signed one:
+  sift-server --root ./files --cert server.pem --key server-key.pem
+
+On first run the server makes a self-signed certificate (rcgen, Ed25519) in
+its state directory and prints its SHA-256 fingerprint at every start;
+clients remember it on first contact, or take it with --pin.";
 
 /// Serve the files under a directory over sift.
 ///
@@ -66,8 +75,19 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
-    /// Run with Null protection: no encryption, no authentication. Required
-    /// until TLS lands.
+    /// Where the server keeps its certificate and key (default:
+    /// $XDG_DATA_HOME/sift or ~/.local/share/sift).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Present this certificate chain (PEM) instead of the state
+    /// directory's self-signed one; needs --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    /// The private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
+    /// INSECURE: Null protection — no encryption, no authentication, for
+    /// experiments. Clients must use it too.
     #[arg(long)]
     insecure_null_crypto: bool,
     /// Most clients connected at once; more get no answer until one leaves.
@@ -85,7 +105,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     common::init_logging(args.verbose);
-    common::require_insecure_null_crypto(args.insecure_null_crypto)?;
+    let protection = common::protection(args.insecure_null_crypto);
     if args.max_clients == 0 {
         anyhow::bail!("--max-clients must be at least 1");
     }
@@ -97,7 +117,19 @@ fn run(args: Args) -> anyhow::Result<()> {
         let names = accepted.iter().map(|cc| cc.name().to_string()).collect();
         files = files.accepting_controllers(names);
     }
-    let config = common::transport_config(args.cc, args.corruption_notices);
+    let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
+    if protection == Protection::Tls {
+        let state = state::state_dir(args.state_dir.as_deref())?;
+        let given = args.cert.as_deref().zip(args.key.as_deref());
+        let (identity, source) = state::server_identity(&state, given)?;
+        let origin = match source {
+            IdentitySource::Created => format!("new, saved in {}", state.display()),
+            IdentitySource::Loaded => format!("from {}", state.display()),
+            IdentitySource::Given => "from --cert".to_string(),
+        };
+        println!("identity {} ({origin})", identity.fingerprint());
+        config.tls = TlsConfig::server(identity);
+    }
     let listener = listen(args.listen, config, args.max_clients)?;
     println!(
         "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",

@@ -1,27 +1,26 @@
-//! What every sift tool does the same way: the Null-protection gate and
-//! warning, `--cc` and `--corruption-notices`, logging, and turning an
-//! error into one line and an exit code.
+//! What every sift tool does the same way: the protection choice (TLS, or
+//! Null with a loud warning), `--cc` and `--corruption-notices`, logging,
+//! and turning an error into one line and an exit code.
 
 use std::process::ExitCode;
 use std::str::FromStr;
 
+use sift::conn::Protection;
 use sift_cc::CcConfig;
 
 /// Printed to stderr by every tool that opens an unprotected connection.
 pub const NULL_PROTECTION_WARNING: &str =
-    "warning: Null protection: no encryption, no authentication — for experiments only";
+    "warning: --insecure-null-crypto: Null protection, no encryption, no authentication — for experiments only; the peer must use it too";
 
-/// Refuses to run without `--insecure-null-crypto`, and warns loudly with it.
-/// TLS is not implemented yet, so Null protection is the only choice; the
-/// flag makes the user say they know.
-pub fn require_insecure_null_crypto(acknowledged: bool) -> anyhow::Result<()> {
-    if !acknowledged {
-        anyhow::bail!(
-            "refusing to start: only Null protection is available (no encryption, no authentication); pass --insecure-null-crypto to run anyway"
-        );
+/// The protection a tool runs with: TLS 1.3, or Null when the user passed
+/// `--insecure-null-crypto` (which prints the warning).
+pub fn protection(insecure_null_crypto: bool) -> Protection {
+    if insecure_null_crypto {
+        eprintln!("{NULL_PROTECTION_WARNING}");
+        Protection::Null
+    } else {
+        Protection::Tls
     }
-    eprintln!("{NULL_PROTECTION_WARNING}");
-    Ok(())
 }
 
 /// `on` / `off` for a boolean option.
@@ -44,10 +43,16 @@ pub fn parse_cc(name: &str) -> Result<CcConfig, String> {
     CcConfig::from_str(name).map_err(|e| e.to_string())
 }
 
-/// A transport configuration for a tool: Null protection, the chosen
-/// controller and corruption-notice offer, library defaults otherwise.
-pub fn transport_config(cc: CcConfig, corruption_notices: OnOff) -> sift::Config {
+/// A transport configuration for a tool: the protection, controller and
+/// corruption-notice offer chosen, library defaults otherwise. TLS
+/// identity and trust are added by the tool.
+pub fn transport_config(
+    protection: Protection,
+    cc: CcConfig,
+    corruption_notices: OnOff,
+) -> sift::Config {
     sift::Config {
+        protection,
         cc,
         corruption_notices: corruption_notices.enabled(),
         ..sift::Config::default()
@@ -144,9 +149,8 @@ mod tests {
     }
 
     #[test]
-    fn null_protection_needs_the_flag() {
-        let refusal = require_insecure_null_crypto(false).unwrap_err().to_string();
-        assert!(refusal.contains("--insecure-null-crypto"));
-        assert!(require_insecure_null_crypto(true).is_ok());
+    fn null_protection_only_with_the_flag() {
+        assert_eq!(protection(false), Protection::Tls);
+        assert_eq!(protection(true), Protection::Null);
     }
 }

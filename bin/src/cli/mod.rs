@@ -13,5 +13,7 @@ pub mod relay;
 pub mod report;
 pub mod server_loop;
 pub mod session;
+pub mod state;
 pub mod stream;
+pub mod trust;
 pub mod url;

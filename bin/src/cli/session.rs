@@ -9,6 +9,7 @@ use sift::blocking::{self, BlockingConnection, SiftIoError};
 use super::interrupt;
 use super::progress::Progress;
 use super::report::{FlowReport, Transfer};
+use super::trust::ClientTrust;
 use super::url::SiftUrl;
 use crate::transfer::client;
 use crate::transfer::part_file::download_part_path;
@@ -17,17 +18,32 @@ use crate::transfer::SenderReport;
 /// Application close code for a client that is done.
 pub const CLOSE_DONE: u64 = 0;
 
-/// Connects to the URL's server, waiting at most the handshake timeout.
-pub fn connect(url: &SiftUrl, config: sift::Config) -> anyhow::Result<BlockingConnection> {
+/// Connects to the URL's server, waiting at most the handshake timeout,
+/// and checks its certificate by `trust` (TLS). A refused certificate is
+/// one line saying why; a first contact is remembered.
+pub fn connect(
+    url: &SiftUrl,
+    config: sift::Config,
+    trust: &ClientTrust,
+) -> anyhow::Result<BlockingConnection> {
     let remote = url.resolve()?;
-    blocking::connect(remote, config).map_err(|e| match e {
+    let tls = config.protection == sift::conn::Protection::Tls;
+    let config = if tls { trust.apply(config) } else { config };
+    let connection = blocking::connect(remote, config).map_err(|e| match e {
+        _ if trust.refusal().is_some() => {
+            anyhow::anyhow!("{}", trust.refusal().unwrap_or_default())
+        }
         SiftIoError::Timeout { after, .. } => anyhow::anyhow!(
             "no answer from {} within {}s",
             url.authority(),
             after.as_secs().max(1)
         ),
         other => anyhow::Error::new(other).context(format!("connecting to {}", url.authority())),
-    })
+    })?;
+    if tls {
+        trust.on_connected()?;
+    }
+    Ok(connection)
 }
 
 /// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked, and

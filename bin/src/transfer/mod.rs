@@ -25,7 +25,7 @@ pub mod request;
 pub mod response;
 pub mod server;
 #[cfg(test)]
-mod test_dir;
+pub(crate) mod test_dir;
 
 pub use client::{ClientError, GetOutcome, PutOutcome};
 pub use confine::{PathError, Root};

@@ -252,10 +252,10 @@ mod tests {
 
     #[test]
     fn every_status_byte_round_trips() {
-        for byte in 0..=7u8 {
+        for byte in 0..=8u8 {
             assert_eq!(Status::from_byte(byte).unwrap() as u8, byte);
         }
-        assert_eq!(Status::from_byte(8), None);
+        assert_eq!(Status::from_byte(9), None);
     }
 
     #[test]

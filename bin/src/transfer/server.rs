@@ -226,10 +226,14 @@ impl FileServer {
         let (bytes, status, detail) = match outcome {
             Ok(bytes) => (bytes, Some(Status::Ok), String::new()),
             Err(Failure::Answer(status, message)) => {
-                let answered = send_response(stream, &Response::error(status, message.clone()))
-                    .and_then(|_| stream.finish().map_err(|e| Failure::Broken(e.to_string())));
-                match answered {
-                    Ok(()) => (0, Some(status), message),
+                // The refusal is the outcome once it is written: a client
+                // that read it closes at once, which may overtake the
+                // acknowledgement `finish` waits for.
+                match send_response(stream, &Response::error(status, message.clone())) {
+                    Ok(()) => {
+                        let _ = stream.finish();
+                        (0, Some(status), message)
+                    }
                     Err(_) => (0, None, message),
                 }
             }

@@ -86,7 +86,7 @@ pub fn line_channel(pipe: impl std::io::Read + Send + 'static) -> Receiver<Strin
 pub fn wait_for_line(
     lines: &Receiver<String>,
     what: &str,
-    wanted: impl Fn(&str) -> bool,
+    mut wanted: impl FnMut(&str) -> bool,
 ) -> String {
     let deadline = Instant::now() + EVENT_TIMEOUT;
     loop {
@@ -121,6 +121,7 @@ pub fn ipv6_or_skip(test: &str) -> Option<IpAddr> {
 /// Makes two tests of `fn NAME(loopback: IpAddr)`: `NAME::ipv4` on
 /// 127.0.0.1 and `NAME::ipv6` on ::1 (skipped with one line on a host
 /// without IPv6).
+#[allow(unused_macros)] // not every test binary runs on both
 macro_rules! on_both_loopbacks {
     ($name:ident) => {
         mod $name {
@@ -139,6 +140,7 @@ macro_rules! on_both_loopbacks {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use on_both_loopbacks;
 
 /// A free port on `loopback`, for a binary's `--listen` (`[::1]:0`).
@@ -152,34 +154,56 @@ pub struct Server {
     pub addr: SocketAddr,
     /// The "listening on" line up to its parenthesis: the address(es).
     pub listening: String,
+    /// The fingerprint the server printed (`SHA256:…`); empty under Null.
+    pub fingerprint: String,
     /// Transfer lines printed after "listening on".
     pub lines: Receiver<String>,
+    /// What it prints on stderr (warnings), line by line.
+    pub stderr: Receiver<String>,
+    /// Its own state directory (certificate and key) if the test gave
+    /// none, removed on drop.
+    state: Option<TestDir>,
 }
 
 impl Server {
-    /// Starts a server on a free IPv4 loopback port serving `root`.
+    /// Starts a TLS server on a free IPv4 loopback port serving `root`,
+    /// with a state directory of its own (never the user's).
     pub fn start(root: &Path, extra: &[&str]) -> Self {
         Self::start_on(IPV4, root, extra)
     }
 
-    /// Starts a server on a free port of `address` (a loopback, or `::`
-    /// for dual-stack) serving `root`.
+    /// Like [`Server::start`], on a free port of `address` (a loopback, or
+    /// `::` for dual-stack).
     pub fn start_on(address: IpAddr, root: &Path, extra: &[&str]) -> Self {
+        let state = TestDir::new("server-state");
+        let mut server = Self::launch(address, root, extra, state.path());
+        server.state = Some(state);
+        server
+    }
+
+    /// Like [`Server::start`], keeping its identity in `state`.
+    pub fn start_in(root: &Path, extra: &[&str], state: &Path) -> Self {
+        Self::launch(IPV4, root, extra, state)
+    }
+
+    fn launch(address: IpAddr, root: &Path, extra: &[&str], state: &Path) -> Self {
         let mut child = Command::new(SERVER)
-            .args([
-                "--listen",
-                &any_port(address),
-                "--insecure-null-crypto",
-                "--root",
-            ])
+            .args(["--listen", &any_port(address), "--state-dir"])
+            .arg(state)
+            .arg("--root")
             .arg(root)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start sift-server");
         let lines = line_channel(child.stdout.take().unwrap());
+        let stderr = line_channel(child.stderr.take().unwrap());
+        let mut fingerprint = String::new();
         let listening = wait_for_line(&lines, "\"listening on\" line", |l| {
+            if let Some(rest) = l.strip_prefix("identity ") {
+                fingerprint = rest.split_whitespace().next().unwrap_or_default().into();
+            }
             l.starts_with("listening on ")
         });
         let addr = listening
@@ -192,8 +216,16 @@ impl Server {
             child,
             addr,
             listening,
+            fingerprint,
             lines,
+            stderr,
+            state: None,
         }
+    }
+
+    /// `--pin=SHA256:…` for a client of this server.
+    pub fn pin(&self) -> String {
+        format!("--pin={}", self.fingerprint)
     }
 
     /// `sift://ADDR/PATH`.
@@ -262,6 +294,10 @@ pub fn expect_success(output: &Output) -> String {
     stdout_of(output)
 }
 
+/// A client flag that keeps a test away from the user's known-hosts file,
+/// for runs that never reach a server.
+pub const NO_KNOWN_HOSTS: &str = "--known-hosts=/nonexistent/sift-test/known_hosts";
+
 /// Asserts failure with exactly one error line (after the Null warning)
 /// and returns it.
 pub fn expect_one_line_error(output: &Output) -> String {
@@ -273,7 +309,7 @@ pub fn expect_one_line_error(output: &Output) -> String {
     let stderr = stderr_of(output);
     let lines: Vec<&str> = stderr
         .lines()
-        .filter(|l| !l.starts_with("warning: Null protection"))
+        .filter(|l| !l.starts_with("warning: --insecure-null-crypto"))
         .filter(|l| !l.trim().is_empty())
         .collect();
     assert_eq!(lines.len(), 1, "one error line expected, got:\n{stderr}");

@@ -1072,10 +1072,10 @@ impl CongestionControl for Bbr {
                     self.enter_startup();
                 }
             }
-            Some(BbrState::ProbeBwUp) if self.state != BbrState::ProbeBwUp => {
-                if self.state != BbrState::ProbeRtt {
-                    self.start_probe_bw_refill();
-                }
+            Some(BbrState::ProbeBwUp)
+                if self.state != BbrState::ProbeBwUp && self.state != BbrState::ProbeRtt =>
+            {
+                self.start_probe_bw_refill();
             }
             _ => {}
         }

@@ -13,6 +13,7 @@ pub mod frames;
 pub mod header;
 pub mod netem_spec;
 pub mod packet_open;
+pub mod packet_open_tls;
 pub mod recv_datagram;
 pub mod stream_ops;
 pub mod transport_params;
@@ -73,6 +74,11 @@ pub const ALL: &[Target] = &[
         seeds: packet_open::seeds,
     },
     Target {
+        name: "packet_open_tls",
+        run: packet_open_tls::run,
+        seeds: packet_open_tls::seeds,
+    },
+    Target {
         name: "recv_datagram_client",
         run: recv_datagram::run_client,
         seeds: recv_datagram::seeds_client,
@@ -81,6 +87,16 @@ pub const ALL: &[Target] = &[
         name: "recv_datagram_server",
         run: recv_datagram::run_server,
         seeds: recv_datagram::seeds_server,
+    },
+    Target {
+        name: "recv_datagram_tls_client",
+        run: recv_datagram::run_tls_client,
+        seeds: recv_datagram::seeds_tls_client,
+    },
+    Target {
+        name: "recv_datagram_tls_server",
+        run: recv_datagram::run_tls_server,
+        seeds: recv_datagram::seeds_tls_server,
     },
     Target {
         name: "ack_corrupted",

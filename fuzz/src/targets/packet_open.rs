@@ -27,7 +27,7 @@
 //! count, so both guarantees carry over. An even number of four or more
 //! changed bits can collide; the fuzzer may find one, and that is allowed.
 
-use sift::crypto::{open_packet, seal_packet, NullProtection, OpenError};
+use sift::crypto::{open_packet, seal_packet, NullProtection, OpenError, PacketProtection};
 use sift::wire::{
     decode_packet_number, parse_header, ConnectionId, Header, PacketType, HEADER_TAG_LEN,
     MAX_CID_LEN, SHORT_HEADER_DCID_LEN, VARINT_MAX, VERSION,
@@ -58,7 +58,8 @@ pub struct Flip {
 impl Flip {
     const FROM_END: u16 = 0x8000;
 
-    fn byte_index(self, packet_len: usize) -> usize {
+    /// The byte this flip lands on in a packet of `packet_len` bytes.
+    pub fn byte_index(self, packet_len: usize) -> usize {
         let offset = usize::from(self.position & !Self::FROM_END) % packet_len;
         if self.position & Self::FROM_END != 0 {
             packet_len - 1 - offset
@@ -67,7 +68,8 @@ impl Flip {
         }
     }
 
-    fn mask(self) -> u8 {
+    /// The bit it flips.
+    pub fn mask(self) -> u8 {
         1 << (self.bit & 7)
     }
 }
@@ -187,7 +189,8 @@ impl Input {
         out
     }
 
-    fn header(&self) -> Header<'_> {
+    /// The header to seal.
+    pub fn header(&self) -> Header<'_> {
         Header {
             ty: self.ty,
             version: VERSION,
@@ -207,12 +210,14 @@ impl Input {
 
 /// What happened to a received packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Outcome {
+pub enum Outcome {
     /// Both tags verified; the frames.
     Opened(Vec<u8>),
     /// `parse_header` rejected the bytes.
     Unparsable,
+    /// The header tag did not verify.
     HeaderCorrupt,
+    /// The header verified, the payload tag did not.
     PayloadCorrupt,
     /// The header verified but the packet has not the shape it describes.
     Malformed,
@@ -224,7 +229,8 @@ pub fn run(data: &[u8]) {
     let input = Input::decode(data);
     let header = input.header();
     let mut packet = Vec::new();
-    seal_packet(&header, &input.frames, &NullProtection, &mut packet);
+    seal_packet(&header, &input.frames, &NullProtection, &mut packet)
+        .expect("Null seals any packet");
     let sealed = parse_header(&packet).expect("a sealed packet parses");
     assert_eq!(sealed.packet_len, packet.len());
 
@@ -317,6 +323,15 @@ fn detectable(changed_bits: u32) -> bool {
 /// What a receiver does: parse, recover the packet number against the one
 /// before the sealed packet's, open.
 fn receive(datagram: &[u8], sealed_packet_number: u64) -> Outcome {
+    receive_with(datagram, sealed_packet_number, &NullProtection)
+}
+
+/// [`receive`] under any keys.
+pub fn receive_with(
+    datagram: &[u8],
+    sealed_packet_number: u64,
+    keys: &dyn PacketProtection,
+) -> Outcome {
     let mut buffer = datagram.to_vec();
     let Ok(parsed) = parse_header(&buffer) else {
         return Outcome::Unparsable;
@@ -324,7 +339,7 @@ fn receive(datagram: &[u8], sealed_packet_number: u64) -> Outcome {
     let parsed = parsed.without_token();
     let packet_number =
         decode_packet_number(sealed_packet_number.checked_sub(1), parsed.truncated_pn);
-    match open_packet(&parsed, packet_number, &mut buffer, &NullProtection) {
+    match open_packet(&parsed, packet_number, &mut buffer, keys) {
         Ok(frames) => Outcome::Opened(frames.to_vec()),
         Err(OpenError::HeaderCorrupt) => Outcome::HeaderCorrupt,
         Err(OpenError::PayloadCorrupt) => Outcome::PayloadCorrupt,

@@ -1,15 +1,24 @@
-//! `recv_datagram_client` and `recv_datagram_server`: one datagram fed to
-//! [`Connection::recv`] of a client or of a server, at one of four points of
-//! a real in-memory connection (fixed `rng_seed`s, a fixed `Instant` base,
-//! so every input replays the same way), then a few rounds of `send`,
-//! `timeout` and `on_timeout` on both ends with the datagrams delivered.
+//! `recv_datagram_client` and `recv_datagram_server` (Null protection),
+//! `recv_datagram_tls_client` and `recv_datagram_tls_server` (TLS 1.3): one
+//! datagram fed to [`Connection::recv`] of a client or of a server, at one
+//! of four points of a real in-memory connection (fixed `rng_seed`s, a
+//! fixed `Instant` base), then a few rounds of `send`, `timeout` and
+//! `on_timeout` on both ends with the datagrams delivered.
 //!
 //! Input layout: `control(1)` then the rest. `control` bits 0-1 pick the
 //! phase ([`Phase`]); bit 2 picks the mode: clear, the rest is the datagram
 //! as is; set, the rest is `packet_number(4, big-endian) frames` and the
 //! target seals a packet of type bits 3-4 (0 Initial, 1 Handshake, 2 and 3
-//! 1-RTT) with Null protection and the right connection IDs, so frames
-//! reach the frame handlers instead of stopping at the CRC.
+//! 1-RTT) with the right connection IDs, so frames reach the frame handlers
+//! instead of stopping at the tags. Null mode seals every type validly.
+//! TLS mode seals with the Initial keys anyone can derive from the client's
+//! first destination ID (a server that has heard nothing yet gets a packet
+//! addressed to that ID, as from the real client), so sealed Initial CRYPTO
+//! frames reach rustls's
+//! handshake parser (a fuzzed ClientHello or ServerHello); Handshake and
+//! 1-RTT keys are secret and random, so those packets exercise the AEAD
+//! rejection path. Under TLS the handshake's randomness changes ciphertext
+//! from run to run, never the path an input takes.
 //!
 //! Invariants: nothing panics; counters never go down; a datagram adds its
 //! length to `bytes_received` or nothing, and accounts for no more packets
@@ -22,7 +31,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use sift::crypto::{open_packet, seal_packet, NullProtection};
+use sift::conn::Protection;
+use sift::crypto::tls::initial_protection;
+use sift::crypto::{open_packet, seal_packet, NullProtection, PacketProtection};
 use sift::wire::{
     decode_packet_number, parse_frames, parse_header, ConnectionId, Header, PacketType, VERSION,
 };
@@ -108,34 +119,42 @@ struct Pair {
     sent_log: Vec<(Side, Phase, Vec<u8>)>,
     phase: Phase,
     send_buffer: Vec<u8>,
+    protection: Protection,
+    /// The client's first destination ID: the Initial keys' input.
+    client_dcid: Option<Vec<u8>>,
 }
 
-fn config(rng_seed: u64) -> Config {
+fn config(rng_seed: u64, protection: Protection) -> Config {
     Config {
         rng_seed,
+        protection,
+        tls: sift::crypto::tls::process_loopback_config(),
         ..Config::default()
     }
 }
 
 impl Pair {
-    fn new() -> Self {
+    fn new(protection: Protection) -> Self {
         let now = base_instant();
+        let (client, server) = (config(1, protection), config(2, protection));
         Self {
-            client: Connection::connect(config(1), client_addr(), server_addr(), now)
+            client: Connection::connect(client, client_addr(), server_addr(), now)
                 .expect("the default config is valid"),
-            server: Connection::accept(config(2), server_addr(), client_addr(), now)
+            server: Connection::accept(server, server_addr(), client_addr(), now)
                 .expect("the default config is valid"),
             now,
             in_flight: Vec::new(),
             sent_log: Vec::new(),
             phase: Phase::Fresh,
             send_buffer: vec![0u8; SEND_BUFFER],
+            protection,
+            client_dcid: None,
         }
     }
 
     /// A pair at `phase`.
-    fn at(phase: Phase) -> Self {
-        let mut pair = Pair::new();
+    fn at(phase: Phase, protection: Protection) -> Self {
+        let mut pair = Pair::new(protection);
         pair.flush();
         if phase >= Phase::Handshaking {
             pair.phase = Phase::Handshaking;
@@ -180,6 +199,15 @@ impl Pair {
         pair
     }
 
+    /// The Initial keys of `side`: they seal what `side` sends and open
+    /// what the other side sent (Null: the CRC, any packet).
+    fn initial_keys(&self, side: Side) -> Box<dyn PacketProtection> {
+        match (self.protection, &self.client_dcid) {
+            (Protection::Tls, Some(dcid)) => Box::new(initial_protection(dcid, side)),
+            _ => Box::new(NullProtection),
+        }
+    }
+
     fn conn(&mut self, side: Side) -> &mut Connection {
         match side {
             Side::Client => &mut self.client,
@@ -205,7 +233,13 @@ impl Pair {
                     .get(..len)
                     .expect("send writes inside the buffer")
                     .to_vec();
-                check_sent_datagram(side, &bytes, &before, &after);
+                if side == Side::Client && self.client_dcid.is_none() {
+                    let first = parse_header(&bytes).expect("the client's first packet parses");
+                    self.client_dcid = Some(first.dcid.as_slice().to_vec());
+                }
+                // The receiving side's keys open what `side` sent.
+                let initial_keys = self.initial_keys(other(side));
+                check_sent_datagram(side, &bytes, &before, &after, &*initial_keys);
                 assert_eq!(info.at, now, "sift paces by withholding, not by dating");
                 self.sent_log.push((side, self.phase, bytes.clone()));
                 self.in_flight.push(InFlight {
@@ -323,8 +357,15 @@ fn check_counters(before: &Stats, after: &Stats) {
     assert!(after.cwnd > 0, "a zero congestion window");
 }
 
-/// A datagram `side` just sent is well formed and counted exactly.
-fn check_sent_datagram(side: Side, datagram: &[u8], before: &Stats, after: &Stats) {
+/// A datagram `side` just sent is well formed and counted exactly. Under
+/// TLS only its Initial packets can be opened from outside.
+fn check_sent_datagram(
+    side: Side,
+    datagram: &[u8],
+    before: &Stats,
+    after: &Stats,
+    initial_keys: &dyn PacketProtection,
+) {
     check_counters(before, after);
     assert!(!datagram.is_empty(), "{side:?} sent an empty datagram");
     assert!(
@@ -340,11 +381,15 @@ fn check_sent_datagram(side: Side, datagram: &[u8], before: &Stats, after: &Stat
             .unwrap_or_else(|e| panic!("{side:?} sent a packet that does not parse: {e}"))
             .without_token();
         let packet_number = decode_packet_number(None, parsed.truncated_pn);
-        let frames = open_packet(&parsed, packet_number, &mut rest, &NullProtection)
-            .unwrap_or_else(|e| panic!("{side:?} sent a packet that does not open: {e}"));
-        for frame in parse_frames(frames) {
-            if let Err(e) = frame {
-                panic!("{side:?} sent a malformed frame: {e}");
+        let openable = initial_keys.payload_tag_len() == NullProtection.payload_tag_len()
+            || parsed.ty == PacketType::Initial;
+        if openable {
+            let frames = open_packet(&parsed, packet_number, &mut rest, initial_keys)
+                .unwrap_or_else(|e| panic!("{side:?} sent a packet that does not open: {e}"));
+            for frame in parse_frames(frames) {
+                if let Err(e) = frame {
+                    panic!("{side:?} sent a malformed frame: {e}");
+                }
             }
         }
         rest.drain(..parsed.packet_len);
@@ -366,7 +411,15 @@ fn datagram_for(pair: &mut Pair, victim: Side, control: u8, rest: &[u8]) -> Vec<
         1 => PacketType::Handshake,
         _ => PacketType::OneRtt,
     };
-    let dcid = pair.conn(victim).local_cid();
+    // A TLS server that has heard nothing takes its Initial keys from the
+    // first packet's destination ID: use the real client's, so the keys the
+    // server derives are the ones everyone else uses.
+    let fresh_tls_server =
+        pair.protection == Protection::Tls && victim == Side::Server && pair.phase == Phase::Fresh;
+    let dcid = match (&pair.client_dcid, fresh_tls_server) {
+        (Some(original), true) => ConnectionId::new(original).expect("a sent DCID is valid"),
+        _ => pair.conn(victim).local_cid(),
+    };
     let scid = pair.conn(other(victim)).local_cid();
     let header = Header {
         ty,
@@ -382,17 +435,18 @@ fn datagram_for(pair: &mut Pair, victim: Side, control: u8, rest: &[u8]) -> Vec<
         payload_len: 0,
         key_phase: false,
     };
+    let keys = pair.initial_keys(other(victim));
     let mut datagram = Vec::new();
-    seal_packet(&header, frames, &NullProtection, &mut datagram);
+    seal_packet(&header, frames, &*keys, &mut datagram).expect("a datagram-sized packet seals");
     datagram
 }
 
-fn run(victim: Side, data: &[u8]) {
+fn run(victim: Side, protection: Protection, data: &[u8]) {
     let Some((&control, rest)) = data.split_first() else {
         return;
     };
     let phase = Phase::ALL[usize::from(control & 0b11)];
-    let mut pair = Pair::at(phase);
+    let mut pair = Pair::at(phase, protection);
     let mut datagram = datagram_for(&mut pair, victim, control, rest);
     let now = pair.now;
     let from = match victim {
@@ -407,22 +461,32 @@ fn run(victim: Side, data: &[u8]) {
     }
 }
 
-/// Feeds `data` to a client.
+/// Feeds `data` to a client (Null protection).
 pub fn run_client(data: &[u8]) {
-    run(Side::Client, data);
+    run(Side::Client, Protection::Null, data);
 }
 
-/// Feeds `data` to a server.
+/// Feeds `data` to a server (Null protection).
 pub fn run_server(data: &[u8]) {
-    run(Side::Server, data);
+    run(Side::Server, Protection::Null, data);
+}
+
+/// Feeds `data` to a TLS client.
+pub fn run_tls_client(data: &[u8]) {
+    run(Side::Client, Protection::Tls, data);
+}
+
+/// Feeds `data` to a TLS server.
+pub fn run_tls_server(data: &[u8]) {
+    run(Side::Server, Protection::Tls, data);
 }
 
 /// Datagrams the real peer sent at each phase, as they were (control byte
 /// with the phase they were sent in), and one sealed 1-RTT packet per frame
 /// seed once streaming, plus a CRYPTO frame in an Initial at the start.
-fn seeds_for(victim: Side) -> Vec<Seed> {
+fn seeds_for(victim: Side, protection: Protection) -> Vec<Seed> {
     let mut seeds = Vec::new();
-    let pair = Pair::at(Phase::Streaming);
+    let pair = Pair::at(Phase::Streaming, protection);
     let mut per_phase = [0usize; 4];
     for (sender, phase, bytes) in &pair.sent_log {
         let count = &mut per_phase[usize::from(phase.control_bits())];
@@ -452,10 +516,47 @@ fn seeds_for(victim: Side) -> Vec<Seed> {
 
 /// Seeds for `recv_datagram_client`.
 pub fn seeds_client() -> Vec<Seed> {
-    seeds_for(Side::Client)
+    seeds_for(Side::Client, Protection::Null)
 }
 
 /// Seeds for `recv_datagram_server`.
 pub fn seeds_server() -> Vec<Seed> {
-    seeds_for(Side::Server)
+    seeds_for(Side::Server, Protection::Null)
+}
+
+/// Seeds for `recv_datagram_tls_client`.
+pub fn seeds_tls_client() -> Vec<Seed> {
+    seeds_for(Side::Client, Protection::Tls)
+}
+
+/// Seeds for `recv_datagram_tls_server`, plus a real ClientHello as a
+/// sealed CRYPTO frame in a fresh server's first Initial.
+pub fn seeds_tls_server() -> Vec<Seed> {
+    let mut seeds = seeds_for(Side::Server, Protection::Tls);
+    if let Some(hello) = first_crypto_frame(Protection::Tls) {
+        let mut input = vec![CONTROL_SEAL | Phase::Fresh.control_bits()];
+        input.extend_from_slice(&0u32.to_be_bytes());
+        input.extend_from_slice(&hello);
+        seeds.push(Seed::new("sealed-initial-client-hello", input));
+    }
+    seeds
+}
+
+/// The CRYPTO frame of the client's first Initial, re-encoded.
+fn first_crypto_frame(protection: Protection) -> Option<Vec<u8>> {
+    let mut pair = Pair::new(protection);
+    pair.flush();
+    let (_, _, datagram) = pair.sent_log.first()?;
+    let mut packet = datagram.clone();
+    let parsed = parse_header(&packet).ok()?.without_token();
+    let keys = pair.initial_keys(Side::Server);
+    let frames = open_packet(&parsed, 0, &mut packet, &*keys).ok()?;
+    parse_frames(frames)
+        .filter_map(Result::ok)
+        .find(|frame| matches!(frame, sift::wire::Frame::Crypto { .. }))
+        .map(|frame| {
+            let mut out = Vec::new();
+            frame.encode(&mut out);
+            out
+        })
 }

@@ -164,6 +164,8 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         max_datagram_size: None,
         recovery: RecoveryConfig::default(),
         idle_timeout_s: None,
+        protection: crate::sim::scenario::simulated_protection(),
+        key_update_interval: None,
     }
 }
 

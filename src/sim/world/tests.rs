@@ -309,6 +309,8 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         max_datagram_size: None,
         recovery: Default::default(),
         idle_timeout_s: None,
+        protection: crate::sim::scenario::simulated_protection(),
+        key_update_interval: None,
     }
 }
 

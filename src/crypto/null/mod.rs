@@ -2,8 +2,13 @@
 //!
 //! It detects corruption, not attacks: anyone can compute a CRC. For the
 //! simulator and experiments only; both peers must choose it.
+//! [`NullSession`] is its handshake: transport parameters in plaintext.
 
-use super::{constant_time_eq, CryptoError, PacketProtection};
+mod session;
+
+pub use session::NullSession;
+
+use super::{constant_time_eq, payload_tag_start, CryptoError, PacketProtection};
 use crate::wire::HEADER_TAG_LEN;
 
 /// Bytes of the Null payload tag: one CRC32C.
@@ -32,10 +37,17 @@ impl PacketProtection for NullProtection {
         constant_time_eq(&self.header_tag(packet_number, header), tag)
     }
 
-    fn seal_payload(&self, _packet_number: u64, header_len: usize, packet: &mut Vec<u8>) {
-        debug_assert!(packet.len() >= header_len, "packet holds its header");
-        let crc = crc32c::crc32c(packet);
-        packet.extend_from_slice(&crc.to_be_bytes());
+    fn seal_payload(
+        &self,
+        packet_number: u64,
+        header_len: usize,
+        packet: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        let covered_len = payload_tag_start(packet.len(), header_len, NULL_PAYLOAD_TAG_LEN)
+            .ok_or(CryptoError::SealFailed { packet_number })?;
+        let (covered, tag) = packet.split_at_mut(covered_len);
+        tag.copy_from_slice(&crc32c::crc32c(covered).to_be_bytes());
+        Ok(())
     }
 
     fn open_payload(
@@ -49,11 +61,8 @@ impl PacketProtection for NullProtection {
             len: packet.len(),
             needed,
         };
-        let covered_len = packet
-            .len()
-            .checked_sub(NULL_PAYLOAD_TAG_LEN)
-            .filter(|covered| *covered >= header_len)
-            .ok_or(too_short)?;
+        let covered_len =
+            payload_tag_start(packet.len(), header_len, NULL_PAYLOAD_TAG_LEN).ok_or(too_short)?;
         let (covered, tag) = packet.split_at(covered_len);
         if !constant_time_eq(&crc32c::crc32c(covered).to_be_bytes(), tag) {
             return Err(CryptoError::PayloadTagMismatch { packet_number });
@@ -90,7 +99,8 @@ mod tests {
     fn sealed_payload_opens_and_keeps_frames_in_plaintext() {
         let mut packet = b"HDR+TAG.".to_vec();
         packet.extend_from_slice(b"frames");
-        NullProtection.seal_payload(9, 8, &mut packet);
+        packet.extend_from_slice(&[0; NULL_PAYLOAD_TAG_LEN]);
+        NullProtection.seal_payload(9, 8, &mut packet).unwrap();
         assert_eq!(packet.len(), 8 + 6 + 4);
         assert_eq!(&packet[8..14], b"frames");
         assert_eq!(NullProtection.open_payload(9, 8, &mut packet), Ok(6));

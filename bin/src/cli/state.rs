@@ -1,0 +1,149 @@
+//! Where the tools keep state, and the server's identity in it.
+//!
+//! One state directory (DESIGN §1): `--state-dir`, else `$XDG_DATA_HOME/sift`,
+//! else `~/.local/share/sift`. `sift-server` keeps its certificate and key
+//! there (`server-cert.pem`, `server-key.pem`, made with rcgen on first
+//! run); `sift-client` keeps `known_hosts` there. The directory is created
+//! readable by its owner only, and the key file likewise.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use sift::crypto::ServerIdentity;
+
+/// The server's certificate chain, PEM, in the state directory.
+pub const CERT_FILE: &str = "server-cert.pem";
+/// The server's private key, PEM, in the state directory.
+pub const KEY_FILE: &str = "server-key.pem";
+/// The client's known hosts, in the state directory.
+pub const KNOWN_HOSTS_FILE: &str = "known_hosts";
+
+/// The state directory: `explicit`, or the user's data directory's `sift`.
+pub fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = explicit {
+        return Ok(dir.to_path_buf());
+    }
+    let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    if let Some(data) = non_empty("XDG_DATA_HOME") {
+        return Ok(PathBuf::from(data).join("sift"));
+    }
+    if let Some(home) = non_empty("HOME") {
+        return Ok(PathBuf::from(home).join(".local/share/sift"));
+    }
+    anyhow::bail!("no state directory: set --state-dir (neither XDG_DATA_HOME nor HOME is set)")
+}
+
+/// Creates `dir` (and parents) if needed, owner-only.
+pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create the state directory {}", dir.display()))
+}
+
+/// Where the server's identity came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdentitySource {
+    /// Made now and saved in the state directory.
+    Created,
+    /// Read from the state directory.
+    Loaded,
+    /// Read from files the user named.
+    Given,
+}
+
+/// The server's identity: from `cert`/`key` if given, else from the state
+/// directory, made there (self-signed, rcgen) on first run.
+pub fn server_identity(
+    state: &Path,
+    cert_and_key: Option<(&Path, &Path)>,
+) -> anyhow::Result<(ServerIdentity, IdentitySource)> {
+    if let Some((cert, key)) = cert_and_key {
+        return Ok((read_identity(cert, key)?, IdentitySource::Given));
+    }
+    let cert = state.join(CERT_FILE);
+    let key = state.join(KEY_FILE);
+    match (cert.exists(), key.exists()) {
+        (true, true) => Ok((read_identity(&cert, &key)?, IdentitySource::Loaded)),
+        (false, false) => {
+            create_private_dir(state)?;
+            let identity = ServerIdentity::self_signed(&["localhost"])
+                .context("cannot make a self-signed certificate")?;
+            write_new_file(&key, identity.private_key_pem().as_bytes(), 0o600)?;
+            write_new_file(&cert, identity.chain_pem().as_bytes(), 0o644)?;
+            Ok((identity, IdentitySource::Created))
+        }
+        _ => anyhow::bail!(
+            "{} holds only one of {CERT_FILE} and {KEY_FILE}: restore the other, or remove both to make a new identity (clients will see a changed key)",
+            state.display()
+        ),
+    }
+}
+
+fn read_identity(cert: &Path, key: &Path) -> anyhow::Result<ServerIdentity> {
+    let cert_pem = fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?;
+    let key_pem = fs::read(key).with_context(|| format!("cannot read {}", key.display()))?;
+    ServerIdentity::from_pem(&cert_pem, &key_pem).with_context(|| {
+        format!(
+            "cannot use the certificate {} with the key {}",
+            cert.display(),
+            key.display()
+        )
+    })
+}
+
+/// Writes a file that must not exist yet, with `mode`.
+fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::test_dir::TestDir;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn first_run_creates_an_identity_that_later_runs_reuse() {
+        let dir = TestDir::new("state-identity");
+        let state = dir.path().join("nested/state");
+        let (first, source) = server_identity(&state, None).unwrap();
+        assert_eq!(source, IdentitySource::Created);
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&state.join(KEY_FILE)), 0o600);
+        assert_eq!(mode(&state), 0o700);
+        let (again, source) = server_identity(&state, None).unwrap();
+        assert_eq!(source, IdentitySource::Loaded);
+        assert_eq!(again.fingerprint(), first.fingerprint());
+    }
+
+    #[test]
+    fn a_half_present_identity_is_an_error_not_a_new_key() {
+        let dir = TestDir::new("state-half");
+        server_identity(dir.path(), None).unwrap();
+        fs::remove_file(dir.path().join(KEY_FILE)).unwrap();
+        let error = server_identity(dir.path(), None).unwrap_err().to_string();
+        assert!(error.contains("only one of"), "{error}");
+        assert!(!dir.path().join(KEY_FILE).exists());
+    }
+
+    #[test]
+    fn explicit_state_dir_wins() {
+        assert_eq!(
+            state_dir(Some(Path::new("/x/y"))).unwrap(),
+            PathBuf::from("/x/y")
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! Which keys protect which packet: Initial keys (and the Null/TLS mismatch
+//! they reveal), and 1-RTT key phases with key update (RFC 9001 §6).
+//!
+//! Key update, as quinn does it:
+//! - The next phase's keys are derived as soon as the current ones are
+//!   installed, so a peer's update is recognised on its first packet.
+//! - A 1-RTT packet whose key-phase bit differs from ours is opened with
+//!   the previous phase's keys if it predates the first packet the peer
+//!   sent in our current phase, else with the next phase's keys; if those
+//!   open it, the peer has updated and we follow (both directions move
+//!   together, RFC 9001 §6.2).
+//! - We initiate an update after `Config::key_update_interval` packets in a
+//!   phase (a test knob) or near the cipher's confidentiality limit
+//!   (RFC 9001 §6.6), once the handshake is confirmed and a packet of the
+//!   current phase has been acknowledged (§6.1).
+//! - The previous phase's keys are kept until the next update (RFC 9001
+//!   §6.5 allows dropping them after three PTOs; keeping one old phase
+//!   costs nothing and needs no timer).
+//!
+//! The header tag is computed under the packet key, so a packet opened
+//! with the wrong phase fails its *header* check and counts as
+//! header-corrupt, as a flipped key-phase bit does in Null mode.
+
+use super::error::codes;
+use super::{Connection, Protection};
+use crate::crypto::tls::initial_protection;
+use crate::crypto::{NullProtection, PacketProtection};
+use crate::recovery::SpaceId;
+use crate::Side;
+
+/// Packets sealed before the confidentiality limit at which we update
+/// anyway, so the update completes before the limit (RFC 9001 §6.6).
+const CONFIDENTIALITY_MARGIN: u64 = 1 << 16;
+
+/// The Initial keys of `protection` for `side`, from the client's first
+/// destination connection ID.
+pub(super) fn initial_keys(
+    protection: Protection,
+    client_dcid: &[u8],
+    side: Side,
+) -> Box<dyn PacketProtection> {
+    match protection {
+        Protection::Null => Box::new(NullProtection),
+        Protection::Tls => Box::new(initial_protection(client_dcid, side)),
+    }
+}
+
+/// Which 1-RTT keys opened (or should open) a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum KeySlot {
+    Current,
+    Previous,
+    Next,
+}
+
+/// 1-RTT key-phase state beside the current keys (`Connection::keys`).
+#[derive(Debug, Default)]
+pub(super) struct KeyPhases {
+    /// The key-phase bit of the current keys.
+    pub phase: bool,
+    next: Option<Box<dyn PacketProtection>>,
+    previous: Option<Box<dyn PacketProtection>>,
+    /// The first packet number the peer sent in the current phase.
+    first_received_in_phase: Option<u64>,
+    /// The first packet number we sent in the current phase.
+    first_sent_in_phase: Option<u64>,
+    /// A packet of ours in the current phase was acknowledged.
+    current_phase_acked: bool,
+    sent_in_phase: u64,
+    /// Key updates so far, by either side.
+    pub updates: u64,
+}
+
+impl KeyPhases {
+    /// Notes a 1-RTT packet sent in the current phase.
+    pub fn on_sent(&mut self, packet_number: u64) {
+        self.sent_in_phase += 1;
+        self.first_sent_in_phase.get_or_insert(packet_number);
+    }
+
+    /// Notes an acknowledgement of 1-RTT packets up to `largest`.
+    pub fn on_acked(&mut self, largest: u64) {
+        if self
+            .first_sent_in_phase
+            .is_some_and(|first| largest >= first)
+        {
+            self.current_phase_acked = true;
+        }
+    }
+
+    /// The keys for a received packet with key-phase bit `key_phase`.
+    fn slot_for(&self, key_phase: bool, packet_number: u64) -> KeySlot {
+        if key_phase == self.phase {
+            return KeySlot::Current;
+        }
+        let predates_phase = self
+            .first_received_in_phase
+            .is_none_or(|first| packet_number < first);
+        match (&self.previous, &self.next) {
+            (Some(_), _) if predates_phase => KeySlot::Previous,
+            (_, Some(_)) => KeySlot::Next,
+            // Null mode has a single phase: let its tag check decide.
+            _ => KeySlot::Current,
+        }
+    }
+}
+
+impl Connection {
+    /// The server's Initial keys for a client's first Initial, whose header
+    /// (`header`, tag `tag`) names `client_dcid`. Our own mode's keys if
+    /// the header verifies under them. If it verifies under the *other*
+    /// mode's keys instead, the client asked for the other protection:
+    /// keep those keys just long enough to tell it so in a CONNECTION_CLOSE
+    /// it can read, and close. `None`: the header is simply damaged.
+    pub(super) fn server_initial_keys(
+        &mut self,
+        client_dcid: &[u8],
+        packet_number: u64,
+        header: &[u8],
+        tag: &[u8],
+    ) -> Option<Box<dyn PacketProtection>> {
+        let ours = self.config.protection;
+        let keys = initial_keys(ours, client_dcid, Side::Server);
+        if keys.verify_header_tag(packet_number, header, tag) {
+            return Some(keys);
+        }
+        let theirs = match ours {
+            Protection::Null => Protection::Tls,
+            Protection::Tls => Protection::Null,
+        };
+        let keys = initial_keys(theirs, client_dcid, Side::Server);
+        if !keys.verify_header_tag(packet_number, header, tag) {
+            return None;
+        }
+        self.protection_mismatch = Some(theirs);
+        Some(keys)
+    }
+
+    /// The 1-RTT keys to open a packet with key-phase bit `key_phase`.
+    pub(super) fn one_rtt_opening_keys(
+        &self,
+        key_phase: bool,
+        packet_number: u64,
+    ) -> Option<(&dyn PacketProtection, KeySlot)> {
+        let slot = self.key_phases.slot_for(key_phase, packet_number);
+        let keys = match slot {
+            KeySlot::Current => self.keys[SpaceId::Data.index()].as_deref(),
+            KeySlot::Previous => self.key_phases.previous.as_deref(),
+            KeySlot::Next => self.key_phases.next.as_deref(),
+        }?;
+        Some((keys, slot))
+    }
+
+    /// A 1-RTT packet opened with the keys of `slot`.
+    pub(super) fn on_one_rtt_opened(&mut self, slot: KeySlot, packet_number: u64) {
+        match slot {
+            KeySlot::Next => {
+                tracing::debug!(packet_number, "the peer updated its keys");
+                self.rotate_keys();
+                self.key_phases.first_received_in_phase = Some(packet_number);
+            }
+            KeySlot::Current => {
+                self.key_phases
+                    .first_received_in_phase
+                    .get_or_insert(packet_number);
+            }
+            KeySlot::Previous => {}
+        }
+    }
+
+    /// Installs freshly negotiated 1-RTT keys (phase 0) and derives phase 1.
+    pub(super) fn install_one_rtt_keys(&mut self, keys: Box<dyn PacketProtection>) {
+        self.keys[SpaceId::Data.index()] = Some(keys);
+        self.key_phases.next = self.handshake.next_one_rtt_keys();
+    }
+
+    /// Moves to the next key phase in both directions.
+    fn rotate_keys(&mut self) {
+        let Some(next) = self.key_phases.next.take() else {
+            return;
+        };
+        let current = &mut self.keys[SpaceId::Data.index()];
+        self.key_phases.previous = current.replace(next);
+        self.key_phases.next = self.handshake.next_one_rtt_keys();
+        let phases = &mut self.key_phases;
+        phases.phase = !phases.phase;
+        phases.first_received_in_phase = None;
+        phases.first_sent_in_phase = None;
+        phases.current_phase_acked = false;
+        phases.sent_in_phase = 0;
+        phases.updates += 1;
+    }
+
+    /// Starts a key update if one is due (see the module docs).
+    pub(super) fn maybe_initiate_key_update(&mut self) {
+        let phases = &self.key_phases;
+        if !self.handshake_confirmed || phases.next.is_none() || !phases.current_phase_acked {
+            return;
+        }
+        let limit = self.keys[SpaceId::Data.index()]
+            .as_deref()
+            .map_or(u64::MAX, |keys| keys.confidentiality_limit());
+        let forced = self
+            .config
+            .key_update_interval
+            .is_some_and(|interval| phases.sent_in_phase >= interval);
+        if forced || phases.sent_in_phase >= limit.saturating_sub(CONFIDENTIALITY_MARGIN) {
+            tracing::debug!(sent = phases.sent_in_phase, "initiating a key update");
+            self.rotate_keys();
+        }
+    }
+
+    /// The one line both sides give when the client's protection and the
+    /// server's differ (`client_asked` is the client's choice).
+    pub(super) fn protection_mismatch_reason(client_asked: Protection) -> String {
+        let server_requires = match client_asked {
+            Protection::Null => Protection::Tls,
+            Protection::Tls => Protection::Null,
+        };
+        format!(
+            "protection mismatch: the client asked for {}, the server requires {}",
+            client_asked.describe(),
+            server_requires.describe()
+        )
+    }
+
+    /// The transport error code for a protection mismatch.
+    pub(super) const PROTECTION_MISMATCH_CODE: u64 = codes::CONNECTION_REFUSED;
+}

@@ -1,0 +1,104 @@
+//! The handshake seam: a [`Session`] reads and writes handshake bytes (what
+//! CRYPTO frames carry) and hands out packet keys as levels open. Null mode
+//! ([`NullSession`](super::NullSession)) and TLS 1.3
+//! ([`TlsSession`](super::TlsSession)) implement it.
+//!
+//! The shape follows rustls's QUIC API (and quinn-proto's `crypto::Session`):
+//! `write_handshake` appends bytes for the session's current *write level*
+//! and returns a [`KeyChange`] when that level advances, so bytes written
+//! before a key change belong to the old level and bytes after it to the new
+//! one. The caller owns CRYPTO stream offsets, reassembly and retransmission.
+
+use super::{Level, PacketProtection};
+use crate::wire::{TransportParams, WireError};
+
+/// RFC 9000 §20.1: CRYPTO_ERROR codes are 0x0100 plus the TLS alert.
+const CRYPTO_ERROR_BASE: u64 = 0x0100;
+/// RFC 8446 §6: handshake_failure, the alert for a failure with no better
+/// description (Null mode's malformed messages).
+const ALERT_HANDSHAKE_FAILURE: u8 = 40;
+/// RFC 9000 §20.1 TRANSPORT_PARAMETER_ERROR.
+const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
+
+/// What went wrong in the handshake; closes the connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandshakeError {
+    /// A Null-mode message arrived at the wrong level or moment.
+    #[error("unexpected handshake message {message} at {level:?}")]
+    UnexpectedMessage { message: u8, level: Level },
+    /// A Null-mode message longer than any sift sends.
+    #[error("handshake message of {0} bytes exceeds the limit")]
+    MessageTooLong(u64),
+    /// The peer sent more out-of-order CRYPTO data than is buffered.
+    #[error("CRYPTO data beyond the buffer limit at {0:?}")]
+    BufferExceeded(Level),
+    /// New CRYPTO data at a level the handshake has left behind.
+    #[error("new CRYPTO data at {0:?}, a level the handshake has left")]
+    StaleLevel(Level),
+    /// The peer's transport parameters do not decode.
+    #[error("malformed transport parameters: {0}")]
+    TransportParameters(WireError),
+    /// TLS failed; `alert` is the TLS alert sent or implied.
+    #[error("TLS: {reason}")]
+    Tls { alert: u8, reason: String },
+}
+
+impl HandshakeError {
+    /// The RFC 9000 §20.1 error code a CONNECTION_CLOSE carries for it.
+    pub fn error_code(&self) -> u64 {
+        match self {
+            HandshakeError::TransportParameters(_) => TRANSPORT_PARAMETER_ERROR,
+            HandshakeError::Tls { alert, .. } => CRYPTO_ERROR_BASE + u64::from(*alert),
+            _ => CRYPTO_ERROR_BASE + u64::from(ALERT_HANDSHAKE_FAILURE),
+        }
+    }
+}
+
+/// Keys for a new level, from [`Session::write_handshake`].
+pub enum KeyChange {
+    /// Handshake-level keys.
+    Handshake(Box<dyn PacketProtection>),
+    /// 1-RTT keys (key phase 0).
+    OneRtt(Box<dyn PacketProtection>),
+}
+
+impl std::fmt::Debug for KeyChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyChange::Handshake(_) => "KeyChange::Handshake",
+            KeyChange::OneRtt(_) => "KeyChange::OneRtt",
+        })
+    }
+}
+
+/// One side of a handshake.
+pub trait Session: Send + std::fmt::Debug {
+    /// Feeds in-order handshake bytes received at `level`.
+    fn read_handshake(&mut self, level: Level, data: &[u8]) -> Result<(), HandshakeError>;
+
+    /// Appends bytes to send at the current write level to `buf`; returns
+    /// the next level's keys when the write level advances (call again for
+    /// the bytes of the new level).
+    fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<KeyChange>;
+
+    /// The handshake has not completed yet.
+    fn is_handshaking(&self) -> bool;
+
+    /// The peer's transport parameters, once its hello (or encrypted
+    /// extensions) arrived.
+    fn peer_params(&self) -> Result<Option<TransportParams>, HandshakeError>;
+
+    /// The 1-RTT keys of the next key phase (RFC 9001 §6); each call moves
+    /// one phase further. `None` where the mode has no key update (Null).
+    fn next_one_rtt_keys(&mut self) -> Option<Box<dyn PacketProtection>>;
+
+    /// The ALPN protocol both sides agreed on, if any.
+    fn alpn_protocol(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// SHA-256 of the peer's end-entity certificate (client side, TLS).
+    fn peer_certificate_fingerprint(&self) -> Option<super::Fingerprint> {
+        None
+    }
+}

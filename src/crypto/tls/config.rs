@@ -1,0 +1,337 @@
+//! The TLS settings of a [`Config`](crate::Config): the server's identity,
+//! how a client trusts servers, the server name and ALPN; and how they
+//! become rustls client and server configurations (ring provider, TLS 1.3
+//! only, no early data, no session tickets).
+//!
+//! Trust choices, like ssh's and quinn's:
+//! - [`ServerTrust::Pinned`]: the end-entity certificate's SHA-256 must be
+//!   one of the pins; name and expiry are not checked (the pin *is* the
+//!   identity, as with an ssh host key). `sift-client`'s known-hosts file
+//!   is built on this.
+//! - [`ServerTrust::Roots`]: WebPKI path validation to the given roots, for
+//!   the server name.
+//! - [`ServerTrust::Custom`]: the application decides.
+//!
+//! In every case the handshake signature is checked against the
+//! certificate's key, so a server must hold the key it presents.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use super::identity::{Fingerprint, IdentityError, ServerIdentity};
+
+/// The ALPN protocol sift offers and accepts unless the application sets
+/// its own.
+pub const DEFAULT_ALPN: &[u8] = b"sift/1";
+
+/// An application's own server-certificate check ([`ServerTrust::Custom`]).
+/// The handshake signature is verified by sift either way.
+pub trait CertificateVerifier: Send + Sync + fmt::Debug {
+    /// Accepts or rejects the server's certificate chain (DER, end entity
+    /// first) for `server_name`.
+    fn verify(
+        &self,
+        end_entity: &[u8],
+        intermediates: &[&[u8]],
+        server_name: &str,
+    ) -> Result<(), CertificateRejected>;
+}
+
+/// Why a [`CertificateVerifier`] refused a certificate: one line for the
+/// user, carried into the connection's close reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CertificateRejected(pub String);
+
+/// How a client decides that a server is the one it meant.
+#[derive(Clone)]
+pub enum ServerTrust {
+    /// Accept exactly the certificates with these SHA-256 fingerprints.
+    Pinned(Vec<Fingerprint>),
+    /// Accept chains to these root certificates (DER) naming the server.
+    Roots(Vec<Vec<u8>>),
+    /// Ask the application.
+    Custom(Arc<dyn CertificateVerifier>),
+}
+
+impl ServerTrust {
+    /// Roots from a PEM bundle (every `CERTIFICATE` block).
+    pub fn roots_from_pem(pem: &[u8]) -> Result<Self, IdentityError> {
+        let roots = CertificateDer::pem_slice_iter(pem)
+            .map(|cert| cert.map(|cert| cert.to_vec()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| IdentityError::Malformed {
+                what: "CA bundle",
+                reason: error.to_string(),
+            })?;
+        if roots.is_empty() {
+            return Err(IdentityError::NoCertificate);
+        }
+        Ok(Self::Roots(roots))
+    }
+}
+
+impl fmt::Debug for ServerTrust {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerTrust::Pinned(pins) => f.debug_tuple("Pinned").field(pins).finish(),
+            ServerTrust::Roots(roots) => write!(f, "Roots({} certificates)", roots.len()),
+            ServerTrust::Custom(verifier) => f.debug_tuple("Custom").field(verifier).finish(),
+        }
+    }
+}
+
+/// TLS settings. A server needs `identity`; a client needs `trust`. One
+/// config may hold both (an endpoint that connects and accepts).
+#[derive(Clone, Debug)]
+pub struct TlsConfig {
+    /// ALPN protocols, most preferred first; `sift/1` by default. A client
+    /// and server with no protocol in common fail the handshake.
+    pub alpn_protocols: Vec<Vec<u8>>,
+    /// Server: the certificate chain and key presented to clients.
+    pub identity: Option<ServerIdentity>,
+    /// Client: how the server's certificate is checked.
+    pub trust: Option<ServerTrust>,
+    /// Client: the name the server's certificate must carry with
+    /// [`ServerTrust::Roots`] (sent as SNI). Default: the server's IP
+    /// address.
+    pub server_name: Option<String>,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        Self {
+            alpn_protocols: vec![DEFAULT_ALPN.to_vec()],
+            identity: None,
+            trust: None,
+            server_name: None,
+        }
+    }
+}
+
+impl TlsConfig {
+    /// A server presenting `identity`.
+    pub fn server(identity: ServerIdentity) -> Self {
+        Self {
+            identity: Some(identity),
+            ..Self::default()
+        }
+    }
+
+    /// A client trusting servers by `trust`.
+    pub fn client(trust: ServerTrust) -> Self {
+        Self {
+            trust: Some(trust),
+            ..Self::default()
+        }
+    }
+
+    /// Both at once: presents `identity` and trusts exactly it (pinned).
+    /// For tests, demos and programs that talk to themselves.
+    pub fn loopback(identity: ServerIdentity) -> Self {
+        Self {
+            trust: Some(ServerTrust::Pinned(vec![identity.fingerprint()])),
+            identity: Some(identity),
+            ..Self::default()
+        }
+    }
+}
+
+/// Why a TLS session could not be set up from the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error(
+        "a TLS server needs an identity (a certificate chain and key): set Config::tls.identity"
+    )]
+    NoIdentity,
+    #[error("a TLS client needs a way to trust the server: set Config::tls.trust (pinned fingerprints, root certificates or a verifier)")]
+    NoTrust,
+    #[error("invalid server name {0:?}")]
+    BadServerName(String),
+    #[error("TLS configuration: {0}")]
+    Rustls(String),
+}
+
+/// The ring provider, built once per process, with the TLS 1.3 suites in
+/// the order quinn uses for QUIC: AES-128-GCM first (the Initial suite, and
+/// the cheapest per packet where AES is in hardware), then AES-256-GCM, then
+/// ChaCha20-Poly1305.
+pub(super) fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            use rustls::crypto::ring::cipher_suite as suites;
+            Arc::new(CryptoProvider {
+                cipher_suites: vec![
+                    suites::TLS13_AES_128_GCM_SHA256,
+                    suites::TLS13_AES_256_GCM_SHA384,
+                    suites::TLS13_CHACHA20_POLY1305_SHA256,
+                ],
+                ..rustls::crypto::ring::default_provider()
+            })
+        })
+        .clone()
+}
+
+fn rustls_error(error: rustls::Error) -> TlsSetupError {
+    TlsSetupError::Rustls(error.to_string())
+}
+
+/// The rustls client configuration for `config`.
+pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, TlsSetupError> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(rustls_error)?;
+    let builder = match config.trust.as_ref().ok_or(TlsSetupError::NoTrust)? {
+        ServerTrust::Roots(roots) => {
+            let mut store = rustls::RootCertStore::empty();
+            for root in roots {
+                store
+                    .add(CertificateDer::from(root.clone()))
+                    .map_err(rustls_error)?;
+            }
+            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(store),
+                provider(),
+            )
+            .build()
+            .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
+            builder.with_webpki_verifier(verifier)
+        }
+        trust => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Verifier {
+                trust: trust.clone(),
+                provider: provider(),
+            })),
+    };
+    let mut client = builder.with_no_client_auth();
+    client.alpn_protocols = config.alpn_protocols.clone();
+    client.enable_early_data = false;
+    Ok(client)
+}
+
+/// The rustls server configuration for `config`.
+pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, TlsSetupError> {
+    let identity = config.identity.as_ref().ok_or(TlsSetupError::NoIdentity)?;
+    let mut server = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(rustls_error)?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(SingleCertificate(identity.certified_key())));
+    server.alpn_protocols = config.alpn_protocols.clone();
+    // RFC 9001 §4.6.1: 0 means no early data; sift has no resumption either.
+    server.max_early_data_size = 0;
+    server.send_tls13_tickets = 0;
+    Ok(server)
+}
+
+/// The server name for a client session: the configured one, or the
+/// server's IP address.
+pub(super) fn server_name(
+    config: &TlsConfig,
+    remote: std::net::IpAddr,
+) -> Result<ServerName<'static>, TlsSetupError> {
+    match &config.server_name {
+        Some(name) => ServerName::try_from(name.clone())
+            .map_err(|_| TlsSetupError::BadServerName(name.clone())),
+        None => Ok(ServerName::IpAddress(remote.into())),
+    }
+}
+
+#[derive(Debug)]
+struct SingleCertificate(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for SingleCertificate {
+    fn resolve(
+        &self,
+        _client_hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+/// Pinned and custom trust as a rustls verifier: our check of the
+/// certificate, the provider's check of the handshake signature.
+#[derive(Debug)]
+struct Verifier {
+    trust: ServerTrust,
+    provider: Arc<CryptoProvider>,
+}
+
+fn rejected(reason: String) -> rustls::Error {
+    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+        Arc::new(CertificateRejected(reason)),
+    )))
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match &self.trust {
+            ServerTrust::Pinned(pins) => {
+                let presented = Fingerprint::of_certificate(end_entity.as_ref());
+                if !pins.contains(&presented) {
+                    return Err(rejected(format!(
+                        "the server's certificate {presented} is not pinned"
+                    )));
+                }
+            }
+            ServerTrust::Custom(verifier) => {
+                let intermediates: Vec<&[u8]> =
+                    intermediates.iter().map(|cert| cert.as_ref()).collect();
+                verifier
+                    .verify(end_entity.as_ref(), &intermediates, &server_name.to_str())
+                    .map_err(|error| rejected(error.0))?;
+            }
+            ServerTrust::Roots(_) => {
+                return Err(rejected("root trust is checked by WebPKI".to_string()))
+            }
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        // Only TLS 1.3 is enabled (QUIC requires it, RFC 9001 §4.2).
+        Err(rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::Tls12NotOffered,
+        ))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
