@@ -99,11 +99,11 @@ fn a_missing_file_is_not_found_and_leaves_nothing_behind() {
 
 #[test]
 fn an_unknown_controller_is_named() {
-    let out = run_client(&["get", "sift://127.0.0.1/f", "--cc", "bbr", NO_KNOWN_HOSTS]);
+    let out = run_client(&["get", "sift://127.0.0.1/f", "--cc", "bbr3", NO_KNOWN_HOSTS]);
     assert!(!out.status.success());
     let stderr = stderr_of(&out);
     assert!(
-        stderr.contains("unknown congestion controller \"bbr\""),
+        stderr.contains("unknown congestion controller \"bbr3\""),
         "{stderr}"
     );
 }

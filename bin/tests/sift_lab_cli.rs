@@ -216,6 +216,7 @@ fn list_names_every_paper_experiment_with_its_title() {
         "westwood",
         "hack",
         "vegas-factorial",
+        "leaky-pipes",
     ] {
         assert!(
             stdout.lines().any(|line| line.starts_with(name)),

@@ -290,6 +290,58 @@ fn perf_ndjson_prints_parseable_intervals_and_a_summary(loopback: IpAddr) {
     }
 }
 
+/// `get --cc NAME` asks the server to send the file under NAME: the data
+/// flows server → client, so the server's controller is the one that counts.
+/// A server limited by `--accept-cc` refuses anything else in one clear line
+/// and no file appears.
+#[test]
+fn get_with_cc_has_the_server_send_with_that_controller_or_refuse_clearly() {
+    let dir = TestDir::new("get-cc");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let original = content(800_000, 3);
+    std::fs::write(root.join("f.bin"), &original).unwrap();
+    let server = Server::start(&root, &["--cc", "cubic", "--accept-cc", "bbr,westwood-a"]);
+    let url = server.url("f.bin");
+
+    let dest = local.join("f.bin");
+    let out = run_client(&[
+        "get",
+        &url,
+        "-o",
+        dest.to_str().unwrap(),
+        "--cc",
+        "bbr",
+        "--json",
+        &server.pin(),
+    ]);
+    let report = json_report(&expect_success(&out));
+    assert_eq!(std::fs::read(&dest).unwrap(), original);
+    // The report's `cc` is the sender's: the server ran BBR, not its cubic.
+    assert_eq!(report["cc"], "bbr");
+    assert!(server.next_transfer_line().contains("result=ok"));
+
+    let refused = local.join("refused.bin");
+    let out = run_client(&[
+        "get",
+        &url,
+        "-o",
+        refused.to_str().unwrap(),
+        "--cc",
+        "reno",
+        &server.pin(),
+    ]);
+    let error = expect_one_line_error(&out);
+    assert!(
+        error.contains("\"reno\"") && error.contains("accepted: bbr, westwood-a"),
+        "{error}"
+    );
+    assert!(!refused.exists());
+    assert!(server
+        .next_transfer_line()
+        .contains("result=refused-controller"),);
+}
+
 #[test]
 fn one_dual_stack_server_serves_an_ipv4_and_an_ipv6_client() {
     // `--listen [::]:0` is the default address (`[::]:4433`) on a free port.

@@ -21,12 +21,16 @@
 //!   cwnd, ssthresh, W_max, K, W_est, cwnd_prior and the epoch, and a
 //!   spurious event restores them, the window to max(current, prior) as
 //!   Linux's `tcp_undo_cwnd_reduction` does (the RFC restores the prior
-//!   window; the window may have grown since, and undo never shrinks it).
+//!   window; the window may have grown since, and undo never shrinks it);
+//! - slow start is HyStart++ (RFC 9406, which RFC 9438 §4.10 recommends)
+//!   unless `hystart` is off; when HyStart++ ends CSS the first epoch starts
+//!   with W_max = cwnd and K = 0, as after a timeout.
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::hystart::HyStart;
 use crate::{
     minimum_window, AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
     Phase, SpuriousCongestionEvent,
@@ -66,6 +70,9 @@ pub struct CubicConfig {
     pub reno_friendly: bool,
     /// Initial window in packets (RFC 9002 §7.2: 10).
     pub initial_window_packets: u64,
+    /// Leave the initial slow start by HyStart++ (RFC 9406) instead of at the
+    /// first loss.
+    pub hystart: bool,
 }
 
 impl Default for CubicConfig {
@@ -76,6 +83,7 @@ impl Default for CubicConfig {
             fast_convergence: true,
             reno_friendly: true,
             initial_window_packets: INITIAL_WINDOW_PACKETS,
+            hystart: true,
         }
     }
 }
@@ -181,6 +189,7 @@ pub struct Cubic {
     /// When the current application-limited stretch began, if one is running
     /// inside an epoch.
     app_limited_since: Option<Instant>,
+    hystart: HyStart,
     in_recovery: bool,
     last_verdict: Option<LossVerdict>,
     /// The state before the last reduction, until undone or replaced.
@@ -195,6 +204,7 @@ impl Cubic {
         let mss = mss.max(1);
         let cwnd = (config.initial_window_packets * mss) as f64;
         Self {
+            hystart: HyStart::new(config.hystart),
             config,
             mss,
             cwnd,
@@ -311,14 +321,16 @@ impl CongestionControl for Cubic {
         }
 
         let mut acked = ack.acked_bytes as f64;
-        let ssthresh = self.ssthresh as f64;
-        if self.cwnd < ssthresh {
-            // RFC 9002 §7.3.1 slow start with byte counting, stopping at
-            // ssthresh; the rest of this ACK counts as avoidance.
-            let slow = acked.min(ssthresh - self.cwnd);
-            self.cwnd += slow;
-            acked -= slow;
-            if acked <= 0.0 {
+        if self.cwnd < self.ssthresh as f64 {
+            // RFC 9002 §7.3.1 slow start with byte counting (HyStart++ in the
+            // initial one), stopping at ssthresh; the rest of this ACK counts
+            // as avoidance.
+            let whole = self.cwnd.floor() as u64;
+            let step = self.hystart.slow_start(whole, self.ssthresh, ack);
+            self.cwnd += (step.cwnd - whole) as f64;
+            self.ssthresh = step.ssthresh;
+            acked = step.rest as f64;
+            if step.rest == 0 {
                 return;
             }
         }
@@ -362,6 +374,7 @@ impl CongestionControl for Cubic {
         self.w_est = self.cwnd;
         self.epoch = None;
         self.app_limited_since = None;
+        self.hystart.on_congestion();
         self.in_recovery = !ev.persistent;
         // CUBIC does not tell random loss from congestion.
         self.last_verdict = Some(LossVerdict::Congestive);
@@ -436,6 +449,7 @@ mod tests {
             bytes_in_flight: 0,
             app_limited: false,
             in_recovery: false,
+            rate: None,
         }
     }
 

@@ -14,24 +14,30 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub mod bbr;
 pub mod cubic;
+pub mod hystart;
 pub mod reno;
+pub mod rounds;
 pub mod vegas;
 pub mod veno;
 pub mod veno_enhanced;
 pub mod westwood;
+pub mod westwood_a;
 
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod undo_tests;
 
+pub use bbr::{Bbr, BbrConfig};
 pub use cubic::{Cubic, CubicConfig};
 pub use reno::{Reno, RenoConfig};
 pub use vegas::{Vegas, VegasConfig, VegasPhaseGroup};
 pub use veno::{Veno, VenoConfig};
 pub use veno_enhanced::VenoEnhanced;
 pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
+pub use westwood_a::{WestwoodA, WestwoodAConfig};
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +80,83 @@ pub struct AckEvent {
     /// Every newly acked packet was sent before the current recovery period
     /// began: the window must not grow, estimators may still update.
     pub in_recovery: bool,
+    /// The delivery-rate sample this ACK produced (draft-cheng-iccrg-
+    /// delivery-rate-estimation), for controllers that model the path's
+    /// bandwidth; `None` when the sender does not sample (synthetic events).
+    pub rate: Option<RateSample>,
+}
+
+/// One delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation §3,
+/// the `rs` of draft-ietf-ccwg-bbr §2.3), taken from the most recently sent
+/// packet an ACK newly acknowledged. Volumes are bytes; the sender counts a
+/// packet named in a CORRUPTED frame as delivered (it crossed the path) and
+/// never as lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RateSample {
+    /// Bytes delivered over `interval` divided by it, in bytes per second;
+    /// zero when the interval is shorter than the minimum RTT and so gives
+    /// no reliable sample (RS.delivery_rate).
+    pub delivery_rate: f64,
+    /// The sampling interval: the longer of the send and ACK intervals
+    /// (RS.interval).
+    pub interval: Duration,
+    /// Bytes delivered over the interval (RS.delivered).
+    pub delivered: u64,
+    /// Total bytes delivered when the sampled packet was sent
+    /// (RS.prior_delivered, the packet's P.delivered).
+    pub prior_delivered: u64,
+    /// Total bytes delivered over the connection, this ACK included
+    /// (C.delivered).
+    pub delivered_total: u64,
+    /// Total bytes declared lost over the connection (C.lost).
+    pub lost_total: u64,
+    /// Bytes declared lost between the sampled packet's send and this ACK
+    /// (RS.lost).
+    pub lost: u64,
+    /// Bytes in flight just after the sampled packet was sent, itself
+    /// included (RS.tx_in_flight).
+    pub tx_in_flight: u64,
+    /// The sampled packet was sent while the sender was application-limited
+    /// (RS.is_app_limited): a low rate says nothing about the path.
+    pub is_app_limited: bool,
+}
+
+/// What the sender knew when a packet it now declares lost was sent: the
+/// per-packet state of draft-cheng-iccrg-delivery-rate-estimation §3.2, which
+/// BBR's per-loss step reads (draft-ietf-ccwg-bbr §5.5.10.2
+/// `HandleLostPacket`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LostPacket {
+    /// Its packet number.
+    pub packet_number: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Total bytes delivered when it was sent (P.delivered).
+    pub delivered: u64,
+    /// Total bytes lost when it was sent (P.lost).
+    pub lost: u64,
+    /// Bytes in flight just after it was sent, itself included
+    /// (P.tx_in_flight).
+    pub tx_in_flight: u64,
+    /// The sender was application-limited when it was sent.
+    pub is_app_limited: bool,
+}
+
+/// Packets newly declared lost, reported every time loss detection declares
+/// any (unlike [`LossEvent`], which comes once per recovery period).
+#[derive(Clone, Debug)]
+pub struct PacketsLost {
+    /// When they were declared lost.
+    pub now: Instant,
+    /// The packets, in packet-number order; only packets that counted in
+    /// flight.
+    pub packets: Vec<LostPacket>,
+    /// Total bytes declared lost over the connection, these included (C.lost).
+    pub lost_total: u64,
+    /// Total bytes delivered over the connection (C.delivered).
+    pub delivered_total: u64,
+    /// Bytes in flight after they were removed.
+    pub bytes_in_flight: u64,
 }
 
 /// A congestion event: packets declared lost, at most once per recovery period
@@ -235,6 +318,12 @@ pub trait CongestionControl: Send + Debug {
     /// window is left alone: corruption is not congestion.
     fn on_corruption(&mut self, _ev: &CorruptionEvent) {}
 
+    /// Loss detection declared packets lost; called for every declaration,
+    /// before `on_congestion` (which comes at most once per recovery
+    /// period). Model-based controllers (BBR) read each packet's send-time
+    /// state here; by default nothing happens.
+    fn on_packets_lost(&mut self, _ev: &PacketsLost) {}
+
     /// The latest congestion event proved spurious: restore the state from
     /// just before it (see [`SpuriousCongestionEvent`]). A loss it judged
     /// random or congestive was neither; controllers that count verdicts
@@ -277,6 +366,10 @@ pub enum CcConfig {
     Veno(VenoConfig),
     /// Enhanced Veno (Zhou et al.): Veno's parameters, no new constants.
     VenoEnhanced(VenoConfig),
+    /// Westwood with agile probing (Yamada et al. 2004).
+    WestwoodA(WestwoodAConfig),
+    /// BBRv3 (draft-ietf-ccwg-bbr).
+    Bbr(BbrConfig),
 }
 
 impl CcConfig {
@@ -288,6 +381,8 @@ impl CcConfig {
         "veno",
         "veno-enhanced",
         "westwood",
+        "westwood-a",
+        "bbr",
     ];
 
     /// The name this configuration is selected by.
@@ -299,6 +394,8 @@ impl CcConfig {
             CcConfig::Vegas(_) => "vegas",
             CcConfig::Veno(_) => "veno",
             CcConfig::VenoEnhanced(_) => "veno-enhanced",
+            CcConfig::WestwoodA(_) => "westwood-a",
+            CcConfig::Bbr(_) => "bbr",
         }
     }
 
@@ -312,6 +409,8 @@ impl CcConfig {
             CcConfig::Vegas(c) => Box::new(Vegas::new(c.clone(), mss)),
             CcConfig::Veno(c) => Box::new(Veno::new(c.clone(), mss)),
             CcConfig::VenoEnhanced(c) => Box::new(VenoEnhanced::new(c.clone(), mss)),
+            CcConfig::WestwoodA(c) => Box::new(WestwoodA::new(c.clone(), mss)),
+            CcConfig::Bbr(c) => Box::new(Bbr::new(c.clone(), mss)),
         }
     }
 
@@ -326,6 +425,8 @@ impl CcConfig {
             CcConfig::Westwood(c) => c.validate(),
             CcConfig::Vegas(_) => Ok(()),
             CcConfig::Veno(_) | CcConfig::VenoEnhanced(_) => Ok(()),
+            CcConfig::WestwoodA(c) => c.validate(),
+            CcConfig::Bbr(c) => c.validate(),
         }
     }
 }
@@ -354,6 +455,8 @@ impl FromStr for CcConfig {
             "vegas" => Ok(CcConfig::Vegas(VegasConfig::default())),
             "veno" => Ok(CcConfig::Veno(VenoConfig::default())),
             "veno-enhanced" => Ok(CcConfig::VenoEnhanced(VenoConfig::default())),
+            "westwood-a" => Ok(CcConfig::WestwoodA(WestwoodAConfig::default())),
+            "bbr" => Ok(CcConfig::Bbr(BbrConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),

@@ -3,15 +3,17 @@
 //! The baseline every paper compares against. Two knobs the papers turn: the
 //! initial window (1 or 2 packets in the 2002 testbeds, 10 today) and what a
 //! timeout does to the window (RFC 9002 collapses to 2 packets, classic TCP
-//! to 1).
+//! to 1). Slow start is HyStart++ (RFC 9406) unless `hystart` is off, as
+//! the 2002 testbeds' classic slow start.
 
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hystart::HyStart;
 use crate::{
-    minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, LossEvent,
-    LossVerdict, Metrics, Phase, RecoveryPolicy, SpuriousCongestionEvent, WindowUndo,
+    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict, Metrics,
+    Phase, RecoveryPolicy, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
@@ -33,6 +35,10 @@ pub struct RenoConfig {
     /// NewReno). Off: every loss event cuts the window, as the BSD Reno the
     /// Vegas papers measured did (Hengartner et al. §VI, algorithm E).
     pub one_reduction_per_window: bool,
+    /// Leave the initial slow start by HyStart++ (RFC 9406) instead of at
+    /// the first loss. The paper experiments turn it off: their 2002 stacks
+    /// had classic slow start.
+    pub hystart: bool,
 }
 
 impl Default for RenoConfig {
@@ -41,6 +47,7 @@ impl Default for RenoConfig {
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: 2,
             one_reduction_per_window: true,
+            hystart: true,
         }
     }
 }
@@ -53,6 +60,7 @@ pub struct Reno {
     cwnd: u64,
     ssthresh: u64,
     increase: AdditiveIncrease,
+    hystart: HyStart,
     in_recovery: bool,
     /// The window before the last reduction, until it is undone or replaced.
     undo: Option<WindowUndo>,
@@ -63,6 +71,7 @@ impl Reno {
     pub fn new(config: RenoConfig, mss: u64) -> Self {
         let cwnd = config.initial_window_packets.max(1) * mss;
         Self {
+            hystart: HyStart::new(config.hystart),
             config,
             mss,
             cwnd,
@@ -87,10 +96,10 @@ impl CongestionControl for Reno {
         }
         // Slow start up to ssthresh; the rest of this ACK grows the window
         // linearly.
-        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
-        self.cwnd = cwnd;
-        if rest > 0 {
-            self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
+        let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
+        (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
+        if step.rest > 0 {
+            self.cwnd = self.increase.grow(self.cwnd, step.rest, self.mss);
         }
     }
 
@@ -107,6 +116,7 @@ impl CongestionControl for Reno {
             self.ssthresh
         };
         self.increase = AdditiveIncrease::default();
+        self.hystart.on_congestion();
         self.in_recovery = !ev.persistent;
         LossVerdict::Congestive
     }
@@ -182,6 +192,7 @@ mod tests {
             bytes_in_flight: 0,
             app_limited: false,
             in_recovery: false,
+            rate: None,
         }
     }
 

@@ -44,6 +44,7 @@ pub(crate) fn ack(
         bytes_in_flight,
         app_limited: false,
         in_recovery: false,
+        rate: None,
     }
 }
 

@@ -19,7 +19,12 @@ fn every_controller_restores_its_window_when_a_congestion_event_proves_spurious(
         cc.on_ack(&ack(t0, t0, 10, rtt(50, 100), 0));
         let before = (cc.window(), cc.ssthresh());
         cc.on_congestion(&loss(t0, rtt(100, 100), false));
-        assert!(cc.window() < before.0, "{name}: the loss cuts the window");
+        // BBR keeps its window through fast recovery (draft-ietf-ccwg-bbr
+        // §5.6.4.4: its short-term model bounds it once per round); its undo
+        // of the model is pinned in `bbr::tests`.
+        if *name != "bbr" {
+            assert!(cc.window() < before.0, "{name}: the loss cuts the window");
+        }
         cc.on_spurious_congestion(&spurious(t0, rtt(100, 100)));
         assert_eq!((cc.window(), cc.ssthresh()), before, "{name}");
         assert_ne!(

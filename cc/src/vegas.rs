@@ -1,9 +1,10 @@
 //! TCP Vegas (Brakmo & Peterson 1995) decomposed into the algorithms A–J of
 //! Hengartner, Bolliger & Gross ("TCP Vegas Revisited", INFOCOM 2000, §VI),
 //! each switched by one boolean of [`VegasConfig`], with their "Vegas′"
-//! fixes (§VII). With every algorithm off the window arithmetic is Reno's,
-//! event for event (a unit test replays 10 000 random events against
-//! [`crate::Reno`]).
+//! fixes (§VII). With every algorithm off the window arithmetic is Reno's
+//! with classic slow start (`RenoConfig::hystart` off: Vegas predates
+//! HyStart++ and has its own slow-start exit, A), event for event (a unit
+//! test replays 10 000 random events against [`crate::Reno`]).
 //!
 //! Measurement. Once per round (see `round.rs`) Vegas compares
 //! Expected = windowSize/BaseRTT with Actual = rttLen/rtt, where

@@ -8,7 +8,8 @@
 //! samples. A loss with N < β is judged random and keeps 4/5 of the window;
 //! otherwise it is congestive and halves the window as Reno (§II-B.3). In
 //! congestion avoidance with N ≥ β only every other newly acked packet earns
-//! Reno's increase (§II-B.2). Slow start and timeouts are Reno's.
+//! Reno's increase (§II-B.2). Slow start and timeouts are Reno's (HyStart++
+//! unless `hystart` is off, as for Reno).
 //!
 //! Where Linux `tcp_veno` differs — BaseRTT kept across losses, RTT taken as
 //! the round's minimum, growth every other *window* through its `inc` flag —
@@ -27,10 +28,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::hystart::HyStart;
 use crate::reno::{INITIAL_WINDOW_PACKETS, LOSS_REDUCTION};
 use crate::{
-    minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
-    CorruptionEvent, LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
+    minimum_window, scale_window, AckEvent, AdditiveIncrease, CongestionControl, CorruptionEvent,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// Veno's backlog threshold β, in packets (Fu & Liew 2003, §II-A: "β = 3 is a
@@ -68,6 +70,9 @@ pub struct VenoConfig {
     /// congestive loss: contention on shared media corrupts frames too. Off,
     /// a corruption notice never touches the window.
     pub corruption_respects_backlog: bool,
+    /// Leave the initial slow start by HyStart++ (RFC 9406), as Reno does by
+    /// default; the paper experiments turn it off.
+    pub hystart: bool,
 }
 
 impl Default for VenoConfig {
@@ -78,6 +83,7 @@ impl Default for VenoConfig {
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: 2,
             corruption_respects_backlog: false,
+            hystart: true,
         }
     }
 }
@@ -139,6 +145,7 @@ pub struct Veno {
     cwnd: u64,
     ssthresh: u64,
     increase: AdditiveIncrease,
+    hystart: HyStart,
     in_recovery: bool,
     /// BaseRTT: the smallest RTT sample since the last loss (None right
     /// after a loss, until the next sample).
@@ -164,6 +171,7 @@ impl Veno {
         let mss = mss.max(1);
         let cwnd = config.initial_window_packets.max(1) * mss;
         Self {
+            hystart: HyStart::new(config.hystart),
             config,
             mss,
             cwnd,
@@ -302,6 +310,7 @@ impl Veno {
             self.ssthresh
         };
         self.increase = AdditiveIncrease::default();
+        self.hystart.on_congestion();
         self.next_packet_credited = false;
         self.in_recovery = !persistent;
         self.base_rtt = None;
@@ -391,8 +400,9 @@ impl CongestionControl for Veno {
         if self.cwnd < self.ssthresh {
             // Slow start as Reno, never past ssthresh in one step; the rest
             // of the ACK is avoidance credit.
-            let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
-            self.cwnd = cwnd;
+            let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
+            (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
+            let rest = step.rest;
             if rest > 0 {
                 let rest_packets = (u128::from(ack.acked_packets) * u128::from(rest))
                     .div_ceil(u128::from(ack.acked_bytes))

@@ -28,7 +28,11 @@
 //! - ssthresh is floored at 2 packets after any loss (DESIGN §6; the paper
 //!   writes the floor only for timeouts, §3.2, and it is RFC 9002's minimum);
 //! - a timeout collapses the window to `timeout_window_packets`, 1 by
-//!   default: §3.2's `cwin = 1`, which is classic Reno's loss window.
+//!   default: §3.2's `cwin = 1`, which is classic Reno's loss window;
+//! - slow start is Reno's, so it is HyStart++ (RFC 9406) unless `hystart`
+//!   is off: DESIGN §6 gives every loss-based controller HyStart++ by
+//!   default, and the paper experiments turn it off to run the paper's
+//!   classic slow start.
 
 pub mod bandwidth;
 
@@ -38,10 +42,11 @@ use serde::{Deserialize, Serialize};
 
 pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 
+use crate::hystart::HyStart;
 use crate::veno::VerdictCounts;
 use crate::{
-    minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig,
-    LossEvent, LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, WindowUndo,
+    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
+    LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, WindowUndo,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -85,6 +90,9 @@ pub struct WestwoodConfig {
     pub initial_window_packets: u64,
     /// Window after a timeout (persistent congestion), in packets.
     pub timeout_window_packets: u64,
+    /// Leave the initial slow start by HyStart++ (RFC 9406), as Reno does by
+    /// default; the paper experiments turn it off.
+    pub hystart: bool,
 }
 
 impl Default for WestwoodConfig {
@@ -95,6 +103,7 @@ impl Default for WestwoodConfig {
             virtual_sample_divisor: VIRTUAL_SAMPLE_DIVISOR,
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: TIMEOUT_WINDOW_PACKETS,
+            hystart: true,
         }
     }
 }
@@ -160,6 +169,7 @@ pub struct Westwood {
     cwnd: u64,
     ssthresh: u64,
     increase: AdditiveIncrease,
+    hystart: HyStart,
     bandwidth: BandwidthEstimator,
     /// RTTmin: the smallest RTT sample over the connection.
     rtt_min: Option<Duration>,
@@ -183,6 +193,7 @@ impl Westwood {
             config.virtual_sample_divisor,
         );
         Self {
+            hystart: HyStart::new(config.hystart),
             cwnd: config.initial_window_packets * mss,
             config,
             mss,
@@ -263,10 +274,10 @@ impl CongestionControl for Westwood {
             return;
         }
         // Reno growth (§3: slow start and avoidance are unchanged).
-        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
-        self.cwnd = cwnd;
-        if rest > 0 {
-            self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
+        let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
+        (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
+        if step.rest > 0 {
+            self.cwnd = self.increase.grow(self.cwnd, step.rest, self.mss);
         }
     }
 
@@ -287,6 +298,7 @@ impl CongestionControl for Westwood {
             self.cwnd.min(self.ssthresh)
         };
         self.increase = AdditiveIncrease::default();
+        self.hystart.on_congestion();
         self.in_recovery = !ev.persistent;
         self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
@@ -361,6 +373,7 @@ mod tests {
             bytes_in_flight: 0,
             app_limited: false,
             in_recovery: false,
+            rate: None,
         }
     }
 

@@ -205,6 +205,15 @@ impl BlockingConnection {
         self.accept_stream(Dir::Uni)
     }
 
+    /// Runs `cc` from now on for the data this side sends (see
+    /// [`crate::Connection::set_congestion_control`]).
+    pub fn set_congestion_control(&self, cc: sift_cc::CcConfig) -> Result<(), SiftIoError> {
+        self.inner
+            .with(|connection| connection.set_congestion_control(cc))
+            .unwrap_or(Err(Error::Closed))
+            .map_err(SiftIoError::from)
+    }
+
     /// Counters and estimates of the connection.
     pub fn stats(&self) -> Stats {
         let mut cached = self

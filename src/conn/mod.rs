@@ -444,6 +444,24 @@ impl Connection {
         self.notices_negotiated
     }
 
+    /// The congestion controller this connection runs.
+    pub fn congestion_control(&self) -> &CcConfig {
+        &self.config.cc
+    }
+
+    /// Runs `cc` from now on for the data this endpoint sends, starting from
+    /// its initial window; RTT and loss-recovery state carry over. Meant for
+    /// after the handshake and before data flows — a server switching to the
+    /// controller a client asked for its download — but safe at any time.
+    pub fn set_congestion_control(&mut self, cc: CcConfig) -> Result<(), Error> {
+        cc.validate()
+            .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        let mss = self.config.max_datagram_size as u64;
+        self.recovery.replace_controller(cc.build(mss), mss);
+        self.config.cc = cc;
+        Ok(())
+    }
+
     /// The ALPN protocol agreed in the TLS handshake.
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
         self.handshake.alpn_protocol()

@@ -129,10 +129,16 @@ impl Connection {
                     ack_eliciting: plan.ack_eliciting,
                     in_flight: plan.ack_eliciting || plan.padded,
                     app_limited: false,
+                    delivery: Default::default(),
                     frames: plan.sent,
                 },
                 now,
             );
+            if plan.space == SpaceId::Data && !self.has_ack_eliciting_data(SpaceId::Data) {
+                // Nothing left to send (application, flow control): rate
+                // samples until this flight is delivered are app-limited.
+                self.recovery.on_send_queue_empty();
+            }
             self.counters.packets_sent += 1;
         }
         if self.close_frame.is_some() {

@@ -811,6 +811,39 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
 }
 
 #[test]
+fn a_controller_switched_after_the_handshake_carries_the_transfer() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    assert_eq!(pair.client.stats().cc.algorithm, "reno");
+    let bbr: sift_cc::CcConfig = "bbr".parse().unwrap();
+    pair.client.set_congestion_control(bbr.clone()).unwrap();
+    assert_eq!(pair.client.congestion_control(), &bbr);
+    // The new controller starts from its own initial window (10 packets).
+    let stats = pair.client.stats();
+    assert_eq!((stats.cc.algorithm.as_str(), stats.cwnd), ("bbr", 13_500));
+    let data = pattern(1_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    // BBR saw the transfer: it has a bandwidth model.
+    assert!(pair.client.stats().cc.fields["max_bw_bps"] > 0.0);
+}
+
+#[test]
+fn an_out_of_range_controller_is_refused_and_the_old_one_kept() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let invalid = sift_cc::CcConfig::Cubic(sift_cc::CubicConfig {
+        multiplicative_decrease: 1.5,
+        ..sift_cc::CubicConfig::default()
+    });
+    let error = pair.client.set_congestion_control(invalid).unwrap_err();
+    assert!(
+        error.to_string().contains("multiplicative_decrease"),
+        "{error}"
+    );
+    assert_eq!(pair.client.stats().cc.algorithm, "reno");
+}
+
+#[test]
 fn tls_needs_a_server_identity_and_a_client_trust_before_anything_is_sent() {
     let now = Instant::now();
     let bare = Config::default();

@@ -47,6 +47,8 @@ impl<F> Recovery<F> {
             if packet.in_flight {
                 self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
                 corrupted_bytes += packet.size;
+                // It crossed the path: delivered for the rate model, not lost.
+                self.rate.on_corrupted(packet.size, now);
             }
         }
         while self.recently_corrupted.len() > CORRUPTION_MEMORY {

@@ -94,6 +94,7 @@ impl<F> Recovery<F> {
 
     pub(super) fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
         let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost);
+        self.report_lost(lost, now);
         let Some(newest_lost) = newest_lost else {
             return;
         };
@@ -208,6 +209,7 @@ impl<F> Recovery<F> {
 
     pub(super) fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
         let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost);
+        self.report_lost(lost, now);
         self.congestion_event(
             space,
             lost,

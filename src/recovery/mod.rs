@@ -13,12 +13,14 @@
 //! terms), `spurious` (the memory of declared-lost packets, spurious losses
 //! and undo of the congestion response), `timer` (the loss-detection timer:
 //! PTO or RTO), `corruption` (CORRUPTED frames on the sender's side),
+//! `rate` (delivery-rate samples for the controller),
 //! `pacer`; this file is the facade the connection calls and the ACK path
 //! that ties them together.
 
 mod corruption;
 mod loss;
 mod pacer;
+mod rate;
 mod reordering;
 mod rtt;
 mod sent;
@@ -33,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
 
 pub use pacer::Pacer;
+pub use rate::{DeliveryRateSampler, DeliverySnapshot};
 pub use reordering::{MAX_PACKET_THRESHOLD, REO_WND_PERSIST};
 pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
 pub use sent::{SentLedger, SentPacket};
@@ -230,6 +233,7 @@ pub struct Recovery<F> {
     pto_count: u32,
     recovery_start: Option<Instant>,
     pacer: Pacer,
+    rate: DeliveryRateSampler,
     app_limited: bool,
     /// The peer's max_ack_delay (RFC 9000 §18.2), applied once confirmed.
     max_ack_delay: Duration,
@@ -249,10 +253,7 @@ pub struct Recovery<F> {
 impl<F> Recovery<F> {
     /// Recovery for a connection whose packets carry at most `mss` bytes.
     pub fn new(config: RecoveryConfig, cc: Box<dyn CongestionControl>, mss: u64) -> Self {
-        let mut pacer = Pacer::new(mss);
-        if let Some(limit) = cc.metrics().fields.get("burst_limit_packets") {
-            pacer.set_burst_limit(*limit as u64, mss);
-        }
+        let pacer = Self::pacer_for(cc.as_ref(), mss);
         Self {
             rtt: RttEstimator::new(config.initial_rtt),
             reordering: ReorderingWindow::new(config.packet_threshold, config.adaptive_reordering),
@@ -266,6 +267,7 @@ impl<F> Recovery<F> {
             pto_count: 0,
             recovery_start: None,
             pacer,
+            rate: DeliveryRateSampler::default(),
             app_limited: false,
             max_ack_delay: Duration::from_millis(25),
             handshake_confirmed: false,
@@ -274,6 +276,26 @@ impl<F> Recovery<F> {
             verdicts: Vec::new(),
             stats: RecoveryStats::default(),
         }
+    }
+
+    /// The pacer a controller asks for (Vegas H limits bursts).
+    fn pacer_for(cc: &dyn CongestionControl, mss: u64) -> Pacer {
+        let mut pacer = Pacer::new(mss);
+        if let Some(limit) = cc.metrics().fields.get("burst_limit_packets") {
+            pacer.set_burst_limit(*limit as u64, mss);
+        }
+        pacer
+    }
+
+    /// Hands congestion control to a new controller, which starts from its
+    /// own initial state (window, estimates). Everything recovery knows —
+    /// RTT, bytes in flight, the delivery-rate sampler, the recovery period
+    /// — carries over. Meant for before data flows (a server switching to
+    /// the controller a client asked for); later, the new controller simply
+    /// learns the path again.
+    pub fn replace_controller(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
+        self.pacer = Self::pacer_for(cc.as_ref(), mss);
+        self.cc = cc;
     }
 
     // ---- state the connection tells us -------------------------------
@@ -407,6 +429,9 @@ impl<F> Recovery<F> {
     pub fn on_packet_sent(&mut self, space: SpaceId, mut packet: SentPacket<F>, now: Instant) {
         packet.app_limited = self.app_limited;
         if packet.in_flight {
+            packet.delivery = self
+                .rate
+                .on_packet_sent(now, self.bytes_in_flight, packet.size);
             self.bytes_in_flight += packet.size;
             self.cc.on_sent(now, packet.size, self.bytes_in_flight);
             if self.config.pacing {
@@ -522,6 +547,9 @@ impl<F> Recovery<F> {
             largest = Some(packet);
         }
         let Some(largest) = largest else { return };
+        let rate = self
+            .rate
+            .on_ack(acked.iter().filter(|p| p.in_flight), now, self.rtt.min());
         self.cc.on_ack(&AckEvent {
             now,
             acked_bytes,
@@ -533,6 +561,7 @@ impl<F> Recovery<F> {
             bytes_in_flight: self.bytes_in_flight,
             app_limited: largest.app_limited,
             in_recovery: all_before_recovery,
+            rate,
         });
     }
 

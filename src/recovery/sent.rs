@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::time::Instant;
 
+use super::rate::DeliverySnapshot;
+
 /// A packet the sender is waiting to hear about. `F` is the connection's
 /// record of what the packet carried, handed back on ack, loss or corruption
 /// so the connection can retransmit or release it.
@@ -22,6 +24,9 @@ pub struct SentPacket<F> {
     pub in_flight: bool,
     /// The sender had nothing more to send when this left (RFC 9002 §7.8).
     pub app_limited: bool,
+    /// The delivery-rate state when it left (`rate`); the recovery facade
+    /// fills it in, so a new packet starts with the default.
+    pub delivery: DeliverySnapshot,
     /// What it carried, for retransmission or release.
     pub frames: Vec<F>,
 }

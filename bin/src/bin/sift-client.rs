@@ -25,6 +25,7 @@ const EXAMPLES: &str = "\
 Examples:
   sift-client get sift://example.org/data/big.iso
   sift-client get sift://example.org:4433/big.iso -o /tmp/big.iso --resume
+  sift-client get sift://example.org/big.iso --cc bbr   # server sends with BBR
   sift-client put ./report.pdf sift://example.org/uploads/report.pdf
   sift-client ls sift://example.org/data
   sift-client perf sift://example.org -t 10 -i 1 --cc veno
@@ -57,10 +58,12 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(ClapArgs, Debug)]
 struct Common {
-    /// Congestion controller for data this client sends:
-    /// reno, cubic, vegas, veno, veno-enhanced, westwood.
-    #[arg(long, global = true, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
-    cc: CcConfig,
+    /// Congestion controller: reno, cubic, vegas, veno, veno-enhanced,
+    /// westwood, westwood-a, bbr. This client sends with it (default cubic);
+    /// `get` also asks the server to send the file with it (default: the
+    /// server's own), and fails if the server does not offer it.
+    #[arg(long, global = true, value_name = "NAME", value_parser = common::parse_cc)]
+    cc: Option<CcConfig>,
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
@@ -184,10 +187,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         )?,
         Protection::Null => ClientTrust::none(),
     };
-    let config = common::transport_config(protection, common.cc, common.corruption_notices);
+    let requested = common.cc.as_ref().map(|cc| cc.name());
+    let local_cc = common
+        .cc
+        .clone()
+        .unwrap_or(CcConfig::Cubic(Default::default()));
+    let config = common::transport_config(protection, local_cc, common.corruption_notices);
     let dial = Dial { config, trust };
     match cli.command {
-        Command::Get { output, resume, .. } => get(&url, dial, output, resume, common.json),
+        Command::Get { output, resume, .. } => {
+            get(&url, dial, output, resume, requested, common.json)
+        }
         Command::Put { file, .. } => put(&url, dial, &file, common.json),
         Command::Ls { .. } => ls(&url, dial, common.json),
         Command::Perf {
@@ -227,6 +237,7 @@ fn get(
     dial: Dial,
     output: Option<PathBuf>,
     resume: bool,
+    controller: Option<&str>,
     json: bool,
 ) -> anyhow::Result<()> {
     let name = Path::new(&url.path)
@@ -241,7 +252,7 @@ fn get(
         })?;
     let dest = output.unwrap_or(name);
     let connection = dial.connect(url)?;
-    let report = session::download(&connection, &url.path, &dest, resume, json);
+    let report = session::download(&connection, &url.path, &dest, resume, controller, json);
     connection.close(CLOSE_DONE, "done");
     print_report(&report?, json)
 }

@@ -159,6 +159,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         "demo.bin",
         &downloads.join("demo.bin"),
         false,
+        None,
         args.json,
     );
     connection.close(CLOSE_DONE, "done");

@@ -31,6 +31,9 @@ Examples:
   sift-server --listen 127.0.0.1:4433 --root /srv/data --cc veno \\
       --corruption-notices off
 
+  # Clients may ask for BBR or Westwood-A for their downloads, nothing else:
+  sift-server --listen 127.0.0.1:4433 --root ./files --accept-cc bbr,westwood-a
+
   # Port 0 picks a free port; the \"listening on\" line names it:
   sift-server --listen 127.0.0.1:0 --root . -v
 
@@ -59,10 +62,16 @@ struct Args {
     /// Directory whose files are served.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
-    /// Congestion controller for data the server sends:
-    /// reno, cubic, vegas, veno, veno-enhanced, westwood.
+    /// Congestion controller for data the server sends, unless the client
+    /// asks for another: reno, cubic, vegas, veno, veno-enhanced, westwood,
+    /// westwood-a, bbr.
     #[arg(long, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
     cc: CcConfig,
+    /// Controllers a client may ask for with `sift-client get --cc NAME`
+    /// (comma-separated); a request for any other is refused with a clear
+    /// message. Default: every controller.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = common::parse_cc)]
+    accept_cc: Option<Vec<CcConfig>>,
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
@@ -103,6 +112,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     let root =
         Root::new(&args.root).with_context(|| format!("cannot serve {}", args.root.display()))?;
     let cc_name = args.cc.name();
+    let mut files = FileServer::new(root);
+    if let Some(accepted) = &args.accept_cc {
+        let names = accepted.iter().map(|cc| cc.name().to_string()).collect();
+        files = files.accepting_controllers(names);
+    }
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;
@@ -118,9 +132,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let listener = listen(args.listen, config, args.max_clients)?;
     println!(
-        "listening on {} (root {}, cc {cc_name}, corruption notices {})",
+        "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",
         describe_listening(listener.local_addr()),
-        root.path().display(),
+        files.root().path().display(),
+        files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {
             "on"
         } else {
@@ -132,7 +147,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         // A closed stdout must not stop the server.
         let _ = writeln!(std::io::stdout(), "{line}");
     });
-    server_loop::serve(&listener, Arc::new(FileServer::new(root)), lines)
+    server_loop::serve(&listener, Arc::new(files), lines)
 }
 
 /// The default address: every interface, IPv6 and (dual-stack) IPv4.

@@ -143,8 +143,8 @@ mod tests {
 
     #[test]
     fn an_unknown_controller_is_named_in_the_message() {
-        let message = parse_cc("bbr").unwrap_err();
-        assert!(message.contains("bbr"), "{message}");
+        let message = parse_cc("bbr2").unwrap_err();
+        assert!(message.contains("bbr2"), "{message}");
         assert_eq!(parse_cc("Veno").unwrap().name(), "veno");
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sift::blocking::{BlockingConnection, Listener, SiftIoError};
 
 use super::format;
-use crate::transfer::{FileServer, SenderReport, TransferRecord};
+use crate::transfer::{FileServer, SenderReport, ServedConnection, TransferRecord};
 
 /// Where transfer lines go (stdout for `sift-server`).
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -28,6 +28,16 @@ pub fn transfer_line(client: SocketAddr, record: &TransferRecord) -> String {
         line.push_str(&format!(" reason={:?}", record.detail));
     }
     line
+}
+
+impl ServedConnection for BlockingConnection {
+    fn sender_report(&self) -> Option<SenderReport> {
+        Some(SenderReport::from_stats(&self.stats()))
+    }
+
+    fn use_controller(&self, cc: sift_cc::CcConfig) -> Result<(), String> {
+        self.set_congestion_control(cc).map_err(|e| e.to_string())
+    }
 }
 
 /// Accepts clients until the listener fails, serving each on its own
@@ -72,8 +82,7 @@ fn serve_connection(connection: BlockingConnection, files: Arc<FileServer>, line
         let worker = std::thread::Builder::new()
             .name(format!("stream {client}"))
             .spawn(move || {
-                let report = || Some(SenderReport::from_stats(&stats_source.stats()));
-                let record = files.serve(&mut stream, &report);
+                let record = files.serve(&mut stream, &stats_source);
                 lines(&transfer_line(client, &record));
             });
         match worker {

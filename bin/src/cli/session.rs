@@ -46,12 +46,14 @@ pub fn connect(
     Ok(connection)
 }
 
-/// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked.
+/// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked, and
+/// asking the server to send it under `controller` if one is given.
 pub fn download(
     connection: &BlockingConnection,
     remote_path: &str,
     dest: &Path,
     resume: bool,
+    controller: Option<&str>,
     quiet: bool,
 ) -> anyhow::Result<FlowReport> {
     let partial = download_part_path(dest);
@@ -67,6 +69,7 @@ pub fn download(
         remote_path,
         dest,
         resume,
+        controller,
         &mut |done, total| progress.update(done, total),
     );
     progress.finish();

@@ -116,13 +116,15 @@ pub struct GetOutcome {
 
 /// Downloads `remote_path` to `dest` (via `dest.sift-part`). With `resume`,
 /// an existing partial file is continued from its length and the final
-/// hash still covers the whole file. `progress(done, total)` is called as
-/// bytes arrive.
+/// hash still covers the whole file. With `controller` (a `--cc` name) the
+/// server is asked to send the file under that congestion controller.
+/// `progress(done, total)` is called as bytes arrive.
 pub fn get<S: Duplex + ?Sized>(
     stream: &mut S,
     remote_path: &str,
     dest: &Path,
     resume: bool,
+    controller: Option<&str>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<GetOutcome, ClientError> {
     let partial = download_part_path(dest);
@@ -148,6 +150,7 @@ pub fn get<S: Duplex + ?Sized>(
         &Request::Get {
             path: remote_path.to_string(),
             offset,
+            cc: controller.map(str::to_string),
         },
     )?;
     finish_request(stream)?;

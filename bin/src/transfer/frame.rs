@@ -194,6 +194,11 @@ impl<'a> BodyReader<'a> {
         String::from_utf8(bytes.to_vec()).map_err(|_| ProtocolError::NotUtf8 { field })
     }
 
+    /// Whether every byte has been read (an optional last field is absent).
+    pub fn is_empty(&self) -> bool {
+        self.position >= self.bytes.len()
+    }
+
     /// Fails if bytes remain after the last field.
     pub fn finish(self) -> Result<(), ProtocolError> {
         match self.bytes.len() - self.position {

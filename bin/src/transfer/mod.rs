@@ -36,4 +36,4 @@ pub use listing::{EntryKind, ListEntry};
 pub use perf::{PerfInterval, PerfOptions, PerfSample, PerfSummary};
 pub use request::{parse_request, PerfDirection, PerfLimit, Request};
 pub use response::{parse_response, parse_trailer, Response, SenderReport, Status};
-pub use server::{FileServer, TransferRecord};
+pub use server::{FileServer, NoConnection, ServedConnection, TransferRecord};

@@ -2,7 +2,10 @@
 //!
 //! Bodies (all integers big-endian, strings u16-length-prefixed UTF-8):
 //! ```text
-//! GET   path, offset u64                 resume a download from `offset`
+//! GET   path, offset u64 [, cc]          resume a download from `offset`;
+//!                                        `cc`, if present, names the
+//!                                        controller the server should send
+//!                                        the file with
 //! PUT   path, size u64, sha256 [32]      upload `size` bytes whose digest is `sha256`
 //! LIST  path                             a directory listing (or one file's entry)
 //! PERF  direction u8, limit u8, value u64
@@ -38,8 +41,13 @@ pub enum PerfLimit {
 /// A client request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
-    /// Download `path`, starting at byte `offset` (resume).
-    Get { path: String, offset: u64 },
+    /// Download `path`, starting at byte `offset` (resume), with the
+    /// server's data under controller `cc` (a `--cc` name) if one is asked.
+    Get {
+        path: String,
+        offset: u64,
+        cc: Option<String>,
+    },
     /// Upload `size` bytes to `path`; the server keeps them only if their
     /// SHA-256 is `sha256`.
     Put {
@@ -79,9 +87,12 @@ impl Request {
     pub fn encode(&self) -> Result<Vec<u8>, ProtocolError> {
         let mut body = Vec::new();
         let kind = match self {
-            Request::Get { path, offset } => {
+            Request::Get { path, offset, cc } => {
                 put_string(&mut body, path, "path")?;
                 body.extend_from_slice(&offset.to_be_bytes());
+                if let Some(cc) = cc {
+                    put_string(&mut body, cc, "controller")?;
+                }
                 FrameKind::Get
             }
             Request::Put { path, size, sha256 } => {
@@ -123,6 +134,12 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request, ProtocolError> {
         FrameKind::Get => Request::Get {
             path: reader.string("path")?,
             offset: reader.u64()?,
+            // Optional and last: a request without it is an older client's.
+            cc: if reader.is_empty() {
+                None
+            } else {
+                Some(reader.string("controller")?)
+            },
         },
         FrameKind::Put => {
             let path = reader.string("path")?;
@@ -186,10 +203,12 @@ mod tests {
             Request::Get {
                 path: "dir/file.bin".into(),
                 offset: 0,
+                cc: None,
             },
             Request::Get {
                 path: "ünïcode name".into(),
                 offset: u64::MAX,
+                cc: Some("bbr".into()),
             },
             Request::Put {
                 path: "up.bin".into(),
@@ -221,6 +240,7 @@ mod tests {
         let frame = Request::Get {
             path: "a".into(),
             offset: 7,
+            cc: None,
         }
         .encode()
         .unwrap();
@@ -229,6 +249,16 @@ mod tests {
             frame,
             [b'S', b'I', b'F', b'T', 1, 1, 0, 11, 0, 1, b'a', 0, 0, 0, 0, 0, 0, 0, 7]
         );
+        // A requested controller follows as one more string: body 11 + 5.
+        let with_cc = Request::Get {
+            path: "a".into(),
+            offset: 7,
+            cc: Some("bbr".into()),
+        }
+        .encode()
+        .unwrap();
+        assert_eq!(with_cc[..8], [b'S', b'I', b'F', b'T', 1, 1, 0, 16]);
+        assert_eq!(with_cc[19..], [0, 3, b'b', b'b', b'r']);
     }
 
     #[test]
@@ -347,8 +377,12 @@ mod tests {
         }
 
         #[test]
-        fn get_round_trips(path in "\\PC{0,40}", offset in any::<u64>()) {
-            let request = Request::Get { path, offset };
+        fn get_round_trips(
+            path in "\\PC{0,40}",
+            offset in any::<u64>(),
+            cc in proptest::option::of("[a-z-]{0,16}"),
+        ) {
+            let request = Request::Get { path, offset, cc };
             prop_assert_eq!(parse_request(&request.encode().unwrap()).unwrap(), request);
         }
     }

@@ -31,6 +31,9 @@ pub enum Status {
     /// The request did not parse, or asks for something impossible
     /// (e.g. a resume offset past the end of the file).
     BadRequest = 7,
+    /// The request names a congestion controller this server does not run
+    /// for clients (unknown, or not in its `--accept-cc` list).
+    RefusedController = 8,
 }
 
 impl Status {
@@ -45,6 +48,7 @@ impl Status {
             5 => Self::HashMismatch,
             6 => Self::Internal,
             7 => Self::BadRequest,
+            8 => Self::RefusedController,
             _ => return None,
         })
     }
@@ -60,6 +64,7 @@ impl Status {
             Status::HashMismatch => "hash mismatch",
             Status::Internal => "internal error",
             Status::BadRequest => "bad request",
+            Status::RefusedController => "refused controller",
         }
     }
 }
@@ -247,10 +252,10 @@ mod tests {
 
     #[test]
     fn every_status_byte_round_trips() {
-        for byte in 0..=7u8 {
+        for byte in 0..=8u8 {
             assert_eq!(Status::from_byte(byte).unwrap() as u8, byte);
         }
-        assert_eq!(Status::from_byte(8), None);
+        assert_eq!(Status::from_byte(9), None);
     }
 
     #[test]

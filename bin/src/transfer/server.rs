@@ -22,11 +22,38 @@ use super::listing::ListEntry;
 use super::part_file::{is_disk_full, UploadPart};
 use super::request::{parse_request, PerfDirection, PerfLimit, Request};
 use super::response::{Response, SenderReport, Status};
+use sift_cc::CcConfig;
 
 /// Bytes moved per read or write.
 pub const CHUNK_LEN: usize = 64 * 1024;
 /// The longest PERF measurement the server takes part in.
 pub const MAX_PERF_DURATION: Duration = Duration::from_secs(3600);
+
+/// What serving one stream may ask of the connection it arrived on.
+pub trait ServedConnection {
+    /// The connection's sender-side counters, for a download's trailer.
+    fn sender_report(&self) -> Option<SenderReport>;
+    /// Sends the connection's data under `cc` from now on (a client asked
+    /// for it); an error says why not.
+    fn use_controller(&self, cc: CcConfig) -> Result<(), String>;
+}
+
+/// A stream with no sift connection behind it (the protocol over a socket
+/// pair, in tests): no counters, no controller to switch.
+pub struct NoConnection;
+
+impl ServedConnection for NoConnection {
+    fn sender_report(&self) -> Option<SenderReport> {
+        None
+    }
+
+    fn use_controller(&self, cc: CcConfig) -> Result<(), String> {
+        Err(format!(
+            "this stream has no congestion controller to switch to {}",
+            cc.name()
+        ))
+    }
+}
 
 /// What one stream did, for the server's one-line-per-transfer log.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,20 +136,53 @@ pub struct FileServer {
     /// Whole-file digests, so resumes and repeated downloads do not re-read
     /// the file; an entry counts only while size, mtime and inode agree.
     digests: Mutex<HashMap<PathBuf, CachedDigest>>,
+    /// Controllers a client may ask for its downloads (`--cc` names).
+    accepted_controllers: Vec<String>,
     /// Tests: uploads fail with ENOSPC past this many bytes, as on a full disk.
     #[cfg(test)]
     disk_capacity: Option<u64>,
 }
 
 impl FileServer {
-    /// A server of the files under `root`.
+    /// A server of the files under `root` that runs any controller a client
+    /// asks for.
     pub fn new(root: Root) -> Self {
         Self {
             root,
             digests: Mutex::new(HashMap::new()),
+            accepted_controllers: CcConfig::NAMES.iter().map(|n| n.to_string()).collect(),
             #[cfg(test)]
             disk_capacity: None,
         }
+    }
+
+    /// Accepts client requests for these controllers only (`--cc` names).
+    pub fn accepting_controllers(mut self, names: Vec<String>) -> Self {
+        self.accepted_controllers = names;
+        self
+    }
+
+    /// The controllers a client may ask for.
+    pub fn accepted_controllers(&self) -> &[String] {
+        &self.accepted_controllers
+    }
+
+    /// The configuration for a client's `--cc NAME`, if this server runs it.
+    fn controller_for(&self, name: &str) -> Result<CcConfig, Failure> {
+        let refuse = || {
+            Failure::Answer(
+                Status::RefusedController,
+                format!(
+                    "controller {name:?} is not offered here (accepted: {})",
+                    self.accepted_controllers.join(", ")
+                ),
+            )
+        };
+        let config: CcConfig = name.parse().map_err(|_| refuse())?;
+        if !self.accepted_controllers.iter().any(|n| n == config.name()) {
+            return Err(refuse());
+        }
+        Ok(config)
     }
 
     /// The served root.
@@ -130,18 +190,19 @@ impl FileServer {
         &self.root
     }
 
-    /// Serves one stream to its end. `sender_report` gives the connection's
-    /// sender-side statistics for a download's trailer.
+    /// Serves one stream to its end. `connection` gives the connection's
+    /// sender-side statistics for a download's trailer and switches its
+    /// controller when a client asks.
     pub fn serve<S: Duplex>(
         &self,
         stream: &mut S,
-        sender_report: &dyn Fn() -> Option<SenderReport>,
+        connection: &dyn ServedConnection,
     ) -> TransferRecord {
         let started = Instant::now();
         let request = read_frame(stream).and_then(|frame| parse_request(&frame));
         let (verb, path, outcome) = match request {
             Ok(request) => {
-                let outcome = self.dispatch(stream, &request, sender_report);
+                let outcome = self.dispatch(stream, &request, connection);
                 (request.verb(), request.path().to_string(), outcome)
             }
             Err(ProtocolError::EndOfStream) => (
@@ -165,10 +226,14 @@ impl FileServer {
         let (bytes, status, detail) = match outcome {
             Ok(bytes) => (bytes, Some(Status::Ok), String::new()),
             Err(Failure::Answer(status, message)) => {
-                let answered = send_response(stream, &Response::error(status, message.clone()))
-                    .and_then(|_| stream.finish().map_err(|e| Failure::Broken(e.to_string())));
-                match answered {
-                    Ok(()) => (0, Some(status), message),
+                // The refusal is the outcome once it is written: a client
+                // that read it closes at once, which may overtake the
+                // acknowledgement `finish` waits for.
+                match send_response(stream, &Response::error(status, message.clone())) {
+                    Ok(()) => {
+                        let _ = stream.finish();
+                        (0, Some(status), message)
+                    }
                     Err(_) => (0, None, message),
                 }
             }
@@ -188,10 +253,19 @@ impl FileServer {
         &self,
         stream: &mut S,
         request: &Request,
-        sender_report: &dyn Fn() -> Option<SenderReport>,
+        connection: &dyn ServedConnection,
     ) -> Result<u64, Failure> {
         match request {
-            Request::Get { path, offset } => self.get(stream, path, *offset, sender_report),
+            Request::Get { path, offset, cc } => {
+                if let Some(name) = cc {
+                    // Before any data: the whole download runs under it.
+                    let config = self.controller_for(name)?;
+                    connection
+                        .use_controller(config)
+                        .map_err(|e| Failure::Answer(Status::Internal, e))?;
+                }
+                self.get(stream, path, *offset, connection)
+            }
             Request::Put { path, size, sha256 } => self.put(stream, path, *size, *sha256),
             Request::List { path } => self.list(stream, path),
             Request::Perf { direction, limit } => perf(stream, *direction, *limit),
@@ -203,7 +277,7 @@ impl FileServer {
         stream: &mut S,
         path: &str,
         offset: u64,
-        sender_report: &dyn Fn() -> Option<SenderReport>,
+        connection: &dyn ServedConnection,
     ) -> Result<u64, Failure> {
         let resolved = self.root.resolve_existing(path)?;
         let mut file = open_regular_file(path, &resolved)?;
@@ -232,7 +306,7 @@ impl FileServer {
         stream
             .wait_delivered()
             .map_err(|e| Failure::Broken(e.to_string()))?;
-        if let Some(report) = sender_report() {
+        if let Some(report) = connection.sender_report() {
             let frame = report
                 .encode()
                 .map_err(|e| Failure::Broken(format!("encoding the trailer: {e}")))?;

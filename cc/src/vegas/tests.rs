@@ -170,6 +170,7 @@ fn random_steps(seed: u64, count: usize) -> Vec<Step> {
                 bytes_in_flight: rng.random_range(0..60 * MSS),
                 app_limited: rng.random_bool(0.1),
                 in_recovery: rng.random_bool(0.15),
+                rate: None,
             })
         } else if roll < 97 {
             let mut ev = loss(now, rtt(100, 100), rng.random_bool(0.3));
@@ -207,6 +208,8 @@ fn assert_matches_reno(vegas_config: VegasConfig, steps: &[Step]) {
     let reno_config = RenoConfig {
         initial_window_packets: vegas_config.initial_window_packets,
         timeout_window_packets: vegas_config.timeout_window_packets,
+        // Vegas never had HyStart++: its Reno is the classic slow start.
+        hystart: false,
         one_reduction_per_window: vegas_config.one_reduction_per_window,
     };
     let mut reno = Reno::new(reno_config, MSS);

@@ -139,6 +139,31 @@ impl BandwidthEstimator {
         }
     }
 
+    /// A rate sample `rate` (bytes per second) computed by the caller at
+    /// `now` — Westwood-A's eligible-rate samples — filtered like an ACK's
+    /// own sample, virtual zero samples included. The first sample seeds the
+    /// estimate instead of being averaged with a zero (Linux's `tcp_westwood`
+    /// does the same): a sender that sets ssthresh from the estimate cannot
+    /// wait several τ for it to rise. Another sample at the instant of the
+    /// last one is ignored (its interval would be zero).
+    pub fn on_rate_sample(&mut self, now: Instant, rate: f64) {
+        self.advance_to(now);
+        let Some(last_sample_at) = self.last_sample_at else {
+            self.estimate = rate;
+            self.last_sample = rate;
+            self.last_sample_at = Some(now);
+            self.last_ack_at = Some(now);
+            return;
+        };
+        let delta = now.saturating_duration_since(last_sample_at);
+        self.last_ack_at = Some(now);
+        if delta.is_zero() {
+            return;
+        }
+        self.last_ack_step = None;
+        self.filter(rate, delta, now);
+    }
+
     /// Applies every virtual zero sample due strictly before `now`: one at
     /// each multiple of τ/m after the latest ACK (Casetti et al. §2.2,
     /// Fig. 1). Idempotent; cheap when nothing is due.

@@ -53,6 +53,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             Request::Get {
                 path: "dir/file.bin".into(),
                 offset: 0,
+                cc: None,
             },
         ),
         (
@@ -60,6 +61,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             Request::Get {
                 path: "ünïcode name".into(),
                 offset: 1 << 40,
+                cc: None,
             },
         ),
         (

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use super::{
-    cell, classic_recovery, controller, flow, kilobytes_per_s, label, name_number, ratio_cell,
-    report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, classic_slow_start, controller, flow, kilobytes_per_s, label,
+    name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -128,7 +128,10 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                 let Some(config) = controller(cc) else {
                     continue;
                 };
-                let mut transfer = flow(with_windows(config, 2, 1), condition.bytes);
+                let mut transfer = flow(
+                    classic_slow_start(with_windows(config, 2, 1)),
+                    condition.bytes,
+                );
                 transfer.max_datagram_size = Some(1460);
                 transfer.recovery = classic_recovery();
                 // A burst can damage several backed-off retransmissions in a
@@ -306,7 +309,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
          notices off a burst can corrupt several retransmissions in a row, the RTO backs off \
          past the 30 s idle timeout, and the client closes (it counts by what it delivered).\n\
          \n### Choices\n\n\
-         - Classic TCP (`timeout = \"rto\"`, no pacing), a 2-packet initial window (RFC 2581's \
+         - Classic TCP (`timeout = \"rto\"`, no pacing, classic slow start without HyStart++), a 2-packet initial window (RFC 2581's \
          upper bound of the time; the paper does not state it) and a 1-packet window after a \
          timeout.\n\
          - Burst errors only at 5% burst probability (the paper also ran 2%, 10% and 15%).\n\

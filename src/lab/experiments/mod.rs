@@ -9,12 +9,18 @@
 //!
 //! The 2002 testbeds ran classic TCP. Each experiment states which of
 //! sift's RFC 9002 defaults it turns back (`classic_recovery`, the paper's
-//! initial window) and why, in its summary.
+//! initial window, `classic_slow_start`) and why, in its summary. Every
+//! paper experiment runs classic slow start: HyStart++ (RFC 9406, sift's
+//! default for the loss-based controllers) did not exist in the papers'
+//! stacks, and their numbers are about what a loss does to the window.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sift_cc::{CcConfig, CubicConfig, RenoConfig, VegasConfig, VenoConfig, WestwoodConfig};
+use sift_cc::{
+    BbrConfig, CcConfig, CubicConfig, RenoConfig, VegasConfig, VenoConfig, WestwoodAConfig,
+    WestwoodConfig,
+};
 
 use super::Experiment;
 use crate::recovery::{RecoveryConfig, TimeoutMode};
@@ -23,6 +29,7 @@ use crate::sim::scenario::{Bottleneck, FlowSpec};
 use crate::sim::{Report, RunReport, Scenario};
 
 pub mod hack;
+pub mod leaky_pipes;
 pub mod reordering;
 pub mod vegas_factorial;
 pub mod veno_classification;
@@ -32,8 +39,8 @@ pub mod veno_throughput;
 pub mod westwood;
 
 /// Every experiment, in the order `sift-lab list` shows them: the papers',
-/// then sift's own (`reordering`, issue 18).
-pub const ALL: [Experiment; 8] = [
+/// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12).
+pub const ALL: [Experiment; 9] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -42,6 +49,7 @@ pub const ALL: [Experiment; 8] = [
     hack::EXPERIMENT,
     vegas_factorial::EXPERIMENT,
     reordering::EXPERIMENT,
+    leaky_pipes::EXPERIMENT,
 ];
 
 /// The experiment named `name`.
@@ -78,12 +86,15 @@ pub fn controller(name: &str) -> Option<CcConfig> {
         "veno" => CcConfig::Veno(VenoConfig::default()),
         "veno-enhanced" => CcConfig::VenoEnhanced(VenoConfig::default()),
         "westwood" => CcConfig::Westwood(WestwoodConfig::default()),
+        "westwood-a" => CcConfig::WestwoodA(WestwoodAConfig::default()),
+        "bbr" => CcConfig::Bbr(BbrConfig::default()),
         _ => return None,
     })
 }
 
 /// `cc` starting from `initial` packets and restarting from `after_timeout`
-/// packets after a timeout (CUBIC has no timeout window of its own).
+/// packets after a timeout (CUBIC and BBR have no timeout window of their
+/// own).
 pub fn with_windows(mut cc: CcConfig, initial: u64, after_timeout: u64) -> CcConfig {
     match &mut cc {
         CcConfig::Reno(c) => {
@@ -103,6 +114,26 @@ pub fn with_windows(mut cc: CcConfig, initial: u64, after_timeout: u64) -> CcCon
             c.initial_window_packets = initial;
             c.timeout_window_packets = after_timeout;
         }
+        CcConfig::WestwoodA(c) => {
+            c.initial_window_packets = initial;
+            c.timeout_window_packets = after_timeout;
+        }
+        // BBR has no timeout window: an RTO leaves room for one packet.
+        CcConfig::Bbr(c) => c.initial_window_packets = initial,
+    }
+    cc
+}
+
+/// `cc` with classic slow start (RFC 5681: until the first loss) instead of
+/// HyStart++, as the papers' stacks ran it. Controllers without HyStart++
+/// (Vegas, Westwood-A) are returned unchanged.
+pub fn classic_slow_start(mut cc: CcConfig) -> CcConfig {
+    match &mut cc {
+        CcConfig::Reno(c) => c.hystart = false,
+        CcConfig::Cubic(c) => c.hystart = false,
+        CcConfig::Westwood(c) => c.hystart = false,
+        CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => c.hystart = false,
+        CcConfig::Vegas(_) | CcConfig::WestwoodA(_) | CcConfig::Bbr(_) => {}
     }
     cc
 }

@@ -244,7 +244,7 @@ pub fn cell_config(cell: usize) -> VegasConfig {
 }
 
 /// The background's controller: BSD-style Reno (a cut at every loss event,
-/// one-segment windows) or Vegas as released.
+/// one-segment windows, classic slow start) or Vegas as released.
 fn background_cc(background: &str) -> CcConfig {
     if background == "vegas" {
         CcConfig::Vegas(VegasConfig::full())
@@ -253,6 +253,7 @@ fn background_cc(background: &str) -> CcConfig {
             initial_window_packets: 1,
             timeout_window_packets: 1,
             one_reduction_per_window: false,
+            hystart: false,
         })
     }
 }
@@ -395,7 +396,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
          avoidance's effect is small and negative. For retransmissions at low load slow start \
          dominates, then avoidance.\n\
          \n### Choices\n\n\
-         - Classic TCP recovery (`timeout = \"rto\"`, no pacing). The measured transfer's \
+         - Classic TCP recovery (`timeout = \"rto\"`, no pacing, classic slow start for the Reno background). The measured transfer's \
          window starts at one segment when G is off (the x-kernel Reno's), two when on.\n\
          - Reno background cuts its window at every loss event (`one_reduction_per_window = \
          false`), as BSD Reno, which is also what Vegas with E off does.\n\

@@ -8,7 +8,10 @@
 
 use std::fmt::Write;
 
-use super::{classic_recovery, controller, flow, label, link, report_f64, scenario, with_windows};
+use super::{
+    classic_recovery, classic_slow_start, controller, flow, label, link, report_f64, scenario,
+    with_windows,
+};
 use crate::lab::{Comparison, Experiment, Plan, Table};
 use crate::sim::scenario::CbrSpec;
 use crate::sim::{Direction, Report, Scenario, Verdicts};
@@ -55,7 +58,10 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     background_rates(plan)
         .into_iter()
         .filter_map(|kbps| {
-            let mut transfer = flow(with_windows(controller("veno")?, 1, 1), bytes);
+            let mut transfer = flow(
+                classic_slow_start(with_windows(controller("veno")?, 1, 1)),
+                bytes,
+            );
             transfer.max_datagram_size = Some(1460);
             transfer.recovery = classic_recovery();
             let mut s = scenario(
@@ -186,7 +192,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
     }
     md.push_str(
         "\n### Choices\n\n\
-         - Classic 2002 TCP (`timeout = \"rto\"`, no pacing, 1-packet initial and post-timeout \
+         - Classic 2002 TCP (`timeout = \"rto\"`, no pacing, classic slow start without HyStart++, 1-packet initial and post-timeout \
          window), as in veno-throughput.\n\
          - The random-loss rate is ours (2%): the paper does not state it (see `RANDOM_LOSS`).\n\
          \n### Differences and why\n\n\

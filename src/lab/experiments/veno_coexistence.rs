@@ -8,8 +8,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, controller, flow, incomplete_note, kilobytes_per_s, label, link,
-    name_number, report_f64, scenario, with_windows,
+    cell, classic_recovery, classic_slow_start, controller, flow, incomplete_note, kilobytes_per_s,
+    label, link, name_number, report_f64, scenario, with_windows,
 };
 use crate::lab::metrics::{jain_fairness_index, mean, run_goodputs_bps, std_dev};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -48,7 +48,10 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             let flows = (0..CONNECTIONS)
                 .filter_map(|i| {
                     let cc = if i < venos { "veno" } else { "reno" };
-                    let mut transfer = flow(with_windows(controller(cc)?, 1, 1), bytes);
+                    let mut transfer = flow(
+                        classic_slow_start(with_windows(controller(cc)?, 1, 1)),
+                        bytes,
+                    );
                     transfer.max_datagram_size = Some(1460);
                     transfer.recovery = classic_recovery();
                     transfer.start_ms = i as f64 * START_GAP_MS;
@@ -214,7 +217,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
          compare the shape — Jain's index near 1 within each group, F near 1, Veno above Reno \
          at 1% loss.\n\
          \n### Choices\n\n\
-         - Classic 2002 TCP for both (`timeout = \"rto\"`, no pacing, 1-packet initial and \
+         - Classic 2002 TCP for both (`timeout = \"rto\"`, no pacing, classic slow start without HyStart++, 1-packet initial and \
          post-timeout windows), as in veno-throughput.\n\
          - 8 MB per connection (1 MB with `--quick`) instead of 32 MB, and starts 100 ms apart.\n\
          \n### Differences and why\n\n\

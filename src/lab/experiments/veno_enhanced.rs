@@ -13,8 +13,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, controller, flow, kilobytes_per_s, label, link, name_number,
-    ratio_cell, report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, classic_slow_start, controller, flow, kilobytes_per_s, label, link,
+    name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -104,7 +104,10 @@ fn light_load(
     flows: usize,
     duration_s: f64,
 ) -> Option<Scenario> {
-    let mut transfer = flow(with_windows(controller(cc)?, 1, 1), UNBOUNDED_BYTES);
+    let mut transfer = flow(
+        classic_slow_start(with_windows(controller(cc)?, 1, 1)),
+        UNBOUNDED_BYTES,
+    );
     transfer.max_datagram_size = Some(DATAGRAM_BYTES);
     transfer.recovery = classic_recovery();
     transfer.access_delay_ms = ACCESS_DELAY_MS;
@@ -280,7 +283,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
          connection number is small (the improvement can be up to 60% when random loss is around \
          0.01)\"; as connections increase it \"performs more and more similarly as Veno\".\n\
          \n### Choices\n\n\
-         - Classic TCP behaviour (`timeout = \"rto\"`, no pacing, 1-packet initial and \
+         - Classic TCP behaviour (`timeout = \"rto\"`, no pacing, classic slow start without HyStart++, 1-packet initial and \
          post-timeout window: ns-2's defaults of the time) for both controllers.\n\
          - Runs last 60 s (20 s with `--quick`); the paper's durations are not stated. Fig. 4 \
          uses 1, 4 and 16 flows (the paper goes to 64) and Pr = 0.001, 0.01, 0.05.\n\

@@ -9,8 +9,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, controller, flow, incomplete_note, kilobytes_per_s, label, link,
-    name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, classic_slow_start, controller, flow, incomplete_note, kilobytes_per_s,
+    label, link, name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps, std_dev};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -54,7 +54,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             let Some(config) = controller(cc) else {
                 continue;
             };
-            let mut transfer = flow(with_windows(config, 1, 1), bytes);
+            let mut transfer = flow(classic_slow_start(with_windows(config, 1, 1)), bytes);
             transfer.max_datagram_size = Some(MSS_BYTES);
             transfer.recovery = classic_recovery();
             let mut s = scenario(
@@ -218,7 +218,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
     md.push_str(
         "\n### Choices\n\n\
          - Classic 2002 TCP: `timeout = \"rto\"` (a timeout collapses the window and resends \
-         everything outstanding), `pacing = false`, and a 1-packet initial and post-timeout window \
+         everything outstanding), `pacing = false`, classic slow start (no HyStart++), and a 1-packet initial and post-timeout window \
          (§II-B.1: \"Reno sets the window size, cwnd, to one\"), for Reno and Veno alike.\n\
          - The transfer is 4 MB (1 MB with `--quick`), not the paper's 32 MB, so the 10⁻¹ runs \
          finish in bounded virtual time; the other points are long enough (hundreds of round \

@@ -10,8 +10,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, controller, flow, kilobytes_per_s, label, link, name_number,
-    ratio_cell, report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, classic_slow_start, controller, flow, kilobytes_per_s, label, link,
+    name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -105,7 +105,10 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             let Some(config) = controller(cc) else {
                 continue;
             };
-            let mut transfer = flow(with_windows(config, 1, 1), UNBOUNDED_BYTES);
+            let mut transfer = flow(
+                classic_slow_start(with_windows(config, 1, 1)),
+                UNBOUNDED_BYTES,
+            );
             transfer.max_datagram_size = Some(DATAGRAM_BYTES);
             transfer.recovery = classic_recovery();
             transfer.access_delay_ms = point.wired_delay_ms;
@@ -241,7 +244,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
     }
     md.push_str(
         "### Choices\n\n\
-         - Classic TCP (`timeout = \"rto\"`, no pacing, 1-packet initial and post-timeout \
+         - Classic TCP (`timeout = \"rto\"`, no pacing, classic slow start without HyStart++, 1-packet initial and post-timeout \
          windows: ns-2's defaults then) for both controllers.\n\
          - Fixed 60 s runs (20 s with `--quick`); the paper's durations are not stated. Fig. 10 \
          uses 1% loss (the paper does not say which) and Fig. 11 splits its 45 ms round trip \

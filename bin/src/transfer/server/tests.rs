@@ -39,7 +39,7 @@ fn exchange<T: Send>(
 ) -> (T, TransferRecord) {
     let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
     std::thread::scope(|scope| {
-        let handle = scope.spawn(move || server.serve(&mut server_end, &|| None));
+        let handle = scope.spawn(move || server.serve(&mut server_end, &NoConnection));
         let out = client(&mut client_end);
         drop(client_end);
         (out, handle.join().unwrap())
@@ -78,7 +78,7 @@ fn get_delivers_the_file_byte_exact_with_its_digest() {
     let server = server_with(&root);
     let dest = out.path().join("f.bin");
     let (outcome, record) = exchange(&server, |s| {
-        client::get(s, "f.bin", &dest, false, &mut no_progress())
+        client::get(s, "f.bin", &dest, false, None, &mut no_progress())
     });
     let outcome = outcome.unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), data);
@@ -111,7 +111,14 @@ fn an_interrupted_download_keeps_its_partial_and_resume_fetches_only_the_rest() 
         server_end.write_all(&announced).unwrap();
         server_end.write_all(&first_part).unwrap();
     });
-    let interrupted = client::get(&mut client_end, "f.bin", &dest, false, &mut no_progress());
+    let interrupted = client::get(
+        &mut client_end,
+        "f.bin",
+        &dest,
+        false,
+        None,
+        &mut no_progress(),
+    );
     dying.join().unwrap();
     assert!(matches!(
         interrupted,
@@ -129,7 +136,7 @@ fn an_interrupted_download_keeps_its_partial_and_resume_fetches_only_the_rest() 
 
     let server = server_with(&root);
     let (outcome, record) = exchange(&server, |s| {
-        client::get(s, "f.bin", &dest, true, &mut no_progress())
+        client::get(s, "f.bin", &dest, true, None, &mut no_progress())
     });
     let outcome = outcome.unwrap();
     // 200 000 − 70 000 = 130 000 bytes travel on the resume.
@@ -148,7 +155,7 @@ fn a_resume_over_a_wrong_partial_fails_the_hash_and_removes_it() {
     std::fs::write(download_part_path(&dest), vec![0u8; 10_000]).unwrap();
     let server = server_with(&root);
     let (outcome, _) = exchange(&server, |s| {
-        client::get(s, "f.bin", &dest, true, &mut no_progress())
+        client::get(s, "f.bin", &dest, true, None, &mut no_progress())
     });
     assert!(matches!(outcome, Err(ClientError::HashMismatch { .. })));
     assert!(!dest.exists());
@@ -163,6 +170,7 @@ fn a_resume_offset_past_the_end_is_a_bad_request() {
     let request = Request::Get {
         path: "f".into(),
         offset: 6,
+        cc: None,
     };
     let (response, record) = raw_request(&server, request.encode().unwrap());
     assert_eq!(response.status, Status::BadRequest);
@@ -292,6 +300,7 @@ fn traversal_attempts_are_refused_and_nothing_is_written_outside() {
         let get = Request::Get {
             path: path.into(),
             offset: 0,
+            cc: None,
         };
         let (response, _) = raw_request(&server, get.encode().unwrap());
         assert_eq!(response.status, Status::RefusedPath, "GET {path}");
@@ -339,7 +348,7 @@ fn a_missing_file_is_not_found() {
     let server = server_with(&root);
     let dest = out.path().join("x");
     let (outcome, _) = exchange(&server, |s| {
-        client::get(s, "nope.bin", &dest, false, &mut no_progress())
+        client::get(s, "nope.bin", &dest, false, None, &mut no_progress())
     });
     assert!(matches!(
         outcome,

@@ -1,0 +1,371 @@
+//! HyStart++ (RFC 9406): the slow start of the loss-based controllers.
+//!
+//! Classic slow start doubles the window every round trip until a loss, and
+//! on a long path with a buffer of one bandwidth-delay product it overshoots
+//! by a whole window: hundreds of packets lost in one round, often a timeout.
+//! HyStart++ watches the minimum RTT of each round: once it rises by a
+//! threshold (the queue has started to build) the window grows at a quarter
+//! of slow start's pace (Conservative Slow Start, CSS) for up to five rounds,
+//! and then congestion avoidance takes over. If the RTT falls back during
+//! CSS, the rise was jitter and slow start resumes.
+//!
+//! Decisions where the RFC leaves a choice:
+//! - rounds are delimited by send time, not sequence numbers: a round ends at
+//!   the first ACK for a packet sent after the round began (RFC 9406 §4.2
+//!   `windowEnd = SND.NXT`; a controller sees send times, not SND.NXT);
+//! - HyStart++ runs in the initial slow start only; after the first loss or
+//!   timeout it is done and slow start is the classic one (§4.2: "use
+//!   HyStart++ only for the initial slow start");
+//! - no per-ACK growth limit L: sift paces, and §4.2 sets L = infinity for
+//!   paced senders (a scenario that turns pacing off should turn HyStart++
+//!   off too, as the paper experiments do).
+//!
+//! The controller owns ssthresh and cwnd; this type only decides how much of
+//! an ACK slow start may add and when to hand over to congestion avoidance.
+
+use std::time::Duration;
+
+use crate::rounds::RoundTracker;
+use crate::{slow_start, AckEvent};
+
+/// RFC 9406 §4.3 MIN_RTT_THRESH: the smallest RTT rise that ends slow start.
+pub const MIN_RTT_THRESH: Duration = Duration::from_millis(4);
+/// RFC 9406 §4.3 MAX_RTT_THRESH: the largest RTT rise required.
+pub const MAX_RTT_THRESH: Duration = Duration::from_millis(16);
+/// RFC 9406 §4.3 MIN_RTT_DIVISOR: the threshold is lastRoundMinRTT / 8.
+pub const MIN_RTT_DIVISOR: u32 = 8;
+/// RFC 9406 §4.3 N_RTT_SAMPLE: RTT samples a round needs before it counts.
+pub const N_RTT_SAMPLE: u32 = 8;
+/// RFC 9406 §4.3 CSS_GROWTH_DIVISOR: CSS grows at 1/4 of slow start's pace.
+pub const CSS_GROWTH_DIVISOR: u64 = 4;
+/// RFC 9406 §4.3 CSS_ROUNDS: rounds of CSS before congestion avoidance.
+pub const CSS_ROUNDS: u32 = 5;
+
+/// Where HyStart++ is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HyStartPhase {
+    /// Slow start, watching each round's minimum RTT.
+    SlowStart,
+    /// Conservative Slow Start, entered when the RTT rose to `baseline`.
+    Conservative {
+        /// cssBaselineMinRtt: the round minimum that ended slow start.
+        baseline: Duration,
+        /// CSS rounds completed.
+        rounds: u32,
+    },
+    /// Off: disabled, or the initial slow start is over.
+    Done,
+}
+
+/// What slow start made of one ACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowStartStep {
+    /// The new window.
+    pub cwnd: u64,
+    /// The new slow-start threshold: the window itself once CSS is over
+    /// (RFC 9406 §4.2: "enter congestion avoidance by setting ssthresh to
+    /// cwnd"), else unchanged.
+    pub ssthresh: u64,
+    /// Acked bytes slow start did not use (all of them at or above
+    /// ssthresh), which the controller credits to congestion avoidance.
+    pub rest: u64,
+}
+
+/// The HyStart++ state of one connection.
+#[derive(Clone, Debug)]
+pub struct HyStart {
+    phase: HyStartPhase,
+    rounds: RoundTracker,
+    /// lastRoundMinRTT.
+    last_round_min_rtt: Option<Duration>,
+    /// currentRoundMinRTT.
+    current_round_min_rtt: Option<Duration>,
+    /// rttSampleCount of the current round.
+    rtt_samples: u32,
+}
+
+impl HyStart {
+    /// HyStart++ for a new connection; `enabled = false` is classic slow start.
+    pub fn new(enabled: bool) -> Self {
+        Self {
+            phase: if enabled {
+                HyStartPhase::SlowStart
+            } else {
+                HyStartPhase::Done
+            },
+            rounds: RoundTracker::default(),
+            last_round_min_rtt: None,
+            current_round_min_rtt: None,
+            rtt_samples: 0,
+        }
+    }
+
+    /// Where HyStart++ is.
+    pub fn phase(&self) -> HyStartPhase {
+        self.phase
+    }
+
+    /// A loss or timeout: the initial slow start is over (RFC 9406 §4.2).
+    pub fn on_congestion(&mut self) {
+        self.phase = HyStartPhase::Done;
+    }
+
+    /// Slow start for one ACK at window `cwnd`: nothing at or above
+    /// `ssthresh`, classic slow start (RFC 5681 with byte counting) once
+    /// HyStart++ is done, else the RFC 9406 §4.2 rules.
+    pub fn slow_start(&mut self, cwnd: u64, ssthresh: u64, ack: &AckEvent) -> SlowStartStep {
+        if cwnd >= ssthresh {
+            return SlowStartStep {
+                cwnd,
+                ssthresh,
+                rest: ack.acked_bytes,
+            };
+        }
+        if self.phase == HyStartPhase::Done {
+            let (cwnd, rest) = slow_start(cwnd, ssthresh, ack.acked_bytes);
+            return SlowStartStep {
+                cwnd,
+                ssthresh,
+                rest,
+            };
+        }
+        let round_ended = self.track_round(ack);
+        if ack.rtt_sampled {
+            let latest = ack.rtt.latest;
+            self.current_round_min_rtt =
+                Some(self.current_round_min_rtt.map_or(latest, |m| m.min(latest)));
+            self.rtt_samples += 1;
+        }
+        let mut enter_avoidance = false;
+        match self.phase {
+            HyStartPhase::SlowStart => self.check_delay_increase(),
+            HyStartPhase::Conservative { baseline, rounds } => {
+                if self.rtt_samples >= N_RTT_SAMPLE
+                    && self.current_round_min_rtt.is_some_and(|m| m < baseline)
+                {
+                    // The rise was jitter: resume slow start (§4.2).
+                    self.phase = HyStartPhase::SlowStart;
+                } else if round_ended {
+                    let rounds = rounds + 1;
+                    if rounds >= CSS_ROUNDS {
+                        self.phase = HyStartPhase::Done;
+                        enter_avoidance = true;
+                    } else {
+                        self.phase = HyStartPhase::Conservative { baseline, rounds };
+                    }
+                }
+            }
+            HyStartPhase::Done => {}
+        }
+        // CSS grows at a quarter of slow start's pace (§4.2), the ACK that
+        // ends it included.
+        let growth = if enter_avoidance || matches!(self.phase, HyStartPhase::Conservative { .. }) {
+            ack.acked_bytes / CSS_GROWTH_DIVISOR
+        } else {
+            ack.acked_bytes
+        };
+        let (cwnd, rest) = slow_start(cwnd, ssthresh, growth);
+        SlowStartStep {
+            cwnd,
+            ssthresh: if enter_avoidance { cwnd } else { ssthresh },
+            rest,
+        }
+    }
+
+    /// Starts a new round when `ack` covers a packet sent after the current
+    /// one began; returns whether a round ended.
+    fn track_round(&mut self, ack: &AckEvent) -> bool {
+        let ended = self.rounds.on_ack(ack);
+        if ended {
+            self.last_round_min_rtt = self.current_round_min_rtt.take();
+            self.rtt_samples = 0;
+        }
+        ended
+    }
+
+    /// RFC 9406 §4.2: leave slow start for CSS once this round's minimum RTT
+    /// exceeds the last round's by the threshold.
+    fn check_delay_increase(&mut self) {
+        let (Some(last), Some(current)) = (self.last_round_min_rtt, self.current_round_min_rtt)
+        else {
+            return;
+        };
+        if self.rtt_samples < N_RTT_SAMPLE {
+            return;
+        }
+        let threshold = (last / MIN_RTT_DIVISOR).clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
+        if current >= last + threshold {
+            self.phase = HyStartPhase::Conservative {
+                baseline: current,
+                rounds: 0,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    use crate::test_support::{ms, rtt, MSS};
+
+    /// An ACK at `now` of one 1000-byte packet sent at `sent`, with an RTT
+    /// sample of `rtt_ms`.
+    fn ack(now: Instant, sent: Instant, rtt_ms: u64) -> AckEvent {
+        let mut ack = crate::test_support::ack(now, sent, 1, rtt(rtt_ms, rtt_ms), 0);
+        ack.largest_acked_sent_time = sent;
+        ack
+    }
+
+    /// Feeds one round of `count` ACKs with RTT `rtt_ms`, for packets sent
+    /// at `sent` (after the previous round began), each ACK 1 ms after the
+    /// last from `start`; returns the window and the time of the last ACK.
+    fn round(
+        hystart: &mut HyStart,
+        cwnd: &mut u64,
+        start: Instant,
+        sent: Instant,
+        count: u64,
+        rtt_ms: u64,
+    ) -> Instant {
+        let mut now = start;
+        for i in 0..count {
+            now = start + ms(i);
+            let step = hystart.slow_start(*cwnd, u64::MAX, &ack(now, sent, rtt_ms));
+            *cwnd = step.cwnd;
+        }
+        now
+    }
+
+    #[test]
+    fn rtt_rise_of_an_eighth_moves_slow_start_to_quarter_pace_growth() {
+        let t0 = Instant::now();
+        let mut hystart = HyStart::new(true);
+        let mut cwnd = 10 * MSS;
+        // Round 1 (packets sent at t0): 8 samples of 100 ms, slow start adds
+        // each ACK's 1000 bytes: 10_000 + 8·1_000 = 18_000.
+        let end = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
+        assert_eq!(cwnd, 18_000);
+        // Round 2 (sent after round 1 began): threshold = clamp(100/8 = 12.5,
+        // 4, 16) = 12.5 ms. Seven samples of 113 ms are not enough
+        // (N_RTT_SAMPLE = 8): still slow start, +7_000.
+        let sent = end;
+        let start = end + ms(100);
+        round(&mut hystart, &mut cwnd, start, sent, 7, 113);
+        assert_eq!(cwnd, 25_000);
+        assert_eq!(hystart.phase(), HyStartPhase::SlowStart);
+        // The eighth: 113 ≥ 100 + 12.5, so CSS starts with baseline 113 ms and
+        // this ACK already grows by 1_000/4 = 250.
+        let step = hystart.slow_start(cwnd, u64::MAX, &ack(start + ms(7), sent, 113));
+        assert_eq!(step.cwnd, 25_250);
+        assert_eq!(step.ssthresh, u64::MAX);
+        assert_eq!(
+            hystart.phase(),
+            HyStartPhase::Conservative {
+                baseline: ms(113),
+                rounds: 0
+            }
+        );
+    }
+
+    #[test]
+    fn small_rise_below_the_threshold_keeps_slow_start() {
+        let t0 = Instant::now();
+        let mut hystart = HyStart::new(true);
+        let mut cwnd = 10 * MSS;
+        let end = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
+        // 112 < 100 + 12.5: no exit; slow start adds all 8_000.
+        round(&mut hystart, &mut cwnd, end + ms(100), end, 8, 112);
+        assert_eq!(cwnd, 26_000);
+        assert_eq!(hystart.phase(), HyStartPhase::SlowStart);
+    }
+
+    #[test]
+    fn threshold_is_clamped_between_four_and_sixteen_milliseconds() {
+        // 20 ms RTT: 20/8 = 2.5 ms is raised to 4 ms, so 23 ms stays in slow
+        // start and 24 ms leaves it; 600 ms RTT: 75 ms is capped at 16 ms, so
+        // 615 ms stays and 616 ms leaves.
+        for (base, risen, exits) in [
+            (20, 23, false),
+            (20, 24, true),
+            (600, 615, false),
+            (600, 616, true),
+        ] {
+            let t0 = Instant::now();
+            let mut hystart = HyStart::new(true);
+            let mut cwnd = 10 * MSS;
+            let end = round(&mut hystart, &mut cwnd, t0 + ms(base), t0, 8, base);
+            round(&mut hystart, &mut cwnd, end + ms(base), end, 8, risen);
+            let conservative = matches!(hystart.phase(), HyStartPhase::Conservative { .. });
+            assert_eq!(conservative, exits, "base {base} ms, risen to {risen} ms");
+        }
+    }
+
+    /// A HyStart++ that has just entered CSS (baseline 113 ms) at 25_250 B;
+    /// returns it, the window and the time the CSS round began.
+    fn in_css() -> (HyStart, u64, Instant) {
+        let t0 = Instant::now();
+        let mut hystart = HyStart::new(true);
+        let mut cwnd = 10 * MSS;
+        let end = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
+        let css_start = end + ms(100);
+        round(&mut hystart, &mut cwnd, css_start, end, 8, 113);
+        assert_eq!(cwnd, 25_250);
+        (hystart, cwnd, css_start)
+    }
+
+    #[test]
+    fn five_css_rounds_end_slow_start_with_ssthresh_at_the_window() {
+        let (mut hystart, mut cwnd, mut start) = in_css();
+        // Four more rounds of 8 ACKs at 113 ms: each ACK adds 250 and each
+        // round's first ACK counts one CSS round; rounds 1–4 leave CSS on.
+        for completed in 1..=4 {
+            let sent = start + ms(10);
+            start += ms(113);
+            round(&mut hystart, &mut cwnd, start, sent, 8, 113);
+            assert_eq!(
+                hystart.phase(),
+                HyStartPhase::Conservative {
+                    baseline: ms(113),
+                    rounds: completed
+                }
+            );
+        }
+        assert_eq!(cwnd, 25_250 + 4 * 8 * 250);
+        // The fifth round boundary ends CSS: this ACK grows by 250 and sets
+        // ssthresh = cwnd = 33_500.
+        let sent = start + ms(10);
+        let step = hystart.slow_start(cwnd, u64::MAX, &ack(start + ms(113), sent, 113));
+        assert_eq!((step.cwnd, step.ssthresh), (33_500, 33_500));
+        assert_eq!(hystart.phase(), HyStartPhase::Done);
+    }
+
+    #[test]
+    fn rtt_back_below_the_baseline_in_css_resumes_slow_start() {
+        let (mut hystart, mut cwnd, start) = in_css();
+        // Next round: eight samples of 105 ms < baseline 113 ms. The first
+        // seven grow by 250 each (CSS); the eighth proves the rise spurious
+        // and grows by the full 1_000.
+        let sent = start + ms(10);
+        round(&mut hystart, &mut cwnd, start + ms(113), sent, 8, 105);
+        assert_eq!(cwnd, 25_250 + 7 * 250 + 1_000);
+        assert_eq!(hystart.phase(), HyStartPhase::SlowStart);
+    }
+
+    #[test]
+    fn disabled_or_after_a_loss_it_is_classic_slow_start_up_to_ssthresh() {
+        let t0 = Instant::now();
+        for mut hystart in [HyStart::new(false), {
+            let mut h = HyStart::new(true);
+            h.on_congestion();
+            h
+        }] {
+            assert_eq!(hystart.phase(), HyStartPhase::Done);
+            // 10_000 at ssthresh 10_500: 500 of a 1_000-byte ACK is slow
+            // start, the other 500 is avoidance credit.
+            let step = hystart.slow_start(10_000, 10_500, &ack(t0, t0, 300));
+            assert_eq!((step.cwnd, step.ssthresh, step.rest), (10_500, 10_500, 500));
+        }
+    }
+}

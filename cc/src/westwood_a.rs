@@ -1,0 +1,664 @@
+//! TCP Westwood with agile probing, TCPW-A (Yamada, Wang, Sanadidi & Gerla,
+//! "TCP Westwood with agile probing: dealing with dynamic, large, leaky
+//! pipes", IEEE ICC 2004), beside the paper-faithful [`crate::Westwood`].
+//!
+//! TCPW sets ssthresh from an estimate of the rate the connection is
+//! eligible for (ERE·RTTmin) after a loss, so a random loss costs little. Its
+//! weakness on a long fat pipe is growth: slow start either overshoots or
+//! ends at the first random loss, and congestion avoidance then adds one
+//! packet per round trip — forty seconds to fill a 420-packet pipe. TCPW-A
+//! adds two mechanisms:
+//!
+//! 1. **Agile probing** (at connection start and after a timeout): instead of
+//!    slow start towards an arbitrary ssthresh, ssthresh is repeatedly reset
+//!    to max(ssthresh, ERE·RTTmin) on every ACK, and whenever it rises above
+//!    cwnd the window climbs exponentially again; when ERE stops growing,
+//!    cwnd passes ssthresh and growth is linear. Probing ends at the first
+//!    loss.
+//! 2. **Persistent non-congestion detection (PNCD)** in congestion
+//!    avoidance: when the achieved rate keeps up with the expected rate for
+//!    a considerable time there is unused bandwidth, and agile probing
+//!    starts again.
+//!
+//! Losses are Westwood's: ssthresh = max(ERE·RTTmin, 2 packets), cwnd =
+//! min(cwnd, ssthresh); after a timeout cwnd = 1 packet and agile probing.
+//! The estimate lives in [`eligible_rate`].
+//!
+//! **Sources.** The ICC 2004 paper itself was not available to this
+//! implementation; what it follows is the paper's abstract (IEEE Xplore
+//! record), the authors' slides for it ("TCP Westwood with Agile Probing:
+//! Handling Dynamic Large Leaky Pipes", slideplayer), the UCLA TCPW pages,
+//! and the ABSE/CRB estimation papers they build on (Wang, Valla, Sanadidi,
+//! Gerla, Globecom 2002). Where those leave a number or a rule open, sift
+//! chose, and says so here:
+//! - the ERE sampling interval T_k = RTT·(ER − RE)/ER is bounded to
+//!   [RTTmin/8, RTT] and a sample is the dispersion of the ACKs inside it
+//!   (see [`eligible_rate`]); the filter is Westwood's Tustin filter with
+//!   τ = 500 ms, seeded with the first sample;
+//! - agile probing starts with ssthresh = the initial window, so every step
+//!   beyond it is earned by the estimate, not by a preset threshold;
+//! - PNCD's "achieved rate follows the expected rate" is RE ≥ 7/8·ER over a
+//!   round trip (a standing queue below RTTmin/8, the same fraction RFC 9406
+//!   treats as a real RTT rise), and "a considerable time" is three
+//!   consecutive such rounds (`non_congestion_rounds`); a window cut resets
+//!   the count, a loss that leaves the window alone does not;
+//! - sift paces: during agile probing at 2·cwnd/srtt (Linux's slow-start
+//!   pacing ratio), so ACK trains can show more rate than the window
+//!   achieves, and otherwise at the recovery module's 1.25·cwnd/srtt;
+//! - probing ends at a loss that cuts the window; a loss within the eligible
+//!   window (ERE·RTTmin ≥ cwnd) leaves it running with its ssthresh: on a
+//!   leaky pipe the first random loss would otherwise end the start-up
+//!   climb long before the pipe is full (measured: `leaky-pipes`);
+//! - a loss that leaves the window uncut (ERE·RTTmin ≥ cwnd) is reported as
+//!   [`LossVerdict::Random`], one that cuts it as congestive: TCPW-A does not
+//!   classify losses, but this is what its response amounts to, and the
+//!   simulator's confusion matrix can then score it;
+//! - a congestion event that proves spurious is undone as for `westwood`:
+//!   window and ssthresh as before it (the window never shrinks), agile
+//!   probing and PNCD's count as they were, and its verdict moves to
+//!   `spurious_losses`; the estimate, a measurement, stays.
+
+pub mod eligible_rate;
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use eligible_rate::EligibleRate;
+
+use crate::rounds::RoundTracker;
+use crate::veno::VerdictCounts;
+use crate::westwood::{FILTER_TIME_CONSTANT_MS, VIRTUAL_SAMPLE_DIVISOR};
+use crate::{
+    minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
+};
+
+/// RFC 9002 §7.2 initial window (TCPW-A's ns-2 runs started from 1–2; sift's
+/// controllers all start at 10 unless a scenario says otherwise).
+pub const INITIAL_WINDOW_PACKETS: u64 = 10;
+/// TCPW after a timeout: `cwin = 1` (Casetti et al. 2002, §3.2), kept by TCPW-A.
+pub const TIMEOUT_WINDOW_PACKETS: u64 = 1;
+/// PNCD: consecutive non-congested rounds before agile probing resumes
+/// (sift's reading of "a considerably long time", see the module docs).
+pub const NON_CONGESTION_ROUNDS: u64 = 3;
+/// PNCD boundary: a round is non-congested if RE ≥ ER·7/8.
+pub const NON_CONGESTION_FRACTION: (u64, u64) = (7, 8);
+/// Pacing gain during agile probing: Linux's `sysctl_tcp_pacing_ss_ratio`
+/// (200%).
+pub const AGILE_PACING_GAIN: f64 = 2.0;
+
+/// Westwood-A's parameters.
+///
+/// Metrics fields reported by [`WestwoodA`]: `ere_bps` (ERE, bits per
+/// second), `achieved_bps` (RE), `expected_bps` (ER = cwnd/RTTmin),
+/// `sampling_interval_ms` (T_k), `rtt_min_ms`, `agile_probing` (1 while
+/// probing), `non_congested_rounds` (PNCD's count), and `random_losses`,
+/// `congestive_losses`, `spurious_losses` (congestion events by verdict).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WestwoodAConfig {
+    /// τ of the ERE filter, in milliseconds. Must be positive.
+    pub filter_time_constant_ms: u64,
+    /// m: a virtual zero sample every τ/m without ACKs. At least 2.
+    pub virtual_sample_divisor: u32,
+    /// Initial window in packets.
+    pub initial_window_packets: u64,
+    /// Window after a timeout, in packets.
+    pub timeout_window_packets: u64,
+    /// PNCD: consecutive non-congested rounds that restart agile probing.
+    /// At least 1.
+    pub non_congestion_rounds: u64,
+}
+
+impl Default for WestwoodAConfig {
+    fn default() -> Self {
+        Self {
+            filter_time_constant_ms: FILTER_TIME_CONSTANT_MS,
+            virtual_sample_divisor: VIRTUAL_SAMPLE_DIVISOR,
+            initial_window_packets: INITIAL_WINDOW_PACKETS,
+            timeout_window_packets: TIMEOUT_WINDOW_PACKETS,
+            non_congestion_rounds: NON_CONGESTION_ROUNDS,
+        }
+    }
+}
+
+impl WestwoodAConfig {
+    /// Checks every value against the range the algorithm allows.
+    pub fn validate(&self) -> Result<(), InvalidCcConfig> {
+        let invalid = |field, value: u64, expected| {
+            Err(InvalidCcConfig::new("westwood-a", field, value, expected))
+        };
+        if self.filter_time_constant_ms == 0 {
+            return invalid(
+                "filter_time_constant_ms",
+                0,
+                "a positive number of milliseconds",
+            );
+        }
+        if self.virtual_sample_divisor < 2 {
+            return invalid(
+                "virtual_sample_divisor",
+                u64::from(self.virtual_sample_divisor),
+                "at least 2 (Nyquist)",
+            );
+        }
+        for (field, value) in [
+            ("initial_window_packets", self.initial_window_packets),
+            ("timeout_window_packets", self.timeout_window_packets),
+            ("non_congestion_rounds", self.non_congestion_rounds),
+        ] {
+            if value == 0 {
+                return invalid(field, 0, "at least 1");
+            }
+        }
+        Ok(())
+    }
+
+    /// The same configuration with out-of-range values replaced by defaults.
+    fn sanitized(mut self) -> Self {
+        let defaults = Self::default();
+        if self.filter_time_constant_ms == 0 {
+            self.filter_time_constant_ms = defaults.filter_time_constant_ms;
+        }
+        if self.virtual_sample_divisor < 2 {
+            self.virtual_sample_divisor = defaults.virtual_sample_divisor;
+        }
+        self.initial_window_packets = self.initial_window_packets.max(1);
+        self.timeout_window_packets = self.timeout_window_packets.max(1);
+        self.non_congestion_rounds = self.non_congestion_rounds.max(1);
+        self
+    }
+}
+
+/// The Westwood-A controller.
+#[derive(Debug, Clone)]
+pub struct WestwoodA {
+    config: WestwoodAConfig,
+    mss: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    increase: AdditiveIncrease,
+    ere: EligibleRate,
+    /// RTTmin over the connection.
+    rtt_min: Option<Duration>,
+    /// The latest smoothed RTT, for the pacing rate.
+    smoothed_rtt: Option<Duration>,
+    /// In agile probing.
+    agile: bool,
+    rounds: RoundTracker,
+    /// PNCD: consecutive non-congested rounds in congestion avoidance.
+    non_congested_rounds: u64,
+    in_recovery: bool,
+    last_verdict: Option<LossVerdict>,
+    verdicts: VerdictCounts,
+    /// What the last congestion event changed, until undone or replaced.
+    undo: Option<WestwoodAUndo>,
+}
+
+/// What Westwood-A restores when a congestion event proves spurious.
+#[derive(Clone, Copy, Debug)]
+struct WestwoodAUndo {
+    window: WindowUndo,
+    agile: bool,
+    non_congested_rounds: u64,
+    verdict: LossVerdict,
+    last_verdict: Option<LossVerdict>,
+}
+
+impl WestwoodA {
+    /// A controller for packets of `mss` bytes; out-of-range configuration
+    /// values fall back to the defaults (see [`WestwoodAConfig::validate`]).
+    pub fn new(config: WestwoodAConfig, mss: u64) -> Self {
+        let config = config.sanitized();
+        let mss = mss.max(1);
+        let cwnd = config.initial_window_packets * mss;
+        Self {
+            ere: EligibleRate::new(
+                Duration::from_millis(config.filter_time_constant_ms),
+                config.virtual_sample_divisor,
+            ),
+            config,
+            mss,
+            cwnd,
+            // Agile probing from the start: ssthresh grows only as ERE does.
+            ssthresh: cwnd,
+            increase: AdditiveIncrease::default(),
+            rtt_min: None,
+            smoothed_rtt: None,
+            agile: true,
+            rounds: RoundTracker::default(),
+            non_congested_rounds: 0,
+            in_recovery: false,
+            last_verdict: None,
+            verdicts: VerdictCounts::default(),
+            undo: None,
+        }
+    }
+
+    /// ERE in bytes per second.
+    pub fn eligible_rate(&self) -> f64 {
+        self.ere.bytes_per_second()
+    }
+
+    /// Whether agile probing is running.
+    pub fn is_agile_probing(&self) -> bool {
+        self.agile
+    }
+
+    /// ERE·RTTmin in bytes (no floor); 0 before an RTT sample.
+    fn eligible_window(&self) -> u64 {
+        let Some(rtt_min) = self.rtt_min else {
+            return 0;
+        };
+        (self.ere.bytes_per_second() * rtt_min.as_secs_f64()) as u64
+    }
+
+    /// ER = cwnd/RTTmin, bytes per second.
+    fn expected_rate(&self) -> f64 {
+        self.rtt_min
+            .map_or(0.0, |rtt| self.cwnd as f64 / rtt.as_secs_f64())
+    }
+
+    fn observe_rtt(&mut self, ack: &AckEvent) {
+        self.smoothed_rtt = Some(ack.rtt.smoothed);
+        if !ack.rtt_sampled {
+            return;
+        }
+        for candidate in [ack.rtt.latest, ack.rtt.min] {
+            if !candidate.is_zero() {
+                self.rtt_min = Some(self.rtt_min.map_or(candidate, |m| m.min(candidate)));
+            }
+        }
+    }
+
+    /// PNCD at the end of a round in congestion avoidance: counts
+    /// non-congested rounds and restarts agile probing after enough.
+    fn detect_persistent_non_congestion(&mut self) {
+        let (num, den) = NON_CONGESTION_FRACTION;
+        let boundary = self.expected_rate() * num as f64 / den as f64;
+        if self.ere.achieved_rate() >= boundary && boundary > 0.0 {
+            self.non_congested_rounds += 1;
+        } else {
+            self.non_congested_rounds = 0;
+        }
+        if self.non_congested_rounds >= self.config.non_congestion_rounds {
+            self.agile = true;
+            self.non_congested_rounds = 0;
+        }
+    }
+
+    fn phase(&self) -> Phase {
+        if self.in_recovery {
+            Phase::Recovery
+        } else if self.agile || self.cwnd < self.ssthresh {
+            Phase::SlowStart
+        } else {
+            Phase::CongestionAvoidance
+        }
+    }
+}
+
+impl CongestionControl for WestwoodA {
+    fn on_sent(&mut self, now: Instant, _bytes: u64, _bytes_in_flight: u64) {
+        self.ere.advance_to(now);
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent) {
+        self.observe_rtt(ack);
+        let rtt_min = self.rtt_min.unwrap_or(ack.rtt.min);
+        self.ere.on_ack(
+            ack.now,
+            ack.acked_bytes,
+            self.cwnd,
+            rtt_min,
+            ack.rtt.smoothed,
+        );
+        let round_ended = self.rounds.on_ack(ack);
+        if ack.in_recovery {
+            return;
+        }
+        self.in_recovery = false;
+        if ack.app_limited {
+            return;
+        }
+        if self.agile {
+            // Agile probing: ssthresh follows the eligible window upwards.
+            self.ssthresh = self.ssthresh.max(self.eligible_window());
+        } else if round_ended && self.cwnd >= self.ssthresh {
+            self.detect_persistent_non_congestion();
+        }
+        // Exponential below ssthresh, linear above it.
+        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+        self.cwnd = cwnd;
+        if rest > 0 {
+            self.cwnd = self.increase.grow(self.cwnd, rest, self.mss);
+        }
+    }
+
+    fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
+        self.ere.advance_to(ev.now);
+        let floor = minimum_window(self.mss);
+        let eligible = self.eligible_window();
+        let verdict = if ev.persistent || eligible < self.cwnd {
+            LossVerdict::Congestive
+        } else {
+            LossVerdict::Random
+        };
+        self.undo = Some(WestwoodAUndo {
+            window: WindowUndo {
+                cwnd: self.cwnd,
+                ssthresh: self.ssthresh,
+            },
+            agile: self.agile,
+            non_congested_rounds: self.non_congested_rounds,
+            verdict,
+            last_verdict: self.last_verdict,
+        });
+        self.verdicts.count(verdict);
+        if ev.persistent {
+            // Timeout: TCPW's cwin = 1, then agile probing again.
+            self.ssthresh = eligible.max(floor);
+            self.cwnd = self.config.timeout_window_packets * self.mss;
+            self.agile = true;
+        } else if verdict == LossVerdict::Random && self.agile {
+            // The window is within what the path is eligible for: the loss
+            // is the link's, and probing goes on towards its target.
+            self.ssthresh = self.ssthresh.max(eligible).max(floor);
+        } else {
+            self.ssthresh = eligible.max(floor);
+            self.cwnd = self.cwnd.min(self.ssthresh);
+            self.agile = false;
+        }
+        if verdict == LossVerdict::Congestive {
+            self.non_congested_rounds = 0;
+            self.increase = AdditiveIncrease::default();
+        }
+        self.in_recovery = !ev.persistent;
+        self.last_verdict = Some(verdict);
+        verdict
+    }
+
+    fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
+        self.agile = undo.agile;
+        self.non_congested_rounds = undo.non_congested_rounds;
+        self.increase = AdditiveIncrease::default();
+        self.in_recovery = false;
+        self.last_verdict = undo.last_verdict;
+        self.verdicts.withdraw(undo.verdict);
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        if !self.agile {
+            return None;
+        }
+        let srtt = self.smoothed_rtt?.as_secs_f64();
+        (srtt > 0.0).then(|| (AGILE_PACING_GAIN * self.cwnd as f64 / srtt) as u64)
+    }
+
+    fn metrics(&self) -> Metrics {
+        let mut metrics = Metrics {
+            algorithm: "westwood-a".into(),
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            phase: self.phase(),
+            last_verdict: self.last_verdict,
+            fields: Default::default(),
+        };
+        let fields = &mut metrics.fields;
+        fields.insert("ere_bps".into(), self.ere.bytes_per_second() * 8.0);
+        fields.insert("achieved_bps".into(), self.ere.achieved_rate() * 8.0);
+        fields.insert("expected_bps".into(), self.expected_rate() * 8.0);
+        fields.insert(
+            "sampling_interval_ms".into(),
+            self.ere.sampling_interval().as_secs_f64() * 1e3,
+        );
+        fields.insert(
+            "rtt_min_ms".into(),
+            self.rtt_min.map_or(0.0, |rtt| rtt.as_secs_f64() * 1e3),
+        );
+        fields.insert("agile_probing".into(), f64::from(u8::from(self.agile)));
+        fields.insert(
+            "non_congested_rounds".into(),
+            self.non_congested_rounds as f64,
+        );
+        self.verdicts.insert_into(fields);
+        metrics
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{ack, loss, ms, rtt, MSS};
+
+    /// ACKs of one 1000-byte packet each, `spacing` apart from `start`, for
+    /// packets sent one 100 ms RTT earlier; returns the time of the last.
+    fn train(westwood: &mut WestwoodA, start: Instant, spacing: Duration, count: u32) -> Instant {
+        let mut now = start;
+        for i in 0..count {
+            now = start + spacing * i;
+            westwood.on_ack(&ack(now, now - ms(100), 1, rtt(100, 100), 0));
+        }
+        now
+    }
+
+    #[test]
+    fn agile_probing_raises_ssthresh_to_ere_times_rtt_min_and_climbs_exponentially() {
+        let t0 = Instant::now() + ms(1_000);
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        // Agile probing from the start with ssthresh = IW = 10_000.
+        assert!(westwood.is_agile_probing());
+        assert_eq!((westwood.window(), westwood.ssthresh()), (10_000, 10_000));
+        // The first ACK has no partner in T_k: no ERE yet; at ssthresh the
+        // 1_000 bytes are avoidance credit (< one window), cwnd stays.
+        train(&mut westwood, t0, ms(1), 1);
+        assert_eq!((westwood.window(), westwood.ssthresh()), (10_000, 10_000));
+        // The second ACK, 1 ms later: the train's dispersion, 1_000 B/1 ms =
+        // 1 MB/s, seeds ERE; ssthresh = ERE·RTTmin = 1e6 · 0.1 = 100_000 and
+        // the ACK grows cwnd as slow start: 11_000.
+        train(&mut westwood, t0 + ms(1), ms(1), 1);
+        assert!((westwood.eligible_rate() - 1_000_000.0).abs() < 1e-6);
+        assert_eq!((westwood.window(), westwood.ssthresh()), (11_000, 100_000));
+        // Eight more ACKs of the same train: +1_000 each (exponential).
+        train(&mut westwood, t0 + ms(2), ms(1), 8);
+        assert_eq!(westwood.window(), 19_000);
+        assert_eq!(westwood.metrics().phase, Phase::SlowStart);
+        // Pacing during agile probing: 2·cwnd/srtt = 2·19_000/0.1 B/s.
+        assert_eq!(westwood.pacing_rate(), Some(380_000));
+    }
+
+    /// A Westwood-A that probed with ERE = 1 MB/s (ssthresh 100_000) up to
+    /// cwnd 19_000.
+    fn probed() -> (WestwoodA, Instant) {
+        let t0 = Instant::now() + ms(1_000);
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let last = train(&mut westwood, t0, ms(1), 10);
+        assert_eq!(westwood.window(), 19_000);
+        (westwood, last)
+    }
+
+    #[test]
+    fn loss_below_the_eligible_window_keeps_cwnd_and_is_judged_random() {
+        let (mut westwood, last) = probed();
+        // ERE·RTTmin = 100_000 ≥ cwnd 19_000: the loss is the link's; cwnd
+        // unchanged, ssthresh max(100_000, 100_000), and agile probing goes
+        // on (still pacing at 2·cwnd/srtt).
+        let verdict = westwood.on_congestion(&loss(last, rtt(100, 100), false));
+        assert_eq!(verdict, LossVerdict::Random);
+        assert_eq!((westwood.window(), westwood.ssthresh()), (19_000, 100_000));
+        assert!(westwood.is_agile_probing());
+        assert_eq!(westwood.pacing_rate(), Some(380_000));
+        assert_eq!(westwood.metrics().fields["random_losses"], 1.0);
+    }
+
+    #[test]
+    fn loss_above_the_eligible_window_cuts_to_it_and_is_judged_congestive() {
+        let t0 = Instant::now() + ms(1_000);
+        let config = WestwoodAConfig {
+            initial_window_packets: 200,
+            ..WestwoodAConfig::default()
+        };
+        let mut westwood = WestwoodA::new(config, MSS);
+        let last = train(&mut westwood, t0, ms(1), 10);
+        // ERE 1 MB/s → eligible window 100_000 < cwnd 200_000 (+ no
+        // avoidance growth yet: 9_000 < 200_000 acked): cwnd = ssthresh =
+        // 100_000.
+        assert_eq!(westwood.window(), 200_000);
+        let verdict = westwood.on_congestion(&loss(last, rtt(100, 100), false));
+        assert_eq!(verdict, LossVerdict::Congestive);
+        assert_eq!((westwood.window(), westwood.ssthresh()), (100_000, 100_000));
+        assert_eq!(westwood.metrics().phase, Phase::Recovery);
+    }
+
+    #[test]
+    fn timeout_collapses_to_one_packet_and_probes_again() {
+        let (mut westwood, last) = probed();
+        // 300 ms without ACKs: one virtual zero sample at τ/m = 250 ms
+        // (α = (1000 − 250)/(1000 + 250) = 3/5) gives ERE = 3/5·1e6 +
+        // 1/5·(0 + 1e6) = 800_000 B/s. ssthresh = ERE·RTTmin = 80_000, cwnd
+        // = TCPW's 1 packet, and agile probing restarts (below ssthresh, so
+        // the climb is exponential at once).
+        let verdict = westwood.on_congestion(&loss(last + ms(300), rtt(100, 100), true));
+        assert_eq!(verdict, LossVerdict::Congestive);
+        assert_eq!((westwood.window(), westwood.ssthresh()), (1_000, 80_000));
+        assert!(westwood.is_agile_probing());
+    }
+
+    #[test]
+    fn an_undone_loss_restores_window_probing_and_counts_as_spurious() {
+        let t0 = Instant::now() + ms(1_000);
+        let config = WestwoodAConfig {
+            initial_window_packets: 200,
+            ..WestwoodAConfig::default()
+        };
+        let mut westwood = WestwoodA::new(config, MSS);
+        let last = train(&mut westwood, t0, ms(1), 10);
+        // Cut 200_000 → 100_000 (ERE·RTTmin), probing over …
+        westwood.on_congestion(&loss(last, rtt(100, 100), false));
+        assert_eq!(westwood.window(), 100_000);
+        assert!(!westwood.is_agile_probing());
+        // … and undone: 200_000 with ssthresh 200_000 (as before: agile
+        // probing had raised it to max(IW, 100_000) = 200_000), probing again.
+        westwood.on_spurious_congestion(&SpuriousCongestionEvent {
+            now: last + ms(50),
+            congestion_at: last,
+            lost_packets: vec![1],
+            rtt: rtt(100, 100),
+        });
+        assert_eq!((westwood.window(), westwood.ssthresh()), (200_000, 200_000));
+        assert!(westwood.is_agile_probing());
+        let metrics = westwood.metrics();
+        assert_eq!(metrics.last_verdict, None);
+        assert_eq!(metrics.fields["congestive_losses"], 0.0);
+        assert_eq!(metrics.fields["spurious_losses"], 1.0);
+        assert!((westwood.eligible_rate() - 1_000_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn ssthresh_after_a_loss_is_floored_at_two_packets() {
+        // No ERE yet: ssthresh = max(0, 2 packets).
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        westwood.on_congestion(&loss(Instant::now(), rtt(100, 100), false));
+        assert_eq!((westwood.window(), westwood.ssthresh()), (2_000, 2_000));
+    }
+
+    /// Drives one 100 ms round of congestion avoidance: ten ACKs 10 ms apart,
+    /// each for a packet sent 100 ms earlier, acknowledging `bytes` each.
+    fn avoidance_round(westwood: &mut WestwoodA, start: Instant, bytes: u64) -> Instant {
+        let mut now = start;
+        for i in 0..10 {
+            now = start + ms(10 * i);
+            let mut event = ack(now, now - ms(100), 1, rtt(100, 100), 0);
+            event.acked_bytes = bytes;
+            westwood.on_ack(&event);
+        }
+        now + ms(10)
+    }
+
+    /// A Westwood-A in congestion avoidance at cwnd = ssthresh = 10_000.
+    fn in_avoidance() -> (WestwoodA, Instant) {
+        let t0 = Instant::now() + ms(1_000);
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        // Ten ACKs 10 ms apart: ERE = 1_000 B/10 ms = 100 kB/s, so
+        // ERE·RTTmin = 10_000 = cwnd; the loss is judged congestive.
+        let next = avoidance_round(&mut westwood, t0, 1_000);
+        westwood.on_congestion(&loss(next, rtt(100, 100), false));
+        assert_eq!((westwood.window(), westwood.ssthresh()), (10_000, 10_000));
+        assert!(!westwood.is_agile_probing());
+        (westwood, next)
+    }
+
+    #[test]
+    fn three_rounds_achieving_the_expected_rate_restart_agile_probing() {
+        let (mut westwood, mut next) = in_avoidance();
+        // Each round acknowledges a full window (RE = cwnd/100 ms = ER); a
+        // round ends at the first ACK of a packet sent after the last round
+        // began, here each round's first ACK. Two non-congested round ends
+        // count 1 and 2; the third restarts agile probing (and PNCD rests
+        // while probing).
+        let mut counts = Vec::new();
+        for _ in 0..4 {
+            let bytes = westwood.window() / 10;
+            next = avoidance_round(&mut westwood, next, bytes);
+            counts.push((
+                westwood.metrics().fields["non_congested_rounds"],
+                westwood.is_agile_probing(),
+            ));
+        }
+        assert_eq!(
+            counts,
+            vec![(1.0, false), (2.0, false), (0.0, true), (0.0, true)]
+        );
+    }
+
+    #[test]
+    fn rounds_short_of_the_expected_rate_never_restart_agile_probing() {
+        let (mut westwood, mut next) = in_avoidance();
+        // RE held at 60% of ER (6_000 of a 10_000-byte window per round).
+        // The first round end still sees the previous round's ACKs in its
+        // RTT of history (9·1_000 + 600 bytes = 96 kB/s ≥ 7/8·100 kB/s) and
+        // counts 1; from then on RE = 60 kB/s < 87.5 kB/s resets the count.
+        let mut counts = Vec::new();
+        for _ in 0..6 {
+            next = avoidance_round(&mut westwood, next, 600);
+            counts.push(westwood.metrics().fields["non_congested_rounds"]);
+            assert!(!westwood.is_agile_probing());
+        }
+        assert_eq!(counts, vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn westwood_a_is_selected_by_name_and_scenario_file() {
+        use crate::CcConfig;
+        let by_name: CcConfig = "westwood-a".parse().unwrap();
+        assert_eq!(by_name, CcConfig::WestwoodA(WestwoodAConfig::default()));
+        assert_eq!(by_name.name(), "westwood-a");
+        let parsed: CcConfig =
+            toml::from_str("name = \"westwood-a\"\nnon_congestion_rounds = 5\n").unwrap();
+        let expected = WestwoodAConfig {
+            non_congestion_rounds: 5,
+            ..WestwoodAConfig::default()
+        };
+        assert_eq!(parsed, CcConfig::WestwoodA(expected));
+        let invalid: CcConfig =
+            toml::from_str("name = \"westwood-a\"\nnon_congestion_rounds = 0\n").unwrap();
+        assert_eq!(
+            invalid.validate().unwrap_err().field,
+            "non_congestion_rounds"
+        );
+        assert_eq!(by_name.build(MSS).metrics().algorithm, "westwood-a");
+    }
+}
