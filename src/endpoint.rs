@@ -13,22 +13,45 @@
 //!   (RFC 9000 §14.1: it cannot prove the path carries full-size datagrams,
 //!   and answering it would amplify);
 //! - packets for a connection ID we do not know (short headers, and long
-//!   headers other than a client's first Initial). RFC 9000 §10.3 answers
-//!   those with a stateless reset; sift does not send one yet;
+//!   headers other than a client's first Initial). A server with a
+//!   [`ServerSecret`](crate::crypto::ServerSecret) answers a short-header
+//!   one with a stateless reset (below);
 //! - datagrams whose source address is not the address of the connection
 //!   they name (no connection migration). Addresses are compared in one
 //!   spelling: an IPv4 peer seen by a dual-stack socket as `::ffff:a.b.c.d`
 //!   is the same peer as `a.b.c.d` ([`canonical_peer`]);
-//! - new Initials beyond the connection limit.
+//! - new Initials beyond the connection limit, once the endpoint is already
+//!   refusing [`MAX_REFUSING`] others (below).
+//!
+//! What the endpoint answers without a connection:
+//! - **A full server says so.** A new client Initial beyond the connection
+//!   limit gets CONNECTION_REFUSED with the reason "server busy: N clients"
+//!   ([`busy_reason`]), sent in Initial keys derived from the client's own
+//!   packet and without any TLS work ([`Connection::refuse`]), so the
+//!   client can give up or retry at once instead of waiting out a timeout.
+//!   At most [`MAX_REFUSING`] refusals are held at a time (each is a small
+//!   connection in its closing period); past that, Initials are dropped.
+//! - **A stateless reset** (RFC 9000 §10.3) for a short-header packet whose
+//!   connection ID the server does not know, typically because it
+//!   restarted: the datagram is [`RESET_FIRST_BYTE_BITS`] plus unpredictable
+//!   bytes, made to look like a short-header packet, ending with the token
+//!   the server derived from that connection ID when it issued it. It is
+//!   shorter than the packet that caused it (so two endpoints cannot keep
+//!   resetting each other) and at most [`MAX_RESETS_PER_SECOND`] are sent.
+//!   A client endpoint recognises a reset by its last 16 bytes, for any
+//!   datagram that matches no connection, and the connection then drains
+//!   with [`CloseReason::StatelessReset`](crate::conn::CloseReason).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, MIN_INITIAL_DATAGRAM};
-use crate::wire::{parse_header, ConnectionId, PacketType};
+use crate::wire::{parse_header, ConnectionId, PacketType, RESET_TOKEN_LEN};
 use crate::{Config, Connection, Error, RecvInfo};
 
 /// Connections one server endpoint holds at once unless told otherwise.
@@ -38,6 +61,35 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// hold a connection slot forever (RFC 9000 §21.6 asks servers to bound
 /// the state spent on unvalidated clients).
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Busy refusals held at once (each a connection in its closing period).
+pub const MAX_REFUSING: usize = 64;
+/// Stateless resets sent per second at most (and in one burst).
+pub const MAX_RESETS_PER_SECOND: u32 = 100;
+/// A stateless reset's first byte: a short header's form bits (`01`), the
+/// rest unpredictable.
+pub const RESET_FIRST_BYTE_BITS: u8 = 0x40;
+/// The longest stateless reset sent: about a short-header packet with one
+/// small frame, so it looks like one.
+const MAX_RESET_LEN: usize = 43;
+/// The shortest: 1 byte of form bits, 4 unpredictable bytes, the token
+/// (RFC 9000 §10.3's 21-byte minimum, for sift's own smallest packet size
+/// a receiver would still examine).
+const MIN_RESET_LEN: usize = 1 + 4 + RESET_TOKEN_LEN;
+/// Datagrams the endpoint queues on its own account (resets) at most.
+const MAX_QUEUED_STATELESS: usize = 64;
+
+/// The reason a full server gives when it refuses a client: stable, so
+/// clients can tell "busy, try again" from other refusals.
+pub fn busy_reason(clients: usize) -> String {
+    format!("server busy: {clients} clients")
+}
+
+/// Whether a peer's CONNECTION_REFUSED reason says the server was full
+/// (see [`busy_reason`]): worth retrying later.
+pub fn is_busy_refusal(reason: &str) -> bool {
+    reason.starts_with("server busy:")
+}
 
 /// Names one connection of an [`Endpoint`]. Handles are never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,8 +120,19 @@ pub struct EndpointStats {
     pub dropped_unknown_connection: u64,
     /// Datagrams from an address other than their connection's peer.
     pub dropped_wrong_address: u64,
-    /// New client Initials refused because the endpoint was full.
+    /// New client Initials dropped because the endpoint was full and
+    /// already refusing [`MAX_REFUSING`] others.
     pub dropped_connection_limit: u64,
+    /// New clients told "server busy" (CONNECTION_REFUSED) because the
+    /// endpoint was full.
+    #[serde(default)]
+    pub refused_busy: u64,
+    /// Stateless resets sent for packets naming unknown connection IDs.
+    #[serde(default)]
+    pub stateless_resets_sent: u64,
+    /// Stateless resets received that ended one of our connections.
+    #[serde(default)]
+    pub stateless_resets_received: u64,
     /// Server connections forgotten because their handshake did not
     /// complete in time.
     #[serde(default)]
@@ -103,6 +166,10 @@ struct Entry {
     routes: Vec<ConnectionId>,
     /// Server connections: forgotten if not established by then.
     handshake_deadline: Option<Instant>,
+    /// A busy refusal, not a connection the application will see.
+    refusing: bool,
+    /// The peer's stateless reset token, once registered in `reset_tokens`.
+    reset_token: Option<[u8; RESET_TOKEN_LEN]>,
 }
 
 impl Entry {
@@ -131,6 +198,18 @@ pub struct Endpoint {
     /// The first handle `poll_transmit` asks next.
     transmit_cursor: ConnectionHandle,
     incoming: VecDeque<ConnectionHandle>,
+    /// Connections held that are busy refusals.
+    refusing: usize,
+    /// Our connections by the stateless reset token their peer gave and the
+    /// peer's address (a reset must come from the peer's address).
+    reset_tokens: HashMap<(SocketAddr, [u8; RESET_TOKEN_LEN]), ConnectionHandle>,
+    /// Datagrams the endpoint sends on its own account: stateless resets.
+    stateless: VecDeque<(Vec<u8>, SocketAddr)>,
+    /// Stateless resets that may still be sent in the current second.
+    reset_credit: u32,
+    reset_credit_since: Option<Instant>,
+    /// Unpredictable bytes of stateless resets (seeded: runs repeat).
+    rng: ChaCha8Rng,
     stats: EndpointStats,
 }
 
@@ -149,6 +228,7 @@ impl Endpoint {
     /// connections, each with a copy of `config` (its `rng_seed` mixed with
     /// the connection's handle).
     pub fn new(local: SocketAddr, server: Option<Config>) -> Self {
+        let seed = server.as_ref().map_or(0, |config| config.rng_seed) ^ 0x7e5e_7e5e;
         Self {
             local,
             server,
@@ -159,6 +239,12 @@ impl Endpoint {
             next_handle: 0,
             transmit_cursor: ConnectionHandle(0),
             incoming: VecDeque::new(),
+            refusing: 0,
+            reset_tokens: HashMap::new(),
+            stateless: VecDeque::new(),
+            reset_credit: MAX_RESETS_PER_SECOND,
+            reset_credit_since: None,
+            rng: ChaCha8Rng::seed_from_u64(seed),
             stats: EndpointStats::default(),
         }
     }
@@ -192,19 +278,24 @@ impl Endpoint {
         &self.stats
     }
 
-    /// Connections held (open or closed, until removed).
+    /// Connections held (open or closed, until removed), busy refusals
+    /// not counted.
     pub fn len(&self) -> usize {
-        self.connections.len()
+        self.connections.len() - self.refusing
     }
 
     /// No connections are held.
     pub fn is_empty(&self) -> bool {
-        self.connections.is_empty()
+        self.len() == 0
     }
 
-    /// Every connection's handle, in creation order.
+    /// Every connection's handle, in creation order (busy refusals,
+    /// which the application never sees, left out).
     pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
-        self.connections.keys().copied()
+        self.connections
+            .iter()
+            .filter(|(_, entry)| !entry.refusing)
+            .map(|(handle, _)| *handle)
     }
 
     /// Starts a client connection to `remote`. Its connection IDs come from
@@ -215,7 +306,7 @@ impl Endpoint {
         remote: SocketAddr,
         now: Instant,
     ) -> Result<ConnectionHandle, EndpointError> {
-        if self.connections.len() >= self.max_connections {
+        if self.len() >= self.max_connections {
             return Err(EndpointError::TooManyConnections {
                 limit: self.max_connections,
             });
@@ -227,7 +318,7 @@ impl Endpoint {
         };
         let connection = Connection::connect(config, self.local, remote, now)?;
         // A client's handshake wait is its application's business.
-        self.insert(handle, connection, None, None)?;
+        self.insert(handle, connection, None, None, false)?;
         Ok(handle)
     }
 
@@ -237,6 +328,7 @@ impl Endpoint {
         connection: Connection,
         client_initial_dcid: Option<ConnectionId>,
         handshake_deadline: Option<Instant>,
+        refusing: bool,
     ) -> Result<(), EndpointError> {
         let mut routes = vec![connection.local_cid()];
         routes.extend(client_initial_dcid);
@@ -252,8 +344,11 @@ impl Endpoint {
                 connection,
                 routes,
                 handshake_deadline,
+                refusing,
+                reset_token: None,
             },
         );
+        self.refusing += usize::from(refusing);
         self.next_handle += 1;
         Ok(())
     }
@@ -275,6 +370,10 @@ impl Endpoint {
         let (ty, dcid) = match parse_header(datagram) {
             Ok(header) => (header.ty, header.dcid),
             Err(error) => {
+                // A stateless reset is unpredictable bytes: it rarely parses.
+                if self.recognise_reset(datagram, from, now) {
+                    return None;
+                }
                 tracing::trace!(%from, %error, "dropping a datagram whose header does not parse");
                 self.stats.dropped_malformed += 1;
                 return None;
@@ -286,8 +385,14 @@ impl Endpoint {
                 self.accept_initial(datagram.len(), dcid, from, now)?
             }
             None => {
+                if self.recognise_reset(datagram, from, now) {
+                    return None;
+                }
                 tracing::trace!(%from, %dcid, ?ty, "dropping a packet for an unknown connection");
                 self.stats.dropped_unknown_connection += 1;
+                if ty == PacketType::OneRtt {
+                    self.send_stateless_reset(&dcid, datagram.len(), from, now);
+                }
                 return None;
             }
         };
@@ -305,8 +410,74 @@ impl Endpoint {
         // `Err(Closed)` means the connection is already closed: the datagram
         // is simply too late.
         let _ = entry.connection.recv(datagram, info);
+        if entry.reset_token.is_none() {
+            if let Some(token) = entry.connection.peer_reset_token() {
+                let token = *token.as_bytes();
+                entry.reset_token = Some(token);
+                self.reset_tokens.insert((from, token), handle);
+            }
+        }
         self.stats.datagrams_routed += 1;
         Some(handle)
+    }
+
+    /// Whether `datagram`, which matches no connection, is a stateless reset
+    /// from the peer of one of ours (RFC 9000 §10.3.1); if so that
+    /// connection drains.
+    fn recognise_reset(&mut self, datagram: &[u8], from: SocketAddr, now: Instant) -> bool {
+        if self.reset_tokens.is_empty() || datagram.len() < MIN_RESET_LEN {
+            return false;
+        }
+        let mut tail = [0u8; RESET_TOKEN_LEN];
+        tail.copy_from_slice(&datagram[datagram.len() - RESET_TOKEN_LEN..]);
+        let Some(&handle) = self.reset_tokens.get(&(from, tail)) else {
+            return false;
+        };
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return false;
+        };
+        tracing::debug!(%from, handle = handle.0, "stateless reset: the peer no longer knows this connection");
+        entry.connection.on_stateless_reset(now);
+        self.stats.stateless_resets_received += 1;
+        true
+    }
+
+    /// Queues a stateless reset for a short-header packet of `trigger_len`
+    /// bytes naming `dcid`, which we do not know, if this endpoint has a
+    /// server secret and the rate limit allows.
+    fn send_stateless_reset(
+        &mut self,
+        dcid: &ConnectionId,
+        trigger_len: usize,
+        to: SocketAddr,
+        now: Instant,
+    ) {
+        let Some(secret) = self.server.as_ref().and_then(|c| c.server_secret.as_ref()) else {
+            return;
+        };
+        // Shorter than what caused it, so resets cannot loop between two
+        // endpoints; too short to look like a packet: stay silent.
+        let len = MAX_RESET_LEN.min(trigger_len.saturating_sub(1));
+        if len < MIN_RESET_LEN || self.stateless.len() >= MAX_QUEUED_STATELESS {
+            return;
+        }
+        let since = *self.reset_credit_since.get_or_insert(now);
+        if now.saturating_duration_since(since) >= Duration::from_secs(1) {
+            self.reset_credit = MAX_RESETS_PER_SECOND;
+            self.reset_credit_since = Some(now);
+        }
+        if self.reset_credit == 0 {
+            return;
+        }
+        self.reset_credit -= 1;
+        let token = secret.reset_token(dcid);
+        let mut datagram = vec![0u8; len];
+        self.rng.fill_bytes(&mut datagram[..len - RESET_TOKEN_LEN]);
+        datagram[0] = RESET_FIRST_BYTE_BITS | self.rng.random_range(0..=1u8);
+        datagram[len - RESET_TOKEN_LEN..].copy_from_slice(token.as_bytes());
+        tracing::debug!(%to, %dcid, "unknown connection: sending a stateless reset");
+        self.stats.stateless_resets_sent += 1;
+        self.stateless.push_back((datagram, to));
     }
 
     /// Creates a server connection for a client's first Initial.
@@ -322,7 +493,8 @@ impl Endpoint {
             self.stats.dropped_small_initial += 1;
             return None;
         }
-        if self.connections.len() >= self.max_connections {
+        let full = self.len() >= self.max_connections;
+        if full && self.refusing >= MAX_REFUSING {
             tracing::debug!(%from, limit = self.max_connections, "endpoint full: dropping a new client Initial");
             self.stats.dropped_connection_limit += 1;
             return None;
@@ -333,7 +505,7 @@ impl Endpoint {
             rng_seed: mix_seed(template.rng_seed, handle),
             ..template.clone()
         };
-        let connection = match Connection::accept(config, self.local, from, now) {
+        let mut connection = match Connection::accept(config, self.local, from, now) {
             Ok(connection) => connection,
             Err(error) => {
                 tracing::warn!(%error, "cannot accept connections with this server config");
@@ -341,15 +513,23 @@ impl Endpoint {
                 return None;
             }
         };
+        if full {
+            tracing::debug!(%from, limit = self.max_connections, "endpoint full: refusing a new client");
+            connection.refuse(busy_reason(self.max_connections));
+        }
         // A timeout too large for the clock means no deadline.
         let deadline = now.checked_add(self.handshake_timeout);
-        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline) {
+        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline, full) {
             tracing::warn!(%error, %from, "dropping a new client Initial");
             self.stats.dropped_unknown_connection += 1;
             return None;
         }
-        self.stats.connections_accepted += 1;
-        self.incoming.push_back(handle);
+        if full {
+            self.stats.refused_busy += 1;
+        } else {
+            self.stats.connections_accepted += 1;
+            self.incoming.push_back(handle);
+        }
         Some(handle)
     }
 
@@ -357,6 +537,13 @@ impl Endpoint {
     /// datagram each, round-robin), written into `buf`: its length and
     /// destination. `None` when no connection has anything to send now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(usize, SocketAddr)> {
+        while let Some((datagram, to)) = self.stateless.pop_front() {
+            // A buffer too small for a reset drops it: it is only advice.
+            if let Some(out) = buf.get_mut(..datagram.len()) {
+                out.copy_from_slice(&datagram);
+                return Some((datagram.len(), to));
+            }
+        }
         let mut cursor = self.transmit_cursor;
         for _ in 0..self.connections.len() {
             let handle = self
@@ -427,6 +614,17 @@ impl Endpoint {
             self.stats.handshakes_timed_out += 1;
             self.remove(handle);
         }
+        // Busy refusals are the endpoint's own: it forgets them once their
+        // closing period is over (the application never saw them).
+        let refused: Vec<ConnectionHandle> = self
+            .connections
+            .iter()
+            .filter(|(_, entry)| entry.refusing && entry.connection.is_closed())
+            .map(|(handle, _)| *handle)
+            .collect();
+        for handle in refused {
+            self.remove(handle);
+        }
     }
 
     /// The next connection a client opened to this server, not yet handed
@@ -459,6 +657,11 @@ impl Endpoint {
         for cid in &entry.routes {
             self.routes.remove(cid);
         }
+        if let Some(token) = entry.reset_token {
+            self.reset_tokens
+                .remove(&(entry.connection.remote(), token));
+        }
+        self.refusing -= usize::from(entry.refusing);
         Some(entry.connection)
     }
 

@@ -67,6 +67,7 @@ impl From<SiftIoError> for io::Error {
             SiftIoError::Closed(CloseReason::IdleTimeout) | SiftIoError::Timeout { .. } => {
                 io::ErrorKind::TimedOut
             }
+            SiftIoError::Closed(CloseReason::StatelessReset) => io::ErrorKind::ConnectionReset,
             SiftIoError::Closed(_) | SiftIoError::EndpointStopped { .. } => {
                 io::ErrorKind::ConnectionAborted
             }

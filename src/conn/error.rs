@@ -78,6 +78,9 @@ pub enum CloseReason {
     },
     /// Nothing was heard from the peer for the idle timeout.
     IdleTimeout,
+    /// The peer sent a stateless reset (RFC 9000 §10.3): it no longer has
+    /// this connection, typically because it restarted.
+    StatelessReset,
 }
 
 impl std::fmt::Display for CloseReason {
@@ -113,6 +116,9 @@ impl std::fmt::Display for CloseReason {
                 Ok(())
             }
             CloseReason::IdleTimeout => f.write_str("idle timeout: the peer went silent"),
+            CloseReason::StatelessReset => f.write_str(
+                "the peer reset the connection: it no longer knows it (it restarted or lost its state)",
+            ),
         }
     }
 }

@@ -23,7 +23,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift_cc::CcConfig;
 
-use crate::crypto::{Fingerprint, Level, PacketProtection, TlsConfig};
+use crate::crypto::{Fingerprint, Level, PacketProtection, ResetToken, ServerSecret, TlsConfig};
 use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
 use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
 use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
@@ -102,6 +102,18 @@ pub struct Config {
     /// Seed for connection IDs. Real endpoints draw it from the OS; the
     /// simulator derives it from the run's seed so runs repeat exactly.
     pub rng_seed: u64,
+    /// Server: the static secret its stateless reset tokens derive from
+    /// (RFC 9000 §10.3). Kept across restarts (`sift-server` keeps it in its
+    /// state directory), it lets a restarted server tell clients at once
+    /// that their connections are gone. `None`: no tokens, no resets.
+    pub server_secret: Option<ServerSecret>,
+    /// Send a PING when nothing has been heard from the peer for this long
+    /// (and again every interval while it stays quiet). A receiver that
+    /// only acknowledges sends nothing once the sender falls silent; this
+    /// makes it ask, so a dead or restarted peer is found within about one
+    /// interval (a restarted server answers with a stateless reset).
+    /// `None`: never; the idle timeout alone ends a silent connection.
+    pub keep_alive_interval: Option<Duration>,
 }
 
 impl Default for Config {
@@ -119,6 +131,8 @@ impl Default for Config {
             max_ack_delay: DEFAULT_MAX_ACK_DELAY,
             max_datagram_frame_size: Some(65_535),
             rng_seed: 0,
+            server_secret: None,
+            keep_alive_interval: None,
         }
     }
 }
@@ -230,6 +244,8 @@ pub struct Connection {
     key_phases: KeyPhases,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
+    /// Server: refuse the client's first Initial with this reason.
+    refusal: Option<String>,
     next_packet_number: [u64; 3],
     acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
@@ -245,6 +261,11 @@ pub struct Connection {
     idle_timeout: Option<Duration>,
     last_activity: Instant,
     ack_eliciting_since_activity: bool,
+    /// When the keep-alive timer last restarted: the last datagram from the
+    /// peer, or the last keep-alive PING.
+    keep_alive_since: Instant,
+    /// The token that ends a stateless reset from the peer (server only).
+    peer_reset_token: Option<ResetToken>,
     pacing_until: Option<Instant>,
     close_frame: Option<CloseFrame>,
     close_pending: bool,
@@ -340,6 +361,11 @@ impl Connection {
             max_ack_delay_ms: config.max_ack_delay.as_millis() as u64,
             max_datagram_frame_size: config.max_datagram_frame_size,
             corruption_notices: config.corruption_notices,
+            stateless_reset_token: match (side, &config.server_secret) {
+                (Side::Server, Some(secret)) => Some(*secret.reset_token(&local_cid).as_bytes()),
+                _ => None,
+            },
+            ..TransportParams::default()
         };
         let mss = config.max_datagram_size as u64;
         let recovery = Recovery::new(config.recovery.clone(), config.cc.build(mss), mss);
@@ -364,6 +390,7 @@ impl Connection {
             keys: [initial_keys, None, None],
             key_phases: KeyPhases::default(),
             protection_mismatch: None,
+            refusal: None,
             next_packet_number: [0; 3],
             acks: [
                 AckState::new(Duration::ZERO),
@@ -382,6 +409,8 @@ impl Connection {
             idle_timeout: None,
             last_activity: now,
             ack_eliciting_since_activity: false,
+            keep_alive_since: now,
+            peer_reset_token: None,
             pacing_until: None,
             close_frame: None,
             close_pending: false,
@@ -473,6 +502,38 @@ impl Connection {
         self.handshake.peer_certificate_fingerprint()
     }
 
+    /// The token that ends a stateless reset from the peer: the server's,
+    /// once its transport parameters arrived (clients send none).
+    pub fn peer_reset_token(&self) -> Option<ResetToken> {
+        self.peer_reset_token
+    }
+
+    /// The peer sent a stateless reset (RFC 9000 §10.3.1; the endpoint
+    /// recognised its token): the peer has lost this connection's state,
+    /// typically because it restarted. Nothing more is sent; the connection
+    /// drains and then closes.
+    pub fn on_stateless_reset(&mut self, now: Instant) {
+        if self.is_closed() {
+            return;
+        }
+        self.now = now;
+        tracing::debug!("the peer reset the connection (stateless reset)");
+        self.close_reason = Some(CloseReason::StatelessReset);
+        self.close_pending = false;
+        let until = now + self.recovery.pto_period(SpaceId::Data) * 3;
+        self.state = State::Draining { until };
+    }
+
+    /// Server, before the client's first Initial arrives: answer it with
+    /// CONNECTION_REFUSED and `reason`, in Initial keys the client can read,
+    /// instead of starting a handshake (no TLS work is done). A full server
+    /// says so at once this way rather than staying silent.
+    pub fn refuse(&mut self, reason: impl Into<String>) {
+        if self.side == Side::Server && !self.peer_cid_learned {
+            self.refusal = Some(reason.into());
+        }
+    }
+
     /// Closes the connection with an application error code and reason.
     pub fn close(&mut self, code: u64, reason: &str) {
         self.start_closing(CloseFrame {
@@ -508,6 +569,12 @@ impl Connection {
 
     // ---- timers ----------------------------------------------------------
 
+    /// When the next keep-alive PING is due, if keep-alive is on.
+    fn keep_alive_deadline(&self) -> Option<Instant> {
+        let interval = self.config.keep_alive_interval?;
+        (self.state == State::Established).then(|| self.keep_alive_since + interval)
+    }
+
     fn idle_deadline(&self) -> Option<Instant> {
         let timeout = self.idle_timeout?;
         // RFC 9000 §10.1: never shorter than three PTOs.
@@ -526,13 +593,14 @@ impl Connection {
             self.idle_deadline(),
             self.recovery.loss_detection_timer(now, anti_deadlock),
             self.pacing_until,
+            self.keep_alive_deadline(),
             None,
             None,
             None,
         ];
         for space in SpaceId::ALL {
             if self.keys[space.index()].is_some() {
-                timers[3 + space.index()] = self.acks[space.index()].deadline();
+                timers[4 + space.index()] = self.acks[space.index()].deadline();
             }
         }
         timers.into_iter().flatten().min()
@@ -564,6 +632,13 @@ impl Connection {
         }
         if self.pacing_until.is_some_and(|t| t <= now) {
             self.pacing_until = None;
+        }
+        if self.keep_alive_deadline().is_some_and(|t| t <= now) {
+            // An ack-eliciting PING: recovery then probes on its own if it
+            // goes unanswered.
+            self.keep_alive_since = now;
+            self.probes[SpaceId::Data.index()] = self.probes[SpaceId::Data.index()].max(1);
+            self.counters.keep_alives_sent += 1;
         }
         let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
         if self
@@ -804,6 +879,7 @@ impl Connection {
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
             corruption_notices_negotiated: self.notices_negotiated,
             key_updates: self.key_phases.updates,
+            keep_alives_sent: self.counters.keep_alives_sent,
             cwnd: self.recovery.window(),
             ssthresh: self.recovery.ssthresh(),
             bytes_in_flight: self.recovery.bytes_in_flight(),

@@ -124,17 +124,27 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             };
             self.keys[space.index()] = Some(keys);
-            if let Some(client_asked) = self.protection_mismatch {
-                // Answer in the client's own protection, so it can read why.
+            let refusal = match (self.protection_mismatch, self.refusal.take()) {
+                (Some(client_asked), _) => Some((
+                    Self::PROTECTION_MISMATCH_CODE,
+                    Self::protection_mismatch_reason(client_asked),
+                )),
+                (None, Some(reason)) => Some((codes::CONNECTION_REFUSED, reason)),
+                (None, None) => None,
+            };
+            if let Some((code, reason)) = refusal {
+                // Answer in the client's own Initial keys, so it can read
+                // why, without starting the handshake.
                 self.original_dcid = parsed.dcid;
                 self.peer_cid = parsed.scid;
                 self.peer_cid_learned = true;
-                let reason = Self::protection_mismatch_reason(client_asked);
-                tracing::warn!(remote = %self.remote, "{reason}");
-                self.fail(TransportFailure::new(
-                    Self::PROTECTION_MISMATCH_CODE,
-                    reason,
-                ));
+                if self.protection_mismatch.is_some() {
+                    // A configuration error on one side: the operator wants to see it.
+                    tracing::warn!(remote = %self.remote, "{reason}");
+                } else {
+                    tracing::debug!(remote = %self.remote, "refusing a connection: {reason}");
+                }
+                self.fail(TransportFailure::new(code, reason));
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         }
@@ -240,6 +250,7 @@ impl Connection {
 
     fn on_peer_activity(&mut self, now: Instant) {
         self.last_activity = now;
+        self.keep_alive_since = now;
         self.ack_eliciting_since_activity = false;
     }
 
@@ -450,6 +461,19 @@ impl Connection {
                 "original_destination_connection_id does not match",
             ));
         }
+        // RFC 9000 §18.2: only a server sends these.
+        if self.side == Side::Server
+            && (params.original_destination_connection_id.is_some()
+                || params.retry_source_connection_id.is_some()
+                || params.stateless_reset_token.is_some())
+        {
+            return Err(param_error(
+                "a client sent a server-only transport parameter",
+            ));
+        }
+        self.peer_reset_token = params
+            .stateless_reset_token
+            .map(crate::crypto::ResetToken::new);
         self.streams.set_peer_limits(&Self::peer_limits(&params));
         self.recovery
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay_ms));

@@ -19,6 +19,7 @@ pub(crate) struct Counters {
     pub malformed_dropped: u64,
     pub duplicate_packets: u64,
     pub undecryptable_dropped: u64,
+    pub keep_alives_sent: u64,
 }
 
 /// A snapshot of a connection, for `--json`, reports and logs. Field names
@@ -71,6 +72,9 @@ pub struct Stats {
     /// 1-RTT key updates (RFC 9001 §6), initiated by either side.
     #[serde(default)]
     pub key_updates: u64,
+    /// Keep-alive PINGs sent because the peer had gone quiet.
+    #[serde(default)]
+    pub keep_alives_sent: u64,
     /// Congestion window, bytes.
     pub cwnd: u64,
     /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
@@ -112,6 +116,7 @@ impl Default for Stats {
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
             key_updates: 0,
+            keep_alives_sent: 0,
             cwnd: 0,
             ssthresh: u64::MAX,
             bytes_in_flight: 0,

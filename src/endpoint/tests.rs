@@ -291,7 +291,7 @@ fn datagram_from_another_address_than_its_connection_is_dropped() {
 }
 
 #[test]
-fn initials_beyond_the_connection_limit_are_dropped() {
+fn a_full_server_refuses_new_clients_at_once_saying_it_is_busy() {
     let server = Endpoint::new(addr(SERVER), Some(config(1))).with_max_connections(1);
     let mut client_a = Endpoint::new(addr(1001), None);
     let mut client_b = Endpoint::new(addr(1002), None);
@@ -303,10 +303,259 @@ fn initials_beyond_the_connection_limit_are_dropped() {
         .unwrap();
     let mut net = Net::new(vec![server, client_a, client_b]);
 
-    assert!(net.run_until(|e| established(&mut e[1], a)));
-    assert!(!established(&mut net.endpoints[2], b));
-    assert_eq!(net.endpoints[0].len(), 1);
-    assert!(net.endpoints[0].stats().dropped_connection_limit >= 1);
+    assert!(net.run_until(
+        |e| established(&mut e[1], a) && e[2].connection_ref(b).is_some_and(|c| c.is_closed())
+    ));
+    let refused = net.endpoints[2].connection_ref(b).unwrap();
+    assert!(!refused.is_established());
+    match refused.close_reason() {
+        Some(CloseReason::Peer {
+            application: false,
+            code,
+            reason,
+        }) => {
+            assert_eq!(*code, crate::conn::codes::CONNECTION_REFUSED);
+            assert_eq!(reason, "server busy: 1 clients");
+            assert!(is_busy_refusal(reason));
+        }
+        other => panic!("expected a busy refusal, got {other:?}"),
+    }
+    let stats = net.endpoints[0].stats();
+    assert_eq!(stats.refused_busy, 1);
+    assert_eq!(stats.connections_accepted, 1);
+    assert_eq!(net.endpoints[0].len(), 1, "a refusal is not a client");
+    assert_eq!(net.endpoints[0].handles().count(), 1);
+    assert_eq!(net.endpoints[0].accept(), Some(ConnectionHandle(0)));
+    assert_eq!(
+        net.endpoints[0].accept(),
+        None,
+        "the refusal is never handed out"
+    );
+
+    // The endpoint forgets the refusal once its closing period is over.
+    let later = net.now + Duration::from_secs(60);
+    net.endpoints[0].on_timeout(later);
+    assert_eq!(net.endpoints[0].connections.len(), 1);
+    assert_eq!(net.endpoints[0].refusing, 0);
+}
+
+#[test]
+fn a_flood_of_initials_at_a_full_server_gets_a_bounded_number_of_refusals() {
+    let mut server = Endpoint::new(addr(SERVER), Some(config(1))).with_max_connections(0);
+    let now = Instant::now();
+    let floods = MAX_REFUSING + 5;
+    for index in 0..floods {
+        let dcid = ConnectionId::new(&(index as u64).to_be_bytes()).unwrap();
+        let mut datagram = initial_datagram(dcid, 1200);
+        server.recv(&mut datagram, addr(2000 + index as u16), now);
+    }
+    assert_eq!(server.stats().refused_busy, MAX_REFUSING as u64);
+    assert_eq!(server.stats().dropped_connection_limit, 5);
+    assert!(server.is_empty());
+    // Each refusal is one small datagram back, far below 3x what came in.
+    let mut buf = vec![0u8; 2000];
+    let mut sent = 0;
+    while let Some((len, _)) = server.poll_transmit(now, &mut buf) {
+        sent += len;
+    }
+    assert!(sent > 0);
+    assert!(sent < MAX_REFUSING * 1200, "refusals sent {sent} bytes");
+}
+
+/// A server endpoint holding `secret`, and a client connected to it.
+fn connected_pair(secret: &ServerSecret) -> (Net, ConnectionHandle) {
+    let server_config = Config {
+        server_secret: Some(secret.clone()),
+        ..config(1)
+    };
+    let server = Endpoint::new(addr(SERVER), Some(server_config));
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    assert!(net.run_until(|e| established(&mut e[1], handle)
+        && e[0]
+            .connection_ref(ConnectionHandle(0))
+            .is_some_and(|c| c.is_established())));
+    (net, handle)
+}
+
+/// Replaces the server endpoint with a fresh one (a restart), with the
+/// same secret or another.
+fn restart_server(net: &mut Net, secret: Option<&ServerSecret>) {
+    let server_config = Config {
+        server_secret: secret.cloned(),
+        ..config(99)
+    };
+    net.endpoints[0] = Endpoint::new(addr(SERVER), Some(server_config));
+}
+
+fn send_on_stream(net: &mut Net, handle: ConnectionHandle) {
+    let connection = net.endpoints[1].connection(handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection
+        .stream_send(stream, b"still there?", false)
+        .unwrap();
+}
+
+use crate::crypto::{ServerSecret, SERVER_SECRET_LEN};
+
+#[test]
+fn a_restarted_server_resets_a_client_that_writes_to_it() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    restart_server(&mut net, Some(&secret));
+    send_on_stream(&mut net, handle);
+    let start = net.now;
+
+    assert!(net.run_until(|e| e[1].connection_ref(handle).is_some_and(|c| c.is_closed())));
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+    assert_eq!(net.endpoints[0].stats().stateless_resets_sent, 1);
+    assert_eq!(net.endpoints[1].stats().stateless_resets_received, 1);
+    // Learnt on the first packet after the restart, not after a timeout.
+    assert!(
+        net.now - start < Duration::from_millis(100),
+        "{:?}",
+        net.now - start
+    );
+}
+
+#[test]
+fn a_server_without_a_secret_or_with_another_one_cannot_reset() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let other = ServerSecret::new(&[10; SERVER_SECRET_LEN]);
+    for replacement in [None, Some(&other)] {
+        let (mut net, handle) = connected_pair(&secret);
+        restart_server(&mut net, replacement);
+        send_on_stream(&mut net, handle);
+        net.run_until(|_| false);
+        let client = net.endpoints[1].connection_ref(handle).unwrap();
+        assert_ne!(client.close_reason(), Some(&CloseReason::StatelessReset));
+        assert_eq!(net.endpoints[1].stats().stateless_resets_received, 0);
+        let sent = net.endpoints[0].stats().stateless_resets_sent;
+        assert_eq!(sent > 0, replacement.is_some());
+    }
+}
+
+#[test]
+fn a_reset_from_another_address_than_the_server_is_ignored() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    let token = net.endpoints[1]
+        .connection_ref(handle)
+        .unwrap()
+        .peer_reset_token()
+        .expect("the server gave a token");
+    let mut reset = vec![0x41; 30];
+    reset.extend_from_slice(token.as_bytes());
+    let now = net.now;
+    net.endpoints[1].recv(&mut reset.clone(), addr(7777), now);
+    assert!(!net.endpoints[1].connection_ref(handle).unwrap().is_closed());
+    net.endpoints[1].recv(&mut reset, addr(SERVER), now);
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+}
+
+#[test]
+fn resets_are_shorter_than_their_trigger_and_rate_limited() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server_config = Config {
+        server_secret: Some(secret.clone()),
+        ..config(1)
+    };
+    let mut server = Endpoint::new(addr(SERVER), Some(server_config));
+    let now = Instant::now();
+    let dcid = ConnectionId::new(&[0xab; 8]).unwrap();
+    let header = Header {
+        ty: PacketType::OneRtt,
+        version: VERSION,
+        dcid,
+        scid: ConnectionId::EMPTY,
+        token: &[],
+        packet_number: 5,
+        payload_len: 0,
+        key_phase: false,
+    };
+    let mut frames = Vec::new();
+    Frame::Ping.encode(&mut frames);
+    let mut trigger = Vec::new();
+    seal_packet(&header, &frames, &NullProtection, &mut trigger).unwrap();
+    let mut buf = vec![0u8; 2000];
+
+    server.recv(&mut trigger.clone(), addr(1001), now);
+    let (len, to) = server.poll_transmit(now, &mut buf).expect("a reset");
+    assert_eq!(to, addr(1001));
+    assert!(
+        len < trigger.len() && len >= MIN_RESET_LEN,
+        "{len} vs {}",
+        trigger.len()
+    );
+    assert_eq!(
+        buf[0] & 0xc0,
+        RESET_FIRST_BYTE_BITS,
+        "looks like a short header"
+    );
+    assert!(secret.reset_token(&dcid).ends(&buf[..len]));
+
+    // A trigger too short to answer with anything smaller gets nothing.
+    server.recv(&mut trigger[..MIN_RESET_LEN].to_vec(), addr(1001), now);
+    assert!(server.poll_transmit(now, &mut buf).is_none());
+
+    // A flood gets at most MAX_RESETS_PER_SECOND a second.
+    let mut resets = 1;
+    for _ in 0..3 * MAX_RESETS_PER_SECOND {
+        server.recv(&mut trigger.clone(), addr(1001), now);
+        while server.poll_transmit(now, &mut buf).is_some() {
+            resets += 1;
+        }
+    }
+    assert_eq!(resets, MAX_RESETS_PER_SECOND);
+    server.recv(
+        &mut trigger.clone(),
+        addr(1001),
+        now + Duration::from_secs(1),
+    );
+    assert!(
+        server.poll_transmit(now, &mut buf).is_some(),
+        "credit is back a second later"
+    );
+}
+
+#[test]
+fn a_quiet_client_with_keep_alive_finds_a_restarted_server() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server_config = Config {
+        server_secret: Some(secret.clone()),
+        ..config(1)
+    };
+    let server = Endpoint::new(addr(SERVER), Some(server_config));
+    let mut client = Endpoint::new(addr(1001), None);
+    let keep_alive = Duration::from_millis(500);
+    let client_config = Config {
+        keep_alive_interval: Some(keep_alive),
+        ..config(2)
+    };
+    let handle = client
+        .connect(client_config, addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    assert!(net.run_until(|e| established(&mut e[1], handle)
+        && e[0]
+            .connection_ref(ConnectionHandle(0))
+            .is_some_and(|c| c.is_established())));
+    // Let the handshake's last packets settle, then restart the server
+    // while the client has nothing to say.
+    net.run_until(|_| false);
+    let restarted_at = net.now;
+    restart_server(&mut net, Some(&secret));
+
+    assert!(net.run_until(|e| e[1].connection_ref(handle).is_some_and(|c| c.is_closed())));
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+    assert!(client.stats().keep_alives_sent >= 1);
+    assert!(net.now - restarted_at <= keep_alive + Duration::from_millis(50));
 }
 
 #[test]

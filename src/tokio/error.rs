@@ -59,6 +59,12 @@ pub enum ConnectionError {
     /// ([`Config::idle_timeout`](crate::Config::idle_timeout)).
     #[error("idle timeout: nothing heard from the peer")]
     TimedOut,
+    /// The peer sent a stateless reset: it no longer knows this connection
+    /// (it restarted or lost its state).
+    #[error(
+        "the peer reset the connection: it no longer knows it (it restarted or lost its state)"
+    )]
+    Reset,
     /// The endpoint's driver task ended (its socket failed), so nothing
     /// more is sent or received.
     #[error("the endpoint on {local} stopped: {reason}")]
@@ -92,6 +98,7 @@ impl From<&CloseReason> for ConnectionError {
                 reason,
             },
             CloseReason::IdleTimeout => Self::TimedOut,
+            CloseReason::StatelessReset => Self::Reset,
         }
     }
 }
@@ -100,7 +107,9 @@ impl From<ConnectionError> for io::Error {
     fn from(error: ConnectionError) -> Self {
         let kind = match error {
             ConnectionError::TimedOut => io::ErrorKind::TimedOut,
-            ConnectionError::ClosedByPeer { .. } => io::ErrorKind::ConnectionReset,
+            ConnectionError::ClosedByPeer { .. } | ConnectionError::Reset => {
+                io::ErrorKind::ConnectionReset
+            }
             ConnectionError::ClosedLocally { .. } | ConnectionError::EndpointStopped { .. } => {
                 io::ErrorKind::ConnectionAborted
             }

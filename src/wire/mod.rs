@@ -27,7 +27,7 @@ pub use header::{
 };
 pub use packet_number::{decode_packet_number, truncate_packet_number, PACKET_NUMBER_LEN};
 pub use ranges::RangeSet;
-pub use transport_params::TransportParams;
+pub use transport_params::{TransportParams, RESET_TOKEN_LEN};
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,
 };

@@ -1,5 +1,7 @@
 //! Transport parameters (RFC 9000 §18): a sequence of (id, length, value),
-//! with RFC 9000 §18.2 ids where QUIC has the parameter, RFC 9221's
+//! with RFC 9000 §18.2 ids where QUIC has the parameter (the server-only
+//! ones, original_destination_connection_id, stateless_reset_token and
+//! retry_source_connection_id, included), RFC 9221's
 //! max_datagram_frame_size, and sift's `corruption_notices` (the HACK
 //! option: both peers must offer it, as in the paper's SYN option).
 
@@ -12,6 +14,7 @@ mod id {
     /// RFC 9000 §18.2.
     pub const ORIGINAL_DESTINATION_CONNECTION_ID: u64 = 0x00;
     pub const MAX_IDLE_TIMEOUT: u64 = 0x01;
+    pub const STATELESS_RESET_TOKEN: u64 = 0x02;
     pub const MAX_UDP_PAYLOAD_SIZE: u64 = 0x03;
     pub const INITIAL_MAX_DATA: u64 = 0x04;
     pub const INITIAL_MAX_STREAM_DATA_BIDI_LOCAL: u64 = 0x05;
@@ -21,11 +24,15 @@ mod id {
     pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x09;
     pub const MAX_ACK_DELAY: u64 = 0x0b;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
+    pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
     /// RFC 9221 §3.
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// sift: zero-length; present means "I offer corruption notices".
     pub const CORRUPTION_NOTICES: u64 = 0x5ac1;
 }
+
+/// RFC 9000 §10.3: a stateless reset token is 16 bytes.
+pub const RESET_TOKEN_LEN: usize = 16;
 
 /// RFC 9000 §18.2: max_udp_payload_size default, 65527.
 pub const DEFAULT_MAX_UDP_PAYLOAD_SIZE: u64 = 65_527;
@@ -46,6 +53,11 @@ pub struct TransportParams {
     pub original_destination_connection_id: Option<ConnectionId>,
     /// The SCID of the sender's first Initial.
     pub initial_source_connection_id: Option<ConnectionId>,
+    /// Server only, after a Retry: the SCID of its Retry packet.
+    pub retry_source_connection_id: Option<ConnectionId>,
+    /// Server only: the token that ends a datagram the server sends when it
+    /// no longer knows the connection (RFC 9000 §10.3).
+    pub stateless_reset_token: Option<[u8; RESET_TOKEN_LEN]>,
     /// 0 = no idle timeout.
     pub max_idle_timeout_ms: u64,
     /// Largest UDP payload the sender is willing to receive; at least 1200.
@@ -75,6 +87,8 @@ impl Default for TransportParams {
         Self {
             original_destination_connection_id: None,
             initial_source_connection_id: None,
+            retry_source_connection_id: None,
+            stateless_reset_token: None,
             max_idle_timeout_ms: 0,
             max_udp_payload_size: DEFAULT_MAX_UDP_PAYLOAD_SIZE,
             initial_max_data: 0,
@@ -155,6 +169,10 @@ impl TransportParams {
                 id::INITIAL_SOURCE_CONNECTION_ID,
                 self.initial_source_connection_id,
             ),
+            (
+                id::RETRY_SOURCE_CONNECTION_ID,
+                self.retry_source_connection_id,
+            ),
         ];
         for (param, cid) in connection_ids {
             if let Some(cid) = cid {
@@ -162,6 +180,11 @@ impl TransportParams {
                 put_varint(out, cid.len() as u64);
                 out.extend_from_slice(cid.as_slice());
             }
+        }
+        if let Some(token) = self.stateless_reset_token {
+            put_varint(out, id::STATELESS_RESET_TOKEN);
+            put_varint(out, RESET_TOKEN_LEN as u64);
+            out.extend_from_slice(&token);
         }
         for (param, value, default) in self.integers_with_defaults() {
             if value != default {
@@ -201,6 +224,19 @@ impl TransportParams {
                 }
                 id::INITIAL_SOURCE_CONNECTION_ID => {
                     params.initial_source_connection_id = Some(connection_id(param, value)?)
+                }
+                id::RETRY_SOURCE_CONNECTION_ID => {
+                    params.retry_source_connection_id = Some(connection_id(param, value)?)
+                }
+                id::STATELESS_RESET_TOKEN => {
+                    let token =
+                        value
+                            .try_into()
+                            .map_err(|_| WireError::MalformedTransportParameter {
+                                id: param,
+                                reason: "stateless_reset_token must be 16 bytes",
+                            })?;
+                    params.stateless_reset_token = Some(token);
                 }
                 id::MAX_IDLE_TIMEOUT => params.max_idle_timeout_ms = integer(param, value)?,
                 id::MAX_UDP_PAYLOAD_SIZE => params.max_udp_payload_size = integer(param, value)?,
@@ -440,6 +476,19 @@ mod tests {
     }
 
     #[test]
+    fn a_stateless_reset_token_of_another_length_is_rejected() {
+        let mut bytes = vec![0x02, 15];
+        bytes.extend_from_slice(&[7; 15]);
+        assert_eq!(
+            TransportParams::decode(&bytes),
+            Err(WireError::MalformedTransportParameter {
+                id: 0x02,
+                reason: "stateless_reset_token must be 16 bytes"
+            })
+        );
+    }
+
+    #[test]
     fn connection_id_parameter_longer_than_twenty_bytes_is_rejected() {
         let mut bytes = vec![0x0f, 21];
         bytes.extend_from_slice(&[7; 21]);
@@ -467,6 +516,8 @@ mod tests {
         fn any_params()(
             original_destination_connection_id in any_cid(),
             initial_source_connection_id in any_cid(),
+            retry_source_connection_id in any_cid(),
+            stateless_reset_token in proptest::option::of(any::<[u8; RESET_TOKEN_LEN]>()),
             max_idle_timeout_ms in any_varint(),
             max_udp_payload_size in MIN_MAX_UDP_PAYLOAD_SIZE..=VARINT_MAX,
             flow in proptest::array::uniform5(any_varint()),
@@ -479,6 +530,8 @@ mod tests {
             TransportParams {
                 original_destination_connection_id,
                 initial_source_connection_id,
+                retry_source_connection_id,
+                stateless_reset_token,
                 max_idle_timeout_ms,
                 max_udp_payload_size,
                 initial_max_data: flow[0],

@@ -55,6 +55,8 @@ pub fn seeds() -> Vec<Seed> {
         max_ack_delay_ms: 25,
         max_datagram_frame_size: None,
         corruption_notices: true,
+        stateless_reset_token: None,
+        retry_source_connection_id: None,
     };
     let server = TransportParams {
         original_destination_connection_id: Some(ConnectionId::new(&[0xd0; 8]).expect("8 bytes")),
@@ -62,6 +64,8 @@ pub fn seeds() -> Vec<Seed> {
         max_ack_delay_ms: (1 << 14) - 1,
         max_datagram_frame_size: Some(0),
         initial_max_streams_bidi: 1 << 60,
+        stateless_reset_token: Some([0x7a; 16]),
+        retry_source_connection_id: Some(ConnectionId::new(&[0x4e; 8]).expect("8 bytes")),
         ..client.clone()
     };
 
