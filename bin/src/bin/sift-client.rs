@@ -91,6 +91,10 @@ struct Common {
     /// experiments. The server must use it too.
     #[arg(long, global = true)]
     insecure_null_crypto: bool,
+    /// A full server refuses with "server busy: N clients": try again with
+    /// growing pauses for up to SECS (default 300) instead of giving up.
+    #[arg(long, global = true, value_name = "SECS", num_args = 0..=1, default_missing_value = "300")]
+    wait: Option<f64>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -193,7 +197,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
     let config = common::transport_config(protection, local_cc, common.corruption_notices);
-    let dial = Dial { config, trust };
+    let wait = common
+        .wait
+        .map(|secs| seconds(secs, "--wait"))
+        .transpose()?;
+    let dial = Dial {
+        config,
+        trust,
+        wait,
+    };
     match cli.command {
         Command::Get { output, resume, .. } => {
             get(&url, dial, output, resume, requested, common.json)
@@ -214,11 +226,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 struct Dial {
     config: sift::Config,
     trust: ClientTrust,
+    /// How long to keep trying a busy server.
+    wait: Option<Duration>,
 }
 
 impl Dial {
     fn connect(self, url: &SiftUrl) -> anyhow::Result<sift::blocking::BlockingConnection> {
-        session::connect(url, self.config, &self.trust)
+        session::connect(url, self.config, &self.trust, self.wait)
     }
 }
 

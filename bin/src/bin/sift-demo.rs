@@ -153,7 +153,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         port: relay_addr.port(),
         path: "demo.bin".into(),
     };
-    let connection = session::connect(&url, config, &trust)?;
+    let connection = session::connect(&url, config, &trust, None)?;
     let report = session::download(
         &connection,
         "demo.bin",

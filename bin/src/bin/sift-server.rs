@@ -90,7 +90,8 @@ struct Args {
     /// experiments. Clients must use it too.
     #[arg(long)]
     insecure_null_crypto: bool,
-    /// Most clients connected at once; more get no answer until one leaves.
+    /// Most clients connected at once; more are refused at once with
+    /// "server busy: N clients" (`sift-client --wait` retries).
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_clients: usize,
     /// Log more (-v: this tool's events, -vv: the transport's too).
@@ -129,6 +130,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
         println!("identity {} ({origin})", identity.fingerprint());
         config.tls = TlsConfig::server(identity);
+        config.server_secret = Some(state::server_secret(&state)?);
     }
     let listener = listen(args.listen, config, args.max_clients)?;
     println!(

@@ -1,10 +1,13 @@
 //! A client's operations on a sift connection: connect with a clear
-//! "no answer" error, then download or upload over one stream and report.
+//! "no answer" or "server busy" error (or wait for a busy server), then
+//! download or upload over one stream and report.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sift::blocking::{self, BlockingConnection, SiftIoError};
+use sift::conn::{codes, CloseReason};
+use sift::endpoint::is_busy_refusal;
 
 use super::interrupt;
 use super::progress::Progress;
@@ -18,32 +21,98 @@ use crate::transfer::SenderReport;
 /// Application close code for a client that is done.
 pub const CLOSE_DONE: u64 = 0;
 
+/// How long a client waits without hearing from the server before it asks
+/// (a keep-alive PING): a downloading client only acknowledges, so without
+/// it a client whose server died or restarted would wait out the whole
+/// idle timeout. A restarted server answers the PING with a stateless
+/// reset, so the client knows within about this long.
+pub const KEEP_ALIVE: Duration = Duration::from_millis(500);
+/// First wait before trying a busy server again; doubled per try.
+const BUSY_FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest wait between tries of a busy server.
+const BUSY_MAX_BACKOFF: Duration = Duration::from_secs(8);
+
 /// Connects to the URL's server, waiting at most the handshake timeout,
 /// and checks its certificate by `trust` (TLS). A refused certificate is
-/// one line saying why; a first contact is remembered.
+/// one line saying why; a first contact is remembered. A full server's
+/// refusal ("server busy: N clients") is retried with exponential backoff
+/// for up to `wait` (each retry said on stderr), or is the error at once.
 pub fn connect(
+    url: &SiftUrl,
+    mut config: sift::Config,
+    trust: &ClientTrust,
+    wait: Option<Duration>,
+) -> anyhow::Result<BlockingConnection> {
+    config.keep_alive_interval.get_or_insert(KEEP_ALIVE);
+    let give_up = wait.map(|wait| Instant::now() + wait);
+    let mut backoff = BUSY_FIRST_BACKOFF;
+    loop {
+        match connect_once(url, config.clone(), trust) {
+            Err(Refusal::Busy(reason)) => {
+                let retry_at = Instant::now() + backoff;
+                match give_up {
+                    Some(give_up) if retry_at <= give_up => {
+                        eprintln!(
+                            "sift-client: {reason}; trying again in {:.1} s",
+                            backoff.as_secs_f64()
+                        );
+                        std::thread::sleep(backoff);
+                        backoff = (backoff * 2).min(BUSY_MAX_BACKOFF);
+                    }
+                    Some(_) => anyhow::bail!("{reason} (still busy after waiting)"),
+                    None => anyhow::bail!("{reason} (try again later, or pass --wait)"),
+                }
+            }
+            Err(Refusal::Other(error)) => return Err(error),
+            Ok(connection) => return Ok(connection),
+        }
+    }
+}
+
+/// Why one connection attempt failed.
+enum Refusal {
+    /// The server is full: its reason phrase.
+    Busy(String),
+    Other(anyhow::Error),
+}
+
+fn connect_once(
     url: &SiftUrl,
     config: sift::Config,
     trust: &ClientTrust,
-) -> anyhow::Result<BlockingConnection> {
-    let remote = url.resolve()?;
+) -> Result<BlockingConnection, Refusal> {
+    let remote = url.resolve().map_err(|e| Refusal::Other(e.into()))?;
     let tls = config.protection == sift::conn::Protection::Tls;
     let config = if tls { trust.apply(config) } else { config };
     let connection = blocking::connect(remote, config).map_err(|e| match e {
+        SiftIoError::Closed(CloseReason::Peer {
+            application: false,
+            code: codes::CONNECTION_REFUSED,
+            reason,
+        }) if is_busy_refusal(&reason) => Refusal::Busy(reason),
         _ if trust.refusal().is_some() => {
-            anyhow::anyhow!("{}", trust.refusal().unwrap_or_default())
+            Refusal::Other(anyhow::anyhow!("{}", trust.refusal().unwrap_or_default()))
         }
-        SiftIoError::Timeout { after, .. } => anyhow::anyhow!(
+        SiftIoError::Timeout { after, .. } => Refusal::Other(anyhow::anyhow!(
             "no answer from {} within {}s",
             url.authority(),
             after.as_secs().max(1)
+        )),
+        other => Refusal::Other(
+            anyhow::Error::new(other).context(format!("connecting to {}", url.authority())),
         ),
-        other => anyhow::Error::new(other).context(format!("connecting to {}", url.authority())),
     })?;
     if tls {
-        trust.on_connected()?;
+        trust.on_connected().map_err(Refusal::Other)?;
     }
     Ok(connection)
+}
+
+/// The one line for a connection the server reset (a stateless reset: it
+/// restarted, or otherwise lost the connection), if that is how it ended.
+pub fn restarted_server(connection: &BlockingConnection) -> Option<&'static str> {
+    matches!(connection.close_reason(), Some(CloseReason::StatelessReset))
+        .then_some("server restarted: it no longer knows this connection (stateless reset)")
 }
 
 /// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked, and
@@ -73,7 +142,13 @@ pub fn download(
         &mut |done, total| progress.update(done, total),
     );
     progress.finish();
-    let outcome = outcome?;
+    let outcome = outcome.map_err(|error| match restarted_server(connection) {
+        Some(line) => anyhow::anyhow!(
+            "{line}; partial download kept in {} — run again with --resume",
+            partial.display()
+        ),
+        None => error.into(),
+    })?;
     let elapsed = started.elapsed();
     let sender = outcome
         .sender
@@ -109,7 +184,10 @@ pub fn upload(
         progress.update(done, total)
     });
     progress.finish();
-    let outcome = outcome?;
+    let outcome = outcome.map_err(|error| match restarted_server(connection) {
+        Some(line) => anyhow::anyhow!("{line}; run the upload again"),
+        None => error.into(),
+    })?;
     let elapsed = started.elapsed();
     Ok(FlowReport::new(
         Transfer {

@@ -3,8 +3,12 @@
 //! One state directory (DESIGN §1): `--state-dir`, else `$XDG_DATA_HOME/sift`,
 //! else `~/.local/share/sift`. `sift-server` keeps its certificate and key
 //! there (`server-cert.pem`, `server-key.pem`, made with rcgen on first
-//! run); `sift-client` keeps `known_hosts` there. The directory is created
-//! readable by its owner only, and the key file likewise.
+//! run), and its static secret (`server-secret`, 32 random bytes, made on
+//! first run), from which it derives stateless reset tokens: kept across
+//! restarts, so a restarted server can tell clients at once that their
+//! connections are gone. `sift-client` keeps `known_hosts` there. The
+//! directory is created readable by its owner only, and the key and secret
+//! files likewise.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -12,12 +16,16 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sift::crypto::ServerIdentity;
+use ring::rand::{SecureRandom, SystemRandom};
+use sift::crypto::{ServerIdentity, ServerSecret, SERVER_SECRET_LEN};
 
 /// The server's certificate chain, PEM, in the state directory.
 pub const CERT_FILE: &str = "server-cert.pem";
 /// The server's private key, PEM, in the state directory.
 pub const KEY_FILE: &str = "server-key.pem";
+/// The server's static secret (stateless reset tokens), in the state
+/// directory.
+pub const SECRET_FILE: &str = "server-secret";
 /// The client's known hosts, in the state directory.
 pub const KNOWN_HOSTS_FILE: &str = "known_hosts";
 
@@ -84,6 +92,30 @@ pub fn server_identity(
     }
 }
 
+/// The server's static secret, from the state directory, made there on
+/// first run.
+pub fn server_secret(state: &Path) -> anyhow::Result<ServerSecret> {
+    let path = state.join(SECRET_FILE);
+    if path.exists() {
+        let bytes = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes: [u8; SERVER_SECRET_LEN] = bytes.as_slice().try_into().map_err(|_| {
+            anyhow::anyhow!(
+                "{} is {} bytes, not {SERVER_SECRET_LEN}: remove it to make a new one (clients of the old one will wait for their idle timeout once)",
+                path.display(),
+                bytes.len()
+            )
+        })?;
+        return Ok(ServerSecret::new(&bytes));
+    }
+    create_private_dir(state)?;
+    let mut bytes = [0u8; SERVER_SECRET_LEN];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("the operating system's random number generator failed"))?;
+    write_new_file(&path, &bytes, 0o600)?;
+    Ok(ServerSecret::new(&bytes))
+}
+
 fn read_identity(cert: &Path, key: &Path) -> anyhow::Result<ServerIdentity> {
     let cert_pem = fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?;
     let key_pem = fs::read(key).with_context(|| format!("cannot read {}", key.display()))?;
@@ -114,6 +146,26 @@ mod tests {
     use super::*;
     use crate::transfer::test_dir::TestDir;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_server_secret_is_made_once_private_and_then_reused() {
+        let dir = TestDir::new("state-secret");
+        let state = dir.path().join("state");
+        let cid = sift::wire::ConnectionId::new(&[1; 8]).unwrap();
+        let first = server_secret(&state).unwrap();
+        let mode = fs::metadata(state.join(SECRET_FILE))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let again = server_secret(&state).unwrap();
+        assert_eq!(first.reset_token(&cid), again.reset_token(&cid));
+
+        fs::write(state.join(SECRET_FILE), b"short").unwrap();
+        let error = server_secret(&state).unwrap_err().to_string();
+        assert!(error.contains("is 5 bytes, not 32"), "{error}");
+    }
 
     #[test]
     fn first_run_creates_an_identity_that_later_runs_reuse() {
