@@ -176,19 +176,26 @@ impl Server {
     /// `::` for dual-stack).
     pub fn start_on(address: IpAddr, root: &Path, extra: &[&str]) -> Self {
         let state = TestDir::new("server-state");
-        let mut server = Self::launch(address, root, extra, state.path());
+        let mut server = Self::launch(SocketAddr::new(address, 0), root, extra, state.path());
         server.state = Some(state);
         server
     }
 
     /// Like [`Server::start`], keeping its identity in `state`.
     pub fn start_in(root: &Path, extra: &[&str], state: &Path) -> Self {
-        Self::launch(IPV4, root, extra, state)
+        Self::launch(SocketAddr::new(IPV4, 0), root, extra, state)
     }
 
-    fn launch(address: IpAddr, root: &Path, extra: &[&str], state: &Path) -> Self {
+    /// Like [`Server::start_in`], on `listen` exactly: a restart on the
+    /// address of a server that was killed.
+    #[allow(dead_code)] // not every test binary restarts servers
+    pub fn start_at(listen: SocketAddr, root: &Path, extra: &[&str], state: &Path) -> Self {
+        Self::launch(listen, root, extra, state)
+    }
+
+    fn launch(listen: SocketAddr, root: &Path, extra: &[&str], state: &Path) -> Self {
         let mut child = Command::new(SERVER)
-            .args(["--listen", &any_port(address), "--state-dir"])
+            .args(["--listen", &listen.to_string(), "--state-dir"])
             .arg(state)
             .arg("--root")
             .arg(root)
