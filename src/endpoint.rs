@@ -37,10 +37,16 @@
 //!   bytes, made to look like a short-header packet, ending with the token
 //!   the server derived from that connection ID when it issued it. It is
 //!   shorter than the packet that caused it (so two endpoints cannot keep
-//!   resetting each other) and at most [`MAX_RESETS_PER_SECOND`] are sent.
+//!   resetting each other) and at most [`MAX_STATELESS_PER_SECOND`] are sent.
 //!   A client endpoint recognises a reset by its last 16 bytes, for any
 //!   datagram that matches no connection, and the connection then drains
 //!   with [`CloseReason::StatelessReset`](crate::conn::CloseReason).
+//! - **Version negotiation** (RFC 9000 §6) for a long header of another
+//!   version in a datagram of at least 1200 bytes: the versions this server
+//!   speaks, sift v1 and a reserved one, under the same rate limit. A
+//!   client connection still waiting for its first packet closes on it
+//!   with [`CloseReason::VersionMismatch`](crate::conn::CloseReason), which
+//!   names what the server offers.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -51,7 +57,10 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, MIN_INITIAL_DATAGRAM};
-use crate::wire::{parse_header, ConnectionId, PacketType, RESET_TOKEN_LEN};
+use crate::wire::{
+    encode_version_negotiation, parse_header, parse_long_invariant, parse_version_negotiation,
+    ConnectionId, PacketType, WireError, RESET_TOKEN_LEN, VERSION, VERSION_NEGOTIATION,
+};
 use crate::{Config, Connection, Error, RecvInfo};
 
 /// Connections one server endpoint holds at once unless told otherwise.
@@ -64,8 +73,9 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Busy refusals held at once (each a connection in its closing period).
 pub const MAX_REFUSING: usize = 64;
-/// Stateless resets sent per second at most (and in one burst).
-pub const MAX_RESETS_PER_SECOND: u32 = 100;
+/// Stateless answers (resets and version negotiation) sent per second at
+/// most (and in one burst).
+pub const MAX_STATELESS_PER_SECOND: u32 = 100;
 /// A stateless reset's first byte: a short header's form bits (`01`), the
 /// rest unpredictable.
 pub const RESET_FIRST_BYTE_BITS: u8 = 0x40;
@@ -137,6 +147,12 @@ pub struct EndpointStats {
     /// complete in time.
     #[serde(default)]
     pub handshakes_timed_out: u64,
+    /// Version Negotiation packets sent to clients of other versions.
+    #[serde(default)]
+    pub version_negotiations_sent: u64,
+    /// Version Negotiation packets that reached one of our connections.
+    #[serde(default)]
+    pub version_negotiations_received: u64,
 }
 
 /// Why the endpoint could not do what was asked.
@@ -206,8 +222,8 @@ pub struct Endpoint {
     /// Datagrams the endpoint sends on its own account: stateless resets.
     stateless: VecDeque<(Vec<u8>, SocketAddr)>,
     /// Stateless resets that may still be sent in the current second.
-    reset_credit: u32,
-    reset_credit_since: Option<Instant>,
+    stateless_credit: u32,
+    stateless_credit_since: Option<Instant>,
     /// Unpredictable bytes of stateless resets (seeded: runs repeat).
     rng: ChaCha8Rng,
     stats: EndpointStats,
@@ -242,8 +258,8 @@ impl Endpoint {
             refusing: 0,
             reset_tokens: HashMap::new(),
             stateless: VecDeque::new(),
-            reset_credit: MAX_RESETS_PER_SECOND,
-            reset_credit_since: None,
+            stateless_credit: MAX_STATELESS_PER_SECOND,
+            stateless_credit_since: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             stats: EndpointStats::default(),
         }
@@ -369,6 +385,10 @@ impl Endpoint {
         self.stats.datagrams_received += 1;
         let (ty, dcid) = match parse_header(datagram) {
             Ok(header) => (header.ty, header.dcid),
+            Err(WireError::UnsupportedVersion(version)) => {
+                self.on_other_version(datagram, version, from, now);
+                return None;
+            }
             Err(error) => {
                 // A stateless reset is unpredictable bytes: it rarely parses.
                 if self.recognise_reset(datagram, from, now) {
@@ -452,25 +472,20 @@ impl Endpoint {
         to: SocketAddr,
         now: Instant,
     ) {
-        let Some(secret) = self.server.as_ref().and_then(|c| c.server_secret.as_ref()) else {
+        let Some(token) = self
+            .server
+            .as_ref()
+            .and_then(|c| c.server_secret.as_ref())
+            .map(|secret| secret.reset_token(dcid))
+        else {
             return;
         };
         // Shorter than what caused it, so resets cannot loop between two
         // endpoints; too short to look like a packet: stay silent.
         let len = MAX_RESET_LEN.min(trigger_len.saturating_sub(1));
-        if len < MIN_RESET_LEN || self.stateless.len() >= MAX_QUEUED_STATELESS {
+        if len < MIN_RESET_LEN || !self.take_stateless_credit(now) {
             return;
         }
-        let since = *self.reset_credit_since.get_or_insert(now);
-        if now.saturating_duration_since(since) >= Duration::from_secs(1) {
-            self.reset_credit = MAX_RESETS_PER_SECOND;
-            self.reset_credit_since = Some(now);
-        }
-        if self.reset_credit == 0 {
-            return;
-        }
-        self.reset_credit -= 1;
-        let token = secret.reset_token(dcid);
         let mut datagram = vec![0u8; len];
         self.rng.fill_bytes(&mut datagram[..len - RESET_TOKEN_LEN]);
         datagram[0] = RESET_FIRST_BYTE_BITS | self.rng.random_range(0..=1u8);
@@ -478,6 +493,77 @@ impl Endpoint {
         tracing::debug!(%to, %dcid, "unknown connection: sending a stateless reset");
         self.stats.stateless_resets_sent += 1;
         self.stateless.push_back((datagram, to));
+    }
+
+    /// Whether the rate limit on stateless answers (resets and version
+    /// negotiation, [`MAX_STATELESS_PER_SECOND`]) lets one more go now.
+    fn take_stateless_credit(&mut self, now: Instant) -> bool {
+        let since = *self.stateless_credit_since.get_or_insert(now);
+        if now.saturating_duration_since(since) >= Duration::from_secs(1) {
+            self.stateless_credit = MAX_STATELESS_PER_SECOND;
+            self.stateless_credit_since = Some(now);
+        }
+        if self.stateless_credit == 0 || self.stateless.len() >= MAX_QUEUED_STATELESS {
+            return false;
+        }
+        self.stateless_credit -= 1;
+        true
+    }
+
+    /// A long header of a version other than ours. A client's connection
+    /// hears Version Negotiation from its server; a server answers a
+    /// datagram big enough to be a client's first (RFC 9000 §6.1, §14.1)
+    /// with the versions it speaks, and drops anything else.
+    fn on_other_version(&mut self, datagram: &[u8], version: u32, from: SocketAddr, now: Instant) {
+        if version == VERSION_NEGOTIATION {
+            let handle = parse_version_negotiation(datagram).ok().and_then(|vn| {
+                let cid = ConnectionId::new(vn.dcid).ok()?;
+                let handle = *self.routes.get(&cid)?;
+                let entry = self.connections.get_mut(&handle)?;
+                (entry.connection.remote() == from).then_some(())?;
+                entry
+                    .connection
+                    .on_version_negotiation(vn.scid, vn.versions(), now);
+                Some(handle)
+            });
+            if handle.is_some() {
+                self.stats.version_negotiations_received += 1;
+            } else {
+                tracing::trace!(%from, "dropping a version negotiation for no connection of ours");
+                self.stats.dropped_unknown_connection += 1;
+            }
+            return;
+        }
+        let header = match parse_long_invariant(datagram) {
+            Ok(header) if self.server.is_some() && datagram.len() >= MIN_INITIAL_DATAGRAM => header,
+            _ => {
+                tracing::trace!(%from, version, "dropping a packet of another version");
+                self.stats.dropped_malformed += 1;
+                return;
+            }
+        };
+        if !self.take_stateless_credit(now) {
+            return;
+        }
+        // A reserved version beside ours, so clients that mishandle
+        // unknown entries in the list are found early (RFC 9000 §6.3).
+        let reserved = 0x0a0a_0a0a | (self.rng.next_u32() & 0xf0f0_f0f0);
+        let mut answer = Vec::with_capacity(7 + header.dcid.len() + header.scid.len() + 8);
+        let unused_bits = self.rng.random_range(0..=0x7fu8);
+        if encode_version_negotiation(
+            &mut answer,
+            unused_bits,
+            header.dcid,
+            header.scid,
+            &[VERSION, reserved],
+        )
+        .is_err()
+        {
+            return;
+        }
+        tracing::debug!(%from, version = format_args!("{version:#010x}"), "answering another version with version negotiation");
+        self.stats.version_negotiations_sent += 1;
+        self.stateless.push_back((answer, from));
     }
 
     /// Creates a server connection for a client's first Initial.

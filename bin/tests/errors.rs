@@ -36,6 +36,40 @@ fn an_unreachable_server_is_no_answer_within_10s(loopback: IpAddr) {
 }
 
 #[test]
+fn a_server_of_another_version_is_named_at_once() {
+    // A stand-in for a QUIC server: answers every long header with
+    // Version Negotiation offering QUIC v1 and v2, as quiche does.
+    let server = UdpSocket::bind((IPV4, 0)).unwrap();
+    let url = format!("sift://{}/", server.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((len, from)) = server.recv_from(&mut buf) {
+            let Ok(header) = sift::wire::parse_long_invariant(&buf[..len]) else {
+                continue;
+            };
+            let mut answer = Vec::new();
+            sift::wire::encode_version_negotiation(
+                &mut answer,
+                0,
+                header.dcid,
+                header.scid,
+                &[1, 0x6b33_43cf],
+            )
+            .unwrap();
+            let _ = server.send_to(&answer, from);
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = run_client(&["ls", &url, NO_KNOWN_HOSTS]);
+    let error = expect_one_line_error(&out);
+    assert!(
+        error.contains("the server does not speak sift v1: it offers QUIC v1, QUIC v2"),
+        "{error}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
 fn null_and_tls_ends_both_fail_at_once_saying_who_asked_for_what() {
     let dir = TestDir::new("mismatch");
     std::fs::write(dir.path().join("f"), b"x").unwrap();

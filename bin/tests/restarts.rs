@@ -57,7 +57,10 @@ fn a_restarted_server_resets_its_client_at_once_and_resume_finishes_byte_exact()
         "the client learned of the restart {told_after:?} after it"
     );
     assert!(said.contains("--resume"), "{said}");
-    assert!(!dest.exists(), "an interrupted download must not look complete");
+    assert!(
+        !dest.exists(),
+        "an interrupted download must not look complete"
+    );
     let kept = std::fs::metadata(&partial)
         .expect("the partial file is kept")
         .len();
@@ -122,5 +125,8 @@ fn a_full_server_says_it_is_busy_and_wait_gets_in_once_a_client_leaves() {
         stderr_of(&waited)
     );
     let holder = holder.join().unwrap().unwrap();
-    assert!(holder.status.success(), "the holder (pid {holder_pid}) failed");
+    assert!(
+        holder.status.success(),
+        "the holder (pid {holder_pid}) failed"
+    );
 }

@@ -68,6 +68,9 @@ impl From<SiftIoError> for io::Error {
                 io::ErrorKind::TimedOut
             }
             SiftIoError::Closed(CloseReason::StatelessReset) => io::ErrorKind::ConnectionReset,
+            SiftIoError::Closed(CloseReason::VersionMismatch { .. }) => {
+                io::ErrorKind::ConnectionRefused
+            }
             SiftIoError::Closed(_) | SiftIoError::EndpointStopped { .. } => {
                 io::ErrorKind::ConnectionAborted
             }

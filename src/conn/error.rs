@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::stream::StreamError;
+use crate::wire::{version_name, VERSION};
 
 /// RFC 9000 §20.1 transport error codes sift uses.
 pub mod codes {
@@ -81,6 +82,12 @@ pub enum CloseReason {
     /// The peer sent a stateless reset (RFC 9000 §10.3): it no longer has
     /// this connection, typically because it restarted.
     StatelessReset,
+    /// The server answered with Version Negotiation (RFC 9000 §6): it does
+    /// not speak this version; `offered` is what it does speak.
+    VersionMismatch {
+        /// The versions the server listed.
+        offered: Vec<u32>,
+    },
 }
 
 impl std::fmt::Display for CloseReason {
@@ -119,6 +126,19 @@ impl std::fmt::Display for CloseReason {
             CloseReason::StatelessReset => f.write_str(
                 "the peer reset the connection: it no longer knows it (it restarted or lost its state)",
             ),
+            CloseReason::VersionMismatch { offered } => {
+                let offered: Vec<_> = offered.iter().map(|&v| version_name(v)).collect();
+                write!(
+                    f,
+                    "the server does not speak {}: it offers {}",
+                    version_name(VERSION),
+                    offered.join(", ")
+                )?;
+                if offered.iter().any(|v| v.starts_with("QUIC")) {
+                    f.write_str(" (a QUIC server, not a sift one?)")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -524,6 +524,39 @@ impl Connection {
         self.state = State::Draining { until };
     }
 
+    /// Client, still handshaking: the server answered our Initial with a
+    /// Version Negotiation packet. `echoed_dcid` is its source connection
+    /// ID, which must be the destination ID we chose. Ignored (RFC 9000
+    /// §6.2) once any packet from the server was processed, if the IDs do
+    /// not match, or if the list names our own version (a forgery or a
+    /// confused server: not a reason to give up). Otherwise the connection
+    /// closes at once with [`CloseReason::VersionMismatch`].
+    pub fn on_version_negotiation(
+        &mut self,
+        echoed_dcid: &[u8],
+        offered: impl IntoIterator<Item = u32>,
+        now: Instant,
+    ) {
+        if self.side != Side::Client
+            || self.state != State::Handshaking
+            || self.peer_cid_learned
+            || echoed_dcid != self.original_dcid.as_slice()
+        {
+            return;
+        }
+        let offered: Vec<u32> = offered.into_iter().collect();
+        if offered.contains(&crate::wire::VERSION) {
+            return;
+        }
+        self.now = now;
+        let reason = CloseReason::VersionMismatch { offered };
+        tracing::debug!("{reason}");
+        self.close_reason = Some(reason);
+        self.close_pending = false;
+        // The server kept no state: there is nobody to tell and nothing to drain.
+        self.state = State::Draining { until: now };
+    }
+
     /// Server, before the client's first Initial arrives: answer it with
     /// CONNECTION_REFUSED and `reason`, in Initial keys the client can read,
     /// instead of starting a handshake (no TLS work is done). A full server

@@ -258,7 +258,9 @@ fn client_endpoint_never_creates_connections_from_initials() {
 #[test]
 fn garbage_datagram_is_counted_as_malformed() {
     let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
-    let mut garbage = vec![0xc3; 1300];
+    // A short header with its reserved bits set. (Long-header garbage of
+    // this size reads as another version, which gets version negotiation.)
+    let mut garbage = vec![0x7f; 1300];
     assert_eq!(server.recv(&mut garbage, addr(1001), Instant::now()), None);
     assert_eq!(server.stats().dropped_malformed, 1);
     assert!(server.is_empty());
@@ -503,15 +505,15 @@ fn resets_are_shorter_than_their_trigger_and_rate_limited() {
     server.recv(&mut trigger[..MIN_RESET_LEN].to_vec(), addr(1001), now);
     assert!(server.poll_transmit(now, &mut buf).is_none());
 
-    // A flood gets at most MAX_RESETS_PER_SECOND a second.
+    // A flood gets at most MAX_STATELESS_PER_SECOND a second.
     let mut resets = 1;
-    for _ in 0..3 * MAX_RESETS_PER_SECOND {
+    for _ in 0..3 * MAX_STATELESS_PER_SECOND {
         server.recv(&mut trigger.clone(), addr(1001), now);
         while server.poll_transmit(now, &mut buf).is_some() {
             resets += 1;
         }
     }
-    assert_eq!(resets, MAX_RESETS_PER_SECOND);
+    assert_eq!(resets, MAX_STATELESS_PER_SECOND);
     server.recv(
         &mut trigger.clone(),
         addr(1001),
@@ -827,4 +829,152 @@ fn an_ipv4_peer_in_both_spellings_is_one_connection_on_dual_stack_endpoints() {
     let connection = server.connection(accepted).unwrap();
     assert_eq!(connection.remote(), addr(1001), "one spelling: plain IPv4");
     assert!(server_destinations.iter().all(|to| *to == addr(1001)));
+}
+
+/// A client's first datagram in a version sift does not speak: a long
+/// header with `dcid` and `scid`, padded to `len` bytes.
+fn other_version_datagram(version: u32, dcid: &[u8], scid: &[u8], len: usize) -> Vec<u8> {
+    let mut datagram = vec![0xc0];
+    datagram.extend_from_slice(&version.to_be_bytes());
+    for cid in [dcid, scid] {
+        datagram.push(cid.len() as u8);
+        datagram.extend_from_slice(cid);
+    }
+    datagram.resize(len, 0);
+    datagram
+}
+
+#[test]
+fn a_server_answers_another_version_with_the_versions_it_speaks() {
+    let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let now = Instant::now();
+    let mut buf = vec![0u8; 2048];
+    // A QUIC v1 client with a 20-byte destination ID and a 5-byte source.
+    let mut quic = other_version_datagram(1, &[0xd1; 20], &[0x5c; 5], 1200);
+    assert_eq!(server.recv(&mut quic, addr(1001), now), None);
+    let (len, to) = server.poll_transmit(now, &mut buf).expect("an answer");
+    assert_eq!(to, addr(1001));
+    let answer = parse_version_negotiation(&buf[..len]).unwrap();
+    assert_eq!(answer.dcid, &[0x5c; 5], "the client's source ID comes back");
+    assert_eq!(answer.scid, &[0xd1; 20]);
+    let versions: Vec<u32> = answer.versions().collect();
+    assert_eq!(versions.len(), 2);
+    assert_eq!(versions[0], VERSION);
+    assert_eq!(versions[1] & 0x0f0f_0f0f, 0x0a0a_0a0a, "a reserved version");
+    // Less than a client's first datagram, or a client endpoint: silence,
+    // so a small packet cannot draw a bigger answer.
+    let mut small = other_version_datagram(1, &[0xd1; 8], &[0x5c; 5], 1199);
+    server.recv(&mut small, addr(1001), now);
+    let mut client = Endpoint::new(addr(1001), None);
+    client.recv(&mut quic, addr(SERVER), now);
+    assert!(server.poll_transmit(now, &mut buf).is_none());
+    assert!(client.poll_transmit(now, &mut buf).is_none());
+    assert_eq!(server.stats().version_negotiations_sent, 1);
+    assert_eq!(server.connections.len(), 0, "no state for other versions");
+}
+
+#[test]
+fn version_negotiation_answers_share_the_stateless_rate_limit() {
+    let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let now = Instant::now();
+    let mut buf = vec![0u8; 2048];
+    let mut answers = 0;
+    for _ in 0..3 * MAX_STATELESS_PER_SECOND {
+        let mut datagram = other_version_datagram(0xff00_001d, &[1; 8], &[2; 8], 1200);
+        server.recv(&mut datagram, addr(1001), now);
+        while server.poll_transmit(now, &mut buf).is_some() {
+            answers += 1;
+        }
+    }
+    assert_eq!(answers, MAX_STATELESS_PER_SECOND);
+}
+
+/// A client endpoint that sent its first Initial, and that Initial's
+/// destination and source connection IDs.
+fn client_after_first_initial() -> (Endpoint, ConnectionHandle, Vec<u8>, Vec<u8>) {
+    let mut client = Endpoint::new(addr(1001), None);
+    let now = Instant::now();
+    let handle = client.connect(config(2), addr(SERVER), now).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let (len, _) = client
+        .poll_transmit(now, &mut buf)
+        .expect("the first Initial");
+    let header = parse_header(&buf[..len]).unwrap();
+    let (dcid, scid) = (
+        header.dcid.as_slice().to_vec(),
+        header.scid.as_slice().to_vec(),
+    );
+    (client, handle, dcid, scid)
+}
+
+fn version_negotiation(client_dcid: &[u8], client_scid: &[u8], versions: &[u32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_version_negotiation(&mut out, 0x2a, client_dcid, client_scid, versions).unwrap();
+    out
+}
+
+#[test]
+fn a_client_told_its_version_is_not_spoken_fails_at_once_naming_what_is() {
+    let (mut client, handle, dcid, scid) = client_after_first_initial();
+    let now = Instant::now();
+    let mut answer = version_negotiation(&dcid, &scid, &[1, 0x6b33_43cf]);
+    client.recv(&mut answer, addr(SERVER), now);
+    let connection = client.connection_ref(handle).unwrap();
+    assert!(connection.is_closed());
+    let reason = connection.close_reason().unwrap();
+    assert_eq!(
+        reason,
+        &CloseReason::VersionMismatch {
+            offered: vec![1, 0x6b33_43cf]
+        }
+    );
+    assert_eq!(
+        reason.to_string(),
+        "the server does not speak sift v1: it offers QUIC v1, QUIC v2 (a QUIC server, not a sift one?)"
+    );
+    assert_eq!(client.stats().version_negotiations_received, 1);
+}
+
+#[test]
+fn version_negotiations_that_cannot_be_the_servers_answer_are_ignored() {
+    let (mut client, handle, dcid, scid) = client_after_first_initial();
+    let now = Instant::now();
+    for (mut forged, from) in [
+        // Lists our own version: RFC 9000 §6.2 says ignore it.
+        (
+            version_negotiation(&dcid, &scid, &[1, VERSION]),
+            addr(SERVER),
+        ),
+        // Does not echo the destination ID we chose.
+        (version_negotiation(&[0xee; 8], &scid, &[1]), addr(SERVER)),
+        // Names a connection we do not have.
+        (version_negotiation(&dcid, &[0xee; 8], &[1]), addr(SERVER)),
+        // From somewhere else.
+        (version_negotiation(&dcid, &scid, &[1]), addr(7777)),
+        // Not whole versions.
+        (
+            {
+                let mut odd = version_negotiation(&dcid, &scid, &[1]);
+                odd.pop();
+                odd
+            },
+            addr(SERVER),
+        ),
+    ] {
+        client.recv(&mut forged, from, now);
+        assert!(!client.connection_ref(handle).unwrap().is_closed());
+    }
+}
+
+#[test]
+fn a_version_negotiation_after_the_handshake_began_is_ignored() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    let connection = net.endpoints[1].connection_ref(handle).unwrap();
+    let scid = connection.local_cid();
+    let now = net.now;
+    // Whatever the IDs: the client has heard from the server already.
+    let mut late = version_negotiation(&[0; 8], scid.as_slice(), &[1]);
+    net.endpoints[1].recv(&mut late, addr(SERVER), now);
+    assert!(!net.endpoints[1].connection_ref(handle).unwrap().is_closed());
 }

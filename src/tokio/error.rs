@@ -65,6 +65,10 @@ pub enum ConnectionError {
         "the peer reset the connection: it no longer knows it (it restarted or lost its state)"
     )]
     Reset,
+    /// The server does not speak this version (it answered with Version
+    /// Negotiation); the text names what it offers.
+    #[error("{0}")]
+    VersionMismatch(String),
     /// The endpoint's driver task ended (its socket failed), so nothing
     /// more is sent or received.
     #[error("the endpoint on {local} stopped: {reason}")]
@@ -99,6 +103,9 @@ impl From<&CloseReason> for ConnectionError {
             },
             CloseReason::IdleTimeout => Self::TimedOut,
             CloseReason::StatelessReset => Self::Reset,
+            reason @ CloseReason::VersionMismatch { .. } => {
+                Self::VersionMismatch(reason.to_string())
+            }
         }
     }
 }
@@ -113,6 +120,7 @@ impl From<ConnectionError> for io::Error {
             ConnectionError::ClosedLocally { .. } | ConnectionError::EndpointStopped { .. } => {
                 io::ErrorKind::ConnectionAborted
             }
+            ConnectionError::VersionMismatch(_) => io::ErrorKind::ConnectionRefused,
         };
         io::Error::new(kind, error)
     }

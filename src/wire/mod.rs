@@ -1,5 +1,6 @@
 //! The wire format (DESIGN §3): packet headers, frames, varints, connection
-//! IDs, ACK ranges and transport parameters, as pure parse/serialize.
+//! IDs, ACK ranges, transport parameters and version negotiation, as pure
+//! parse/serialize.
 //!
 //! Owns: bytes ↔ structs. Parsing is a function from `&[u8]` to
 //! `Result<_, WireError>` that never panics, checks every length against what
@@ -16,6 +17,7 @@ pub mod packet_number;
 pub mod ranges;
 pub mod transport_params;
 pub mod varint;
+pub mod version;
 
 pub use cid::{ConnectionId, MAX_CID_LEN, SHORT_HEADER_DCID_LEN};
 pub use frame::{
@@ -30,6 +32,10 @@ pub use ranges::RangeSet;
 pub use transport_params::{TransportParams, RESET_TOKEN_LEN};
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,
+};
+pub use version::{
+    encode_version_negotiation, parse_long_invariant, parse_version_negotiation, version_name,
+    LongInvariant, VersionNegotiation, VERSION_NEGOTIATION,
 };
 
 /// Why bytes could not be parsed (or a value could not be encoded).
