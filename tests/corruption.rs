@@ -131,7 +131,7 @@ fn a_lost_corrupted_frame_falls_back_to_loss_detection_without_a_stall() {
         "corrupt 2% corrupt-where payload",
         "loss 40%",
         true,
-        1_000_000,
+        3_000_000,
     );
     let simulation = simulate(&link, 1);
     let report = simulation.report();

@@ -46,6 +46,8 @@ pub struct AckState {
     immediate: bool,
     max_ack_delay: Duration,
     corrupted: Vec<PendingNotice>,
+    /// Misbehave: name every gap as corrupted (`Config::lie_about_losses`).
+    lie_about_gaps: bool,
 }
 
 impl AckState {
@@ -63,7 +65,16 @@ impl AckState {
             immediate: false,
             max_ack_delay,
             corrupted: Vec::new(),
+            lie_about_gaps: false,
         }
+    }
+
+    /// A receiver that names every gap in what it received as corrupted
+    /// (`Config::lie_about_losses`): the attack the sender's corruption
+    /// budget is for.
+    pub fn lying_about_gaps(mut self, lie: bool) -> Self {
+        self.lie_about_gaps = lie;
+        self
     }
 
     /// The largest packet number received intact, for packet-number decoding.
@@ -82,6 +93,13 @@ impl AckState {
             Some(largest) => packet_number != largest + 1,
             None => packet_number != 0,
         };
+        if self.lie_about_gaps {
+            let first_missing = self.largest_received.map_or(0, |l| l + 1);
+            // A bounded lie per gap: this is a test adversary, not a flood.
+            for missing in (first_missing..packet_number).take(MAX_PENDING_CORRUPTED) {
+                self.on_corrupted(missing);
+            }
+        }
         self.received.insert_one(packet_number);
         if self.largest_received.is_none_or(|l| packet_number > l) {
             self.largest_received = Some(packet_number);

@@ -13,6 +13,7 @@ mod keys;
 mod path;
 mod recv;
 mod send;
+mod skip;
 mod stats;
 
 use std::collections::VecDeque;
@@ -38,7 +39,12 @@ use ack::AckState;
 use error::TransportFailure;
 use handshake::Handshake;
 use keys::KeyPhases;
+use skip::PacketNumberSkips;
 use stats::Counters;
+
+/// Mixed into the seed of each side's packet-number skips, so client and
+/// server of one seed skip differently.
+const SKIP_SEED_SALT: [u64; 2] = [0x5c1f_0000_0000_0001, 0x5c1f_0000_0000_0002];
 
 /// RFC 9000 §14.1: the smallest datagram that may carry a client Initial.
 pub const MIN_INITIAL_DATAGRAM: usize = 1200;
@@ -114,6 +120,13 @@ pub struct Config {
     /// interval (a restarted server answers with a stateless reset).
     /// `None`: never; the idle timeout alone ends a silent connection.
     pub keep_alive_interval: Option<Duration>,
+    /// Misbehave as a receiver: name every gap in the packet numbers
+    /// received as corrupted, so the sender never cuts its window for a
+    /// loss. The attack the corruption budget and skipped packet numbers
+    /// defend against (SECURITY.md), for the simulator's experiments and
+    /// tests; never set it otherwise.
+    #[doc(hidden)]
+    pub lie_about_losses: bool,
 }
 
 impl Default for Config {
@@ -133,6 +146,7 @@ impl Default for Config {
             rng_seed: 0,
             server_secret: None,
             keep_alive_interval: None,
+            lie_about_losses: false,
         }
     }
 }
@@ -247,6 +261,9 @@ pub struct Connection {
     /// Server: refuse the client's first Initial with this reason.
     refusal: Option<String>,
     next_packet_number: [u64; 3],
+    /// 1-RTT packet numbers left unused, against optimistic ACKs and
+    /// receivers that call losses corruption.
+    skips: PacketNumberSkips,
     acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
     streams: Streams,
@@ -392,10 +409,11 @@ impl Connection {
             protection_mismatch: None,
             refusal: None,
             next_packet_number: [0; 3],
+            skips: PacketNumberSkips::new(config.rng_seed ^ SKIP_SEED_SALT[side as usize]),
             acks: [
                 AckState::new(Duration::ZERO),
                 AckState::new(Duration::ZERO),
-                AckState::new(config.max_ack_delay),
+                AckState::new(config.max_ack_delay).lying_about_gaps(config.lie_about_losses),
             ],
             recovery,
             streams,
@@ -906,6 +924,9 @@ impl Connection {
             reordering_window_us: self.recovery.reordering_window().as_micros() as u64,
             corruption_notices_received: recovery.corrupted_packets,
             corruption_notices_ignored: recovery.ignored_corruption_names,
+            corruption_notices_over_budget: recovery.corruption_names_over_budget,
+            corruption_notices_distrusted: self.recovery.notices_distrusted(),
+            packet_numbers_skipped: self.skips.total(),
             corruption_notices_sent: c.corruption_notices_sent,
             payload_corrupt_received: c.payload_corrupt_received,
             header_corrupt_dropped: c.header_corrupt_dropped,

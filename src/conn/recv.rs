@@ -301,6 +301,20 @@ impl Connection {
                 "CORRUPTED frame without negotiated corruption notices",
             ));
         }
+        if !self.recovery.notices_distrusted() {
+            if let Some(skipped) = ranges
+                .iter()
+                .find_map(|range| self.skips.first_skipped_in(&range))
+            {
+                // Only a gap can carry a skipped number: the peer names
+                // losses as corruption. Its notices count as losses now.
+                tracing::warn!(
+                    remote = %self.remote,
+                    "the peer named packet {skipped}, never sent, as corrupted: its corruption notices count as losses from now on"
+                );
+                self.recovery.distrust_notices();
+            }
+        }
         let corrupted = self.recovery.on_corrupted(space, ranges.iter(), now);
         self.on_packets_lost(space, corrupted);
         Ok(())
@@ -321,6 +335,20 @@ impl Connection {
                         codes::PROTOCOL_VIOLATION,
                         format!("ACK of packet {largest}, which was never sent"),
                     ));
+                }
+                if space == SpaceId::Data {
+                    if let Some(skipped) = ack
+                        .ranges
+                        .iter()
+                        .find_map(|range| self.skips.first_skipped_in(&range))
+                    {
+                        return Err(TransportFailure::new(
+                            codes::PROTOCOL_VIOLATION,
+                            format!(
+                                "ACK of packet {skipped}, a number skipped and never sent (an optimistic ACK)"
+                            ),
+                        ));
+                    }
                 }
                 let delay = Duration::from_micros(ack.ack_delay_micros.min(u32::MAX as u64));
                 let outcome = self

@@ -267,7 +267,11 @@ impl Connection {
     }
 
     fn plan_packet(&mut self, space: SpaceId, room: usize, now: Instant) -> Option<PlannedPacket> {
-        let packet_number = self.next_packet_number[space.index()];
+        let next = &mut self.next_packet_number[space.index()];
+        let packet_number = match space {
+            SpaceId::Data => self.skips.next_packet_number(next),
+            SpaceId::Initial | SpaceId::Handshake => *next,
+        };
         let header = self.header_for(space, packet_number);
         let protection = self.keys[space.index()].as_deref()?;
         let overhead = sealed_len(&header, room, protection) - room;

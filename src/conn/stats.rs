@@ -59,6 +59,17 @@ pub struct Stats {
     pub corruption_notices_received: u64,
     /// Packet numbers in CORRUPTED frames that named nothing outstanding.
     pub corruption_notices_ignored: u64,
+    /// Packets named corrupted beyond the corruption budget, or after the
+    /// peer was caught naming a packet number we skipped: counted as lost.
+    #[serde(default)]
+    pub corruption_notices_over_budget: u64,
+    /// The peer named a skipped packet number as corrupted: all its
+    /// notices count as losses.
+    #[serde(default)]
+    pub corruption_notices_distrusted: bool,
+    /// 1-RTT packet numbers we left unused (RFC 9000 §21.4).
+    #[serde(default)]
+    pub packet_numbers_skipped: u64,
     /// CORRUPTED frames we sent.
     pub corruption_notices_sent: u64,
     /// Packets we received with a good header and a bad payload.
@@ -110,6 +121,9 @@ impl Default for Stats {
             reordering_window_us: 0,
             corruption_notices_received: 0,
             corruption_notices_ignored: 0,
+            corruption_notices_over_budget: 0,
+            corruption_notices_distrusted: false,
+            packet_numbers_skipped: 0,
             corruption_notices_sent: 0,
             payload_corrupt_received: 0,
             header_corrupt_dropped: 0,

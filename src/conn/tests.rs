@@ -6,7 +6,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::wire::parse_header;
+use crate::crypto::seal_packet;
+use crate::wire::{
+    encode_ack, encode_corrupted, parse_header, Header, PacketType, RangeSet, VERSION,
+};
 
 const MSS: usize = 1350;
 
@@ -754,9 +757,6 @@ fn a_sender_that_does_not_fill_its_window_does_not_grow_it() {
 
 #[test]
 fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
-    use crate::crypto::seal_packet;
-    use crate::wire::{encode_corrupted, Header, PacketType, RangeSet, VERSION};
-
     let mut pair = Pair::default();
     pair.handshake();
     let data = pattern(100_000);
@@ -918,4 +918,128 @@ fn null_protection_has_no_key_update() {
     assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
     assert_eq!(pair.client.stats().key_updates, 0);
     assert!(!pair.client.key_phases.phase);
+}
+
+/// Seals `frames` in a 1-RTT packet from the server under its real keys
+/// (the peer itself misbehaves) and hands it to the client.
+fn server_sends_forged(pair: &mut Pair, frames: &[u8]) {
+    let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
+    pair.server.next_packet_number[SpaceId::Data.index()] += 1;
+    let header = Header {
+        ty: PacketType::OneRtt,
+        version: VERSION,
+        dcid: pair.client.local_cid(),
+        scid: pair.server.local_cid(),
+        token: &[],
+        packet_number,
+        payload_len: 0,
+        key_phase: false,
+    };
+    let mut datagram = Vec::new();
+    let server_keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    seal_packet(&header, frames, server_keys, &mut datagram).unwrap();
+    let info = RecvInfo {
+        from: addr(2),
+        to: addr(1),
+        now: pair.now,
+    };
+    let _ = pair.client.recv(&mut datagram, info);
+}
+
+/// The first 1-RTT packet number the client skipped.
+fn first_skipped(pair: &Pair) -> u64 {
+    let sent = pair.client.next_packet_number[SpaceId::Data.index()];
+    pair.client
+        .skips
+        .first_skipped_in(&(0..=sent))
+        .expect("a 300 kB transfer skips some numbers")
+}
+
+#[test]
+fn the_sender_skips_packet_numbers_and_a_transfer_does_not_notice() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(300_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    let stats = pair.client.stats();
+    assert!(stats.packet_numbers_skipped >= 1, "{stats:?}");
+    assert_eq!((stats.packets_lost, stats.congestion_events), (0, 0));
+}
+
+#[test]
+fn an_ack_of_a_skipped_packet_number_closes_the_connection() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(300_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    let skipped = first_skipped(&pair);
+    // An optimistic ACK: everything up to now, the skipped number included.
+    let mut acked = RangeSet::default();
+    acked.insert(0..pair.client.next_packet_number[SpaceId::Data.index()]);
+    let mut frames = Vec::new();
+    encode_ack(&acked, 0, 16, &mut frames);
+    server_sends_forged(&mut pair, &frames);
+    assert!(pair.client.is_closing());
+    match pair.client.close_reason() {
+        Some(CloseReason::Local { code, reason, .. }) => {
+            assert_eq!(*code, codes::PROTOCOL_VIOLATION);
+            assert!(
+                reason.contains(&format!("ACK of packet {skipped}")),
+                "{reason}"
+            );
+            assert!(reason.contains("optimistic ACK"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn naming_a_skipped_number_corrupted_makes_every_later_notice_a_loss() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(300_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    let skipped = first_skipped(&pair);
+    let mut names = RangeSet::default();
+    names.insert(skipped..skipped + 1);
+    let mut frames = Vec::new();
+    encode_corrupted(&names, 16, &mut frames);
+    server_sends_forged(&mut pair, &frames);
+    assert!(!pair.client.is_closing(), "a liar is not closed on");
+    assert!(pair.client.stats().corruption_notices_distrusted);
+
+    // From now on a damaged payload costs a window cut, as a loss would.
+    let mut path = damage_first_data(2, PathAction::DamagePayload);
+    let more = pattern(200_000);
+    assert_eq!(transfer(&mut pair, &more, &mut path), more);
+    let stats = pair.client.stats();
+    assert_eq!(stats.corruption_notices_received, 0);
+    assert_eq!(stats.corruption_notices_over_budget, 2);
+    assert!(stats.congestion_events >= 1);
+}
+
+#[test]
+fn a_receiver_that_calls_its_losses_corruption_is_caught_by_a_skipped_number() {
+    let liar = Config {
+        lie_about_losses: true,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(Config::default(), liar);
+    pair.handshake();
+    // Drop one data datagram in 50: the liar names each gap corrupted,
+    // skipped numbers among them.
+    let mut path = |to_server: bool, index: u64, bytes: &[u8]| {
+        if to_server && bytes.len() > 1000 && index % 50 == 7 {
+            PathAction::Drop
+        } else {
+            PathAction::Deliver
+        }
+    };
+    let data = pattern(2_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let client = pair.client.stats();
+    assert!(client.corruption_notices_distrusted, "{client:?}");
+    assert!(client.corruption_notices_over_budget > 0);
+    assert!(client.congestion_events > 0, "losses cut the window again");
+    assert!(pair.server.stats().corruption_notices_sent > 0);
 }

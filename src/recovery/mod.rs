@@ -41,6 +41,8 @@ pub use rtt::{RttEstimator, GRANULARITY, INITIAL_RTT, MAX_RTT_SAMPLE};
 pub use sent::{SentLedger, SentPacket};
 pub use spurious::LOST_MEMORY;
 
+use corruption::CorruptionBudget;
+pub use corruption::{HONEST_CORRUPTION_SHARE, INITIAL_CORRUPTION_CREDIT, MAX_CORRUPTION_CREDIT};
 use reordering::ReorderingWindow;
 use spurious::{LostMemory, RecoveryEpisode};
 
@@ -167,6 +169,9 @@ pub struct RecoveryStats {
     /// Packet numbers named in CORRUPTED frames that were never sent, already
     /// acked or already lost (and not a repeat of an applied notice).
     pub ignored_corruption_names: u64,
+    /// Packets named corrupted beyond the corruption budget, or after the
+    /// peer was caught naming a skipped number: counted as lost.
+    pub corruption_names_over_budget: u64,
     /// Probe timeouts that fired.
     pub ptos: u64,
     /// Congestion events the controller was told of (one per recovery
@@ -240,6 +245,7 @@ pub struct Recovery<F> {
     handshake_confirmed: bool,
     has_handshake_keys: bool,
     recently_corrupted: BTreeSet<(SpaceId, u64)>,
+    corruption_budget: CorruptionBudget,
     /// The adaptive packet and time thresholds.
     reordering: ReorderingWindow,
     /// Packets recently declared lost, to recognise them if acknowledged.
@@ -273,6 +279,7 @@ impl<F> Recovery<F> {
             handshake_confirmed: false,
             has_handshake_keys: false,
             recently_corrupted: BTreeSet::new(),
+            corruption_budget: CorruptionBudget::default(),
             verdicts: Vec::new(),
             stats: RecoveryStats::default(),
         }
@@ -501,6 +508,10 @@ impl<F> Recovery<F> {
             };
         }
         acked.sort_by_key(|p| p.packet_number);
+        if space == SpaceId::Data {
+            self.corruption_budget
+                .earn(acked.iter().filter(|p| p.in_flight).count() as u64);
+        }
 
         // RTT sample: only when the frame's largest is newly acked and
         // ack-eliciting (RFC 9002 §5.1).

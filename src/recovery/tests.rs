@@ -496,3 +496,72 @@ fn a_corruption_notice_is_acted_on_at_once_however_wide_the_reordering_window() 
     assert!(r.window() >= window);
     assert_eq!(r.stats().congestion_events, 1, "only the spurious one");
 }
+
+#[test]
+fn notices_beyond_the_budget_are_losses_and_the_budget_refills_as_packets_cross() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    for pn in 0..100 {
+        send(&mut r, pn, t0);
+    }
+    // A burst of 40 notices before anything was acknowledged: the initial
+    // credit (16) is honoured; the rest crossed the budget and are losses.
+    let window = r.window();
+    let named = r.on_corrupted(SpaceId::Data, [0..=39].into_iter(), t0 + ms(50));
+    assert_eq!(named.len(), 40, "every named packet is resent");
+    let stats = r.stats();
+    // Each named packet also earns its quarter: 16 + 40/4 = 26 honoured.
+    let honoured = INITIAL_CORRUPTION_CREDIT + 40 / HONEST_CORRUPTION_SHARE;
+    assert_eq!(stats.corrupted_packets, honoured);
+    assert_eq!(stats.corruption_names_over_budget, 40 - honoured);
+    assert_eq!(stats.lost_packets, 40 - honoured);
+    assert_eq!(stats.congestion_events, 1);
+    assert!(r.window() < window, "the losses cut the window");
+
+    // 60 packets acknowledged earn 15 more notices.
+    ack(&mut r, 40..=99, t0 + ms(100));
+    for pn in 100..200 {
+        send(&mut r, pn, t0 + ms(100));
+    }
+    let before = r.stats().corrupted_packets;
+    r.on_corrupted(SpaceId::Data, [100..=119].into_iter(), t0 + ms(150));
+    // 15 from the ACKs and a quarter of each of 20 named: 20 fit.
+    assert_eq!(r.stats().corrupted_packets - before, 20);
+}
+
+#[test]
+fn an_honest_share_of_corruption_never_touches_the_budget() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    // One packet in five corrupted, for 10 000 packets.
+    let mut now = t0;
+    for round in 0..1000u64 {
+        let first = round * 10;
+        for pn in first..first + 10 {
+            send(&mut r, pn, now);
+        }
+        now += ms(10);
+        r.on_corrupted(SpaceId::Data, [first..=first + 1].into_iter(), now);
+        ack(&mut r, first + 2..=first + 9, now);
+    }
+    let stats = r.stats();
+    assert_eq!(stats.corrupted_packets, 2000);
+    assert_eq!(stats.corruption_names_over_budget, 0);
+    assert_eq!(stats.congestion_events, 0);
+}
+
+#[test]
+fn a_distrusted_peer_has_every_notice_counted_as_a_loss() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    for pn in 0..10 {
+        send(&mut r, pn, t0);
+    }
+    r.distrust_notices();
+    assert!(r.notices_distrusted());
+    let named = r.on_corrupted(SpaceId::Data, [3..=3].into_iter(), t0 + ms(50));
+    assert_eq!(numbers(&named), [3]);
+    let stats = r.stats();
+    assert_eq!(stats.corrupted_packets, 0);
+    assert_eq!((stats.lost_packets, stats.congestion_events), (1, 1));
+}

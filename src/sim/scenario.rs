@@ -28,6 +28,7 @@
 //! # max_datagram_size = 1350 # optional: the connection's datagram size
 //! protection = "null"        # "null" (default, fast) or "tls" (TLS 1.3, as on real links)
 //! # key_update_interval = 300 # optional, TLS: update keys every N packets
+//! # lying_receiver = true   # optional: the server names every loss corrupted (SECURITY.md)
 //!
 //! [[cbr]]                    # constant-bit-rate UDP background
 //! rate_bps = 1_000_000
@@ -167,6 +168,11 @@ pub struct FlowSpec {
     /// TLS: initiate a key update every this many packets (a test knob).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_update_interval: Option<u64>,
+    /// The server (the receiver) misbehaves: it names every gap in what it
+    /// receives as corrupted, to escape congestion control. For the
+    /// corruption-budget experiments (SECURITY.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lying_receiver: bool,
 }
 
 /// The simulator's default protection: Null (see [`FlowSpec::protection`]).

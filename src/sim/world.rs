@@ -151,6 +151,8 @@ impl<T> Endpoint<T> {
 struct SiftFlow<T> {
     cc_name: String,
     config: Config,
+    /// The server names every loss corrupted (`FlowSpec::lying_receiver`).
+    lying_receiver: bool,
     bytes: u64,
     streams: u64,
     start: Duration,
@@ -284,6 +286,7 @@ impl<T: Transport> Simulation<T> {
                 SiftFlow {
                     cc_name: spec.cc.name().to_string(),
                     config,
+                    lying_receiver: spec.lying_receiver,
                     bytes: spec.bytes,
                     streams: spec.streams,
                     start,
@@ -421,12 +424,11 @@ impl<T: Transport> Simulation<T> {
             return Ok(());
         };
         flow.started_at = Some(now);
-        match T::accept(
-            flow.config.clone(),
-            flow.server.address,
-            flow.client.address,
-            now,
-        ) {
+        let server_config = Config {
+            lie_about_losses: flow.lying_receiver,
+            ..flow.config.clone()
+        };
+        match T::accept(server_config, flow.server.address, flow.client.address, now) {
             Ok(conn) => flow.server.conn = Some(conn),
             Err(e) => flow.note_error(format!("server could not accept: {e}")),
         }

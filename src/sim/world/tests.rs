@@ -311,6 +311,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         idle_timeout_s: None,
         protection: crate::sim::scenario::simulated_protection(),
         key_update_interval: None,
+        lying_receiver: false,
     }
 }
 
