@@ -1,5 +1,6 @@
 //! sift-compare as a user runs it: both stacks over a lossy sift-link, one
-//! small file each, byte-exact; shards that merge into the whole report.
+//! small file each, byte-exact; shards that merge into the whole report;
+//! and what a sift client says when pointed at the quiche server by mistake.
 //! Needs the sift binaries (`cargo build --release -p sift-bin`).
 
 use std::path::{Path, PathBuf};
@@ -153,4 +154,39 @@ fn two_shards_merge_into_the_report_of_one_run() {
     assert!(markdown.contains("## Loopback efficiency"), "{markdown}");
     assert!(!markdown.contains("not in these results"), "{markdown}");
     let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn a_sift_client_pointed_at_a_quiche_server_is_told_at_once_it_is_quic() {
+    use sift_interop::compare::process::Running;
+
+    let dir = scratch("wrong-server");
+    std::fs::create_dir_all(dir.join("root")).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quiche-server"));
+    command
+        .args(["--listen", "127.0.0.1:0", "--root"])
+        .arg(dir.join("root"))
+        .arg("--cert-dir")
+        .arg(dir.join("cert"));
+    let server = Running::spawn("quiche-server", command).unwrap();
+    let address = server.listening_address().unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(sift_bin().join("sift-client"))
+        .args(["ls", &format!("sift://{address}/")])
+        .arg(format!(
+            "--known-hosts={}",
+            dir.join("known_hosts").display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    // quiche answers sift's Initial with Version Negotiation: no timeout.
+    assert!(
+        stderr.contains("the server does not speak sift v1: it offers QUIC v1"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }
