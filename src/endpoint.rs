@@ -48,6 +48,10 @@
 //!   with [`CloseReason::VersionMismatch`](crate::conn::CloseReason), which
 //!   names what the server offers.
 
+mod token;
+
+pub use token::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME};
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -57,11 +61,14 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, MIN_INITIAL_DATAGRAM};
+use crate::crypto::TOKEN_NONCE_LEN;
 use crate::wire::{
-    encode_version_negotiation, parse_header, parse_long_invariant, parse_version_negotiation,
-    ConnectionId, PacketType, WireError, RESET_TOKEN_LEN, VERSION, VERSION_NEGOTIATION,
+    encode_retry_unsigned, encode_version_negotiation, is_retry, parse_header,
+    parse_long_invariant, parse_retry, parse_version_negotiation, ConnectionId, PacketType,
+    WireError, RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN, VERSION, VERSION_NEGOTIATION,
 };
 use crate::{Config, Connection, Error, RecvInfo};
+use token::{open_retry_token, seal_retry_token, since_epoch, RetryTokenContents};
 
 /// Connections one server endpoint holds at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -153,6 +160,16 @@ pub struct EndpointStats {
     /// Version Negotiation packets that reached one of our connections.
     #[serde(default)]
     pub version_negotiations_received: u64,
+    /// Retry packets sent to new clients (address validation).
+    #[serde(default)]
+    pub retries_sent: u64,
+    /// Retry packets one of our client connections took.
+    #[serde(default)]
+    pub retries_received: u64,
+    /// Client Initials whose token was expired, from another address or
+    /// not ours: dropped without an answer.
+    #[serde(default)]
+    pub dropped_invalid_token: u64,
 }
 
 /// Why the endpoint could not do what was asked.
@@ -226,6 +243,8 @@ pub struct Endpoint {
     stateless_credit_since: Option<Instant>,
     /// Unpredictable bytes of stateless resets (seeded: runs repeat).
     rng: ChaCha8Rng,
+    /// The first `now` seen: Retry tokens carry times relative to it.
+    epoch: Option<Instant>,
     stats: EndpointStats,
 }
 
@@ -261,6 +280,7 @@ impl Endpoint {
             stateless_credit: MAX_STATELESS_PER_SECOND,
             stateless_credit_since: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            epoch: None,
             stats: EndpointStats::default(),
         }
     }
@@ -383,8 +403,16 @@ impl Endpoint {
         // accepted connection and the logs all agree.
         let from = canonical_peer(from);
         self.stats.datagrams_received += 1;
-        let (ty, dcid) = match parse_header(datagram) {
-            Ok(header) => (header.ty, header.dcid),
+        if is_retry(datagram) {
+            self.on_retry(datagram, from, now);
+            return None;
+        }
+        let (ty, dcid, client) = match parse_header(datagram) {
+            Ok(header) => (
+                header.ty,
+                header.dcid,
+                (header.ty == PacketType::Initial).then(|| (header.scid, header.token.to_vec())),
+            ),
             Err(WireError::UnsupportedVersion(version)) => {
                 self.on_other_version(datagram, version, from, now);
                 return None;
@@ -402,7 +430,8 @@ impl Endpoint {
         let handle = match self.routes.get(&dcid) {
             Some(&handle) => handle,
             None if ty == PacketType::Initial && self.server.is_some() => {
-                self.accept_initial(datagram.len(), dcid, from, now)?
+                let (client_scid, token) = client.unwrap_or_default();
+                self.accept_initial(datagram.len(), dcid, client_scid, &token, from, now)?
             }
             None => {
                 if self.recognise_reset(datagram, from, now) {
@@ -566,11 +595,113 @@ impl Endpoint {
         self.stateless.push_back((answer, from));
     }
 
-    /// Creates a server connection for a client's first Initial.
+    /// Whether a new client must first prove its address (the policy, and
+    /// a secret to seal tokens with).
+    fn retry_wanted(&self) -> bool {
+        let Some(config) = self.server.as_ref() else {
+            return false;
+        };
+        config.server_secret.is_some()
+            && match config.retry {
+                RetryPolicy::Never => false,
+                RetryPolicy::Always => true,
+                RetryPolicy::WhenBusy { half_open } => self.half_open() >= half_open,
+            }
+    }
+
+    /// Server connections still in their handshake (busy refusals aside).
+    fn half_open(&self) -> usize {
+        self.connections
+            .values()
+            .filter(|entry| !entry.refusing && entry.pending_handshake_deadline().is_some())
+            .count()
+    }
+
+    /// Answers a client Initial with a Retry: a new connection ID for the
+    /// client to use, and a token sealed for its address.
+    fn send_retry(
+        &mut self,
+        client_dcid: ConnectionId,
+        client_scid: ConnectionId,
+        to: SocketAddr,
+        now: Instant,
+    ) {
+        if self.stateless.len() >= MAX_QUEUED_STATELESS {
+            return;
+        }
+        let Some(config) = self.server.as_ref() else {
+            return;
+        };
+        let Some(secret) = config.server_secret.clone() else {
+            return;
+        };
+        let protection = config.protection;
+        let mut scid = [0u8; SHORT_HEADER_DCID_LEN];
+        self.rng.fill_bytes(&mut scid);
+        let retry_scid = ConnectionId::new(&scid).expect("8 bytes");
+        let mut nonce = [0u8; TOKEN_NONCE_LEN];
+        self.rng.fill_bytes(&mut nonce);
+        let issued = since_epoch(&mut self.epoch, now);
+        let contents = RetryTokenContents {
+            original_dcid: client_dcid,
+            retry_scid,
+        };
+        let token = seal_retry_token(&secret, nonce, to, issued, &contents);
+        let mut retry = Vec::with_capacity(64 + token.len());
+        if encode_retry_unsigned(&mut retry, &client_scid, &retry_scid, &token).is_err() {
+            return;
+        }
+        let tag = protection.retry_integrity_tag(client_dcid.as_slice(), &retry);
+        retry.extend_from_slice(&tag);
+        tracing::debug!(%to, "asking a new client to prove its address (Retry)");
+        self.stats.retries_sent += 1;
+        self.stateless.push_back((retry, to));
+    }
+
+    /// What the Retry token of a client Initial vouches for, if it is good.
+    fn check_retry_token(
+        &mut self,
+        token: &[u8],
+        dcid: &ConnectionId,
+        from: SocketAddr,
+        now: Instant,
+    ) -> Result<RetryTokenContents, token::TokenError> {
+        let since = since_epoch(&mut self.epoch, now);
+        let secret = self
+            .server
+            .as_ref()
+            .and_then(|config| config.server_secret.as_ref())
+            .ok_or(token::TokenError::NotOurs)?;
+        open_retry_token(secret, token, from, dcid, since)
+    }
+
+    /// A Retry for one of our client connections still waiting for the
+    /// server's first packet.
+    fn on_retry(&mut self, datagram: &[u8], from: SocketAddr, now: Instant) {
+        let taken = parse_retry(datagram).ok().is_some_and(|retry| {
+            let Some(&handle) = self.routes.get(&retry.dcid) else {
+                return false;
+            };
+            self.connections.get_mut(&handle).is_some_and(|entry| {
+                entry.connection.remote() == from && entry.connection.on_retry(&retry, now)
+            })
+        });
+        if taken {
+            self.stats.retries_received += 1;
+        } else {
+            tracing::trace!(%from, "dropping a Retry that is not for a connection of ours");
+            self.stats.dropped_unknown_connection += 1;
+        }
+    }
+
+    /// Creates a server connection for a client's first Initial (or asks
+    /// the client for a Retry first, or refuses it when full).
     fn accept_initial(
         &mut self,
         datagram_len: usize,
         client_dcid: ConnectionId,
+        client_scid: ConnectionId,
+        token: &[u8],
         from: SocketAddr,
         now: Instant,
     ) -> Option<ConnectionHandle> {
@@ -585,6 +716,22 @@ impl Endpoint {
             self.stats.dropped_connection_limit += 1;
             return None;
         }
+        let validated = if token.is_empty() {
+            if !full && self.retry_wanted() {
+                self.send_retry(client_dcid, client_scid, from, now);
+                return None;
+            }
+            None
+        } else {
+            match self.check_retry_token(token, &client_dcid, from, now) {
+                Ok(contents) => Some(contents),
+                Err(error) => {
+                    tracing::debug!(%from, %error, "dropping a client Initial with a bad token");
+                    self.stats.dropped_invalid_token += 1;
+                    return None;
+                }
+            }
+        };
         let template = self.server.as_ref()?;
         let handle = ConnectionHandle(self.next_handle);
         let config = Config {
@@ -602,6 +749,8 @@ impl Endpoint {
         if full {
             tracing::debug!(%from, limit = self.max_connections, "endpoint full: refusing a new client");
             connection.refuse(busy_reason(self.max_connections));
+        } else if let Some(contents) = validated {
+            connection.accept_retried(contents.original_dcid, contents.retry_scid);
         }
         // A timeout too large for the clock means no deadline.
         let deadline = now.checked_add(self.handshake_timeout);

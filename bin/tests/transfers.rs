@@ -140,6 +140,31 @@ fn twenty_clients_at_once_all_get_their_files_byte_exact(loopback: IpAddr) {
     assert_eq!(ok_lines, 20);
 }
 
+on_both_loopbacks!(with_retry_every_client_proves_its_address_and_gets_its_file);
+fn with_retry_every_client_proves_its_address_and_gets_its_file(loopback: IpAddr) {
+    let dir = TestDir::new("retry");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let data = content(300_000, 77);
+    std::fs::write(root.join("f.bin"), &data).unwrap();
+    let server = Server::start_on(loopback, &root, &["--retry", "-vv"]);
+    for i in 0..3 {
+        let dest = local.join(format!("f{i}.bin"));
+        let out = run_client(&[
+            "get",
+            &server.url("f.bin"),
+            "-o",
+            dest.to_str().unwrap(),
+            &server.pin(),
+        ]);
+        expect_success(&out);
+        assert_eq!(std::fs::read(&dest).unwrap(), data, "client {i}");
+        wait_for_line(&server.stderr, "the server's Retry", |l| {
+            l.contains("asking a new client to prove its address (Retry)")
+        });
+    }
+}
+
 on_both_loopbacks!(path_traversal_is_refused_and_nothing_is_written_outside_the_root);
 fn path_traversal_is_refused_and_nothing_is_written_outside_the_root(loopback: IpAddr) {
     let dir = TestDir::new("traversal");

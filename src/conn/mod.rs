@@ -75,6 +75,20 @@ impl Protection {
             Protection::Tls => "TLS 1.3",
         }
     }
+
+    /// The integrity tag of a Retry (`retry` up to its tag) answering a
+    /// client whose first destination connection ID was `original_dcid`
+    /// (`crypto::retry`).
+    pub fn retry_integrity_tag(
+        self,
+        original_dcid: &[u8],
+        retry: &[u8],
+    ) -> [u8; crate::wire::RETRY_INTEGRITY_TAG_LEN] {
+        match self {
+            Protection::Null => crate::crypto::retry::null_integrity_tag(original_dcid, retry),
+            Protection::Tls => crate::crypto::retry::aead_integrity_tag(original_dcid, retry),
+        }
+    }
 }
 
 /// Connection configuration. Defaults suit a long fat lossy link.
@@ -113,6 +127,10 @@ pub struct Config {
     /// state directory), it lets a restarted server tell clients at once
     /// that their connections are gone. `None`: no tokens, no resets.
     pub server_secret: Option<ServerSecret>,
+    /// Server: when new clients must prove their address with a Retry
+    /// before the endpoint keeps state for them (RFC 9000 §8.1.2). Needs
+    /// `server_secret` to seal tokens; without one there is no Retry.
+    pub retry: crate::endpoint::RetryPolicy,
     /// Send a PING when nothing has been heard from the peer for this long
     /// (and again every interval while it stays quiet). A receiver that
     /// only acknowledges sends nothing once the sender falls silent; this
@@ -145,6 +163,7 @@ impl Default for Config {
             max_datagram_frame_size: Some(65_535),
             rng_seed: 0,
             server_secret: None,
+            retry: crate::endpoint::RetryPolicy::default(),
             keep_alive_interval: None,
             lie_about_losses: false,
         }
@@ -260,6 +279,12 @@ pub struct Connection {
     protection_mismatch: Option<Protection>,
     /// Server: refuse the client's first Initial with this reason.
     refusal: Option<String>,
+    /// Client: the token and connection ID of the server's Retry, once one
+    /// was accepted (at most one per connection).
+    retry: Option<(Vec<u8>, ConnectionId)>,
+    /// Server: the client proved its address with a Retry token naming
+    /// these (its original destination ID, our Retry's source ID).
+    retried_from: Option<(ConnectionId, ConnectionId)>,
     next_packet_number: [u64; 3],
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
@@ -407,6 +432,8 @@ impl Connection {
             keys: [initial_keys, None, None],
             key_phases: KeyPhases::default(),
             protection_mismatch: None,
+            retry: None,
+            retried_from: None,
             refusal: None,
             next_packet_number: [0; 3],
             skips: PacketNumberSkips::new(config.rng_seed ^ SKIP_SEED_SALT[side as usize]),
@@ -558,6 +585,7 @@ impl Connection {
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.peer_cid_learned
+            || self.retry.is_some()
             || echoed_dcid != self.original_dcid.as_slice()
         {
             return;
@@ -573,6 +601,56 @@ impl Connection {
         self.close_pending = false;
         // The server kept no state: there is nobody to tell and nothing to drain.
         self.state = State::Draining { until: now };
+    }
+
+    /// Client, still handshaking: the server answered our Initial with a
+    /// Retry (RFC 9000 §8.1.2, §17.2.5). If it is for us (our source ID,
+    /// an integrity tag over the destination ID we chose), the first one,
+    /// and names a new connection ID, the client sends its Initial again to
+    /// that ID, under Initial keys derived from it, carrying the token; the
+    /// server's transport parameters must then name this Retry. Returns
+    /// whether the Retry was taken.
+    pub fn on_retry(&mut self, retry: &crate::wire::Retry<'_>, now: Instant) -> bool {
+        if self.side != Side::Client
+            || self.state != State::Handshaking
+            || self.peer_cid_learned
+            || self.retry.is_some()
+            || retry.dcid != self.local_cid
+            || retry.scid == self.original_dcid
+            || *retry.tag
+                != self
+                    .config
+                    .protection
+                    .retry_integrity_tag(self.original_dcid.as_slice(), retry.signed)
+        {
+            return false;
+        }
+        self.now = now;
+        tracing::debug!(scid = %retry.scid, "the server asked for a Retry: sending the Initial again with its token");
+        self.retry = Some((retry.token.to_vec(), retry.scid));
+        self.peer_cid = retry.scid;
+        self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
+            self.config.protection,
+            retry.scid.as_slice(),
+            Side::Client,
+        ));
+        // What the Initials carried goes again, in the new keys; nothing
+        // of it counts as lost.
+        let sent = self.recovery.discard_space(SpaceId::Initial);
+        self.on_packets_lost(SpaceId::Initial, sent);
+        true
+    }
+
+    /// Server, before the client's first Initial arrives: the client's
+    /// Initial carried a valid Retry token, so its address is validated
+    /// (no anti-amplification limit) and our transport parameters name the
+    /// Retry: `original_dcid` from the client's first Initial and
+    /// `retry_scid`, the ID the Retry gave it (RFC 9000 §7.3).
+    pub fn accept_retried(&mut self, original_dcid: ConnectionId, retry_scid: ConnectionId) {
+        if self.side == Side::Server && !self.peer_cid_learned {
+            self.address_validated = true;
+            self.retried_from = Some((original_dcid, retry_scid));
+        }
     }
 
     /// Server, before the client's first Initial arrives: answer it with

@@ -211,9 +211,14 @@ impl Connection {
             self.original_dcid = parsed.dcid;
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
-            self.handshake
-                .local_params_mut()
-                .original_destination_connection_id = Some(parsed.dcid);
+            let params = self.handshake.local_params_mut();
+            match self.retried_from {
+                Some((original_dcid, retry_scid)) => {
+                    params.original_destination_connection_id = Some(original_dcid);
+                    params.retry_source_connection_id = Some(retry_scid);
+                }
+                None => params.original_destination_connection_id = Some(parsed.dcid),
+            }
         }
         self.counters.packets_received += 1;
         match self.process_frames(space, frames, now) {
@@ -487,6 +492,14 @@ impl Connection {
         {
             return Err(param_error(
                 "original_destination_connection_id does not match",
+            ));
+        }
+        // RFC 9000 §7.3: the server says whether it sent a Retry, and which.
+        if self.side == Side::Client
+            && params.retry_source_connection_id != self.retry.as_ref().map(|(_, scid)| *scid)
+        {
+            return Err(param_error(
+                "retry_source_connection_id does not match the Retry received",
             ));
         }
         // RFC 9000 §18.2: only a server sends these.

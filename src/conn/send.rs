@@ -178,7 +178,7 @@ impl Connection {
         )))
     }
 
-    fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'static> {
+    fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'_> {
         let ty = match space {
             SpaceId::Initial => PacketType::Initial,
             SpaceId::Handshake => PacketType::Handshake,
@@ -189,7 +189,11 @@ impl Connection {
             version: VERSION,
             dcid: self.peer_cid,
             scid: self.local_cid,
-            token: &[],
+            // After a Retry every Initial of the client carries its token.
+            token: match (space, &self.retry) {
+                (SpaceId::Initial, Some((token, _))) => token,
+                _ => &[],
+            },
             packet_number,
             payload_len: 0,
             key_phase: space == SpaceId::Data && self.key_phases.phase,

@@ -17,13 +17,14 @@
 
 pub mod null;
 pub mod packet;
+pub mod retry;
 pub mod secret;
 pub mod session;
 pub mod tls;
 
 pub use null::{NullProtection, NullSession};
 pub use packet::{open_packet, seal_packet, sealed_len, OpenError};
-pub use secret::{ResetToken, ServerSecret, SERVER_SECRET_LEN};
+pub use secret::{ResetToken, ServerSecret, SERVER_SECRET_LEN, TOKEN_NONCE_LEN, TOKEN_OVERHEAD};
 pub use session::{HandshakeError, KeyChange, Session};
 pub use tls::{
     CertificateRejected, CertificateVerifier, Fingerprint, IdentityError, ServerIdentity,

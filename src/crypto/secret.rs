@@ -1,9 +1,12 @@
 //! A server's static secret, and the keys it derives for work that must
-//! survive the server's own state: stateless reset tokens (RFC 9000 §10.3).
+//! survive the server's own state: stateless reset tokens (RFC 9000 §10.3)
+//! and sealed address-validation tokens (Retry, RFC 9000 §8.1.2).
 //!
 //! Owns: deriving per-purpose keys from one 32-byte secret (HKDF-SHA256,
-//! one label per purpose, so a token of one kind is never valid as another)
-//! and computing stateless reset tokens from connection IDs.
+//! one label per purpose, so a token of one kind is never valid as another),
+//! computing stateless reset tokens from connection IDs, and sealing and
+//! opening token contents (AES-256-GCM, bound to the client's address as
+//! associated data). What a token says is the endpoint's business.
 //! Must not: draw randomness or touch files. `sift-server` keeps the secret
 //! in its state directory, so a restarted server still derives the tokens
 //! it handed out before the restart: that is the whole point of a stateless
@@ -14,7 +17,7 @@
 //! the secret can produce the token of a connection ID, and the tokens of
 //! different connection IDs are unrelated.
 
-use ring::{hkdf, hmac};
+use ring::{aead, hkdf, hmac};
 
 use crate::wire::{ConnectionId, RESET_TOKEN_LEN};
 
@@ -23,6 +26,12 @@ pub const SERVER_SECRET_LEN: usize = 32;
 
 /// HKDF labels, one per derived key.
 const RESET_LABEL: &[u8] = b"sift stateless reset v1";
+const TOKEN_LABEL: &[u8] = b"sift address token v1";
+
+/// Bytes of the nonce that starts a sealed token.
+pub const TOKEN_NONCE_LEN: usize = aead::NONCE_LEN;
+/// Bytes a sealed token adds to its contents (nonce and AEAD tag).
+pub const TOKEN_OVERHEAD: usize = TOKEN_NONCE_LEN + 16;
 /// Fixed salt: the secret is already uniformly random, the salt only
 /// separates sift's derivations from anyone else's use of the same bytes.
 const SALT: &[u8] = b"sift server secret";
@@ -75,6 +84,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[derive(Clone)]
 pub struct ServerSecret {
     reset_key: hmac::Key,
+    token_key: std::sync::Arc<aead::LessSafeKey>,
 }
 
 impl ServerSecret {
@@ -85,7 +95,55 @@ impl ServerSecret {
             .expand(&[RESET_LABEL], hmac::HMAC_SHA256)
             .expect("one HMAC-SHA256 key length is a valid HKDF-SHA256 output")
             .into();
-        Self { reset_key }
+        let token_key: aead::UnboundKey = prk
+            .expand(&[TOKEN_LABEL], &aead::AES_256_GCM)
+            .expect("an AES-256 key length is a valid HKDF-SHA256 output")
+            .into();
+        Self {
+            reset_key,
+            token_key: std::sync::Arc::new(aead::LessSafeKey::new(token_key)),
+        }
+    }
+
+    /// Seals `contents` into a token only this secret opens, and only for
+    /// the same `bound_to` bytes (the client's address). `nonce` must never
+    /// repeat under one secret: the endpoint draws it at random.
+    pub fn seal_token(
+        &self,
+        nonce: [u8; TOKEN_NONCE_LEN],
+        contents: &[u8],
+        bound_to: &[u8],
+    ) -> Vec<u8> {
+        let mut token = Vec::with_capacity(TOKEN_OVERHEAD + contents.len());
+        token.extend_from_slice(&nonce);
+        token.extend_from_slice(contents);
+        let tag = self
+            .token_key
+            .seal_in_place_separate_tag(
+                aead::Nonce::assume_unique_for_key(nonce),
+                aead::Aad::from(bound_to),
+                &mut token[TOKEN_NONCE_LEN..],
+            )
+            .expect("a token is far below AES-GCM's length limit");
+        token.extend_from_slice(tag.as_ref());
+        token
+    }
+
+    /// The contents of a token [`ServerSecret::seal_token`] made with this
+    /// secret for `bound_to`; `None` for anything else (another secret,
+    /// another address, a modified or truncated token).
+    pub fn open_token(&self, token: &[u8], bound_to: &[u8]) -> Option<Vec<u8>> {
+        if token.len() < TOKEN_OVERHEAD {
+            return None;
+        }
+        let (nonce, sealed) = token.split_at(TOKEN_NONCE_LEN);
+        let nonce = aead::Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut sealed = sealed.to_vec();
+        let contents = self
+            .token_key
+            .open_in_place(nonce, aead::Aad::from(bound_to), &mut sealed)
+            .ok()?;
+        Some(contents.to_vec())
     }
 
     /// The stateless reset token of one of our connection IDs.
@@ -106,6 +164,31 @@ impl std::fmt::Debug for ServerSecret {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_opens_only_under_its_secret_and_for_its_address() {
+        let secret = ServerSecret::new(&[7; SERVER_SECRET_LEN]);
+        let token = secret.seal_token([1; TOKEN_NONCE_LEN], b"contents", b"10.0.0.1:5");
+        assert_eq!(token.len(), b"contents".len() + TOKEN_OVERHEAD);
+        assert_eq!(
+            secret.open_token(&token, b"10.0.0.1:5").as_deref(),
+            Some(&b"contents"[..])
+        );
+        // After a restart with the same secret, still good.
+        let restarted = ServerSecret::new(&[7; SERVER_SECRET_LEN]);
+        assert!(restarted.open_token(&token, b"10.0.0.1:5").is_some());
+        assert!(secret.open_token(&token, b"10.0.0.2:5").is_none());
+        let other = ServerSecret::new(&[8; SERVER_SECRET_LEN]);
+        assert!(other.open_token(&token, b"10.0.0.1:5").is_none());
+        for i in 0..token.len() {
+            let mut flipped = token.clone();
+            flipped[i] ^= 1;
+            assert!(secret.open_token(&flipped, b"10.0.0.1:5").is_none(), "{i}");
+        }
+        for len in 0..token.len() {
+            assert!(secret.open_token(&token[..len], b"10.0.0.1:5").is_none());
+        }
+    }
 
     fn cid(byte: u8) -> ConnectionId {
         ConnectionId::new(&[byte; 8]).unwrap()

@@ -978,3 +978,165 @@ fn a_version_negotiation_after_the_handshake_began_is_ignored() {
     net.endpoints[1].recv(&mut late, addr(SERVER), now);
     assert!(!net.endpoints[1].connection_ref(handle).unwrap().is_closed());
 }
+
+fn server_with_secret(secret: &ServerSecret, policy: RetryPolicy) -> Endpoint {
+    let server_config = Config {
+        server_secret: Some(secret.clone()),
+        retry: policy,
+        ..config(1)
+    };
+    Endpoint::new(addr(SERVER), Some(server_config))
+}
+
+#[test]
+fn retry_round_trips_and_the_handshake_completes() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server = server_with_secret(&secret, RetryPolicy::Always);
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    assert!(net.run_until(|e| established(&mut e[1], handle)
+        && e[0]
+            .handles()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .any(|h| established(&mut e[0], h))));
+    let (server, client) = (net.endpoints[0].stats(), net.endpoints[1].stats());
+    assert_eq!(server.retries_sent, 1);
+    assert_eq!(client.retries_received, 1);
+    assert_eq!(server.connections_accepted, 1);
+    assert_eq!(server.dropped_invalid_token, 0);
+}
+
+/// A client that sent its Initial, got the server's Retry and has its
+/// second Initial (with the token) ready: (client, server, the Retry, the
+/// second Initial).
+fn second_initial(
+    server: &mut Endpoint,
+    now: Instant,
+) -> (Endpoint, ConnectionHandle, Vec<u8>, Vec<u8>) {
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client.connect(config(2), addr(SERVER), now).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(server.recv(&mut buf[..len], addr(1001), now), None);
+    let (len, to) = server.poll_transmit(now, &mut buf).expect("a Retry");
+    assert_eq!(to, addr(1001));
+    let retry = buf[..len].to_vec();
+    client.recv(&mut retry.clone(), addr(SERVER), now);
+    assert_eq!(client.stats().retries_received, 1);
+    let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
+    let initial = buf[..len].to_vec();
+    let header = parse_header(&initial).unwrap();
+    assert!(!header.token.is_empty(), "the token goes back");
+    assert!(initial.len() >= 1200, "still a full-size Initial");
+    (client, handle, retry, initial)
+}
+
+#[test]
+fn a_token_from_another_address_or_too_old_is_refused() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let mut server = server_with_secret(&secret, RetryPolicy::Always);
+    let now = Instant::now();
+    let (_client, _, _, initial) = second_initial(&mut server, now);
+    // Replayed from elsewhere: the token is bound to 127.0.0.1:1001.
+    assert_eq!(server.recv(&mut initial.clone(), addr(6666), now), None);
+    // Past its lifetime.
+    let late = now + RETRY_TOKEN_LIFETIME + Duration::from_secs(1);
+    assert_eq!(server.recv(&mut initial.clone(), addr(1001), late), None);
+    assert_eq!(server.stats().dropped_invalid_token, 2);
+    assert!(server.is_empty(), "no state for either");
+    // Another server (another secret) does not take it either.
+    let other = ServerSecret::new(&[10; SERVER_SECRET_LEN]);
+    let mut stranger = server_with_secret(&other, RetryPolicy::Always);
+    assert_eq!(stranger.recv(&mut initial.clone(), addr(1001), now), None);
+    assert_eq!(stranger.stats().dropped_invalid_token, 1);
+    // From its own address, in time: a connection, its address validated.
+    let handle = server.recv(&mut initial.clone(), addr(1001), now);
+    assert!(handle.is_some());
+    assert_eq!(server.stats().connections_accepted, 1);
+}
+
+#[test]
+fn a_client_takes_one_retry_and_only_a_genuine_one() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let now = Instant::now();
+    let mut server = server_with_secret(&secret, RetryPolicy::Always);
+    let (mut client, handle, retry, _) = second_initial(&mut server, now);
+    // A second Retry is ignored (RFC 9000 §17.2.5.2).
+    client.recv(&mut retry.clone(), addr(SERVER), now);
+    assert_eq!(client.stats().retries_received, 1);
+
+    // A damaged Retry fails its integrity tag; one from elsewhere is not
+    // the server's.
+    let mut server = server_with_secret(&secret, RetryPolicy::Always);
+    let mut fresh = Endpoint::new(addr(1002), None);
+    fresh.connect(config(3), addr(SERVER), now).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let (len, _) = fresh.poll_transmit(now, &mut buf).unwrap();
+    server.recv(&mut buf[..len], addr(1002), now);
+    let (len, _) = server.poll_transmit(now, &mut buf).unwrap();
+    let genuine = buf[..len].to_vec();
+    let mut damaged = genuine.clone();
+    damaged[len - 20] ^= 1;
+    fresh.recv(&mut damaged, addr(SERVER), now);
+    fresh.recv(&mut genuine.clone(), addr(7777), now);
+    assert_eq!(fresh.stats().retries_received, 0);
+    fresh.recv(&mut genuine.clone(), addr(SERVER), now);
+    assert_eq!(fresh.stats().retries_received, 1);
+    assert!(!client.connection_ref(handle).unwrap().is_closed());
+}
+
+#[test]
+fn a_busy_server_switches_to_retry_when_handshakes_pile_up() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let mut server = server_with_secret(&secret, RetryPolicy::WhenBusy { half_open: 2 });
+    let now = Instant::now();
+    // Spoofed Initials that never complete: two get state, then Retry.
+    for (i, dcid) in [[1u8; 8], [2; 8], [3; 8], [4; 8]].iter().enumerate() {
+        let mut initial = initial_datagram(ConnectionId::new(dcid).unwrap(), 1200);
+        let handle = server.recv(&mut initial, addr(2000 + i as u16), now);
+        assert_eq!(handle.is_some(), i < 2, "Initial {i}");
+    }
+    assert_eq!(server.stats().retries_sent, 2);
+    assert_eq!(server.len(), 2);
+    // With the policy off, every Initial gets state.
+    let mut open = server_with_secret(&secret, RetryPolicy::Never);
+    for i in 0..4u8 {
+        let mut initial = initial_datagram(ConnectionId::new(&[i + 1; 8]).unwrap(), 1200);
+        assert!(open
+            .recv(&mut initial, addr(3000 + u16::from(i)), now)
+            .is_some());
+    }
+    assert_eq!(open.stats().retries_sent, 0);
+}
+
+#[test]
+fn a_spoofed_initial_draws_at_most_three_times_its_size() {
+    // RFC 9000 §8.1: before the client's address is validated the server
+    // sends at most three times what it received from it, however many
+    // times its handshake packets time out and are sent again.
+    let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let mut now = Instant::now();
+    let mut initial = initial_datagram(ConnectionId::new(&[5; 8]).unwrap(), 1200);
+    let received = initial.len();
+    server.recv(&mut initial, addr(4444), now);
+    let mut sent = 0;
+    let mut buf = vec![0u8; 65_535];
+    let deadline = now + DEFAULT_HANDSHAKE_TIMEOUT + Duration::from_secs(1);
+    while now < deadline {
+        while let Some((len, to)) = server.poll_transmit(now, &mut buf) {
+            assert_eq!(to, addr(4444));
+            sent += len;
+        }
+        let Some(next) = server.timeout(now) else {
+            break;
+        };
+        now = next.max(now + Duration::from_millis(1));
+        server.on_timeout(now);
+    }
+    assert!(sent > 0, "the server answered");
+    assert!(sent <= 3 * received, "sent {sent} bytes for {received}");
+}

@@ -15,6 +15,7 @@ pub mod frame;
 pub mod header;
 pub mod packet_number;
 pub mod ranges;
+pub mod retry;
 pub mod transport_params;
 pub mod varint;
 pub mod version;
@@ -29,6 +30,10 @@ pub use header::{
 };
 pub use packet_number::{decode_packet_number, truncate_packet_number, PACKET_NUMBER_LEN};
 pub use ranges::RangeSet;
+pub use retry::{
+    encode_retry_unsigned, is_retry, parse_retry, Retry, MAX_RETRY_TOKEN_LEN,
+    RETRY_INTEGRITY_TAG_LEN,
+};
 pub use transport_params::{TransportParams, RESET_TOKEN_LEN};
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,

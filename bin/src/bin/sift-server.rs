@@ -12,6 +12,7 @@ use clap::Parser;
 use sift::blocking::{Listener, SiftIoError};
 use sift::conn::Protection;
 use sift::crypto::TlsConfig;
+use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::server_loop;
 use sift_bin::cli::state::{self, IdentitySource};
@@ -94,6 +95,13 @@ struct Args {
     /// "server busy: N clients" (`sift-client --wait` retries).
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_clients: usize,
+    /// Make every new client prove its address with a Retry (one more
+    /// round trip) before keeping any state for it. Without it the server
+    /// still does so on its own once half of --max-clients (at most 64)
+    /// handshakes are half open, as under a flood of spoofed Initials.
+    /// TLS only.
+    #[arg(long)]
+    retry: bool,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -109,6 +117,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let protection = common::protection(args.insecure_null_crypto);
     if args.max_clients == 0 {
         anyhow::bail!("--max-clients must be at least 1");
+    }
+    if args.retry && protection != Protection::Tls {
+        anyhow::bail!("--retry needs TLS: Retry tokens are sealed with the server's secret, which Null protection does not keep");
     }
     let root =
         Root::new(&args.root).with_context(|| format!("cannot serve {}", args.root.display()))?;
@@ -131,6 +142,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         println!("identity {} ({origin})", identity.fingerprint());
         config.tls = TlsConfig::server(identity);
         config.server_secret = Some(state::server_secret(&state)?);
+        config.retry = if args.retry {
+            RetryPolicy::Always
+        } else {
+            RetryPolicy::WhenBusy {
+                half_open: (args.max_clients / 2).clamp(1, DEFAULT_RETRY_HALF_OPEN),
+            }
+        };
     }
     let listener = listen(args.listen, config, args.max_clients)?;
     println!(

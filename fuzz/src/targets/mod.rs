@@ -15,6 +15,7 @@ pub mod netem_spec;
 pub mod packet_open;
 pub mod packet_open_tls;
 pub mod recv_datagram;
+pub mod stateless;
 pub mod stream_ops;
 pub mod transport_params;
 
@@ -112,6 +113,11 @@ pub const ALL: &[Target] = &[
         name: "netem_spec",
         run: netem_spec::run,
         seeds: netem_spec::seeds,
+    },
+    Target {
+        name: "stateless",
+        run: stateless::run,
+        seeds: stateless::seeds,
     },
 ];
 

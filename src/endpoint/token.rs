@@ -1,0 +1,226 @@
+//! Address validation with Retry (RFC 9000 §8.1.2): when the endpoint asks
+//! for it, what a Retry token says, and checking one that comes back.
+//!
+//! A token is sealed under the server secret's token key (AES-256-GCM,
+//! `crypto::secret`) with the client's address as associated data, so it
+//! opens only for the address it was issued to and only on a server with
+//! the same secret. Inside: when it was issued (milliseconds since the
+//! endpoint's epoch, its first `now`), the destination connection ID of the
+//! client's first Initial and the connection ID the Retry gave it. A token
+//! older than [`RETRY_TOKEN_LIFETIME`], from another address, or naming
+//! another connection ID than the packet carrying it is refused.
+//!
+//! Tokens are not remembered, so one can be replayed from its own address
+//! within its lifetime: that proves nothing new and costs the attacker the
+//! same as a fresh handshake, which is what Retry allows (RFC 9000 §8.1.4).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::crypto::{ServerSecret, TOKEN_NONCE_LEN};
+use crate::wire::{ConnectionId, Reader, MAX_CID_LEN};
+
+/// How long a Retry token is good for: one round trip is all it needs;
+/// this allows for slow paths and retransmitted Initials.
+pub const RETRY_TOKEN_LIFETIME: Duration = Duration::from_secs(10);
+
+/// Half-open handshakes (server connections not yet established) at which
+/// an endpoint in [`RetryPolicy::WhenBusy`] starts asking for Retry.
+pub const DEFAULT_RETRY_HALF_OPEN: usize = 64;
+
+/// The first byte of a token's contents: the kind (Retry) and version.
+const RETRY_TOKEN_KIND: u8 = 1;
+
+/// When a server endpoint asks new clients to prove their address with a
+/// Retry before it keeps any state for them. Retry costs the client one
+/// round trip and needs a server secret (`Config::server_secret`); without
+/// one the endpoint never asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryPolicy {
+    /// Never: every client Initial gets a connection at once.
+    Never,
+    /// Every new client (`sift-server --retry`).
+    Always,
+    /// Once this many handshakes are half open: under a flood of spoofed
+    /// Initials the server keeps no state for them, and its answers, one
+    /// small Retry each, go to addresses that never complete.
+    WhenBusy {
+        /// Half-open handshakes that switch Retry on.
+        half_open: usize,
+    },
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy::WhenBusy {
+            half_open: DEFAULT_RETRY_HALF_OPEN,
+        }
+    }
+}
+
+/// What a valid Retry token vouches for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryTokenContents {
+    /// The destination connection ID of the client's first Initial.
+    pub original_dcid: ConnectionId,
+    /// The connection ID the Retry gave the client.
+    pub retry_scid: ConnectionId,
+}
+
+/// The bytes a token is bound to: the client's address, in one spelling.
+fn bound_to(client: SocketAddr) -> Vec<u8> {
+    let mut bytes = match client.ip() {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    };
+    bytes.extend_from_slice(&client.port().to_be_bytes());
+    bytes
+}
+
+/// Seals a Retry token for `client`, issued `issued` after the epoch.
+pub fn seal_retry_token(
+    secret: &ServerSecret,
+    nonce: [u8; TOKEN_NONCE_LEN],
+    client: SocketAddr,
+    issued: Duration,
+    contents: &RetryTokenContents,
+) -> Vec<u8> {
+    let mut plain = Vec::with_capacity(1 + 8 + 2 + 2 * MAX_CID_LEN);
+    plain.push(RETRY_TOKEN_KIND);
+    plain.extend_from_slice(&(issued.as_millis() as u64).to_be_bytes());
+    for cid in [contents.original_dcid, contents.retry_scid] {
+        plain.push(cid.len() as u8);
+        plain.extend_from_slice(cid.as_slice());
+    }
+    secret.seal_token(nonce, &plain, &bound_to(client))
+}
+
+/// Why a token carried by a client Initial was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// It does not open: another server's, another address's, or damaged.
+    #[error("the token is not one of ours for this address")]
+    NotOurs,
+    /// It is older than [`RETRY_TOKEN_LIFETIME`].
+    #[error("the token expired")]
+    Expired,
+    /// It was issued for another connection ID than the packet carries.
+    #[error("the token names another connection ID")]
+    WrongConnectionId,
+}
+
+/// Opens the token of a client Initial from `client` addressed to `dcid`,
+/// `now` being `since_epoch` after the epoch.
+pub fn open_retry_token(
+    secret: &ServerSecret,
+    token: &[u8],
+    client: SocketAddr,
+    dcid: &ConnectionId,
+    since_epoch: Duration,
+) -> Result<RetryTokenContents, TokenError> {
+    let plain = secret
+        .open_token(token, &bound_to(client))
+        .ok_or(TokenError::NotOurs)?;
+    let mut reader = Reader::new(&plain);
+    let parse = |reader: &mut Reader<'_>| -> Option<(u64, ConnectionId, ConnectionId)> {
+        (reader.u8().ok()? == RETRY_TOKEN_KIND).then_some(())?;
+        let issued_ms = u64::from_be_bytes(reader.bytes(8).ok()?.try_into().ok()?);
+        let mut cid = || {
+            let len = usize::from(reader.u8().ok()?);
+            ConnectionId::new(reader.bytes(len).ok()?).ok()
+        };
+        Some((issued_ms, cid()?, cid()?))
+    };
+    // A token that opens was sealed by us: a bad layout is a bug of an
+    // older sift, and refused all the same.
+    let (issued_ms, original_dcid, retry_scid) = parse(&mut reader).ok_or(TokenError::NotOurs)?;
+    let age = since_epoch.saturating_sub(Duration::from_millis(issued_ms));
+    if Duration::from_millis(issued_ms) > since_epoch || age > RETRY_TOKEN_LIFETIME {
+        return Err(TokenError::Expired);
+    }
+    if retry_scid != *dcid {
+        return Err(TokenError::WrongConnectionId);
+    }
+    Ok(RetryTokenContents {
+        original_dcid,
+        retry_scid,
+    })
+}
+
+/// The endpoint's epoch for token times: its first `now`.
+pub fn since_epoch(epoch: &mut Option<Instant>, now: Instant) -> Duration {
+    now.saturating_duration_since(*epoch.get_or_insert(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::SERVER_SECRET_LEN;
+
+    fn cid(byte: u8) -> ConnectionId {
+        ConnectionId::new(&[byte; 8]).unwrap()
+    }
+
+    fn contents() -> RetryTokenContents {
+        RetryTokenContents {
+            original_dcid: cid(1),
+            retry_scid: cid(2),
+        }
+    }
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], port))
+    }
+
+    #[test]
+    fn a_token_is_good_for_its_address_its_connection_id_and_ten_seconds() {
+        let secret = ServerSecret::new(&[3; SERVER_SECRET_LEN]);
+        let at = Duration::from_secs(100);
+        let token = seal_retry_token(&secret, [0; 12], addr(1), at, &contents());
+        let open =
+            |token: &[u8], client, dcid, now| open_retry_token(&secret, token, client, &dcid, now);
+        assert_eq!(open(&token, addr(1), cid(2), at), Ok(contents()));
+        assert_eq!(
+            open(&token, addr(1), cid(2), at + RETRY_TOKEN_LIFETIME),
+            Ok(contents())
+        );
+        assert_eq!(
+            open(
+                &token,
+                addr(1),
+                cid(2),
+                at + RETRY_TOKEN_LIFETIME + Duration::from_millis(1)
+            ),
+            Err(TokenError::Expired)
+        );
+        assert_eq!(
+            open(&token, addr(1), cid(2), at - Duration::from_secs(1)),
+            Err(TokenError::Expired),
+            "issued in the future: another epoch's"
+        );
+        assert_eq!(open(&token, addr(2), cid(2), at), Err(TokenError::NotOurs));
+        assert_eq!(
+            open(&token, addr(1), cid(9), at),
+            Err(TokenError::WrongConnectionId)
+        );
+        let other = ServerSecret::new(&[4; SERVER_SECRET_LEN]);
+        assert_eq!(
+            open_retry_token(&other, &token, addr(1), &cid(2), at),
+            Err(TokenError::NotOurs)
+        );
+        assert_eq!(
+            open(b"garbage", addr(1), cid(2), at),
+            Err(TokenError::NotOurs)
+        );
+    }
+
+    #[test]
+    fn ipv6_addresses_bind_tokens_too() {
+        let secret = ServerSecret::new(&[3; SERVER_SECRET_LEN]);
+        let v6: SocketAddr = "[2001:db8::1]:443".parse().unwrap();
+        let other: SocketAddr = "[2001:db8::2]:443".parse().unwrap();
+        let token = seal_retry_token(&secret, [5; 12], v6, Duration::ZERO, &contents());
+        assert!(open_retry_token(&secret, &token, v6, &cid(2), Duration::ZERO).is_ok());
+        assert!(open_retry_token(&secret, &token, other, &cid(2), Duration::ZERO).is_err());
+    }
+}
