@@ -17,7 +17,9 @@
 //!   [`ServerSecret`](crate::crypto::ServerSecret) answers a short-header
 //!   one with a stateless reset (below);
 //! - datagrams whose source address is not the address of the connection
-//!   they name (no connection migration). Addresses are compared in one
+//!   they name, unless the connection follows a migrating client (a server
+//!   connection past its handshake: it then checks that the packet is
+//!   genuine and the newest before moving, `conn::path`). Addresses are compared in one
 //!   spelling: an IPv4 peer seen by a dual-stack socket as `::ffff:a.b.c.d`
 //!   is the same peer as `a.b.c.d` ([`canonical_peer`]);
 //! - new Initials beyond the connection limit, once the endpoint is already
@@ -446,7 +448,7 @@ impl Endpoint {
             }
         };
         let entry = self.connections.get_mut(&handle)?;
-        if entry.connection.remote() != from {
+        if entry.connection.remote() != from && !entry.connection.follows_migration() {
             tracing::debug!(%from, expected = %entry.connection.remote(), "dropping a datagram from the wrong address");
             self.stats.dropped_wrong_address += 1;
             return None;

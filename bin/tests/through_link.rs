@@ -98,6 +98,40 @@ fn five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices(loopb
     assert!(notices >= 20, "too few notices: {stdout}");
 }
 
+on_both_loopbacks!(a_client_whose_nat_rebinds_it_mid_download_finishes_byte_exact);
+fn a_client_whose_nat_rebinds_it_mid_download_finishes_byte_exact(loopback: IpAddr) {
+    // sift-link as a NAT that maps the client to a new port every 0.3 s: the
+    // server sees the client come from elsewhere and must follow it.
+    let dir = TestDir::new("through-link-rebind");
+    let root = dir.subdir("root");
+    let data = content(12_000_000, 23);
+    std::fs::write(root.join("big.bin"), &data).unwrap();
+    let server = Server::start_on(loopback, &root, &["-vv"]);
+    let link = Link::start(
+        loopback,
+        server.addr,
+        "delay 5ms",
+        "delay 5ms rate 100mbit",
+        &["--rebind-every", "0.3"],
+    );
+    let out = dir.path().join("big.bin");
+    let output = run_client(&[
+        "get",
+        &format!("sift://{}/big.bin", link.addr),
+        "-o",
+        out.to_str().unwrap(),
+        &server.pin(),
+    ]);
+    expect_success(&output);
+    assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
+    // 12 MB at 100 Mb/s is about a second: the NAT rebound it at least twice.
+    for _ in 0..2 {
+        wait_for_line(&server.stderr, "the server following the client", |l| {
+            l.contains("the peer's new address is validated")
+        });
+    }
+}
+
 #[test]
 fn corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server() {
     // The server listens on [::] (its default address); IPv4 reaches it as

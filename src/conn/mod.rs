@@ -39,12 +39,15 @@ use ack::AckState;
 use error::TransportFailure;
 use handshake::Handshake;
 use keys::KeyPhases;
+use path::PathValidation;
 use skip::PacketNumberSkips;
 use stats::Counters;
 
 /// Mixed into the seed of each side's packet-number skips, so client and
 /// server of one seed skip differently.
 const SKIP_SEED_SALT: [u64; 2] = [0x5c1f_0000_0000_0001, 0x5c1f_0000_0000_0002];
+/// The same for PATH_CHALLENGE data.
+const PATH_SEED_SALT: [u64; 2] = [0x9a7e_0000_0000_0001, 0x9a7e_0000_0000_0002];
 
 /// RFC 9000 §14.1: the smallest datagram that may carry a client Initial.
 pub const MIN_INITIAL_DATAGRAM: usize = 1200;
@@ -233,6 +236,8 @@ pub(crate) enum SentFrame {
     Stream(StreamChunk),
     Control(ControlFrame),
     HandshakeDone,
+    /// Our PATH_CHALLENGE with this data.
+    PathChallenge([u8; 8]),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -289,6 +294,13 @@ pub struct Connection {
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
     skips: PacketNumberSkips,
+    /// Path validation after the peer moved (RFC 9000 §8.2, §9).
+    path: PathValidation,
+    /// Unpredictable PATH_CHALLENGE data (seeded: runs repeat).
+    path_rng: ChaCha8Rng,
+    /// The source address of the datagram being processed, and its size.
+    recv_from: SocketAddr,
+    recv_datagram_len: usize,
     acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
     streams: Streams,
@@ -437,6 +449,10 @@ impl Connection {
             refusal: None,
             next_packet_number: [0; 3],
             skips: PacketNumberSkips::new(config.rng_seed ^ SKIP_SEED_SALT[side as usize]),
+            path: PathValidation::default(),
+            path_rng: ChaCha8Rng::seed_from_u64(config.rng_seed ^ PATH_SEED_SALT[side as usize]),
+            recv_from: canonical_peer(remote),
+            recv_datagram_len: 0,
             acks: [
                 AckState::new(Duration::ZERO),
                 AckState::new(Duration::ZERO),
@@ -601,6 +617,34 @@ impl Connection {
         self.close_pending = false;
         // The server kept no state: there is nobody to tell and nothing to drain.
         self.state = State::Draining { until: now };
+    }
+
+    /// Whether a datagram from another address than the peer's may be for
+    /// this connection (a server whose client moved; see `path`): once the
+    /// handshake is confirmed, and never on a client.
+    pub fn follows_migration(&self) -> bool {
+        self.side == Side::Server && self.handshake_confirmed && self.state == State::Established
+    }
+
+    /// The peer's highest-numbered packet came from `to`: send there from
+    /// now on and validate the new path (see `path`).
+    fn migrate_to(&mut self, to: SocketAddr) {
+        let old = self.remote;
+        self.remote = to;
+        self.path.migrations += 1;
+        if !path::only_port_changed(old, to) {
+            let mss = self.config.max_datagram_size as u64;
+            self.recovery.on_new_path(self.config.cc.build(mss), mss);
+        }
+        // Unvalidated again: three times what arrived on it, until the
+        // challenge comes back.
+        self.address_validated = false;
+        self.amplification_received = self.recv_datagram_len as u64;
+        self.amplification_sent = 0;
+        let mut data = [0u8; 8];
+        self.path_rng.fill_bytes(&mut data);
+        self.path.challenge(data);
+        tracing::debug!(%old, new = %to, "the peer moved: validating its new address");
     }
 
     /// Client, still handshaking: the server answered our Initial with a
@@ -827,6 +871,7 @@ impl Connection {
                     }
                     SentFrame::Control(control) => self.streams.on_control_lost(&control),
                     SentFrame::HandshakeDone => self.handshake_done_pending = true,
+                    SentFrame::PathChallenge(data) => self.path.on_challenge_lost(data),
                     SentFrame::Ack { .. } => {}
                 }
             }
@@ -856,7 +901,8 @@ impl Connection {
                     SentFrame::Control(control) => self.streams.on_control_acked(&control),
                     SentFrame::Ack { largest: None }
                     | SentFrame::Crypto { .. }
-                    | SentFrame::HandshakeDone => {}
+                    | SentFrame::HandshakeDone
+                    | SentFrame::PathChallenge(_) => {}
                 }
             }
         }
@@ -1005,6 +1051,8 @@ impl Connection {
             corruption_notices_over_budget: recovery.corruption_names_over_budget,
             corruption_notices_distrusted: self.recovery.notices_distrusted(),
             packet_numbers_skipped: self.skips.total(),
+            peer_migrations: self.path.migrations,
+            paths_validated: self.path.validated,
             corruption_notices_sent: c.corruption_notices_sent,
             payload_corrupt_received: c.payload_corrupt_received,
             header_corrupt_dropped: c.header_corrupt_dropped,

@@ -1,4 +1,19 @@
-//! The network path of a connection: the peer's address, spelled one way.
+//! The network path of a connection: the peer's address, spelled one way,
+//! and what happens when it changes (RFC 9000 §9).
+//!
+//! **Migration.** A server follows a client whose address changes (a NAT
+//! rebinding, or a phone moving from Wi-Fi to cellular) once the handshake
+//! is confirmed: when an authenticated 1-RTT packet that is the highest
+//! numbered so far arrives from a new address, the connection sends there
+//! from then on (a replayed older packet from a spoofed address moves
+//! nothing). The new path is unvalidated: the anti-amplification limit
+//! applies again until the client echoes a PATH_CHALLENGE sent on it. If
+//! only the port changed, it is taken for the same path behind a rebound
+//! NAT and congestion state is kept; a new IP address is a new path, and
+//! the congestion controller and RTT estimate start over (RFC 9000 §9.4).
+//! Clients never follow a server to another address. Connection IDs stay
+//! as they are: sift does not issue new ones yet, so a migrating client
+//! is linkable by its connection ID.
 //!
 //! A dual-stack socket (`[::]`, IPv6 with `IPV6_V6ONLY` off) reports an
 //! IPv4 peer as the IPv4-mapped IPv6 address `::ffff:a.b.c.d` (RFC 4291
@@ -9,7 +24,69 @@
 //! Sending to a plain IPv4 address works on a dual-stack socket too: Linux
 //! takes an IPv4 destination on an IPv6 UDP socket as the mapped one.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
+
+/// PATH_RESPONSEs queued at most: a flood of challenges gets answers for
+/// the latest few only.
+const MAX_PENDING_RESPONSES: usize = 4;
+
+/// Path validation state: the challenge we sent on the current path, and
+/// the peer's challenges we still have to echo.
+#[derive(Debug, Default)]
+pub(super) struct PathValidation {
+    /// The data of our outstanding PATH_CHALLENGE.
+    pub challenge: Option<[u8; 8]>,
+    /// The challenge still has to be sent (first time, or after a loss).
+    pub challenge_pending: bool,
+    /// The peer's challenges to echo, oldest first.
+    pub responses: VecDeque<[u8; 8]>,
+    /// The peer moved to another address, this many times.
+    pub migrations: u64,
+    /// Paths validated by an echoed challenge.
+    pub validated: u64,
+}
+
+impl PathValidation {
+    /// Starts validating a new path with `data` (unpredictable bytes).
+    pub fn challenge(&mut self, data: [u8; 8]) {
+        self.challenge = Some(data);
+        self.challenge_pending = true;
+    }
+
+    /// The peer echoed `data`: whether it answers our challenge.
+    pub fn on_response(&mut self, data: [u8; 8]) -> bool {
+        if self.challenge != Some(data) {
+            return false;
+        }
+        self.challenge = None;
+        self.challenge_pending = false;
+        self.validated += 1;
+        true
+    }
+
+    /// The peer challenged us: echo it.
+    pub fn on_challenge(&mut self, data: [u8; 8]) {
+        if self.responses.len() == MAX_PENDING_RESPONSES {
+            self.responses.pop_front();
+        }
+        self.responses.push_back(data);
+    }
+
+    /// A packet carrying our challenge `data` was lost: send it again if
+    /// it is still the one outstanding.
+    pub fn on_challenge_lost(&mut self, data: [u8; 8]) {
+        if self.challenge == Some(data) {
+            self.challenge_pending = true;
+        }
+    }
+}
+
+/// Whether moving from `old` to `new` looks like a NAT rebinding (the same
+/// host, another port) rather than a new network path.
+pub fn only_port_changed(old: SocketAddr, new: SocketAddr) -> bool {
+    old.ip() == new.ip()
+}
 
 /// The one spelling of a peer address: an IPv4-mapped IPv6 address
 /// becomes the plain IPv4 address with the same port; every other address

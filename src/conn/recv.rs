@@ -51,6 +51,17 @@ fn frame_allowed(space: SpaceId, frame: &Frame<'_>) -> bool {
         )
 }
 
+/// RFC 9000 §9.1: a packet of only these frames probes a path; it does not
+/// move the connection there.
+fn only_probing(payload: &[u8]) -> bool {
+    parse_frames(payload).all(|frame| {
+        matches!(
+            frame,
+            Ok(Frame::Padding { .. } | Frame::PathChallenge { .. } | Frame::PathResponse { .. })
+        )
+    })
+}
+
 impl Connection {
     /// Processes one datagram. Damaged, duplicate or unknown packets are
     /// counted in `stats`, never errors; a protocol violation by the peer
@@ -70,14 +81,18 @@ impl Connection {
             }
             State::Handshaking | State::Established => {}
         }
-        if super::canonical_peer(info.from) != self.remote {
-            // No connection migration: a datagram from elsewhere is not ours.
+        let from = super::canonical_peer(info.from);
+        let other_path = from != self.remote;
+        if other_path && !self.follows_migration() {
+            // Not a path this connection may move to (see `path`).
             self.counters.malformed_dropped += 1;
             return Ok(len);
         }
+        self.recv_from = from;
+        self.recv_datagram_len = len;
         self.counters.datagrams_received += 1;
         self.counters.bytes_received += len as u64;
-        if !self.address_validated {
+        if !self.address_validated && !other_path {
             self.amplification_received += len as u64;
         }
         let mut offset = 0;
@@ -225,6 +240,15 @@ impl Connection {
             Ok(ack_eliciting) => {
                 self.acks[space.index()].on_packet_received(packet_number, ack_eliciting, now);
                 self.on_peer_activity(now);
+                // RFC 9000 §9.3: the peer moved if its highest-numbered
+                // non-probing packet came from elsewhere.
+                if self.recv_from != self.remote
+                    && space == SpaceId::Data
+                    && self.acks[space.index()].largest_received() == Some(packet_number)
+                    && !only_probing(frames)
+                {
+                    self.migrate_to(self.recv_from);
+                }
             }
             Err(failure) => {
                 self.fail(failure);
@@ -403,6 +427,13 @@ impl Connection {
                     ));
                 }
                 // sift does not use address-validation tokens yet.
+            }
+            Frame::PathChallenge { data } => self.path.on_challenge(data),
+            Frame::PathResponse { data } => {
+                if self.path.on_response(data) {
+                    tracing::debug!(remote = %self.remote, "the peer's new address is validated");
+                    self.address_validated = true;
+                }
             }
             Frame::HandshakeDone => {
                 if self.side == Side::Server {

@@ -247,6 +247,7 @@ impl Connection {
         }
         space == SpaceId::Data
             && (self.handshake_done_pending
+                || self.path.challenge_pending
                 || self.streams.has_control()
                 || self.streams.has_stream_data()
                 || !self.datagrams_out.is_empty())
@@ -324,6 +325,17 @@ impl Connection {
             }
             plan.sent.push(SentFrame::Ack { largest });
         }
+        // Echo the peer's path challenges at once, window or not: they
+        // are small, and the peer's path validation waits for them.
+        if space == SpaceId::Data {
+            while budget.saturating_sub(plan.frames.len()) >= 9 {
+                let Some(data) = self.path.responses.pop_front() else {
+                    break;
+                };
+                Frame::PathResponse { data }.encode(&mut plan.frames);
+                plan.ack_eliciting = true;
+            }
+        }
 
         if may_send {
             self.fill_ack_eliciting(space, &mut plan, budget);
@@ -343,6 +355,14 @@ impl Connection {
         let level = level_of(space);
         let remaining = |plan: &PlannedPacket| budget.saturating_sub(plan.frames.len());
 
+        if space == SpaceId::Data && self.path.challenge_pending && remaining(plan) >= 9 {
+            if let Some(data) = self.path.challenge {
+                Frame::PathChallenge { data }.encode(&mut plan.frames);
+                plan.sent.push(SentFrame::PathChallenge(data));
+                plan.ack_eliciting = true;
+            }
+            self.path.challenge_pending = false;
+        }
         if space == SpaceId::Data && self.handshake_done_pending && remaining(plan) >= 1 {
             Frame::HandshakeDone.encode(&mut plan.frames);
             plan.sent.push(SentFrame::HandshakeDone);

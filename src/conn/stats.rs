@@ -70,6 +70,12 @@ pub struct Stats {
     /// 1-RTT packet numbers we left unused (RFC 9000 §21.4).
     #[serde(default)]
     pub packet_numbers_skipped: u64,
+    /// Times the peer moved to another address (connection migration).
+    #[serde(default)]
+    pub peer_migrations: u64,
+    /// New peer addresses validated by an echoed PATH_CHALLENGE.
+    #[serde(default)]
+    pub paths_validated: u64,
     /// CORRUPTED frames we sent.
     pub corruption_notices_sent: u64,
     /// Packets we received with a good header and a bad payload.
@@ -124,6 +130,8 @@ impl Default for Stats {
             corruption_notices_over_budget: 0,
             corruption_notices_distrusted: false,
             packet_numbers_skipped: 0,
+            peer_migrations: 0,
+            paths_validated: 0,
             corruption_notices_sent: 0,
             payload_corrupt_received: 0,
             header_corrupt_dropped: 0,

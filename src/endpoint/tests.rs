@@ -267,7 +267,7 @@ fn garbage_datagram_is_counted_as_malformed() {
 }
 
 #[test]
-fn datagram_from_another_address_than_its_connection_is_dropped() {
+fn a_client_drops_datagrams_from_another_address_than_its_server() {
     let server = Endpoint::new(addr(SERVER), Some(config(1)));
     let mut client = Endpoint::new(addr(1001), None);
     let handle = client
@@ -276,20 +276,65 @@ fn datagram_from_another_address_than_its_connection_is_dropped() {
     let mut net = Net::new(vec![server, client]);
     assert!(net.run_until(|e| established(&mut e[1], handle)));
 
-    let connection = net.endpoints[1].connection(handle).unwrap();
+    // A genuine server packet, arriving from elsewhere: servers do not
+    // migrate (RFC 9000 §9), so it is not the server's.
+    let server_handle = ConnectionHandle(0);
+    let connection = net.endpoints[0].connection(server_handle).unwrap();
     let stream = connection.stream_open_bi().unwrap();
     connection.stream_send(stream, b"hello", false).unwrap();
     let mut buf = vec![0u8; 2000];
     let now = net.now;
-    let (len, to) = net.endpoints[1].poll_transmit(now, &mut buf).unwrap();
-    assert_eq!(to, addr(SERVER));
-    let before = net.endpoints[0].stats().datagrams_routed;
+    let (len, to) = net.endpoints[0].poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(to, addr(1001));
+    let before = net.endpoints[1].stats().datagrams_routed;
     assert_eq!(
-        net.endpoints[0].recv(&mut buf[..len], addr(6666), now),
+        net.endpoints[1].recv(&mut buf[..len], addr(6666), now),
         None
     );
-    assert_eq!(net.endpoints[0].stats().dropped_wrong_address, 1);
-    assert_eq!(net.endpoints[0].stats().datagrams_routed, before);
+    assert_eq!(net.endpoints[1].stats().dropped_wrong_address, 1);
+    assert_eq!(net.endpoints[1].stats().datagrams_routed, before);
+}
+
+#[test]
+fn a_server_follows_a_client_that_moves_and_validates_its_new_address() {
+    let server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    let server_handle = ConnectionHandle(0);
+    assert!(net.run_until(|e| established(&mut e[1], handle)
+        && e[0]
+            .connection_ref(server_handle)
+            .is_some_and(|c| c.is_established())));
+    assert!(net.run_until(|e| e[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.follows_migration())));
+
+    // The client's NAT picks another port: its socket is the same, the
+    // server sees a new source address.
+    net.endpoints[1].local = addr(1099);
+    let connection = net.endpoints[1].connection(handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection
+        .stream_send(stream, b"after the move", true)
+        .unwrap();
+    let mut read = Vec::new();
+    assert!(net.run_until(|e| {
+        let server = e[0].connection(server_handle).unwrap();
+        let mut buf = [0u8; 64];
+        if let Some(&id) = server.readable().first() {
+            if let Ok((n, _)) = server.stream_recv(id, &mut buf) {
+                read.extend_from_slice(&buf[..n]);
+            }
+        }
+        read == b"after the move" && server.stats().paths_validated == 1
+    }));
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(1099));
+    let stats = server.stats();
+    assert_eq!((stats.peer_migrations, stats.paths_validated), (1, 1));
 }
 
 #[test]
@@ -1139,4 +1184,75 @@ fn a_spoofed_initial_draws_at_most_three_times_its_size() {
     }
     assert!(sent > 0, "the server answered");
     assert!(sent <= 3 * received, "sent {sent} bytes for {received}");
+}
+
+/// A client and server past their handshake (confirmed on the server), and
+/// one genuine 1-RTT datagram from the client not yet delivered.
+fn confirmed_pair_and_a_client_datagram() -> (Net, ConnectionHandle, Vec<u8>) {
+    let server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    assert!(net.run_until(|e| e[0]
+        .connection_ref(ConnectionHandle(0))
+        .is_some_and(|c| c.follows_migration())));
+    let connection = net.endpoints[1].connection(handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection.stream_send(stream, &[7; 3000], false).unwrap();
+    let mut buf = vec![0u8; 2000];
+    let now = net.now;
+    let (len, _) = net.endpoints[1].poll_transmit(now, &mut buf).unwrap();
+    (net, handle, buf[..len].to_vec())
+}
+
+#[test]
+fn a_replayed_packet_from_a_spoofed_address_moves_nothing() {
+    let (mut net, _, datagram) = confirmed_pair_and_a_client_datagram();
+    let now = net.now;
+    net.endpoints[0].recv(&mut datagram.clone(), addr(1001), now);
+    // An on-path attacker replays it from an address of its choosing.
+    net.endpoints[0].recv(&mut datagram.clone(), addr(6666), now);
+    let server = net.endpoints[0]
+        .connection_ref(ConnectionHandle(0))
+        .unwrap();
+    assert_eq!(server.remote(), addr(1001));
+    assert_eq!(server.stats().peer_migrations, 0);
+}
+
+#[test]
+fn a_new_path_is_held_to_three_times_what_came_from_it_until_validated() {
+    let (mut net, _, datagram) = confirmed_pair_and_a_client_datagram();
+    let now = net.now;
+    // The client's genuine packet arrives from a new address, and nothing
+    // more from there: the server may answer only 3× its size.
+    net.endpoints[0].recv(&mut datagram.clone(), addr(1099), now);
+    let server = net.endpoints[0]
+        .connection_ref(ConnectionHandle(0))
+        .unwrap();
+    assert_eq!(server.remote(), addr(1099));
+    let server_handle = ConnectionHandle(0);
+    let connection = net.endpoints[0].connection(server_handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection
+        .stream_send(stream, &[9; 100_000], false)
+        .unwrap();
+    let mut sent = 0;
+    let mut buf = vec![0u8; 2000];
+    let mut t = now;
+    for _ in 0..50 {
+        while let Some((len, to)) = net.endpoints[0].poll_transmit(t, &mut buf) {
+            assert_eq!(to, addr(1099));
+            sent += len;
+        }
+        t += Duration::from_millis(50);
+        net.endpoints[0].on_timeout(t);
+    }
+    assert!(sent > 0);
+    assert!(
+        sent <= 3 * datagram.len(),
+        "sent {sent} for {}",
+        datagram.len()
+    );
 }

@@ -305,6 +305,18 @@ impl<F> Recovery<F> {
         self.cc = cc;
     }
 
+    /// The peer moved to a new network path (a new IP address, RFC 9000
+    /// §9.4): what was learnt of the old one does not hold. `cc` starts
+    /// from its initial window and the RTT estimate from the initial RTT;
+    /// packets in flight stay in the ledger and are acknowledged or lost
+    /// as usual.
+    pub fn on_new_path(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
+        self.replace_controller(cc, mss);
+        self.rtt = RttEstimator::new(self.config.initial_rtt);
+        self.recovery_start = None;
+        self.episode = None;
+    }
+
     // ---- state the connection tells us -------------------------------
 
     /// The peer's max_ack_delay, from its transport parameters.

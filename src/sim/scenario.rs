@@ -29,6 +29,8 @@
 //! protection = "null"        # "null" (default, fast) or "tls" (TLS 1.3, as on real links)
 //! # key_update_interval = 300 # optional, TLS: update keys every N packets
 //! # lying_receiver = true   # optional: the server names every loss corrupted (SECURITY.md)
+//! # rebind_at_ms = 2000      # optional: the client's NAT maps it to another port then
+//! # new_address_at_ms = 2000 # optional: the client moves to another IP address then
 //!
 //! [[cbr]]                    # constant-bit-rate UDP background
 //! rate_bps = 1_000_000
@@ -173,6 +175,15 @@ pub struct FlowSpec {
     /// corruption-budget experiments (SECURITY.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lying_receiver: bool,
+    /// When the client's NAT rebinds it to another port (virtual
+    /// milliseconds): the server sees its packets come from a new address
+    /// and must follow it (connection migration, RFC 9000 §9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebind_at_ms: Option<f64>,
+    /// When the client moves to another IP address (another network): a
+    /// new path, on which congestion control starts over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_address_at_ms: Option<f64>,
 }
 
 /// The simulator's default protection: Null (see [`FlowSpec::protection`]).

@@ -105,6 +105,9 @@ struct EndpointRef {
 #[derive(Clone, Copy, Debug)]
 enum Event {
     FlowStart(usize),
+    /// The flow's client gets a new address: another port (`false`, a NAT
+    /// rebinding) or another IP address (`true`).
+    ClientMoves(usize, bool),
     LinkWake(LinkId),
     Timer(EndpointRef),
     PacingRelease(EndpointRef),
@@ -283,6 +286,15 @@ impl<T: Transport> Simulation<T> {
                 }
                 let start = ms_to_duration(spec.start_ms);
                 events.push(clock.at(start), Event::FlowStart(index));
+                for (at_ms, new_ip) in [(spec.rebind_at_ms, false), (spec.new_address_at_ms, true)]
+                {
+                    if let Some(at_ms) = at_ms {
+                        events.push(
+                            clock.at(ms_to_duration(at_ms)),
+                            Event::ClientMoves(index, new_ip),
+                        );
+                    }
+                }
                 SiftFlow {
                     cc_name: spec.cc.name().to_string(),
                     config,
@@ -389,6 +401,7 @@ impl<T: Transport> Simulation<T> {
         }
         match event {
             Event::FlowStart(flow) => self.start_flow(flow)?,
+            Event::ClientMoves(flow, new_ip) => self.move_client(flow, new_ip),
             Event::LinkWake(link) => self.wake_link(link, at)?,
             Event::Timer(endpoint) => self.fire_timer(endpoint, at)?,
             Event::PacingRelease(endpoint) => self.release_paced(endpoint)?,
@@ -416,6 +429,25 @@ impl<T: Transport> Simulation<T> {
         self.stop = Some(reason);
         // End every time series at the stop time.
         self.sample();
+    }
+
+    /// The client of flow `index` gets a new address; its packets reach the
+    /// server from there, and the server's reach it only if sent there.
+    fn move_client(&mut self, index: usize, new_ip: bool) {
+        let Some(flow) = self.flows.get_mut(index) else {
+            return;
+        };
+        let old = flow.client.address;
+        let moved = match (old, new_ip) {
+            (SocketAddr::V4(v4), true) => {
+                let [a, b, c, d] = v4.ip().octets();
+                SocketAddr::from(([a, b, c.wrapping_add(100), d], v4.port()))
+            }
+            (_, _) => SocketAddr::new(old.ip(), old.port().wrapping_add(1000)),
+        };
+        tracing::debug!(flow = index, %old, new = %moved, "the client moves");
+        flow.client.address = moved;
+        flow.server.peer = moved;
     }
 
     fn start_flow(&mut self, index: usize) -> Result<(), SimError> {

@@ -57,6 +57,10 @@ pub mod frame_type {
     pub const STREAMS_BLOCKED_BIDI: u64 = 0x16;
     /// STREAMS_BLOCKED for unidirectional streams (§19.14).
     pub const STREAMS_BLOCKED_UNI: u64 = 0x17;
+    /// PATH_CHALLENGE (§19.17): 8 unpredictable bytes to echo.
+    pub const PATH_CHALLENGE: u64 = 0x1a;
+    /// PATH_RESPONSE (§19.18): the echo.
+    pub const PATH_RESPONSE: u64 = 0x1b;
     /// CONNECTION_CLOSE for transport errors (§19.19).
     pub const CONNECTION_CLOSE: u64 = 0x1c;
     /// CONNECTION_CLOSE for application errors (§19.19).
@@ -335,6 +339,17 @@ pub enum Frame<'a> {
     },
     /// The server confirms the handshake.
     HandshakeDone,
+    /// Asks the peer to echo `data` on the path it arrived on (path
+    /// validation, RFC 9000 §8.2).
+    PathChallenge {
+        /// The bytes to echo.
+        data: [u8; 8],
+    },
+    /// Echoes a PATH_CHALLENGE.
+    PathResponse {
+        /// The challenge's bytes.
+        data: [u8; 8],
+    },
     /// An unreliable datagram (RFC 9221).
     Datagram {
         /// The datagram's bytes.
@@ -469,6 +484,15 @@ impl<'a> Frame<'a> {
                 }
             }
             HANDSHAKE_DONE => Frame::HandshakeDone,
+            PATH_CHALLENGE | PATH_RESPONSE => {
+                let mut data = [0u8; 8];
+                data.copy_from_slice(reader.bytes(8)?);
+                if ty == PATH_CHALLENGE {
+                    Frame::PathChallenge { data }
+                } else {
+                    Frame::PathResponse { data }
+                }
+            }
             DATAGRAM => Frame::Datagram {
                 data: reader.bytes(reader.remaining())?,
             },
@@ -491,6 +515,9 @@ impl<'a> Frame<'a> {
         put_varint(out, self.frame_type());
         match *self {
             Frame::Padding { .. } | Frame::Ping | Frame::HandshakeDone => {}
+            Frame::PathChallenge { data } | Frame::PathResponse { data } => {
+                out.extend_from_slice(&data)
+            }
             Frame::Ack(ack) => ack.ranges.encode(Some(ack.ack_delay_micros), out),
             Frame::Corrupted(ranges) => ranges.encode(None, out),
             Frame::Crypto { offset, data } => {
@@ -549,6 +576,7 @@ impl<'a> Frame<'a> {
         let fields = match *self {
             Frame::Padding { len } => return len,
             Frame::Ping | Frame::HandshakeDone => 0,
+            Frame::PathChallenge { .. } | Frame::PathResponse { .. } => 8,
             Frame::Ack(ack) => varint_len(ack.ack_delay_micros) + ack.ranges.encoded_len(),
             Frame::Corrupted(ranges) => ranges.encoded_len(),
             Frame::Crypto { offset, data } => varint_len(offset) + length_prefixed_len(data),
@@ -610,6 +638,8 @@ impl<'a> Frame<'a> {
             Frame::StreamsBlocked { bidi: false, .. } => STREAMS_BLOCKED_UNI,
             Frame::NewToken { .. } => NEW_TOKEN,
             Frame::HandshakeDone => HANDSHAKE_DONE,
+            Frame::PathChallenge { .. } => PATH_CHALLENGE,
+            Frame::PathResponse { .. } => PATH_RESPONSE,
             Frame::Datagram { .. } => DATAGRAM_WITH_LEN,
             Frame::ConnectionClose {
                 application: false, ..
@@ -652,6 +682,8 @@ impl<'a> Frame<'a> {
             Frame::StreamsBlocked { .. } => "STREAMS_BLOCKED",
             Frame::NewToken { .. } => "NEW_TOKEN",
             Frame::HandshakeDone => "HANDSHAKE_DONE",
+            Frame::PathChallenge { .. } => "PATH_CHALLENGE",
+            Frame::PathResponse { .. } => "PATH_RESPONSE",
             Frame::Datagram { .. } => "DATAGRAM",
             Frame::ConnectionClose { .. } => "CONNECTION_CLOSE",
         }

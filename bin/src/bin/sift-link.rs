@@ -65,6 +65,9 @@ Examples:
   # Over IPv6: 2% of the server's datagrams corrupted on the way to the client
   sift-link --listen [::1]:5000 --to [::1]:4433 --reverse \"corrupt 2%\"
 
+  # A NAT that rebinds every client to a new port every 2 s (connection migration)
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --rebind-every 2
+
   # Log every packet's fate as JSON lines; print counters with `kill -USR1 PID`
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --forward \"loss gemodel 1% 30%\" \\
       --log fates.jsonl --log-format json
@@ -120,6 +123,13 @@ struct Args {
     /// only with UDP_NO_CHECK6_RX (sift with corruption notices on).
     #[arg(long)]
     send_zero_checksums: bool,
+    /// Act as a NAT that rebinds: every SECS seconds (fractions allowed)
+    /// each client gets a new upstream socket, so the server sees it come
+    /// from a new port; replies to the old port are dropped, as a NAT drops
+    /// them once the mapping is gone. The server must follow the client
+    /// (connection migration).
+    #[arg(long, value_name = "SECS")]
+    rebind_every: Option<f64>,
     /// Forget a client after this many seconds without traffic either way.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     idle_timeout: u64,
@@ -186,6 +196,8 @@ enum Inbound {
 struct Session {
     client: SocketAddr,
     upstream: Arc<UdpSocket>,
+    /// When `upstream` was opened (for --rebind-every).
+    bound_at: Instant,
     last_activity: Instant,
     /// Tells the session's reader thread to stop.
     closed: Arc<AtomicBool>,
@@ -329,14 +341,14 @@ struct Relay {
     log: FateLog,
     started: Instant,
     idle_timeout: Duration,
+    rebind_every: Option<Duration>,
+    rebinds: u64,
 }
 
 impl Relay {
-    /// The session of `client`, opening one (and its upstream socket) if new.
-    fn session_for(&mut self, client: SocketAddr, now: Instant) -> Result<u64> {
-        if let Some(&id) = self.session_of_client.get(&client) {
-            return Ok(id);
-        }
+    /// A new upstream socket towards the server, with its reader thread
+    /// handing datagrams in as `session`'s.
+    fn open_upstream(&self, session: u64) -> Result<(Arc<UdpSocket>, Arc<AtomicBool>)> {
         let local: SocketAddr = if self.server.is_ipv4() {
             "0.0.0.0:0".parse()?
         } else {
@@ -348,21 +360,61 @@ impl Relay {
             .connect(self.server)
             .with_context(|| format!("cannot reach {}", self.server))?;
         let upstream = Arc::new(upstream);
-        let id = self.next_session;
-        self.next_session += 1;
         let closed = Arc::new(AtomicBool::new(false));
         spawn_upstream_reader(
-            id,
+            session,
             Arc::clone(&upstream),
             Arc::clone(&closed),
             self.inbound.clone(),
         )?;
+        Ok((upstream, closed))
+    }
+
+    /// `--rebind-every`: sessions whose mapping is old enough get a new
+    /// upstream socket (a new source port towards the server).
+    fn rebind_due(&mut self, now: Instant) {
+        let Some(every) = self.rebind_every else {
+            return;
+        };
+        let due: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| now.duration_since(s.bound_at) >= every)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            match self.open_upstream(id) {
+                Ok((upstream, closed)) => {
+                    let Some(session) = self.sessions.get_mut(&id) else {
+                        continue;
+                    };
+                    session.closed.store(true, Ordering::SeqCst);
+                    tracing::debug!(client = %session.client, session = id, old = ?session.upstream.local_addr().ok(), new = ?upstream.local_addr().ok(), "rebinding");
+                    session.upstream = upstream;
+                    session.closed = closed;
+                    session.bound_at = now;
+                    self.rebinds += 1;
+                }
+                Err(e) => tracing::warn!(session = id, "cannot rebind: {e:#}"),
+            }
+        }
+    }
+
+    /// The session of `client`, opening one (and its upstream socket) if new.
+    fn session_for(&mut self, client: SocketAddr, now: Instant) -> Result<u64> {
+        if let Some(&id) = self.session_of_client.get(&client) {
+            return Ok(id);
+        }
+        let id = self.next_session;
+        self.next_session += 1;
+        let (upstream, closed) = self.open_upstream(id)?;
         tracing::debug!(client = %client, session = id, local = ?upstream.local_addr().ok(), "new client");
         self.sessions.insert(
             id,
             Session {
                 client,
                 upstream,
+                bound_at: now,
                 last_activity: now,
                 closed,
             },
@@ -486,6 +538,9 @@ impl Relay {
         );
         eprintln!("  forward: {}", describe(&self.forward.counters()));
         eprintln!("  reverse: {}", describe(&self.reverse.counters()));
+        if self.rebind_every.is_some() {
+            eprintln!("  rebinds: {}", self.rebinds);
+        }
     }
 }
 
@@ -602,6 +657,13 @@ fn run(args: Args) -> Result<()> {
     let forward_config = parse_spec("forward", &args.forward)?;
     let reverse_config = parse_spec("reverse", &args.reverse)?;
     let listen_addr = resolve("--listen", &args.listen)?;
+    let rebind_every = match args.rebind_every {
+        None => None,
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs < 1e9 => {
+            Some(Duration::from_secs_f64(secs))
+        }
+        Some(secs) => bail!("--rebind-every must be a positive number of seconds, not {secs}"),
+    };
     let server = resolve("--to", &args.to)?;
     let socket_options = SocketOptions {
         accept_zero_checksums: true,
@@ -632,6 +694,8 @@ fn run(args: Args) -> Result<()> {
         log,
         started,
         idle_timeout: Duration::from_secs(args.idle_timeout),
+        rebind_every,
+        rebinds: 0,
     };
     eprintln!(
         "sift-link: listening on {bound}, relaying to {server}; forward \"{}\", reverse \"{}\"",
@@ -646,6 +710,7 @@ fn run(args: Args) -> Result<()> {
             relay.print_counters(now);
         }
         relay.deliver_due(now)?;
+        relay.rebind_due(now);
         if now.duration_since(last_housekeeping) >= Duration::from_secs(1) {
             relay.expire_idle_sessions(now);
             relay.log.flush()?;

@@ -132,6 +132,14 @@ pub fn seeds() -> Vec<Seed> {
     let mut seeds = vec![
         Seed::new("padding", encoded(Frame::Padding { len: 8 })),
         Seed::new("ping", encoded(Frame::Ping)),
+        Seed::new(
+            "path-challenge",
+            encoded(Frame::PathChallenge { data: *b"8 bytes!" }),
+        ),
+        Seed::new(
+            "path-response",
+            encoded(Frame::PathResponse { data: [0xff; 8] }),
+        ),
         Seed::new("ack", ack),
         Seed::new("corrupted", corrupted),
         Seed::new(

@@ -167,6 +167,8 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         protection: crate::sim::scenario::simulated_protection(),
         key_update_interval: None,
         lying_receiver: false,
+        rebind_at_ms: None,
+        new_address_at_ms: None,
     }
 }
 

@@ -312,6 +312,8 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         protection: crate::sim::scenario::simulated_protection(),
         key_update_interval: None,
         lying_receiver: false,
+        rebind_at_ms: None,
+        new_address_at_ms: None,
     }
 }
 
