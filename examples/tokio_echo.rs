@@ -8,7 +8,7 @@
 //! #   echo server on 127.0.0.1:5000, identity SHA256:5be1…
 //! cargo run --release --example tokio_echo -- client 127.0.0.1:5000 SHA256:5be1… hello world
 //! cargo run --release --example tokio_echo -- load 127.0.0.1:5000 SHA256:5be1… 1000
-//! cargo run --release --example tokio_echo -- bench 1000
+//! cargo run --release --example tokio_echo -- bench 100 1000
 //! ```
 //!
 //! TLS 1.3: the server makes a throwaway self-signed certificate and prints
@@ -16,8 +16,11 @@
 //! `client` sends each word on its own stream, all at once over one
 //! connection, and prints the echoes in order. `load` opens N connections
 //! from one client endpoint, all of them first, then one 4 KiB echo on
-//! each at once, and checks every byte. `bench` runs a server and `load`
-//! in one process and prints the figures.
+//! each at once, and checks every byte. `bench` is the load benchmark: for
+//! each count it starts a server as a child process (so that its memory is
+//! its own), runs `load` against it, and prints handshakes per second,
+//! echo completion percentiles and the server's memory per connection
+//! (peak RSS above its idle RSS, over the connections it held).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -52,12 +55,14 @@ async fn main() -> ExitCode {
                 (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => Err(error),
             }
         }
-        [mode, count] if mode == "bench" => match parse_count(count) {
-            Ok(count) => bench(count).await,
-            Err(error) => Err(error),
-        },
+        [mode, counts @ ..] if mode == "bench" && !counts.is_empty() => {
+            match counts.iter().map(|c| parse_count(c)).collect::<Result<Vec<_>, _>>() {
+                Ok(counts) => bench(&counts).await,
+                Err(error) => Err(error),
+            }
+        }
         _ => Err(
-            "usage: tokio_echo server ADDR | client ADDR SHA256:FINGERPRINT WORD... | load ADDR SHA256:FINGERPRINT CONNECTIONS | bench CONNECTIONS"
+            "usage: tokio_echo server ADDR | client ADDR SHA256:FINGERPRINT WORD... | load ADDR SHA256:FINGERPRINT CONNECTIONS | bench CONNECTIONS..."
                 .to_string(),
         ),
     };
@@ -200,8 +205,48 @@ fn unspecified(remote: SocketAddr) -> SocketAddr {
     }
 }
 
+/// What one `load` run measured.
+struct LoadReport {
+    count: usize,
+    connected: Duration,
+    echoed: Duration,
+    /// Per-echo completion times, sorted.
+    latencies: Vec<Duration>,
+}
+
+impl LoadReport {
+    fn percentile_ms(&self, p: usize) -> f64 {
+        let index = (self.latencies.len() * p / 100).min(self.latencies.len().saturating_sub(1));
+        self.latencies
+            .get(index)
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1e3
+    }
+
+    fn print(&self) {
+        let count = self.count;
+        println!(
+            "{count} connections open at once: all connected in {:.3} s ({:.0} handshakes/s); {count} echoes of {LOAD_REQUEST} B completed in {:.3} s (per echo: median {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms); every byte checked",
+            self.connected.as_secs_f64(),
+            count as f64 / self.connected.as_secs_f64(),
+            self.echoed.as_secs_f64(),
+            self.percentile_ms(50),
+            self.percentile_ms(90),
+            self.percentile_ms(99),
+            self.percentile_ms(100),
+        );
+    }
+}
+
 /// `count` connections held at once, then one echo on each, all at once.
 async fn load(addr: SocketAddr, tls: TlsConfig, count: usize) -> Result<(), String> {
+    load_run(addr, tls, count).await?.print();
+    Ok(())
+}
+
+async fn load_run(addr: SocketAddr, tls: TlsConfig, count: usize) -> Result<LoadReport, String> {
     let client = Endpoint::bind(unspecified(addr), endpoint_config(tls, false, count))
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
@@ -246,33 +291,70 @@ async fn load(addr: SocketAddr, tls: TlsConfig, count: usize) -> Result<(), Stri
     }
     client.wait_idle().await;
     latencies.sort_unstable();
-    let percentile = |p: usize| {
-        latencies
-            .get(latencies.len() * p / 100)
-            .copied()
-            .unwrap_or_default()
-    };
-    println!(
-        "{count} connections open at once: all connected in {:.3} s; {count} echoes of {LOAD_REQUEST} B completed in {:.3} s (per echo: median {:.1} ms, p99 {:.1} ms, max {:.1} ms)",
-        connected.as_secs_f64(),
-        echoed.as_secs_f64(),
-        percentile(50).as_secs_f64() * 1e3,
-        percentile(99).as_secs_f64() * 1e3,
-        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
-    );
-    Ok(())
+    Ok(LoadReport {
+        count,
+        connected,
+        echoed,
+        latencies,
+    })
 }
 
-/// A server and `load` in one process, sharing one identity.
-async fn bench(count: usize) -> Result<(), String> {
-    let tls = sift::crypto::tls::process_loopback_config();
-    let config = endpoint_config(tls.clone(), true, count);
-    let server =
-        Endpoint::bind("127.0.0.1:0".parse().unwrap(), config).map_err(|e| e.to_string())?;
-    let addr = server.local_addr();
-    let serving = tokio::spawn(serve_on(server.clone()));
-    let result = load(addr, tls, count).await;
-    server.close(0, "bench over");
-    let _ = serving.await;
-    result
+/// A kernel memory figure of process `pid` (`VmRSS`, `VmHWM`), in KiB.
+fn memory_kib(pid: u32, field: &str) -> Result<u64, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("cannot read the server's memory: {e}"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))
+}
+
+/// The load benchmark: for each count, a fresh server process, `load`
+/// against it, and the server's memory per connection.
+async fn bench(counts: &[usize]) -> Result<(), String> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    for &count in counts {
+        let mut server = Command::new(&exe)
+            .args(["server", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?;
+        let pid = server.id();
+        let mut banner = String::new();
+        let stderr = server.stderr.take().ok_or("no server stderr")?;
+        std::io::BufReader::new(stderr)
+            .read_line(&mut banner)
+            .map_err(|e| e.to_string())?;
+        // "echo server on ADDR, identity SHA256:…"
+        let mut words = banner.split_whitespace().skip(3);
+        let addr = words
+            .next()
+            .map(|a| a.trim_end_matches(','))
+            .ok_or_else(|| format!("no address in {banner:?}"))
+            .and_then(parse_addr)?;
+        let pin = words
+            .nth(1)
+            .ok_or_else(|| format!("no identity in {banner:?}"))
+            .and_then(parse_pin)?;
+        let idle = memory_kib(pid, "VmRSS")?;
+        let result = load_run(addr, pin, count).await;
+        let peak = memory_kib(pid, "VmHWM");
+        let _ = server.kill();
+        let _ = server.wait();
+        let report = result?;
+        let peak = peak?;
+        report.print();
+        println!(
+            "  server memory: {:.1} MiB idle, {:.1} MiB peak: {:.1} KiB per connection",
+            idle as f64 / 1024.0,
+            peak as f64 / 1024.0,
+            peak.saturating_sub(idle) as f64 / count as f64,
+        );
+    }
+    Ok(())
 }
