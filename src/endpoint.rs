@@ -7,6 +7,11 @@
 //! Must not: touch a socket, read a clock or use an unseeded RNG — like
 //! `Connection` it is sans-IO, driven by `io` (real sockets) or a test.
 //!
+//! Files: this one routes and accepts; what the endpoint answers without a
+//! connection lives beside it — `reset` (stateless reset), `version`
+//! (version negotiation), `retry` (asking for and checking Retry) with
+//! `token` (what a Retry token holds, sealed under the server secret).
+//!
 //! What is dropped, and counted in [`EndpointStats`]:
 //! - datagrams whose first packet header does not parse;
 //! - a new client Initial in a datagram shorter than 1200 bytes
@@ -50,7 +55,10 @@
 //!   with [`CloseReason::VersionMismatch`](crate::conn::CloseReason), which
 //!   names what the server offers.
 
+mod reset;
+mod retry;
 mod token;
+mod version;
 
 pub use token::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME};
 
@@ -58,19 +66,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, MIN_INITIAL_DATAGRAM};
-use crate::crypto::TOKEN_NONCE_LEN;
-use crate::wire::{
-    encode_retry_unsigned, encode_version_negotiation, is_retry, parse_header,
-    parse_long_invariant, parse_retry, parse_version_negotiation, ConnectionId, PacketType,
-    WireError, RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN, VERSION, VERSION_NEGOTIATION,
-};
+use crate::wire::{is_retry, parse_header, ConnectionId, PacketType, WireError, RESET_TOKEN_LEN};
 use crate::{Config, Connection, Error, RecvInfo};
-use token::{open_retry_token, seal_retry_token, since_epoch, RetryTokenContents};
 
 /// Connections one server endpoint holds at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -470,230 +472,6 @@ impl Endpoint {
         }
         self.stats.datagrams_routed += 1;
         Some(handle)
-    }
-
-    /// Whether `datagram`, which matches no connection, is a stateless reset
-    /// from the peer of one of ours (RFC 9000 §10.3.1); if so that
-    /// connection drains.
-    fn recognise_reset(&mut self, datagram: &[u8], from: SocketAddr, now: Instant) -> bool {
-        if self.reset_tokens.is_empty() || datagram.len() < MIN_RESET_LEN {
-            return false;
-        }
-        let mut tail = [0u8; RESET_TOKEN_LEN];
-        tail.copy_from_slice(&datagram[datagram.len() - RESET_TOKEN_LEN..]);
-        let Some(&handle) = self.reset_tokens.get(&(from, tail)) else {
-            return false;
-        };
-        let Some(entry) = self.connections.get_mut(&handle) else {
-            return false;
-        };
-        tracing::debug!(%from, handle = handle.0, "stateless reset: the peer no longer knows this connection");
-        entry.connection.on_stateless_reset(now);
-        self.stats.stateless_resets_received += 1;
-        true
-    }
-
-    /// Queues a stateless reset for a short-header packet of `trigger_len`
-    /// bytes naming `dcid`, which we do not know, if this endpoint has a
-    /// server secret and the rate limit allows.
-    fn send_stateless_reset(
-        &mut self,
-        dcid: &ConnectionId,
-        trigger_len: usize,
-        to: SocketAddr,
-        now: Instant,
-    ) {
-        let Some(token) = self
-            .server
-            .as_ref()
-            .and_then(|c| c.server_secret.as_ref())
-            .map(|secret| secret.reset_token(dcid))
-        else {
-            return;
-        };
-        // Shorter than what caused it, so resets cannot loop between two
-        // endpoints; too short to look like a packet: stay silent.
-        let len = MAX_RESET_LEN.min(trigger_len.saturating_sub(1));
-        if len < MIN_RESET_LEN || !self.take_stateless_credit(now) {
-            return;
-        }
-        let mut datagram = vec![0u8; len];
-        self.rng.fill_bytes(&mut datagram[..len - RESET_TOKEN_LEN]);
-        datagram[0] = RESET_FIRST_BYTE_BITS | self.rng.random_range(0..=1u8);
-        datagram[len - RESET_TOKEN_LEN..].copy_from_slice(token.as_bytes());
-        tracing::debug!(%to, %dcid, "unknown connection: sending a stateless reset");
-        self.stats.stateless_resets_sent += 1;
-        self.stateless.push_back((datagram, to));
-    }
-
-    /// Whether the rate limit on stateless answers (resets and version
-    /// negotiation, [`MAX_STATELESS_PER_SECOND`]) lets one more go now.
-    fn take_stateless_credit(&mut self, now: Instant) -> bool {
-        let since = *self.stateless_credit_since.get_or_insert(now);
-        if now.saturating_duration_since(since) >= Duration::from_secs(1) {
-            self.stateless_credit = MAX_STATELESS_PER_SECOND;
-            self.stateless_credit_since = Some(now);
-        }
-        if self.stateless_credit == 0 || self.stateless.len() >= MAX_QUEUED_STATELESS {
-            return false;
-        }
-        self.stateless_credit -= 1;
-        true
-    }
-
-    /// A long header of a version other than ours. A client's connection
-    /// hears Version Negotiation from its server; a server answers a
-    /// datagram big enough to be a client's first (RFC 9000 §6.1, §14.1)
-    /// with the versions it speaks, and drops anything else.
-    fn on_other_version(&mut self, datagram: &[u8], version: u32, from: SocketAddr, now: Instant) {
-        if version == VERSION_NEGOTIATION {
-            let handle = parse_version_negotiation(datagram).ok().and_then(|vn| {
-                let cid = ConnectionId::new(vn.dcid).ok()?;
-                let handle = *self.routes.get(&cid)?;
-                let entry = self.connections.get_mut(&handle)?;
-                (entry.connection.remote() == from).then_some(())?;
-                entry
-                    .connection
-                    .on_version_negotiation(vn.scid, vn.versions(), now);
-                Some(handle)
-            });
-            if handle.is_some() {
-                self.stats.version_negotiations_received += 1;
-            } else {
-                tracing::trace!(%from, "dropping a version negotiation for no connection of ours");
-                self.stats.dropped_unknown_connection += 1;
-            }
-            return;
-        }
-        let header = match parse_long_invariant(datagram) {
-            Ok(header) if self.server.is_some() && datagram.len() >= MIN_INITIAL_DATAGRAM => header,
-            _ => {
-                tracing::trace!(%from, version, "dropping a packet of another version");
-                self.stats.dropped_malformed += 1;
-                return;
-            }
-        };
-        if !self.take_stateless_credit(now) {
-            return;
-        }
-        // A reserved version beside ours, so clients that mishandle
-        // unknown entries in the list are found early (RFC 9000 §6.3).
-        let reserved = 0x0a0a_0a0a | (self.rng.next_u32() & 0xf0f0_f0f0);
-        let mut answer = Vec::with_capacity(7 + header.dcid.len() + header.scid.len() + 8);
-        let unused_bits = self.rng.random_range(0..=0x7fu8);
-        if encode_version_negotiation(
-            &mut answer,
-            unused_bits,
-            header.dcid,
-            header.scid,
-            &[VERSION, reserved],
-        )
-        .is_err()
-        {
-            return;
-        }
-        tracing::debug!(%from, version = format_args!("{version:#010x}"), "answering another version with version negotiation");
-        self.stats.version_negotiations_sent += 1;
-        self.stateless.push_back((answer, from));
-    }
-
-    /// Whether a new client must first prove its address (the policy, and
-    /// a secret to seal tokens with).
-    fn retry_wanted(&self) -> bool {
-        let Some(config) = self.server.as_ref() else {
-            return false;
-        };
-        config.server_secret.is_some()
-            && match config.retry {
-                RetryPolicy::Never => false,
-                RetryPolicy::Always => true,
-                RetryPolicy::WhenBusy { half_open } => self.half_open() >= half_open,
-            }
-    }
-
-    /// Server connections still in their handshake (busy refusals aside).
-    fn half_open(&self) -> usize {
-        self.connections
-            .values()
-            .filter(|entry| !entry.refusing && entry.pending_handshake_deadline().is_some())
-            .count()
-    }
-
-    /// Answers a client Initial with a Retry: a new connection ID for the
-    /// client to use, and a token sealed for its address.
-    fn send_retry(
-        &mut self,
-        client_dcid: ConnectionId,
-        client_scid: ConnectionId,
-        to: SocketAddr,
-        now: Instant,
-    ) {
-        if self.stateless.len() >= MAX_QUEUED_STATELESS {
-            return;
-        }
-        let Some(config) = self.server.as_ref() else {
-            return;
-        };
-        let Some(secret) = config.server_secret.clone() else {
-            return;
-        };
-        let protection = config.protection;
-        let mut scid = [0u8; SHORT_HEADER_DCID_LEN];
-        self.rng.fill_bytes(&mut scid);
-        let retry_scid = ConnectionId::new(&scid).expect("8 bytes");
-        let mut nonce = [0u8; TOKEN_NONCE_LEN];
-        self.rng.fill_bytes(&mut nonce);
-        let issued = since_epoch(&mut self.epoch, now);
-        let contents = RetryTokenContents {
-            original_dcid: client_dcid,
-            retry_scid,
-        };
-        let token = seal_retry_token(&secret, nonce, to, issued, &contents);
-        let mut retry = Vec::with_capacity(64 + token.len());
-        if encode_retry_unsigned(&mut retry, &client_scid, &retry_scid, &token).is_err() {
-            return;
-        }
-        let tag = protection.retry_integrity_tag(client_dcid.as_slice(), &retry);
-        retry.extend_from_slice(&tag);
-        tracing::debug!(%to, "asking a new client to prove its address (Retry)");
-        self.stats.retries_sent += 1;
-        self.stateless.push_back((retry, to));
-    }
-
-    /// What the Retry token of a client Initial vouches for, if it is good.
-    fn check_retry_token(
-        &mut self,
-        token: &[u8],
-        dcid: &ConnectionId,
-        from: SocketAddr,
-        now: Instant,
-    ) -> Result<RetryTokenContents, token::TokenError> {
-        let since = since_epoch(&mut self.epoch, now);
-        let secret = self
-            .server
-            .as_ref()
-            .and_then(|config| config.server_secret.as_ref())
-            .ok_or(token::TokenError::NotOurs)?;
-        open_retry_token(secret, token, from, dcid, since)
-    }
-
-    /// A Retry for one of our client connections still waiting for the
-    /// server's first packet.
-    fn on_retry(&mut self, datagram: &[u8], from: SocketAddr, now: Instant) {
-        let taken = parse_retry(datagram).ok().is_some_and(|retry| {
-            let Some(&handle) = self.routes.get(&retry.dcid) else {
-                return false;
-            };
-            self.connections.get_mut(&handle).is_some_and(|entry| {
-                entry.connection.remote() == from && entry.connection.on_retry(&retry, now)
-            })
-        });
-        if taken {
-            self.stats.retries_received += 1;
-        } else {
-            tracing::trace!(%from, "dropping a Retry that is not for a connection of ours");
-            self.stats.dropped_unknown_connection += 1;
-        }
     }
 
     /// Creates a server connection for a client's first Initial (or asks

@@ -7,7 +7,7 @@ use super::*;
 use crate::conn::CloseReason;
 use crate::crypto::tls::{initial_protection, process_loopback_config};
 use crate::crypto::{seal_packet, NullProtection};
-use crate::wire::{Frame, Header, VERSION};
+use crate::wire::{encode_version_negotiation, parse_version_negotiation, Frame, Header, VERSION};
 use crate::Side;
 
 fn addr(port: u16) -> SocketAddr {

@@ -1,0 +1,117 @@
+//! Retry on the endpoint (RFC 9000 §8.1.2): when a server asks new clients
+//! to prove their address, sending the Retry, checking the token that comes
+//! back, and a client taking its server's Retry. What a token holds and how
+//! it is sealed is `token`.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use rand::RngCore;
+
+use super::token::{
+    open_retry_token, seal_retry_token, since_epoch, RetryPolicy, RetryTokenContents, TokenError,
+};
+use super::{Endpoint, MAX_QUEUED_STATELESS};
+use crate::crypto::TOKEN_NONCE_LEN;
+use crate::wire::{encode_retry_unsigned, parse_retry, ConnectionId, SHORT_HEADER_DCID_LEN};
+
+impl Endpoint {
+    /// Whether a new client must first prove its address (the policy, and
+    /// a secret to seal tokens with).
+    pub(super) fn retry_wanted(&self) -> bool {
+        let Some(config) = self.server.as_ref() else {
+            return false;
+        };
+        config.server_secret.is_some()
+            && match config.retry {
+                RetryPolicy::Never => false,
+                RetryPolicy::Always => true,
+                RetryPolicy::WhenBusy { half_open } => self.half_open() >= half_open,
+            }
+    }
+
+    /// Server connections still in their handshake (busy refusals aside).
+    pub(super) fn half_open(&self) -> usize {
+        self.connections
+            .values()
+            .filter(|entry| !entry.refusing && entry.pending_handshake_deadline().is_some())
+            .count()
+    }
+
+    /// Answers a client Initial with a Retry: a new connection ID for the
+    /// client to use, and a token sealed for its address.
+    pub(super) fn send_retry(
+        &mut self,
+        client_dcid: ConnectionId,
+        client_scid: ConnectionId,
+        to: SocketAddr,
+        now: Instant,
+    ) {
+        if self.stateless.len() >= MAX_QUEUED_STATELESS {
+            return;
+        }
+        let Some(config) = self.server.as_ref() else {
+            return;
+        };
+        let Some(secret) = config.server_secret.clone() else {
+            return;
+        };
+        let protection = config.protection;
+        let mut scid = [0u8; SHORT_HEADER_DCID_LEN];
+        self.rng.fill_bytes(&mut scid);
+        let retry_scid = ConnectionId::new(&scid).expect("8 bytes");
+        let mut nonce = [0u8; TOKEN_NONCE_LEN];
+        self.rng.fill_bytes(&mut nonce);
+        let issued = since_epoch(&mut self.epoch, now);
+        let contents = RetryTokenContents {
+            original_dcid: client_dcid,
+            retry_scid,
+        };
+        let token = seal_retry_token(&secret, nonce, to, issued, &contents);
+        let mut retry = Vec::with_capacity(64 + token.len());
+        if encode_retry_unsigned(&mut retry, &client_scid, &retry_scid, &token).is_err() {
+            return;
+        }
+        let tag = protection.retry_integrity_tag(client_dcid.as_slice(), &retry);
+        retry.extend_from_slice(&tag);
+        tracing::debug!(%to, "asking a new client to prove its address (Retry)");
+        self.stats.retries_sent += 1;
+        self.stateless.push_back((retry, to));
+    }
+
+    /// What the Retry token of a client Initial vouches for, if it is good.
+    pub(super) fn check_retry_token(
+        &mut self,
+        token: &[u8],
+        dcid: &ConnectionId,
+        from: SocketAddr,
+        now: Instant,
+    ) -> Result<RetryTokenContents, TokenError> {
+        let since = since_epoch(&mut self.epoch, now);
+        let secret = self
+            .server
+            .as_ref()
+            .and_then(|config| config.server_secret.as_ref())
+            .ok_or(TokenError::NotOurs)?;
+        open_retry_token(secret, token, from, dcid, since)
+    }
+
+    /// A Retry for one of our client connections still waiting for the
+    /// server's first packet.
+    pub(super) fn on_retry(&mut self, datagram: &[u8], from: SocketAddr, now: Instant) {
+        let taken = parse_retry(datagram).ok().is_some_and(|retry| {
+            let Some(&handle) = self.routes.get(&retry.dcid) else {
+                return false;
+            };
+            self.connections.get_mut(&handle).is_some_and(|entry| {
+                entry.connection.remote() == from && entry.connection.on_retry(&retry, now)
+            })
+        });
+        if taken {
+            self.stats.retries_received += 1;
+        } else {
+            tracing::trace!(%from, "dropping a Retry that is not for a connection of ours");
+            self.stats.dropped_unknown_connection += 1;
+        }
+    }
+}
