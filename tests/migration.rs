@@ -60,3 +60,34 @@ fn without_a_move_nothing_migrates() {
     let server = &report.flows[0].server_stats;
     assert_eq!((server.peer_migrations, server.paths_validated), (0, 0));
 }
+
+#[test]
+fn a_client_that_moves_to_a_slower_lossier_network_finishes_byte_exact() {
+    // Wi-Fi to cellular: from a clean 20 ms path onto one with 60 ms more
+    // each way and 2% loss towards the server.
+    let text = moving_client(
+        "new_address_at_ms = 1500\nnew_path = { forward = \"delay 60ms loss 2%\", reverse = \"delay 60ms\" }",
+        "",
+    );
+    for seed in [1, 2, 3] {
+        let report = run(&scenario(&text), seed);
+        assert_all_complete_and_exact(&report);
+        let flow = &report.flows[0];
+        assert_eq!(flow.server_stats.peer_migrations, 1, "seed {seed}");
+        assert_eq!(flow.server_stats.paths_validated, 1, "seed {seed}");
+        // It really moved: the new path's RTT is 160 ms, not 40.
+        let srtt = flow.client_stats.srtt_us;
+        assert!(srtt > 120_000, "seed {seed}: srtt {srtt} us");
+        assert!(flow.packets.forward.random_losses > 0, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_new_path_needs_the_time_of_the_move() {
+    let text = moving_client("new_path = { forward = \"delay 60ms\" }", "");
+    let error = sift::sim::Scenario::from_toml_str(&text, "test").unwrap_err();
+    assert!(
+        error.to_string().contains("needs new_address_at_ms"),
+        "{error}"
+    );
+}

@@ -31,6 +31,7 @@
 //! # lying_receiver = true   # optional: the server names every loss corrupted (SECURITY.md)
 //! # rebind_at_ms = 2000      # optional: the client's NAT maps it to another port then
 //! # new_address_at_ms = 2000 # optional: the client moves to another IP address then
+//! # new_path = { forward = "delay 40ms loss 2%", reverse = "delay 40ms" }  # ... onto these links
 //!
 //! [[cbr]]                    # constant-bit-rate UDP background
 //! rate_bps = 1_000_000
@@ -184,6 +185,12 @@ pub struct FlowSpec {
     /// new path, on which congestion control starts over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_address_at_ms: Option<f64>,
+    /// The access path the client is on after `new_address_at_ms` (its
+    /// own links in each direction, in front of the bottleneck), e.g.
+    /// `{ forward = "delay 40ms loss 2%", reverse = "delay 40ms" }`.
+    /// Without it the client keeps its links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_path: Option<Bottleneck>,
 }
 
 /// The simulator's default protection: Null (see [`FlowSpec::protection`]).
@@ -402,6 +409,27 @@ impl Scenario {
         let mut total_flows = 0usize;
         for (i, flow) in self.flows.iter().enumerate() {
             let key = |field: &str| format!("flow[{i}].{field}");
+            if flow.new_path.is_some() && flow.new_address_at_ms.is_none() {
+                return invalid(
+                    &key("new_path"),
+                    &"{ … }",
+                    "needs new_address_at_ms: the time the client moves onto it",
+                );
+            }
+            for (field, at) in [
+                ("rebind_at_ms", flow.rebind_at_ms),
+                ("new_address_at_ms", flow.new_address_at_ms),
+            ] {
+                if let Some(at) = at {
+                    if !(0.0..=MAX_TIME_LIMIT_S * 1e3).contains(&at) {
+                        return invalid(
+                            &key(field),
+                            &at,
+                            "must be a time in milliseconds, at least 0",
+                        );
+                    }
+                }
+            }
             if flow.bytes == 0 {
                 return invalid(&key("bytes"), &flow.bytes, "must be at least 1");
             }

@@ -125,6 +125,9 @@ pub struct SiftFlowHosts {
     /// The flow's access links (client → bottleneck, bottleneck → client),
     /// when it has an access delay.
     pub access: Option<(LinkId, LinkId)>,
+    /// The access links of the path the client moves to, if it does
+    /// ([`Topology::add_second_path`]).
+    pub second: Option<(LinkId, LinkId)>,
 }
 
 /// The hosts of one CBR flow.
@@ -200,6 +203,7 @@ impl Topology {
                 client,
                 server,
                 access,
+                second: None,
             });
         }
         let mut cbr = Vec::with_capacity(cbr_directions.len());
@@ -247,9 +251,35 @@ impl Topology {
         self.hosts.get(address).copied()
     }
 
+    /// Gives sift flow `flow` a second access path (client → bottleneck
+    /// `forward`, bottleneck → client `reverse`), which its client takes
+    /// when it moves to another network. The links go after every other,
+    /// so the seeds of the links a scenario already had do not change.
+    pub fn add_second_path(&mut self, flow: usize, forward: LinkConfig, reverse: LinkConfig) {
+        let Some(hosts) = self.sift.get_mut(flow) else {
+            return;
+        };
+        let up = LinkId(self.links.len());
+        self.links.push(forward);
+        let down = LinkId(self.links.len());
+        self.links.push(reverse);
+        hosts.second = Some((up, down));
+    }
+
     /// The links a packet of sift flow `flow` crosses in `direction`.
     pub fn sift_path(&self, flow: usize, direction: Direction) -> Path {
-        let access = self.sift.get(flow).and_then(|hosts| hosts.access);
+        self.sift_path_on(flow, direction, false)
+    }
+
+    /// Like [`Topology::sift_path`], on the second path once the client
+    /// has `moved` (when the flow has one).
+    pub fn sift_path_on(&self, flow: usize, direction: Direction, moved: bool) -> Path {
+        let hosts = self.sift.get(flow);
+        let access = match hosts {
+            Some(hosts) if moved && hosts.second.is_some() => hosts.second,
+            Some(hosts) => hosts.access,
+            None => None,
+        };
         match (direction, access) {
             (Direction::Forward, Some((up, _))) => Path::two(up, BOTTLENECK_FORWARD),
             (Direction::Forward, None) => Path::one(BOTTLENECK_FORWARD),

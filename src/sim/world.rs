@@ -156,6 +156,8 @@ struct SiftFlow<T> {
     config: Config,
     /// The server names every loss corrupted (`FlowSpec::lying_receiver`).
     lying_receiver: bool,
+    /// The client moved to its second path (`FlowSpec::new_path`).
+    moved: bool,
     bytes: u64,
     streams: u64,
     start: Duration,
@@ -239,12 +241,17 @@ impl<T: Transport> Simulation<T> {
             .map(|f| ms_to_duration(f.access_delay_ms))
             .collect();
         let cbr_directions: Vec<Direction> = cbr_specs.iter().map(|c| c.direction).collect();
-        let topology = Topology::dumbbell(
+        let mut topology = Topology::dumbbell(
             scenario.bottleneck.forward.clone(),
             scenario.bottleneck.reverse.clone(),
             &access_delays,
             &cbr_directions,
         )?;
+        for (flow, spec) in flow_specs.iter().enumerate() {
+            if let Some(path) = &spec.new_path {
+                topology.add_second_path(flow, path.forward.clone(), path.reverse.clone());
+            }
+        }
         // Every link draws its own seed from the run's seed, in link order,
         // so a run is a pure function of (scenario, seed).
         let mut seeder = ChaCha8Rng::seed_from_u64(seed);
@@ -299,6 +306,7 @@ impl<T: Transport> Simulation<T> {
                     cc_name: spec.cc.name().to_string(),
                     config,
                     lying_receiver: spec.lying_receiver,
+                    moved: false,
                     bytes: spec.bytes,
                     streams: spec.streams,
                     start,
@@ -448,6 +456,8 @@ impl<T: Transport> Simulation<T> {
         tracing::debug!(flow = index, %old, new = %moved, "the client moves");
         flow.client.address = moved;
         flow.server.peer = moved;
+        // A new network: its own links from now on, where it has some.
+        flow.moved |= new_ip;
     }
 
     fn start_flow(&mut self, index: usize) -> Result<(), SimError> {

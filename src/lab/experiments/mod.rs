@@ -169,6 +169,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         lying_receiver: false,
         rebind_at_ms: None,
         new_address_at_ms: None,
+        new_path: None,
     }
 }
 

@@ -14,7 +14,9 @@ impl<T: Transport> Simulation<T> {
         let id = self
             .truth
             .on_sent(endpoint.flow, direction, &packet, self.clock.now());
-        if let Some(first) = self.topology.sift_path(endpoint.flow, direction).hop(0) {
+        let moved = self.flows.get(endpoint.flow).is_some_and(|f| f.moved);
+        let path = self.topology.sift_path_on(endpoint.flow, direction, moved);
+        if let Some(first) = path.hop(0) {
             self.offer(first, id, packet);
         }
     }
@@ -68,10 +70,16 @@ impl<T: Transport> Simulation<T> {
         // The next hop follows from the link it came out of, not from a
         // per-packet counter, so a copy made by a duplicating link takes the
         // same route as the original.
-        let path = self.topology.sift_path(flow, direction);
-        let next = (0..path.len())
-            .find(|&hop| path.hop(hop) == Some(link))
-            .and_then(|hop| path.hop(hop + 1));
+        // A packet sent before its client moved finishes on the path it
+        // started on.
+        let moved = self.flows.get(flow).is_some_and(|f| f.moved);
+        let next = [moved, !moved].into_iter().find_map(|on| {
+            let path = self.topology.sift_path_on(flow, direction, on);
+            (0..path.len())
+                .find(|&hop| path.hop(hop) == Some(link))
+                .map(|hop| path.hop(hop + 1))
+        });
+        let next = next.flatten();
         if let Some(next) = next {
             self.offer(next, delivery.id, delivery.bytes);
             return Ok(());

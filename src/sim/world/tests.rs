@@ -314,6 +314,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         lying_receiver: false,
         rebind_at_ms: None,
         new_address_at_ms: None,
+        new_path: None,
     }
 }
 
