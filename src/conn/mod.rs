@@ -636,15 +636,37 @@ impl Connection {
             let mss = self.config.max_datagram_size as u64;
             self.recovery.on_new_path(self.config.cc.build(mss), mss);
         }
+        let was_validated = self.address_validated;
         // Unvalidated again: three times what arrived on it, until the
         // challenge comes back.
         self.address_validated = false;
         self.amplification_received = self.recv_datagram_len as u64;
         self.amplification_sent = 0;
+        let previous = was_validated.then_some(old);
         let mut data = [0u8; 8];
         self.path_rng.fill_bytes(&mut data);
-        self.path.challenge(data);
+        // RFC 9000 §8.2.4: three PTOs, and no less than six initial RTTs.
+        let patience =
+            (self.recovery.pto_period(SpaceId::Data) * 3).max(self.config.recovery.initial_rtt * 6);
+        self.path.challenge(data, self.now + patience, previous);
         tracing::debug!(%old, new = %to, "the peer moved: validating its new address");
+    }
+
+    /// The new address never echoed our challenge: go back to where the
+    /// peer was if that was validated; otherwise stay (the idle timeout
+    /// ends a connection whose peer is really gone).
+    fn abandon_path_validation(&mut self) {
+        let failed = self.remote;
+        match self.path.give_up() {
+            Some(previous) => {
+                tracing::debug!(%failed, %previous, "the new address did not answer: back to the previous one");
+                self.remote = previous;
+                self.address_validated = true;
+            }
+            None => {
+                tracing::debug!(%failed, "the new address did not answer, and there is none to go back to")
+            }
+        }
     }
 
     /// Client, still handshaking: the server answered our Initial with a
@@ -767,13 +789,14 @@ impl Connection {
             self.recovery.loss_detection_timer(now, anti_deadlock),
             self.pacing_until,
             self.keep_alive_deadline(),
+            self.path.deadline,
             None,
             None,
             None,
         ];
         for space in SpaceId::ALL {
             if self.keys[space.index()].is_some() {
-                timers[4 + space.index()] = self.acks[space.index()].deadline();
+                timers[5 + space.index()] = self.acks[space.index()].deadline();
             }
         }
         timers.into_iter().flatten().min()
@@ -812,6 +835,9 @@ impl Connection {
             self.keep_alive_since = now;
             self.probes[SpaceId::Data.index()] = self.probes[SpaceId::Data.index()].max(1);
             self.counters.keep_alives_sent += 1;
+        }
+        if self.path.deadline.is_some_and(|t| t <= now) {
+            self.abandon_path_validation();
         }
         let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
         if self
@@ -1053,6 +1079,7 @@ impl Connection {
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
             paths_validated: self.path.validated,
+            paths_abandoned: self.path.abandoned,
             corruption_notices_sent: c.corruption_notices_sent,
             payload_corrupt_received: c.payload_corrupt_received,
             header_corrupt_dropped: c.header_corrupt_dropped,

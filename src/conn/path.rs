@@ -11,6 +11,10 @@
 //! only the port changed, it is taken for the same path behind a rebound
 //! NAT and congestion state is kept; a new IP address is a new path, and
 //! the congestion controller and RTT estimate start over (RFC 9000 §9.4).
+//! If the challenge goes unanswered for three PTOs (at least six initial
+//! RTTs, RFC 9000 §8.2.4), the connection goes back to the previous
+//! address if it had been validated (RFC 9000 §9.3.2: a spoofed or
+//! short-lived address does not keep the connection).
 //! Clients never follow a server to another address. Connection IDs stay
 //! as they are: sift does not issue new ones yet, so a migrating client
 //! is linkable by its connection ID.
@@ -45,13 +49,39 @@ pub(super) struct PathValidation {
     pub migrations: u64,
     /// Paths validated by an echoed challenge.
     pub validated: u64,
+    /// The validated address the peer came from before it moved, to go
+    /// back to if the new one is not validated in time.
+    pub previous: Option<SocketAddr>,
+    /// When the outstanding challenge is given up.
+    pub deadline: Option<std::time::Instant>,
+    /// Challenges given up, and the peer's old address restored.
+    pub abandoned: u64,
 }
 
 impl PathValidation {
-    /// Starts validating a new path with `data` (unpredictable bytes).
-    pub fn challenge(&mut self, data: [u8; 8]) {
+    /// Starts validating a new path with `data` (unpredictable bytes),
+    /// giving up at `deadline`; `previous` is where the peer was, if that
+    /// address was validated.
+    pub fn challenge(
+        &mut self,
+        data: [u8; 8],
+        deadline: std::time::Instant,
+        previous: Option<SocketAddr>,
+    ) {
         self.challenge = Some(data);
         self.challenge_pending = true;
+        self.deadline = Some(deadline);
+        self.previous = previous;
+    }
+
+    /// The challenge went unanswered until its deadline: stop asking, and
+    /// hand back the address to return to, if any.
+    pub fn give_up(&mut self) -> Option<SocketAddr> {
+        self.challenge = None;
+        self.challenge_pending = false;
+        self.deadline = None;
+        self.abandoned += 1;
+        self.previous.take()
     }
 
     /// The peer echoed `data`: whether it answers our challenge.
@@ -61,6 +91,8 @@ impl PathValidation {
         }
         self.challenge = None;
         self.challenge_pending = false;
+        self.deadline = None;
+        self.previous = None;
         self.validated += 1;
         true
     }

@@ -76,6 +76,10 @@ pub struct Stats {
     /// New peer addresses validated by an echoed PATH_CHALLENGE.
     #[serde(default)]
     pub paths_validated: u64,
+    /// New peer addresses that never echoed our challenge (the connection
+    /// went back to the previous one where it could).
+    #[serde(default)]
+    pub paths_abandoned: u64,
     /// CORRUPTED frames we sent.
     pub corruption_notices_sent: u64,
     /// Packets we received with a good header and a bad payload.
@@ -132,6 +136,7 @@ impl Default for Stats {
             packet_numbers_skipped: 0,
             peer_migrations: 0,
             paths_validated: 0,
+            paths_abandoned: 0,
             corruption_notices_sent: 0,
             payload_corrupt_received: 0,
             header_corrupt_dropped: 0,

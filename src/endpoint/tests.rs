@@ -1241,7 +1241,15 @@ fn a_new_path_is_held_to_three_times_what_came_from_it_until_validated() {
     let mut sent = 0;
     let mut buf = vec![0u8; 2000];
     let mut t = now;
+    // Until the server gives up on the silent new address (then it goes
+    // back to the old one, a validated path).
     for _ in 0..50 {
+        let gave_up = net.endpoints[0]
+            .connection_ref(server_handle)
+            .is_some_and(|c| c.stats().paths_abandoned > 0);
+        if gave_up {
+            break;
+        }
         while let Some((len, to)) = net.endpoints[0].poll_transmit(t, &mut buf) {
             assert_eq!(to, addr(1099));
             sent += len;
@@ -1255,4 +1263,51 @@ fn a_new_path_is_held_to_three_times_what_came_from_it_until_validated() {
         "sent {sent} for {}",
         datagram.len()
     );
+}
+
+#[test]
+fn a_new_address_that_never_answers_is_given_up_for_the_old_one() {
+    // RFC 9000 §9.3.3: an attacker forwards a genuine packet from an
+    // address of its own. The server moves there, challenges it, hears
+    // nothing back, and returns to the client's validated address.
+    let (mut net, handle, datagram) = confirmed_pair_and_a_client_datagram();
+    let now = net.now;
+    net.endpoints[0].recv(&mut datagram.clone(), addr(6666), now);
+    let server_handle = ConnectionHandle(0);
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(6666));
+    // Nothing lives at 6666; the client stays quiet for a while.
+    let mut buf = vec![0u8; 2000];
+    let mut t = now;
+    while net.endpoints[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.stats().paths_abandoned == 0)
+    {
+        while net.endpoints[0].poll_transmit(t, &mut buf).is_some() {}
+        t = net.endpoints[0].timeout(t).expect("a timer").max(t);
+        net.endpoints[0].on_timeout(t);
+        assert!(t - now < Duration::from_secs(5), "never gave up");
+    }
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(1001));
+    assert_eq!(server.stats().paths_validated, 0);
+    // And the connection still works from the real client.
+    net.now = t;
+    let connection = net.endpoints[1].connection(handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection.stream_send(stream, b"still me", true).unwrap();
+    let mut read = Vec::new();
+    assert!(net.run_until(|e| {
+        let server = e[0].connection(server_handle).unwrap();
+        let mut buf = [0u8; 8192];
+        for id in server.readable() {
+            while let Ok((n, _)) = server.stream_recv(id, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                read.extend_from_slice(&buf[..n]);
+            }
+        }
+        read.ends_with(b"still me")
+    }));
 }
