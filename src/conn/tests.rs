@@ -770,27 +770,7 @@ fn a_forged_corrupted_frame_for_unsent_packets_changes_nothing() {
     names.insert(2_000_000..(1u64 << 40));
     let mut frames = Vec::new();
     encode_corrupted(&names, 16, &mut frames);
-    let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
-    pair.server.next_packet_number[SpaceId::Data.index()] += 1;
-    let header = Header {
-        ty: PacketType::OneRtt,
-        version: VERSION,
-        dcid: pair.client.local_cid(),
-        scid: pair.server.local_cid(),
-        token: &[],
-        packet_number,
-        payload_len: 0,
-        key_phase: false,
-    };
-    let mut datagram = Vec::new();
-    let server_keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
-    seal_packet(&header, &frames, server_keys, &mut datagram).unwrap();
-    let info = RecvInfo {
-        from: addr(2),
-        to: addr(1),
-        now: pair.now,
-    };
-    pair.client.recv(&mut datagram, info).unwrap();
+    server_sends_forged(&mut pair, &frames);
 
     let after = pair.client.stats();
     assert!(

@@ -220,13 +220,12 @@ fn handshake_timeout_beyond_the_clock_means_no_deadline() {
     assert_eq!(server.len(), 1);
 }
 
-#[test]
-fn short_header_packet_for_an_unknown_connection_id_is_dropped() {
-    let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
+/// A 1-RTT packet (Null tags) carrying a PING, for connection ID `dcid`.
+fn short_header_ping(dcid: ConnectionId) -> Vec<u8> {
     let header = Header {
         ty: PacketType::OneRtt,
         version: VERSION,
-        dcid: ConnectionId::new(&[0xab; 8]).unwrap(),
+        dcid,
         scid: ConnectionId::EMPTY,
         token: &[],
         packet_number: 5,
@@ -237,6 +236,13 @@ fn short_header_packet_for_an_unknown_connection_id_is_dropped() {
     Frame::Ping.encode(&mut frames);
     let mut datagram = Vec::new();
     seal_packet(&header, &frames, &NullProtection, &mut datagram).unwrap();
+    datagram
+}
+
+#[test]
+fn short_header_packet_for_an_unknown_connection_id_is_dropped() {
+    let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let mut datagram = short_header_ping(ConnectionId::new(&[0xab; 8]).unwrap());
 
     assert_eq!(server.recv(&mut datagram, addr(1001), Instant::now()), None);
     assert_eq!(server.stats().dropped_unknown_connection, 1);
@@ -515,20 +521,7 @@ fn resets_are_shorter_than_their_trigger_and_rate_limited() {
     let mut server = Endpoint::new(addr(SERVER), Some(server_config));
     let now = Instant::now();
     let dcid = ConnectionId::new(&[0xab; 8]).unwrap();
-    let header = Header {
-        ty: PacketType::OneRtt,
-        version: VERSION,
-        dcid,
-        scid: ConnectionId::EMPTY,
-        token: &[],
-        packet_number: 5,
-        payload_len: 0,
-        key_phase: false,
-    };
-    let mut frames = Vec::new();
-    Frame::Ping.encode(&mut frames);
-    let mut trigger = Vec::new();
-    seal_packet(&header, &frames, &NullProtection, &mut trigger).unwrap();
+    let trigger = short_header_ping(dcid);
     let mut buf = vec![0u8; 2000];
 
     server.recv(&mut trigger.clone(), addr(1001), now);
