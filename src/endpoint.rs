@@ -308,6 +308,12 @@ impl Endpoint {
         self.local
     }
 
+    /// The driver moved the endpoint to a socket at `local` (a client
+    /// changing networks): datagrams now arrive there.
+    pub fn set_local_addr(&mut self, local: SocketAddr) {
+        self.local = local;
+    }
+
     /// Whether new client connections are accepted.
     pub fn is_server(&self) -> bool {
         self.server.is_some()

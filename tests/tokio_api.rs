@@ -566,3 +566,43 @@ async fn a_server_whose_key_is_not_the_pinned_one_is_refused() {
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_rebinds_its_socket_mid_download_gets_every_byte() {
+    bounded(async {
+        let (server, client, client_side, server_side) = connected(config()).await;
+        let data = generated(41, 8 << 20);
+        let sent = data.clone();
+        let sender = tokio::spawn(async move {
+            let (mut send, _recv) = server_side.accept_bi().await.unwrap();
+            send.write_all(&sent).await.unwrap();
+            send.finish().unwrap();
+            server_side.closed().await;
+            server_side
+        });
+        let (mut request, mut recv) = client_side.open_bi().await.unwrap();
+        request.write_all(b"go").await.unwrap();
+        let before = client.local_addr();
+        let mut received = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut moved = false;
+        while let Some(n) = recv.read(&mut buf).await.unwrap() {
+            received.extend_from_slice(&buf[..n]);
+            if !moved && received.len() > data.len() / 3 {
+                // The phone leaves Wi-Fi: a new socket, a new port.
+                let after = client.rebind(localhost()).unwrap();
+                assert_ne!(after, before);
+                assert_eq!(client.local_addr(), after);
+                moved = true;
+            }
+        }
+        assert!(received == data, "the download differs after the move");
+        client_side.close(0, "done");
+        let server_side = sender.await.unwrap();
+        let stats = server_side.stats();
+        assert_eq!(stats.peer_migrations, 1, "{stats:?}");
+        assert_eq!(stats.paths_validated, 1, "{stats:?}");
+        drop(server);
+    })
+    .await;
+}

@@ -333,9 +333,10 @@ impl Connection {
         self.inner.remote
     }
 
-    /// The address of the endpoint this connection runs on.
+    /// The address of the endpoint this connection runs on (the latest
+    /// one after `Endpoint::rebind`).
     pub fn local_address(&self) -> SocketAddr {
-        self.inner.shared.local
+        self.inner.shared.lock().endpoint.local_addr()
     }
 
     /// Which end of the connection this is.

@@ -48,16 +48,22 @@ pub(super) struct EndpointDriver {
     datapath: Datapath,
 }
 
+/// Registers `datapath`'s socket for readiness.
+fn register_socket(datapath: &Datapath) -> io::Result<AsyncFd<SocketFd>> {
+    let socket = SocketFd(datapath.socket().as_raw_fd());
+    let interest = Interest::READABLE | Interest::WRITABLE;
+    // SAFETY: the descriptor is the datapath's open socket, and the
+    // datapath outlives the registration: `EndpointDriver` declares
+    // `socket` before `datapath`, so it is dropped (deregistered) first,
+    // and `move_to` replaces the registration before the datapath.
+    unsafe { AsyncFd::register_with_interest(socket, interest).map_err(|e| e.into()) }
+}
+
 impl EndpointDriver {
     /// Registers the datapath's socket and a new timer with the current
     /// runtime.
     pub(super) fn new(shared: Arc<Shared>, datapath: Datapath) -> io::Result<Self> {
-        let socket = SocketFd(datapath.socket().as_raw_fd());
-        let interest = Interest::READABLE | Interest::WRITABLE;
-        // SAFETY: the descriptor is the datapath's open socket, and the
-        // datapath outlives the registration: `EndpointDriver` declares
-        // `socket` before `datapath`, so it is dropped (deregistered) first.
-        let socket = unsafe { AsyncFd::register_with_interest(socket, interest)? };
+        let socket = register_socket(&datapath)?;
         // SAFETY: the timer owns its descriptor, which stays open and the
         // same until the timer is dropped with its registration.
         let timer = unsafe { AsyncFd::register_with_interest(Timer::new()?, Interest::READABLE)? };
@@ -69,9 +75,25 @@ impl EndpointDriver {
         })
     }
 
+    /// `Endpoint::rebind`: carry on over `datapath`. The old socket is
+    /// deregistered while still open, then closed with its datapath.
+    fn move_to(&mut self, datapath: Datapath) -> io::Result<()> {
+        let socket = register_socket(&datapath)?;
+        let local = datapath.local_addr();
+        self.socket = socket;
+        self.datapath = datapath;
+        self.shared.lock().endpoint.set_local_addr(local);
+        tracing::debug!(%local, "the endpoint moved to a new socket");
+        Ok(())
+    }
+
     /// Runs turns until one finds nothing to do (`Pending`, with wakers
     /// registered for the socket and the timer) or the endpoint stops.
     fn drive(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let rebind = self.shared.lock().rebind.take();
+        if let Some(datapath) = rebind {
+            self.move_to(datapath)?;
+        }
         for _ in 0..TURNS_PER_POLL {
             if let Poll::Ready(guard) = self.timer.poll_read_ready_mut(cx) {
                 let mut guard = guard?;

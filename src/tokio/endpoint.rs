@@ -57,6 +57,9 @@ impl EndpointConfig {
 struct EndpointInner {
     shared: Arc<Shared>,
     client: Config,
+    /// How the socket was set up, for `rebind`.
+    options: SocketOptions,
+    max_datagram: usize,
 }
 
 impl Drop for EndpointInner {
@@ -130,13 +133,33 @@ impl Endpoint {
             inner: Arc::new(EndpointInner {
                 shared,
                 client: config.client,
+                options,
+                max_datagram,
             }),
         })
     }
 
-    /// The bound address (with the port the kernel chose for port 0).
+    /// The bound address (with the port the kernel chose for port 0), the
+    /// latest one after [`Endpoint::rebind`].
     pub fn local_addr(&self) -> SocketAddr {
-        self.inner.shared.local
+        self.inner.shared.lock().endpoint.local_addr()
+    }
+
+    /// Moves the endpoint to a new UDP socket bound at `addr` (port 0: any
+    /// port), as when a client changes networks, and returns its address.
+    /// Connections carry on: their packets now leave from the new address,
+    /// and servers that migrate (sift's do, once the handshake is
+    /// confirmed) follow after validating it. Datagrams already in flight
+    /// to the old socket are lost, as on a real move; recovery resends.
+    pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, BindError> {
+        let datapath = Datapath::bind(addr, self.inner.options, self.inner.max_datagram)
+            .map_err(|source| BindError::Io { addr, source })?;
+        let bound = datapath.local_addr();
+        let mut state = self.inner.shared.lock();
+        state.rebind = Some(datapath);
+        state.endpoint.set_local_addr(bound);
+        state.wake_driver();
+        Ok(bound)
     }
 
     /// Connects to `remote` with the endpoint's client configuration and

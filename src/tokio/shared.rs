@@ -95,6 +95,8 @@ pub(super) struct State {
     pub(super) handle_released: bool,
     /// What the driver's last step changed (kept to reuse its allocation).
     progress: Progress,
+    /// A socket `Endpoint::rebind` bound, for the driver to move to.
+    pub(super) rebind: Option<crate::io::Datapath>,
 }
 
 impl State {
@@ -216,7 +218,9 @@ impl State {
 #[derive(Debug)]
 pub(super) struct Shared {
     state: Mutex<State>,
-    /// The socket's address (the port the kernel chose for port 0).
+    /// The socket's address at bind time (the port the kernel chose for
+    /// port 0), for errors; `Endpoint::rebind` changes the current one,
+    /// which the sans-IO endpoint keeps.
     pub(super) local: SocketAddr,
 }
 
@@ -236,6 +240,7 @@ impl Shared {
                 stopped: None,
                 handle_released: false,
                 progress: Progress::default(),
+                rebind: None,
             }),
             local,
         }
