@@ -60,7 +60,10 @@ mod retry;
 mod token;
 mod version;
 
-pub use token::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME};
+pub use token::{
+    RetryPolicy, ADDRESS_TOKEN_LIFETIME, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME,
+};
+use token::{TokenError, ValidToken};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -82,6 +85,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// the state spent on unvalidated clients).
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Servers whose NEW_TOKEN token a client endpoint keeps (past that it
+/// starts over: tokens only save a round trip).
+const MAX_REMEMBERED_TOKENS: usize = 256;
 /// Busy refusals held at once (each a connection in its closing period).
 pub const MAX_REFUSING: usize = 64;
 /// Stateless answers (resets and version negotiation) sent per second at
@@ -170,10 +176,14 @@ pub struct EndpointStats {
     /// Retry packets one of our client connections took.
     #[serde(default)]
     pub retries_received: u64,
-    /// Client Initials whose token was expired, from another address or
-    /// not ours: dropped without an answer.
+    /// Client Initials whose Retry token was expired or named another
+    /// connection ID: dropped without an answer.
     #[serde(default)]
     pub dropped_invalid_token: u64,
+    /// New clients whose address a NEW_TOKEN token from an earlier
+    /// connection validated (no Retry needed).
+    #[serde(default)]
+    pub validated_by_token: u64,
 }
 
 /// Why the endpoint could not do what was asked.
@@ -249,6 +259,9 @@ pub struct Endpoint {
     rng: ChaCha8Rng,
     /// The first `now` seen: Retry tokens carry times relative to it.
     epoch: Option<Instant>,
+    /// Client: the latest NEW_TOKEN token of each server, used once by
+    /// the next connection to it.
+    tokens: HashMap<SocketAddr, Vec<u8>>,
     stats: EndpointStats,
 }
 
@@ -285,6 +298,7 @@ impl Endpoint {
             stateless_credit_since: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             epoch: None,
+            tokens: HashMap::new(),
             stats: EndpointStats::default(),
         }
     }
@@ -362,7 +376,12 @@ impl Endpoint {
             rng_seed: mix_seed(config.rng_seed, handle),
             ..config
         };
-        let connection = Connection::connect(config, self.local, remote, now)?;
+        let mut connection = Connection::connect(config, self.local, remote, now)?;
+        // A token is used once: two connections with one token would be
+        // linkable by it (RFC 9000 §8.1.3).
+        if let Some(token) = self.tokens.remove(&canonical_peer(remote)) {
+            connection.use_token(token);
+        }
         // A client's handshake wait is its application's business.
         self.insert(handle, connection, None, None, false)?;
         Ok(handle)
@@ -469,6 +488,12 @@ impl Endpoint {
         // `Err(Closed)` means the connection is already closed: the datagram
         // is simply too late.
         let _ = entry.connection.recv(datagram, info);
+        if let Some(token) = entry.connection.take_new_token() {
+            if self.tokens.len() >= MAX_REMEMBERED_TOKENS && !self.tokens.contains_key(&from) {
+                self.tokens.clear();
+            }
+            self.tokens.insert(from, token);
+        }
         if entry.reset_token.is_none() {
             if let Some(token) = entry.connection.peer_reset_token() {
                 let token = *token.as_bytes();
@@ -502,20 +527,27 @@ impl Endpoint {
             self.stats.dropped_connection_limit += 1;
             return None;
         }
-        let validated = if token.is_empty() {
-            if !full && self.retry_wanted() {
-                self.send_retry(client_dcid, client_scid, from, now);
+        // A Retry token answers our Retry; a NEW_TOKEN one from an earlier
+        // connection validates the address as well; one that is not ours
+        // or stale counts as none (RFC 9000 §8.1.3).
+        let checked = if token.is_empty() {
+            Err(TokenError::NotOurs)
+        } else {
+            self.check_token(token, &client_dcid, from, now)
+        };
+        let validated = match checked {
+            Ok(valid) => Some(valid),
+            Err(error @ (TokenError::Expired | TokenError::WrongConnectionId)) => {
+                tracing::debug!(%from, %error, "dropping a client Initial with a bad Retry token");
+                self.stats.dropped_invalid_token += 1;
                 return None;
             }
-            None
-        } else {
-            match self.check_retry_token(token, &client_dcid, from, now) {
-                Ok(contents) => Some(contents),
-                Err(error) => {
-                    tracing::debug!(%from, %error, "dropping a client Initial with a bad token");
-                    self.stats.dropped_invalid_token += 1;
+            Err(TokenError::NotOurs | TokenError::Stale) => {
+                if !full && self.retry_wanted() {
+                    self.send_retry(client_dcid, client_scid, from, now);
                     return None;
                 }
+                None
             }
         };
         let template = self.server.as_ref()?;
@@ -535,8 +567,20 @@ impl Endpoint {
         if full {
             tracing::debug!(%from, limit = self.max_connections, "endpoint full: refusing a new client");
             connection.refuse(busy_reason(self.max_connections));
-        } else if let Some(contents) = validated {
-            connection.accept_retried(contents.original_dcid, contents.retry_scid);
+        } else {
+            match validated {
+                Some(ValidToken::Retry(contents)) => {
+                    connection.accept_retried(contents.original_dcid, contents.retry_scid)
+                }
+                Some(ValidToken::Address) => {
+                    self.stats.validated_by_token += 1;
+                    connection.accept_validated();
+                }
+                None => {}
+            }
+            if let Some(token) = self.address_token(from, now) {
+                connection.send_new_token(token);
+            }
         }
         // A timeout too large for the clock means no deadline.
         let deadline = now.checked_add(self.handshake_timeout);

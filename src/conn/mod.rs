@@ -238,6 +238,8 @@ pub(crate) enum SentFrame {
     HandshakeDone,
     /// Our PATH_CHALLENGE with this data.
     PathChallenge([u8; 8]),
+    /// Our NEW_TOKEN.
+    NewToken,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -290,6 +292,15 @@ pub struct Connection {
     /// Server: the client proved its address with a Retry token naming
     /// these (its original destination ID, our Retry's source ID).
     retried_from: Option<(ConnectionId, ConnectionId)>,
+    /// Server: a token for the client's next connection, sent in a
+    /// NEW_TOKEN frame once the handshake is done (and again if lost).
+    new_token_out: Option<Vec<u8>>,
+    new_token_pending: bool,
+    /// Client: the token our first Initial carries (from an earlier
+    /// connection's NEW_TOKEN); a Retry's token replaces it.
+    initial_token: Vec<u8>,
+    /// Client: the latest NEW_TOKEN from the server, until taken.
+    new_token_in: Option<Vec<u8>>,
     next_packet_number: [u64; 3],
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
@@ -446,6 +457,10 @@ impl Connection {
             protection_mismatch: None,
             retry: None,
             retried_from: None,
+            new_token_out: None,
+            new_token_pending: false,
+            initial_token: Vec::new(),
+            new_token_in: None,
             refusal: None,
             next_packet_number: [0; 3],
             skips: PacketNumberSkips::new(config.rng_seed ^ SKIP_SEED_SALT[side as usize]),
@@ -707,6 +722,37 @@ impl Connection {
         true
     }
 
+    /// Server: `token` goes to the client in a NEW_TOKEN frame once the
+    /// handshake is done, for its next connection to skip address
+    /// validation (RFC 9000 §8.1.3). The endpoint seals it.
+    pub fn send_new_token(&mut self, token: Vec<u8>) {
+        if self.side == Side::Server && !token.is_empty() {
+            self.new_token_out = Some(token);
+        }
+    }
+
+    /// Client, before anything is sent: carry `token` (from an earlier
+    /// connection's NEW_TOKEN to the same server) in our Initials.
+    pub fn use_token(&mut self, token: Vec<u8>) {
+        if self.side == Side::Client && self.next_packet_number[SpaceId::Initial.index()] == 0 {
+            self.initial_token = token;
+        }
+    }
+
+    /// Client: the latest token the server gave for a later connection.
+    pub fn take_new_token(&mut self) -> Option<Vec<u8>> {
+        self.new_token_in.take()
+    }
+
+    /// Server, before the client's first Initial arrives: the client's
+    /// Initial carried a token from an earlier connection's NEW_TOKEN, so
+    /// its address is validated (no anti-amplification limit).
+    pub fn accept_validated(&mut self) {
+        if self.side == Side::Server && !self.peer_cid_learned {
+            self.address_validated = true;
+        }
+    }
+
     /// Server, before the client's first Initial arrives: the client's
     /// Initial carried a valid Retry token, so its address is validated
     /// (no anti-amplification limit) and our transport parameters name the
@@ -898,6 +944,7 @@ impl Connection {
                     SentFrame::Control(control) => self.streams.on_control_lost(&control),
                     SentFrame::HandshakeDone => self.handshake_done_pending = true,
                     SentFrame::PathChallenge(data) => self.path.on_challenge_lost(data),
+                    SentFrame::NewToken => self.new_token_pending = self.new_token_out.is_some(),
                     SentFrame::Ack { .. } => {}
                 }
             }
@@ -929,6 +976,7 @@ impl Connection {
                     | SentFrame::Crypto { .. }
                     | SentFrame::HandshakeDone
                     | SentFrame::PathChallenge(_) => {}
+                    SentFrame::NewToken => self.new_token_out = None,
                 }
             }
         }

@@ -419,14 +419,16 @@ impl Connection {
             Frame::StreamsBlocked { bidi, limit } => self
                 .streams
                 .on_streams_blocked(if bidi { Dir::Bi } else { Dir::Uni }, limit)?,
-            Frame::NewToken { .. } => {
+            Frame::NewToken { token } => {
                 if self.side == Side::Server {
                     return Err(TransportFailure::new(
                         codes::PROTOCOL_VIOLATION,
                         "NEW_TOKEN sent by a client",
                     ));
                 }
-                // sift does not use address-validation tokens yet.
+                if token.len() <= crate::wire::MAX_RETRY_TOKEN_LEN {
+                    self.new_token_in = Some(token.to_vec());
+                }
             }
             Frame::PathChallenge { data } => self.path.on_challenge(data),
             Frame::PathResponse { data } => {

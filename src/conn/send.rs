@@ -192,6 +192,7 @@ impl Connection {
             // After a Retry every Initial of the client carries its token.
             token: match (space, &self.retry) {
                 (SpaceId::Initial, Some((token, _))) => token,
+                (SpaceId::Initial, None) => &self.initial_token,
                 _ => &[],
             },
             packet_number,
@@ -247,6 +248,7 @@ impl Connection {
         }
         space == SpaceId::Data
             && (self.handshake_done_pending
+                || self.new_token_pending
                 || self.path.challenge_pending
                 || self.streams.has_control()
                 || self.streams.has_stream_data()
@@ -368,6 +370,19 @@ impl Connection {
             plan.sent.push(SentFrame::HandshakeDone);
             plan.ack_eliciting = true;
             self.handshake_done_pending = false;
+            // With the handshake confirmed, the token for next time.
+            self.new_token_pending = self.new_token_out.is_some();
+        }
+        if space == SpaceId::Data && self.new_token_pending {
+            if let Some(token) = self.new_token_out.as_deref() {
+                let frame = Frame::NewToken { token };
+                if frame.encoded_len() <= remaining(plan) {
+                    frame.encode(&mut plan.frames);
+                    plan.sent.push(SentFrame::NewToken);
+                    plan.ack_eliciting = true;
+                    self.new_token_pending = false;
+                }
+            }
         }
         while remaining(plan) > CRYPTO_FRAME_OVERHEAD {
             let Some((offset, data)) = self

@@ -9,7 +9,8 @@ use std::time::Instant;
 use rand::RngCore;
 
 use super::token::{
-    open_retry_token, seal_retry_token, since_epoch, RetryPolicy, RetryTokenContents, TokenError,
+    open_token, seal_address_token, seal_retry_token, since_epoch, RetryPolicy, RetryTokenContents,
+    TokenError, ValidToken,
 };
 use super::{Endpoint, MAX_QUEUED_STATELESS};
 use crate::crypto::TOKEN_NONCE_LEN;
@@ -79,21 +80,30 @@ impl Endpoint {
         self.stateless.push_back((retry, to));
     }
 
-    /// What the Retry token of a client Initial vouches for, if it is good.
-    pub(super) fn check_retry_token(
+    /// What the token of a client Initial vouches for, if it is good.
+    pub(super) fn check_token(
         &mut self,
         token: &[u8],
         dcid: &ConnectionId,
         from: SocketAddr,
         now: Instant,
-    ) -> Result<RetryTokenContents, TokenError> {
+    ) -> Result<ValidToken, TokenError> {
         let since = since_epoch(&mut self.epoch, now);
         let secret = self
             .server
             .as_ref()
             .and_then(|config| config.server_secret.as_ref())
             .ok_or(TokenError::NotOurs)?;
-        open_retry_token(secret, token, from, dcid, since)
+        open_token(secret, token, from, dcid, since)
+    }
+
+    /// A NEW_TOKEN token for a client at `client`, if we have a secret.
+    pub(super) fn address_token(&mut self, client: SocketAddr, now: Instant) -> Option<Vec<u8>> {
+        let secret = self.server.as_ref()?.server_secret.clone()?;
+        let mut nonce = [0u8; TOKEN_NONCE_LEN];
+        self.rng.fill_bytes(&mut nonce);
+        let issued = since_epoch(&mut self.epoch, now);
+        Some(seal_address_token(&secret, nonce, client, issued))
     }
 
     /// A Retry for one of our client connections still waiting for the

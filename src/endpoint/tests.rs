@@ -1079,18 +1079,21 @@ fn a_token_from_another_address_or_too_old_is_refused() {
     let mut server = server_with_secret(&secret, RetryPolicy::Always);
     let now = Instant::now();
     let (_client, _, _, initial) = second_initial(&mut server, now);
-    // Replayed from elsewhere: the token is bound to 127.0.0.1:1001.
+    // Replayed from elsewhere: the token is bound to 127.0.0.1:1001, so
+    // it counts as no token, and the sender is asked for a Retry of its own.
     assert_eq!(server.recv(&mut initial.clone(), addr(6666), now), None);
-    // Past its lifetime.
+    assert_eq!(server.stats().retries_sent, 2);
+    // Past its lifetime: dropped.
     let late = now + RETRY_TOKEN_LIFETIME + Duration::from_secs(1);
     assert_eq!(server.recv(&mut initial.clone(), addr(1001), late), None);
-    assert_eq!(server.stats().dropped_invalid_token, 2);
+    assert_eq!(server.stats().dropped_invalid_token, 1);
     assert!(server.is_empty(), "no state for either");
     // Another server (another secret) does not take it either.
     let other = ServerSecret::new(&[10; SERVER_SECRET_LEN]);
     let mut stranger = server_with_secret(&other, RetryPolicy::Always);
     assert_eq!(stranger.recv(&mut initial.clone(), addr(1001), now), None);
-    assert_eq!(stranger.stats().dropped_invalid_token, 1);
+    assert_eq!(stranger.stats().retries_sent, 1);
+    assert!(stranger.is_empty());
     // From its own address, in time: a connection, its address validated.
     let handle = server.recv(&mut initial.clone(), addr(1001), now);
     assert!(handle.is_some());
@@ -1303,4 +1306,55 @@ fn a_new_address_that_never_answers_is_given_up_for_the_old_one() {
         }
         read.ends_with(b"still me")
     }));
+}
+
+#[test]
+fn a_client_back_with_the_servers_new_token_skips_the_retry() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server = server_with_secret(&secret, RetryPolicy::Always);
+    let mut client = Endpoint::new(addr(1001), None);
+    let first = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    // The first connection: a Retry, then a token for next time.
+    assert!(net.run_until(|e| established(&mut e[1], first) && !e[1].tokens.is_empty()));
+    assert_eq!(net.endpoints[0].stats().retries_sent, 1);
+    net.endpoints[1].connection(first).unwrap().close(0, "bye");
+
+    // The second one brings the token: validated at once, no Retry.
+    let now = net.now;
+    let second = net.endpoints[1]
+        .connect(config(3), addr(SERVER), now)
+        .unwrap();
+    assert!(net.endpoints[1].tokens.is_empty(), "a token is used once");
+    assert!(net.run_until(|e| established(&mut e[1], second)));
+    let server = net.endpoints[0].stats();
+    assert_eq!(server.retries_sent, 1);
+    assert_eq!(server.validated_by_token, 1);
+}
+
+#[test]
+fn a_new_token_from_another_ip_address_gets_a_retry() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server = server_with_secret(&secret, RetryPolicy::Always);
+    let mut client = Endpoint::new(addr(1001), None);
+    let first = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    assert!(net.run_until(|e| established(&mut e[1], first) && !e[1].tokens.is_empty()));
+    // Another host takes the token along.
+    let token = net.endpoints[1].tokens.remove(&addr(SERVER)).unwrap();
+    let mut thief = Endpoint::new(SocketAddr::from(([127, 0, 0, 9], 1001)), None);
+    thief.tokens.insert(addr(SERVER), token);
+    let stolen = thief.connect(config(4), addr(SERVER), net.now).unwrap();
+    net.endpoints.push(thief);
+    assert!(net.run_until(|e| established(&mut e[2], stolen)));
+    let server = net.endpoints[0].stats();
+    assert_eq!(server.validated_by_token, 0);
+    assert_eq!(
+        server.retries_sent, 2,
+        "the thief proved its address with a Retry"
+    );
 }

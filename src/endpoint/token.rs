@@ -10,6 +10,13 @@
 //! older than [`RETRY_TOKEN_LIFETIME`], from another address, or naming
 //! another connection ID than the packet carrying it is refused.
 //!
+//! A server also gives every client that completes a handshake a token for
+//! its next connection (NEW_TOKEN, RFC 9000 §8.1.3): sealed the same way,
+//! bound to the client's IP address only (a NAT may give it another port
+//! next time), good for [`ADDRESS_TOKEN_LIFETIME`]. A client that brings
+//! one is validated without a Retry; one that is stale or not ours is
+//! treated as no token at all.
+//!
 //! Tokens are not remembered, so one can be replayed from its own address
 //! within its lifetime: that proves nothing new and costs the attacker the
 //! same as a fresh handshake, which is what Retry allows (RFC 9000 §8.1.4).
@@ -28,8 +35,14 @@ pub const RETRY_TOKEN_LIFETIME: Duration = Duration::from_secs(10);
 /// an endpoint in [`RetryPolicy::WhenBusy`] starts asking for Retry.
 pub const DEFAULT_RETRY_HALF_OPEN: usize = 64;
 
-/// The first byte of a token's contents: the kind (Retry) and version.
+/// The first byte of a token's contents: the kind and version.
 const RETRY_TOKEN_KIND: u8 = 1;
+const ADDRESS_TOKEN_KIND: u8 = 2;
+
+/// How long a NEW_TOKEN token lets a client skip Retry. Times count from
+/// the endpoint's epoch, so a restarted server takes none of the tokens
+/// its previous run gave out (their clients get a Retry, no worse).
+pub const ADDRESS_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// When a server endpoint asks new clients to prove their address with a
 /// Retry before it keeps any state for them. Retry costs the client one
@@ -67,7 +80,69 @@ pub struct RetryTokenContents {
     pub retry_scid: ConnectionId,
 }
 
-/// The bytes a token is bound to: the client's address, in one spelling.
+/// What a NEW_TOKEN token is bound to: the client's IP address only, so
+/// that a client whose NAT gives it another port next time still counts.
+fn bound_to_ip(client: SocketAddr) -> Vec<u8> {
+    match client.ip() {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    }
+}
+
+/// Seals a token for the client's next connection (NEW_TOKEN), issued
+/// `issued` after the epoch.
+pub fn seal_address_token(
+    secret: &ServerSecret,
+    nonce: [u8; TOKEN_NONCE_LEN],
+    client: SocketAddr,
+    issued: Duration,
+) -> Vec<u8> {
+    let mut plain = Vec::with_capacity(9);
+    plain.push(ADDRESS_TOKEN_KIND);
+    plain.extend_from_slice(&(issued.as_millis() as u64).to_be_bytes());
+    secret.seal_token(nonce, &plain, &bound_to_ip(client))
+}
+
+/// What a good token in a client Initial proves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValidToken {
+    /// It answers our Retry.
+    Retry(RetryTokenContents),
+    /// It came from our NEW_TOKEN on an earlier connection from this IP.
+    Address,
+}
+
+/// Checks the token of a client Initial: a Retry token (see
+/// [`open_retry_token`]) or a NEW_TOKEN one from this IP address that is
+/// not older than [`ADDRESS_TOKEN_LIFETIME`].
+pub fn open_token(
+    secret: &ServerSecret,
+    token: &[u8],
+    client: SocketAddr,
+    dcid: &ConnectionId,
+    since_epoch: Duration,
+) -> Result<ValidToken, TokenError> {
+    match open_retry_token(secret, token, client, dcid, since_epoch) {
+        Err(TokenError::NotOurs) => {}
+        other => return other.map(ValidToken::Retry),
+    }
+    let plain = secret
+        .open_token(token, &bound_to_ip(client))
+        .ok_or(TokenError::NotOurs)?;
+    let issued_ms = match plain.as_slice() {
+        [ADDRESS_TOKEN_KIND, time @ ..] => {
+            u64::from_be_bytes(time.try_into().map_err(|_| TokenError::NotOurs)?)
+        }
+        _ => return Err(TokenError::NotOurs),
+    };
+    let issued = Duration::from_millis(issued_ms);
+    if issued > since_epoch || since_epoch - issued > ADDRESS_TOKEN_LIFETIME {
+        return Err(TokenError::Stale);
+    }
+    Ok(ValidToken::Address)
+}
+
+/// The bytes a Retry token is bound to: the client's address, in one spelling.
 fn bound_to(client: SocketAddr) -> Vec<u8> {
     let mut bytes = match client.ip() {
         std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
@@ -107,6 +182,10 @@ pub enum TokenError {
     /// It was issued for another connection ID than the packet carries.
     #[error("the token names another connection ID")]
     WrongConnectionId,
+    /// A NEW_TOKEN token past its lifetime: the client is simply treated
+    /// as one without a token (RFC 9000 §8.1.3).
+    #[error("the address token expired")]
+    Stale,
 }
 
 /// Opens the token of a client Initial from `client` addressed to `dcid`,
@@ -211,6 +290,34 @@ mod tests {
         assert_eq!(
             open(b"garbage", addr(1), cid(2), at),
             Err(TokenError::NotOurs)
+        );
+    }
+
+    #[test]
+    fn an_address_token_is_good_from_the_same_ip_on_any_port_for_an_hour() {
+        let secret = ServerSecret::new(&[3; SERVER_SECRET_LEN]);
+        let at = Duration::from_secs(100);
+        let token = seal_address_token(&secret, [7; 12], addr(1), at);
+        let open = |client, now| open_token(&secret, &token, client, &cid(9), now);
+        assert_eq!(open(addr(1), at), Ok(ValidToken::Address));
+        assert_eq!(
+            open(addr(2), at + ADDRESS_TOKEN_LIFETIME),
+            Ok(ValidToken::Address)
+        );
+        assert_eq!(
+            open(
+                addr(1),
+                at + ADDRESS_TOKEN_LIFETIME + Duration::from_secs(1)
+            ),
+            Err(TokenError::Stale)
+        );
+        let elsewhere = SocketAddr::from(([192, 0, 2, 2], 1));
+        assert_eq!(open(elsewhere, at), Err(TokenError::NotOurs));
+        // A Retry token still opens as one.
+        let retry = seal_retry_token(&secret, [0; 12], addr(1), at, &contents());
+        assert_eq!(
+            open_token(&secret, &retry, addr(1), &cid(2), at),
+            Ok(ValidToken::Retry(contents()))
         );
     }
 
