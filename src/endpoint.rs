@@ -322,10 +322,21 @@ impl Endpoint {
         self.local
     }
 
-    /// The driver moved the endpoint to a socket at `local` (a client
-    /// changing networks): datagrams now arrive there.
+    /// Reports `local` as the endpoint's address from now on (a driver
+    /// that is about to move to a socket there).
     pub fn set_local_addr(&mut self, local: SocketAddr) {
         self.local = local;
+    }
+
+    /// The driver moved the endpoint to a socket at `local` (a client
+    /// changing networks): datagrams now come and go there, and each
+    /// connection says something from it at once, so that its peer learns
+    /// the new address even if the connection was only receiving.
+    pub fn rebound(&mut self, local: SocketAddr) {
+        self.local = local;
+        for entry in self.connections.values_mut() {
+            entry.connection.on_local_address_changed(local);
+        }
     }
 
     /// Whether new client connections are accepted.

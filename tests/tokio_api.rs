@@ -606,3 +606,23 @@ async fn a_client_that_rebinds_its_socket_mid_download_gets_every_byte() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_idle_client_that_rebinds_is_found_at_its_new_address() {
+    bounded(async {
+        let (_server, client, client_side, server_side) = connected(config()).await;
+        // Let the handshake settle: nothing in flight either way.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        client.rebind(localhost()).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The server speaks first: it must already know where to.
+        let mut send = server_side.open_uni().await.unwrap();
+        send.write_all(b"found you").await.unwrap();
+        send.finish().unwrap();
+        let mut recv = client_side.accept_uni().await.unwrap();
+        assert_eq!(recv.read_to_end(64).await.unwrap(), b"found you");
+        let stats = server_side.stats();
+        assert_eq!((stats.peer_migrations, stats.paths_validated), (1, 1));
+    })
+    .await;
+}

@@ -641,6 +641,18 @@ impl Connection {
         self.side == Side::Server && self.handshake_confirmed && self.state == State::Established
     }
 
+    /// This endpoint moved to another local address (a client that changed
+    /// networks and rebound its socket). The server learns the new address
+    /// only from a packet sent from it, and a downloading client may have
+    /// nothing to send: send an ack-eliciting PING now (RFC 9000 §9.2).
+    pub fn on_local_address_changed(&mut self, local: SocketAddr) {
+        self.local = local;
+        if self.state == State::Established {
+            let probes = &mut self.probes[SpaceId::Data.index()];
+            *probes = (*probes).max(1);
+        }
+    }
+
     /// The peer's highest-numbered packet came from `to`: send there from
     /// now on and validate the new path (see `path`).
     fn migrate_to(&mut self, to: SocketAddr) {

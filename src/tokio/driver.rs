@@ -82,7 +82,7 @@ impl EndpointDriver {
         let local = datapath.local_addr();
         self.socket = socket;
         self.datapath = datapath;
-        self.shared.lock().endpoint.set_local_addr(local);
+        self.shared.lock().endpoint.rebound(local);
         tracing::debug!(%local, "the endpoint moved to a new socket");
         Ok(())
     }
