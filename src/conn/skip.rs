@@ -69,8 +69,12 @@ impl PacketNumberSkips {
 
     /// The first skipped number in `range`, if any.
     pub fn first_skipped_in(&self, range: &RangeInclusive<u64>) -> Option<u64> {
-        // Few entries, in increasing order.
-        self.skipped.iter().copied().find(|pn| range.contains(pn))
+        // Kept in increasing order: one binary search per ACK range.
+        let first = self.skipped.partition_point(|&pn| pn < *range.start());
+        self.skipped
+            .get(first)
+            .copied()
+            .filter(|pn| pn <= range.end())
     }
 
     /// Numbers skipped so far (remembered or not).

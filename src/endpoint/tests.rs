@@ -1308,8 +1308,9 @@ fn a_new_address_that_never_answers_is_given_up_for_the_old_one() {
     }));
 }
 
-#[test]
-fn a_client_back_with_the_servers_new_token_skips_the_retry() {
+/// A server that always asks for Retry and a client whose first
+/// connection went through one and brought back a NEW_TOKEN token.
+fn client_holding_a_new_token() -> (Net, ConnectionHandle) {
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let server = server_with_secret(&secret, RetryPolicy::Always);
     let mut client = Endpoint::new(addr(1001), None);
@@ -1317,9 +1318,14 @@ fn a_client_back_with_the_servers_new_token_skips_the_retry() {
         .connect(config(2), addr(SERVER), Instant::now())
         .unwrap();
     let mut net = Net::new(vec![server, client]);
-    // The first connection: a Retry, then a token for next time.
     assert!(net.run_until(|e| established(&mut e[1], first) && !e[1].tokens.is_empty()));
     assert_eq!(net.endpoints[0].stats().retries_sent, 1);
+    (net, first)
+}
+
+#[test]
+fn a_client_back_with_the_servers_new_token_skips_the_retry() {
+    let (mut net, first) = client_holding_a_new_token();
     net.endpoints[1].connection(first).unwrap().close(0, "bye");
 
     // The second one brings the token: validated at once, no Retry.
@@ -1336,14 +1342,7 @@ fn a_client_back_with_the_servers_new_token_skips_the_retry() {
 
 #[test]
 fn a_new_token_from_another_ip_address_gets_a_retry() {
-    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
-    let server = server_with_secret(&secret, RetryPolicy::Always);
-    let mut client = Endpoint::new(addr(1001), None);
-    let first = client
-        .connect(config(2), addr(SERVER), Instant::now())
-        .unwrap();
-    let mut net = Net::new(vec![server, client]);
-    assert!(net.run_until(|e| established(&mut e[1], first) && !e[1].tokens.is_empty()));
+    let (mut net, _) = client_holding_a_new_token();
     // Another host takes the token along.
     let token = net.endpoints[1].tokens.remove(&addr(SERVER)).unwrap();
     let mut thief = Endpoint::new(SocketAddr::from(([127, 0, 0, 9], 1001)), None);
