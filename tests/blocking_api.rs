@@ -259,3 +259,68 @@ fn accept_timeout_names_the_listener_and_the_wait() {
         )
     );
 }
+
+#[test]
+fn a_client_that_rebinds_its_socket_mid_download_gets_every_byte() {
+    // Small receive windows: when the client moves, most of the file is
+    // still to be sent, so it must come over the new path.
+    let mut small_windows = config();
+    small_windows.streams.max_receive_window = 512 << 10;
+    small_windows.streams.max_stream_receive_window = 256 << 10;
+    let (client, server) = pair(small_windows);
+    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i * 7 + i / 251) as u8).collect();
+    let sent = data.clone();
+    let server_thread = thread::spawn(move || {
+        let mut send = server.open_uni().unwrap();
+        send.write_all(&sent).unwrap();
+        send.finish().unwrap();
+        server
+    });
+    let before = client.local_addr();
+    let moving = client.clone();
+    let received = bounded(move || {
+        let mut recv = moving.accept_uni().unwrap();
+        let mut received = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut moved = None;
+        loop {
+            let n = recv.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            received.extend_from_slice(&buf[..n]);
+            if moved.is_none() && received.len() > (4 << 20) / 3 {
+                // The phone leaves Wi-Fi: a new socket, a new port.
+                moved = Some(moving.rebind("127.0.0.1:0".parse().unwrap()).unwrap());
+            }
+        }
+        (received, moved)
+    });
+    let (received, moved) = received;
+    let after = moved.expect("rebound mid-download");
+    assert_ne!(after, before);
+    assert_eq!(client.local_addr(), after);
+    assert!(received == data, "the download differs after the move");
+    let server = server_thread.join().unwrap();
+    let stats = server.stats();
+    assert_eq!(
+        (stats.peer_migrations, stats.paths_validated),
+        (1, 1),
+        "{stats:?}"
+    );
+    // Neither side sends to the connection ID it used before the move.
+    assert_eq!(stats.connection_id_switches, 1, "{stats:?}");
+    assert_eq!(client.stats().connection_id_switches, 1);
+}
+
+#[test]
+fn a_server_connection_cannot_rebind_its_listeners_socket() {
+    let (_client, server) = pair(config());
+    let error = server.rebind("127.0.0.1:0".parse().unwrap()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("server connection cannot rebind"),
+        "{error}"
+    );
+}

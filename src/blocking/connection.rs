@@ -119,7 +119,7 @@ impl std::fmt::Debug for BlockingConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlockingConnection")
             .field("remote", &self.inner.remote)
-            .field("local", &self.inner.shared.local)
+            .field("local", &self.inner.shared.local_addr())
             .finish()
     }
 }
@@ -265,13 +265,35 @@ impl BlockingConnection {
 
     /// Our socket's address (the unspecified address for clients).
     pub fn local_addr(&self) -> SocketAddr {
-        self.inner.shared.local
+        self.inner.shared.local_addr()
     }
 
     /// Whether UDP checksums are off on this connection's socket.
     pub fn checksums_disabled(&self) -> io::Result<bool> {
-        let shared = &self.inner.shared;
-        crate::io::checksums_disabled(&shared.socket_fd, shared.local.is_ipv6())
+        self.inner.shared.checksums_disabled()
+    }
+
+    /// Moves this client connection to a new socket bound at `addr` (port
+    /// 0 for any), as when the client changes networks, and returns the
+    /// bound address. The connection carries on from there: it says
+    /// something from the new address at once, moves to a fresh
+    /// connection ID of the server's, and a sift server follows once it
+    /// has validated the new address. Datagrams in flight to the old
+    /// socket are lost, as on a real move; recovery resends them. A
+    /// server connection cannot move: its listener's socket serves every
+    /// client.
+    pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, SiftIoError> {
+        let is_client = self
+            .inner
+            .peek(|connection| connection.side() == crate::Side::Client)
+            .ok_or(SiftIoError::Connection(Error::Closed))?;
+        if !is_client {
+            return Err(SiftIoError::Io(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a server connection cannot rebind: its listener's socket serves every client",
+            )));
+        }
+        self.inner.shared.rebind(addr)
     }
 
     /// The handshake completed and the connection is not closing.

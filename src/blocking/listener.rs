@@ -21,7 +21,7 @@ pub struct Listener {
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Listener")
-            .field("local", &self.shared.local)
+            .field("local", &self.shared.local_addr())
             .finish()
     }
 }
@@ -51,13 +51,13 @@ impl Listener {
 
     /// The bound address (with the port the kernel chose for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.shared.local
+        self.shared.local_addr()
     }
 
     /// Whether UDP checksums are off on the socket, read back with
     /// `getsockopt` (they are when the config offers corruption notices).
     pub fn checksums_disabled(&self) -> io::Result<bool> {
-        crate::io::checksums_disabled(&self.shared.socket_fd, self.shared.local.is_ipv6())
+        self.shared.checksums_disabled()
     }
 
     /// Waits for the next client whose handshake completed.
@@ -72,7 +72,7 @@ impl Listener {
         self.accept_until(Instant::now().checked_add(timeout))
             .map_err(|error| match error {
                 SiftIoError::Timeout { .. } => SiftIoError::Timeout {
-                    what: format!("no client connected to {}", self.shared.local),
+                    what: format!("no client connected to {}", self.shared.local_addr()),
                     after: timeout,
                 },
                 other => other,
@@ -113,7 +113,7 @@ impl Listener {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SiftIoError::Timeout {
-                    what: format!("no client connected to {}", self.shared.local),
+                    what: format!("no client connected to {}", self.shared.local_addr()),
                     after: started.elapsed(),
                 });
             }

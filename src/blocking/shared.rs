@@ -13,7 +13,7 @@ use mio::Waker;
 
 use super::SiftIoError;
 use crate::endpoint::{ConnectionHandle, Endpoint};
-use crate::io::{Control, Driver, EndpointHost, Progress, SocketOptions};
+use crate::io::{Control, Datapath, Driver, EndpointHost, Progress, SocketOptions};
 use crate::Config;
 
 /// Endpoint state shared by the driver thread and application threads.
@@ -43,6 +43,8 @@ pub(super) struct State {
     pub(super) handle_released: bool,
     /// What the driver's last step changed (kept to reuse its allocation).
     pub(super) progress: Progress,
+    /// A socket to move to, bound by `rebind`, for the driver to take.
+    pub(super) rebind: Option<Datapath>,
 }
 
 impl State {
@@ -78,12 +80,46 @@ pub(super) struct Shared {
     pub(super) state: Mutex<State>,
     pub(super) changed: Condvar,
     pub(super) waker: Arc<Waker>,
-    pub(super) local: SocketAddr,
+    /// The socket's address; it changes only with `rebind`.
+    local: Mutex<SocketAddr>,
     /// A duplicate of the socket's descriptor, to read its options back.
-    pub(super) socket_fd: OwnedFd,
+    socket_fd: Mutex<OwnedFd>,
+    /// How the socket was bound, to bind another the same way.
+    options: SocketOptions,
+    max_datagram: usize,
 }
 
 impl Shared {
+    /// The address the endpoint's socket is bound to.
+    pub(super) fn local_addr(&self) -> SocketAddr {
+        *self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether UDP checksums are off on the endpoint's socket.
+    pub(super) fn checksums_disabled(&self) -> std::io::Result<bool> {
+        let fd = self.socket_fd.lock().unwrap_or_else(|p| p.into_inner());
+        crate::io::checksums_disabled(&*fd, self.local_addr().is_ipv6())
+    }
+
+    /// Binds a new socket at `addr`, bound like the first, and has the
+    /// driver move the endpoint to it. Returns the bound address.
+    pub(super) fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, SiftIoError> {
+        let datapath = Datapath::bind(addr, self.options, self.max_datagram)?;
+        let bound = datapath.local_addr();
+        let fd = datapath.socket().as_fd().try_clone_to_owned()?;
+        let mut state = self.lock();
+        if let Some(error) = self.stopped_error(&state) {
+            return Err(error);
+        }
+        state.endpoint.set_local_addr(bound);
+        state.rebind = Some(datapath);
+        *self.local.lock().unwrap_or_else(|p| p.into_inner()) = bound;
+        *self.socket_fd.lock().unwrap_or_else(|p| p.into_inner()) = fd;
+        state.driver_may_sleep = true; // force a wake: the driver must move
+        self.wake_driver(&mut state);
+        Ok(bound)
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic elsewhere must not make every later call panic too.
         self.state
@@ -132,7 +168,7 @@ impl Shared {
             .stopped
             .as_ref()
             .map(|reason| SiftIoError::EndpointStopped {
-                local: self.local,
+                local: self.local_addr(),
                 reason: reason.clone(),
             })
     }
@@ -187,6 +223,10 @@ impl EndpointHost for Shared {
             self.changed.notify_all();
         }
     }
+
+    fn take_rebind(&self) -> Option<Datapath> {
+        self.lock().rebind.take()
+    }
 }
 
 /// Starts an endpoint with its driver thread.
@@ -218,11 +258,14 @@ pub(super) fn start_endpoint(
             stopped: None,
             handle_released: false,
             progress: Progress::default(),
+            rebind: None,
         }),
         changed: Condvar::new(),
         waker: driver.waker(),
-        local,
-        socket_fd,
+        local: Mutex::new(local),
+        socket_fd: Mutex::new(socket_fd),
+        options,
+        max_datagram: template.max_datagram_size,
     });
     let host = Arc::clone(&shared);
     thread::Builder::new()

@@ -76,6 +76,12 @@ pub trait EndpointHost {
     /// Every datagram the last `with_endpoint` collected has been handed
     /// to the socket (or dropped on a socket error).
     fn on_flushed(&self) {}
+
+    /// A socket the application bound for the endpoint to move to (a
+    /// client changing networks), taken once by the driver.
+    fn take_rebind(&self) -> Option<Datapath> {
+        None
+    }
 }
 
 /// What one turn found, for the runtime to decide how to wait.

@@ -92,6 +92,9 @@ impl Driver {
     /// datagram is lost (recovery resends it).
     pub fn run(&mut self, host: &dyn EndpointHost) -> io::Result<()> {
         loop {
+            if let Some(datapath) = host.take_rebind() {
+                self.move_to(datapath, host)?;
+            }
             let turn = self.datapath.turn(host);
             if turn.stop {
                 self.datapath.log_counters();
@@ -113,6 +116,24 @@ impl Driver {
             };
             self.wait(wait)?;
         }
+    }
+
+    /// Carries on over `datapath` (see [`EndpointHost::take_rebind`]): the
+    /// old socket leaves the poll and closes with its datapath, and every
+    /// connection says something from the new address at once.
+    fn move_to(&mut self, datapath: Datapath, host: &dyn EndpointHost) -> io::Result<()> {
+        let registry = self.poll.registry();
+        registry.deregister(&mut SourceFd(&self.datapath.socket().as_raw_fd()))?;
+        registry.register(
+            &mut SourceFd(&datapath.socket().as_raw_fd()),
+            SOCKET,
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        let local = datapath.local_addr();
+        self.datapath = datapath;
+        host.with_endpoint(&mut |endpoint, _| endpoint.rebound(local));
+        tracing::debug!(%local, "the endpoint moved to a new socket");
+        Ok(())
     }
 
     fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
