@@ -73,7 +73,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::conn::{canonical_peer, MIN_INITIAL_DATAGRAM};
+use crate::conn::{canonical_peer, CidChange, MIN_INITIAL_DATAGRAM};
 use crate::wire::{is_retry, parse_header, ConnectionId, PacketType, WireError, RESET_TOKEN_LEN};
 use crate::{Config, Connection, Error, RecvInfo};
 
@@ -208,15 +208,17 @@ pub enum EndpointError {
 #[derive(Debug)]
 struct Entry {
     connection: Connection,
-    /// Our own connection ID, and for a server connection also the client's
+    /// Our own connection IDs (the handshake's and those issued since with
+    /// NEW_CONNECTION_ID), and for a server connection also the client's
     /// first destination ID (its Initials use it until it learns ours).
     routes: Vec<ConnectionId>,
     /// Server connections: forgotten if not established by then.
     handshake_deadline: Option<Instant>,
     /// A busy refusal, not a connection the application will see.
     refusing: bool,
-    /// The peer's stateless reset token, once registered in `reset_tokens`.
-    reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+    /// The peer's stateless reset tokens registered in `reset_tokens`, with
+    /// the address they were registered for.
+    reset_tokens: Vec<(SocketAddr, [u8; RESET_TOKEN_LEN])>,
 }
 
 impl Entry {
@@ -331,11 +333,16 @@ impl Endpoint {
     /// The driver moved the endpoint to a socket at `local` (a client
     /// changing networks): datagrams now come and go there, and each
     /// connection says something from it at once, so that its peer learns
-    /// the new address even if the connection was only receiving.
+    /// the new address even if the connection was only receiving, and
+    /// moves to a connection ID of the peer's it has not used yet.
     pub fn rebound(&mut self, local: SocketAddr) {
         self.local = local;
-        for entry in self.connections.values_mut() {
-            entry.connection.on_local_address_changed(local);
+        let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+        for handle in handles {
+            if let Some(entry) = self.connections.get_mut(&handle) {
+                entry.connection.on_local_address_changed(local);
+            }
+            self.apply_cid_changes(handle);
         }
     }
 
@@ -421,7 +428,7 @@ impl Endpoint {
                 routes,
                 handshake_deadline,
                 refusing,
-                reset_token: None,
+                reset_tokens: Vec::new(),
             },
         );
         self.refusing += usize::from(refusing);
@@ -505,13 +512,7 @@ impl Endpoint {
             }
             self.tokens.insert(from, token);
         }
-        if entry.reset_token.is_none() {
-            if let Some(token) = entry.connection.peer_reset_token() {
-                let token = *token.as_bytes();
-                entry.reset_token = Some(token);
-                self.reset_tokens.insert((from, token), handle);
-            }
-        }
+        self.apply_cid_changes(handle);
         self.stats.datagrams_routed += 1;
         Some(handle)
     }
@@ -726,6 +727,49 @@ impl Endpoint {
         self.connections.get(&handle).map(|entry| &entry.connection)
     }
 
+    /// Makes the route and reset-token changes a connection asks for: IDs
+    /// it issued or the peer retired, tokens of the peer's IDs it holds.
+    fn apply_cid_changes(&mut self, handle: ConnectionHandle) {
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return;
+        };
+        while let Some(change) = entry.connection.poll_cid_change() {
+            match change {
+                CidChange::Route(cid) => {
+                    if self.routes.contains_key(&cid) {
+                        // 2^-64 odds per pair: the peer will find the ID
+                        // unusable and use another.
+                        tracing::warn!(%cid, "a new connection ID is already in use; not routing it");
+                        continue;
+                    }
+                    self.routes.insert(cid, handle);
+                    entry.routes.push(cid);
+                }
+                CidChange::Unroute(cid) => {
+                    if let Some(index) = entry.routes.iter().position(|route| *route == cid) {
+                        entry.routes.swap_remove(index);
+                        self.routes.remove(&cid);
+                    }
+                }
+                CidChange::WatchResetToken(token) => {
+                    let key = (entry.connection.remote(), *token.as_bytes());
+                    self.reset_tokens.insert(key, handle);
+                    entry.reset_tokens.push(key);
+                }
+                CidChange::ForgetResetToken(token) => {
+                    let token = *token.as_bytes();
+                    entry.reset_tokens.retain(|key| {
+                        let keep = key.1 != token;
+                        if !keep {
+                            self.reset_tokens.remove(key);
+                        }
+                        keep
+                    });
+                }
+            }
+        }
+    }
+
     /// Removes one connection and its routes; later packets for it are
     /// dropped as unknown.
     pub fn remove(&mut self, handle: ConnectionHandle) -> Option<Connection> {
@@ -733,9 +777,8 @@ impl Endpoint {
         for cid in &entry.routes {
             self.routes.remove(cid);
         }
-        if let Some(token) = entry.reset_token {
-            self.reset_tokens
-                .remove(&(entry.connection.remote(), token));
+        for key in &entry.reset_tokens {
+            self.reset_tokens.remove(key);
         }
         self.refusing -= usize::from(entry.refusing);
         Some(entry.connection)

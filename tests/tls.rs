@@ -122,7 +122,6 @@ recovery = {{ pacing = false }}
             [
                 server.payload_corrupt_received,
                 server.header_corrupt_dropped + server.malformed_dropped,
-                server.corruption_notices_sent,
             ],
             [
                 client.corruption_notices_received,
@@ -137,6 +136,20 @@ recovery = {{ pacing = false }}
             assert_all_complete_and_exact(&null);
             assert_all_complete_and_exact(&tls);
             assert_eq!(counts(&tls), counts(&null), "{region}, seed {seed}");
+            // How many ACKs carry those notices depends on when the server
+            // has something else to send, such as a NEW_CONNECTION_ID again
+            // after the reverse link damaged it; which reverse packets are
+            // damaged shifts with the handshake's packet count, which the
+            // modes do not share. So CORRUPTED frames agree only nearly.
+            let frames = |report: &sift::sim::RunReport| {
+                report.flows[0].server_stats.corruption_notices_sent
+            };
+            assert!(
+                frames(&tls).abs_diff(frames(&null)) <= 2,
+                "{region}, seed {seed}: {} CORRUPTED frames under TLS, {} under Null",
+                frames(&tls),
+                frames(&null)
+            );
             let (forward, server, _) = counts(&tls);
             let damaged = if region == "payload" {
                 server[0]
@@ -155,7 +168,8 @@ recovery = {{ pacing = false }}
                     "{region}, seed {seed}: each one dropped"
                 );
                 assert_eq!(
-                    server[2], 0,
+                    frames(&tls),
+                    0,
                     "{region}, seed {seed}: no notice for a bad header"
                 );
             }

@@ -602,6 +602,9 @@ async fn a_client_that_rebinds_its_socket_mid_download_gets_every_byte() {
         let stats = server_side.stats();
         assert_eq!(stats.peer_migrations, 1, "{stats:?}");
         assert_eq!(stats.paths_validated, 1, "{stats:?}");
+        // Neither side sends to the connection ID it used before the move.
+        assert_eq!(stats.connection_id_switches, 1, "{stats:?}");
+        assert_eq!(client_side.stats().connection_id_switches, 1);
         drop(server);
     })
     .await;

@@ -19,6 +19,9 @@ pub mod codes {
     /// TRANSPORT_PARAMETER_ERROR: transport parameters were malformed or
     /// invalid.
     pub const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
+    /// CONNECTION_ID_LIMIT_ERROR: the peer issued more connection IDs than
+    /// we keep.
+    pub const CONNECTION_ID_LIMIT_ERROR: u64 = 0x9;
     /// PROTOCOL_VIOLATION: an error no more specific code covers.
     pub const PROTOCOL_VIOLATION: u64 = 0xa;
     /// APPLICATION_ERROR: the application closed before the handshake

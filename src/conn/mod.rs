@@ -7,6 +7,7 @@
 //! unseeded RNG (connection IDs come from `Config::rng_seed`).
 
 mod ack;
+mod cid;
 mod error;
 mod handshake;
 mod keys;
@@ -36,6 +37,10 @@ pub use path::canonical_peer;
 pub use stats::Stats;
 
 use ack::AckState;
+pub(crate) use cid::CidChange;
+use cid::ConnectionIds;
+#[cfg(test)]
+pub(crate) use cid::ACTIVE_LIMIT as ACTIVE_CONNECTION_ID_LIMIT;
 use error::TransportFailure;
 use handshake::Handshake;
 use keys::KeyPhases;
@@ -240,6 +245,10 @@ pub(crate) enum SentFrame {
     PathChallenge([u8; 8]),
     /// Our NEW_TOKEN.
     NewToken,
+    /// Our NEW_CONNECTION_ID with this sequence number.
+    NewConnectionId(u64),
+    /// Our RETIRE_CONNECTION_ID for the peer's ID with this sequence number.
+    RetireConnectionId(u64),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -312,6 +321,10 @@ pub struct Connection {
     /// The source address of the datagram being processed, and its size.
     recv_from: SocketAddr,
     recv_datagram_len: usize,
+    /// The destination ID of the packet being processed.
+    recv_dcid: ConnectionId,
+    /// Issued and received connection IDs beyond the handshake's.
+    cids: ConnectionIds,
     acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
     streams: Streams,
@@ -329,8 +342,6 @@ pub struct Connection {
     /// When the keep-alive timer last restarted: the last datagram from the
     /// peer, or the last keep-alive PING.
     keep_alive_since: Instant,
-    /// The token that ends a stateless reset from the peer (server only).
-    peer_reset_token: Option<ResetToken>,
     pacing_until: Option<Instant>,
     close_frame: Option<CloseFrame>,
     close_pending: bool,
@@ -412,6 +423,10 @@ impl Connection {
         now: Instant,
     ) -> Result<Self, Error> {
         config.validate(side)?;
+        let reset_token = match (side, &config.server_secret) {
+            (Side::Server, Some(secret)) => Some(secret.reset_token(&local_cid)),
+            _ => None,
+        };
         let params = TransportParams {
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),
@@ -426,10 +441,8 @@ impl Connection {
             max_ack_delay_ms: config.max_ack_delay.as_millis() as u64,
             max_datagram_frame_size: config.max_datagram_frame_size,
             corruption_notices: config.corruption_notices,
-            stateless_reset_token: match (side, &config.server_secret) {
-                (Side::Server, Some(secret)) => Some(*secret.reset_token(&local_cid).as_bytes()),
-                _ => None,
-            },
+            stateless_reset_token: reset_token.map(|token| *token.as_bytes()),
+            active_connection_id_limit: cid::ACTIVE_LIMIT,
             ..TransportParams::default()
         };
         let mss = config.max_datagram_size as u64;
@@ -468,6 +481,8 @@ impl Connection {
             path_rng: ChaCha8Rng::seed_from_u64(config.rng_seed ^ PATH_SEED_SALT[side as usize]),
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
+            recv_dcid: local_cid,
+            cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client),
             acks: [
                 AckState::new(Duration::ZERO),
                 AckState::new(Duration::ZERO),
@@ -486,7 +501,6 @@ impl Connection {
             last_activity: now,
             ack_eliciting_since_activity: false,
             keep_alive_since: now,
-            peer_reset_token: None,
             pacing_until: None,
             close_frame: None,
             close_pending: false,
@@ -581,7 +595,39 @@ impl Connection {
     /// The token that ends a stateless reset from the peer: the server's,
     /// once its transport parameters arrived (clients send none).
     pub fn peer_reset_token(&self) -> Option<ResetToken> {
-        self.peer_reset_token
+        self.cids.current_reset_token()
+    }
+
+    /// The next change to this connection's routes or reset tokens that
+    /// the endpoint routing its datagrams must make (see `cid`).
+    pub(crate) fn poll_cid_change(&mut self) -> Option<CidChange> {
+        self.cids.poll_change()
+    }
+
+    /// Issues connection IDs up to what the peer keeps, once the
+    /// handshake is confirmed.
+    fn issue_connection_ids(&mut self) {
+        if self.handshake_confirmed && self.state == State::Established {
+            let secret = self.server_secret();
+            self.cids.replenish(&mut self.path_rng, secret.as_ref());
+        }
+    }
+
+    /// The secret a server derives reset tokens from (a client has none).
+    fn server_secret(&self) -> Option<ServerSecret> {
+        match self.side {
+            Side::Server => self.config.server_secret.clone(),
+            Side::Client => None,
+        }
+    }
+
+    /// Sends to another of the peer's connection IDs, if it gave a spare,
+    /// so the new path cannot be linked to the old one (RFC 9000 §9.5).
+    fn switch_peer_cid(&mut self) {
+        if let Some(cid) = self.cids.switch() {
+            tracing::debug!(from = %self.peer_cid, to = %cid, "moving to another of the peer's connection IDs");
+            self.peer_cid = cid;
+        }
     }
 
     /// The peer sent a stateless reset (RFC 9000 §10.3.1; the endpoint
@@ -648,6 +694,7 @@ impl Connection {
     pub fn on_local_address_changed(&mut self, local: SocketAddr) {
         self.local = local;
         if self.state == State::Established {
+            self.switch_peer_cid();
             let probes = &mut self.probes[SpaceId::Data.index()];
             *probes = (*probes).max(1);
         }
@@ -659,6 +706,7 @@ impl Connection {
         let old = self.remote;
         self.remote = to;
         self.path.migrations += 1;
+        self.switch_peer_cid();
         if !path::only_port_changed(old, to) {
             let mss = self.config.max_datagram_size as u64;
             self.recovery.on_new_path(self.config.cc.build(mss), mss);
@@ -957,6 +1005,12 @@ impl Connection {
                     SentFrame::HandshakeDone => self.handshake_done_pending = true,
                     SentFrame::PathChallenge(data) => self.path.on_challenge_lost(data),
                     SentFrame::NewToken => self.new_token_pending = self.new_token_out.is_some(),
+                    SentFrame::NewConnectionId(sequence) => {
+                        self.cids.on_announcement_lost(sequence)
+                    }
+                    SentFrame::RetireConnectionId(sequence) => {
+                        self.cids.on_retirement_lost(sequence)
+                    }
                     SentFrame::Ack { .. } => {}
                 }
             }
@@ -987,7 +1041,9 @@ impl Connection {
                     SentFrame::Ack { largest: None }
                     | SentFrame::Crypto { .. }
                     | SentFrame::HandshakeDone
-                    | SentFrame::PathChallenge(_) => {}
+                    | SentFrame::PathChallenge(_)
+                    | SentFrame::NewConnectionId(_)
+                    | SentFrame::RetireConnectionId(_) => {}
                     SentFrame::NewToken => self.new_token_out = None,
                 }
             }
@@ -1138,6 +1194,7 @@ impl Connection {
             corruption_notices_distrusted: self.recovery.notices_distrusted(),
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
+            connection_id_switches: self.cids.switches,
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,
             corruption_notices_sent: c.corruption_notices_sent,

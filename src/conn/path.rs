@@ -15,9 +15,9 @@
 //! RTTs, RFC 9000 §8.2.4), the connection goes back to the previous
 //! address if it had been validated (RFC 9000 §9.3.2: a spoofed or
 //! short-lived address does not keep the connection).
-//! Clients never follow a server to another address. Connection IDs stay
-//! as they are: sift does not issue new ones yet, so a migrating client
-//! is linkable by its connection ID.
+//! Clients never follow a server to another address. A server that follows
+//! a client, and a client that rebinds its own socket, move to an unused
+//! connection ID of the peer's where one is left (see `cid`).
 //!
 //! A dual-stack socket (`[::]`, IPv6 with `IPV6_V6ONLY` off) reports an
 //! IPv4 peer as the IPv4-mapped IPv6 address `::ffff:a.b.c.d` (RFC 4291

@@ -103,6 +103,7 @@ impl Connection {
                 PacketOutcome::StopDatagram => break,
             }
         }
+        self.issue_connection_ids();
         Ok(len)
     }
 
@@ -236,6 +237,7 @@ impl Connection {
             }
         }
         self.counters.packets_received += 1;
+        self.recv_dcid = parsed.dcid;
         match self.process_frames(space, frames, now) {
             Ok(ack_eliciting) => {
                 self.acks[space.index()].on_packet_received(packet_number, ack_eliciting, now);
@@ -265,7 +267,7 @@ impl Connection {
     }
 
     fn cid_acceptable(&self, ty: PacketType, dcid: &[u8]) -> bool {
-        if dcid == self.local_cid.as_slice() {
+        if self.cids.is_ours(dcid) {
             return true;
         }
         match (self.side, ty) {
@@ -430,6 +432,34 @@ impl Connection {
                     self.new_token_in = Some(token.to_vec());
                 }
             }
+            Frame::NewConnectionId {
+                sequence,
+                retire_prior_to,
+                cid,
+                reset_token,
+            } => {
+                let switched = self.cids.on_new_connection_id(
+                    sequence,
+                    retire_prior_to,
+                    cid,
+                    reset_token,
+                    self.peer_cid,
+                )?;
+                if let Some(cid) = switched {
+                    tracing::debug!(from = %self.peer_cid, to = %cid, "the peer retired the connection ID we sent to");
+                    self.peer_cid = cid;
+                }
+            }
+            Frame::RetireConnectionId { sequence } => {
+                let secret = self.server_secret();
+                let dcid = self.recv_dcid;
+                self.cids.on_retire_connection_id(
+                    sequence,
+                    dcid.as_slice(),
+                    &mut self.path_rng,
+                    secret.as_ref(),
+                )?;
+            }
             Frame::PathChallenge { data } => self.path.on_challenge(data),
             Frame::PathResponse { data } => {
                 if self.path.on_response(data) {
@@ -545,9 +575,12 @@ impl Connection {
                 "a client sent a server-only transport parameter",
             ));
         }
-        self.peer_reset_token = params
-            .stateless_reset_token
-            .map(crate::crypto::ResetToken::new);
+        self.cids.on_peer_params(
+            params.active_connection_id_limit,
+            params
+                .stateless_reset_token
+                .map(crate::crypto::ResetToken::new),
+        );
         self.streams.set_peer_limits(&Self::peer_limits(&params));
         self.recovery
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay_ms));

@@ -250,6 +250,7 @@ impl Connection {
             && (self.handshake_done_pending
                 || self.new_token_pending
                 || self.path.challenge_pending
+                || self.cids.has_pending_frames()
                 || self.streams.has_control()
                 || self.streams.has_stream_data()
                 || !self.datagrams_out.is_empty())
@@ -353,6 +354,33 @@ impl Connection {
         Some(plan)
     }
 
+    /// NEW_CONNECTION_ID and RETIRE_CONNECTION_ID frames still to send.
+    fn fill_connection_id_frames(&mut self, plan: &mut PlannedPacket, budget: usize) {
+        while let Some((sequence, cid, reset_token)) = self.cids.next_announcement() {
+            let frame = Frame::NewConnectionId {
+                sequence,
+                retire_prior_to: 0,
+                cid,
+                reset_token,
+            };
+            if frame.encoded_len() > budget.saturating_sub(plan.frames.len()) {
+                self.cids.on_announcement_lost(sequence); // the next packet
+                break;
+            }
+            frame.encode(&mut plan.frames);
+            plan.sent.push(SentFrame::NewConnectionId(sequence));
+            plan.ack_eliciting = true;
+        }
+        while budget.saturating_sub(plan.frames.len()) >= MAX_CONTROL_FRAME {
+            let Some(sequence) = self.cids.next_retirement() else {
+                break;
+            };
+            Frame::RetireConnectionId { sequence }.encode(&mut plan.frames);
+            plan.sent.push(SentFrame::RetireConnectionId(sequence));
+            plan.ack_eliciting = true;
+        }
+    }
+
     fn fill_ack_eliciting(&mut self, space: SpaceId, plan: &mut PlannedPacket, budget: usize) {
         let level = level_of(space);
         let remaining = |plan: &PlannedPacket| budget.saturating_sub(plan.frames.len());
@@ -383,6 +411,9 @@ impl Connection {
                     self.new_token_pending = false;
                 }
             }
+        }
+        if space == SpaceId::Data {
+            self.fill_connection_id_frames(plan, budget);
         }
         while remaining(plan) > CRYPTO_FRAME_OVERHEAD {
             let Some((offset, data)) = self

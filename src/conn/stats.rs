@@ -73,6 +73,10 @@ pub struct Stats {
     /// Times the peer moved to another address (connection migration).
     #[serde(default)]
     pub peer_migrations: u64,
+    /// Times we moved to another of the peer's connection IDs (after an
+    /// address change, or when the peer retired ours).
+    #[serde(default)]
+    pub connection_id_switches: u64,
     /// New peer addresses validated by an echoed PATH_CHALLENGE.
     #[serde(default)]
     pub paths_validated: u64,
@@ -135,6 +139,7 @@ impl Default for Stats {
             corruption_notices_distrusted: false,
             packet_numbers_skipped: 0,
             peer_migrations: 0,
+            connection_id_switches: 0,
             paths_validated: 0,
             paths_abandoned: 0,
             corruption_notices_sent: 0,

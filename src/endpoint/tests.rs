@@ -1357,3 +1357,76 @@ fn a_new_token_from_another_ip_address_gets_a_retry() {
         "the thief proved its address with a Retry"
     );
 }
+
+/// Runs `net` until both ends of `handle` hold every connection ID the
+/// other issued (the handshake's plus `ACTIVE_LIMIT - 1` more each way).
+fn run_until_ids_issued(net: &mut Net) {
+    let full = crate::conn::ACTIVE_CONNECTION_ID_LIMIT as usize;
+    assert!(net.run_until(|e| {
+        e[0].reset_tokens.is_empty()
+            && e[0].routes.len() == full + 1 // + the client's first destination ID
+            && e[1].routes.len() == full
+            && e[1].reset_tokens.len() == full
+    }));
+}
+
+#[test]
+fn after_the_handshake_each_side_issues_ids_and_its_endpoint_routes_them() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    // Every routed ID reaches the right connection.
+    let client_routes: Vec<_> = net.endpoints[1].routes.values().copied().collect();
+    assert!(client_routes.iter().all(|h| *h == handle));
+    let server_routes: Vec<_> = net.endpoints[0].routes.values().copied().collect();
+    assert!(server_routes.iter().all(|h| *h == ConnectionHandle(0)));
+}
+
+#[test]
+fn a_client_that_rebinds_moves_to_a_fresh_id_and_the_server_answers_on_one_too() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    let server_handle = ConnectionHandle(0);
+    let handshake_id = net.endpoints[0]
+        .connection_ref(server_handle)
+        .unwrap()
+        .local_cid();
+
+    net.endpoints[1].rebound(addr(1099));
+    send_on_stream(&mut net, handle);
+    assert!(net.run_until(|e| {
+        e[0].connection_ref(server_handle)
+            .is_some_and(|c| c.stats().paths_validated == 1)
+            // The server learnt the client retired the handshake's ID.
+            && !e[0].routes.contains_key(&handshake_id)
+    }));
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(1099));
+    assert_eq!(server.stats().connection_id_switches, 1);
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.stats().connection_id_switches, 1);
+    // Retired IDs are replaced: both sides hold a full set again, and the
+    // client watches only the reset tokens of IDs it still holds.
+    run_until_ids_issued(&mut net);
+}
+
+#[test]
+fn a_restarted_server_resets_a_client_that_moved_to_another_id() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    net.endpoints[1].rebound(addr(1099));
+    send_on_stream(&mut net, handle);
+    assert!(net.run_until(|e| e[0]
+        .connection_ref(ConnectionHandle(0))
+        .is_some_and(|c| c.stats().paths_validated == 1)));
+
+    // The new server derives the reset token of whichever ID the client
+    // now sends to from the same secret.
+    restart_server(&mut net, Some(&secret));
+    send_on_stream(&mut net, handle);
+    assert!(net.run_until(|e| e[1].connection_ref(handle).is_some_and(|c| c.is_closed())));
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+}

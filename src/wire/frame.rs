@@ -9,7 +9,9 @@ use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::RangeInclusive;
 
+use super::cid::{ConnectionId, MAX_CID_LEN};
 use super::ranges::RangeSet;
+use super::transport_params::RESET_TOKEN_LEN;
 use super::varint::{put_varint, varint_len, Reader, VARINT_MAX};
 use super::WireError;
 
@@ -57,6 +59,10 @@ pub mod frame_type {
     pub const STREAMS_BLOCKED_BIDI: u64 = 0x16;
     /// STREAMS_BLOCKED for unidirectional streams (§19.14).
     pub const STREAMS_BLOCKED_UNI: u64 = 0x17;
+    /// NEW_CONNECTION_ID (§19.15).
+    pub const NEW_CONNECTION_ID: u64 = 0x18;
+    /// RETIRE_CONNECTION_ID (§19.16).
+    pub const RETIRE_CONNECTION_ID: u64 = 0x19;
     /// PATH_CHALLENGE (§19.17): 8 unpredictable bytes to echo.
     pub const PATH_CHALLENGE: u64 = 0x1a;
     /// PATH_RESPONSE (§19.18): the echo.
@@ -339,6 +345,23 @@ pub enum Frame<'a> {
     },
     /// The server confirms the handshake.
     HandshakeDone,
+    /// Another connection ID the sender accepts (RFC 9000 §19.15).
+    NewConnectionId {
+        /// Its sequence number (the handshake's ID is 0).
+        sequence: u64,
+        /// The receiver should retire every ID numbered below this.
+        retire_prior_to: u64,
+        /// The ID, 1 to 20 bytes.
+        cid: ConnectionId,
+        /// The stateless reset token that goes with it.
+        reset_token: [u8; RESET_TOKEN_LEN],
+    },
+    /// The sender no longer uses the receiver's connection ID `sequence`
+    /// (RFC 9000 §19.16).
+    RetireConnectionId {
+        /// The retired ID's sequence number.
+        sequence: u64,
+    },
     /// Asks the peer to echo `data` on the path it arrived on (path
     /// validation, RFC 9000 §8.2).
     PathChallenge {
@@ -484,6 +507,34 @@ impl<'a> Frame<'a> {
                 }
             }
             HANDSHAKE_DONE => Frame::HandshakeDone,
+            NEW_CONNECTION_ID => {
+                let sequence = reader.varint()?;
+                let retire_prior_to = reader.varint()?;
+                let invalid = |reason| WireError::InvalidFrame {
+                    frame: "NEW_CONNECTION_ID",
+                    reason,
+                };
+                // RFC 9000 §19.15: both are frame encoding errors.
+                if retire_prior_to > sequence {
+                    return Err(invalid("retire_prior_to exceeds the sequence number"));
+                }
+                let len = usize::from(reader.bytes(1)?[0]);
+                if !(1..=MAX_CID_LEN).contains(&len) {
+                    return Err(invalid("connection ID length outside 1..=20"));
+                }
+                let cid = ConnectionId::new(reader.bytes(len)?)?;
+                let mut reset_token = [0u8; RESET_TOKEN_LEN];
+                reset_token.copy_from_slice(reader.bytes(RESET_TOKEN_LEN)?);
+                Frame::NewConnectionId {
+                    sequence,
+                    retire_prior_to,
+                    cid,
+                    reset_token,
+                }
+            }
+            RETIRE_CONNECTION_ID => Frame::RetireConnectionId {
+                sequence: reader.varint()?,
+            },
             PATH_CHALLENGE | PATH_RESPONSE => {
                 let mut data = [0u8; 8];
                 data.copy_from_slice(reader.bytes(8)?);
@@ -556,6 +607,19 @@ impl<'a> Frame<'a> {
             Frame::NewToken { token: data } | Frame::Datagram { data } => {
                 put_length_prefixed(out, data)
             }
+            Frame::NewConnectionId {
+                sequence,
+                retire_prior_to,
+                cid,
+                reset_token,
+            } => {
+                put_varint(out, sequence);
+                put_varint(out, retire_prior_to);
+                out.push(cid.len() as u8);
+                out.extend_from_slice(cid.as_slice());
+                out.extend_from_slice(&reset_token);
+            }
+            Frame::RetireConnectionId { sequence } => put_varint(out, sequence),
             Frame::ConnectionClose {
                 application,
                 error_code,
@@ -596,6 +660,15 @@ impl<'a> Frame<'a> {
             Frame::MaxStreamData { id, max: value }
             | Frame::StreamDataBlocked { id, limit: value } => varint_len(id) + varint_len(value),
             Frame::NewToken { token: data } | Frame::Datagram { data } => length_prefixed_len(data),
+            Frame::NewConnectionId {
+                sequence,
+                retire_prior_to,
+                cid,
+                ..
+            } => {
+                varint_len(sequence) + varint_len(retire_prior_to) + 1 + cid.len() + RESET_TOKEN_LEN
+            }
+            Frame::RetireConnectionId { sequence } => varint_len(sequence),
             Frame::ConnectionClose {
                 application,
                 error_code,
@@ -637,6 +710,8 @@ impl<'a> Frame<'a> {
             Frame::StreamsBlocked { bidi: true, .. } => STREAMS_BLOCKED_BIDI,
             Frame::StreamsBlocked { bidi: false, .. } => STREAMS_BLOCKED_UNI,
             Frame::NewToken { .. } => NEW_TOKEN,
+            Frame::NewConnectionId { .. } => NEW_CONNECTION_ID,
+            Frame::RetireConnectionId { .. } => RETIRE_CONNECTION_ID,
             Frame::HandshakeDone => HANDSHAKE_DONE,
             Frame::PathChallenge { .. } => PATH_CHALLENGE,
             Frame::PathResponse { .. } => PATH_RESPONSE,
@@ -681,6 +756,8 @@ impl<'a> Frame<'a> {
             Frame::StreamDataBlocked { .. } => "STREAM_DATA_BLOCKED",
             Frame::StreamsBlocked { .. } => "STREAMS_BLOCKED",
             Frame::NewToken { .. } => "NEW_TOKEN",
+            Frame::NewConnectionId { .. } => "NEW_CONNECTION_ID",
+            Frame::RetireConnectionId { .. } => "RETIRE_CONNECTION_ID",
             Frame::HandshakeDone => "HANDSHAKE_DONE",
             Frame::PathChallenge { .. } => "PATH_CHALLENGE",
             Frame::PathResponse { .. } => "PATH_RESPONSE",

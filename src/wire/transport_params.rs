@@ -23,6 +23,7 @@ mod id {
     pub const INITIAL_MAX_STREAMS_BIDI: u64 = 0x08;
     pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x09;
     pub const MAX_ACK_DELAY: u64 = 0x0b;
+    pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
     /// RFC 9221 §3.
@@ -42,6 +43,8 @@ pub const MIN_MAX_UDP_PAYLOAD_SIZE: u64 = 1_200;
 pub const DEFAULT_MAX_ACK_DELAY_MS: u64 = 25;
 /// RFC 9000 §18.2: max_ack_delay values of 2^14 or more are invalid.
 pub const MAX_ACK_DELAY_LIMIT_MS: u64 = 1 << 14;
+/// RFC 9000 §18.2: active_connection_id_limit default, and its least value.
+pub const MIN_ACTIVE_CONNECTION_ID_LIMIT: u64 = 2;
 /// RFC 9000 §18.2: initial_max_streams_* above 2^60 are invalid.
 pub const MAX_STREAMS_LIMIT: u64 = 1 << 60;
 
@@ -78,6 +81,9 @@ pub struct TransportParams {
     pub max_ack_delay_ms: u64,
     /// Largest DATAGRAM frame accepted; `None` = DATAGRAM not supported.
     pub max_datagram_frame_size: Option<u64>,
+    /// How many of the peer's connection IDs the sender keeps at once
+    /// (NEW_CONNECTION_ID); at least 2.
+    pub active_connection_id_limit: u64,
     /// This endpoint offers corruption notices (CORRUPTED frames).
     pub corruption_notices: bool,
 }
@@ -99,6 +105,7 @@ impl Default for TransportParams {
             initial_max_streams_uni: 0,
             max_ack_delay_ms: DEFAULT_MAX_ACK_DELAY_MS,
             max_datagram_frame_size: None,
+            active_connection_id_limit: MIN_ACTIVE_CONNECTION_ID_LIMIT,
             corruption_notices: false,
         }
     }
@@ -106,7 +113,7 @@ impl Default for TransportParams {
 
 impl TransportParams {
     /// Integer parameters that have a default: (id, value, default).
-    fn integers_with_defaults(&self) -> [(u64, u64, u64); 9] {
+    fn integers_with_defaults(&self) -> [(u64, u64, u64); 10] {
         let defaults = Self::default();
         [
             (
@@ -153,6 +160,11 @@ impl TransportParams {
                 id::MAX_ACK_DELAY,
                 self.max_ack_delay_ms,
                 defaults.max_ack_delay_ms,
+            ),
+            (
+                id::ACTIVE_CONNECTION_ID_LIMIT,
+                self.active_connection_id_limit,
+                defaults.active_connection_id_limit,
             ),
         ]
     }
@@ -257,6 +269,9 @@ impl TransportParams {
                     params.initial_max_streams_uni = integer(param, value)?
                 }
                 id::MAX_ACK_DELAY => params.max_ack_delay_ms = integer(param, value)?,
+                id::ACTIVE_CONNECTION_ID_LIMIT => {
+                    params.active_connection_id_limit = integer(param, value)?
+                }
                 id::MAX_DATAGRAM_FRAME_SIZE => {
                     params.max_datagram_frame_size = Some(integer(param, value)?)
                 }
@@ -286,6 +301,12 @@ impl TransportParams {
         }
         if self.max_ack_delay_ms >= MAX_ACK_DELAY_LIMIT_MS {
             return out_of_range("max_ack_delay", self.max_ack_delay_ms);
+        }
+        if self.active_connection_id_limit < MIN_ACTIVE_CONNECTION_ID_LIMIT {
+            return out_of_range(
+                "active_connection_id_limit",
+                self.active_connection_id_limit,
+            );
         }
         if self.initial_max_streams_bidi > MAX_STREAMS_LIMIT {
             return out_of_range("initial_max_streams_bidi", self.initial_max_streams_bidi);
@@ -446,6 +467,14 @@ mod tests {
                 value: 1 << 14
             })
         );
+        // RFC 9000 §18.2: active_connection_id_limit below 2 is an error.
+        assert_eq!(
+            TransportParams::decode(&[0x0e, 1, 1]),
+            Err(WireError::TransportParameterOutOfRange {
+                name: "active_connection_id_limit",
+                value: 1
+            })
+        );
         // max_ack_delay 2^14 - 1 is the largest allowed.
         let params = TransportParams::decode(&[0x0b, 2, 0x7f, 0xff]).expect("valid");
         assert_eq!(params.max_ack_delay_ms, (1 << 14) - 1);
@@ -525,6 +554,7 @@ mod tests {
             initial_max_streams_uni in 0..=MAX_STREAMS_LIMIT,
             max_ack_delay_ms in 0..MAX_ACK_DELAY_LIMIT_MS,
             max_datagram_frame_size in proptest::option::of(any_varint()),
+            active_connection_id_limit in MIN_ACTIVE_CONNECTION_ID_LIMIT..=VARINT_MAX,
             corruption_notices in any::<bool>(),
         ) -> TransportParams {
             TransportParams {
@@ -542,6 +572,7 @@ mod tests {
                 initial_max_streams_uni,
                 max_ack_delay_ms,
                 max_datagram_frame_size,
+                active_connection_id_limit,
                 corruption_notices,
             }
         }

@@ -8,8 +8,8 @@
 use std::ops::RangeInclusive;
 
 use sift::wire::{
-    encode_ack, encode_corrupted, frame_type, parse_frames, put_varint, AckRanges, Frame, RangeSet,
-    MAX_ACK_RANGES, VARINT_MAX,
+    encode_ack, encode_corrupted, frame_type, parse_frames, put_varint, AckRanges, ConnectionId,
+    Frame, RangeSet, MAX_ACK_RANGES, VARINT_MAX,
 };
 
 use super::Seed;
@@ -139,6 +139,19 @@ pub fn seeds() -> Vec<Seed> {
         Seed::new(
             "path-response",
             encoded(Frame::PathResponse { data: [0xff; 8] }),
+        ),
+        Seed::new(
+            "new-connection-id",
+            encoded(Frame::NewConnectionId {
+                sequence: 2,
+                retire_prior_to: 1,
+                cid: ConnectionId::new(b"8 bytes!").expect("8 bytes"),
+                reset_token: [0x5a; 16],
+            }),
+        ),
+        Seed::new(
+            "retire-connection-id",
+            encoded(Frame::RetireConnectionId { sequence: 1 }),
         ),
         Seed::new("ack", ack),
         Seed::new("corrupted", corrupted),

@@ -54,6 +54,7 @@ pub fn seeds() -> Vec<Seed> {
         initial_max_streams_uni: 3,
         max_ack_delay_ms: 25,
         max_datagram_frame_size: None,
+        active_connection_id_limit: 4,
         corruption_notices: true,
         stateless_reset_token: None,
         retry_source_connection_id: None,

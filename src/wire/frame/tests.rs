@@ -325,6 +325,60 @@ fn empty_new_token_is_rejected() {
 }
 
 #[test]
+fn new_connection_id_round_trips_with_its_reset_token() {
+    let frame = Frame::NewConnectionId {
+        sequence: 3,
+        retire_prior_to: 1,
+        cid: ConnectionId::new(&[7; 8]).unwrap(),
+        reset_token: [9; 16],
+    };
+    let bytes = encoded(&frame);
+    assert_eq!(bytes.len(), 1 + 1 + 1 + 1 + 8 + 16);
+    assert_eq!(only_frame(&bytes), Ok(frame));
+    let retire = Frame::RetireConnectionId { sequence: 300 };
+    assert_eq!(only_frame(&encoded(&retire)), Ok(retire));
+}
+
+#[test]
+fn new_connection_id_with_a_bad_length_or_retire_prior_to_is_rejected() {
+    let mut zero_length = vec![0x18, 1, 0, 0];
+    zero_length.extend_from_slice(&[0; 16]);
+    assert!(matches!(
+        only_frame(&zero_length),
+        Err(WireError::InvalidFrame {
+            frame: "NEW_CONNECTION_ID",
+            ..
+        })
+    ));
+    let mut too_long = vec![0x18, 1, 0, 21];
+    too_long.extend_from_slice(&[0; 21 + 16]);
+    assert!(matches!(
+        only_frame(&too_long),
+        Err(WireError::InvalidFrame {
+            frame: "NEW_CONNECTION_ID",
+            ..
+        })
+    ));
+    // retire_prior_to (5) above the frame's own sequence number (4).
+    let mut retire_ahead = vec![0x18, 4, 5, 8];
+    retire_ahead.extend_from_slice(&[0; 8 + 16]);
+    assert!(matches!(
+        only_frame(&retire_ahead),
+        Err(WireError::InvalidFrame {
+            frame: "NEW_CONNECTION_ID",
+            ..
+        })
+    ));
+    // A reset token cut short.
+    let mut short_token = vec![0x18, 1, 0, 8];
+    short_token.extend_from_slice(&[0; 8 + 15]);
+    assert!(matches!(
+        only_frame(&short_token),
+        Err(WireError::UnexpectedEnd { .. })
+    ));
+}
+
+#[test]
 fn stream_limits_above_2_pow_60_are_rejected() {
     let mut out = vec![0x12];
     put_varint(&mut out, (1 << 60) + 1);
@@ -403,6 +457,8 @@ enum Spec {
     StreamDataBlocked(u64, u64),
     StreamsBlocked(bool, u64),
     NewToken(Vec<u8>),
+    NewConnectionId(u64, u64, Vec<u8>, [u8; 16]),
+    RetireConnectionId(u64),
     Datagram(Vec<u8>),
     ConnectionClose(bool, u64, u64, Vec<u8>),
 }
@@ -448,6 +504,17 @@ fn build(spec: &Spec) -> Frame<'_> {
             limit: *limit,
         },
         Spec::NewToken(token) => Frame::NewToken { token },
+        Spec::NewConnectionId(sequence, retire_prior_to, cid, reset_token) => {
+            Frame::NewConnectionId {
+                sequence: *sequence,
+                retire_prior_to: *retire_prior_to,
+                cid: ConnectionId::new(cid).expect("at most 20 bytes"),
+                reset_token: *reset_token,
+            }
+        }
+        Spec::RetireConnectionId(sequence) => Frame::RetireConnectionId {
+            sequence: *sequence,
+        },
         Spec::Datagram(data) => Frame::Datagram { data },
         Spec::ConnectionClose(application, error_code, frame_type, reason) => {
             Frame::ConnectionClose {
@@ -529,6 +596,21 @@ fn any_spec() -> impl Strategy<Value = Spec> {
         (any_varint(), any_varint()).prop_map(|(a, b)| Spec::StreamDataBlocked(a, b)),
         (any::<bool>(), 0u64..=1 << 60).prop_map(|(bidi, max)| Spec::StreamsBlocked(bidi, max)),
         proptest::collection::vec(any::<u8>(), 1..64).prop_map(Spec::NewToken),
+        (
+            any_varint(),
+            proptest::collection::vec(any::<u8>(), 1..=20),
+            any::<[u8; 16]>()
+        )
+            .prop_flat_map(|(sequence, cid, token)| (
+                Just(sequence),
+                0..=sequence,
+                Just(cid),
+                Just(token)
+            ))
+            .prop_map(|(sequence, retire, cid, token)| Spec::NewConnectionId(
+                sequence, retire, cid, token
+            )),
+        any_varint().prop_map(Spec::RetireConnectionId),
         any_bytes(64).prop_map(Spec::Datagram),
         (any::<bool>(), any_varint(), any_varint(), any_bytes(40))
             .prop_map(|(app, code, ty, reason)| Spec::ConnectionClose(app, code, ty, reason)),
