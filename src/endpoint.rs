@@ -58,12 +58,14 @@
 mod reset;
 mod retry;
 mod token;
+mod token_store;
 mod version;
 
 pub use token::{
     RetryPolicy, ADDRESS_TOKEN_LIFETIME, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME,
 };
 use token::{TokenError, ValidToken};
+pub use token_store::{TokenStore, MAX_REMEMBERED_TOKENS};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -85,9 +87,6 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// the state spent on unvalidated clients).
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Servers whose NEW_TOKEN token a client endpoint keeps (past that it
-/// starts over: tokens only save a round trip).
-const MAX_REMEMBERED_TOKENS: usize = 256;
 /// Busy refusals held at once (each a connection in its closing period).
 pub const MAX_REFUSING: usize = 64;
 /// Stateless answers (resets and version negotiation) sent per second at
@@ -262,8 +261,9 @@ pub struct Endpoint {
     /// The first `now` seen: Retry tokens carry times relative to it.
     epoch: Option<Instant>,
     /// Client: the latest NEW_TOKEN token of each server, used once by
-    /// the next connection to it.
-    tokens: HashMap<SocketAddr, Vec<u8>>,
+    /// the next connection to it (unless the connection's config names a
+    /// shared store).
+    tokens: TokenStore,
     stats: EndpointStats,
 }
 
@@ -300,7 +300,7 @@ impl Endpoint {
             stateless_credit_since: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             epoch: None,
-            tokens: HashMap::new(),
+            tokens: TokenStore::new(),
             stats: EndpointStats::default(),
         }
     }
@@ -390,14 +390,14 @@ impl Endpoint {
             });
         }
         let handle = ConnectionHandle(self.next_handle);
+        let store = config.token_store.as_ref().unwrap_or(&self.tokens);
+        let token = store.take(remote);
         let config = Config {
             rng_seed: mix_seed(config.rng_seed, handle),
             ..config
         };
         let mut connection = Connection::connect(config, self.local, remote, now)?;
-        // A token is used once: two connections with one token would be
-        // linkable by it (RFC 9000 §8.1.3).
-        if let Some(token) = self.tokens.remove(&canonical_peer(remote)) {
+        if let Some(token) = token {
             connection.use_token(token);
         }
         // A client's handshake wait is its application's business.
@@ -507,10 +507,8 @@ impl Endpoint {
         // is simply too late.
         let _ = entry.connection.recv(datagram, info);
         if let Some(token) = entry.connection.take_new_token() {
-            if self.tokens.len() >= MAX_REMEMBERED_TOKENS && !self.tokens.contains_key(&from) {
-                self.tokens.clear();
-            }
-            self.tokens.insert(from, token);
+            let store = entry.connection.token_store().unwrap_or(&self.tokens);
+            store.insert(from, token);
         }
         self.apply_cid_changes(handle);
         self.stats.datagrams_routed += 1;

@@ -130,3 +130,41 @@ fn a_full_server_says_it_is_busy_and_wait_gets_in_once_a_client_leaves() {
         "the holder (pid {holder_pid}) failed"
     );
 }
+
+#[test]
+fn a_client_run_keeps_the_servers_token_and_the_next_run_skips_the_retry() {
+    let dir = TestDir::new("tokens");
+    let root = dir.subdir("root");
+    let client_state = dir.subdir("client-state");
+    std::fs::write(root.join("small.bin"), content(10_000, 3)).unwrap();
+    let server = Server::start(&root, &["--retry"]);
+    let url = server.url("small.bin");
+    let pin = server.pin();
+    let get = |name: &str| {
+        let dest = dir.path().join(name);
+        run_client(&[
+            "get",
+            &url,
+            "-o",
+            dest.to_str().unwrap(),
+            &pin,
+            "--state-dir",
+            client_state.to_str().unwrap(),
+            "-vv",
+        ])
+    };
+    let retried = "the server asked for a Retry";
+
+    let first = get("first.bin");
+    expect_success(&first);
+    assert!(stderr_of(&first).contains(retried), "{}", stderr_of(&first));
+    let saved = std::fs::read_to_string(client_state.join("address-tokens")).unwrap();
+    assert!(saved.starts_with(&server.addr.to_string()), "{saved}");
+
+    let second = get("second.bin");
+    expect_success(&second);
+    assert!(
+        !stderr_of(&second).contains(retried),
+        "the second run brought the token, yet was asked for a Retry"
+    );
+}

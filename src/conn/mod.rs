@@ -146,6 +146,10 @@ pub struct Config {
     /// interval (a restarted server answers with a stateless reset).
     /// `None`: never; the idle timeout alone ends a silent connection.
     pub keep_alive_interval: Option<Duration>,
+    /// Client: where NEW_TOKEN tokens are kept for later connections to the
+    /// same server, shared by every endpoint that connects with this
+    /// config. `None`: each endpoint keeps its own.
+    pub token_store: Option<crate::endpoint::TokenStore>,
     /// Misbehave as a receiver: name every gap in the packet numbers
     /// received as corrupted, so the sender never cuts its window for a
     /// loss. The attack the corruption budget and skipped packet numbers
@@ -173,6 +177,7 @@ impl Default for Config {
             server_secret: None,
             retry: crate::endpoint::RetryPolicy::default(),
             keep_alive_interval: None,
+            token_store: None,
             lie_about_losses: false,
         }
     }
@@ -596,6 +601,11 @@ impl Connection {
     /// once its transport parameters arrived (clients send none).
     pub fn peer_reset_token(&self) -> Option<ResetToken> {
         self.cids.current_reset_token()
+    }
+
+    /// The store its NEW_TOKEN tokens go to, if the config names one.
+    pub(crate) fn token_store(&self) -> Option<&crate::endpoint::TokenStore> {
+        self.config.token_store.as_ref()
     }
 
     /// The next change to this connection's routes or reset tokens that
@@ -1194,6 +1204,7 @@ impl Connection {
             corruption_notices_distrusted: self.recovery.notices_distrusted(),
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
+            retried: self.retry.is_some(),
             connection_id_switches: self.cids.switches,
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,

@@ -73,6 +73,10 @@ pub struct Stats {
     /// Times the peer moved to another address (connection migration).
     #[serde(default)]
     pub peer_migrations: u64,
+    /// Client: the server asked us to prove our address with a Retry
+    /// before it accepted the connection (no valid NEW_TOKEN token).
+    #[serde(default)]
+    pub retried: bool,
     /// Times we moved to another of the peer's connection IDs (after an
     /// address change, or when the peer retired ours).
     #[serde(default)]
@@ -139,6 +143,7 @@ impl Default for Stats {
             corruption_notices_distrusted: false,
             packet_numbers_skipped: 0,
             peer_migrations: 0,
+            retried: false,
             connection_id_switches: 0,
             paths_validated: 0,
             paths_abandoned: 0,

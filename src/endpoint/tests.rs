@@ -1344,7 +1344,7 @@ fn a_client_back_with_the_servers_new_token_skips_the_retry() {
 fn a_new_token_from_another_ip_address_gets_a_retry() {
     let (mut net, _) = client_holding_a_new_token();
     // Another host takes the token along.
-    let token = net.endpoints[1].tokens.remove(&addr(SERVER)).unwrap();
+    let token = net.endpoints[1].tokens.take(addr(SERVER)).unwrap();
     let mut thief = Endpoint::new(SocketAddr::from(([127, 0, 0, 9], 1001)), None);
     thief.tokens.insert(addr(SERVER), token);
     let stolen = thief.connect(config(4), addr(SERVER), net.now).unwrap();
@@ -1429,4 +1429,48 @@ fn a_restarted_server_resets_a_client_that_moved_to_another_id() {
     assert!(net.run_until(|e| e[1].connection_ref(handle).is_some_and(|c| c.is_closed())));
     let client = net.endpoints[1].connection_ref(handle).unwrap();
     assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+}
+
+#[test]
+fn a_token_store_in_the_config_carries_tokens_across_client_endpoints() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server = server_with_secret(&secret, RetryPolicy::Always);
+    let store = TokenStore::new();
+    let shared = Config {
+        token_store: Some(store.clone()),
+        ..config(2)
+    };
+    // One endpoint per connection, as the blocking API makes them.
+    let mut first = Endpoint::new(addr(1001), None);
+    let one = first
+        .connect(shared.clone(), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, first]);
+    assert!(net.run_until(|e| established(&mut e[1], one) && !store.is_empty()));
+    assert!(
+        net.endpoints[1].tokens.is_empty(),
+        "the token went to the shared store"
+    );
+    assert!(
+        net.endpoints[1]
+            .connection_ref(one)
+            .unwrap()
+            .stats()
+            .retried
+    );
+
+    let mut second = Endpoint::new(addr(1002), None);
+    let two = second.connect(shared, addr(SERVER), net.now).unwrap();
+    assert!(store.is_empty(), "a token is used once");
+    net.endpoints.push(second);
+    assert!(net.run_until(|e| established(&mut e[2], two)));
+    assert!(
+        !net.endpoints[2]
+            .connection_ref(two)
+            .unwrap()
+            .stats()
+            .retried
+    );
+    let server = net.endpoints[0].stats();
+    assert_eq!((server.retries_sent, server.validated_by_token), (1, 1));
 }

@@ -14,6 +14,7 @@ use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::format;
 use sift_bin::cli::report::FlowReport;
 use sift_bin::cli::session::{self, CLOSE_DONE};
+use sift_bin::cli::tokens::SavedTokens;
 use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::SiftUrl;
 use sift_bin::transfer::client;
@@ -196,7 +197,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .cc
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
-    let config = common::transport_config(protection, local_cc, common.corruption_notices);
+    let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
+    let tokens = SavedTokens::load(common.state_dir.as_deref());
+    config.token_store = Some(tokens.store());
     let wait = common
         .wait
         .map(|secs| seconds(secs, "--wait"))
@@ -206,7 +209,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         trust,
         wait,
     };
-    match cli.command {
+    let result = match cli.command {
         Command::Get { output, resume, .. } => {
             get(&url, dial, output, resume, requested, common.json)
         }
@@ -219,7 +222,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             reverse,
             ..
         } => perf(&url, dial, time, interval, ndjson || common.json, reverse),
-    }
+    };
+    tokens.save();
+    result
 }
 
 /// How to reach the server: transport settings and certificate trust.

@@ -15,5 +15,6 @@ pub mod server_loop;
 pub mod session;
 pub mod state;
 pub mod stream;
+pub mod tokens;
 pub mod trust;
 pub mod url;
