@@ -59,3 +59,28 @@ fn five_percent_netem_reordering_keeps_reno_and_cubic_above_eight_tenths_of_capa
         assert!(fixed < 0.5 * adaptive, "{cc}: fixed thresholds {fixed}");
     }
 }
+
+#[test]
+fn netem_reordering_does_not_halve_westwoods_window() {
+    // netem's reorder sends a packet with no delay: a 20 ms RTT on a
+    // 40 ms path. Westwood's ssthresh = BWE·RTTmin must not take it.
+    let share = capacity_share("westwood", REORDER_5PC, ADAPTIVE);
+    assert!(share >= 0.8, "westwood: {share}");
+}
+
+#[test]
+fn five_ms_of_jitter_on_a_lossy_path_costs_veno_at_most_a_fifth() {
+    // Veno's backlog N = cwnd·(RTT − BaseRTT)/RTT: a BaseRTT from the
+    // packets jitter sped past others would call every random loss
+    // congestive.
+    let lossy = "delay 20ms rate 20mbit limit 200 loss 1%";
+    let jittery = "delay 20ms 5ms distribution normal rate 20mbit limit 200 jitter-reorder loss 1%";
+    for cc in ["veno", "veno-enhanced"] {
+        let without = capacity_share(cc, lossy, ADAPTIVE);
+        let with = capacity_share(cc, jittery, ADAPTIVE);
+        assert!(
+            with >= 0.8 * without,
+            "{cc}: {with} with jitter, {without} without"
+        );
+    }
+}

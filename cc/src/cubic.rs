@@ -394,6 +394,7 @@ impl CongestionControl for Cubic {
         self.epoch = undo.epoch;
         self.app_limited_since = None;
         self.in_recovery = false;
+        self.hystart.undo_congestion();
         self.last_verdict = undo.last_verdict;
     }
 

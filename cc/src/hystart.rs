@@ -82,6 +82,8 @@ pub struct HyStart {
     current_round_min_rtt: Option<Duration>,
     /// rttSampleCount of the current round.
     rtt_samples: u32,
+    /// The phase the latest congestion event ended, for its undo.
+    before_congestion: Option<HyStartPhase>,
 }
 
 impl HyStart {
@@ -97,6 +99,7 @@ impl HyStart {
             last_round_min_rtt: None,
             current_round_min_rtt: None,
             rtt_samples: 0,
+            before_congestion: None,
         }
     }
 
@@ -107,7 +110,19 @@ impl HyStart {
 
     /// A loss or timeout: the initial slow start is over (RFC 9406 §4.2).
     pub fn on_congestion(&mut self) {
+        self.before_congestion = Some(self.phase);
         self.phase = HyStartPhase::Done;
+    }
+
+    /// The latest congestion event proved spurious (the controller undid
+    /// its window cut): the initial slow start was not over after all, so
+    /// HyStart++ watches it again, from a fresh round. Without this a
+    /// reordering that fools loss detection once, early, leaves the rest of
+    /// slow start to classic doubling and its overshoot.
+    pub fn undo_congestion(&mut self) {
+        if let Some(phase) = self.before_congestion.take() {
+            self.phase = phase;
+        }
     }
 
     /// Slow start for one ACK at window `cwnd`: nothing at or above
@@ -367,5 +382,22 @@ mod tests {
             let step = hystart.slow_start(10_000, 10_500, &ack(t0, t0, 300));
             assert_eq!((step.cwnd, step.ssthresh, step.rest), (10_500, 10_500, 500));
         }
+    }
+
+    #[test]
+    fn an_undone_congestion_event_gives_slow_start_back_to_hystart() {
+        let mut hystart = HyStart::new(true);
+        hystart.on_congestion();
+        assert_eq!(hystart.phase(), HyStartPhase::Done);
+        hystart.undo_congestion();
+        assert_eq!(hystart.phase(), HyStartPhase::SlowStart);
+        // Only the latest event is undone, and only once.
+        hystart.undo_congestion();
+        assert_eq!(hystart.phase(), HyStartPhase::SlowStart);
+        // Classic slow start (HyStart++ off) stays classic.
+        let mut classic = HyStart::new(false);
+        classic.on_congestion();
+        classic.undo_congestion();
+        assert_eq!(classic.phase(), HyStartPhase::Done);
     }
 }

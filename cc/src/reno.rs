@@ -126,6 +126,7 @@ impl CongestionControl for Reno {
             (self.cwnd, self.ssthresh) = undo.restore(self.cwnd);
             self.increase = AdditiveIncrease::default();
             self.in_recovery = false;
+            self.hystart.undo_congestion();
         }
     }
 

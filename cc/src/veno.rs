@@ -220,6 +220,7 @@ impl Veno {
         };
         self.increase = AdditiveIncrease::default();
         self.in_recovery = false;
+        self.hystart.undo_congestion();
         self.last_verdict = undo.last_verdict;
         self.verdicts.withdraw(undo.verdict);
         Some(undo.verdict)

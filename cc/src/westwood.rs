@@ -311,6 +311,7 @@ impl CongestionControl for Westwood {
         (self.cwnd, self.ssthresh) = window.restore(self.cwnd);
         self.increase = AdditiveIncrease::default();
         self.in_recovery = false;
+        self.hystart.undo_congestion();
         self.last_verdict = last_verdict;
         self.verdicts.withdraw(LossVerdict::Congestive);
     }

@@ -7,6 +7,13 @@
 //! Must not: read the clock (callers pass `now`), know frame contents (the
 //! connection's per-packet record is the opaque `F`), touch sockets.
 //!
+//! RTT has two views. Loss detection and the PTO use RFC 9002's estimator
+//! (a sample per newly acknowledged largest packet). With adaptive
+//! reordering on, controllers see Linux's `ca_rtt` instead: the RTT of the
+//! newest packet each ACK delivers, and none while an older packet is
+//! still outstanding (see `controller_rtt_sample`); a reordering link would
+//! otherwise feed them mostly the RTTs of packets that overtook others.
+//!
 //! Files: `sent` (the per-space ledger), `rtt` (RFC 9002 §5 estimator),
 //! `loss` (thresholds, persistent congestion, congestion events),
 //! `reordering` (the adaptive reordering window, RACK-TLP in RFC 9002
@@ -541,15 +548,56 @@ impl<F> Recovery<F> {
                 rtt_sampled = true;
             }
         }
+        let controller_sampled = self.controller_rtt_sample(space, &acked, rtt_sampled, now);
 
         let mut lost = self.policy_early_losses(space, &acked, now);
         lost.extend(self.detect_lost(space, now));
         if !lost.is_empty() {
             self.on_packets_lost(space, &lost, now);
         }
-        self.on_packets_acked(&acked, rtt_sampled, now);
+        self.on_packets_acked(&acked, controller_sampled, now);
         self.pto_count = 0;
         AckOutcome { acked, lost }
+    }
+
+    /// The RTT sample the controller sees for this ACK; returns whether
+    /// there is one. Without adaptive reordering it is RFC 9002's. With it,
+    /// it is Linux's `ca_rtt`: the RTT of the most recently sent packet the
+    /// ACK newly acknowledged, so the ACKs that fill a reordering gap give
+    /// samples too, and none is taken while a packet sent before that one
+    /// is still outstanding. RFC 9002 samples only a newly acknowledged
+    /// largest, which under reordering is nearly always a packet that
+    /// overtook others: a faster way than the path's (netem's `reorder`
+    /// sends it with no delay at all). Its RTT would halve a BDP estimate
+    /// and hide the RTT rise HyStart++ watches for. Loss detection and
+    /// the PTO keep RFC 9002's estimator.
+    fn controller_rtt_sample(
+        &mut self,
+        space: SpaceId,
+        acked: &[SentPacket<F>],
+        rfc_sampled: bool,
+        now: Instant,
+    ) -> bool {
+        if !self.config.adaptive_reordering {
+            if rfc_sampled {
+                self.rtt.controller_sample(self.rtt.latest());
+            }
+            return rfc_sampled;
+        }
+        let Some(newest) = acked.iter().rev().find(|p| p.ack_eliciting) else {
+            return false;
+        };
+        let overtook = self.spaces[space.index()]
+            .ledger
+            .iter()
+            .find(|p| p.in_flight)
+            .is_some_and(|oldest| oldest.packet_number < newest.packet_number);
+        if overtook {
+            return false;
+        }
+        self.rtt
+            .controller_sample(now.saturating_duration_since(newest.time_sent));
+        true
     }
 
     fn on_packets_acked(&mut self, acked: &[SentPacket<F>], rtt_sampled: bool, now: Instant) {

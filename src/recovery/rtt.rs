@@ -24,6 +24,10 @@ pub struct RttEstimator {
     smoothed: Duration,
     variance: Duration,
     min: Duration,
+    /// The latest and smallest samples controllers see (see
+    /// [`RttEstimator::controller_sample`]).
+    controller_latest: Duration,
+    controller_min: Option<Duration>,
     has_sample: bool,
 }
 
@@ -35,6 +39,8 @@ impl RttEstimator {
             smoothed: initial_rtt,
             variance: initial_rtt / 2,
             min: initial_rtt,
+            controller_latest: initial_rtt,
+            controller_min: None,
             has_sample: false,
         }
     }
@@ -62,6 +68,16 @@ impl RttEstimator {
         let deviation = self.smoothed.abs_diff(adjusted);
         self.variance = (self.variance * 3 + deviation) / 4;
         self.smoothed = (self.smoothed * 7 + adjusted) / 8;
+    }
+
+    /// A sample for the congestion controller. Usually the RFC 9002 sample
+    /// itself; with adaptive reordering, the RTT of the most recently sent
+    /// packet an ACK newly acknowledged, taken only if no packet sent
+    /// before it is still outstanding (see `Recovery::on_ack_received`).
+    pub fn controller_sample(&mut self, latest: Duration) {
+        let latest = latest.min(MAX_RTT_SAMPLE);
+        self.controller_latest = latest;
+        self.controller_min = Some(self.controller_min.map_or(latest, |m| m.min(latest)));
     }
 
     /// Whether any sample has been taken.
@@ -99,11 +115,12 @@ impl RttEstimator {
         self.smoothed + self.variance * 4
     }
 
-    /// The estimates in the form controllers consume.
+    /// The estimates in the form controllers consume: latest and min from
+    /// the controller's samples, once there is one.
     pub fn sample(&self) -> RttSample {
         RttSample {
-            latest: self.latest,
-            min: self.min,
+            latest: self.controller_latest,
+            min: self.controller_min.unwrap_or(self.min),
             smoothed: self.smoothed,
             variance: self.variance,
         }

@@ -565,3 +565,41 @@ fn a_distrusted_peer_has_every_notice_counted_as_a_loss() {
     assert_eq!(stats.corrupted_packets, 0);
     assert_eq!((stats.lost_packets, stats.congestion_events), (1, 1));
 }
+
+/// Packets 0, 1, 2 sent 1 ms apart; 2 overtakes the others (netem's
+/// `reorder`: no delay at all) and is acknowledged 20 ms after it left,
+/// then 0 and 1 arrive and are acknowledged 40 ms after they left.
+fn overtaken_flight(r: &mut Recovery<u64>, t0: Instant) {
+    for pn in 0..3 {
+        send(r, pn, t0 + ms(pn));
+    }
+    ack(r, 2..=2, t0 + ms(22));
+    // The peer's ACK names all three; only 0 and 1 are new.
+    ack(r, 0..=2, t0 + ms(41));
+}
+
+#[test]
+fn controllers_take_no_rtt_from_a_packet_that_overtook_others_but_do_from_the_gap_filling_ack() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    overtaken_flight(&mut r, t0);
+    // RFC 9002 samples only the overtaking packet: 20 ms, for loss
+    // detection and the PTO as before.
+    assert_eq!((r.rtt().latest(), r.rtt().min()), (ms(20), ms(20)));
+    // The controller saw the ACK of 1, the newest packet the second ACK
+    // delivered, with nothing older outstanding: 40 ms.
+    let seen = r.rtt().sample();
+    assert_eq!((seen.latest, seen.min), (ms(40), ms(40)));
+}
+
+#[test]
+fn without_adaptive_reordering_controllers_see_rfc9002_samples() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig {
+        adaptive_reordering: false,
+        ..RecoveryConfig::default()
+    });
+    overtaken_flight(&mut r, t0);
+    let seen = r.rtt().sample();
+    assert_eq!((seen.latest, seen.min), (ms(20), ms(20)));
+}

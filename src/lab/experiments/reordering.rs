@@ -51,8 +51,16 @@ pub const TARGET_CAPACITY_SHARE: f64 = 0.8;
 /// Issue 18's target: with 1% loss, 5 ms jitter costs at most this share of
 /// the goodput without jitter.
 pub const TARGET_LOSS_JITTER_PENALTY: f64 = 0.2;
-/// Controllers the capacity target applies to (Vegas is delay-based).
-const LOSS_BASED: [&str; 5] = ["reno", "cubic", "veno", "veno-enhanced", "westwood"];
+/// Controllers the capacity target applies to: the loss-based ones (Vegas
+/// is delay-based, BBR model-based).
+const LOSS_BASED: [&str; 6] = [
+    "reno",
+    "cubic",
+    "veno",
+    "veno-enhanced",
+    "westwood",
+    "westwood-a",
+];
 
 /// Which impairment a point sweeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,12 +261,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
          spurious congestion responses (`adaptive_reordering`, `undo_spurious_congestion`). \
          Run a scenario with both off (`recovery = { adaptive_reordering = false, \
          undo_spurious_congestion = false }`) for the RFC 9002 baseline.\n\
-         - netem's `reorder` lets a packet skip the propagation delay, so its RTT sample is \
-         half the path's: QUIC samples RTT from the largest acknowledged packet (RFC 9002 \
-         §5.1), which on this link is mostly such a packet, and smoothed_rtt and min_rtt sit \
-         near 20 ms on a 40 ms path. Westwood sets ssthresh = BWE·RTTmin from that RTTmin \
-         after a real loss and loses about a quarter of the capacity here; that is the link \
-         model fooling its estimate, not loss detection.\n",
+         - netem's `reorder` lets a packet skip the propagation delay, so its RTT is half          the path's, and QUIC samples RTT from the largest acknowledged packet (RFC 9002          §5.1), which on this link is mostly such a packet: smoothed_rtt and min_rtt sit near          20 ms on a 40 ms path. Loss detection keeps that estimator; controllers see Linux's          `ca_rtt` instead, the RTT of the newest packet each ACK delivers, taken only when no          older packet is still outstanding (`Recovery::controller_rtt_sample`). Without it          Westwood's ssthresh = BWE·RTTmin halves, HyStart++ never sees the RTT rise, and          Veno's backlog N counts jitter as queueing.\n",
     );
     Comparison {
         markdown: md,
