@@ -375,6 +375,14 @@ fn level_of(space: SpaceId) -> Level {
     }
 }
 
+/// The secret a server derives reset tokens from (a client has none).
+fn server_secret(side: Side, config: &Config) -> Option<&ServerSecret> {
+    match side {
+        Side::Server => config.server_secret.as_ref(),
+        Side::Client => None,
+    }
+}
+
 fn random_cid(rng: &mut ChaCha8Rng) -> ConnectionId {
     let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
     rng.fill_bytes(&mut bytes);
@@ -618,16 +626,8 @@ impl Connection {
     /// handshake is confirmed.
     fn issue_connection_ids(&mut self) {
         if self.handshake_confirmed && self.state == State::Established {
-            let secret = self.server_secret();
-            self.cids.replenish(&mut self.path_rng, secret.as_ref());
-        }
-    }
-
-    /// The secret a server derives reset tokens from (a client has none).
-    fn server_secret(&self) -> Option<ServerSecret> {
-        match self.side {
-            Side::Server => self.config.server_secret.clone(),
-            Side::Client => None,
+            let secret = server_secret(self.side, &self.config);
+            self.cids.replenish(&mut self.path_rng, secret);
         }
     }
 

@@ -451,13 +451,12 @@ impl Connection {
                 }
             }
             Frame::RetireConnectionId { sequence } => {
-                let secret = self.server_secret();
-                let dcid = self.recv_dcid;
+                let secret = super::server_secret(self.side, &self.config);
                 self.cids.on_retire_connection_id(
                     sequence,
-                    dcid.as_slice(),
+                    self.recv_dcid.as_slice(),
                     &mut self.path_rng,
-                    secret.as_ref(),
+                    secret,
                 )?;
             }
             Frame::PathChallenge { data } => self.path.on_challenge(data),
