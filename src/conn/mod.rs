@@ -700,10 +700,18 @@ impl Connection {
     /// This endpoint moved to another local address (a client that changed
     /// networks and rebound its socket). The server learns the new address
     /// only from a packet sent from it, and a downloading client may have
-    /// nothing to send: send an ack-eliciting PING now (RFC 9000 §9.2).
+    /// nothing to send: send an ack-eliciting PING now (RFC 9000 §9.2). A
+    /// new local IP address is a new path: congestion control and the RTT
+    /// estimate start over (RFC 9000 §9.4), as the server's do when it
+    /// sees one; a new port on the same address (or on the unspecified
+    /// address, which says nothing about the path) keeps them.
     pub fn on_local_address_changed(&mut self, local: SocketAddr) {
-        self.local = local;
+        let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
+            if !path::only_port_changed(old, local) {
+                let mss = self.config.max_datagram_size as u64;
+                self.recovery.on_new_path(self.config.cc.build(mss), mss);
+            }
             self.switch_peer_cid();
             let probes = &mut self.probes[SpaceId::Data.index()];
             *probes = (*probes).max(1);

@@ -1023,3 +1023,28 @@ fn a_receiver_that_calls_its_losses_corruption_is_caught_by_a_skipped_number() {
     assert!(client.congestion_events > 0, "losses cut the window again");
     assert!(pair.server.stats().corruption_notices_sent > 0);
 }
+
+/// Grows the client's window with a transfer, then moves the client to
+/// `local`; returns (window before the move, window after).
+fn window_across_a_local_move(local: SocketAddr) -> (u64, u64) {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(id, &pattern(300_000), true)
+        .unwrap();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let before = pair.client.stats().cwnd;
+    pair.client.on_local_address_changed(local);
+    (before, pair.client.stats().cwnd)
+}
+
+#[test]
+fn a_client_that_moves_to_another_ip_restarts_congestion_control_but_not_for_a_new_port() {
+    let initial = Pair::default().client.stats().cwnd;
+    let (grown, after) = window_across_a_local_move(SocketAddr::from(([10, 0, 0, 9], 1)));
+    assert!(grown > initial, "the transfer grew the window");
+    assert_eq!(after, initial, "a new IP is a new path");
+    let (grown, after) = window_across_a_local_move(SocketAddr::new(addr(1).ip(), 999));
+    assert_eq!(after, grown, "a new port on the same address keeps it");
+}
