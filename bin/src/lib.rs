@@ -3,4 +3,5 @@
 //! binaries share (`cli`).
 
 pub mod cli;
+pub mod hex;
 pub mod transfer;

@@ -113,7 +113,7 @@ impl Listener {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(SiftIoError::Timeout {
-                    what: format!("no client connected to {}", self.shared.local_addr()),
+                    what: format!("no client connected to {}", state.endpoint.local_addr()),
                     after: started.elapsed(),
                 });
             }

@@ -80,8 +80,6 @@ pub(super) struct Shared {
     pub(super) state: Mutex<State>,
     pub(super) changed: Condvar,
     pub(super) waker: Arc<Waker>,
-    /// The socket's address; it changes only with `rebind`.
-    local: Mutex<SocketAddr>,
     /// A duplicate of the socket's descriptor, to read its options back.
     socket_fd: Mutex<OwnedFd>,
     /// How the socket was bound, to bind another the same way.
@@ -90,15 +88,19 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    /// The address the endpoint's socket is bound to.
+    /// The address the endpoint's socket is bound to (the endpoint keeps
+    /// it, `rebind` included). Takes the lock: with it held, read
+    /// `state.endpoint.local_addr()` instead.
     pub(super) fn local_addr(&self) -> SocketAddr {
-        *self.local.lock().unwrap_or_else(|p| p.into_inner())
+        self.lock().endpoint.local_addr()
     }
 
     /// Whether UDP checksums are off on the endpoint's socket.
     pub(super) fn checksums_disabled(&self) -> std::io::Result<bool> {
+        // The state lock first, as `rebind` takes them.
+        let ipv6 = self.local_addr().is_ipv6();
         let fd = self.socket_fd.lock().unwrap_or_else(|p| p.into_inner());
-        crate::io::checksums_disabled(&*fd, self.local_addr().is_ipv6())
+        crate::io::checksums_disabled(&*fd, ipv6)
     }
 
     /// Binds a new socket at `addr`, bound like the first, and has the
@@ -113,7 +115,6 @@ impl Shared {
         }
         state.endpoint.set_local_addr(bound);
         state.rebind = Some(datapath);
-        *self.local.lock().unwrap_or_else(|p| p.into_inner()) = bound;
         *self.socket_fd.lock().unwrap_or_else(|p| p.into_inner()) = fd;
         state.driver_may_sleep = true; // force a wake: the driver must move
         self.wake_driver(&mut state);
@@ -168,7 +169,7 @@ impl Shared {
             .stopped
             .as_ref()
             .map(|reason| SiftIoError::EndpointStopped {
-                local: self.local_addr(),
+                local: state.endpoint.local_addr(),
                 reason: reason.clone(),
             })
     }
@@ -262,7 +263,6 @@ pub(super) fn start_endpoint(
         }),
         changed: Condvar::new(),
         waker: driver.waker(),
-        local: Mutex::new(local),
         socket_fd: Mutex::new(socket_fd),
         options,
         max_datagram: template.max_datagram_size,

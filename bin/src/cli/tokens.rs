@@ -63,7 +63,7 @@ impl SavedTokens {
         entries.sort();
         let text: String = entries
             .iter()
-            .map(|(server, token)| format!("{server} {}\n", to_hex(token)))
+            .map(|(server, token)| format!("{server} {}\n", crate::hex::encode(token)))
             .collect();
         if let Err(error) = write_private(path, text.as_bytes()) {
             tracing::debug!(%error, path = %path.display(), "cannot save address tokens");
@@ -73,21 +73,8 @@ impl SavedTokens {
 
 fn parse_line(line: &str) -> Option<(SocketAddr, Vec<u8>)> {
     let (server, token) = line.split_once(' ')?;
-    Some((server.parse().ok()?, from_hex(token.trim())?))
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if text.is_empty() || text.len() % 2 != 0 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
+    let token = crate::hex::decode(token.trim()).filter(|token| !token.is_empty())?;
+    Some((server.parse().ok()?, token))
 }
 
 /// Replaces `path` with `bytes` through a temporary file, owner-only,

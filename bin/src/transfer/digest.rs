@@ -14,10 +14,7 @@ pub struct Sha256Digest(pub [u8; SHA256_LEN]);
 
 impl fmt::Display for Sha256Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&crate::hex::encode(&self.0))
     }
 }
 
@@ -38,18 +35,12 @@ impl FromStr for Sha256Digest {
     type Err = BadDigest;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || BadDigest {
-            text: text.to_string(),
-        };
-        if text.len() != SHA256_LEN * 2 || !text.is_ascii() {
-            return Err(bad());
-        }
-        let mut out = [0u8; SHA256_LEN];
-        for (i, byte) in out.iter_mut().enumerate() {
-            let pair = text.get(2 * i..2 * i + 2).ok_or_else(bad)?;
-            *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
-        }
-        Ok(Self(out))
+        crate::hex::decode(text)
+            .and_then(|bytes| <[u8; SHA256_LEN]>::try_from(bytes).ok())
+            .map(Self)
+            .ok_or_else(|| BadDigest {
+                text: text.to_string(),
+            })
     }
 }
 

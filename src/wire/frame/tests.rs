@@ -341,39 +341,35 @@ fn new_connection_id_round_trips_with_its_reset_token() {
 
 #[test]
 fn new_connection_id_with_a_bad_length_or_retire_prior_to_is_rejected() {
-    let mut zero_length = vec![0x18, 1, 0, 0];
-    zero_length.extend_from_slice(&[0; 16]);
-    assert!(matches!(
-        only_frame(&zero_length),
-        Err(WireError::InvalidFrame {
-            frame: "NEW_CONNECTION_ID",
-            ..
-        })
-    ));
-    let mut too_long = vec![0x18, 1, 0, 21];
-    too_long.extend_from_slice(&[0; 21 + 16]);
-    assert!(matches!(
-        only_frame(&too_long),
-        Err(WireError::InvalidFrame {
-            frame: "NEW_CONNECTION_ID",
-            ..
-        })
-    ));
-    // retire_prior_to (5) above the frame's own sequence number (4).
-    let mut retire_ahead = vec![0x18, 4, 5, 8];
-    retire_ahead.extend_from_slice(&[0; 8 + 16]);
-    assert!(matches!(
-        only_frame(&retire_ahead),
-        Err(WireError::InvalidFrame {
-            frame: "NEW_CONNECTION_ID",
-            ..
-        })
-    ));
+    // (sequence, retire_prior_to, length byte, bytes after it)
+    let frame = |sequence: u8, retire: u8, len: u8, rest: usize| {
+        let mut bytes = vec![0x18, sequence, retire, len];
+        bytes.resize(bytes.len() + rest, 0);
+        bytes
+    };
+    let invalid = [
+        ("zero length", frame(1, 0, 0, 16)),
+        ("21 bytes", frame(1, 0, 21, 21 + 16)),
+        (
+            "retire_prior_to above the sequence number",
+            frame(4, 5, 8, 8 + 16),
+        ),
+    ];
+    for (what, bytes) in invalid {
+        assert!(
+            matches!(
+                only_frame(&bytes),
+                Err(WireError::InvalidFrame {
+                    frame: "NEW_CONNECTION_ID",
+                    ..
+                })
+            ),
+            "{what}"
+        );
+    }
     // A reset token cut short.
-    let mut short_token = vec![0x18, 1, 0, 8];
-    short_token.extend_from_slice(&[0; 8 + 15]);
     assert!(matches!(
-        only_frame(&short_token),
+        only_frame(&frame(1, 0, 8, 8 + 15)),
         Err(WireError::UnexpectedEnd { .. })
     ));
 }
