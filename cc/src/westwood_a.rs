@@ -22,7 +22,8 @@
 //!
 //! Losses are Westwood's: ssthresh = max(ERE·RTTmin, 2 packets), cwnd =
 //! min(cwnd, ssthresh); after a timeout cwnd = 1 packet and agile probing.
-//! The estimate lives in [`eligible_rate`].
+//! The estimate lives in [`eligible_rate`]. Where these docs say RTTmin, sift
+//! uses the jitter-robust [`base_rtt`] (below).
 //!
 //! **Sources.** The ICC 2004 paper itself was not available to this
 //! implementation; what it follows is the paper's abstract (IEEE Xplore
@@ -57,13 +58,51 @@
 //!   window and ssthresh as before it (the window never shrinks), agile
 //!   probing and PNCD's count as they were, and its verdict moves to
 //!   `spurious_losses`; the estimate, a measurement, stays.
+//!
+//! **Radio paths: delay jitter.** The paper's ns-2 paths have none; radio
+//! links give each packet its own delay, and two things break:
+//! - *RTTmin is one lucky packet.* The eligible window and ER stand for "the
+//!   path with an empty queue", which on a jittery path is the mean RTT,
+//!   not the minimum: with 5 ms of jitter on a 40 ms path ERE·RTTmin stays
+//!   12% under a window that fills the path, agile probing never climbs and
+//!   every random loss looks congestive. sift uses the lowest mean RTT of a
+//!   round instead ([`base_rtt`]), the same number as RTTmin without jitter.
+//! - *ACK dispersion shows no capacity.* Agile probing climbs fast because
+//!   a packet pair leaves the bottleneck at its rate; jitter behind the
+//!   bottleneck scatters those gaps, ERE sees only the achieved rate, and
+//!   a window that grows linearly makes an estimate that grows linearly.
+//!   So the initial agile probing may climb past ERE·RTTbase
+//!   (`climb_until_queue`, on by default), at half of slow start's pace,
+//!   for as long as no queue shows: until a round's mean RTT rises above
+//!   RTTbase by RFC 9406's threshold (RTTbase/8, clamped to 4–16 ms; see
+//!   [`BaseRtt::queue_building`]). Then ERE alone decides again. A loss
+//!   judged random leaves the climb running, as it leaves agile probing
+//!   running; a congestive one or a timeout ends it (and its undo resumes
+//!   it). Agile probing restarted by PNCD or a timeout is TCPW-A's alone.
+//!   Why half pace: an RTT rise shows a round after the queue starts, so
+//!   the window overshoots the pipe by one round's growth. At slow start's
+//!   pace that overflowed a one-BDP queue on `leaky-pipes` (50 Mb/s,
+//!   100 ms, no loss: 0.89 → 0.79 of capacity, where ERE alone had found
+//!   the pipe by packet pairs, and TCPW-A's cut after the overflow left the
+//!   window below it). At CSS's quarter pace the climb
+//!   was too slow for a lossy, jittery path (0.62 of capacity at 1% loss
+//!   and 5 ms of jitter, against 0.82 without jitter). Half pace keeps the
+//!   first at 0.89 with no loss and the second at 0.70.
+//!
+//! Measured with `sift-lab reordering` (20 Mb/s, 20 ms each way, medians of
+//! seeds 1–3), before → after both changes: 5 ms jitter 0.703 → 0.898 of
+//! capacity; 1% loss with 5 ms jitter 0.362 → 0.695 (0.801 without
+//! jitter). The base RTT alone (`climb_until_queue = false`) gives about
+//! 0.76 and 0.66.
 
+pub mod base_rtt;
 pub mod eligible_rate;
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use base_rtt::BaseRtt;
 pub use eligible_rate::EligibleRate;
 
 use crate::rounds::RoundTracker;
@@ -87,13 +126,18 @@ pub const NON_CONGESTION_FRACTION: (u64, u64) = (7, 8);
 /// Pacing gain during agile probing: Linux's `sysctl_tcp_pacing_ss_ratio`
 /// (200%).
 pub const AGILE_PACING_GAIN: f64 = 2.0;
+/// The initial climb past the eligible window grows by acked bytes over
+/// this: half of slow start's pace (sift's choice, see the module docs).
+pub const CLIMB_GROWTH_DIVISOR: u64 = 2;
 
 /// Westwood-A's parameters.
 ///
 /// Metrics fields reported by [`WestwoodA`]: `ere_bps` (ERE, bits per
-/// second), `achieved_bps` (RE), `expected_bps` (ER = cwnd/RTTmin),
-/// `sampling_interval_ms` (T_k), `rtt_min_ms`, `agile_probing` (1 while
-/// probing), `non_congested_rounds` (PNCD's count), and `random_losses`,
+/// second), `achieved_bps` (RE), `expected_bps` (ER = cwnd/RTTbase),
+/// `sampling_interval_ms` (T_k), `rtt_min_ms`, `base_rtt_ms` (RTTbase),
+/// `agile_probing` (1 while probing), `climbing` (1 while the initial climb
+/// past the eligible window lasts), `non_congested_rounds` (PNCD's count),
+/// and `random_losses`,
 /// `congestive_losses`, `spurious_losses` (congestion events by verdict).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -109,6 +153,9 @@ pub struct WestwoodAConfig {
     /// PNCD: consecutive non-congested rounds that restart agile probing.
     /// At least 1.
     pub non_congestion_rounds: u64,
+    /// Let the initial agile probing climb past ERE·RTTbase, at half of
+    /// slow start's pace, until a queue shows (see the module docs).
+    pub climb_until_queue: bool,
 }
 
 impl Default for WestwoodAConfig {
@@ -119,6 +166,7 @@ impl Default for WestwoodAConfig {
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: TIMEOUT_WINDOW_PACKETS,
             non_congestion_rounds: NON_CONGESTION_ROUNDS,
+            climb_until_queue: true,
         }
     }
 }
@@ -182,6 +230,10 @@ pub struct WestwoodA {
     ere: EligibleRate,
     /// RTTmin over the connection.
     rtt_min: Option<Duration>,
+    /// The lowest round-mean RTT: RTTmin made robust to jitter.
+    base_rtt: BaseRtt,
+    /// The initial agile probing may still climb past the eligible window.
+    climbing: bool,
     /// The latest smoothed RTT, for the pacing rate.
     smoothed_rtt: Option<Duration>,
     /// In agile probing.
@@ -204,6 +256,8 @@ struct WestwoodAUndo {
     non_congested_rounds: u64,
     verdict: LossVerdict,
     last_verdict: Option<LossVerdict>,
+    /// The event ended the climb past the eligible window.
+    ended_climb: bool,
 }
 
 impl WestwoodA {
@@ -218,6 +272,7 @@ impl WestwoodA {
                 Duration::from_millis(config.filter_time_constant_ms),
                 config.virtual_sample_divisor,
             ),
+            climbing: config.climb_until_queue,
             config,
             mss,
             cwnd,
@@ -225,6 +280,7 @@ impl WestwoodA {
             ssthresh: cwnd,
             increase: AdditiveIncrease::default(),
             rtt_min: None,
+            base_rtt: BaseRtt::default(),
             smoothed_rtt: None,
             agile: true,
             rounds: RoundTracker::default(),
@@ -246,17 +302,23 @@ impl WestwoodA {
         self.agile
     }
 
-    /// ERE·RTTmin in bytes (no floor); 0 before an RTT sample.
-    fn eligible_window(&self) -> u64 {
-        let Some(rtt_min) = self.rtt_min else {
-            return 0;
-        };
-        (self.ere.bytes_per_second() * rtt_min.as_secs_f64()) as u64
+    /// The empty-path round trip the paper calls RTTmin: the lowest round
+    /// mean ([`BaseRtt`]), or `None` before an RTT sample.
+    fn base_rtt(&self) -> Option<Duration> {
+        self.rtt_min.map(|rtt_min| self.base_rtt.get(rtt_min))
     }
 
-    /// ER = cwnd/RTTmin, bytes per second.
+    /// ERE·RTTbase in bytes (no floor); 0 before an RTT sample.
+    fn eligible_window(&self) -> u64 {
+        let Some(base) = self.base_rtt() else {
+            return 0;
+        };
+        (self.ere.bytes_per_second() * base.as_secs_f64()) as u64
+    }
+
+    /// ER = cwnd/RTTbase, bytes per second.
     fn expected_rate(&self) -> f64 {
-        self.rtt_min
+        self.base_rtt()
             .map_or(0.0, |rtt| self.cwnd as f64 / rtt.as_secs_f64())
     }
 
@@ -265,11 +327,31 @@ impl WestwoodA {
         if !ack.rtt_sampled {
             return;
         }
+        if !ack.rtt.latest.is_zero() {
+            self.base_rtt.on_sample(ack.rtt.latest);
+        }
         for candidate in [ack.rtt.latest, ack.rtt.min] {
             if !candidate.is_zero() {
                 self.rtt_min = Some(self.rtt_min.map_or(candidate, |m| m.min(candidate)));
             }
         }
+    }
+
+    /// Agile probing's growth for one ACK: exponential below ssthresh (the
+    /// eligible window), linear above it — or, while the initial climb
+    /// lasts, half of slow start's pace past it.
+    fn agile_growth(&mut self, ack: &AckEvent) {
+        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+        if self.climbing && self.base_rtt.queue_building() {
+            self.climbing = false;
+        }
+        self.cwnd = if rest == 0 {
+            cwnd
+        } else if self.climbing {
+            cwnd + rest / CLIMB_GROWTH_DIVISOR
+        } else {
+            self.increase.grow(cwnd, rest, self.mss)
+        };
     }
 
     /// PNCD at the end of a round in congestion avoidance: counts
@@ -305,16 +387,19 @@ impl CongestionControl for WestwoodA {
     }
 
     fn on_ack(&mut self, ack: &AckEvent) {
+        let round_ended = self.rounds.on_ack(ack);
+        if round_ended {
+            self.base_rtt.on_round_end();
+        }
         self.observe_rtt(ack);
-        let rtt_min = self.rtt_min.unwrap_or(ack.rtt.min);
+        let base_rtt = self.base_rtt().unwrap_or(ack.rtt.min);
         self.ere.on_ack(
             ack.now,
             ack.acked_bytes,
             self.cwnd,
-            rtt_min,
+            base_rtt,
             ack.rtt.smoothed,
         );
-        let round_ended = self.rounds.on_ack(ack);
         if ack.in_recovery {
             return;
         }
@@ -325,10 +410,13 @@ impl CongestionControl for WestwoodA {
         if self.agile {
             // Agile probing: ssthresh follows the eligible window upwards.
             self.ssthresh = self.ssthresh.max(self.eligible_window());
-        } else if round_ended && self.cwnd >= self.ssthresh {
+            self.agile_growth(ack);
+            return;
+        }
+        if round_ended && self.cwnd >= self.ssthresh {
             self.detect_persistent_non_congestion();
         }
-        // Exponential below ssthresh, linear above it.
+        // Exponential below ssthresh (after a loss cut it), linear above.
         let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
         self.cwnd = cwnd;
         if rest > 0 {
@@ -354,6 +442,7 @@ impl CongestionControl for WestwoodA {
             non_congested_rounds: self.non_congested_rounds,
             verdict,
             last_verdict: self.last_verdict,
+            ended_climb: verdict == LossVerdict::Congestive && self.climbing,
         });
         self.verdicts.count(verdict);
         if ev.persistent {
@@ -373,6 +462,9 @@ impl CongestionControl for WestwoodA {
         if verdict == LossVerdict::Congestive {
             self.non_congested_rounds = 0;
             self.increase = AdditiveIncrease::default();
+            // A congestive loss ends the initial climb; a random one, like
+            // agile probing, leaves it running.
+            self.climbing = false;
         }
         self.in_recovery = !ev.persistent;
         self.last_verdict = Some(verdict);
@@ -386,6 +478,7 @@ impl CongestionControl for WestwoodA {
         (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
         self.agile = undo.agile;
         self.non_congested_rounds = undo.non_congested_rounds;
+        self.climbing |= undo.ended_climb;
         self.increase = AdditiveIncrease::default();
         self.in_recovery = false;
         self.last_verdict = undo.last_verdict;
@@ -429,7 +522,12 @@ impl CongestionControl for WestwoodA {
             "rtt_min_ms".into(),
             self.rtt_min.map_or(0.0, |rtt| rtt.as_secs_f64() * 1e3),
         );
+        fields.insert(
+            "base_rtt_ms".into(),
+            self.base_rtt().map_or(0.0, |rtt| rtt.as_secs_f64() * 1e3),
+        );
         fields.insert("agile_probing".into(), f64::from(u8::from(self.agile)));
+        fields.insert("climbing".into(), f64::from(u8::from(self.climbing)));
         fields.insert(
             "non_congested_rounds".into(),
             self.non_congested_rounds as f64,
@@ -442,6 +540,7 @@ impl CongestionControl for WestwoodA {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hystart::N_RTT_SAMPLE;
     use crate::test_support::{ack, loss, ms, rtt, MSS};
 
     /// ACKs of one 1000-byte packet each, `spacing` apart from `start`, for
@@ -458,7 +557,7 @@ mod tests {
     #[test]
     fn agile_probing_raises_ssthresh_to_ere_times_rtt_min_and_climbs_exponentially() {
         let t0 = Instant::now() + ms(1_000);
-        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let mut westwood = without_climb();
         // Agile probing from the start with ssthresh = IW = 10_000.
         assert!(westwood.is_agile_probing());
         assert_eq!((westwood.window(), westwood.ssthresh()), (10_000, 10_000));
@@ -484,7 +583,7 @@ mod tests {
     /// cwnd 19_000.
     fn probed() -> (WestwoodA, Instant) {
         let t0 = Instant::now() + ms(1_000);
-        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let mut westwood = without_climb();
         let last = train(&mut westwood, t0, ms(1), 10);
         assert_eq!(westwood.window(), 19_000);
         (westwood, last)
@@ -509,6 +608,7 @@ mod tests {
         let t0 = Instant::now() + ms(1_000);
         let config = WestwoodAConfig {
             initial_window_packets: 200,
+            climb_until_queue: false,
             ..WestwoodAConfig::default()
         };
         let mut westwood = WestwoodA::new(config, MSS);
@@ -542,6 +642,7 @@ mod tests {
         let t0 = Instant::now() + ms(1_000);
         let config = WestwoodAConfig {
             initial_window_packets: 200,
+            climb_until_queue: false,
             ..WestwoodAConfig::default()
         };
         let mut westwood = WestwoodA::new(config, MSS);
@@ -570,7 +671,7 @@ mod tests {
     #[test]
     fn ssthresh_after_a_loss_is_floored_at_two_packets() {
         // No ERE yet: ssthresh = max(0, 2 packets).
-        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let mut westwood = without_climb();
         westwood.on_congestion(&loss(Instant::now(), rtt(100, 100), false));
         assert_eq!((westwood.window(), westwood.ssthresh()), (2_000, 2_000));
     }
@@ -591,7 +692,7 @@ mod tests {
     /// A Westwood-A in congestion avoidance at cwnd = ssthresh = 10_000.
     fn in_avoidance() -> (WestwoodA, Instant) {
         let t0 = Instant::now() + ms(1_000);
-        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let mut westwood = without_climb();
         // Ten ACKs 10 ms apart: ERE = 1_000 B/10 ms = 100 kB/s, so
         // ERE·RTTmin = 10_000 = cwnd; the loss is judged congestive.
         let next = avoidance_round(&mut westwood, t0, 1_000);
@@ -638,6 +739,96 @@ mod tests {
             assert!(!westwood.is_agile_probing());
         }
         assert_eq!(counts, vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    /// A Westwood-A without the initial climb, to isolate TCPW-A's rules.
+    fn without_climb() -> WestwoodA {
+        let config = WestwoodAConfig {
+            climb_until_queue: false,
+            ..WestwoodAConfig::default()
+        };
+        WestwoodA::new(config, MSS)
+    }
+
+    #[test]
+    fn the_eligible_window_uses_a_rounds_mean_rtt_not_its_luckiest_packet() {
+        let t0 = Instant::now() + ms(1_000);
+        let mut westwood = without_climb();
+        // One round of ten ACKs 1 ms apart (a 1 MB/s train) whose RTT samples
+        // alternate 30 and 50 ms, as on a jittery 40 ms path.
+        for i in 0..10u32 {
+            let now = t0 + ms(u64::from(i));
+            let latest = if i % 2 == 0 { 30 } else { 50 };
+            westwood.on_ack(&ack(now, now - ms(100), 1, rtt(latest, 40), 0));
+        }
+        // Until a round ends, RTTmin stands in: ssthresh = 1 MB/s · 30 ms.
+        assert_eq!(westwood.ssthresh(), 30_000);
+        // The first ACK for a packet sent after the round began ends it:
+        // ten samples, mean 40 ms, so ERE (still 1 MB/s) · 40 ms.
+        let now = t0 + ms(10);
+        westwood.on_ack(&ack(now, t0, 1, rtt(40, 40), 0));
+        let fields = westwood.metrics().fields;
+        assert_eq!((fields["rtt_min_ms"], fields["base_rtt_ms"]), (30.0, 40.0));
+        assert_eq!(westwood.ssthresh(), 40_000);
+    }
+
+    #[test]
+    fn the_initial_climb_passes_an_ere_that_sees_no_capacity_until_a_queue_shows() {
+        // ACKs of one packet every 10 ms over a 100 ms path: ERE = 100 kB/s
+        // and ERE·RTTbase = 10_000 = the initial window, as when jitter
+        // scatters the bottleneck's packet gaps. TCPW-A alone grows linearly
+        // above ssthresh: one packet for the window of ACKs.
+        let t0 = Instant::now() + ms(1_000);
+        let mut tcpw_a = without_climb();
+        avoidance_round(&mut tcpw_a, t0, 1_000);
+        assert_eq!((tcpw_a.window(), tcpw_a.ssthresh()), (11_000, 10_000));
+        // The climb adds half of every acked byte: 10_000 + 10 · 500.
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let next = avoidance_round(&mut westwood, t0, 1_000);
+        assert_eq!((westwood.window(), westwood.ssthresh()), (15_000, 10_000));
+        assert_eq!(westwood.metrics().fields["climbing"], 1.0);
+        // That round (mean RTT 100 ms) is the baseline; in the next, RTTs
+        // of 113 ms (more than 100/8 above it) show a queue: the eighth
+        // such sample ends the climb, and from then on growth is TCPW-A's.
+        let mut now = next;
+        for i in 0..N_RTT_SAMPLE {
+            now = next + ms(10 * u64::from(i));
+            westwood.on_ack(&ack(now, now - ms(100), 1, rtt(113, 100), 0));
+        }
+        assert_eq!(westwood.metrics().fields["base_rtt_ms"], 100.0);
+        assert_eq!(westwood.metrics().fields["climbing"], 0.0);
+        let window = westwood.window();
+        westwood.on_ack(&ack(now + ms(10), now - ms(90), 1, rtt(113, 100), 0));
+        assert!(westwood.window() - window < 500, "{}", westwood.window());
+    }
+
+    #[test]
+    fn a_random_loss_leaves_the_climb_running_a_congestive_one_ends_it_until_undone() {
+        let t0 = Instant::now() + ms(1_000);
+        let climbing = |westwood: &WestwoodA| westwood.metrics().fields["climbing"] == 1.0;
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let next = avoidance_round(&mut westwood, t0, 1_000);
+        // cwnd 15_000 above the eligible 10_000: a loss now cuts
+        // (congestive) and ends both agile probing and the climb.
+        westwood.on_congestion(&loss(next, rtt(100, 100), false));
+        assert_eq!(westwood.window(), 10_000);
+        assert!(!climbing(&westwood));
+        // Undone: the climb resumes with the window and agile probing.
+        westwood.on_spurious_congestion(&SpuriousCongestionEvent {
+            now: next,
+            congestion_at: next,
+            lost_packets: vec![1],
+            rtt: rtt(100, 100),
+        });
+        assert_eq!(westwood.window(), 15_000);
+        assert!(climbing(&westwood) && westwood.is_agile_probing());
+        // A train at 1 MB/s from the start puts ERE·RTTbase (100_000) far
+        // above the window: a loss then is the link's and the climb goes on.
+        let mut westwood = WestwoodA::new(WestwoodAConfig::default(), MSS);
+        let last = train(&mut westwood, t0, ms(1), 10);
+        let verdict = westwood.on_congestion(&loss(last, rtt(100, 100), false));
+        assert_eq!(verdict, LossVerdict::Random);
+        assert!(climbing(&westwood));
     }
 
     #[test]
