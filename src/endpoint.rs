@@ -116,6 +116,19 @@ pub fn busy_reason(clients: usize) -> String {
 pub fn is_busy_refusal(reason: &str) -> bool {
     reason.starts_with("server busy:")
 }
+/// A datagram [`Endpoint::poll_transmit_datagram`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Its length in the buffer.
+    pub len: usize,
+    /// Where it goes.
+    pub to: SocketAddr,
+    /// Send it without a UDP checksum: its connection offered corruption
+    /// notices and its path has lately lost or damaged packets, so a
+    /// corrupted copy must reach the peer to be named. Otherwise send it
+    /// with a checksum, which lets Linux batch it with segmentation offload.
+    pub checksum_free: bool,
+}
 
 /// Names one connection of an [`Endpoint`]. Handles are never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -612,11 +625,23 @@ impl Endpoint {
     /// datagram each, round-robin), written into `buf`: its length and
     /// destination. `None` when no connection has anything to send now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(usize, SocketAddr)> {
+        self.poll_transmit_datagram(now, buf)
+            .map(|transmit| (transmit.len, transmit.to))
+    }
+
+    /// [`Endpoint::poll_transmit`], saying also whether the datagram is to
+    /// leave without a UDP checksum (for drivers that can choose per
+    /// datagram; see [`Transmit::checksum_free`]).
+    pub fn poll_transmit_datagram(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         while let Some((datagram, to)) = self.stateless.pop_front() {
             // A buffer too small for a reset drops it: it is only advice.
             if let Some(out) = buf.get_mut(..datagram.len()) {
                 out.copy_from_slice(&datagram);
-                return Some((datagram.len(), to));
+                return Some(Transmit {
+                    len: datagram.len(),
+                    to,
+                    checksum_free: false,
+                });
             }
         }
         let mut cursor = self.transmit_cursor;
@@ -643,10 +668,14 @@ impl Endpoint {
         handle: ConnectionHandle,
         now: Instant,
         buf: &mut [u8],
-    ) -> Option<(usize, SocketAddr)> {
+    ) -> Option<Transmit> {
         let entry = self.connections.get_mut(&handle)?;
         match entry.connection.send(buf, now) {
-            Ok(Some((len, info))) => Some((len, info.to)),
+            Ok(Some((len, info))) => Some(Transmit {
+                len,
+                to: info.to,
+                checksum_free: info.checksum_free,
+            }),
             // Closed connections send nothing more.
             Ok(None) | Err(_) => None,
         }

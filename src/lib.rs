@@ -97,7 +97,7 @@ pub mod tokio;
 pub mod wire;
 
 pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
-pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats};
+pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats, Transmit};
 
 /// Which end of a connection this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -268,9 +268,16 @@ impl BlockingConnection {
         self.inner.shared.local_addr()
     }
 
-    /// Whether UDP checksums are off on this connection's socket.
+    /// Whether this connection's socket sends without UDP checksums at
+    /// this moment (see [`crate::blocking::Listener::checksums_disabled`]).
     pub fn checksums_disabled(&self) -> io::Result<bool> {
         self.inner.shared.checksums_disabled()
+    }
+
+    /// Whether this connection's socket accepts datagrams without a UDP
+    /// checksum.
+    pub fn accepts_zero_checksums(&self) -> io::Result<bool> {
+        self.inner.shared.accepts_zero_checksums()
     }
 
     /// Moves this client connection to a new socket bound at `addr` (port

@@ -54,10 +54,19 @@ impl Listener {
         self.shared.local_addr()
     }
 
-    /// Whether UDP checksums are off on the socket, read back with
-    /// `getsockopt` (they are when the config offers corruption notices).
+    /// Whether the socket sends without UDP checksums at this moment, read
+    /// back with `getsockopt`. With corruption notices offered that changes
+    /// with the paths: checksum-free while a connection's path loses or
+    /// damages packets, checksummed (and offloaded) while they are clean.
     pub fn checksums_disabled(&self) -> io::Result<bool> {
         self.shared.checksums_disabled()
+    }
+
+    /// Whether the socket accepts datagrams without a UDP checksum (it does
+    /// when the config offers corruption notices), read back with
+    /// `getsockopt`.
+    pub fn accepts_zero_checksums(&self) -> io::Result<bool> {
+        self.shared.accepts_zero_checksums()
     }
 
     /// Waits for the next client whose handshake completed.

@@ -95,12 +95,19 @@ impl Shared {
         self.lock().endpoint.local_addr()
     }
 
-    /// Whether UDP checksums are off on the endpoint's socket.
+    /// Whether the endpoint's socket sends without UDP checksums now.
     pub(super) fn checksums_disabled(&self) -> std::io::Result<bool> {
         // The state lock first, as `rebind` takes them.
         let ipv6 = self.local_addr().is_ipv6();
         let fd = self.socket_fd.lock().unwrap_or_else(|p| p.into_inner());
         crate::io::checksums_disabled(&*fd, ipv6)
+    }
+
+    /// Whether the endpoint's socket accepts datagrams without a checksum.
+    pub(super) fn accepts_zero_checksums(&self) -> std::io::Result<bool> {
+        let ipv6 = self.local_addr().is_ipv6();
+        let fd = self.socket_fd.lock().unwrap_or_else(|p| p.into_inner());
+        crate::io::zero_checksums_accepted(&*fd, ipv6)
     }
 
     /// Binds a new socket at `addr`, bound like the first, and has the

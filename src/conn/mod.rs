@@ -7,6 +7,7 @@
 //! unseeded RNG (connection IDs come from `Config::rng_seed`).
 
 mod ack;
+mod checksums;
 mod cid;
 mod error;
 mod handshake;
@@ -229,6 +230,10 @@ pub struct SendInfo {
     pub to: SocketAddr,
     /// The earliest time it may leave (the `now` given to `send`).
     pub at: Instant,
+    /// Send it without a UDP checksum, so that corruption on the path
+    /// reaches the peer to be named (see `conn::checksums`); otherwise with
+    /// one, which lets the driver batch it with segmentation offload.
+    pub checksum_free: bool,
 }
 
 /// What a sent packet carried, kept in the recovery ledger so that loss,
@@ -341,6 +346,8 @@ pub struct Connection {
     amplification_received: u64,
     amplification_sent: u64,
     notices_negotiated: bool,
+    /// Which datagrams leave without a UDP checksum.
+    checksums: checksums::ChecksumPolicy,
     idle_timeout: Option<Duration>,
     last_activity: Instant,
     ack_eliciting_since_activity: bool,
@@ -510,6 +517,7 @@ impl Connection {
             amplification_received: 0,
             amplification_sent: 0,
             notices_negotiated: false,
+            checksums: checksums::ChecksumPolicy::default(),
             idle_timeout: None,
             last_activity: now,
             ack_eliciting_since_activity: false,
@@ -1007,6 +1015,9 @@ impl Connection {
         space: SpaceId,
         packets: Vec<crate::recovery::SentPacket<SentFrame>>,
     ) {
+        if space == SpaceId::Data && !packets.is_empty() {
+            self.checksums.on_impairment(self.now);
+        }
         for packet in packets {
             let mut retransmits = false;
             for frame in packet.frames {
@@ -1221,6 +1232,7 @@ impl Connection {
             header_corrupt_dropped: c.header_corrupt_dropped,
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
             corruption_notices_negotiated: self.notices_negotiated,
+            checksum_free_datagrams: c.checksum_free_datagrams,
             key_updates: self.key_phases.updates,
             keep_alives_sent: self.counters.keep_alives_sent,
             cwnd: self.recovery.window(),

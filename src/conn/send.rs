@@ -163,7 +163,13 @@ impl Connection {
             )));
         }
         out[..len].copy_from_slice(&datagram);
+        let checksum_free = self.checksums.checksum_free(
+            self.notices_negotiated,
+            now,
+            self.recovery.rtt().smoothed(),
+        );
         self.counters.datagrams_sent += 1;
+        self.counters.checksum_free_datagrams += u64::from(checksum_free);
         self.counters.bytes_sent += len as u64;
         if !self.address_validated {
             self.amplification_sent += len as u64;
@@ -174,6 +180,7 @@ impl Connection {
                 from: self.local,
                 to: self.remote,
                 at: now,
+                checksum_free,
             },
         )))
     }

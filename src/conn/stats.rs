@@ -20,6 +20,7 @@ pub(crate) struct Counters {
     pub duplicate_packets: u64,
     pub undecryptable_dropped: u64,
     pub keep_alives_sent: u64,
+    pub checksum_free_datagrams: u64,
 }
 
 /// A snapshot of a connection, for `--json`, reports and logs. Field names
@@ -98,6 +99,10 @@ pub struct Stats {
     pub malformed_dropped: u64,
     /// Both sides offered corruption notices.
     pub corruption_notices_negotiated: bool,
+    /// Datagrams sent without a UDP checksum, so that corruption could
+    /// reach the peer (only after the path lost or damaged a packet).
+    #[serde(default)]
+    pub checksum_free_datagrams: u64,
     /// 1-RTT key updates (RFC 9001 §6), initiated by either side.
     #[serde(default)]
     pub key_updates: u64,
@@ -152,6 +157,7 @@ impl Default for Stats {
             header_corrupt_dropped: 0,
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
+            checksum_free_datagrams: 0,
             key_updates: 0,
             keep_alives_sent: 0,
             cwnd: 0,

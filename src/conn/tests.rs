@@ -389,6 +389,42 @@ fn corrupted_payload_is_resent_without_window_cut() {
 }
 
 #[test]
+fn datagrams_carry_udp_checksums_until_the_path_damages_a_packet() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    // A clean path: every datagram keeps its checksum (offloads stay on).
+    let data = pattern(100_000);
+    let mut clean = |_: bool, _: u64, _: &[u8]| PathAction::Deliver;
+    assert_eq!(transfer(&mut pair, &data, &mut clean), data);
+    assert_eq!(pair.client.stats().checksum_free_datagrams, 0);
+    // A damaged packet: from its notice on the sender sends checksum-free,
+    // so that further corruption reaches the receiver to be named.
+    let mut path = damage_first_data(1, PathAction::DamagePayload);
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let client = pair.client.stats();
+    assert_eq!(client.corruption_notices_received, 1);
+    assert!(client.checksum_free_datagrams > 0, "{client:?}");
+    // The receiver never had anything damaged to resend: it keeps them.
+    assert_eq!(pair.server.stats().checksum_free_datagrams, 0);
+}
+
+#[test]
+fn without_notices_a_lossy_path_keeps_udp_checksums() {
+    let config = Config {
+        corruption_notices: false,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.handshake();
+    let data = pattern(100_000);
+    let mut path = damage_first_data(2, PathAction::Drop);
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let client = pair.client.stats();
+    assert!(client.packets_lost > 0);
+    assert_eq!(client.checksum_free_datagrams, 0);
+}
+
+#[test]
 fn corrupted_header_takes_the_loss_path() {
     let mut pair = Pair::default();
     pair.handshake();

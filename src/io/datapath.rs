@@ -13,6 +13,16 @@
 //!    become writable) — GSO batches with `sendmsg`, single datagrams 32 at
 //!    a time with `sendmmsg`.
 //!
+//! UDP checksums, with corruption notices offered: the socket accepts
+//! datagrams without a checksum, and each datagram leaves with or without
+//! one as its connection asks (`Transmit::checksum_free`, decided in
+//! `conn::checksums`): `SO_NO_CHECK` is switched between system calls, when
+//! the next datagram wants the other setting. Checksummed datagrams keep
+//! GSO and GRO (Linux refuses segmentation without checksums), so a clean
+//! path runs at the offloaded cost and a lossy or corrupting one still
+//! delivers corrupted bytes to be named. Switches are counted
+//! (`checksum_switches`); one per batch at most.
+//!
 //! The runtime tells the datapath when the socket became readable or
 //! writable and, when a turn says it is not busy, sleeps until then or
 //! until the turn's next timer.
@@ -27,8 +37,8 @@ use super::batch::{
     enable_gro, gso_supported, recv_many, recv_segments, send_many, send_segments, RecvSlots,
     MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
-use super::socket::{bind_udp, SocketOptions, SocketReport};
-use crate::endpoint::{ConnectionHandle, Endpoint};
+use super::socket::{bind_udp, set_checksum_free_sends, SocketOptions, SocketReport};
+use crate::endpoint::{ConnectionHandle, Endpoint, Transmit};
 
 /// Datagrams read per turn before the endpoint is fed (bounds how long the
 /// send side waits behind a flood of arrivals).
@@ -106,14 +116,17 @@ struct Outgoing {
     data: Vec<u8>,
     segment_size: usize,
     segments: usize,
+    /// Send without UDP checksums (never a GSO batch of several).
+    checksum_free: bool,
 }
 
 impl Outgoing {
-    /// More datagrams may join: every segment so far is full-size (only the
-    /// last may be shorter), and one more of up to `max_datagram` bytes fits
-    /// the segment and byte limits.
+    /// More datagrams may join: checksummed, every segment so far is
+    /// full-size (only the last may be shorter), and one more of up to
+    /// `max_datagram` bytes fits the segment and byte limits.
     fn is_open(&self, max_datagram: usize) -> bool {
-        self.segments < MAX_GSO_SEGMENTS
+        !self.checksum_free
+            && self.segments < MAX_GSO_SEGMENTS
             && self.data.len() == self.segment_size * self.segments
             && self.data.len() + max_datagram <= MAX_BATCH_BYTES
     }
@@ -128,6 +141,7 @@ struct LoopCounters {
     datagrams_received: u64,
     recv_calls: u64,
     send_errors: u64,
+    checksum_switches: u64,
 }
 
 /// The socket of one endpoint and the datagrams in flight between it and
@@ -148,6 +162,10 @@ pub struct Datapath {
     max_datagram: usize,
     /// Send consecutive same-size datagrams in one GSO `sendmsg`.
     gso: bool,
+    /// Datagrams may ask to leave without a UDP checksum (notices offered).
+    per_datagram_checksums: bool,
+    /// The socket currently sends without checksums.
+    sending_checksum_free: bool,
     /// Slots for `recvmmsg`, which reads many datagrams per call. `None`
     /// when the kernel coalesces arrivals itself (GRO): then one `recvmsg`
     /// returns a run of them.
@@ -164,12 +182,20 @@ pub struct Datapath {
 impl Datapath {
     /// Binds a non-blocking UDP socket at `addr` with `options`.
     /// `max_datagram` is the largest datagram the endpoint sends. GSO and
-    /// GRO are used when checksums stay on and the kernel has them.
+    /// GRO are used when the kernel has them. `disable_checksums` (corruption
+    /// notices offered) does not turn checksums off for good: the socket
+    /// accepts datagrams without one and sends each datagram the way its
+    /// connection asks (see the module docs).
     pub fn bind(addr: SocketAddr, options: SocketOptions, max_datagram: usize) -> io::Result<Self> {
+        let per_datagram_checksums = options.disable_checksums;
+        let options = SocketOptions {
+            disable_checksums: false,
+            accept_zero_checksums: options.accept_zero_checksums || per_datagram_checksums,
+            ..options
+        };
         let (socket, report) = bind_udp(addr, options)?;
-        let batching = !report.checksums_disabled && !options.disable_checksums;
-        let gso = batching && gso_supported(&socket);
-        let gro = batching && enable_gro(&socket);
+        let gso = gso_supported(&socket);
+        let gro = enable_gro(&socket);
         tracing::debug!(%addr, gso, gro, "UDP offloads");
         let local = socket.local_addr()?;
         Ok(Self {
@@ -184,6 +210,8 @@ impl Datapath {
             recv_buffer: vec![0; MAX_BATCH_BYTES],
             max_datagram: max_datagram.clamp(1200, MAX_BATCH_BYTES),
             gso,
+            per_datagram_checksums,
+            sending_checksum_free: false,
             recv_slots: (!gro).then(RecvSlots::default),
             readable: true,
             writable: true,
@@ -368,6 +396,10 @@ impl Datapath {
     fn send_queued(&mut self) {
         let fd = self.socket.as_raw_fd();
         while self.writable {
+            let Some(checksum_free) = self.outgoing.front().map(|o| o.checksum_free) else {
+                return;
+            };
+            self.set_checksum_free(checksum_free);
             let Some(next) = self.outgoing.front() else {
                 return;
             };
@@ -406,14 +438,35 @@ impl Datapath {
         }
     }
 
-    /// Sends the single datagrams at the front of the queue with one
-    /// `sendmmsg`.
+    /// Switches the socket's checksums for what it sends next, if the
+    /// datagrams may choose and the setting differs. A kernel that refuses
+    /// is logged; the datagram then goes as the socket is.
+    fn set_checksum_free(&mut self, checksum_free: bool) {
+        if !self.per_datagram_checksums || checksum_free == self.sending_checksum_free {
+            return;
+        }
+        match set_checksum_free_sends(&self.socket, checksum_free, self.local.is_ipv6()) {
+            Ok(()) => {
+                self.sending_checksum_free = checksum_free;
+                self.counters.checksum_switches += 1;
+            }
+            Err(error) => {
+                tracing::warn!(%error, checksum_free, "the kernel refused to switch UDP checksums");
+                // Do not ask again for every datagram.
+                self.per_datagram_checksums = false;
+            }
+        }
+    }
+
+    /// Sends the single datagrams at the front of the queue, all with the
+    /// checksum setting of the first, with one `sendmmsg`.
     fn send_many_queued(&mut self, fd: RawFd) {
+        let checksum_free = self.outgoing.front().is_some_and(|o| o.checksum_free);
         let batch: Vec<(&[u8], SocketAddr)> = self
             .outgoing
             .iter()
             .take(MAX_MMSG)
-            .take_while(|o| o.segments == 1)
+            .take_while(|o| o.segments == 1 && o.checksum_free == checksum_free)
             .map(|o| (&o.data[..], o.to))
             .collect();
         let sent = match send_many(fd, &batch) {
@@ -449,6 +502,7 @@ impl Datapath {
                 data: segment.to_vec(),
                 segment_size: segment.len(),
                 segments: 1,
+                checksum_free: batch.checksum_free,
             });
         }
     }
@@ -470,7 +524,12 @@ fn collect_one(
     let Some(last) = open_batch else {
         let mut data = spare.pop().unwrap_or_default();
         data.resize(max_datagram, 0);
-        let Some((len, to)) = endpoint.poll_transmit(now, &mut data) else {
+        let Some(Transmit {
+            len,
+            to,
+            checksum_free,
+        }) = endpoint.poll_transmit_datagram(now, &mut data)
+        else {
             spare.push(data);
             return false;
         };
@@ -480,6 +539,7 @@ fn collect_one(
             data,
             segment_size: len,
             segments: 1,
+            checksum_free,
         });
         return true;
     };
@@ -487,12 +547,17 @@ fn collect_one(
     let start = last.data.len();
     last.data.resize(start + max_datagram, 0);
     let tail = last.data.get_mut(start..).unwrap_or_default();
-    let Some((len, to)) = endpoint.poll_transmit(now, tail) else {
+    let Some(Transmit {
+        len,
+        to,
+        checksum_free,
+    }) = endpoint.poll_transmit_datagram(now, tail)
+    else {
         last.data.truncate(start);
         return false;
     };
     last.data.truncate(start + len);
-    if to == last.to && len <= last.segment_size {
+    if to == last.to && len <= last.segment_size && !checksum_free {
         last.segments += 1;
         return true;
     }
@@ -505,6 +570,7 @@ fn collect_one(
         data,
         segment_size: len,
         segments: 1,
+        checksum_free,
     });
     true
 }

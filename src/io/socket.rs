@@ -148,6 +148,22 @@ fn disable_checksums(socket: &Socket, addr: SocketAddr) {
     }
 }
 
+/// Turns UDP checksums off (`checksum_free`) or on for what `socket` sends
+/// from now on: `SO_NO_CHECK`, and `UDP_NO_CHECK6_TX` on an IPv6 socket
+/// (its IPv4-mapped traffic reads only the first).
+pub fn set_checksum_free_sends(
+    socket: &impl AsRawFd,
+    checksum_free: bool,
+    ipv6: bool,
+) -> io::Result<()> {
+    let value = libc::c_int::from(checksum_free);
+    set_int_option(socket, libc::SOL_SOCKET, SO_NO_CHECK, value)?;
+    if ipv6 {
+        set_int_option(socket, libc::IPPROTO_UDP, UDP_NO_CHECK6_TX, value)?;
+    }
+    Ok(())
+}
+
 /// Sets a checksum option to 1, logging (not failing) if the kernel refuses.
 fn request_option(socket: &Socket, level: libc::c_int, name: libc::c_int, label: &str) {
     if let Err(error) = set_int_option(socket, level, name, 1) {
@@ -445,6 +461,33 @@ mod tests {
                 return;
             };
             assert_eq!(checksum == 0, zero, "checksums off: {disable_checksums}");
+        }
+    }
+
+    #[test]
+    fn checksums_switch_per_send_on_one_socket() {
+        // The datapath's per-datagram choice: one socket, checksums off for
+        // one send and back on for the next, IPv4 (and IPv4 from a
+        // dual-stack socket, where the host has IPv6).
+        let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = receiver.local_addr().unwrap();
+        let mut senders = vec![("127.0.0.1:0", false)];
+        if ipv6_loopback_available() {
+            senders.push(("[::]:0", true));
+        }
+        for (local, ipv6) in senders {
+            let (sender, _) = bind_udp(local.parse().unwrap(), SocketOptions::default()).unwrap();
+            for checksum_free in [true, false, true] {
+                set_checksum_free_sends(&sender, checksum_free, ipv6).unwrap();
+                assert_eq!(checksums_disabled(&sender, false).unwrap(), checksum_free);
+                let send = || {
+                    sender.send_to(b"switch", to).unwrap();
+                };
+                let Some(checksum) = checksum_on_the_wire(send, to.port()) else {
+                    return;
+                };
+                assert_eq!(checksum == 0, checksum_free, "{local}");
+            }
         }
     }
 }

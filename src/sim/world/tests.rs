@@ -95,6 +95,7 @@ impl Toy {
                 from: self.local,
                 to: self.remote,
                 at,
+                checksum_free: false,
             },
         ))
     }
