@@ -55,12 +55,14 @@
 //!   with [`CloseReason::VersionMismatch`](crate::conn::CloseReason), which
 //!   names what the server offers.
 
+mod balance;
 mod reset;
 mod retry;
 mod token;
 mod token_store;
 mod version;
 
+pub use balance::WorkerLoads;
 pub use token::{
     RetryPolicy, ADDRESS_TOKEN_LIFETIME, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME,
 };
@@ -69,6 +71,7 @@ pub use token_store::{TokenStore, MAX_REMEMBERED_TOKENS};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -196,6 +199,10 @@ pub struct EndpointStats {
     /// connection validated (no Retry needed).
     #[serde(default)]
     pub validated_by_token: u64,
+    /// New clients sent to a less busy worker with a Retry (multi-worker
+    /// servers; also counted in `retries_sent`).
+    #[serde(default)]
+    pub moved_to_other_worker: u64,
 }
 
 /// Why the endpoint could not do what was asked.
@@ -277,6 +284,9 @@ pub struct Endpoint {
     /// the next connection to it (unless the connection's config names a
     /// shared store).
     tokens: TokenStore,
+    /// A multi-worker server: every worker's load, to send new clients to
+    /// the least busy (`balance`).
+    loads: Option<Arc<WorkerLoads>>,
     stats: EndpointStats,
 }
 
@@ -314,8 +324,18 @@ impl Endpoint {
             rng: ChaCha8Rng::seed_from_u64(seed),
             epoch: None,
             tokens: TokenStore::new(),
+            loads: None,
             stats: EndpointStats::default(),
         }
+    }
+
+    /// Makes this endpoint one worker of a multi-worker server (its config's
+    /// `cid_steering` names which): it publishes how many clients it serves
+    /// in `loads` and sends a new client to a worker that serves fewer, with
+    /// a Retry (see `endpoint::balance`; needs the server secret).
+    pub fn with_worker_loads(mut self, loads: Arc<WorkerLoads>) -> Self {
+        self.loads = Some(loads);
+        self
     }
 
     /// Limits how many connections (including closed ones not yet removed)
@@ -558,6 +578,19 @@ impl Endpoint {
         } else {
             self.check_token(token, &client_dcid, from, now)
         };
+        let retried = matches!(checked, Ok(ValidToken::Retry(_)));
+        let bad_retry = matches!(
+            checked,
+            Err(TokenError::Expired | TokenError::WrongConnectionId)
+        );
+        if !full && !retried && !bad_retry {
+            if let Some(worker) = self.lighter_worker() {
+                tracing::debug!(%from, worker, "sending a new client to a less busy worker");
+                self.stats.moved_to_other_worker += 1;
+                self.send_retry(client_dcid, client_scid, from, now, Some(worker));
+                return None;
+            }
+        }
         let validated = match checked {
             Ok(valid) => Some(valid),
             Err(error @ (TokenError::Expired | TokenError::WrongConnectionId)) => {
@@ -567,7 +600,7 @@ impl Endpoint {
             }
             Err(TokenError::NotOurs | TokenError::Stale) => {
                 if !full && self.retry_wanted() {
-                    self.send_retry(client_dcid, client_scid, from, now);
+                    self.send_retry(client_dcid, client_scid, from, now, None);
                     return None;
                 }
                 None
@@ -618,7 +651,30 @@ impl Endpoint {
             self.stats.connections_accepted += 1;
             self.incoming.push_back(handle);
         }
+        self.publish_load();
         Some(handle)
+    }
+
+    /// This worker's index, if it is one of a multi-worker server's.
+    fn worker_index(&self) -> Option<usize> {
+        let steering = self.server.as_ref()?.cid_steering?;
+        Some(steering.index())
+    }
+
+    /// The worker a new client should go to instead of this one, if this
+    /// one is a worker, can send a Retry, and another serves fewer.
+    fn lighter_worker(&self) -> Option<usize> {
+        let loads = self.loads.as_ref()?;
+        let mine = self.worker_index()?;
+        self.server.as_ref()?.server_secret.as_ref()?;
+        loads.send_away_from(mine)
+    }
+
+    /// Tells the other workers how many clients this one serves.
+    fn publish_load(&self) {
+        if let (Some(loads), Some(mine)) = (&self.loads, self.worker_index()) {
+            loads.publish(mine, self.len() - self.refusing);
+        }
     }
 
     /// The next datagram to send, from the connections in turn (one
@@ -808,6 +864,7 @@ impl Endpoint {
             self.reset_tokens.remove(key);
         }
         self.refusing -= usize::from(entry.refusing);
+        self.publish_load();
         Some(entry.connection)
     }
 

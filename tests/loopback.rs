@@ -472,3 +472,50 @@ fn a_dual_stack_listener_serves_ipv4_and_ipv6_clients_byte_exact() {
             .unwrap();
     }
 }
+
+on_both_loopbacks!(workers_share_one_port_and_new_clients_go_to_the_least_busy);
+fn workers_share_one_port_and_new_clients_go_to_the_least_busy(loopback: IpAddr) {
+    // Two endpoints on one port (SO_REUSEPORT, routed by connection ID).
+    // Clients that stay connected: whichever worker the kernel hands a new
+    // one to, it goes (by Retry, if need be) to the worker serving fewer,
+    // so four clients end two and two, each served byte-exact.
+    let config = Config {
+        server_secret: Some(sift::crypto::ServerSecret::new(
+            &[7; sift::crypto::SERVER_SECRET_LEN],
+        )),
+        ..tls_config()
+    };
+    let listeners = Listener::bind_workers(any_port(loopback), config, 16, 2).unwrap();
+    let server = listeners[0].local_addr();
+    assert_eq!(listeners[1].local_addr(), server, "one port for both");
+    let (accepted_tx, accepted) = mpsc::channel();
+    for (worker, listener) in listeners.into_iter().enumerate() {
+        let accepted_tx = accepted_tx.clone();
+        thread::spawn(move || {
+            while let Ok(connection) = listener.accept_timeout(STEP_LIMIT) {
+                let _ = accepted_tx.send(worker);
+                thread::spawn(move || serve_digest(connection));
+            }
+        });
+    }
+    let mut held = Vec::new();
+    let mut served = [0usize; 2];
+    for seed in 0..4u64 {
+        // Connected, one exchange, and kept open while the next arrives.
+        let connection = blocking::connect(server, tls_config()).unwrap();
+        served[accepted
+            .recv_timeout(STEP_LIMIT)
+            .expect("a worker accepted")] += 1;
+        let mut stream = connection.open_bi().unwrap();
+        let digest = send_generated(&mut stream, seed + 1, 200_000);
+        stream.finish().unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        assert_eq!(&answer[8..], &digest[..], "client {seed}");
+        held.push(connection);
+    }
+    assert_eq!(served, [2, 2]);
+    for connection in held {
+        connection.close(0, "done");
+    }
+}

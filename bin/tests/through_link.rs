@@ -133,6 +133,56 @@ fn a_client_whose_nat_rebinds_it_mid_download_finishes_byte_exact(loopback: IpAd
 }
 
 #[test]
+fn clients_rebound_mid_download_stay_with_their_workers() {
+    // Two workers share the port; the kernel routes by connection ID. A NAT
+    // that gives every client a new port every 0.3 s would scatter them
+    // over the workers if the kernel routed by address: each must reach
+    // the worker that serves it, and the clients spread over both.
+    let dir = TestDir::new("through-link-workers");
+    let root = dir.subdir("root");
+    let data = content(6_000_000, 29);
+    std::fs::write(root.join("big.bin"), &data).unwrap();
+    let server = Server::start_on(IPV4, &root, &["--workers", "2", "-vv"]);
+    let link = Link::start(
+        IPV4,
+        server.addr,
+        "delay 5ms",
+        "delay 5ms rate 100mbit",
+        &["--rebind-every", "0.3"],
+    );
+    let clients: Vec<_> = (0..4)
+        .map(|i| {
+            let url = format!("sift://{}/big.bin", link.addr);
+            let out = dir.path().join(format!("big{i}.bin"));
+            let pin = server.pin();
+            std::thread::spawn(move || {
+                let output = run_client(&["get", &url, "-o", out.to_str().unwrap(), &pin]);
+                (output, out)
+            })
+        })
+        .collect();
+    for client in clients {
+        let (output, out) = client.join().unwrap();
+        expect_success(&output);
+        assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
+    }
+    let workers: std::collections::BTreeSet<String> = (0..4)
+        .map(|_| {
+            let line = server.next_transfer_line();
+            assert!(line.contains("result=ok"), "{line}");
+            line.rsplit_once("worker=")
+                .expect("a worker field")
+                .1
+                .to_string()
+        })
+        .collect();
+    assert_eq!(workers.len(), 2, "both workers served: {workers:?}");
+    wait_for_line(&server.stderr, "the server following a client", |l| {
+        l.contains("the peer's new address is validated")
+    });
+}
+
+#[test]
 fn corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server() {
     // The server listens on [::] (its default address); IPv4 reaches it as
     // ::ffff:127.0.0.1. The link corrupts and sends with checksum zero, as

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::connection::{BlockingConnection, ConnInner};
-use super::shared::{start_endpoint, Shared};
+use super::shared::{start_endpoint, start_workers, Shared};
 use super::SiftIoError;
 use crate::endpoint::ConnectionHandle;
 use crate::io::os_seed;
+use crate::wire::steering::{CidSteering, MAX_WORKERS};
 use crate::Config;
 
 /// A server endpoint: accepts connections on one address.
@@ -47,6 +48,41 @@ impl Listener {
         };
         let shared = start_endpoint(addr, Some(server), &config, max_connections)?;
         Ok(Self { shared })
+    }
+
+    /// A multi-core server: `workers` listeners on the same address, one
+    /// endpoint and driver thread each (`sift-worker N`), on `SO_REUSEPORT`
+    /// sockets among which the kernel routes every datagram by its
+    /// connection ID, so a client stays with its worker when its address
+    /// changes. Each listener holds at most `max_connections` and is
+    /// accepted from on its own (typically one thread per listener).
+    /// Listener `i` is worker `i`; port 0 puts all of them on one free
+    /// port. All share `config`'s server secret, so Retry tokens and reset
+    /// tokens of one worker hold at every other.
+    pub fn bind_workers(
+        addr: SocketAddr,
+        config: Config,
+        max_connections: usize,
+        workers: usize,
+    ) -> Result<Vec<Self>, SiftIoError> {
+        config.validate(crate::Side::Server)?;
+        let servers = (0..workers)
+            .map(|index| {
+                let steering = CidSteering::new(index, workers).ok_or_else(|| {
+                    SiftIoError::Io(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("workers must be 1..={MAX_WORKERS}, not {workers}"),
+                    ))
+                })?;
+                Ok(Config {
+                    rng_seed: os_seed(),
+                    cid_steering: Some(steering),
+                    ..config.clone()
+                })
+            })
+            .collect::<Result<Vec<_>, SiftIoError>>()?;
+        let shared = start_workers(addr, servers, &config, max_connections)?;
+        Ok(shared.into_iter().map(|shared| Self { shared }).collect())
     }
 
     /// The bound address (with the port the kernel chose for port 0).

@@ -12,7 +12,7 @@ use std::time::Instant;
 use mio::Waker;
 
 use super::SiftIoError;
-use crate::endpoint::{ConnectionHandle, Endpoint};
+use crate::endpoint::{ConnectionHandle, Endpoint, WorkerLoads};
 use crate::io::{Control, Datapath, Driver, EndpointHost, Progress, SocketOptions};
 use crate::Config;
 
@@ -237,24 +237,90 @@ impl EndpointHost for Shared {
     }
 }
 
-/// Starts an endpoint with its driver thread.
+/// Binds `bind` and starts an endpoint with its driver thread.
 pub(super) fn start_endpoint(
     bind: SocketAddr,
     server: Option<Config>,
     template: &Config,
     max_connections: usize,
 ) -> Result<Arc<Shared>, SiftIoError> {
-    let options = SocketOptions {
+    let options = socket_options(template);
+    let driver = Driver::bind(bind, options, template.max_datagram_size)?;
+    start_driver(driver, server, template, max_connections, None)
+}
+
+/// One worker of a multi-worker server: its index and every worker's load.
+struct Worker {
+    index: usize,
+    loads: Arc<WorkerLoads>,
+}
+
+/// Binds `workers` endpoints to `bind` in one reuseport group, each with its
+/// driver thread, the kernel routing datagrams among them by connection ID.
+/// `servers[i]` is worker `i`'s config (naming it in `cid_steering`).
+pub(super) fn start_workers(
+    bind: SocketAddr,
+    servers: Vec<Config>,
+    template: &Config,
+    max_connections: usize,
+) -> Result<Vec<Arc<Shared>>, SiftIoError> {
+    let options = socket_options(template);
+    let datapaths =
+        Datapath::bind_workers(bind, options, template.max_datagram_size, servers.len())?;
+    let loads = WorkerLoads::new(servers.len());
+    datapaths
+        .into_iter()
+        .zip(servers)
+        .enumerate()
+        .map(|(index, (datapath, server))| {
+            let driver = Driver::new(datapath)?;
+            let worker = Worker {
+                index,
+                loads: Arc::clone(&loads),
+            };
+            start_driver(
+                driver,
+                Some(server),
+                template,
+                max_connections,
+                Some(worker),
+            )
+        })
+        .collect()
+}
+
+/// The socket options `template` asks for.
+fn socket_options(template: &Config) -> SocketOptions {
+    SocketOptions {
         disable_checksums: template.corruption_notices,
         ..SocketOptions::default()
-    };
-    let mut driver = Driver::bind(bind, options, template.max_datagram_size)?;
+    }
+}
+
+/// Starts an endpoint on `driver`'s socket with its driver thread, named
+/// `sift-worker N` for a worker, `sift-driver ADDR` otherwise.
+fn start_driver(
+    mut driver: Driver,
+    server: Option<Config>,
+    template: &Config,
+    max_connections: usize,
+    worker: Option<Worker>,
+) -> Result<Arc<Shared>, SiftIoError> {
+    let options = socket_options(template);
     let local = driver.local_addr();
     let socket_fd = driver.socket().as_fd().try_clone_to_owned()?;
     let listening = server.is_some();
+    let mut endpoint = Endpoint::new(local, server).with_max_connections(max_connections);
+    let thread_name = match worker {
+        Some(Worker { index, loads }) => {
+            endpoint = endpoint.with_worker_loads(loads);
+            format!("sift-worker {index}")
+        }
+        None => format!("sift-driver {local}"),
+    };
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
-            endpoint: Endpoint::new(local, server).with_max_connections(max_connections),
+            endpoint,
             held: HashSet::new(),
             pending_accept: VecDeque::new(),
             app_handles: 1,
@@ -275,20 +341,18 @@ pub(super) fn start_endpoint(
         max_datagram: template.max_datagram_size,
     });
     let host = Arc::clone(&shared);
-    thread::Builder::new()
-        .name(format!("sift-driver {local}"))
-        .spawn(move || {
-            let result = driver.run(&*host);
-            let reason = match result {
-                Ok(()) => "every connection closed and no handle is left".to_string(),
-                Err(error) => {
-                    tracing::error!(%error, %local, "sift driver failed");
-                    error.to_string()
-                }
-            };
-            let mut state = host.lock();
-            state.stopped = Some(reason);
-            host.changed.notify_all();
-        })?;
+    thread::Builder::new().name(thread_name).spawn(move || {
+        let result = driver.run(&*host);
+        let reason = match result {
+            Ok(()) => "every connection closed and no handle is left".to_string(),
+            Err(error) => {
+                tracing::error!(%error, %local, "sift driver failed");
+                error.to_string()
+            }
+        };
+        let mut state = host.lock();
+        state.stopped = Some(reason);
+        host.changed.notify_all();
+    })?;
     Ok(shared)
 }

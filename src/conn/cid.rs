@@ -39,7 +39,7 @@ use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
 use crate::crypto::{ResetToken, ServerSecret};
-use crate::wire::{ConnectionId, RangeSet, RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN};
+use crate::wire::{CidSteering, ConnectionId, RangeSet, RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN};
 
 use super::error::{codes, TransportFailure};
 
@@ -113,6 +113,8 @@ pub(super) struct ConnectionIds {
     changes: VecDeque<CidChange>,
     /// Whether the endpoint watches for the peer's reset tokens (clients).
     watch_resets: bool,
+    /// The worker our new IDs must name (a multi-worker server).
+    steering: Option<CidSteering>,
     /// Times we moved to another of the peer's IDs.
     pub switches: u64,
 }
@@ -143,8 +145,16 @@ impl ConnectionIds {
             unretired: VecDeque::new(),
             changes: VecDeque::new(),
             watch_resets,
+            steering: None,
             switches: 0,
         }
+    }
+
+    /// Names `steering`'s worker in every ID issued from now on (the
+    /// handshake's was named when it was drawn).
+    pub fn steered_by(mut self, steering: Option<CidSteering>) -> Self {
+        self.steering = steering;
+        self
     }
 
     /// The peer's transport parameters arrived: how many of our IDs it
@@ -175,6 +185,9 @@ impl ConnectionIds {
         while (self.issued.len() as u64) < target && self.changes.len() < MAX_PENDING_CHANGES {
             let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
             rng.fill_bytes(&mut bytes);
+            if let Some(steering) = self.steering {
+                steering.name(&mut bytes);
+            }
             let cid = ConnectionId::new(&bytes).unwrap_or_default();
             let reset_token = match secret {
                 Some(secret) => *secret.reset_token(&cid).as_bytes(),

@@ -136,6 +136,11 @@ pub struct Config {
     /// state directory), it lets a restarted server tell clients at once
     /// that their connections are gone. `None`: no tokens, no resets.
     pub server_secret: Option<ServerSecret>,
+    /// Server: the worker whose connection IDs this endpoint issues, when
+    /// several endpoints share one address (`SO_REUSEPORT`) and the kernel
+    /// routes datagrams to them by connection ID (`wire::steering`).
+    /// `None`: one endpoint, IDs entirely random.
+    pub cid_steering: Option<crate::wire::CidSteering>,
     /// Server: when new clients must prove their address with a Retry
     /// before the endpoint keeps state for them (RFC 9000 §8.1.2). Needs
     /// `server_secret` to seal tokens; without one there is no Retry.
@@ -176,6 +181,7 @@ impl Default for Config {
             max_datagram_frame_size: Some(65_535),
             rng_seed: 0,
             server_secret: None,
+            cid_steering: None,
             retry: crate::endpoint::RetryPolicy::default(),
             keep_alive_interval: None,
             token_store: None,
@@ -390,9 +396,12 @@ fn server_secret(side: Side, config: &Config) -> Option<&ServerSecret> {
     }
 }
 
-fn random_cid(rng: &mut ChaCha8Rng) -> ConnectionId {
+fn random_cid(rng: &mut ChaCha8Rng, steering: Option<crate::wire::CidSteering>) -> ConnectionId {
     let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
     rng.fill_bytes(&mut bytes);
+    if let Some(steering) = steering {
+        steering.name(&mut bytes);
+    }
     ConnectionId::new(&bytes).expect("8 bytes is a valid connection ID length")
 }
 
@@ -405,8 +414,8 @@ impl Connection {
         now: Instant,
     ) -> Result<Self, Error> {
         let mut rng = ChaCha8Rng::seed_from_u64(config.rng_seed);
-        let local_cid = random_cid(&mut rng);
-        let original_dcid = random_cid(&mut rng);
+        let local_cid = random_cid(&mut rng, None);
+        let original_dcid = random_cid(&mut rng, None);
         Self::new(
             Side::Client,
             config,
@@ -427,7 +436,7 @@ impl Connection {
         now: Instant,
     ) -> Result<Self, Error> {
         let mut rng = ChaCha8Rng::seed_from_u64(config.rng_seed ^ 0x5e7e_5e7e);
-        let local_cid = random_cid(&mut rng);
+        let local_cid = random_cid(&mut rng, config.cid_steering);
         // Learned from the client's first Initial.
         let unknown = ConnectionId::new(&[]).expect("empty connection ID");
         Self::new(Side::Server, config, local, remote, local_cid, unknown, now)
@@ -502,7 +511,8 @@ impl Connection {
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
             recv_dcid: local_cid,
-            cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client),
+            cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client)
+                .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
             acks: [
                 AckState::new(Duration::ZERO),
                 AckState::new(Duration::ZERO),

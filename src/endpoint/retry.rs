@@ -14,7 +14,9 @@ use super::token::{
 };
 use super::{Endpoint, MAX_QUEUED_STATELESS};
 use crate::crypto::TOKEN_NONCE_LEN;
-use crate::wire::{encode_retry_unsigned, parse_retry, ConnectionId, SHORT_HEADER_DCID_LEN};
+use crate::wire::{
+    encode_retry_unsigned, parse_retry, CidSteering, ConnectionId, SHORT_HEADER_DCID_LEN,
+};
 
 impl Endpoint {
     /// Whether a new client must first prove its address (the policy, and
@@ -40,13 +42,16 @@ impl Endpoint {
     }
 
     /// Answers a client Initial with a Retry: a new connection ID for the
-    /// client to use, and a token sealed for its address.
+    /// client to use, and a token sealed for its address. The ID names
+    /// this endpoint's worker, or `to_worker` (a multi-worker server
+    /// sending the client to a less busy worker).
     pub(super) fn send_retry(
         &mut self,
         client_dcid: ConnectionId,
         client_scid: ConnectionId,
         to: SocketAddr,
         now: Instant,
+        to_worker: Option<usize>,
     ) {
         if self.stateless.len() >= MAX_QUEUED_STATELESS {
             return;
@@ -60,6 +65,13 @@ impl Endpoint {
         let protection = config.protection;
         let mut scid = [0u8; SHORT_HEADER_DCID_LEN];
         self.rng.fill_bytes(&mut scid);
+        let steering = config.cid_steering.and_then(|own| match to_worker {
+            Some(worker) => CidSteering::new(worker, own.workers()),
+            None => Some(own),
+        });
+        if let Some(steering) = steering {
+            steering.name(&mut scid);
+        }
         let retry_scid = ConnectionId::new(&scid).expect("8 bytes");
         let mut nonce = [0u8; TOKEN_NONCE_LEN];
         self.rng.fill_bytes(&mut nonce);

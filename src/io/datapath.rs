@@ -38,7 +38,22 @@ use super::batch::{
     MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
 use super::socket::{bind_udp, set_checksum_free_sends, SocketOptions, SocketReport};
+use super::steering::bind_reuseport_group;
 use crate::endpoint::{ConnectionHandle, Endpoint, Transmit};
+
+/// The socket options a datapath binds with, and whether its datagrams
+/// choose their own checksums: with corruption notices asked for
+/// (`disable_checksums`) the socket accepts zero checksums and starts with
+/// them on (see the module docs).
+fn checksum_options(options: SocketOptions) -> (SocketOptions, bool) {
+    let per_datagram_checksums = options.disable_checksums;
+    let options = SocketOptions {
+        disable_checksums: false,
+        accept_zero_checksums: options.accept_zero_checksums || per_datagram_checksums,
+        ..options
+    };
+    (options, per_datagram_checksums)
+}
 
 /// Datagrams read per turn before the endpoint is fed (bounds how long the
 /// send side waits behind a flood of arrivals).
@@ -187,17 +202,40 @@ impl Datapath {
     /// accepts datagrams without one and sends each datagram the way its
     /// connection asks (see the module docs).
     pub fn bind(addr: SocketAddr, options: SocketOptions, max_datagram: usize) -> io::Result<Self> {
-        let per_datagram_checksums = options.disable_checksums;
-        let options = SocketOptions {
-            disable_checksums: false,
-            accept_zero_checksums: options.accept_zero_checksums || per_datagram_checksums,
-            ..options
-        };
-        let (socket, report) = bind_udp(addr, options)?;
+        let (socket_options, per_datagram_checksums) = checksum_options(options);
+        let (socket, report) = bind_udp(addr, socket_options)?;
+        Self::from_socket(socket, report, per_datagram_checksums, max_datagram)
+    }
+
+    /// Binds `workers` datapaths to `addr` in one `SO_REUSEPORT` group, in
+    /// worker order, with the kernel routing each datagram to the worker
+    /// its connection ID names (`io::steering`); each needs an endpoint
+    /// whose config names that worker (`Config::cid_steering`).
+    pub fn bind_workers(
+        addr: SocketAddr,
+        options: SocketOptions,
+        max_datagram: usize,
+        workers: usize,
+    ) -> io::Result<Vec<Self>> {
+        let (socket_options, per_datagram_checksums) = checksum_options(options);
+        bind_reuseport_group(addr, socket_options, workers)?
+            .into_iter()
+            .map(|(socket, report)| {
+                Self::from_socket(socket, report, per_datagram_checksums, max_datagram)
+            })
+            .collect()
+    }
+
+    fn from_socket(
+        socket: UdpSocket,
+        report: SocketReport,
+        per_datagram_checksums: bool,
+        max_datagram: usize,
+    ) -> io::Result<Self> {
         let gso = gso_supported(&socket);
         let gro = enable_gro(&socket);
-        tracing::debug!(%addr, gso, gro, "UDP offloads");
         let local = socket.local_addr()?;
+        tracing::debug!(%local, gso, gro, "UDP offloads");
         Ok(Self {
             socket,
             local,

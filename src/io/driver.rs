@@ -39,10 +39,14 @@ pub struct Driver {
 
 impl Driver {
     /// Binds a UDP socket at `addr` with `options` and prepares the poll.
-    /// `max_datagram` is the largest datagram the endpoint sends. GSO and
-    /// GRO are used when checksums stay on and the kernel has them.
+    /// `max_datagram` is the largest datagram the endpoint sends.
     pub fn bind(addr: SocketAddr, options: SocketOptions, max_datagram: usize) -> io::Result<Self> {
-        let datapath = Datapath::bind(addr, options, max_datagram)?;
+        Self::new(Datapath::bind(addr, options, max_datagram)?)
+    }
+
+    /// Prepares the poll around a bound datapath (one worker of
+    /// [`Datapath::bind_workers`]).
+    pub fn new(datapath: Datapath) -> io::Result<Self> {
         let poll = Poll::new()?;
         poll.registry().register(
             &mut SourceFd(&datapath.socket().as_raw_fd()),

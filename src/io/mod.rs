@@ -21,6 +21,7 @@ mod batch;
 mod datapath;
 mod driver;
 mod socket;
+mod steering;
 mod timer;
 
 pub use batch::{
@@ -32,6 +33,7 @@ pub use socket::{
     bind_udp, checksums_disabled, ipv6_loopback_available, zero_checksums_accepted, SocketOptions,
     SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK, UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
 };
+pub use steering::{attach_cid_steering, bind_reuseport_group, SO_ATTACH_REUSEPORT_CBPF};
 pub use timer::Timer;
 
 /// A seed for connection IDs from the operating system's RNG. The sans-IO

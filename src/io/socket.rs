@@ -54,6 +54,9 @@ pub struct SocketOptions {
     pub accept_zero_checksums: bool,
     /// `SO_RCVBUF` and `SO_SNDBUF` asked for, in bytes.
     pub buffer_bytes: usize,
+    /// `SO_REUSEPORT`: join the group of sockets bound to the same address
+    /// (the workers of a multi-core server, `io::steering`).
+    pub reuse_port: bool,
 }
 
 impl Default for SocketOptions {
@@ -62,6 +65,7 @@ impl Default for SocketOptions {
             disable_checksums: false,
             accept_zero_checksums: false,
             buffer_bytes: SOCKET_BUFFER_BYTES,
+            reuse_port: false,
         }
     }
 }
@@ -114,6 +118,9 @@ pub fn bind_udp(
             UDP_NO_CHECK6_RX,
             "UDP_NO_CHECK6_RX",
         );
+    }
+    if options.reuse_port {
+        socket.set_reuse_port(true)?;
     }
     socket.bind(&addr.into())?;
     let ipv6 = addr.is_ipv6();

@@ -16,6 +16,7 @@ pub mod header;
 pub mod packet_number;
 pub mod ranges;
 pub mod retry;
+pub mod steering;
 pub mod transport_params;
 pub mod varint;
 pub mod version;
@@ -34,6 +35,7 @@ pub use retry::{
     encode_retry_unsigned, is_retry, parse_retry, Retry, MAX_RETRY_TOKEN_LEN,
     RETRY_INTEGRITY_TAG_LEN,
 };
+pub use steering::CidSteering;
 pub use transport_params::{TransportParams, MIN_ACTIVE_CONNECTION_ID_LIMIT, RESET_TOKEN_LEN};
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,

@@ -13,6 +13,7 @@ use sift::blocking::{Listener, SiftIoError};
 use sift::conn::Protection;
 use sift::crypto::TlsConfig;
 use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
+use sift::wire::steering::MAX_WORKERS;
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::server_loop;
 use sift_bin::cli::state::{self, IdentitySource};
@@ -34,6 +35,10 @@ Examples:
 
   # Clients may ask for BBR or Westwood-A for their downloads, nothing else:
   sift-server --listen 127.0.0.1:4433 --root ./files --accept-cc bbr,westwood-a
+
+  # Two workers (default: one per core), each an endpoint on its own thread
+  # and SO_REUSEPORT socket; the kernel routes by connection ID:
+  sift-server --root ./files --workers 2
 
   # Port 0 picks a free port; the \"listening on\" line names it:
   sift-server --listen 127.0.0.1:0 --root . -v
@@ -102,6 +107,14 @@ struct Args {
     /// TLS only.
     #[arg(long)]
     retry: bool,
+    /// Endpoints serving clients in parallel, one thread and
+    /// `SO_REUSEPORT` socket each; the kernel routes every datagram to its
+    /// client's worker by connection ID (so a client keeps its worker when
+    /// its address changes), and new clients go to the least busy worker
+    /// (with a Retry, under TLS). --max-clients is shared out among them.
+    /// [default: the number of cores]
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -117,6 +130,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     let protection = common::protection(args.insecure_null_crypto);
     if args.max_clients == 0 {
         anyhow::bail!("--max-clients must be at least 1");
+    }
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    if !(1..=MAX_WORKERS).contains(&workers) {
+        anyhow::bail!("--workers must be 1..={MAX_WORKERS}, not {workers}");
     }
     if args.retry && protection != Protection::Tls {
         anyhow::bail!("--retry needs TLS: Retry tokens are sealed with the server's secret, which Null protection does not keep");
@@ -150,10 +169,15 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         };
     }
-    let listener = listen(args.listen, config, args.max_clients)?;
+    let listeners = listen(args.listen, config, args.max_clients, workers)?;
+    let local = listeners[0].local_addr();
     println!(
-        "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",
-        describe_listening(listener.local_addr()),
+        "listening on {}{} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",
+        describe_listening(local),
+        match workers {
+            1 => String::new(),
+            n => format!(" with {n} workers"),
+        },
         files.root().path().display(),
         files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {
@@ -163,11 +187,30 @@ fn run(args: Args) -> anyhow::Result<()> {
         },
     );
     std::io::stdout().flush().context("writing to stdout")?;
-    let lines: server_loop::LineSink = Arc::new(|line: &str| {
-        // A closed stdout must not stop the server.
-        let _ = writeln!(std::io::stdout(), "{line}");
-    });
-    server_loop::serve(&listener, Arc::new(files), lines)
+    let files = Arc::new(files);
+    let (stopped_tx, stopped) = std::sync::mpsc::channel();
+    for (index, listener) in listeners.into_iter().enumerate() {
+        // With several workers each transfer line says whose it was.
+        let suffix = if workers > 1 {
+            format!(" worker={index}")
+        } else {
+            String::new()
+        };
+        let lines: server_loop::LineSink = Arc::new(move |line: &str| {
+            // A closed stdout must not stop the server.
+            let _ = writeln!(std::io::stdout(), "{line}{suffix}");
+        });
+        let files = Arc::clone(&files);
+        let stopped_tx = stopped_tx.clone();
+        std::thread::Builder::new()
+            .name(format!("accept {index}"))
+            .spawn(move || {
+                let _ = stopped_tx.send(server_loop::serve(&listener, files, lines));
+            })
+            .context("starting a worker's accept thread")?;
+    }
+    // The first worker whose socket stops ends the server.
+    stopped.recv().context("every worker stopped")?
 }
 
 /// The default address: every interface, IPv6 and (dual-stack) IPv4.
@@ -176,20 +219,26 @@ const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIF
 const DEFAULT_LISTEN_IPV4: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 4433);
 
 /// Binds `--listen`, or the dual-stack default, falling back to IPv4 only
-/// where the kernel has no IPv6 at all.
+/// where the kernel has no IPv6 at all: one listener, or one per worker
+/// sharing the address (and `max_clients` shared out among them).
 fn listen(
     address: Option<SocketAddr>,
     config: sift::Config,
     max_clients: usize,
-) -> anyhow::Result<Listener> {
+    workers: usize,
+) -> anyhow::Result<Vec<Listener>> {
+    let try_bind = |address: SocketAddr| match workers {
+        1 => Listener::bind_with_max_connections(address, config.clone(), max_clients)
+            .map(|listener| vec![listener]),
+        n => Listener::bind_workers(address, config.clone(), max_clients.div_ceil(n), n),
+    };
     let bind = |address: SocketAddr| {
-        Listener::bind_with_max_connections(address, config.clone(), max_clients)
-            .with_context(|| format!("cannot listen on {address}"))
+        try_bind(address).with_context(|| format!("cannot listen on {address}"))
     };
     if let Some(address) = address {
         return bind(address);
     }
-    match Listener::bind_with_max_connections(DEFAULT_LISTEN, config.clone(), max_clients) {
+    match try_bind(DEFAULT_LISTEN) {
         Err(SiftIoError::Io(error)) if error.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
             eprintln!("sift-server: this host has no IPv6: listening on IPv4 only");
             bind(DEFAULT_LISTEN_IPV4)
