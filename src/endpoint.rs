@@ -583,7 +583,8 @@ impl Endpoint {
             checked,
             Err(TokenError::Expired | TokenError::WrongConnectionId)
         );
-        if !full && !retried && !bad_retry {
+        // A full worker sends new clients to one with room, too.
+        if !retried && !bad_retry {
             if let Some(worker) = self.lighter_worker() {
                 tracing::debug!(%from, worker, "sending a new client to a less busy worker");
                 self.stats.moved_to_other_worker += 1;
@@ -606,6 +607,11 @@ impl Endpoint {
                 None
             }
         };
+        if retried {
+            if let (Some(loads), Some(mine)) = (&self.loads, self.worker_index()) {
+                loads.arrived(mine);
+            }
+        }
         let template = self.server.as_ref()?;
         let handle = ConnectionHandle(self.next_handle);
         let config = Config {
@@ -622,7 +628,11 @@ impl Endpoint {
         };
         if full {
             tracing::debug!(%from, limit = self.max_connections, "endpoint full: refusing a new client");
-            connection.refuse(busy_reason(self.max_connections));
+            let limit = self
+                .loads
+                .as_ref()
+                .map_or(self.max_connections, |loads| loads.max_connections());
+            connection.refuse(busy_reason(limit));
         } else {
             match validated {
                 Some(ValidToken::Retry(contents)) => {

@@ -54,8 +54,10 @@ impl Listener {
     /// endpoint and driver thread each (`sift-worker N`), on `SO_REUSEPORT`
     /// sockets among which the kernel routes every datagram by its
     /// connection ID, so a client stays with its worker when its address
-    /// changes. Each listener holds at most `max_connections` and is
-    /// accepted from on its own (typically one thread per listener).
+    /// changes, and new clients go to the least busy worker (by Retry, when
+    /// `config` has a server secret). `max_connections` (at least
+    /// `workers`) is shared out among them. Each listener is accepted from
+    /// on its own (typically one thread per listener).
     /// Listener `i` is worker `i`; port 0 puts all of them on one free
     /// port. All share `config`'s server secret, so Retry tokens and reset
     /// tokens of one worker hold at every other.
@@ -66,6 +68,12 @@ impl Listener {
         workers: usize,
     ) -> Result<Vec<Self>, SiftIoError> {
         config.validate(crate::Side::Server)?;
+        if max_connections < workers {
+            return Err(SiftIoError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{workers} workers need room for at least {workers} connections, not {max_connections}"),
+            )));
+        }
         let servers = (0..workers)
             .map(|index| {
                 let steering = CidSteering::new(index, workers).ok_or_else(|| {

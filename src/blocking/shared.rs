@@ -257,7 +257,8 @@ struct Worker {
 
 /// Binds `workers` endpoints to `bind` in one reuseport group, each with its
 /// driver thread, the kernel routing datagrams among them by connection ID.
-/// `servers[i]` is worker `i`'s config (naming it in `cid_steering`).
+/// `servers[i]` is worker `i`'s config (naming it in `cid_steering`);
+/// `max_connections` is shared out among them.
 pub(super) fn start_workers(
     bind: SocketAddr,
     servers: Vec<Config>,
@@ -267,7 +268,7 @@ pub(super) fn start_workers(
     let options = socket_options(template);
     let datapaths =
         Datapath::bind_workers(bind, options, template.max_datagram_size, servers.len())?;
-    let loads = WorkerLoads::new(servers.len());
+    let loads = WorkerLoads::new(servers.len(), max_connections);
     datapaths
         .into_iter()
         .zip(servers)

@@ -14,32 +14,69 @@
 //!
 //! The cost is one round trip for the clients that are moved, and none for
 //! the others; balancing needs Retry, so it needs the server secret (TLS).
-//! A worker that sends a client away counts it at once on the lighter
-//! worker (until that worker publishes its own count), so a burst of new
-//! clients does not all go to the same one.
+//! A worker that sends a client away counts it at once as on its way to
+//! the lighter worker, until a client with a Retry token arrives there, so
+//! a burst of new clients does not all go to the same one. Clients that
+//! never come back (spoofed Initials) would leave such counts behind, so a
+//! worker has at most [`MAX_ON_THE_WAY`] of them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// The most clients counted as on their way to one worker.
+pub const MAX_ON_THE_WAY: usize = 16;
+
 /// How many clients each worker of a socket group serves.
 #[derive(Debug)]
 pub struct WorkerLoads {
+    /// The most clients all workers hold together (what "server busy"
+    /// names).
+    max_connections: usize,
     serving: Box<[AtomicUsize]>,
+    /// Clients sent to each worker with a Retry that have not arrived.
+    on_the_way: Box<[AtomicUsize]>,
 }
 
 impl WorkerLoads {
-    /// Loads for `workers` workers, all idle.
-    pub fn new(workers: usize) -> Arc<Self> {
+    /// Loads for `workers` workers, all idle, holding at most
+    /// `max_connections` clients together.
+    pub fn new(workers: usize, max_connections: usize) -> Arc<Self> {
         Arc::new(Self {
+            max_connections,
             serving: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
+            on_the_way: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
         })
     }
 
-    /// Clients worker `worker` serves (or was sent and has not counted yet).
+    /// The most clients all workers hold together.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Each worker's share of `max_connections`: as equal as can be, the
+    /// first ones taking the remainder.
+    pub fn share(&self, worker: usize) -> usize {
+        let workers = self.serving.len().max(1);
+        self.max_connections / workers + usize::from(worker < self.max_connections % workers)
+    }
+
+    /// Clients worker `worker` serves, and those sent to it that have not
+    /// arrived yet.
     pub fn serving(&self, worker: usize) -> usize {
-        self.serving
-            .get(worker)
-            .map_or(0, |count| count.load(Ordering::Relaxed))
+        let load = |counts: &[AtomicUsize]| {
+            counts
+                .get(worker)
+                .map_or(0, |count| count.load(Ordering::Relaxed))
+        };
+        load(&self.serving) + load(&self.on_the_way)
+    }
+
+    /// A client with a Retry token arrived at `worker`: one fewer on the
+    /// way there.
+    pub(crate) fn arrived(&self, worker: usize) {
+        if let Some(count) = self.on_the_way.get(worker) {
+            let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        }
     }
 
     /// Worker `worker` now serves `clients`.
@@ -60,7 +97,11 @@ impl WorkerLoads {
         if lightest == worker || load >= mine {
             return None;
         }
-        self.serving[lightest].fetch_add(1, Ordering::Relaxed);
+        self.on_the_way[lightest]
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < MAX_ON_THE_WAY).then_some(n + 1)
+            })
+            .ok()?;
         Some(lightest)
     }
 }
@@ -71,7 +112,7 @@ mod tests {
 
     #[test]
     fn a_new_client_moves_only_to_a_worker_that_serves_fewer() {
-        let loads = WorkerLoads::new(3);
+        let loads = WorkerLoads::new(3, 64);
         // All idle: stay.
         assert_eq!(loads.send_away_from(0), None);
         loads.publish(0, 1);
@@ -83,16 +124,47 @@ mod tests {
         // Now 1 / 1 / 1: ties stay where they landed.
         assert_eq!(loads.send_away_from(0), None);
         assert_eq!(loads.send_away_from(2), None);
+        // Worker 1 counts a client of its own before the sent one arrives:
+        // the one on its way still counts.
+        loads.publish(1, 1);
+        assert_eq!(loads.serving(1), 2);
+        loads.arrived(1);
+        loads.publish(1, 2);
+        assert_eq!(loads.serving(1), 2);
+    }
+
+    #[test]
+    fn the_connection_limit_is_shared_out() {
+        let loads = WorkerLoads::new(3, 64);
+        assert_eq!(
+            (0..3).map(|w| loads.share(w)).collect::<Vec<_>>(),
+            [22, 21, 21]
+        );
+    }
+
+    #[test]
+    fn clients_that_never_arrive_count_only_so_much() {
+        let loads = WorkerLoads::new(2, 64);
+        loads.publish(0, 1_000);
+        let sent = (0..100).filter_map(|_| loads.send_away_from(0)).count();
+        assert_eq!(sent, MAX_ON_THE_WAY);
+        assert_eq!(loads.serving(1), MAX_ON_THE_WAY);
     }
 
     #[test]
     fn sequential_clients_never_leave_workers_more_than_one_apart() {
         // Every client lands on worker 0 (the worst case for the kernel's
         // coin toss); moved ones are served where they were sent.
-        let loads = WorkerLoads::new(2);
+        let loads = WorkerLoads::new(2, 64);
         let mut serving = [0usize; 2];
         for _ in 0..9 {
-            let at = loads.send_away_from(0).unwrap_or(0);
+            let at = match loads.send_away_from(0) {
+                Some(other) => {
+                    loads.arrived(other);
+                    other
+                }
+                None => 0,
+            };
             serving[at] += 1;
             loads.publish(at, serving[at]);
         }

@@ -112,7 +112,7 @@ struct Args {
     /// client's worker by connection ID (so a client keeps its worker when
     /// its address changes), and new clients go to the least busy worker
     /// (with a Retry, under TLS). --max-clients is shared out among them.
-    /// [default: the number of cores]
+    /// [default: the number of cores, at most --max-clients]
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
@@ -131,11 +131,20 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.max_clients == 0 {
         anyhow::bail!("--max-clients must be at least 1");
     }
-    let workers = args.workers.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let workers = match args.workers {
+        Some(workers) => workers,
+        None => std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, MAX_WORKERS)
+            .min(args.max_clients),
+    };
     if !(1..=MAX_WORKERS).contains(&workers) {
         anyhow::bail!("--workers must be 1..={MAX_WORKERS}, not {workers}");
+    }
+    if workers > args.max_clients {
+        anyhow::bail!(
+            "--workers {workers} needs --max-clients of at least {workers} (each worker holds one client or more)"
+        );
     }
     if args.retry && protection != Protection::Tls {
         anyhow::bail!("--retry needs TLS: Retry tokens are sealed with the server's secret, which Null protection does not keep");
@@ -172,12 +181,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     let listeners = listen(args.listen, config, args.max_clients, workers)?;
     let local = listeners[0].local_addr();
     println!(
-        "listening on {}{} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {})",
+        "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
         describe_listening(local),
-        match workers {
-            1 => String::new(),
-            n => format!(" with {n} workers"),
-        },
         files.root().path().display(),
         files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {
@@ -185,6 +190,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         } else {
             "off"
         },
+        if workers == 1 { "" } else { "s" },
     );
     std::io::stdout().flush().context("writing to stdout")?;
     let files = Arc::new(files);
@@ -230,7 +236,7 @@ fn listen(
     let try_bind = |address: SocketAddr| match workers {
         1 => Listener::bind_with_max_connections(address, config.clone(), max_clients)
             .map(|listener| vec![listener]),
-        n => Listener::bind_workers(address, config.clone(), max_clients.div_ceil(n), n),
+        n => Listener::bind_workers(address, config.clone(), max_clients, n),
     };
     let bind = |address: SocketAddr| {
         try_bind(address).with_context(|| format!("cannot listen on {address}"))
