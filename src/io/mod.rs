@@ -6,8 +6,9 @@
 //! turn of read–step–write); `driver` is the mio loop around it, and the
 //! async API (`crate::tokio`) puts tokio's readiness around the same turn.
 //!
-//! Owns: the socket and its options (buffer sizes, UDP checksums off when
-//! corruption notices are offered), reading and writing datagrams,
+//! Owns: the socket and its options (buffer sizes, UDP checksums chosen per
+//! datagram when corruption notices are offered, `SO_REUSEPORT` groups
+//! routed by connection ID: `steering`), reading and writing datagrams,
 //! the poll, the timer that honours the endpoint's `timeout` (which
 //! includes pacing), and waking from application threads.
 //! Must not: hold protocol state (that is `conn` and `endpoint`), or be
