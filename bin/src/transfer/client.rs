@@ -17,7 +17,9 @@ use super::frame::read_frame;
 use super::listing::ListEntry;
 use super::part_file::download_part_path;
 use super::request::Request;
-use super::response::{parse_response, parse_trailer, Response, SenderReport, Status};
+use super::response::{
+    parse_digest, parse_response, parse_trailer, Response, SenderReport, Status,
+};
 use super::server::CHUNK_LEN;
 
 /// A listing larger than this is refused rather than held in memory.
@@ -155,9 +157,11 @@ pub fn get<S: Duplex + ?Sized>(
     )?;
     finish_request(stream)?;
     let response = read_ok_response(stream)?;
-    let expected = response
-        .sha256
-        .ok_or(ClientError::Protocol(ProtocolError::MissingDigest))?;
+    // Known to the server already, or sent after the data.
+    let announced = response.sha256;
+    if announced.is_none() && offset > 0 {
+        return Err(ClientError::Protocol(ProtocolError::MissingDigest));
+    }
     let size = response.size;
     let mut out = if offset > 0 {
         OpenOptions::new().append(true).open(&partial)
@@ -193,6 +197,17 @@ pub fn get<S: Duplex + ?Sized>(
             tracing::debug!(received = offset + received, size, "download progress");
         }
     }
+    let expected = match announced {
+        Some(digest) => digest,
+        None => read_frame(stream)
+            .and_then(|frame| parse_digest(&frame))
+            .map_err(|e| ClientError::Interrupted {
+                received: offset + received,
+                expected: size,
+                partial: partial.clone(),
+                reason: format!("no digest after the data: {e}"),
+            })?,
+    };
     let sender = read_trailer(stream);
     await_end_of_stream(stream);
     out.sync_all()

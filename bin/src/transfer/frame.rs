@@ -34,6 +34,9 @@ pub enum FrameKind {
     Response = 0x80,
     /// Sender-side statistics after a download's data.
     Trailer = 0x81,
+    /// The downloaded file's SHA-256, after its data, when the response
+    /// did not carry it.
+    Digest = 0x82,
 }
 
 impl FrameKind {
@@ -46,6 +49,7 @@ impl FrameKind {
             4 => Self::Perf,
             0x80 => Self::Response,
             0x81 => Self::Trailer,
+            0x82 => Self::Digest,
             _ => return None,
         })
     }

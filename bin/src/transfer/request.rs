@@ -180,7 +180,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request, ProtocolError> {
             };
             Request::Perf { direction, limit }
         }
-        FrameKind::Response | FrameKind::Trailer => {
+        FrameKind::Response | FrameKind::Trailer | FrameKind::Digest => {
             return Err(ProtocolError::UnexpectedKind {
                 expected: "request",
                 found: kind as u8,

@@ -1,7 +1,12 @@
-//! The server's answers: a response header, and after a download's data a
-//! trailer with the sender's statistics.
+//! The server's answers: a response header, and after a download's data the
+//! file's digest (when the response did not carry it) and a trailer with
+//! the sender's statistics.
 //!
 //! Response body: `status u8, size u64, has_digest u8, [sha256 32], message`.
+//! Digest body: `sha256 32`. A server that knows a file's digest (it hashed
+//! that version before) puts it in the response; otherwise it hashes the
+//! bytes as it sends them and sends the digest after them, so the first
+//! byte of a large file never waits for a pass over the whole file.
 //! Trailer body: the sender's [`SenderReport`] as JSON.
 
 use serde::{Deserialize, Serialize};
@@ -221,6 +226,18 @@ impl SenderReport {
     }
 }
 
+/// A digest frame.
+pub fn encode_digest(digest: Sha256Digest) -> Result<Vec<u8>, ProtocolError> {
+    encode_frame(FrameKind::Digest, &digest.0)
+}
+
+/// Parses one complete digest frame. Never panics.
+pub fn parse_digest(bytes: &[u8]) -> Result<Sha256Digest, ProtocolError> {
+    let body = expect_kind(bytes, FrameKind::Digest, "digest")?;
+    let digest: [u8; SHA256_LEN] = body.try_into().map_err(|_| ProtocolError::MissingDigest)?;
+    Ok(Sha256Digest(digest))
+}
+
 /// Parses one complete trailer frame. Never panics.
 pub fn parse_trailer(bytes: &[u8]) -> Result<SenderReport, ProtocolError> {
     let body = expect_kind(bytes, FrameKind::Trailer, "trailer")?;
@@ -231,6 +248,25 @@ pub fn parse_trailer(bytes: &[u8]) -> Result<SenderReport, ProtocolError> {
 mod tests {
     use super::*;
     use crate::transfer::digest::sha256;
+
+    #[test]
+    fn digests_round_trip_and_a_short_one_is_an_error() {
+        let digest = sha256(b"file");
+        assert_eq!(
+            parse_digest(&encode_digest(digest).unwrap()).unwrap(),
+            digest
+        );
+        let short = encode_frame(FrameKind::Digest, &[1; 31]).unwrap();
+        assert!(matches!(
+            parse_digest(&short),
+            Err(ProtocolError::MissingDigest)
+        ));
+        let trailer = encode_frame(FrameKind::Trailer, b"{}").unwrap();
+        assert!(matches!(
+            parse_digest(&trailer),
+            Err(ProtocolError::UnexpectedKind { .. })
+        ));
+    }
 
     #[test]
     fn responses_round_trip_with_and_without_digest() {

@@ -21,7 +21,7 @@ use super::frame::read_frame;
 use super::listing::ListEntry;
 use super::part_file::{is_disk_full, UploadPart};
 use super::request::{parse_request, PerfDirection, PerfLimit, Request};
-use super::response::{Response, SenderReport, Status};
+use super::response::{encode_digest, Response, SenderReport, Status};
 use sift_cc::CcConfig;
 
 /// Bytes moved per read or write.
@@ -288,17 +288,32 @@ impl FileServer {
                 format!("offset {offset} is past the end of the {size}-byte file {path:?}"),
             ));
         }
-        let digest = self.digest_of(&resolved, &mut file)?;
-        send_response(stream, &Response::ok(size, Some(digest)))?;
+        // A whole file whose digest is not known yet is hashed as it is
+        // sent, the digest following the data; a resume needs the digest of
+        // bytes it does not send, so it is taken first.
+        let known = match self.cached_digest(&resolved, &file) {
+            Some(digest) => Some(digest),
+            None if offset > 0 => Some(self.digest_of(&resolved, &mut file)?),
+            None => None,
+        };
+        send_response(stream, &Response::ok(size, known))?;
         file.seek(SeekFrom::Start(offset)).map_err(internal)?;
         let wanted = size - offset;
-        let sent = copy_exact(&mut file, stream, wanted)?;
+        let mut hasher = known.is_none().then(Sha256Hasher::new);
+        let sent = copy_exact(&mut file, stream, wanted, hasher.as_mut())?;
         if sent < wanted {
             // The file shrank under us: never let the client see a clean end.
             stream.abort(abort_codes::SOURCE_FAILED);
             return Err(Failure::Broken(format!(
                 "{path:?} shrank while being sent ({sent} of {wanted} bytes)"
             )));
+        }
+        if let Some(hasher) = hasher {
+            let digest = hasher.finish();
+            self.remember_digest(&resolved, &file, digest);
+            let frame = encode_digest(digest)
+                .map_err(|e| Failure::Broken(format!("encoding the digest: {e}")))?;
+            send(stream, &frame)?;
         }
         // The trailer reports the sender's counters for the whole transfer:
         // take them once the data is acknowledged, not when it was merely
@@ -318,35 +333,44 @@ impl FileServer {
         Ok(sent)
     }
 
+    /// The file's digest, if it was taken of this version of it.
+    fn cached_digest(&self, path: &Path, file: &File) -> Option<Sha256Digest> {
+        let meta = file.metadata().ok()?;
+        let cached = self.digests.lock().ok()?.get(path).copied()?;
+        (cached.len == meta.len()
+            && cached.modified == meta.modified().ok()
+            && cached.inode == meta.ino())
+        .then_some(cached.digest)
+    }
+
+    /// Keeps `digest` as that of this version of the file.
+    fn remember_digest(&self, path: &Path, file: &File, digest: Sha256Digest) {
+        let Ok(meta) = file.metadata() else {
+            return;
+        };
+        if let Ok(mut cache) = self.digests.lock() {
+            cache.insert(
+                path.to_path_buf(),
+                CachedDigest {
+                    len: meta.len(),
+                    modified: meta.modified().ok(),
+                    inode: meta.ino(),
+                    digest,
+                },
+            );
+        }
+    }
+
     /// The whole file's digest, from the cache when the file is unchanged.
     fn digest_of(&self, path: &Path, file: &mut File) -> Result<Sha256Digest, Failure> {
-        let meta = file.metadata().map_err(internal)?;
-        let (len, modified, inode) = (meta.len(), meta.modified().ok(), meta.ino());
-        let cached = self
-            .digests
-            .lock()
-            .ok()
-            .and_then(|cache| cache.get(path).copied());
-        if let Some(c) = cached {
-            if c.len == len && c.modified == modified && c.inode == inode {
-                return Ok(c.digest);
-            }
+        if let Some(digest) = self.cached_digest(path, file) {
+            return Ok(digest);
         }
         file.seek(SeekFrom::Start(0)).map_err(internal)?;
         let mut hasher = Sha256Hasher::new();
         hasher.update_from(file).map_err(internal)?;
         let digest = hasher.finish();
-        if let Ok(mut cache) = self.digests.lock() {
-            cache.insert(
-                path.to_path_buf(),
-                CachedDigest {
-                    len,
-                    modified,
-                    inode,
-                    digest,
-                },
-            );
-        }
+        self.remember_digest(path, file, digest);
         Ok(digest)
     }
 
@@ -387,7 +411,7 @@ impl FileServer {
                     // Take in the rest (bounded by the announced size) so the
                     // client, still sending, reaches our answer.
                     let rest = size - received - n as u64;
-                    let _ = copy_exact(stream, &mut io::sink(), rest);
+                    let _ = copy_exact(stream, &mut io::sink(), rest, None);
                 }
                 return Err(storage_failure(&e));
             }
@@ -498,7 +522,7 @@ fn perf<S: Duplex>(
             Ok(sent)
         }
         PerfDirection::Upload => {
-            let received = copy_exact(stream, &mut io::sink(), u64::MAX)?;
+            let received = copy_exact(stream, &mut io::sink(), u64::MAX, None)?;
             send_response(stream, &Response::ok(received, None))?;
             stream
                 .finish()
@@ -534,6 +558,7 @@ fn copy_exact<R: Read + ?Sized, W: Write + ?Sized>(
     reader: &mut R,
     writer: &mut W,
     limit: u64,
+    mut hasher: Option<&mut Sha256Hasher>,
 ) -> Result<u64, Failure> {
     let mut buf = vec![0u8; CHUNK_LEN];
     let mut copied = 0u64;
@@ -546,6 +571,9 @@ fn copy_exact<R: Read + ?Sized, W: Write + ?Sized>(
         writer
             .write_all(&buf[..n])
             .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
+        if let Some(hasher) = hasher.as_deref_mut() {
+            hasher.update(&buf[..n]);
+        }
         copied += n as u64;
     }
     Ok(copied)

@@ -1,7 +1,7 @@
 //! Both sides of the protocol over Unix socket pairs: what a client sees
 //! and what lands on the server's disk.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -92,6 +92,88 @@ fn get_delivers_the_file_byte_exact_with_its_digest() {
         (record.verb, record.bytes, record.status),
         ("GET", 300_000, Some(Status::Ok))
     );
+}
+
+/// A raw GET of `path`: the response, then every byte up to the end of
+/// the stream.
+fn raw_get(server: &FileServer, path: &str) -> (Response, Vec<u8>) {
+    let request = Request::Get {
+        path: path.into(),
+        offset: 0,
+        cc: None,
+    };
+    let (answer, _) = exchange(server, move |stream| {
+        stream.write_all(&request.encode().unwrap()).unwrap();
+        stream.finish().unwrap();
+        let response = parse_response(&read_frame(stream).unwrap()).unwrap();
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).unwrap();
+        (response, rest)
+    });
+    answer
+}
+
+#[test]
+fn a_file_not_hashed_yet_is_hashed_as_it_is_sent_and_announced_next_time() {
+    // The first download of a version of a file does not wait for a pass
+    // over it: no digest in the response, a digest frame after the data.
+    // The server keeps it, so the next download has it up front; a changed
+    // file is hashed again.
+    let root = TestDir::new("srv-digest-root");
+    let data = content(100_000, 4);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let server = server_with(&root);
+    let (first, rest) = raw_get(&server, "f.bin");
+    assert_eq!(first.sha256, None);
+    assert_eq!(&rest[..100_000], &data[..]);
+    let digest_frame = encode_digest(sha256(&data)).unwrap();
+    assert_eq!(
+        &rest[100_000..100_000 + digest_frame.len()],
+        &digest_frame[..]
+    );
+    let (second, rest) = raw_get(&server, "f.bin");
+    assert_eq!(second.sha256, Some(sha256(&data)));
+    assert_eq!(rest, data, "no digest frame after the data");
+    let changed = content(100_001, 5);
+    std::fs::write(root.path().join("f.bin"), &changed).unwrap();
+    let (third, _) = raw_get(&server, "f.bin");
+    assert_eq!(third.sha256, None, "a new version is hashed anew");
+}
+
+#[test]
+fn a_download_whose_digest_never_comes_keeps_its_partial() {
+    let out = TestDir::new("srv-nodigest-out");
+    let data = content(10_000, 6);
+    let dest = out.path().join("f.bin");
+    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
+    let announced = Response::ok(10_000, None).encode().unwrap();
+    let sent = data.clone();
+    let server = std::thread::spawn(move || {
+        let _ = read_frame(&mut server_end);
+        server_end.write_all(&announced).unwrap();
+        server_end.write_all(&sent).unwrap();
+    });
+    let outcome = client::get(
+        &mut client_end,
+        "f.bin",
+        &dest,
+        false,
+        None,
+        &mut no_progress(),
+    );
+    server.join().unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Err(ClientError::Interrupted {
+                received: 10_000,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert!(!dest.exists());
+    assert_eq!(std::fs::read(download_part_path(&dest)).unwrap(), data);
 }
 
 #[test]
