@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::shared::Shared;
+use super::shared::{Shared, Wait};
 use super::stream::SiftStream;
 use super::{handshake_completed, SiftIoError};
 use crate::conn::CloseReason;
@@ -67,7 +67,9 @@ impl ConnInner {
                     after: started.elapsed(),
                 });
             }
-            state = self.shared.wait(state, deadline);
+            state = self
+                .shared
+                .wait(state, Wait::Connection(self.handle), deadline);
         }
     }
 
@@ -247,7 +249,7 @@ impl BlockingConnection {
             && state.stopped.is_none()
             && Instant::now() < deadline
         {
-            state = shared.wait(state, Some(deadline));
+            state = shared.wait(state, Wait::Flush, Some(deadline));
         }
     }
 

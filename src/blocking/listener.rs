@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::connection::{BlockingConnection, ConnInner};
-use super::shared::{start_endpoint, start_workers, Shared};
+use super::shared::{start_endpoint, start_workers, Shared, Wait};
 use super::SiftIoError;
 use crate::endpoint::ConnectionHandle;
 use crate::io::os_seed;
@@ -170,7 +170,7 @@ impl Listener {
                     after: started.elapsed(),
                 });
             }
-            state = self.shared.wait(state, deadline);
+            state = self.shared.wait(state, Wait::Accept, deadline);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! threads: the state behind the mutex, the condition variable the driver
 //! signals, the waker that rouses the driver, and the driver thread itself.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -27,8 +27,9 @@ pub(super) struct State {
     /// every connection has closed.
     pub(super) app_handles: usize,
     pub(super) listening: bool,
-    /// Application threads inside `Condvar::wait`.
-    pub(super) waiters: usize,
+    /// Application threads asleep, by what they wait for: the driver wakes
+    /// only those its step may concern, not every thread of the endpoint.
+    waiting: HashMap<Wait, Sleepers>,
     /// The driver finished a turn and may sleep next: a change by the
     /// application must wake it.
     pub(super) driver_may_sleep: bool,
@@ -76,9 +77,43 @@ impl State {
     }
 }
 
+/// What an application thread sleeps until.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Wait {
+    /// A client to accept.
+    Accept,
+    /// Anything of one connection: its streams, datagrams, handshake, close.
+    Connection(ConnectionHandle),
+    /// The driver to write a turn's datagrams to the socket.
+    Flush,
+}
+
+/// The threads asleep on one [`Wait`], and what wakes them.
+#[derive(Debug)]
+struct Sleepers {
+    condvar: Arc<Condvar>,
+    count: usize,
+}
+
+impl State {
+    /// Wakes the threads waiting for `wait`, if any.
+    fn wake(&self, wait: Wait) {
+        if let Some(sleepers) = self.waiting.get(&wait) {
+            sleepers.condvar.notify_all();
+        }
+    }
+
+    /// Wakes every application thread (the driver stopped, or timers may
+    /// have closed connections).
+    fn wake_all(&self) {
+        for sleepers in self.waiting.values() {
+            sleepers.condvar.notify_all();
+        }
+    }
+}
+
 pub(super) struct Shared {
     pub(super) state: Mutex<State>,
-    pub(super) changed: Condvar,
     pub(super) waker: Arc<Waker>,
     /// A duplicate of the socket's descriptor, to read its options back.
     socket_fd: Mutex<OwnedFd>,
@@ -147,27 +182,38 @@ impl Shared {
         }
     }
 
-    /// Sleeps until the driver signals progress or `deadline` passes.
+    /// Sleeps until the driver signals progress on `wait` or `deadline`
+    /// passes (callers re-check: a wake-up is a hint, not a promise).
     pub(super) fn wait<'a>(
         &self,
         mut state: MutexGuard<'a, State>,
+        wait: Wait,
         deadline: Option<Instant>,
     ) -> MutexGuard<'a, State> {
-        state.waiters += 1;
+        let sleepers = state.waiting.entry(wait).or_insert_with(|| Sleepers {
+            condvar: Arc::new(Condvar::new()),
+            count: 0,
+        });
+        sleepers.count += 1;
+        let condvar = Arc::clone(&sleepers.condvar);
         let mut state = match deadline {
             Some(deadline) => {
-                let wait = deadline.saturating_duration_since(Instant::now());
-                self.changed
-                    .wait_timeout(state, wait)
+                let timeout = deadline.saturating_duration_since(Instant::now());
+                condvar
+                    .wait_timeout(state, timeout)
                     .map(|(guard, _)| guard)
                     .unwrap_or_else(|poisoned| poisoned.into_inner().0)
             }
-            None => self
-                .changed
+            None => condvar
                 .wait(state)
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
         };
-        state.waiters -= 1;
+        if let Some(sleepers) = state.waiting.get_mut(&wait) {
+            sleepers.count -= 1;
+            if sleepers.count == 0 {
+                state.waiting.remove(&wait);
+            }
+        }
         state
     }
 
@@ -197,9 +243,11 @@ impl EndpointHost for Shared {
         let state = &mut *state;
         step(&mut state.endpoint, &mut state.progress);
         let progress = state.progress.any();
+        let mut accepted = false;
         while let Some(handle) = state.endpoint.accept() {
             if state.listening {
                 state.pending_accept.push_back(handle);
+                accepted = true;
             } else if let Some(connection) = state.endpoint.connection(handle) {
                 connection.close(0, "not accepting connections");
             }
@@ -217,9 +265,18 @@ impl EndpointHost for Shared {
         } else {
             Control::Continue
         };
-        // Sending alone changes nothing an application waits for.
-        if progress && state.waiters > 0 {
-            self.changed.notify_all();
+        // Sending alone changes nothing an application waits for; a
+        // datagram concerns its own connection only, and timers change what
+        // an application sees only by closing connections.
+        if state.progress.timers_fired {
+            state.wake_all();
+        } else if !state.waiting.is_empty() {
+            for handle in &state.progress.routed {
+                state.wake(Wait::Connection(*handle));
+            }
+        }
+        if accepted {
+            state.wake(Wait::Accept);
         }
         control
     }
@@ -227,9 +284,7 @@ impl EndpointHost for Shared {
     fn on_flushed(&self) {
         let mut state = self.lock();
         state.flushed_turn = state.turns;
-        if state.waiters > 0 {
-            self.changed.notify_all();
-        }
+        state.wake(Wait::Flush);
     }
 
     fn take_rebind(&self) -> Option<Datapath> {
@@ -326,7 +381,7 @@ fn start_driver(
             pending_accept: VecDeque::new(),
             app_handles: 1,
             listening,
-            waiters: 0,
+            waiting: HashMap::new(),
             driver_may_sleep: false,
             turns: 0,
             flushed_turn: 0,
@@ -335,7 +390,6 @@ fn start_driver(
             progress: Progress::default(),
             rebind: None,
         }),
-        changed: Condvar::new(),
         waker: driver.waker(),
         socket_fd: Mutex::new(socket_fd),
         options,
@@ -353,7 +407,7 @@ fn start_driver(
         };
         let mut state = host.lock();
         state.stopped = Some(reason);
-        host.changed.notify_all();
+        state.wake_all();
     })?;
     Ok(shared)
 }
