@@ -43,6 +43,17 @@ impl ConnInner {
         what: &dyn Fn() -> String,
         attempt: &mut dyn FnMut(&mut Connection) -> Step<T>,
     ) -> Result<T, SiftIoError> {
+        self.block_on_until(Wait::Connection(self.handle), deadline, what, attempt)
+    }
+
+    /// [`ConnInner::block_on`], sleeping on `wait` between attempts.
+    pub(super) fn block_on_until<T>(
+        &self,
+        wait: Wait,
+        deadline: Option<Instant>,
+        what: &dyn Fn() -> String,
+        attempt: &mut dyn FnMut(&mut Connection) -> Step<T>,
+    ) -> Result<T, SiftIoError> {
         let started = Instant::now();
         let mut state = self.shared.lock();
         loop {
@@ -67,9 +78,7 @@ impl ConnInner {
                     after: started.elapsed(),
                 });
             }
-            state = self
-                .shared
-                .wait(state, Wait::Connection(self.handle), deadline);
+            state = self.shared.wait(state, wait, deadline);
         }
     }
 
@@ -174,7 +183,8 @@ impl BlockingConnection {
     }
 
     fn accept_stream(&self, dir: Dir) -> Result<SiftStream, SiftIoError> {
-        let id = self.inner.block_on(
+        let id = self.inner.block_on_until(
+            Wait::Incoming(self.inner.handle, dir),
             None,
             &|| "no stream from the peer".to_string(),
             &mut |connection| match connection.stream_accept(dir) {

@@ -14,6 +14,7 @@ use mio::Waker;
 use super::SiftIoError;
 use crate::endpoint::{ConnectionHandle, Endpoint, WorkerLoads};
 use crate::io::{Control, Datapath, Driver, EndpointHost, Progress, SocketOptions};
+use crate::stream::Dir;
 use crate::Config;
 
 /// Endpoint state shared by the driver thread and application threads.
@@ -80,10 +81,13 @@ impl State {
 /// What an application thread sleeps until.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Wait {
-    /// A client to accept.
+    /// A client to accept (a new one, or a pending one's handshake moved).
     Accept,
     /// Anything of one connection: its streams, datagrams, handshake, close.
     Connection(ConnectionHandle),
+    /// A stream the peer opened on one connection (or its close): woken
+    /// only when there is one, not by every datagram of the connection.
+    Incoming(ConnectionHandle, Dir),
     /// The driver to write a turn's datagrams to the socket.
     Flush,
 }
@@ -103,11 +107,43 @@ impl State {
         }
     }
 
-    /// Wakes every application thread (the driver stopped, or timers may
-    /// have closed connections).
+    /// Wakes every application thread (the driver stopped).
     fn wake_all(&self) {
         for sleepers in self.waiting.values() {
             sleepers.condvar.notify_all();
+        }
+    }
+
+    /// After datagrams for `handle`: wakes its threads that may now go on.
+    fn wake_connection(&self, handle: ConnectionHandle) {
+        self.wake(Wait::Connection(handle));
+        for dir in [Dir::Bi, Dir::Uni] {
+            if self.waiting.contains_key(&Wait::Incoming(handle, dir))
+                && self
+                    .endpoint
+                    .connection_ref(handle)
+                    .is_none_or(|c| c.has_stream_to_accept(dir) || c.is_closing())
+            {
+                self.wake(Wait::Incoming(handle, dir));
+            }
+        }
+    }
+
+    /// After timers fired: they change what an application sees only by
+    /// closing connections, so wakes the threads of those.
+    fn wake_closing(&self) {
+        for (wait, sleepers) in &self.waiting {
+            let handle = match wait {
+                Wait::Connection(handle) | Wait::Incoming(handle, _) => *handle,
+                Wait::Accept | Wait::Flush => continue,
+            };
+            if self
+                .endpoint
+                .connection_ref(handle)
+                .is_none_or(|c| c.is_closing())
+            {
+                sleepers.condvar.notify_all();
+            }
         }
     }
 }
@@ -268,11 +304,18 @@ impl EndpointHost for Shared {
         // Sending alone changes nothing an application waits for; a
         // datagram concerns its own connection only, and timers change what
         // an application sees only by closing connections.
-        if state.progress.timers_fired {
-            state.wake_all();
-        } else if !state.waiting.is_empty() {
+        if !state.waiting.is_empty() {
             for handle in &state.progress.routed {
-                state.wake(Wait::Connection(*handle));
+                state.wake_connection(*handle);
+            }
+            // A client is handed out once its handshake completes.
+            accepted |= state
+                .progress
+                .routed
+                .iter()
+                .any(|handle| state.pending_accept.contains(handle));
+            if state.progress.timers_fired {
+                state.wake_closing();
             }
         }
         if accepted {

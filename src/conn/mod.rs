@@ -1152,6 +1152,12 @@ impl Connection {
         self.streams.accept(dir)
     }
 
+    /// Whether [`Connection::stream_accept`] may have a stream of `dir` to
+    /// give (for drivers deciding whom to wake).
+    pub fn has_stream_to_accept(&self, dir: Dir) -> bool {
+        self.streams.has_stream_to_accept(dir)
+    }
+
     /// Whether every byte written to the stream so far was acked (the FIN
     /// need not be written).
     pub fn stream_data_acked(&self, id: StreamId) -> bool {

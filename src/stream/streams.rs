@@ -417,6 +417,12 @@ impl Streams {
 
     /// The next peer-initiated stream of `dir` not yet handed to the
     /// application, in ID order. Streams already retired are skipped.
+    /// Whether the peer opened streams of `dir` not accepted yet (a hint:
+    /// one may already be gone again, which `accept` skips).
+    pub fn has_stream_to_accept(&self, dir: Dir) -> bool {
+        self.next_accept[dir.index()] < self.next_remote[dir.index()]
+    }
+
     pub fn accept(&mut self, dir: Dir) -> Option<StreamId> {
         let peer = peer_side(self.side);
         while self.next_accept[dir.index()] < self.next_remote[dir.index()] {
