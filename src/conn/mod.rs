@@ -354,6 +354,8 @@ pub struct Connection {
     notices_negotiated: bool,
     /// Which datagrams leave without a UDP checksum.
     checksums: checksums::ChecksumPolicy,
+    /// Buffers the send path reuses.
+    send_scratch: send::SendScratch,
     idle_timeout: Option<Duration>,
     last_activity: Instant,
     ack_eliciting_since_activity: bool,
@@ -528,6 +530,7 @@ impl Connection {
             amplification_sent: 0,
             notices_negotiated: false,
             checksums: checksums::ChecksumPolicy::default(),
+            send_scratch: send::SendScratch::default(),
             idle_timeout: None,
             last_activity: now,
             ack_eliciting_since_activity: false,

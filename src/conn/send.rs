@@ -13,7 +13,7 @@ use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
 use crate::crypto::{seal_packet, sealed_len};
 use crate::recovery::{SentPacket, SpaceId};
 use crate::stream::ControlFrame;
-use crate::wire::{Frame, Header, PacketType, VERSION};
+use crate::wire::{encode_stream_header, Frame, Header, PacketType, VERSION};
 use crate::{Error, SendInfo, Side};
 
 /// STREAM frame overhead assumed when sizing a chunk: type, 8-byte id and
@@ -26,7 +26,36 @@ const MAX_CONTROL_FRAME: usize = 1 + 3 * 8;
 /// Smallest room worth building a packet in.
 const MIN_PACKET_ROOM: usize = 48;
 
+/// Buffers the send path reuses from one datagram to the next, so that a
+/// steady flow allocates nothing per packet but the ledger's record of it.
+#[derive(Debug, Default)]
+pub(super) struct SendScratch {
+    /// Frame buffers of sealed packets, cleared, for the next plans.
+    frames: Vec<Vec<u8>>,
+    /// The datagram being sealed.
+    datagram: Vec<u8>,
+}
+
+impl SendScratch {
+    /// An empty frame buffer with room for `capacity` bytes.
+    fn take_frames(&mut self, capacity: usize) -> Vec<u8> {
+        let mut frames = self.frames.pop().unwrap_or_default();
+        frames.clear();
+        frames.reserve(capacity);
+        frames
+    }
+
+    /// Keeps a sealed packet's frame buffer for a later plan (a few are
+    /// enough: a datagram holds at most one packet per space).
+    fn give_back(&mut self, frames: Vec<u8>) {
+        if self.frames.len() < 4 {
+            self.frames.push(frames);
+        }
+    }
+}
+
 /// A packet built but not yet sealed.
+#[derive(Debug)]
 struct PlannedPacket {
     space: SpaceId,
     packet_number: u64,
@@ -66,7 +95,8 @@ impl Connection {
             return Ok(None);
         }
 
-        let mut plans: Vec<PlannedPacket> = Vec::new();
+        // At most one packet per space.
+        let mut plans: Vec<PlannedPacket> = Vec::with_capacity(SpaceId::ALL.len());
         let mut used = 0;
         for space in SpaceId::ALL {
             if self.keys[space.index()].is_none() {
@@ -86,7 +116,9 @@ impl Connection {
         }
         self.pad_initial_datagram(&mut plans, limit);
 
-        let mut datagram = Vec::with_capacity(limit);
+        let mut datagram = std::mem::take(&mut self.send_scratch.datagram);
+        datagram.clear();
+        datagram.reserve(limit);
         let mut ack_eliciting = false;
         let mut sent_handshake = false;
         for plan in plans {
@@ -95,7 +127,9 @@ impl Connection {
             let protection = self.keys[plan.space.index()]
                 .as_deref()
                 .expect("a packet is planned only in a space with keys");
-            if let Err(error) = seal_packet(&header, &plan.frames, protection, &mut datagram) {
+            let sealed = seal_packet(&header, &plan.frames, protection, &mut datagram);
+            self.send_scratch.give_back(plan.frames);
+            if let Err(error) = sealed {
                 // Only a payload beyond the AEAD's limit fails, which no
                 // datagram-sized packet reaches.
                 tracing::error!(%error, "dropping a packet that could not be sealed");
@@ -156,13 +190,15 @@ impl Connection {
             self.discard_space(SpaceId::Initial);
         }
         let len = datagram.len();
-        if len > out.len() {
+        let Some(dest) = out.get_mut(..len) else {
+            self.send_scratch.datagram = datagram;
             return Err(Error::InvalidConfig(format!(
                 "send buffer of {} bytes is smaller than a {len}-byte datagram",
                 out.len()
             )));
-        }
-        out[..len].copy_from_slice(&datagram);
+        };
+        dest.copy_from_slice(&datagram);
+        self.send_scratch.datagram = datagram;
         let checksum_free = self.checksums.checksum_free(
             self.notices_negotiated,
             now,
@@ -294,14 +330,16 @@ impl Connection {
         let mut plan = PlannedPacket {
             space,
             packet_number,
-            frames: Vec::with_capacity(budget),
-            sent: Vec::new(),
+            frames: self.send_scratch.take_frames(budget),
+            // An ACK and a STREAM frame or two, mostly.
+            sent: Vec::with_capacity(2),
             ack_eliciting: false,
             padded: false,
         };
 
         if let Some(close) = self.close_frame.clone() {
             if !self.close_pending {
+                self.send_scratch.give_back(plan.frames);
                 return None;
             }
             // RFC 9000 §10.2.3: an application close before the handshake
@@ -355,6 +393,7 @@ impl Connection {
             }
         }
         if plan.frames.is_empty() {
+            self.send_scratch.give_back(plan.frames);
             return None;
         }
         self.next_packet_number[space.index()] += 1;
@@ -457,7 +496,6 @@ impl Connection {
             plan.ack_eliciting = true;
             self.datagrams_out.pop_front();
         }
-        let mut chunk_data = Vec::new();
         while remaining(plan) > STREAM_FRAME_OVERHEAD {
             let Some(chunk) = self
                 .streams
@@ -465,15 +503,20 @@ impl Connection {
             else {
                 break;
             };
-            chunk_data.clear();
-            self.streams.chunk_data(&chunk, &mut chunk_data);
-            Frame::Stream {
-                id: chunk.id,
-                offset: chunk.offset,
-                data: &chunk_data,
-                fin: chunk.fin,
+            // The frame's head, then its bytes straight from the stream's
+            // send buffer (one copy).
+            let start = plan.frames.len();
+            encode_stream_header(
+                chunk.id,
+                chunk.offset,
+                chunk.len,
+                chunk.fin,
+                &mut plan.frames,
+            );
+            if !self.streams.chunk_data(&chunk, &mut plan.frames) {
+                plan.frames.truncate(start);
+                break;
             }
-            .encode(&mut plan.frames);
             plan.sent.push(SentFrame::Stream(chunk));
             plan.ack_eliciting = true;
         }

@@ -804,6 +804,18 @@ fn stream_count(reader: &mut Reader<'_>, frame: &'static str) -> Result<u64, Wir
     Ok(value)
 }
 
+/// Appends the head of a STREAM frame whose `len` data bytes the caller
+/// appends next, straight from its send buffer: the same bytes
+/// [`Frame::encode`] writes before the data, without copying the data twice.
+pub fn encode_stream_header(id: u64, offset: u64, len: usize, fin: bool, out: &mut Vec<u8>) {
+    use frame_type::{STREAM, STREAM_FIN_BIT, STREAM_LEN_BIT, STREAM_OFF_BIT};
+    let fin_bit = if fin { STREAM_FIN_BIT } else { 0 };
+    put_varint(out, STREAM | STREAM_OFF_BIT | STREAM_LEN_BIT | fin_bit);
+    put_varint(out, id);
+    put_varint(out, offset);
+    put_varint(out, len as u64);
+}
+
 /// Appends an ACK frame naming the highest `max_ranges` ranges of `ranges`
 /// (at most `MAX_ACK_RANGES + 1`), largest first. Writes nothing if `ranges`
 /// is empty or `max_ranges` is 0.

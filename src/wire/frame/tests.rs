@@ -732,3 +732,22 @@ proptest! {
         check_decodes_safely(&payload)?;
     }
 }
+
+#[test]
+fn a_stream_header_and_its_data_are_the_frame() {
+    let data = [7u8; 300];
+    for (id, offset, fin) in [(0, 0, false), (4, 1 << 20, true), (1 << 40, 63, false)] {
+        let mut whole = Vec::new();
+        Frame::Stream {
+            id,
+            offset,
+            data: &data,
+            fin,
+        }
+        .encode(&mut whole);
+        let mut split = Vec::new();
+        encode_stream_header(id, offset, data.len(), fin, &mut split);
+        split.extend_from_slice(&data);
+        assert_eq!(split, whole);
+    }
+}
