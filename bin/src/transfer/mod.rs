@@ -1,9 +1,10 @@
 //! The sift file-transfer protocol: one request per bidirectional stream.
 //!
 //! The client opens a stream and sends a request header (GET, PUT, LIST,
-//! PERF); the server answers with a response header, then the data, then a
-//! FIN. Every header is a bounded, versioned frame (`frame`), and every file
-//! is checked end to end with SHA-256.
+//! PERF); the server answers with a response header, then the data (for a
+//! download, then the file's digest if the header did not carry it, and the
+//! sender's statistics), then a FIN. Every header is a bounded, versioned
+//! frame (`frame`), and every file is checked end to end with SHA-256.
 //!
 //! Owns: the headers and their parsers, path confinement under the served
 //! root, upload and download temporary files, and both sides of each
