@@ -1,6 +1,7 @@
 //! The endpoint shared between its driver thread and application
-//! threads: the state behind the mutex, the condition variable the driver
-//! signals, the waker that rouses the driver, and the driver thread itself.
+//! threads: the state behind the mutex, the condition variables the driver
+//! signals (one per thing a thread waits for: [`Wait`]), the waker that
+//! rouses the driver, and the driver thread itself.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
