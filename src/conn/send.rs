@@ -331,8 +331,8 @@ impl Connection {
             space,
             packet_number,
             frames: self.send_scratch.take_frames(budget),
-            // An ACK and a STREAM frame or two, mostly.
-            sent: Vec::with_capacity(2),
+            // Allocated by the first frame recorded: most polls find nothing.
+            sent: Vec::new(),
             ack_eliciting: false,
             padded: false,
         };
