@@ -118,7 +118,9 @@ pub struct GetOutcome {
 
 /// Downloads `remote_path` to `dest` (via `dest.sift-part`). With `resume`,
 /// an existing partial file is continued from its length and the final
-/// hash still covers the whole file. With `controller` (a `--cc` name) the
+/// hash still covers the whole file. A `dest` that exists and is neither a
+/// file nor a directory (`/dev/null`, a FIFO) is written in place: renaming
+/// a partial file over it would replace the device. With `controller` (a `--cc` name) the
 /// server is asked to send the file under that congestion controller.
 /// `progress(done, total)` is called as bytes arrive.
 pub fn get<S: Duplex + ?Sized>(
@@ -129,8 +131,13 @@ pub fn get<S: Duplex + ?Sized>(
     controller: Option<&str>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<GetOutcome, ClientError> {
-    let partial = download_part_path(dest);
-    let offset = if resume {
+    let in_place = std::fs::metadata(dest).is_ok_and(|meta| !meta.is_file() && !meta.is_dir());
+    let partial = if in_place {
+        dest.to_path_buf()
+    } else {
+        download_part_path(dest)
+    };
+    let offset = if resume && !in_place {
         match partial.metadata() {
             Ok(meta) => meta.len(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
@@ -210,23 +217,29 @@ pub fn get<S: Duplex + ?Sized>(
     };
     let sender = read_trailer(stream);
     await_end_of_stream(stream);
-    out.sync_all()
-        .map_err(local(format!("writing {}", partial.display())))?;
+    if !in_place {
+        out.sync_all()
+            .map_err(local(format!("writing {}", partial.display())))?;
+    }
     drop(out);
     let actual = hasher.finish();
     if actual != expected {
-        let _ = std::fs::remove_file(&partial);
+        if !in_place {
+            let _ = std::fs::remove_file(&partial);
+        }
         return Err(ClientError::HashMismatch {
             expected,
             actual,
             partial,
         });
     }
-    std::fs::rename(&partial, dest).map_err(local(format!(
-        "renaming {} to {}",
-        partial.display(),
-        dest.display()
-    )))?;
+    if !in_place {
+        std::fs::rename(&partial, dest).map_err(local(format!(
+            "renaming {} to {}",
+            partial.display(),
+            dest.display()
+        )))?;
+    }
     Ok(GetOutcome {
         dest: dest.to_path_buf(),
         bytes: received,

@@ -177,6 +177,37 @@ fn a_download_whose_digest_never_comes_keeps_its_partial() {
 }
 
 #[test]
+fn a_download_to_a_device_or_fifo_writes_into_it_and_leaves_it_in_place() {
+    // `sift-client get … -o /dev/null` must not rename a partial file over
+    // the device. A FIFO stands in for it here (replacing /dev/null would
+    // break the machine if this failed).
+    use std::os::unix::fs::FileTypeExt;
+    let root = TestDir::new("srv-fifo-root");
+    let out = TestDir::new("srv-fifo-out");
+    let data = content(300_000, 7);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let fifo = out.path().join("pipe");
+    let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let server = server_with(&root);
+    let (outcome, _) = exchange(&server, |s| {
+        client::get(s, "f.bin", &fifo, false, None, &mut no_progress())
+    });
+    assert_eq!(outcome.unwrap().sha256, sha256(&data));
+    // Checked before joining: a replaced FIFO would leave the reader
+    // waiting for a writer forever.
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "still a FIFO: {kind:?}");
+    assert!(!download_part_path(&fifo).exists());
+    assert_eq!(reader.join().unwrap(), data);
+}
+
+#[test]
 fn an_interrupted_download_keeps_its_partial_and_resume_fetches_only_the_rest() {
     let root = TestDir::new("srv-resume-root");
     let out = TestDir::new("srv-resume-out");
