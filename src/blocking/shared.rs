@@ -310,11 +310,12 @@ impl EndpointHost for Shared {
                 state.wake_connection(*handle);
             }
             // A client is handed out once its handshake completes.
-            accepted |= state
-                .progress
-                .routed
-                .iter()
-                .any(|handle| state.pending_accept.contains(handle));
+            accepted |= state.waiting.contains_key(&Wait::Accept)
+                && state
+                    .progress
+                    .routed
+                    .iter()
+                    .any(|handle| state.pending_accept.contains(handle));
             if state.progress.timers_fired {
                 state.wake_closing();
             }

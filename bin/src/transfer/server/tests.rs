@@ -113,6 +113,33 @@ fn raw_get(server: &FileServer, path: &str) -> (Response, Vec<u8>) {
     answer
 }
 
+/// A GET of `f.bin` to `dest` from a server that answers `response`, sends
+/// `bytes` and ends the stream.
+fn get_from_a_dying_server(
+    dest: &Path,
+    response: Response,
+    bytes: &[u8],
+) -> Result<client::GetOutcome, ClientError> {
+    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
+    let announced = response.encode().unwrap();
+    let sent = bytes.to_vec();
+    let dying = std::thread::spawn(move || {
+        let _ = read_frame(&mut server_end);
+        server_end.write_all(&announced).unwrap();
+        server_end.write_all(&sent).unwrap();
+    });
+    let outcome = client::get(
+        &mut client_end,
+        "f.bin",
+        dest,
+        false,
+        None,
+        &mut no_progress(),
+    );
+    dying.join().unwrap();
+    outcome
+}
+
 #[test]
 fn a_file_not_hashed_yet_is_hashed_as_it_is_sent_and_announced_next_time() {
     // The first download of a version of a file does not wait for a pass
@@ -145,23 +172,7 @@ fn a_download_whose_digest_never_comes_keeps_its_partial() {
     let out = TestDir::new("srv-nodigest-out");
     let data = content(10_000, 6);
     let dest = out.path().join("f.bin");
-    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
-    let announced = Response::ok(10_000, None).encode().unwrap();
-    let sent = data.clone();
-    let server = std::thread::spawn(move || {
-        let _ = read_frame(&mut server_end);
-        server_end.write_all(&announced).unwrap();
-        server_end.write_all(&sent).unwrap();
-    });
-    let outcome = client::get(
-        &mut client_end,
-        "f.bin",
-        &dest,
-        false,
-        None,
-        &mut no_progress(),
-    );
-    server.join().unwrap();
+    let outcome = get_from_a_dying_server(&dest, Response::ok(10_000, None), &data);
     assert!(
         matches!(
             outcome,
@@ -216,23 +227,8 @@ fn an_interrupted_download_keeps_its_partial_and_resume_fetches_only_the_rest() 
     let dest = out.path().join("f.bin");
 
     // A server that announces the file, sends 70 000 bytes and dies.
-    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
-    let announced = Response::ok(200_000, Some(sha256(&data))).encode().unwrap();
-    let first_part = data[..70_000].to_vec();
-    let dying = std::thread::spawn(move || {
-        let _ = read_frame(&mut server_end);
-        server_end.write_all(&announced).unwrap();
-        server_end.write_all(&first_part).unwrap();
-    });
-    let interrupted = client::get(
-        &mut client_end,
-        "f.bin",
-        &dest,
-        false,
-        None,
-        &mut no_progress(),
-    );
-    dying.join().unwrap();
+    let announced = Response::ok(200_000, Some(sha256(&data)));
+    let interrupted = get_from_a_dying_server(&dest, announced, &data[..70_000]);
     assert!(matches!(
         interrupted,
         Err(ClientError::Interrupted {
