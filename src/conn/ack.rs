@@ -1,13 +1,19 @@
 //! Receiver-side acknowledgement state of one packet-number space: which
-//! packets arrived, when an ACK is due, and which packets arrived with a good
+//! packets arrived, when an ACK is due (RFC 9000 §13.2.1, or what the peer
+//! asked for with ACK_FREQUENCY), and which packets arrived with a good
 //! header but a damaged payload (the CORRUPTED notices to send).
 
 use std::time::{Duration, Instant};
 
 use crate::wire::{encode_ack, encode_corrupted, RangeSet};
 
-/// RFC 9000 §13.2.2: acknowledge at least every second ack-eliciting packet.
-pub const ACK_ELICITING_THRESHOLD: u64 = 2;
+/// RFC 9000 §13.2.2: acknowledge at least every second ack-eliciting
+/// packet, i.e. at most one may wait (draft-ietf-quic-ack-frequency-13's
+/// Ack-Eliciting Threshold of 1).
+pub const DEFAULT_ACK_ELICITING_THRESHOLD: u64 = 1;
+/// RFC 9000 §13.2.1: any packet out of order is acknowledged at once
+/// (draft-ietf-quic-ack-frequency-13's Reordering Threshold of 1).
+pub const DEFAULT_REORDERING_THRESHOLD: u64 = 1;
 /// DESIGN §5: a corruption notice is repeated in this many ACK-bearing
 /// packets, so one lost notice does not send the packet down the loss path.
 pub const CORRUPTION_NOTICE_REPEATS: u8 = 3;
@@ -40,6 +46,14 @@ pub struct AckState {
     largest_received: Option<u64>,
     largest_received_at: Option<Instant>,
     ack_eliciting_unacked: u64,
+    /// Ack-eliciting packets that may wait for the delayed-ACK timer.
+    ack_eliciting_threshold: u64,
+    /// How far below the largest received a missing packet may lie before
+    /// the gap elicits an immediate ACK; 0: gaps never do.
+    reordering_threshold: u64,
+    /// The largest packet number our last ACK reported: gaps below it were
+    /// reported already.
+    largest_reported: Option<u64>,
     /// Anything (even non-eliciting) received since the last ACK we sent.
     unacked: bool,
     deadline: Option<Instant>,
@@ -60,6 +74,9 @@ impl AckState {
             largest_received: None,
             largest_received_at: None,
             ack_eliciting_unacked: 0,
+            ack_eliciting_threshold: DEFAULT_ACK_ELICITING_THRESHOLD,
+            reordering_threshold: DEFAULT_REORDERING_THRESHOLD,
+            largest_reported: None,
             unacked: false,
             deadline: None,
             immediate: false,
@@ -77,6 +94,22 @@ impl AckState {
         self
     }
 
+    /// Acknowledges as the peer asked in an ACK_FREQUENCY frame. A pending
+    /// delayed ACK keeps its deadline if that is sooner.
+    pub fn set_frequency(&mut self, threshold: u64, max_ack_delay: Duration, reordering: u64) {
+        self.ack_eliciting_threshold = threshold;
+        self.max_ack_delay = max_ack_delay;
+        self.reordering_threshold = reordering;
+        if self.ack_eliciting_unacked > threshold {
+            self.immediate = true;
+        }
+    }
+
+    /// IMMEDIATE_ACK: the peer wants an ACK now.
+    pub fn request_immediate(&mut self) {
+        self.immediate = true;
+    }
+
     /// The largest packet number received intact, for packet-number decoding.
     pub fn largest_received(&self) -> Option<u64> {
         self.largest_received
@@ -89,10 +122,7 @@ impl AckState {
 
     /// A packet was received and its frames processed.
     pub fn on_packet_received(&mut self, packet_number: u64, ack_eliciting: bool, now: Instant) {
-        let out_of_order = match self.largest_received {
-            Some(largest) => packet_number != largest + 1,
-            None => packet_number != 0,
-        };
+        let previous = self.largest_received;
         if self.lie_about_gaps {
             let first_missing = self.largest_received.map_or(0, |l| l + 1);
             // A bounded lie per gap: this is a test adversary, not a flood.
@@ -111,15 +141,37 @@ impl AckState {
         }
         self.ack_eliciting_unacked += 1;
         // RFC 9000 §13.2.1: acknowledge at once when a packet arrives out of
-        // order (the sender's loss detection needs it) or every second one.
+        // order (the sender's loss detection needs it) or every second one;
+        // draft-ietf-quic-ack-frequency-13 §6 lets the peer move both limits.
+        let out_of_order = match self.reordering_threshold {
+            0 => false,
+            // RFC 9000: anything but the next packet in line.
+            1 => previous.map_or(packet_number != 0, |l| packet_number != l + 1),
+            _ => {
+                previous.is_some_and(|l| packet_number < l)
+                    || self.unreported_gap_reaches(packet_number)
+            }
+        };
         if out_of_order
-            || self.ack_eliciting_unacked >= ACK_ELICITING_THRESHOLD
+            || self.ack_eliciting_unacked > self.ack_eliciting_threshold
             || self.max_ack_delay.is_zero()
         {
             self.immediate = true;
         } else if self.deadline.is_none() {
             self.deadline = Some(now + self.max_ack_delay);
         }
+    }
+
+    /// Whether a packet missing since our last ACK lies at least the
+    /// reordering threshold below `packet_number` (just received): the
+    /// point where the sender's packet-threshold loss detection wants to
+    /// hear of it (draft-ietf-quic-ack-frequency-13 §6.2).
+    fn unreported_gap_reaches(&self, packet_number: u64) -> bool {
+        let from = self
+            .largest_reported
+            .map_or(self.floor, |largest| (largest + 1).max(self.floor));
+        let missing = self.first_missing_from(from);
+        missing < packet_number && packet_number - missing >= self.reordering_threshold
     }
 
     /// A packet arrived with a verified header and a damaged payload.
@@ -197,6 +249,7 @@ impl AckState {
         self.unacked = false;
         self.deadline = None;
         self.immediate = false;
+        self.largest_reported = largest;
         largest
     }
 
@@ -260,6 +313,48 @@ mod tests {
         let mut out = Vec::new();
         acks.write(t0, false, &mut out);
         acks.on_packet_received(2, true, t0);
+        assert!(acks.ack_due(t0));
+    }
+
+    #[test]
+    fn an_ack_frequency_request_moves_both_thresholds() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        acks.set_frequency(9, Duration::from_millis(2), 3);
+        for pn in 0..9 {
+            acks.on_packet_received(pn, true, t0);
+            assert!(!acks.ack_due(t0), "packet {pn}");
+        }
+        assert_eq!(acks.deadline(), Some(t0 + Duration::from_millis(2)));
+        acks.on_packet_received(9, true, t0);
+        assert!(acks.ack_due(t0), "the tenth is acked at once");
+        acks.write(t0, false, &mut Vec::new());
+
+        // 10 missing: 11 and 12 wait, 13 is three past the gap.
+        for pn in 11..=12 {
+            acks.on_packet_received(pn, true, t0);
+            assert!(!acks.ack_due(t0), "packet {pn}");
+        }
+        acks.on_packet_received(13, true, t0);
+        assert!(acks.ack_due(t0), "the gap reached the reordering threshold");
+        acks.write(t0, false, &mut Vec::new());
+        // The gap is reported: later packets do not re-trigger it, but the
+        // late packet itself is acked at once.
+        acks.on_packet_received(14, true, t0);
+        assert!(!acks.ack_due(t0));
+        acks.on_packet_received(10, true, t0);
+        assert!(acks.ack_due(t0));
+    }
+
+    #[test]
+    fn reordering_threshold_zero_ignores_order_and_immediate_ack_overrides() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        acks.set_frequency(9, Duration::from_millis(5), 0);
+        acks.on_packet_received(5, true, t0);
+        acks.on_packet_received(2, true, t0);
+        assert!(!acks.ack_due(t0));
+        acks.request_immediate();
         assert!(acks.ack_due(t0));
     }
 

@@ -7,6 +7,7 @@
 //! unseeded RNG (connection IDs come from `Config::rng_seed`).
 
 mod ack;
+mod ack_frequency;
 mod checksums;
 mod cid;
 mod error;
@@ -126,6 +127,11 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// How long we may delay an ACK (sent to the peer as max_ack_delay).
     pub max_ack_delay: Duration,
+    /// Take part in ACK frequency (draft-ietf-quic-ack-frequency-13):
+    /// advertise min_ack_delay, honour the peer's ACK_FREQUENCY and
+    /// IMMEDIATE_ACK frames, and on a fast path ask the peer for an ACK
+    /// every tenth packet instead of every second (`conn::ack_frequency`).
+    pub ack_frequency: bool,
     /// Accept DATAGRAM frames up to this size (`None`: refuse them).
     pub max_datagram_frame_size: Option<u64>,
     /// Seed for connection IDs. Real endpoints draw it from the OS; the
@@ -178,6 +184,7 @@ impl Default for Config {
             max_datagram_size: 1350,
             idle_timeout: Duration::from_secs(30),
             max_ack_delay: DEFAULT_MAX_ACK_DELAY,
+            ack_frequency: true,
             max_datagram_frame_size: Some(65_535),
             rng_seed: 0,
             server_secret: None,
@@ -265,6 +272,8 @@ pub(crate) enum SentFrame {
     NewConnectionId(u64),
     /// Our RETIRE_CONNECTION_ID for the peer's ID with this sequence number.
     RetireConnectionId(u64),
+    /// Our ACK_FREQUENCY with this sequence number.
+    AckFrequency(u64),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -356,6 +365,8 @@ pub struct Connection {
     checksums: checksums::ChecksumPolicy,
     /// Buffers the send path reuses.
     send_scratch: send::SendScratch,
+    /// How often we ask the peer to acknowledge, and its requests to us.
+    ack_frequency: ack_frequency::AckFrequency,
     idle_timeout: Option<Duration>,
     last_activity: Instant,
     ack_eliciting_since_activity: bool,
@@ -458,6 +469,8 @@ impl Connection {
             (Side::Server, Some(secret)) => Some(secret.reset_token(&local_cid)),
             _ => None,
         };
+        let ack_frequency =
+            ack_frequency::AckFrequency::new(config.ack_frequency, config.max_ack_delay);
         let params = TransportParams {
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),
@@ -470,6 +483,7 @@ impl Connection {
             initial_max_streams_bidi: config.streams.max_streams_bidi,
             initial_max_streams_uni: config.streams.max_streams_uni,
             max_ack_delay_ms: config.max_ack_delay.as_millis() as u64,
+            min_ack_delay_micros: ack_frequency.own_min_ack_delay_micros(),
             max_datagram_frame_size: config.max_datagram_frame_size,
             corruption_notices: config.corruption_notices,
             stateless_reset_token: reset_token.map(|token| *token.as_bytes()),
@@ -531,6 +545,7 @@ impl Connection {
             notices_negotiated: false,
             checksums: checksums::ChecksumPolicy::default(),
             send_scratch: send::SendScratch::default(),
+            ack_frequency,
             idle_timeout: None,
             last_activity: now,
             ack_eliciting_since_activity: false,
@@ -1050,6 +1065,7 @@ impl Connection {
                     SentFrame::NewConnectionId(sequence) => {
                         self.cids.on_announcement_lost(sequence)
                     }
+                    SentFrame::AckFrequency(sequence) => self.ack_frequency.on_frame_lost(sequence),
                     SentFrame::RetireConnectionId(sequence) => {
                         self.cids.on_retirement_lost(sequence)
                     }
@@ -1085,7 +1101,8 @@ impl Connection {
                     | SentFrame::HandshakeDone
                     | SentFrame::PathChallenge(_)
                     | SentFrame::NewConnectionId(_)
-                    | SentFrame::RetireConnectionId(_) => {}
+                    | SentFrame::RetireConnectionId(_)
+                    | SentFrame::AckFrequency(_) => {}
                     SentFrame::NewToken => self.new_token_out = None,
                 }
             }

@@ -459,6 +459,38 @@ impl Connection {
                     secret,
                 )?;
             }
+            Frame::AckFrequency {
+                sequence,
+                ack_eliciting_threshold,
+                request_max_ack_delay_micros,
+                reordering_threshold,
+            } => {
+                let request = self
+                    .ack_frequency
+                    .on_peer_frame(
+                        sequence,
+                        ack_eliciting_threshold,
+                        request_max_ack_delay_micros,
+                        reordering_threshold,
+                    )
+                    .map_err(|reason| TransportFailure::new(codes::PROTOCOL_VIOLATION, reason))?;
+                if let Some(request) = request {
+                    self.acks[space.index()].set_frequency(
+                        request.threshold,
+                        request.max_ack_delay,
+                        request.reordering,
+                    );
+                }
+            }
+            Frame::ImmediateAck => {
+                if !self.ack_frequency.enabled() {
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "IMMEDIATE_ACK frame without our min_ack_delay",
+                    ));
+                }
+                self.acks[space.index()].request_immediate();
+            }
             Frame::PathChallenge { data } => self.path.on_challenge(data),
             Frame::PathResponse { data } => {
                 if self.path.on_response(data) {
@@ -583,6 +615,10 @@ impl Connection {
         self.streams.set_peer_limits(&Self::peer_limits(&params));
         self.recovery
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay_ms));
+        self.ack_frequency.on_peer_params(
+            params.min_ack_delay_micros,
+            Duration::from_millis(params.max_ack_delay_ms),
+        );
         self.notices_negotiated = self.config.corruption_notices && params.corruption_notices;
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
         self.peer_max_udp_payload = params.max_udp_payload_size;

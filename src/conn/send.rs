@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use super::error::codes;
-use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
+use super::{ack_frequency, level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
 use crate::crypto::{seal_packet, sealed_len};
 use crate::recovery::{SentPacket, SpaceId};
 use crate::stream::ControlFrame;
@@ -93,6 +93,15 @@ impl Connection {
         }
         if limit < MIN_PACKET_ROOM {
             return Ok(None);
+        }
+
+        if self.handshake_confirmed {
+            self.ack_frequency.update(ack_frequency::PathView {
+                window: self.recovery.window(),
+                mss: self.config.max_datagram_size as u64,
+                srtt: self.recovery.rtt().smoothed(),
+                packet_threshold: self.recovery.packet_threshold(),
+            });
         }
 
         // At most one packet per space.
@@ -294,6 +303,7 @@ impl Connection {
                 || self.new_token_pending
                 || self.path.challenge_pending
                 || self.cids.has_pending_frames()
+                || self.ack_frequency.has_pending_frame()
                 || self.streams.has_control()
                 || self.streams.has_stream_data()
                 || !self.datagrams_out.is_empty())
@@ -387,9 +397,15 @@ impl Connection {
 
         if may_send {
             self.fill_ack_eliciting(space, &mut plan, budget);
-            if self.probes[space.index()] > 0 && !plan.ack_eliciting {
-                Frame::Ping.encode(&mut plan.frames);
-                plan.ack_eliciting = true;
+            if self.probes[space.index()] > 0 {
+                if space == SpaceId::Data && self.ack_frequency.peer_takes_frames() {
+                    // Answered at once, whatever the peer's ACK frequency.
+                    Frame::ImmediateAck.encode(&mut plan.frames);
+                    plan.ack_eliciting = true;
+                } else if !plan.ack_eliciting {
+                    Frame::Ping.encode(&mut plan.frames);
+                    plan.ack_eliciting = true;
+                }
             }
         }
         if plan.frames.is_empty() {
@@ -460,6 +476,13 @@ impl Connection {
         }
         if space == SpaceId::Data {
             self.fill_connection_id_frames(plan, budget);
+            if remaining(plan) >= MAX_CONTROL_FRAME {
+                if let Some((sequence, frame)) = self.ack_frequency.poll_frame() {
+                    frame.encode(&mut plan.frames);
+                    plan.sent.push(SentFrame::AckFrequency(sequence));
+                    plan.ack_eliciting = true;
+                }
+            }
         }
         while remaining(plan) > CRYPTO_FRAME_OVERHEAD {
             let Some((offset, data)) = self

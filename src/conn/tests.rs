@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::crypto::seal_packet;
 use crate::wire::{
-    encode_ack, encode_corrupted, parse_header, Header, PacketType, RangeSet, VERSION,
+    encode_ack, encode_corrupted, parse_header, Frame, Header, PacketType, RangeSet, VERSION,
 };
 
 const MSS: usize = 1350;
@@ -1083,4 +1083,82 @@ fn a_client_that_moves_to_another_ip_restarts_congestion_control_but_not_for_a_n
     assert_eq!(after, initial, "a new IP is a new path");
     let (grown, after) = window_across_a_local_move(SocketAddr::new(addr(1).ip(), 999));
     assert_eq!(after, grown, "a new port on the same address keeps it");
+}
+
+/// Datagrams the receiver (server) sends back during a 4 MB upload on a
+/// fast path (100 µs RTT), with the sender's ACK frequency on or off.
+fn acks_for_a_fast_upload(sender_asks: bool) -> u64 {
+    let sender = Config {
+        ack_frequency: sender_asks,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(sender, Config::default());
+    pair.one_way = Duration::from_micros(50);
+    pair.handshake();
+    let before = pair.datagrams_to_client;
+    let data = pattern(4_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    let stats = pair.client.stats();
+    assert_eq!((stats.packets_lost, stats.ptos), (0, 0), "{stats:?}");
+    pair.datagrams_to_client - before
+}
+
+#[test]
+fn a_fast_path_asks_the_receiver_for_fewer_acks() {
+    let every_second = acks_for_a_fast_upload(false);
+    let decimated = acks_for_a_fast_upload(true);
+    // 4 MB is some 3000 packets: RFC 9000 acks about half of them; once
+    // the window passes 80 packets the receiver acks every tenth.
+    assert!(every_second > 1000, "{every_second}");
+    assert!(
+        decimated * 3 < every_second,
+        "{decimated} ACKs with ACK frequency vs {every_second} without"
+    );
+}
+
+#[test]
+fn ack_frequency_frames_are_refused_by_an_endpoint_that_did_not_offer_it() {
+    let client = Config {
+        ack_frequency: false,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(client, Config::default());
+    pair.handshake();
+    let mut frames = Vec::new();
+    Frame::AckFrequency {
+        sequence: 0,
+        ack_eliciting_threshold: 9,
+        request_max_ack_delay_micros: 5000,
+        reordering_threshold: 3,
+    }
+    .encode(&mut frames);
+    server_sends_forged(&mut pair, &frames);
+    assert!(pair.client.is_closing());
+    match pair.client.close_reason() {
+        Some(CloseReason::Local { code, .. }) => assert_eq!(*code, codes::PROTOCOL_VIOLATION),
+        other => panic!("unexpected close: {other:?}"),
+    }
+}
+
+#[test]
+fn an_immediate_ack_is_answered_without_waiting_for_the_timer() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(10_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    // Let every ACK go out, then one PING: its ACK may wait 25 ms.
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let mut frames = Vec::new();
+    Frame::Ping.encode(&mut frames);
+    server_sends_forged(&mut pair, &frames);
+    assert!(
+        pair.client.timeout(pair.now) > Some(Duration::ZERO),
+        "a lone PING is acknowledged after the delay"
+    );
+    let mut frames = Vec::new();
+    Frame::ImmediateAck.encode(&mut frames);
+    server_sends_forged(&mut pair, &frames);
+    let mut buf = vec![0u8; 2000];
+    let sent = pair.client.send(&mut buf, pair.now).unwrap();
+    assert!(sent.is_some(), "IMMEDIATE_ACK is answered at once");
 }

@@ -16,7 +16,9 @@ use super::varint::{put_varint, varint_len, Reader, VARINT_MAX};
 use super::WireError;
 
 /// Frame type numbers (RFC 9000 §19 and §12.4 Table 3; DATAGRAM from RFC
-/// 9221 §4; CORRUPTED is sift's own). All below 64: one byte on the wire.
+/// 9221 §4; IMMEDIATE_ACK and ACK_FREQUENCY from
+/// draft-ietf-quic-ack-frequency-13; CORRUPTED is sift's own). All but
+/// ACK_FREQUENCY (two bytes) are below 64: one byte on the wire.
 pub mod frame_type {
     /// PADDING (RFC 9000 §19.1).
     pub const PADDING: u64 = 0x00;
@@ -73,6 +75,10 @@ pub mod frame_type {
     pub const CONNECTION_CLOSE_APPLICATION: u64 = 0x1d;
     /// HANDSHAKE_DONE (§19.20).
     pub const HANDSHAKE_DONE: u64 = 0x1e;
+    /// draft-ietf-quic-ack-frequency-13 §5: IMMEDIATE_ACK.
+    pub const IMMEDIATE_ACK: u64 = 0x1f;
+    /// draft-ietf-quic-ack-frequency-13 §4: ACK_FREQUENCY.
+    pub const ACK_FREQUENCY: u64 = 0xaf;
     /// Packet numbers whose header verified and whose payload did not
     /// (DESIGN §5; the HACK option of Balan et al.).
     pub const CORRUPTED: u64 = 0x20;
@@ -345,6 +351,22 @@ pub enum Frame<'a> {
     },
     /// The server confirms the handshake.
     HandshakeDone,
+    /// How often the sender wants to be acknowledged
+    /// (draft-ietf-quic-ack-frequency-13 §4).
+    AckFrequency {
+        /// Orders requests: a receiver ignores one not above the largest seen.
+        sequence: u64,
+        /// Ack-eliciting packets the receiver may take in without sending an
+        /// ACK (RFC 9000's behaviour is 1).
+        ack_eliciting_threshold: u64,
+        /// The max_ack_delay the receiver should use from now on, µs.
+        request_max_ack_delay_micros: u64,
+        /// How far out of order a packet may arrive before it elicits an
+        /// immediate ACK; 0: reordering never does.
+        reordering_threshold: u64,
+    },
+    /// Asks for an ACK at once (draft-ietf-quic-ack-frequency-13 §5).
+    ImmediateAck,
     /// Another connection ID the sender accepts (RFC 9000 §19.15).
     NewConnectionId {
         /// Its sequence number (the handshake's ID is 0).
@@ -507,6 +529,13 @@ impl<'a> Frame<'a> {
                 }
             }
             HANDSHAKE_DONE => Frame::HandshakeDone,
+            IMMEDIATE_ACK => Frame::ImmediateAck,
+            ACK_FREQUENCY => Frame::AckFrequency {
+                sequence: reader.varint()?,
+                ack_eliciting_threshold: reader.varint()?,
+                request_max_ack_delay_micros: reader.varint()?,
+                reordering_threshold: reader.varint()?,
+            },
             NEW_CONNECTION_ID => {
                 let sequence = reader.varint()?;
                 let retire_prior_to = reader.varint()?;
@@ -565,7 +594,18 @@ impl<'a> Frame<'a> {
         }
         put_varint(out, self.frame_type());
         match *self {
-            Frame::Padding { .. } | Frame::Ping | Frame::HandshakeDone => {}
+            Frame::Padding { .. } | Frame::Ping | Frame::HandshakeDone | Frame::ImmediateAck => {}
+            Frame::AckFrequency {
+                sequence,
+                ack_eliciting_threshold,
+                request_max_ack_delay_micros,
+                reordering_threshold,
+            } => {
+                put_varint(out, sequence);
+                put_varint(out, ack_eliciting_threshold);
+                put_varint(out, request_max_ack_delay_micros);
+                put_varint(out, reordering_threshold);
+            }
             Frame::PathChallenge { data } | Frame::PathResponse { data } => {
                 out.extend_from_slice(&data)
             }
@@ -639,7 +679,18 @@ impl<'a> Frame<'a> {
     pub fn encoded_len(&self) -> usize {
         let fields = match *self {
             Frame::Padding { len } => return len,
-            Frame::Ping | Frame::HandshakeDone => 0,
+            Frame::Ping | Frame::HandshakeDone | Frame::ImmediateAck => 0,
+            Frame::AckFrequency {
+                sequence,
+                ack_eliciting_threshold,
+                request_max_ack_delay_micros,
+                reordering_threshold,
+            } => {
+                varint_len(sequence)
+                    + varint_len(ack_eliciting_threshold)
+                    + varint_len(request_max_ack_delay_micros)
+                    + varint_len(reordering_threshold)
+            }
             Frame::PathChallenge { .. } | Frame::PathResponse { .. } => 8,
             Frame::Ack(ack) => varint_len(ack.ack_delay_micros) + ack.ranges.encoded_len(),
             Frame::Corrupted(ranges) => ranges.encoded_len(),
@@ -713,6 +764,8 @@ impl<'a> Frame<'a> {
             Frame::NewConnectionId { .. } => NEW_CONNECTION_ID,
             Frame::RetireConnectionId { .. } => RETIRE_CONNECTION_ID,
             Frame::HandshakeDone => HANDSHAKE_DONE,
+            Frame::ImmediateAck => IMMEDIATE_ACK,
+            Frame::AckFrequency { .. } => ACK_FREQUENCY,
             Frame::PathChallenge { .. } => PATH_CHALLENGE,
             Frame::PathResponse { .. } => PATH_RESPONSE,
             Frame::Datagram { .. } => DATAGRAM_WITH_LEN,
@@ -759,6 +812,8 @@ impl<'a> Frame<'a> {
             Frame::NewConnectionId { .. } => "NEW_CONNECTION_ID",
             Frame::RetireConnectionId { .. } => "RETIRE_CONNECTION_ID",
             Frame::HandshakeDone => "HANDSHAKE_DONE",
+            Frame::ImmediateAck => "IMMEDIATE_ACK",
+            Frame::AckFrequency { .. } => "ACK_FREQUENCY",
             Frame::PathChallenge { .. } => "PATH_CHALLENGE",
             Frame::PathResponse { .. } => "PATH_RESPONSE",
             Frame::Datagram { .. } => "DATAGRAM",

@@ -37,7 +37,9 @@ pub use retry::{
     RETRY_INTEGRITY_TAG_LEN,
 };
 pub use steering::CidSteering;
-pub use transport_params::{TransportParams, MIN_ACTIVE_CONNECTION_ID_LIMIT, RESET_TOKEN_LEN};
+pub use transport_params::{
+    TransportParams, MAX_ACK_DELAY_LIMIT_MS, MIN_ACTIVE_CONNECTION_ID_LIMIT, RESET_TOKEN_LEN,
+};
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,
 };

@@ -2,8 +2,9 @@
 //! with RFC 9000 §18.2 ids where QUIC has the parameter (the server-only
 //! ones, original_destination_connection_id, stateless_reset_token and
 //! retry_source_connection_id, included), RFC 9221's
-//! max_datagram_frame_size, and sift's `corruption_notices` (the HACK
-//! option: both peers must offer it, as in the paper's SYN option).
+//! max_datagram_frame_size, draft-ietf-quic-ack-frequency's min_ack_delay,
+//! and sift's `corruption_notices` (the HACK option: both peers must offer
+//! it, as in the paper's SYN option).
 
 use super::cid::{ConnectionId, MAX_CID_LEN};
 use super::varint::{put_varint, varint_len, Reader};
@@ -30,6 +31,8 @@ mod id {
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// sift: zero-length; present means "I offer corruption notices".
     pub const CORRUPTION_NOTICES: u64 = 0x5ac1;
+    /// draft-ietf-quic-ack-frequency-13 §3.
+    pub const MIN_ACK_DELAY: u64 = 0xff04de1b;
 }
 
 /// RFC 9000 §10.3: a stateless reset token is 16 bytes.
@@ -86,6 +89,10 @@ pub struct TransportParams {
     pub active_connection_id_limit: u64,
     /// This endpoint offers corruption notices (CORRUPTED frames).
     pub corruption_notices: bool,
+    /// The shortest ACK delay the sender can honour, in µs; present means
+    /// it accepts ACK_FREQUENCY and IMMEDIATE_ACK frames
+    /// (draft-ietf-quic-ack-frequency-13 §3). At most `max_ack_delay`.
+    pub min_ack_delay_micros: Option<u64>,
 }
 
 impl Default for TransportParams {
@@ -107,6 +114,7 @@ impl Default for TransportParams {
             max_datagram_frame_size: None,
             active_connection_id_limit: MIN_ACTIVE_CONNECTION_ID_LIMIT,
             corruption_notices: false,
+            min_ack_delay_micros: None,
         }
     }
 }
@@ -211,6 +219,9 @@ impl TransportParams {
             put_varint(out, id::CORRUPTION_NOTICES);
             put_varint(out, 0);
         }
+        if let Some(delay) = self.min_ack_delay_micros {
+            put_integer(out, id::MIN_ACK_DELAY, delay);
+        }
     }
 
     /// Parses and validates a parameter list. Unknown ids are skipped; a
@@ -284,6 +295,7 @@ impl TransportParams {
                     }
                     params.corruption_notices = true;
                 }
+                id::MIN_ACK_DELAY => params.min_ack_delay_micros = Some(integer(param, value)?),
                 // RFC 9000 §7.4.2: ignore parameters we do not know.
                 _ => {}
             }
@@ -301,6 +313,13 @@ impl TransportParams {
         }
         if self.max_ack_delay_ms >= MAX_ACK_DELAY_LIMIT_MS {
             return out_of_range("max_ack_delay", self.max_ack_delay_ms);
+        }
+        // draft-ietf-quic-ack-frequency-13 §3: min_ack_delay is in µs,
+        // max_ack_delay in ms, and the first may not exceed the second.
+        if let Some(min) = self.min_ack_delay_micros {
+            if min > self.max_ack_delay_ms * 1000 {
+                return out_of_range("min_ack_delay", min);
+            }
         }
         if self.active_connection_id_limit < MIN_ACTIVE_CONNECTION_ID_LIMIT {
             return out_of_range(
@@ -325,6 +344,7 @@ struct SeenIds {
     /// Bit `id` for ids below 64.
     low: u64,
     corruption_notices: bool,
+    min_ack_delay: bool,
 }
 
 impl SeenIds {
@@ -337,6 +357,8 @@ impl SeenIds {
             fresh
         } else if param == id::CORRUPTION_NOTICES {
             !std::mem::replace(&mut self.corruption_notices, true)
+        } else if param == id::MIN_ACK_DELAY {
+            !std::mem::replace(&mut self.min_ack_delay, true)
         } else {
             true
         }
@@ -481,6 +503,32 @@ mod tests {
     }
 
     #[test]
+    fn min_ack_delay_may_not_exceed_max_ack_delay() {
+        let with = |min: u64, max_ms: u64| {
+            let mut out = Vec::new();
+            put_integer(&mut out, id::MAX_ACK_DELAY, max_ms);
+            put_integer(&mut out, id::MIN_ACK_DELAY, min);
+            TransportParams::decode(&out)
+        };
+        assert_eq!(
+            with(25_000, 25).map(|p| p.min_ack_delay_micros),
+            Ok(Some(25_000))
+        );
+        assert_eq!(
+            with(25_001, 25),
+            Err(WireError::TransportParameterOutOfRange {
+                name: "min_ack_delay",
+                value: 25_001
+            })
+        );
+        // Absent: the peer takes no ACK_FREQUENCY frames.
+        assert_eq!(
+            TransportParams::decode(&[]).map(|p| p.min_ack_delay_micros),
+            Ok(None)
+        );
+    }
+
+    #[test]
     fn value_length_must_match_its_varint() {
         // max_idle_timeout with length 2 but a one-byte varint and a spare byte.
         assert_eq!(
@@ -556,6 +604,7 @@ mod tests {
             max_datagram_frame_size in proptest::option::of(any_varint()),
             active_connection_id_limit in MIN_ACTIVE_CONNECTION_ID_LIMIT..=VARINT_MAX,
             corruption_notices in any::<bool>(),
+            min_ack_delay_fraction in proptest::option::of(0.0..=1.0f64),
         ) -> TransportParams {
             TransportParams {
                 original_destination_connection_id,
@@ -574,6 +623,8 @@ mod tests {
                 max_datagram_frame_size,
                 active_connection_id_limit,
                 corruption_notices,
+                min_ack_delay_micros: min_ack_delay_fraction
+                    .map(|f| (f * (max_ack_delay_ms * 1000) as f64) as u64),
             }
         }
     }

@@ -227,6 +227,16 @@ pub fn seeds() -> Vec<Seed> {
         ),
         Seed::new("new-token", encoded(Frame::NewToken { token: b"tok" })),
         Seed::new("handshake-done", encoded(Frame::HandshakeDone)),
+        Seed::new("immediate-ack", encoded(Frame::ImmediateAck)),
+        Seed::new(
+            "ack-frequency",
+            encoded(Frame::AckFrequency {
+                sequence: 3,
+                ack_eliciting_threshold: 9,
+                request_max_ack_delay_micros: 2_500,
+                reordering_threshold: 3,
+            }),
+        ),
         Seed::new("datagram", encoded(Frame::Datagram { data: b"dgram" })),
         Seed::new("datagram-no-len", datagram_to_end),
         Seed::new(

@@ -421,6 +421,13 @@ fn only_padding_ack_corrupted_and_close_do_not_elicit_acks() {
         },
         Frame::MaxData(1),
         Frame::HandshakeDone,
+        Frame::ImmediateAck,
+        Frame::AckFrequency {
+            sequence: 0,
+            ack_eliciting_threshold: 9,
+            request_max_ack_delay_micros: 1000,
+            reordering_threshold: 3,
+        },
         Frame::Datagram { data: b"" },
     ];
     for frame in eliciting {
@@ -436,6 +443,8 @@ enum Spec {
     Padding(usize),
     Ping,
     HandshakeDone,
+    ImmediateAck,
+    AckFrequency(u64, u64, u64, u64),
     /// An encoded ACK or CORRUPTED frame and the ranges it must name.
     Ranges {
         encoded: Vec<u8>,
@@ -464,6 +473,13 @@ fn build(spec: &Spec) -> Frame<'_> {
         Spec::Padding(len) => Frame::Padding { len: *len },
         Spec::Ping => Frame::Ping,
         Spec::HandshakeDone => Frame::HandshakeDone,
+        Spec::ImmediateAck => Frame::ImmediateAck,
+        Spec::AckFrequency(sequence, threshold, delay, reordering) => Frame::AckFrequency {
+            sequence: *sequence,
+            ack_eliciting_threshold: *threshold,
+            request_max_ack_delay_micros: *delay,
+            reordering_threshold: *reordering,
+        },
         Spec::Ranges { encoded, .. } => only_frame(encoded).expect("encoder output decodes"),
         Spec::Crypto(offset, data) => Frame::Crypto {
             offset: *offset,
@@ -579,6 +595,9 @@ fn any_spec() -> impl Strategy<Value = Spec> {
         (1usize..40).prop_map(Spec::Padding),
         Just(Spec::Ping),
         Just(Spec::HandshakeDone),
+        Just(Spec::ImmediateAck),
+        (any_varint(), any_varint(), any_varint(), any_varint())
+            .prop_map(|(a, b, c, d)| Spec::AckFrequency(a, b, c, d)),
         any_ranges_spec(),
         data_at_offset().prop_map(|(offset, data)| Spec::Crypto(offset, data)),
         (any_varint(), data_at_offset(), any::<bool>())
