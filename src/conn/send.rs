@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::error::codes;
 use super::{ack_frequency, level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
-use crate::crypto::{seal_packet, sealed_len};
+use crate::crypto::{seal_packet_into, sealed_len};
 use crate::recovery::{SentPacket, SpaceId};
 use crate::stream::ControlFrame;
 use crate::wire::{encode_stream_header, Frame, Header, PacketType, VERSION};
@@ -32,8 +32,8 @@ const MIN_PACKET_ROOM: usize = 48;
 pub(super) struct SendScratch {
     /// Frame buffers of sealed packets, cleared, for the next plans.
     frames: Vec<Vec<u8>>,
-    /// The datagram being sealed.
-    datagram: Vec<u8>,
+    /// The header of the packet being sealed.
+    header: Vec<u8>,
 }
 
 impl SendScratch {
@@ -125,26 +125,36 @@ impl Connection {
         }
         self.pad_initial_datagram(&mut plans, limit);
 
-        let mut datagram = std::mem::take(&mut self.send_scratch.datagram);
-        datagram.clear();
-        datagram.reserve(limit);
+        // Each packet is sealed straight into `out`: the plans were sized
+        // to fit `limit`, which `out` holds.
+        let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
+        let mut len = 0;
         let mut ack_eliciting = false;
         let mut sent_handshake = false;
         for plan in plans {
-            let start = datagram.len();
             let header = self.header_for(plan.space, plan.packet_number);
             let protection = self.keys[plan.space.index()]
                 .as_deref()
                 .expect("a packet is planned only in a space with keys");
-            let sealed = seal_packet(&header, &plan.frames, protection, &mut datagram);
+            let sealed = seal_packet_into(
+                &header,
+                &plan.frames,
+                protection,
+                &mut header_scratch,
+                &mut out[len..],
+            );
             self.send_scratch.give_back(plan.frames);
-            if let Err(error) = sealed {
-                // Only a payload beyond the AEAD's limit fails, which no
-                // datagram-sized packet reaches.
-                tracing::error!(%error, "dropping a packet that could not be sealed");
-                continue;
-            }
-            let size = (datagram.len() - start) as u64;
+            let size = match sealed {
+                Ok(size) => size,
+                Err(error) => {
+                    // Only a payload beyond the AEAD's limit fails, which
+                    // no datagram-sized packet reaches.
+                    tracing::error!(%error, "dropping a packet that could not be sealed");
+                    continue;
+                }
+            };
+            len += size;
+            let size = size as u64;
             ack_eliciting |= plan.ack_eliciting;
             sent_handshake |= plan.space == SpaceId::Handshake;
             if plan.ack_eliciting {
@@ -198,16 +208,10 @@ impl Connection {
             // Handshake packet.
             self.discard_space(SpaceId::Initial);
         }
-        let len = datagram.len();
-        let Some(dest) = out.get_mut(..len) else {
-            self.send_scratch.datagram = datagram;
-            return Err(Error::InvalidConfig(format!(
-                "send buffer of {} bytes is smaller than a {len}-byte datagram",
-                out.len()
-            )));
-        };
-        dest.copy_from_slice(&datagram);
-        self.send_scratch.datagram = datagram;
+        self.send_scratch.header = header_scratch;
+        if len == 0 {
+            return Ok(None);
+        }
         let checksum_free = self.checksums.checksum_free(
             self.notices_negotiated,
             now,

@@ -23,7 +23,7 @@ pub mod session;
 pub mod tls;
 
 pub use null::{NullProtection, NullSession};
-pub use packet::{open_packet, seal_packet, sealed_len, OpenError};
+pub use packet::{open_packet, seal_packet, seal_packet_into, sealed_len, OpenError};
 pub use secret::{ResetToken, ServerSecret, SERVER_SECRET_LEN, TOKEN_NONCE_LEN, TOKEN_OVERHEAD};
 pub use session::{HandshakeError, KeyChange, Session};
 pub use tls::{

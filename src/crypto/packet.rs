@@ -55,6 +55,40 @@ pub fn seal_packet(
     sealed
 }
 
+/// As [`seal_packet`], but straight into `out` (the unused rest of a
+/// datagram, which may be a slice of the driver's send batch), so the sealed
+/// packet is never copied. `header_scratch` holds the header's bytes while
+/// they are tagged; reused, it allocates nothing. Returns the bytes written,
+/// exactly [`sealed_len`]; `out` too small to hold them is a
+/// [`CryptoError::SealFailed`] with nothing written.
+pub fn seal_packet_into(
+    header: &Header<'_>,
+    frames: &[u8],
+    protection: &dyn PacketProtection,
+    header_scratch: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<usize, CryptoError> {
+    let tag_len = protection.payload_tag_len();
+    let header = Header {
+        payload_len: frames.len() + tag_len,
+        ..*header
+    };
+    header_scratch.clear();
+    header.encode(header_scratch);
+    let header_len = header_scratch.len() + HEADER_TAG_LEN;
+    let len = header_len + frames.len() + tag_len;
+    let packet = out.get_mut(..len).ok_or(CryptoError::SealFailed {
+        packet_number: header.packet_number,
+    })?;
+    let tag = protection.header_tag(header.packet_number, header_scratch);
+    let (head, body) = packet.split_at_mut(header_len);
+    head[..header_scratch.len()].copy_from_slice(header_scratch);
+    head[header_scratch.len()..].copy_from_slice(&tag);
+    body[..frames.len()].copy_from_slice(frames);
+    protection.seal_payload(header.packet_number, header_len, packet)?;
+    Ok(len)
+}
+
 /// Exact bytes [`seal_packet`] appends for `frames_len` bytes of frames (the
 /// payload_len varint grows with the size).
 pub fn sealed_len(
@@ -193,6 +227,26 @@ mod tests {
         assert_eq!(parsed.payload_len, 11);
         // flags 1 + dcid 8 + pn 4 + payload_len 1 = 14, tag 8, payload 11.
         assert_eq!(parsed.packet_len, 14 + 8 + 11);
+    }
+
+    #[test]
+    fn sealing_into_a_slice_writes_what_sealing_into_a_vec_appends() {
+        let tls = crate::crypto::tls::initial_protection(&[0x5c; 8], crate::Side::Client);
+        for protection in [&NullProtection as &dyn PacketProtection, &tls] {
+            let header = short_header(7);
+            let mut expected = Vec::new();
+            seal_packet(&header, FRAMES, protection, &mut expected).unwrap();
+            let mut out = [0xeeu8; 200];
+            let mut scratch = Vec::new();
+            let len =
+                seal_packet_into(&header, FRAMES, protection, &mut scratch, &mut out).unwrap();
+            assert_eq!(&out[..len], &expected[..]);
+            assert_eq!(out[len], 0xee, "nothing written past the packet");
+            let mut small = vec![0u8; len - 1];
+            assert!(
+                seal_packet_into(&header, FRAMES, protection, &mut scratch, &mut small).is_err()
+            );
+        }
     }
 
     #[test]
