@@ -62,7 +62,8 @@ struct RunArgs {
     /// The link specs [default: interop/links.toml].
     #[arg(long, value_name = "FILE")]
     links: Option<PathBuf>,
-    /// Only these links (by name; repeat or separate with commas).
+    /// Only these links (by name; repeat or separate with commas);
+    /// `loopback` alone: no link, only the loopback runs.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
     /// Repetitions of every variant on every link.

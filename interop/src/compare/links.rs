@@ -72,9 +72,12 @@ impl LinkFile {
     }
 
     /// Only the named specs (all of them for an empty list), in file order.
+    /// The links named in `names` (every link when it is empty). The name
+    /// `loopback` selects none of them: with only it, only the loopback
+    /// efficiency runs are made.
     pub fn select(&self, names: &[String]) -> anyhow::Result<Vec<LinkSpec>> {
         for name in names {
-            if !self.link.iter().any(|spec| &spec.name == name) {
+            if name != LOOPBACK_ONLY && !self.link.iter().any(|spec| &spec.name == name) {
                 let known: Vec<&str> = self.link.iter().map(|s| s.name.as_str()).collect();
                 anyhow::bail!("no link named {name:?} (known: {})", known.join(", "));
             }
@@ -88,9 +91,24 @@ impl LinkFile {
     }
 }
 
+/// The `--only` name that selects no link, only the loopback runs.
+pub const LOOPBACK_ONLY: &str = "loopback";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_selects_no_link() {
+        let file =
+            LinkFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("links.toml")).unwrap();
+        assert!(file.select(&["loopback".into()]).unwrap().is_empty());
+        let one = file
+            .select(&["loopback".into(), "clean-50m-20ms".into()])
+            .unwrap();
+        assert_eq!(one.len(), 1);
+        assert!(file.select(&["nowhere".into()]).is_err());
+    }
 
     #[test]
     fn the_checked_in_link_file_parses_and_has_the_issues_specs() {
