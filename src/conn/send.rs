@@ -34,6 +34,8 @@ pub(super) struct SendScratch {
     frames: Vec<Vec<u8>>,
     /// The header of the packet being sealed.
     header: Vec<u8>,
+    /// The packets of the datagram being built (one per space at most).
+    plans: Vec<PlannedPacket>,
 }
 
 impl SendScratch {
@@ -105,7 +107,8 @@ impl Connection {
         }
 
         // At most one packet per space.
-        let mut plans: Vec<PlannedPacket> = Vec::with_capacity(SpaceId::ALL.len());
+        let mut plans = std::mem::take(&mut self.send_scratch.plans);
+        plans.clear();
         let mut used = 0;
         for space in SpaceId::ALL {
             if self.keys[space.index()].is_none() {
@@ -121,6 +124,7 @@ impl Connection {
             }
         }
         if plans.is_empty() {
+            self.send_scratch.plans = plans;
             return Ok(None);
         }
         self.pad_initial_datagram(&mut plans, limit);
@@ -131,7 +135,7 @@ impl Connection {
         let mut len = 0;
         let mut ack_eliciting = false;
         let mut sent_handshake = false;
-        for plan in plans {
+        for plan in plans.drain(..) {
             let header = self.header_for(plan.space, plan.packet_number);
             let protection = self.keys[plan.space.index()]
                 .as_deref()
@@ -209,6 +213,7 @@ impl Connection {
             self.discard_space(SpaceId::Initial);
         }
         self.send_scratch.header = header_scratch;
+        self.send_scratch.plans = plans;
         if len == 0 {
             return Ok(None);
         }
