@@ -18,8 +18,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift::stream::StreamConfig;
 use sift::tokio::{
-    BindError, ConnectError, Connection, ConnectionError, Endpoint, ReadError, ReadToEndError,
-    SendDatagramError, WriteError,
+    BindError, ConnectError, Connection, ConnectionError, Endpoint, EndpointConfig, ReadError,
+    ReadToEndError, SendDatagramError, WriteError,
 };
 use sift::Config;
 use tokio::io::AsyncWriteExt;
@@ -628,4 +628,70 @@ async fn an_idle_client_that_rebinds_is_found_at_its_new_address() {
         assert_eq!((stats.peer_migrations, stats.paths_validated), (1, 1));
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_share_one_port_and_new_clients_go_to_the_least_busy() {
+    bounded(async {
+        // Two endpoints on one port (SO_REUSEPORT, routed by connection ID):
+        // four clients that stay connected end two and two, each answered
+        // by the worker that accepted it.
+        let server_config = Config {
+            server_secret: Some(sift::crypto::ServerSecret::new(
+                &[7; sift::crypto::SERVER_SECRET_LEN],
+            )),
+            ..config()
+        };
+        let workers =
+            Endpoint::bind_workers(localhost(), EndpointConfig::server(server_config), 2).unwrap();
+        let port = workers[0].local_addr();
+        assert_eq!(workers[1].local_addr(), port, "one port for both");
+        // A worker reports its index before it answers: by the time the
+        // client has the answer, the report is there.
+        let (accepted_tx, accepted) = std::sync::mpsc::channel();
+        for (index, worker) in workers.iter().enumerate() {
+            let worker = worker.clone();
+            let accepted_tx = accepted_tx.clone();
+            tokio::spawn(async move {
+                while let Some(connection) = worker.accept().await {
+                    let _ = accepted_tx.send(index);
+                    tokio::spawn(async move {
+                        let (mut send, mut recv) = connection.accept_bi().await.unwrap();
+                        let request = recv.read_to_end(1 << 20).await.unwrap();
+                        send.write_all(&[index as u8]).await.unwrap();
+                        send.write_all(&request).await.unwrap();
+                        send.finish().unwrap();
+                        connection.closed().await;
+                    });
+                }
+            });
+        }
+        let client = Endpoint::client(localhost(), config()).unwrap();
+        let mut held = Vec::new();
+        let mut served = [0usize; 2];
+        for seed in 0..4u64 {
+            let connection = client.connect(port, "localhost").await.unwrap();
+            let (mut send, mut recv) = connection.open_bi().await.unwrap();
+            let request = generated(seed, 100_000);
+            send.write_all(&request).await.unwrap();
+            send.finish().unwrap();
+            let answer = recv.read_to_end(1 << 20).await.unwrap();
+            let worker = accepted.try_recv().expect("a worker accepted");
+            assert_eq!(usize::from(answer[0]), worker, "answered by its worker");
+            assert_eq!(&answer[1..], &request[..], "client {seed}");
+            served[worker] += 1;
+            held.push(connection);
+        }
+        assert_eq!(served, [2, 2]);
+        for connection in held {
+            connection.close(0, "done");
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn workers_need_a_server_configuration() {
+    let error = Endpoint::bind_workers(localhost(), EndpointConfig::client(config()), 2);
+    assert!(matches!(error, Err(BindError::Config(_))));
 }

@@ -12,8 +12,9 @@ use super::driver::EndpointDriver;
 use super::error::{BindError, ConnectError, ConnectionError};
 use super::shared::Shared;
 use crate::blocking::handshake_timeout;
-use crate::endpoint::{EndpointStats, DEFAULT_MAX_CONNECTIONS};
+use crate::endpoint::{EndpointStats, WorkerLoads, DEFAULT_MAX_CONNECTIONS};
 use crate::io::{os_seed, Datapath, SocketOptions};
+use crate::wire::steering::{CidSteering, MAX_WORKERS};
 use crate::{Config, Side};
 
 /// How an endpoint is bound: whether it accepts connections, the
@@ -100,10 +101,11 @@ impl Endpoint {
     /// Binds a UDP socket at `addr` and spawns the endpoint's driver task
     /// on the current tokio runtime, which must have I/O and time enabled
     /// (as `#[tokio::main]` and `#[tokio::test]` have). With corruption
-    /// notices offered in either configuration, UDP checksums are turned
-    /// off so that corrupted datagrams reach sift (and GSO is then not
-    /// used). Connection IDs come from the operating system's RNG,
-    /// whatever `rng_seed` says.
+    /// notices offered in either configuration, the socket accepts
+    /// datagrams without a UDP checksum, and each connection sends without
+    /// one only while its path loses or damages packets (`conn::checksums`).
+    /// Connection IDs come from the operating system's RNG, whatever
+    /// `rng_seed` says.
     pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Self, BindError> {
         let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
         if let Some(server) = &config.server {
@@ -118,21 +120,118 @@ impl Endpoint {
             ..SocketOptions::default()
         };
         let max_datagram = configs().map(|c| c.max_datagram_size).max().unwrap_or(0);
-        let io_error = |source| BindError::Io { addr, source };
-        let datapath = Datapath::bind(addr, options, max_datagram).map_err(io_error)?;
-        let server = config.server.map(|server| Config {
+        let datapath = Datapath::bind(addr, options, max_datagram)
+            .map_err(|source| BindError::Io { addr, source })?;
+        let server = config.server.clone().map(|server| Config {
             rng_seed: os_seed(),
             ..server
         });
-        let endpoint = crate::Endpoint::new(datapath.local_addr(), server)
-            .with_max_connections(config.max_connections);
+        Self::start(
+            &runtime,
+            datapath,
+            server,
+            &config,
+            options,
+            max_datagram,
+            None,
+        )
+    }
+
+    /// `workers` server endpoints on one address, for a server that uses
+    /// every core: each has its own `SO_REUSEPORT` socket and driver task,
+    /// the kernel routes every datagram to the worker its connection ID
+    /// names (so a client whose address changes keeps its worker), and a
+    /// busier worker sends a new client to a lighter one with a Retry (which
+    /// needs `server_secret`). `max_connections` is shared out among them.
+    /// Accept on every returned endpoint: each hands out its own clients.
+    /// This is `sift-server --workers N` (and the blocking API's
+    /// `Listener::bind_workers`) for tokio; on a multi-threaded runtime the
+    /// driver tasks run in parallel.
+    pub fn bind_workers(
+        addr: SocketAddr,
+        config: EndpointConfig,
+        workers: usize,
+    ) -> Result<Vec<Self>, BindError> {
+        let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
+        let invalid = |what: String| BindError::Config(crate::conn::Error::InvalidConfig(what));
+        let Some(server) = &config.server else {
+            return Err(invalid(
+                "workers accept connections: give a server configuration".into(),
+            ));
+        };
+        server
+            .validate(crate::Side::Server)
+            .map_err(BindError::Config)?;
+        if config.max_connections < workers {
+            return Err(invalid(format!(
+                "{workers} workers need room for at least {workers} connections, not {}",
+                config.max_connections
+            )));
+        }
+        let steering = |index| {
+            CidSteering::new(index, workers)
+                .ok_or_else(|| invalid(format!("workers must be 1..={MAX_WORKERS}, not {workers}")))
+        };
+        steering(0)?;
+        let options = SocketOptions {
+            disable_checksums: server.corruption_notices || config.client.corruption_notices,
+            ..SocketOptions::default()
+        };
+        let max_datagram = server
+            .max_datagram_size
+            .max(config.client.max_datagram_size);
+        let datapaths = Datapath::bind_workers(addr, options, max_datagram, workers)
+            .map_err(|source| BindError::Io { addr, source })?;
+        let loads = WorkerLoads::new(workers, config.max_connections);
+        datapaths
+            .into_iter()
+            .enumerate()
+            .map(|(index, datapath)| {
+                let server = Config {
+                    rng_seed: os_seed(),
+                    cid_steering: Some(steering(index)?),
+                    ..server.clone()
+                };
+                Self::start(
+                    &runtime,
+                    datapath,
+                    Some(server),
+                    &config,
+                    options,
+                    max_datagram,
+                    Some(Arc::clone(&loads)),
+                )
+            })
+            .collect()
+    }
+
+    /// An endpoint on `datapath` with its driver task spawned on `runtime`.
+    fn start(
+        runtime: &::tokio::runtime::Handle,
+        datapath: Datapath,
+        server: Option<Config>,
+        config: &EndpointConfig,
+        options: SocketOptions,
+        max_datagram: usize,
+        loads: Option<Arc<WorkerLoads>>,
+    ) -> Result<Self, BindError> {
+        let local = datapath.local_addr();
+        let mut endpoint =
+            crate::Endpoint::new(local, server).with_max_connections(config.max_connections);
+        if let Some(loads) = loads {
+            endpoint = endpoint.with_worker_loads(loads);
+        }
         let shared = Arc::new(Shared::new(endpoint));
-        let driver = EndpointDriver::new(Arc::clone(&shared), datapath).map_err(io_error)?;
+        let driver =
+            EndpointDriver::new(Arc::clone(&shared), datapath).map_err(|source| BindError::Io {
+                addr: local,
+                source,
+            })?;
         runtime.spawn(driver);
         Ok(Self {
             inner: Arc::new(EndpointInner {
                 shared,
-                client: config.client,
+                client: config.client.clone(),
                 options,
                 max_datagram,
             }),
