@@ -950,13 +950,14 @@ impl Connection {
             self.pacing_until,
             self.keep_alive_deadline(),
             self.path.deadline,
+            self.path.repeat_at,
             None,
             None,
             None,
         ];
         for space in SpaceId::ALL {
             if self.keys[space.index()].is_some() {
-                timers[5 + space.index()] = self.acks[space.index()].deadline();
+                timers[6 + space.index()] = self.acks[space.index()].deadline();
             }
         }
         timers.into_iter().flatten().min()
@@ -998,6 +999,9 @@ impl Connection {
         }
         if self.path.deadline.is_some_and(|t| t <= now) {
             self.abandon_path_validation();
+        }
+        if self.path.repeat_at.is_some_and(|t| t <= now) {
+            self.path.on_repeat_due();
         }
         let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
         if self

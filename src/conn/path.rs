@@ -54,6 +54,11 @@ pub(super) struct PathValidation {
     pub previous: Option<SocketAddr>,
     /// When the outstanding challenge is given up.
     pub deadline: Option<std::time::Instant>,
+    /// When the outstanding challenge, sent and still unanswered, goes out
+    /// again. Its packet may arrive and be acknowledged while the peer's
+    /// PATH_RESPONSE is lost, and a response is never resent (RFC 9000
+    /// §8.2.2): only a new challenge can recover it.
+    pub repeat_at: Option<std::time::Instant>,
     /// Challenges given up, and the peer's old address restored.
     pub abandoned: u64,
 }
@@ -80,6 +85,7 @@ impl PathValidation {
         self.challenge = None;
         self.challenge_pending = false;
         self.deadline = None;
+        self.repeat_at = None;
         self.abandoned += 1;
         self.previous.take()
     }
@@ -92,6 +98,7 @@ impl PathValidation {
         self.challenge = None;
         self.challenge_pending = false;
         self.deadline = None;
+        self.repeat_at = None;
         self.previous = None;
         self.validated += 1;
         true
@@ -103,6 +110,21 @@ impl PathValidation {
             self.responses.pop_front();
         }
         self.responses.push_back(data);
+    }
+
+    /// The outstanding challenge went out; unanswered, it is repeated at
+    /// `repeat_at` (RFC 9000 §8.2.1: no more often than an Initial would be,
+    /// once a PTO).
+    pub fn on_challenge_sent(&mut self, repeat_at: std::time::Instant) {
+        self.repeat_at = Some(repeat_at);
+    }
+
+    /// The repeat time passed with no answer: send the challenge again.
+    pub fn on_repeat_due(&mut self) {
+        self.repeat_at = None;
+        if self.challenge.is_some() {
+            self.challenge_pending = true;
+        }
     }
 
     /// A packet carrying our challenge `data` was lost: send it again if

@@ -461,6 +461,8 @@ impl Connection {
                 Frame::PathChallenge { data }.encode(&mut plan.frames);
                 plan.sent.push(SentFrame::PathChallenge(data));
                 plan.ack_eliciting = true;
+                let repeat = self.recovery.pto_period(SpaceId::Data);
+                self.path.on_challenge_sent(self.now + repeat);
             }
             self.path.challenge_pending = false;
         }

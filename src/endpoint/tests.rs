@@ -25,9 +25,13 @@ fn config(seed: u64) -> Config {
 }
 
 /// Endpoints joined by a lossless, instant network, on a virtual clock.
+/// Whether the network delivers a datagram: (sender's index, to).
+type Deliver = Box<dyn FnMut(usize, SocketAddr) -> bool>;
+
 struct Net {
     endpoints: Vec<Endpoint>,
     now: Instant,
+    deliver: Option<Deliver>,
 }
 
 impl Net {
@@ -35,6 +39,7 @@ impl Net {
         Self {
             endpoints,
             now: Instant::now(),
+            deliver: None,
         }
     }
 
@@ -54,6 +59,13 @@ impl Net {
                 while let Some((len, to)) = self.endpoints[index].poll_transmit(self.now, &mut buf)
                 {
                     moved = true;
+                    if self
+                        .deliver
+                        .as_mut()
+                        .is_some_and(|deliver| !deliver(index, to))
+                    {
+                        continue;
+                    }
                     if let Some(peer) = self.endpoints.iter_mut().find(|e| e.local_addr() == to) {
                         peer.recv(&mut buf[..len], from, self.now);
                     }
@@ -341,6 +353,54 @@ fn a_server_follows_a_client_that_moves_and_validates_its_new_address() {
     assert_eq!(server.remote(), addr(1099));
     let stats = server.stats();
     assert_eq!((stats.peer_migrations, stats.paths_validated), (1, 1));
+}
+
+#[test]
+fn a_lost_path_response_is_recovered_by_repeating_the_challenge() {
+    let server = Endpoint::new(addr(SERVER), Some(config(1)));
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    let server_handle = ConnectionHandle(0);
+    assert!(net.run_until(|e| e[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.follows_migration())));
+
+    // The client moves. The server's first datagram to the new address
+    // carries the PATH_CHALLENGE; the client's answer to it is lost, while
+    // its later packets acknowledge the challenge's packet, so loss
+    // recovery never sends the challenge again.
+    net.endpoints[1].local = addr(1099);
+    let (mut challenged, mut dropped) = (false, false);
+    net.deliver = Some(Box::new(move |from, to| {
+        if from == 0 && to == addr(1099) {
+            challenged = true;
+        } else if from == 1 && challenged && !dropped {
+            dropped = true;
+            return false;
+        }
+        true
+    }));
+    let connection = net.endpoints[1].connection(handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection.stream_send(stream, b"moved", true).unwrap();
+    let moved_at = net.now;
+    assert!(net.run_until(|e| e[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.stats().paths_validated == 1)));
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    let stats = server.stats();
+    assert_eq!(server.remote(), addr(1099));
+    // Validated by the repeated challenge, not after giving up and
+    // following the client a second time.
+    assert_eq!((stats.peer_migrations, stats.paths_validated), (1, 1));
+    assert!(
+        net.now - moved_at < Duration::from_secs(1),
+        "validated after {:?}",
+        net.now - moved_at
+    );
 }
 
 #[test]
