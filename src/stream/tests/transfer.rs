@@ -190,11 +190,22 @@ fn long_fat_path() -> Path {
     }
 }
 
+/// Windows that start eight times below the long fat path's
+/// bandwidth-delay product (the defaults start at its size), so that
+/// auto-tuning has to do the work.
+fn small_start() -> StreamConfig {
+    StreamConfig {
+        initial_max_data: MIB,
+        initial_max_stream_data: 512 * 1024,
+        ..StreamConfig::default()
+    }
+}
+
 #[test]
 fn auto_tuned_windows_never_limit_a_long_fat_link_after_the_first_round_trips() {
     let path = long_fat_path();
     let total = 64 * MIB;
-    let outcome = transfer(total, StreamConfig::default(), &path);
+    let outcome = transfer(total, small_start(), &path);
     // At the bottleneck rate alone: 64 MiB / 4 MiB per RTT = 16 RTT.
     let ideal = path.rtt * 16;
     // The windows start at 512 KiB (stream) and 1 MiB (connection) and
@@ -220,6 +231,18 @@ fn auto_tuned_windows_never_limit_a_long_fat_link_after_the_first_round_trips() 
 }
 
 #[test]
+fn default_windows_never_stall_issue_twelves_long_fat_path() {
+    // 50 Mb/s over 100 ms: 625 kB per round trip from the first one on
+    // (a real sender's slow start would give auto-tuning more time still).
+    let path = Path {
+        rtt: Duration::from_millis(100),
+        bytes_per_rtt: 625_000,
+    };
+    let outcome = transfer(32 * MIB, StreamConfig::default(), &path);
+    assert!(outcome.stalls.is_empty(), "stalled: {:?}", outcome.stalls);
+}
+
+#[test]
 fn without_auto_tuning_the_initial_window_limits_the_same_link() {
     // The control for the test above: windows pinned at their initial
     // size hold the sender to at most 512 KiB per round trip, so 16 MiB
@@ -227,9 +250,9 @@ fn without_auto_tuning_the_initial_window_limits_the_same_link() {
     // sender is still stalling at the end.
     let path = long_fat_path();
     let pinned = StreamConfig {
-        max_receive_window: StreamConfig::default().initial_max_data,
-        max_stream_receive_window: StreamConfig::default().initial_max_stream_data,
-        ..StreamConfig::default()
+        max_receive_window: small_start().initial_max_data,
+        max_stream_receive_window: small_start().initial_max_stream_data,
+        ..small_start()
     };
     let outcome = transfer(16 * MIB, pinned, &path);
     assert!(
