@@ -313,22 +313,26 @@ fn a_client_drops_datagrams_from_another_address_than_its_server() {
     assert_eq!(net.endpoints[1].stats().datagrams_routed, before);
 }
 
-#[test]
-fn a_server_follows_a_client_that_moves_and_validates_its_new_address() {
+/// A client at port 1001 connected to the server (connection 0), with the
+/// handshake confirmed so that the server follows the client if it moves.
+fn pair_ready_to_migrate() -> (Net, ConnectionHandle) {
     let server = Endpoint::new(addr(SERVER), Some(config(1)));
     let mut client = Endpoint::new(addr(1001), None);
     let handle = client
         .connect(config(2), addr(SERVER), Instant::now())
         .unwrap();
     let mut net = Net::new(vec![server, client]);
-    let server_handle = ConnectionHandle(0);
     assert!(net.run_until(|e| established(&mut e[1], handle)
         && e[0]
-            .connection_ref(server_handle)
-            .is_some_and(|c| c.is_established())));
-    assert!(net.run_until(|e| e[0]
-        .connection_ref(server_handle)
-        .is_some_and(|c| c.follows_migration())));
+            .connection_ref(ConnectionHandle(0))
+            .is_some_and(|c| c.follows_migration())));
+    (net, handle)
+}
+
+#[test]
+fn a_server_follows_a_client_that_moves_and_validates_its_new_address() {
+    let (mut net, handle) = pair_ready_to_migrate();
+    let server_handle = ConnectionHandle(0);
 
     // The client's NAT picks another port: its socket is the same, the
     // server sees a new source address.
@@ -357,16 +361,8 @@ fn a_server_follows_a_client_that_moves_and_validates_its_new_address() {
 
 #[test]
 fn a_lost_path_response_is_recovered_by_repeating_the_challenge() {
-    let server = Endpoint::new(addr(SERVER), Some(config(1)));
-    let mut client = Endpoint::new(addr(1001), None);
-    let handle = client
-        .connect(config(2), addr(SERVER), Instant::now())
-        .unwrap();
-    let mut net = Net::new(vec![server, client]);
+    let (mut net, handle) = pair_ready_to_migrate();
     let server_handle = ConnectionHandle(0);
-    assert!(net.run_until(|e| e[0]
-        .connection_ref(server_handle)
-        .is_some_and(|c| c.follows_migration())));
 
     // The client moves. The server's first datagram to the new address
     // carries the PATH_CHALLENGE; the client's answer to it is lost, while
