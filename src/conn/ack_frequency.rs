@@ -191,25 +191,28 @@ impl AckFrequency {
         }
     }
 
-    /// The ACK_FREQUENCY frame to send now, with its sequence number.
-    pub fn poll_frame(&mut self) -> Option<(u64, Frame<'static>)> {
+    /// The ACK_FREQUENCY frame to send now, with its sequence number, if
+    /// one is due and fits in `room` bytes (else it waits for the next
+    /// packet).
+    pub fn poll_frame(&mut self, room: usize) -> Option<(u64, Frame<'static>)> {
         if !self.pending || !self.peer_takes_frames() {
             return None;
         }
-        self.pending = false;
         let sequence = self.next_sequence;
+        let request = self.current;
+        let frame = Frame::AckFrequency {
+            sequence,
+            ack_eliciting_threshold: request.threshold,
+            request_max_ack_delay_micros: request.max_ack_delay.as_micros() as u64,
+            reordering_threshold: request.reordering,
+        };
+        if frame.encoded_len() > room {
+            return None;
+        }
+        self.pending = false;
         self.next_sequence += 1;
         self.latest_sent = Some(sequence);
-        let request = self.current;
-        Some((
-            sequence,
-            Frame::AckFrequency {
-                sequence,
-                ack_eliciting_threshold: request.threshold,
-                request_max_ack_delay_micros: request.max_ack_delay.as_micros() as u64,
-                reordering_threshold: request.reordering,
-            },
-        ))
+        Some((sequence, frame))
     }
 
     /// Whether a frame is waiting to be sent.
@@ -283,7 +286,7 @@ mod tests {
         let mut frequency = negotiated();
         // Loopback: 7000 packets in 1.4 ms.
         frequency.update(path(7000, 1.4));
-        let (sequence, frame) = frequency.poll_frame().expect("a request");
+        let (sequence, frame) = frequency.poll_frame(1200).expect("a request");
         assert_eq!(sequence, 0);
         assert_eq!(
             frame,
@@ -295,10 +298,14 @@ mod tests {
                 reordering_threshold: 3,
             }
         );
-        assert!(frequency.poll_frame().is_none(), "sent once");
+        assert!(frequency.poll_frame(1200).is_none(), "sent once");
         // Nothing changed: nothing more to send.
         frequency.update(path(7200, 1.5));
         assert!(!frequency.has_pending_frame());
+        // A frame that does not fit waits for a packet with room.
+        frequency.update(path(100, 10.0));
+        assert!(frequency.poll_frame(3).is_none());
+        assert!(frequency.poll_frame(1200).is_some());
     }
 
     #[test]
@@ -308,7 +315,7 @@ mod tests {
         frequency.update(path(420, 100.0));
         // 2 Mb/s, short RTT: 20 packets.
         frequency.update(path(20, 1.0));
-        assert!(frequency.poll_frame().is_none());
+        assert!(frequency.poll_frame(1200).is_none());
         assert_eq!(frequency.current().threshold, 1);
     }
 
@@ -341,13 +348,13 @@ mod tests {
     fn only_the_latest_request_is_sent_again() {
         let mut frequency = negotiated();
         frequency.update(path(7000, 1.4));
-        let (first, _) = frequency.poll_frame().unwrap();
+        let (first, _) = frequency.poll_frame(1200).unwrap();
         frequency.update(path(100, 10.0));
-        let (second, _) = frequency.poll_frame().unwrap();
+        let (second, _) = frequency.poll_frame(1200).unwrap();
         frequency.on_frame_lost(first);
         assert!(!frequency.has_pending_frame(), "superseded");
         frequency.on_frame_lost(second);
-        let (third, frame) = frequency.poll_frame().expect("resent");
+        let (third, frame) = frequency.poll_frame(1200).expect("resent");
         assert_eq!(third, 2, "under a new sequence number");
         assert!(matches!(
             frame,
@@ -363,13 +370,13 @@ mod tests {
         let mut frequency = AckFrequency::new(true, Duration::from_millis(25));
         frequency.on_peer_params(None, Duration::from_millis(25));
         frequency.update(path(7000, 1.4));
-        assert!(frequency.poll_frame().is_none());
+        assert!(frequency.poll_frame(1200).is_none());
         assert!(!frequency.peer_takes_frames());
         // Nor when we do not take part ourselves.
         let mut frequency = AckFrequency::new(false, Duration::from_millis(25));
         frequency.on_peer_params(Some(1000), Duration::from_millis(25));
         frequency.update(path(7000, 1.4));
-        assert!(frequency.poll_frame().is_none());
+        assert!(frequency.poll_frame(1200).is_none());
     }
 
     #[test]

@@ -407,7 +407,10 @@ impl Connection {
         if may_send {
             self.fill_ack_eliciting(space, &mut plan, budget);
             if self.probes[space.index()] > 0 {
-                if space == SpaceId::Data && self.ack_frequency.peer_takes_frames() {
+                if space == SpaceId::Data
+                    && self.ack_frequency.peer_takes_frames()
+                    && plan.frames.len() < budget
+                {
                     // Answered at once, whatever the peer's ACK frequency.
                     Frame::ImmediateAck.encode(&mut plan.frames);
                     plan.ack_eliciting = true;
@@ -487,12 +490,10 @@ impl Connection {
         }
         if space == SpaceId::Data {
             self.fill_connection_id_frames(plan, budget);
-            if remaining(plan) >= MAX_CONTROL_FRAME {
-                if let Some((sequence, frame)) = self.ack_frequency.poll_frame() {
-                    frame.encode(&mut plan.frames);
-                    plan.sent.push(SentFrame::AckFrequency(sequence));
-                    plan.ack_eliciting = true;
-                }
+            if let Some((sequence, frame)) = self.ack_frequency.poll_frame(remaining(plan)) {
+                frame.encode(&mut plan.frames);
+                plan.sent.push(SentFrame::AckFrequency(sequence));
+                plan.ack_eliciting = true;
             }
         }
         while remaining(plan) > CRYPTO_FRAME_OVERHEAD {
