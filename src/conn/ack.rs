@@ -94,8 +94,9 @@ impl AckState {
         self
     }
 
-    /// Acknowledges as the peer asked in an ACK_FREQUENCY frame. A pending
-    /// delayed ACK keeps its deadline if that is sooner.
+    /// Acknowledges as the peer asked in an ACK_FREQUENCY frame. A delayed
+    /// ACK already pending keeps its deadline; the new delay applies from
+    /// the next one.
     pub fn set_frequency(&mut self, threshold: u64, max_ack_delay: Duration, reordering: u64) {
         self.ack_eliciting_threshold = threshold;
         self.max_ack_delay = max_ack_delay;
