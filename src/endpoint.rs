@@ -332,8 +332,13 @@ impl Endpoint {
     /// Makes this endpoint one worker of a multi-worker server (its config's
     /// `cid_steering` names which): it publishes how many clients it serves
     /// in `loads` and sends a new client to a worker that serves fewer, with
-    /// a Retry (see `endpoint::balance`; needs the server secret).
+    /// a Retry (see `endpoint::balance`; needs the server secret). It holds
+    /// its share of the connection limit the loads were made with, so the
+    /// workers together hold no more than that limit.
     pub fn with_worker_loads(mut self, loads: Arc<WorkerLoads>) -> Self {
+        if let Some(index) = self.worker_index() {
+            self.max_connections = loads.share(index);
+        }
         self.loads = Some(loads);
         self
     }

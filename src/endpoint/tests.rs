@@ -1573,3 +1573,24 @@ fn a_client_with_an_address_token_is_not_moved_to_a_lighter_worker() {
     assert_eq!(server.moved_to_other_worker, 0);
     assert_eq!(server.validated_by_token, 1);
 }
+
+#[test]
+fn workers_share_out_the_connection_limit() {
+    let loads = WorkerLoads::new(2, 3);
+    let worker = |index| {
+        Endpoint::new(
+            addr(SERVER),
+            Some(Config {
+                cid_steering: crate::wire::CidSteering::new(index, 2),
+                ..config(1)
+            }),
+        )
+        .with_max_connections(3)
+        .with_worker_loads(Arc::clone(&loads))
+    };
+    assert_eq!(
+        (worker(0).max_connections, worker(1).max_connections),
+        (2, 1),
+        "three connections over two workers"
+    );
+}
