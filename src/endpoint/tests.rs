@@ -1487,10 +1487,12 @@ fn a_restarted_server_resets_a_client_that_moved_to_another_id() {
     assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
 }
 
-#[test]
-fn a_token_store_in_the_config_carries_tokens_across_client_endpoints() {
-    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
-    let server = server_with_secret(&secret, RetryPolicy::Always);
+/// A first client endpoint (port 1001) connected to `server` with a
+/// config whose token store it shares with later clients; returns once the
+/// server's address token is in the store.
+fn first_client_with_a_token_store(
+    server: Endpoint,
+) -> (Net, TokenStore, Config, ConnectionHandle) {
     let store = TokenStore::new();
     let shared = Config {
         token_store: Some(store.clone()),
@@ -1503,6 +1505,14 @@ fn a_token_store_in_the_config_carries_tokens_across_client_endpoints() {
         .unwrap();
     let mut net = Net::new(vec![server, first]);
     assert!(net.run_until(|e| established(&mut e[1], one) && !store.is_empty()));
+    (net, store, shared, one)
+}
+
+#[test]
+fn a_token_store_in_the_config_carries_tokens_across_client_endpoints() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server = server_with_secret(&secret, RetryPolicy::Always);
+    let (mut net, store, shared, one) = first_client_with_a_token_store(server);
     assert!(
         net.endpoints[1].tokens.is_empty(),
         "the token went to the shared store"
@@ -1548,17 +1558,7 @@ fn a_client_with_an_address_token_is_not_moved_to_a_lighter_worker() {
         }),
     )
     .with_worker_loads(Arc::clone(&loads));
-    let store = TokenStore::new();
-    let shared = Config {
-        token_store: Some(store.clone()),
-        ..config(2)
-    };
-    let mut first = Endpoint::new(addr(1001), None);
-    let one = first
-        .connect(shared.clone(), addr(SERVER), Instant::now())
-        .unwrap();
-    let mut net = Net::new(vec![server, first]);
-    assert!(net.run_until(|e| established(&mut e[1], one) && !store.is_empty()));
+    let (mut net, _store, shared, _one) = first_client_with_a_token_store(server);
     assert_eq!(loads.serving(0), 1);
 
     // A token-less client would go to worker 1; one with the address token
