@@ -387,6 +387,16 @@ impl Connection {
                     .on_ack_received(space, ack.ranges.iter(), delay, now);
                 self.on_packets_lost(space, outcome.lost);
                 self.on_packets_acked(space, outcome.acked);
+                if space == SpaceId::Data && self.handshake_confirmed {
+                    // Window, RTT and packet threshold move only with ACKs:
+                    // decide here, not per datagram sent.
+                    self.ack_frequency.update(super::ack_frequency::PathView {
+                        window: self.recovery.window(),
+                        mss: self.config.max_datagram_size as u64,
+                        srtt: self.recovery.rtt().smoothed(),
+                        packet_threshold: self.recovery.packet_threshold(),
+                    });
+                }
             }
             Frame::Crypto { offset, data } => {
                 let progress = self

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use super::error::codes;
-use super::{ack_frequency, level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
+use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
 use crate::crypto::{seal_packet_into, sealed_len};
 use crate::recovery::{SentPacket, SpaceId};
 use crate::stream::ControlFrame;
@@ -95,15 +95,6 @@ impl Connection {
         }
         if limit < MIN_PACKET_ROOM {
             return Ok(None);
-        }
-
-        if self.handshake_confirmed {
-            self.ack_frequency.update(ack_frequency::PathView {
-                window: self.recovery.window(),
-                mss: self.config.max_datagram_size as u64,
-                srtt: self.recovery.rtt().smoothed(),
-                packet_threshold: self.recovery.packet_threshold(),
-            });
         }
 
         // At most one packet per space.
