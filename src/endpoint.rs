@@ -588,11 +588,8 @@ impl Endpoint {
             checked,
             Err(TokenError::Expired | TokenError::WrongConnectionId)
         );
-        // A full worker sends new clients to one with room, too. A client
-        // with a valid token stays: a Retry token means it was placed
-        // already, and an address token was given to save it the Retry's
-        // round trip, which a move would cost it again.
-        if checked.is_err() && !bad_retry {
+        // A full worker sends new clients to one with room, too.
+        if !retried && !bad_retry {
             if let Some(worker) = self.lighter_worker() {
                 tracing::debug!(%from, worker, "sending a new client to a less busy worker");
                 self.stats.moved_to_other_worker += 1;

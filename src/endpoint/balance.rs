@@ -10,9 +10,9 @@
 //! next Initial goes to that ID, so the kernel routes it there). The Retry
 //! token is sealed with the server secret every worker shares, so the other
 //! worker accepts it, and a client that comes with a Retry token is never
-//! moved again. Nor is one with an address token from an earlier
-//! connection (NEW_TOKEN): that token was given to spare it the Retry's
-//! round trip, so it stays where the kernel put it.
+//! moved again. A client with an address token from an earlier connection
+//! (NEW_TOKEN) may be moved: balance wins over the round trip the token
+//! would save it.
 //!
 //! The cost is one round trip for the clients that are moved, and none for
 //! the others; balancing needs Retry, so it needs the server secret (TLS).

@@ -1542,39 +1542,6 @@ fn a_token_store_in_the_config_carries_tokens_across_client_endpoints() {
 }
 
 #[test]
-fn a_client_with_an_address_token_is_not_moved_to_a_lighter_worker() {
-    // Worker 0 of 2. Its first client (no token) is asked for a Retry by
-    // policy and stays: both workers were idle. It keeps its connection,
-    // so worker 0 is now the busier one.
-    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
-    let loads = WorkerLoads::new(2, 64);
-    let server = Endpoint::new(
-        addr(SERVER),
-        Some(Config {
-            server_secret: Some(secret.clone()),
-            retry: RetryPolicy::Always,
-            cid_steering: crate::wire::CidSteering::new(0, 2),
-            ..config(1)
-        }),
-    )
-    .with_worker_loads(Arc::clone(&loads));
-    let (mut net, _store, shared, _one) = first_client_with_a_token_store(server);
-    assert_eq!(loads.serving(0), 1);
-
-    // A token-less client would go to worker 1; one with the address token
-    // is taken at once, without the Retry's round trip.
-    let mut second = Endpoint::new(addr(1002), None);
-    let two = second.connect(shared, addr(SERVER), net.now).unwrap();
-    net.endpoints.push(second);
-    assert!(net.run_until(|e| established(&mut e[2], two)));
-    let connection = net.endpoints[2].connection_ref(two).unwrap();
-    assert!(!connection.stats().retried);
-    let server = net.endpoints[0].stats();
-    assert_eq!(server.moved_to_other_worker, 0);
-    assert_eq!(server.validated_by_token, 1);
-}
-
-#[test]
 fn workers_share_out_the_connection_limit() {
     let loads = WorkerLoads::new(2, 3);
     let worker = |index| {
