@@ -688,7 +688,8 @@ impl Endpoint {
     /// Tells the other workers how many clients this one serves.
     fn publish_load(&self) {
         if let (Some(loads), Some(mine)) = (&self.loads, self.worker_index()) {
-            loads.publish(mine, self.len() - self.refusing);
+            // `len` already leaves out the clients being refused.
+            loads.publish(mine, self.len());
         }
     }
 

@@ -1561,3 +1561,37 @@ fn workers_share_out_the_connection_limit() {
         "three connections over two workers"
     );
 }
+
+#[test]
+fn a_full_worker_refusing_a_client_still_counts_the_one_it_serves() {
+    // Two workers with one connection each; worker 1 already serves its.
+    let loads = WorkerLoads::new(2, 2);
+    loads.publish(1, 1);
+    let server = Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            server_secret: Some(ServerSecret::new(&[9; SERVER_SECRET_LEN])),
+            cid_steering: crate::wire::CidSteering::new(0, 2),
+            ..config(1)
+        }),
+    )
+    .with_max_connections(2)
+    .with_worker_loads(Arc::clone(&loads));
+    let mut first = Endpoint::new(addr(1001), None);
+    let one = first
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, first]);
+    assert!(net.run_until(|e| established(&mut e[1], one)));
+    assert_eq!(loads.serving(0), 1);
+    // Nowhere has room: the next client is refused, busy.
+    let mut second = Endpoint::new(addr(1002), None);
+    second.connect(config(3), addr(SERVER), net.now).unwrap();
+    net.endpoints.push(second);
+    assert!(net.run_until(|e| e[0].stats().refused_busy == 1));
+    assert_eq!(
+        loads.serving(0),
+        1,
+        "the refused client is not counted, the served one is"
+    );
+}
