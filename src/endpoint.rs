@@ -238,6 +238,8 @@ struct Entry {
     /// The peer's stateless reset tokens registered in `reset_tokens`, with
     /// the address they were registered for.
     reset_tokens: Vec<(SocketAddr, [u8; RESET_TOKEN_LEN])>,
+    /// The peer address this connection is indexed under in `peers`.
+    peer: SocketAddr,
 }
 
 impl Entry {
@@ -262,6 +264,10 @@ pub struct Endpoint {
     /// runs repeat exactly.
     connections: BTreeMap<ConnectionHandle, Entry>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
+    /// Connections by peer address, for the one packet an ID cannot route:
+    /// a 1-RTT packet whose header a bit error damaged (its ID, or its
+    /// parse), which the connection may rebuild (`conn/repair.rs`).
+    peers: HashMap<SocketAddr, Vec<ConnectionHandle>>,
     next_handle: u64,
     /// The first handle `poll_transmit` asks next.
     transmit_cursor: ConnectionHandle,
@@ -313,6 +319,7 @@ impl Endpoint {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             connections: BTreeMap::new(),
             routes: HashMap::new(),
+            peers: HashMap::new(),
             next_handle: 0,
             transmit_cursor: ConnectionHandle(0),
             incoming: VecDeque::new(),
@@ -459,6 +466,8 @@ impl Endpoint {
         for cid in &routes {
             self.routes.insert(*cid, handle);
         }
+        let peer = connection.remote();
+        self.peers.entry(peer).or_default().push(handle);
         self.connections.insert(
             handle,
             Entry {
@@ -467,6 +476,7 @@ impl Endpoint {
                 handshake_deadline,
                 refusing,
                 reset_tokens: Vec::new(),
+                peer,
             },
         );
         self.refusing += usize::from(refusing);
@@ -492,12 +502,12 @@ impl Endpoint {
             self.on_retry(datagram, from, now);
             return None;
         }
-        let (ty, dcid, client) = match parse_header(datagram) {
-            Ok(header) => (
+        let header = match parse_header(datagram) {
+            Ok(header) => Some((
                 header.ty,
                 header.dcid,
                 (header.ty == PacketType::Initial).then(|| (header.scid, header.token.to_vec())),
-            ),
+            )),
             Err(WireError::UnsupportedVersion(version)) => {
                 self.on_other_version(datagram, version, from, now);
                 return None;
@@ -507,28 +517,46 @@ impl Endpoint {
                 if self.recognise_reset(datagram, from, now) {
                     return None;
                 }
-                tracing::trace!(%from, %error, "dropping a datagram whose header does not parse");
-                self.stats.dropped_malformed += 1;
-                return None;
-            }
-        };
-        let handle = match self.routes.get(&dcid) {
-            Some(&handle) => handle,
-            None if ty == PacketType::Initial && self.server.is_some() => {
-                let (client_scid, token) = client.unwrap_or_default();
-                self.accept_initial(datagram.len(), dcid, client_scid, &token, from, now)?
-            }
-            None => {
-                if self.recognise_reset(datagram, from, now) {
+                if self.damaged_cid_route(from).is_none() {
+                    tracing::trace!(%from, %error, "dropping a datagram whose header does not parse");
+                    self.stats.dropped_malformed += 1;
                     return None;
                 }
-                tracing::trace!(%from, %dcid, ?ty, "dropping a packet for an unknown connection");
-                self.stats.dropped_unknown_connection += 1;
-                if ty == PacketType::OneRtt {
-                    self.send_stateless_reset(&dcid, datagram.len(), from, now);
-                }
-                return None;
+                None
             }
+        };
+        let handle = match header {
+            // A header a bit error broke: the one connection with this peer
+            // may rebuild it (`conn/repair.rs`).
+            None => self.damaged_cid_route(from)?,
+            Some((ty, dcid, client)) => match self.routes.get(&dcid) {
+                Some(&handle) => handle,
+                None if ty == PacketType::Initial && self.server.is_some() => {
+                    let (client_scid, token) = client.unwrap_or_default();
+                    self.accept_initial(datagram.len(), dcid, client_scid, &token, from, now)?
+                }
+                None => {
+                    if self.recognise_reset(datagram, from, now) {
+                        return None;
+                    }
+                    match (ty == PacketType::OneRtt)
+                        .then(|| self.damaged_cid_route(from))
+                        .flatten()
+                    {
+                        // An ID a bit error damaged: the connection's header
+                        // tag check fails and it may rebuild the header.
+                        Some(handle) => handle,
+                        None => {
+                            tracing::trace!(%from, %dcid, ?ty, "dropping a packet for an unknown connection");
+                            self.stats.dropped_unknown_connection += 1;
+                            if ty == PacketType::OneRtt {
+                                self.send_stateless_reset(&dcid, datagram.len(), from, now);
+                            }
+                            return None;
+                        }
+                    }
+                }
+            },
         };
         let entry = self.connections.get_mut(&handle)?;
         if entry.connection.remote() != from && !entry.connection.follows_migration() {
@@ -549,6 +577,7 @@ impl Endpoint {
             store.insert(from, token);
         }
         self.apply_cid_changes(handle);
+        self.reindex_peer(handle);
         self.stats.datagrams_routed += 1;
         Some(handle)
     }
@@ -869,10 +898,49 @@ impl Endpoint {
         }
     }
 
+    /// The connection a damaged packet from `from` (an unknown destination
+    /// ID, or a header that does not parse) may belong to: the one
+    /// connection with that peer (with corruption notices, the only reason
+    /// to look), if exactly one has it.
+    fn damaged_cid_route(&self, from: SocketAddr) -> Option<ConnectionHandle> {
+        match self.peers.get(&from)?.as_slice() {
+            [only] => self
+                .connections
+                .get(only)
+                .is_some_and(|entry| entry.connection.corruption_notices_negotiated())
+                .then_some(*only),
+            _ => None,
+        }
+    }
+
+    /// Follows a connection to its peer's new address in `peers`.
+    fn reindex_peer(&mut self, handle: ConnectionHandle) {
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return;
+        };
+        let now = entry.connection.remote();
+        if now == entry.peer {
+            return;
+        }
+        let before = std::mem::replace(&mut entry.peer, now);
+        self.unindex_peer(before, handle);
+        self.peers.entry(now).or_default().push(handle);
+    }
+
+    fn unindex_peer(&mut self, peer: SocketAddr, handle: ConnectionHandle) {
+        if let Some(handles) = self.peers.get_mut(&peer) {
+            handles.retain(|&h| h != handle);
+            if handles.is_empty() {
+                self.peers.remove(&peer);
+            }
+        }
+    }
+
     /// Removes one connection and its routes; later packets for it are
     /// dropped as unknown.
     pub fn remove(&mut self, handle: ConnectionHandle) -> Option<Connection> {
         let entry = self.connections.remove(&handle)?;
+        self.unindex_peer(entry.peer, handle);
         for cid in &entry.routes {
             self.routes.remove(cid);
         }

@@ -94,13 +94,22 @@ fn a_corrupted_payload_is_resent_once_without_a_window_cut() {
     );
 }
 
-/// Flipped bits in the header: the header tag fails, the receiver cannot
-/// tell whose packet it was, so it must drop it silently and the sender
-/// finds out by loss detection, exactly as without notices.
+/// The path of `corrupting_link` with 1% of packets damaged in the
+/// header only, a 1 MB Reno transfer with notices on, and the receiver
+/// rebuilding damaged headers (`repair_damaged_headers`) or not.
+fn damaged_header_link(repair_damaged_headers: bool) -> Scenario {
+    let mut link = corrupting_link("corrupt 1% corrupt-where header", "", true, 1_000_000);
+    link.flows[0].repair_damaged_headers = repair_damaged_headers;
+    link
+}
+
+/// Flipped bits in the header, and a receiver as HACK's: the header tag
+/// fails, the receiver cannot tell whose packet it was, so it drops it
+/// silently and the sender finds out by loss detection, exactly as without
+/// notices.
 #[test]
-fn a_corrupted_header_follows_the_loss_path() {
-    let link = corrupting_link("corrupt 1% corrupt-where header", "", true, 1_000_000);
-    let report = run(&link, 1);
+fn with_hacks_receiver_a_corrupted_header_follows_the_loss_path() {
+    let report = run(&damaged_header_link(false), 1);
     assert_all_complete_and_exact(&report);
     let flow = &report.flows[0];
     let corrupted = report.links.forward.corrupted_header;
@@ -108,6 +117,7 @@ fn a_corrupted_header_follows_the_loss_path() {
     assert_eq!(report.links.forward.corrupted_payload, 0);
     assert_eq!(flow.client_stats.corruption_notices_received, 0);
     assert_eq!(flow.server_stats.corruption_notices_sent, 0);
+    assert_eq!(flow.server_stats.damaged_headers_repaired, 0);
     // A flip may break the header's parse (malformed) or only its tag; either
     // way the receiver drops the packet without naming it.
     assert_eq!(
@@ -119,6 +129,43 @@ fn a_corrupted_header_follows_the_loss_path() {
         "the dropped packets are declared lost"
     );
     assert!(flow.client_stats.congestion_events > 0);
+}
+
+/// sift's receiver rebuilds a damaged 1-RTT header (`src/conn/repair.rs`):
+/// on a link that damages only headers, a packet whose payload opens under
+/// the rebuilt header is kept as if it had arrived intact, so it is neither
+/// resent nor a congestion signal; only a header too damaged to parse is
+/// still a loss.
+#[test]
+fn a_damaged_header_is_rebuilt_and_its_packet_kept() {
+    let report = run(&damaged_header_link(true), 1);
+    assert_all_complete_and_exact(&report);
+    let flow = &report.flows[0];
+    let (client, server) = (&flow.client_stats, &flow.server_stats);
+    let corrupted = report.links.forward.corrupted_header;
+    assert!(corrupted >= 3, "the link corrupted {corrupted} headers");
+    assert_eq!(
+        server.damaged_headers_repaired + server.header_corrupt_dropped + server.malformed_dropped,
+        corrupted
+    );
+    assert!(
+        server.damaged_headers_repaired * 4 >= corrupted * 3,
+        "{} of {corrupted} repaired ({} failed the tag, {} did not parse)",
+        server.damaged_headers_repaired,
+        server.header_corrupt_dropped,
+        server.malformed_dropped
+    );
+    // Nothing to name, and only the unrepaired are lost.
+    assert_eq!(client.corruption_notices_received, 0);
+    assert_eq!(
+        client.packets_lost,
+        server.header_corrupt_dropped + server.malformed_dropped
+    );
+    let hack = run(&damaged_header_link(false), 1);
+    assert_eq!(
+        hack.flows[0].client_stats.packets_lost,
+        hack.links.forward.corrupted_header
+    );
 }
 
 /// The acknowledgement direction loses 40% of its packets, so some

@@ -16,7 +16,8 @@ use crate::crypto::{open_packet, Level, OpenError};
 use crate::recovery::SpaceId;
 use crate::stream::{Dir, TransportError};
 use crate::wire::{
-    decode_packet_number, parse_frames, parse_header, AckRanges, Frame, PacketType, HEADER_TAG_LEN,
+    decode_packet_number, parse_frames, parse_header, AckRanges, ConnectionId, Frame, PacketType,
+    HEADER_TAG_LEN, SHORT_HEADER_DCID_LEN,
 };
 use crate::{Error, RecvInfo, Side};
 
@@ -26,6 +27,21 @@ enum PacketOutcome {
     Continue,
     /// The rest of the datagram cannot be trusted (bad header or framing).
     StopDatagram,
+}
+
+/// A packet that opened: what the rest of its processing needs.
+pub(super) struct Opened<'a> {
+    pub space: SpaceId,
+    pub ty: PacketType,
+    pub key_slot: KeySlot,
+    pub packet_number: u64,
+    /// Its bytes in the datagram.
+    pub packet_len: usize,
+    /// The destination ID it was sent to.
+    pub dcid: ConnectionId,
+    /// Long headers: the peer's source ID.
+    pub peer_scid: ConnectionId,
+    pub frames: &'a [u8],
 }
 
 impl From<TransportError> for TransportFailure {
@@ -114,6 +130,23 @@ impl Connection {
         let parsed = match parse_header(buf) {
             Ok(parsed) => parsed.without_token(),
             Err(_) => {
+                // A bit error can break a 1-RTT header's parse (its flags or
+                // its length): rebuild it like one that fails its tag.
+                let mut rebuilt = Vec::new();
+                let pn_field = 1 + SHORT_HEADER_DCID_LEN;
+                let truncated_pn = buf
+                    .get(pn_field..pn_field + 4)
+                    .and_then(|field| field.try_into().ok())
+                    .map_or(0, u32::from_be_bytes);
+                let repaired = self
+                    .repairing_headers()
+                    .then(|| self.repair_damaged_header(buf, truncated_pn, &mut rebuilt))
+                    .flatten();
+                if let Some((packet_number, frames)) = repaired {
+                    self.counters.damaged_headers_repaired += 1;
+                    let opened = self.rebuilt_packet(packet_number, buf.len(), frames);
+                    return self.accept_packet(opened, now);
+                }
                 self.counters.malformed_dropped += 1;
                 return (0, PacketOutcome::StopDatagram);
             }
@@ -176,7 +209,10 @@ impl Connection {
             self.counters.undecryptable_dropped += 1;
             return (packet_len, PacketOutcome::Continue);
         };
-        if !self.cid_acceptable(parsed.ty, parsed.dcid.as_slice()) {
+        let opened = if self.cid_acceptable(parsed.ty, parsed.dcid.as_slice()) {
+            open_packet(&parsed, packet_number, &mut buf[..packet_len], protection)
+                .map(|frames| frames.len())
+        } else {
             // A DCID that is not ours is usually a bit error in the header:
             // let the header tag say which, so the counters tell the truth.
             let header = &buf[..parsed.header_len];
@@ -185,17 +221,28 @@ impl Connection {
                 self.counters.malformed_dropped += 1;
                 return (packet_len, PacketOutcome::Continue);
             }
-            self.counters.header_corrupt_dropped += 1;
-            return (packet_len, PacketOutcome::StopDatagram);
-        }
-        let peer_scid = parsed.scid;
-        let frames = match open_packet(&parsed, packet_number, &mut buf[..packet_len], protection) {
-            Ok(frames) => frames,
+            Err(OpenError::HeaderCorrupt)
+        };
+        let mut rebuilt = Vec::new();
+        let (packet_number, key_slot, packet_len, dcid, frames) = match opened {
+            Ok(frames_len) => {
+                let start = parsed.header_len + HEADER_TAG_LEN;
+                let frames = &buf[start..start + frames_len];
+                (packet_number, key_slot, packet_len, parsed.dcid, frames)
+            }
             Err(OpenError::HeaderCorrupt) => {
-                // The length field is untrustworthy too: nothing after this
-                // packet in the datagram can be located.
-                self.counters.header_corrupt_dropped += 1;
-                return (packet_len, PacketOutcome::StopDatagram);
+                let repaired = (space == SpaceId::Data && self.repairing_headers())
+                    .then(|| self.repair_damaged_header(buf, parsed.truncated_pn, &mut rebuilt))
+                    .flatten();
+                let Some((packet_number, frames)) = repaired else {
+                    // The length field is untrustworthy too: nothing after
+                    // this packet in the datagram can be located.
+                    self.counters.header_corrupt_dropped += 1;
+                    return (packet_len, PacketOutcome::StopDatagram);
+                };
+                self.counters.damaged_headers_repaired += 1;
+                let opened = self.rebuilt_packet(packet_number, buf.len(), frames);
+                return self.accept_packet(opened, now);
             }
             Err(OpenError::PayloadCorrupt) => {
                 self.counters.payload_corrupt_received += 1;
@@ -211,6 +258,34 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         };
+        self.accept_packet(
+            Opened {
+                space,
+                ty: parsed.ty,
+                key_slot,
+                packet_number,
+                packet_len,
+                dcid,
+                peer_scid: parsed.scid,
+                frames,
+            },
+            now,
+        )
+    }
+
+    /// The rest of receiving a packet whose tags verified, or whose header
+    /// was rebuilt (`conn/repair.rs`).
+    fn accept_packet(&mut self, opened: Opened<'_>, now: Instant) -> (usize, PacketOutcome) {
+        let Opened {
+            space,
+            ty,
+            key_slot,
+            packet_number,
+            packet_len,
+            dcid,
+            peer_scid,
+            frames,
+        } = opened;
         if space == SpaceId::Data {
             self.on_one_rtt_opened(key_slot, packet_number);
         }
@@ -218,13 +293,13 @@ impl Connection {
             self.counters.duplicate_packets += 1;
             return (packet_len, PacketOutcome::Continue);
         }
-        if self.side == Side::Client && parsed.ty == PacketType::Initial && !self.peer_cid_learned {
+        if self.side == Side::Client && ty == PacketType::Initial && !self.peer_cid_learned {
             // RFC 9000 §7.2: switch to the server's chosen CID.
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
         }
-        if self.side == Side::Server && !self.peer_cid_learned && parsed.ty == PacketType::Initial {
-            self.original_dcid = parsed.dcid;
+        if self.side == Side::Server && !self.peer_cid_learned && ty == PacketType::Initial {
+            self.original_dcid = dcid;
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
             let params = self.handshake.local_params_mut();
@@ -233,11 +308,11 @@ impl Connection {
                     params.original_destination_connection_id = Some(original_dcid);
                     params.retry_source_connection_id = Some(retry_scid);
                 }
-                None => params.original_destination_connection_id = Some(parsed.dcid),
+                None => params.original_destination_connection_id = Some(dcid),
             }
         }
         self.counters.packets_received += 1;
-        self.recv_dcid = parsed.dcid;
+        self.recv_dcid = dcid;
         match self.process_frames(space, frames, now) {
             Ok(ack_eliciting) => {
                 self.acks[space.index()].on_packet_received(packet_number, ack_eliciting, now);

@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub datagrams_received: u64,
     pub retransmitted_packets: u64,
     pub header_corrupt_dropped: u64,
+    pub damaged_headers_repaired: u64,
     pub payload_corrupt_received: u64,
     pub corruption_notices_sent: u64,
     pub malformed_dropped: u64,
@@ -95,6 +96,10 @@ pub struct Stats {
     pub payload_corrupt_received: u64,
     /// Packets dropped because their header tag failed.
     pub header_corrupt_dropped: u64,
+    /// Packets whose header failed its tag but whose payload opened under
+    /// the header the receiver rebuilt for them (not counted as dropped).
+    #[serde(default)]
+    pub damaged_headers_repaired: u64,
     /// Datagrams or packets that did not parse.
     pub malformed_dropped: u64,
     /// Both sides offered corruption notices.
@@ -155,6 +160,7 @@ impl Default for Stats {
             corruption_notices_sent: 0,
             payload_corrupt_received: 0,
             header_corrupt_dropped: 0,
+            damaged_headers_repaired: 0,
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
             checksum_free_datagrams: 0,

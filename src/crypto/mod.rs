@@ -23,7 +23,9 @@ pub mod session;
 pub mod tls;
 
 pub use null::{NullProtection, NullSession};
-pub use packet::{open_packet, seal_packet, seal_packet_into, sealed_len, OpenError};
+pub use packet::{
+    open_packet, open_with_rebuilt_header, seal_packet, seal_packet_into, sealed_len, OpenError,
+};
 pub use secret::{ResetToken, ServerSecret, SERVER_SECRET_LEN, TOKEN_NONCE_LEN, TOKEN_OVERHEAD};
 pub use session::{HandshakeError, KeyChange, Session};
 pub use tls::{
@@ -119,6 +121,10 @@ pub trait PacketProtection: Send + Sync + std::fmt::Debug {
 
     /// Constant-time check of a received header tag.
     fn verify_header_tag(&self, packet_number: u64, header: &[u8], tag: &[u8]) -> bool;
+
+    /// The header tag the peer's keys give `header`: what a received
+    /// packet with this header carries (for rebuilding a damaged one).
+    fn peer_header_tag(&self, packet_number: u64, header: &[u8]) -> [u8; HEADER_TAG_LEN];
 
     /// `packet` holds header, header tag, the plaintext frames and
     /// [`payload_tag_len`](Self::payload_tag_len) spare bytes at the end:

@@ -1595,3 +1595,36 @@ fn a_full_worker_refusing_a_client_still_counts_the_one_it_serves() {
         "the refused client is not counted, the served one is"
     );
 }
+
+#[test]
+fn a_damaged_destination_id_still_reaches_the_one_connection_at_that_address() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    send_on_stream(&mut net, handle);
+    let mut buf = vec![0u8; 65_535];
+    let (len, _) = net.endpoints[1].poll_transmit(net.now, &mut buf).unwrap();
+    assert_eq!(buf[0] & 0x80, 0, "a 1-RTT packet");
+    let mut damaged = buf[..len].to_vec();
+    // A bit error in the destination ID (bytes 1..9 of a short header).
+    damaged[3] ^= 0x10;
+    let server = &mut net.endpoints[0];
+
+    // The server's one connection with that client takes it, and rebuilds
+    // the header (conn/repair.rs): the packet counts as received, where an
+    // ID lookup alone would have answered a live client with a reset.
+    let mut datagram = damaged.clone();
+    assert_eq!(
+        server.recv(&mut datagram, addr(1001), net.now),
+        Some(ConnectionHandle(0))
+    );
+    let stats = server.connection_ref(ConnectionHandle(0)).unwrap().stats();
+    assert_eq!(stats.damaged_headers_repaired, 1);
+    assert_eq!(stats.header_corrupt_dropped, 0);
+    assert_eq!(server.stats().dropped_unknown_connection, 0);
+    assert_eq!(server.stats().stateless_resets_sent, 0);
+
+    // From an address no connection has, it names an unknown connection.
+    let mut datagram = damaged;
+    assert_eq!(server.recv(&mut datagram, addr(1002), net.now), None);
+    assert_eq!(server.stats().dropped_unknown_connection, 1);
+}

@@ -171,6 +171,11 @@ pub struct FlowSpec {
     /// TLS: initiate a key update every this many packets (a test knob).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_update_interval: Option<u64>,
+    /// The receiver rebuilds a damaged 1-RTT header and keeps the packet if
+    /// its payload opens (`Config::repair_damaged_headers`); `false` is
+    /// HACK's receiver, which drops it.
+    #[serde(default = "default_repair_damaged_headers")]
+    pub repair_damaged_headers: bool,
     /// The server (the receiver) misbehaves: it names every gap in what it
     /// receives as corrupted, to escape congestion control. For the
     /// corruption-budget experiments (SECURITY.md).
@@ -240,6 +245,10 @@ fn default_sample_interval_ms() -> u64 {
 
 fn default_corruption_notices() -> bool {
     crate::conn::Config::default().corruption_notices
+}
+
+fn default_repair_damaged_headers() -> bool {
+    crate::conn::Config::default().repair_damaged_headers
 }
 
 fn one() -> u64 {

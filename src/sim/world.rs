@@ -281,6 +281,7 @@ impl<T: Transport> Simulation<T> {
                     protection: spec.protection,
                     tls: crate::crypto::tls::process_loopback_config(),
                     key_update_interval: spec.key_update_interval,
+                    repair_damaged_headers: spec.repair_damaged_headers,
                     // Connection IDs come from the run's seed too.
                     rng_seed: seeder.random(),
                     ..Config::default()

@@ -46,6 +46,20 @@ impl TlsProtection {
             .ok()?;
         tag.as_ref().try_into().ok()
     }
+
+    /// The 8 bytes of [`Self::tag_under`] a header carries.
+    fn truncated_tag_under(
+        key: &dyn PacketKey,
+        packet_number: u64,
+        header: &[u8],
+    ) -> [u8; HEADER_TAG_LEN] {
+        // Sealing an empty plaintext cannot exceed the AEAD's input limit,
+        // so the fallback is never taken; an all-zero tag would not verify.
+        let full = Self::tag_under(key, packet_number, header).unwrap_or_default();
+        let mut tag = [0u8; HEADER_TAG_LEN];
+        tag.copy_from_slice(&full[..HEADER_TAG_LEN]);
+        tag
+    }
 }
 
 impl PacketProtection for TlsProtection {
@@ -58,12 +72,11 @@ impl PacketProtection for TlsProtection {
     }
 
     fn header_tag(&self, packet_number: u64, header: &[u8]) -> [u8; HEADER_TAG_LEN] {
-        // Sealing an empty plaintext cannot exceed the AEAD's input limit,
-        // so the fallback is never taken; an all-zero tag would not verify.
-        let full = Self::tag_under(&*self.local, packet_number, header).unwrap_or_default();
-        let mut tag = [0u8; HEADER_TAG_LEN];
-        tag.copy_from_slice(&full[..HEADER_TAG_LEN]);
-        tag
+        Self::truncated_tag_under(&*self.local, packet_number, header)
+    }
+
+    fn peer_header_tag(&self, packet_number: u64, header: &[u8]) -> [u8; HEADER_TAG_LEN] {
+        Self::truncated_tag_under(&*self.remote, packet_number, header)
     }
 
     fn verify_header_tag(&self, packet_number: u64, header: &[u8], tag: &[u8]) -> bool {

@@ -166,6 +166,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         idle_timeout_s: None,
         protection: crate::sim::scenario::simulated_protection(),
         key_update_interval: None,
+        repair_damaged_headers: true,
         lying_receiver: false,
         rebind_at_ms: None,
         new_address_at_ms: None,
