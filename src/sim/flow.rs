@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::conn::{Error, StreamId};
+use crate::stream::StreamError;
 
 use super::transport::Transport;
 
@@ -127,8 +128,9 @@ impl SenderApp {
     }
 
     /// Opens what streams it can and writes what the connection accepts.
-    /// Nothing happens before the handshake completes. A refused open is
-    /// retried at the next call; an error from `stream_send` is returned.
+    /// Nothing happens before the handshake completes. A refused open, or a
+    /// full send buffer, is retried at the next call; any other error from
+    /// `stream_send` is returned.
     pub fn pump<T: Transport>(&mut self, conn: &mut T, pattern: &Pattern) -> Result<(), Error> {
         if !conn.is_established() || self.finished_writing() {
             return Ok(());
@@ -151,7 +153,13 @@ impl SenderApp {
                 let remaining = stream.total - stream.written;
                 let chunk = pattern.slice(stream.written, remaining);
                 let fin = chunk.len() as u64 == remaining;
-                let accepted = conn.stream_send(stream.id, chunk, fin)?.min(chunk.len());
+                let accepted = match conn.stream_send(stream.id, chunk, fin) {
+                    Ok(accepted) => accepted.min(chunk.len()),
+                    // The send buffer is full: acknowledgements will make
+                    // room, and the next call goes on from here.
+                    Err(Error::Stream(StreamError::Blocked)) => return Ok(()),
+                    Err(e) => return Err(e),
+                };
                 stream.written += accepted as u64;
                 if accepted == chunk.len() && fin {
                     stream.fin_written = true;
