@@ -20,6 +20,10 @@
 //! ever named in a CORRUPTED frame: a notice still needs a verified header.
 //!
 //! Decisions:
+//! - a header that fails its tag and one a bit error kept from parsing at
+//!   all (a flipped flag or length bit) are treated alike, and the endpoint
+//!   hands either to the one connection with that peer address when its
+//!   connection ID no longer routes;
 //! - candidates, in order: the packet number the damaged header decodes to
 //!   (right unless the bit error hit that field), then the next two after
 //!   the largest received (the next in line, and the one after a packet
@@ -33,13 +37,12 @@
 //!   Handshake headers carry connection IDs and tokens not worth guessing
 //!   for a handful of packets.
 
-use crate::crypto::open_with_rebuilt_header;
-use crate::wire::{decode_packet_number, ConnectionId, PacketType};
-
 use super::keys::KeySlot;
 use super::recv::Opened;
 use super::Connection;
+use crate::crypto::open_with_rebuilt_header;
 use crate::recovery::SpaceId;
+use crate::wire::{decode_packet_number, ConnectionId, PacketType};
 
 /// Packet numbers tried per damaged header.
 pub const MAX_CANDIDATES: usize = 3;
