@@ -502,62 +502,7 @@ impl Endpoint {
             self.on_retry(datagram, from, now);
             return None;
         }
-        let header = match parse_header(datagram) {
-            Ok(header) => Some((
-                header.ty,
-                header.dcid,
-                (header.ty == PacketType::Initial).then(|| (header.scid, header.token.to_vec())),
-            )),
-            Err(WireError::UnsupportedVersion(version)) => {
-                self.on_other_version(datagram, version, from, now);
-                return None;
-            }
-            Err(error) => {
-                // A stateless reset is unpredictable bytes: it rarely parses.
-                if self.recognise_reset(datagram, from, now) {
-                    return None;
-                }
-                if self.damaged_cid_route(from).is_none() {
-                    tracing::trace!(%from, %error, "dropping a datagram whose header does not parse");
-                    self.stats.dropped_malformed += 1;
-                    return None;
-                }
-                None
-            }
-        };
-        let handle = match header {
-            // A header a bit error broke: the one connection with this peer
-            // may rebuild it (`conn/repair.rs`).
-            None => self.damaged_cid_route(from)?,
-            Some((ty, dcid, client)) => match self.routes.get(&dcid) {
-                Some(&handle) => handle,
-                None if ty == PacketType::Initial && self.server.is_some() => {
-                    let (client_scid, token) = client.unwrap_or_default();
-                    self.accept_initial(datagram.len(), dcid, client_scid, &token, from, now)?
-                }
-                None => {
-                    if self.recognise_reset(datagram, from, now) {
-                        return None;
-                    }
-                    match (ty == PacketType::OneRtt)
-                        .then(|| self.damaged_cid_route(from))
-                        .flatten()
-                    {
-                        // An ID a bit error damaged: the connection's header
-                        // tag check fails and it may rebuild the header.
-                        Some(handle) => handle,
-                        None => {
-                            tracing::trace!(%from, %dcid, ?ty, "dropping a packet for an unknown connection");
-                            self.stats.dropped_unknown_connection += 1;
-                            if ty == PacketType::OneRtt {
-                                self.send_stateless_reset(&dcid, datagram.len(), from, now);
-                            }
-                            return None;
-                        }
-                    }
-                }
-            },
-        };
+        let handle = self.route(datagram, from, now)?;
         let entry = self.connections.get_mut(&handle)?;
         if entry.connection.remote() != from && !entry.connection.follows_migration() {
             tracing::debug!(%from, expected = %entry.connection.remote(), "dropping a datagram from the wrong address");
@@ -576,10 +521,67 @@ impl Endpoint {
             let store = entry.connection.token_store().unwrap_or(&self.tokens);
             store.insert(from, token);
         }
+        let moved = entry.connection.remote() != entry.peer;
         self.apply_cid_changes(handle);
-        self.reindex_peer(handle);
+        if moved {
+            self.reindex_peer(handle);
+        }
         self.stats.datagrams_routed += 1;
         Some(handle)
+    }
+
+    /// The connection a datagram goes to: by its destination ID, a new
+    /// server connection for a client's first Initial, or, for a header a
+    /// bit error broke, the one connection with that peer, which may rebuild
+    /// it (`conn/repair.rs`). `None`: dropped, or answered statelessly.
+    fn route(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        now: Instant,
+    ) -> Option<ConnectionHandle> {
+        let header = match parse_header(datagram) {
+            Ok(header) => header,
+            Err(WireError::UnsupportedVersion(version)) => {
+                self.on_other_version(datagram, version, from, now);
+                return None;
+            }
+            Err(error) => {
+                // A stateless reset is unpredictable bytes: it rarely parses.
+                if self.recognise_reset(datagram, from, now) {
+                    return None;
+                }
+                let damaged = self.damaged_cid_route(from);
+                if damaged.is_none() {
+                    tracing::trace!(%from, %error, "dropping a datagram whose header does not parse");
+                    self.stats.dropped_malformed += 1;
+                }
+                return damaged;
+            }
+        };
+        let (ty, dcid) = (header.ty, header.dcid);
+        if let Some(&handle) = self.routes.get(&dcid) {
+            return Some(handle);
+        }
+        if ty == PacketType::Initial && self.server.is_some() {
+            return self.accept_initial(datagram.len(), dcid, header.scid, header.token, from, now);
+        }
+        if self.recognise_reset(datagram, from, now) {
+            return None;
+        }
+        if ty == PacketType::OneRtt {
+            // An ID a bit error damaged: the connection's header tag check
+            // fails and it may rebuild the header.
+            if let Some(handle) = self.damaged_cid_route(from) {
+                return Some(handle);
+            }
+        }
+        tracing::trace!(%from, %dcid, ?ty, "dropping a packet for an unknown connection");
+        self.stats.dropped_unknown_connection += 1;
+        if ty == PacketType::OneRtt {
+            self.send_stateless_reset(&dcid, datagram.len(), from, now);
+        }
+        None
     }
 
     /// Creates a server connection for a client's first Initial (or asks

@@ -17,12 +17,12 @@ use crate::recovery::SpaceId;
 use crate::stream::{Dir, TransportError};
 use crate::wire::{
     decode_packet_number, parse_frames, parse_header, AckRanges, ConnectionId, Frame, PacketType,
-    HEADER_TAG_LEN, SHORT_HEADER_DCID_LEN,
+    HEADER_TAG_LEN,
 };
 use crate::{Error, RecvInfo, Side};
 
 /// How one packet of a datagram went.
-enum PacketOutcome {
+pub(super) enum PacketOutcome {
     /// Go on with the next coalesced packet.
     Continue,
     /// The rest of the datagram cannot be trusted (bad header or framing).
@@ -132,20 +132,8 @@ impl Connection {
             Err(_) => {
                 // A bit error can break a 1-RTT header's parse (its flags or
                 // its length): rebuild it like one that fails its tag.
-                let mut rebuilt = Vec::new();
-                let pn_field = 1 + SHORT_HEADER_DCID_LEN;
-                let truncated_pn = buf
-                    .get(pn_field..pn_field + 4)
-                    .and_then(|field| field.try_into().ok())
-                    .map_or(0, u32::from_be_bytes);
-                let repaired = self
-                    .repairing_headers()
-                    .then(|| self.repair_damaged_header(buf, truncated_pn, &mut rebuilt))
-                    .flatten();
-                if let Some((packet_number, frames)) = repaired {
-                    self.counters.damaged_headers_repaired += 1;
-                    let opened = self.rebuilt_packet(packet_number, buf.len(), frames);
-                    return self.accept_packet(opened, now);
+                if let Some(outcome) = self.accept_rebuilt(buf, None, now) {
+                    return outcome;
                 }
                 self.counters.malformed_dropped += 1;
                 return (0, PacketOutcome::StopDatagram);
@@ -223,26 +211,19 @@ impl Connection {
             }
             Err(OpenError::HeaderCorrupt)
         };
-        let mut rebuilt = Vec::new();
-        let (packet_number, key_slot, packet_len, dcid, frames) = match opened {
-            Ok(frames_len) => {
-                let start = parsed.header_len + HEADER_TAG_LEN;
-                let frames = &buf[start..start + frames_len];
-                (packet_number, key_slot, packet_len, parsed.dcid, frames)
-            }
+        let frames_len = match opened {
+            Ok(frames_len) => frames_len,
             Err(OpenError::HeaderCorrupt) => {
-                let repaired = (space == SpaceId::Data && self.repairing_headers())
-                    .then(|| self.repair_damaged_header(buf, parsed.truncated_pn, &mut rebuilt))
-                    .flatten();
-                let Some((packet_number, frames)) = repaired else {
-                    // The length field is untrustworthy too: nothing after
-                    // this packet in the datagram can be located.
-                    self.counters.header_corrupt_dropped += 1;
-                    return (packet_len, PacketOutcome::StopDatagram);
-                };
-                self.counters.damaged_headers_repaired += 1;
-                let opened = self.rebuilt_packet(packet_number, buf.len(), frames);
-                return self.accept_packet(opened, now);
+                if space == SpaceId::Data {
+                    if let Some(outcome) = self.accept_rebuilt(buf, Some(parsed.truncated_pn), now)
+                    {
+                        return outcome;
+                    }
+                }
+                // The length field is untrustworthy too: nothing after this
+                // packet in the datagram can be located.
+                self.counters.header_corrupt_dropped += 1;
+                return (packet_len, PacketOutcome::StopDatagram);
             }
             Err(OpenError::PayloadCorrupt) => {
                 self.counters.payload_corrupt_received += 1;
@@ -258,6 +239,7 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         };
+        let frames_start = parsed.header_len + HEADER_TAG_LEN;
         self.accept_packet(
             Opened {
                 space,
@@ -265,9 +247,9 @@ impl Connection {
                 key_slot,
                 packet_number,
                 packet_len,
-                dcid,
+                dcid: parsed.dcid,
                 peer_scid: parsed.scid,
-                frames,
+                frames: &buf[frames_start..frames_start + frames_len],
             },
             now,
         )
@@ -275,7 +257,11 @@ impl Connection {
 
     /// The rest of receiving a packet whose tags verified, or whose header
     /// was rebuilt (`conn/repair.rs`).
-    fn accept_packet(&mut self, opened: Opened<'_>, now: Instant) -> (usize, PacketOutcome) {
+    pub(super) fn accept_packet(
+        &mut self,
+        opened: Opened<'_>,
+        now: Instant,
+    ) -> (usize, PacketOutcome) {
         let Opened {
             space,
             ty,

@@ -37,12 +37,16 @@
 //!   Handshake headers carry connection IDs and tokens not worth guessing
 //!   for a handful of packets.
 
+use std::time::Instant;
+
 use super::keys::KeySlot;
-use super::recv::Opened;
+use super::recv::{Opened, PacketOutcome};
 use super::Connection;
 use crate::crypto::open_with_rebuilt_header;
 use crate::recovery::SpaceId;
-use crate::wire::{decode_packet_number, ConnectionId, PacketType};
+use crate::wire::{
+    decode_packet_number, ConnectionId, PacketType, PACKET_NUMBER_LEN, SHORT_HEADER_DCID_LEN,
+};
 
 /// Packet numbers tried per damaged header.
 pub const MAX_CANDIDATES: usize = 3;
@@ -52,39 +56,48 @@ pub const MAX_CANDIDATES: usize = 3;
 const CLAIM_WINDOW: u64 = 1024;
 
 impl Connection {
-    /// Whether damaged headers are rebuilt now: with notices negotiated (so
-    /// damaged datagrams arrive at all) and 1-RTT keys in hand.
-    pub(super) fn repairing_headers(&self) -> bool {
-        self.notices_negotiated
-            && self.config.repair_damaged_headers
-            && self.keys[SpaceId::Data.index()].is_some()
-    }
-
-    /// A rebuilt packet as if it had arrived intact: the whole rest of the
-    /// datagram (`len` bytes), to the ID the peer was using.
-    pub(super) fn rebuilt_packet<'a>(
-        &self,
-        packet_number: u64,
-        len: usize,
-        frames: &'a [u8],
-    ) -> Opened<'a> {
-        Opened {
+    /// Receives `packet` (the rest of the datagram from a 1-RTT packet
+    /// whose header failed its tag, or its parse) under a rebuilt header, as
+    /// if it had arrived intact: the whole rest of the datagram, to the ID
+    /// the peer was using. `truncated_pn` is what its packet-number field
+    /// says, when the header parsed. `None`: not rebuilt, still a drop.
+    pub(super) fn accept_rebuilt(
+        &mut self,
+        packet: &[u8],
+        truncated_pn: Option<u32>,
+        now: Instant,
+    ) -> Option<(usize, PacketOutcome)> {
+        // Damaged datagrams arrive only with notices (UDP checksums off).
+        if !(self.notices_negotiated && self.config.repair_damaged_headers) {
+            return None;
+        }
+        let truncated_pn = truncated_pn.or_else(|| {
+            let field = 1 + SHORT_HEADER_DCID_LEN;
+            let bytes = packet.get(field..field + PACKET_NUMBER_LEN)?;
+            Some(u32::from_be_bytes(bytes.try_into().ok()?))
+        });
+        let mut rebuilt = Vec::new();
+        let (packet_number, frames) =
+            self.repair_damaged_header(packet, truncated_pn.unwrap_or(0), &mut rebuilt)?;
+        self.counters.damaged_headers_repaired += 1;
+        let opened = Opened {
             space: SpaceId::Data,
             ty: PacketType::OneRtt,
             key_slot: KeySlot::Current,
             packet_number,
-            packet_len: len,
+            packet_len: packet.len(),
             dcid: self.recv_dcid,
             peer_scid: ConnectionId::EMPTY,
             frames,
-        }
+        };
+        Some(self.accept_packet(opened, now))
     }
 
     /// Opens `packet` (the rest of the datagram from a 1-RTT packet whose
     /// header failed its tag or its parse; `truncated_pn` is what its
     /// packet-number field says) under a rebuilt header. On success returns the packet
     /// number and the frames, which live in `scratch`.
-    pub(super) fn repair_damaged_header<'s>(
+    fn repair_damaged_header<'s>(
         &self,
         packet: &[u8],
         truncated_pn: u32,
