@@ -186,6 +186,53 @@ impl CubicConfig {
     }
 }
 
+/// The window curve of one congestion-avoidance epoch (RFC 9438 §4.2–§4.5),
+/// windows in bytes. [`crate::WestwoodA`] grows along it too.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct CubicCurve {
+    /// W_max: where the curve flattens, reached K seconds into the epoch.
+    pub w_max: f64,
+    /// K in seconds.
+    pub k_seconds: f64,
+    /// C scaled to bytes: bytes per second³.
+    pub growth_bytes_per_s3: f64,
+}
+
+impl CubicCurve {
+    /// The curve of an epoch that starts at `cwnd_epoch` below `w_max`:
+    /// K = ∛((W_max − cwnd_epoch)/C) (Eq. 2); K = 0 when the window is
+    /// already at or past W_max.
+    pub fn new(w_max: f64, cwnd_epoch: f64, growth_bytes_per_s3: f64) -> Self {
+        let k_seconds = if w_max > cwnd_epoch {
+            ((w_max - cwnd_epoch) / growth_bytes_per_s3).cbrt()
+        } else {
+            0.0
+        };
+        Self {
+            w_max,
+            k_seconds,
+            growth_bytes_per_s3,
+        }
+    }
+
+    /// W_cubic(t), `t` seconds into the epoch (Eq. 1).
+    pub fn window_at(&self, t_seconds: f64) -> f64 {
+        self.w_max + self.growth_bytes_per_s3 * (t_seconds - self.k_seconds).powi(3)
+    }
+
+    /// The window after `acked` bytes at window `cwnd`, `t` seconds into
+    /// the epoch: in the concave (cwnd < W_max) and convex regions alike,
+    /// aim at where the curve will be one RTT from now, within
+    /// [cwnd, 1.5·cwnd] (§4.4, §4.5).
+    pub fn grow(&self, cwnd: f64, acked: f64, t_seconds: f64, rtt: Duration) -> f64 {
+        let target = self
+            .window_at(t_seconds + rtt.as_secs_f64())
+            .min(MAX_TARGET_GROWTH * cwnd)
+            .max(cwnd);
+        cwnd + (target - cwnd) * acked / cwnd
+    }
+}
+
 /// The current congestion-avoidance stage ("epoch", RFC 9438 §4.2).
 #[derive(Clone, Copy, Debug)]
 struct Epoch {
@@ -334,7 +381,15 @@ impl Cubic {
 
     /// W_cubic(t) in bytes, `t` seconds into the epoch (RFC 9438 §4.2, Eq. 1).
     fn w_cubic(&self, t_seconds: f64) -> f64 {
-        self.w_max + self.growth_bytes_per_s3() * (t_seconds - self.k_seconds).powi(3)
+        self.curve().window_at(t_seconds)
+    }
+
+    fn curve(&self) -> CubicCurve {
+        CubicCurve {
+            w_max: self.w_max,
+            k_seconds: self.k_seconds,
+            growth_bytes_per_s3: self.growth_bytes_per_s3(),
+        }
     }
 
     /// Starts a congestion-avoidance epoch at `now` with the current window as
@@ -347,8 +402,8 @@ impl Cubic {
             self.w_max = cwnd_epoch;
             self.k_seconds = 0.0;
         } else {
-            // K = ∛((W_max − cwnd_epoch)/C), both windows in segments (Eq. 2).
-            self.k_seconds = ((self.w_max - cwnd_epoch) / self.growth_bytes_per_s3()).cbrt();
+            self.k_seconds =
+                CubicCurve::new(self.w_max, cwnd_epoch, self.growth_bytes_per_s3()).k_seconds;
         }
         self.w_est = cwnd_epoch;
         let epoch = Epoch { start: now };
@@ -381,13 +436,7 @@ impl Cubic {
             self.cwnd = cwnd.max(self.w_est);
             return;
         }
-        // Concave (cwnd < W_max) or convex region: aim at where the curve
-        // will be one RTT from now, within [cwnd, 1.5·cwnd].
-        let target = self
-            .w_cubic(t + smoothed_rtt.as_secs_f64())
-            .min(MAX_TARGET_GROWTH * cwnd)
-            .max(cwnd);
-        self.cwnd = cwnd + (target - cwnd) * acked / cwnd;
+        self.cwnd = self.curve().grow(cwnd, acked, t, smoothed_rtt);
     }
 
     fn phase(&self) -> Phase {
