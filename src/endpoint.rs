@@ -614,7 +614,10 @@ impl Endpoint {
         } else {
             self.check_token(token, &client_dcid, from, now)
         };
-        let retried = matches!(checked, Ok(ValidToken::Retry(_)));
+        let retried = matches!(
+            checked,
+            Ok(ValidToken::Retry(_) | ValidToken::RetryFromNewAddress(_))
+        );
         let bad_retry = matches!(
             checked,
             Err(TokenError::Expired | TokenError::WrongConnectionId)
@@ -629,6 +632,15 @@ impl Endpoint {
             }
         }
         let validated = match checked {
+            Ok(ValidToken::RetryFromNewAddress(_)) if !full && self.retry_wanted() => {
+                // This server proves addresses now: another address with
+                // our token (a replay, or a NAT rebinding the client) is
+                // asked for a Retry of its own, as if it had none. A client
+                // that already took one ignores it and times out.
+                tracing::debug!(%from, "a Retry token from another address: asking again");
+                self.send_retry(client_dcid, client_scid, from, now, None);
+                return None;
+            }
             Ok(valid) => Some(valid),
             Err(error @ (TokenError::Expired | TokenError::WrongConnectionId)) => {
                 tracing::debug!(%from, %error, "dropping a client Initial with a bad Retry token");
@@ -672,7 +684,15 @@ impl Endpoint {
         } else {
             match validated {
                 Some(ValidToken::Retry(contents)) => {
-                    connection.accept_retried(contents.original_dcid, contents.retry_scid)
+                    connection.accept_retried(contents.original_dcid, contents.retry_scid, true)
+                }
+                Some(ValidToken::RetryFromNewAddress(contents)) => {
+                    // The Retry only balanced the workers (or the server has
+                    // stopped asking since): go on, with the IDs the client
+                    // expects and the anti-amplification limit on its new
+                    // address until the handshake proves it.
+                    tracing::debug!(%from, "a client's address changed after our Retry");
+                    connection.accept_retried(contents.original_dcid, contents.retry_scid, false)
                 }
                 Some(ValidToken::Address) => {
                     self.stats.validated_by_token += 1;

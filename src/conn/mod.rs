@@ -875,13 +875,19 @@ impl Connection {
     }
 
     /// Server, before the client's first Initial arrives: the client's
-    /// Initial carried a valid Retry token, so its address is validated
-    /// (no anti-amplification limit) and our transport parameters name the
-    /// Retry: `original_dcid` from the client's first Initial and
-    /// `retry_scid`, the ID the Retry gave it (RFC 9000 §7.3).
-    pub fn accept_retried(&mut self, original_dcid: ConnectionId, retry_scid: ConnectionId) {
+    /// Initial carried a valid Retry token, so our transport parameters
+    /// name the Retry: `original_dcid` from the client's first Initial and
+    /// `retry_scid`, the ID the Retry gave it (RFC 9000 §7.3). If it came
+    /// from the address the Retry went to (`address_validated`), that
+    /// address is validated (no anti-amplification limit).
+    pub fn accept_retried(
+        &mut self,
+        original_dcid: ConnectionId,
+        retry_scid: ConnectionId,
+        address_validated: bool,
+    ) {
         if self.side == Side::Server && !self.peer_cid_learned {
-            self.address_validated = true;
+            self.address_validated = address_validated;
             self.retried_from = Some((original_dcid, retry_scid));
         }
     }

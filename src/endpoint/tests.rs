@@ -1157,6 +1157,31 @@ fn a_token_from_another_address_or_too_old_is_refused() {
 }
 
 #[test]
+fn a_client_whose_nat_rebinds_after_a_retry_still_completes_its_handshake() {
+    // A worker sent the client a Retry to balance the load; the client's
+    // NAT gives it a new port before its next Initial. The token no longer
+    // proves the address, but its IDs are the server's own: the connection
+    // must announce the client's first destination ID as the original one
+    // and the Retry's, or the client refuses the handshake (RFC 9000 §7.3).
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let now = Instant::now();
+    let mut balancing = server_with_secret(&secret, RetryPolicy::Always);
+    let (mut client, handle, _, initial) = second_initial(&mut balancing, now);
+    // The worker the Retry named shares the secret and is not asking.
+    let mut server = server_with_secret(&secret, RetryPolicy::Never);
+    client.set_local_addr(addr(1099));
+    assert!(server.recv(&mut initial.clone(), addr(1099), now).is_some());
+    let mut net = Net::new(vec![server, client]);
+    net.now = now;
+    assert!(net.run_until(
+        |e| established(&mut e[1], handle) && established(&mut e[0], ConnectionHandle(0))
+    ));
+    let server = net.endpoints[0].stats();
+    assert_eq!((server.retries_sent, server.connections_accepted), (0, 1));
+    assert_eq!(server.dropped_invalid_token, 0);
+}
+
+#[test]
 fn a_client_takes_one_retry_and_only_a_genuine_one() {
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let now = Instant::now();

@@ -2,13 +2,18 @@
 //! for it, what a Retry token says, and checking one that comes back.
 //!
 //! A token is sealed under the server secret's token key (AES-256-GCM,
-//! `crypto::secret`) with the client's address as associated data, so it
-//! opens only for the address it was issued to and only on a server with
-//! the same secret. Inside: when it was issued (milliseconds since the
-//! endpoint's epoch, its first `now`), the destination connection ID of the
+//! `crypto::secret`), so it opens only on a server with the same secret.
+//! Inside: when it was issued (milliseconds since the endpoint's epoch, its
+//! first `now`), the client's address, the destination connection ID of the
 //! client's first Initial and the connection ID the Retry gave it. A token
-//! older than [`RETRY_TOKEN_LIFETIME`], from another address, or naming
-//! another connection ID than the packet carrying it is refused.
+//! older than [`RETRY_TOKEN_LIFETIME`] or naming another connection ID than
+//! the packet carrying it is refused. One that comes back from another
+//! address ([`ValidToken::RetryFromNewAddress`]) validates no address, but
+//! its connection IDs are still ours to vouch for: a NAT that rebinds the
+//! client between our Retry and its next Initial must not leave the server
+//! announcing the wrong original ID (RFC 9000 §7.3), which the client
+//! would rightly refuse. The client takes no second Retry, so what the
+//! endpoint does with such a token is its choice (`Endpoint::accept_initial`).
 //!
 //! A server also gives every client that completes a handshake a token for
 //! its next connection (NEW_TOKEN, RFC 9000 §8.1.3): sealed the same way,
@@ -35,8 +40,11 @@ pub const RETRY_TOKEN_LIFETIME: Duration = Duration::from_secs(10);
 /// an endpoint in [`RetryPolicy::WhenBusy`] starts asking for Retry.
 pub const DEFAULT_RETRY_HALF_OPEN: usize = 64;
 
-/// The first byte of a token's contents: the kind and version.
-const RETRY_TOKEN_KIND: u8 = 1;
+/// The first byte of a token's contents: the kind and version (1 was a
+/// Retry token bound to its address as associated data).
+const RETRY_TOKEN_KIND: u8 = 3;
+/// The associated data of every Retry token (its address is inside).
+const RETRY_TOKEN_AAD: &[u8] = b"sift retry token";
 const ADDRESS_TOKEN_KIND: u8 = 2;
 
 /// How long a NEW_TOKEN token lets a client skip Retry. Times count from
@@ -106,8 +114,12 @@ pub fn seal_address_token(
 /// What a good token in a client Initial proves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValidToken {
-    /// It answers our Retry.
+    /// It answers our Retry, from the address the Retry went to.
     Retry(RetryTokenContents),
+    /// It answers our Retry, but from another address than the one the
+    /// Retry went to (a NAT rebinding, or a replay): the connection IDs are
+    /// ours, the address is not validated.
+    RetryFromNewAddress(RetryTokenContents),
     /// It came from our NEW_TOKEN on an earlier connection from this IP.
     Address,
 }
@@ -124,7 +136,7 @@ pub fn open_token(
 ) -> Result<ValidToken, TokenError> {
     match open_retry_token(secret, token, client, dcid, since_epoch) {
         Err(TokenError::NotOurs) => {}
-        other => return other.map(ValidToken::Retry),
+        other => return other,
     }
     let plain = secret
         .open_token(token, &bound_to_ip(client))
@@ -160,14 +172,17 @@ pub fn seal_retry_token(
     issued: Duration,
     contents: &RetryTokenContents,
 ) -> Vec<u8> {
-    let mut plain = Vec::with_capacity(1 + 8 + 2 + 2 * MAX_CID_LEN);
+    let address = bound_to(client);
+    let mut plain = Vec::with_capacity(1 + 8 + 1 + address.len() + 2 + 2 * MAX_CID_LEN);
     plain.push(RETRY_TOKEN_KIND);
     plain.extend_from_slice(&(issued.as_millis() as u64).to_be_bytes());
+    plain.push(address.len() as u8);
+    plain.extend_from_slice(&address);
     for cid in [contents.original_dcid, contents.retry_scid] {
         plain.push(cid.len() as u8);
         plain.extend_from_slice(cid.as_slice());
     }
-    secret.seal_token(nonce, &plain, &bound_to(client))
+    secret.seal_token(nonce, &plain, RETRY_TOKEN_AAD)
 }
 
 /// Why a token carried by a client Initial was refused.
@@ -188,31 +203,36 @@ pub enum TokenError {
     Stale,
 }
 
-/// Opens the token of a client Initial from `client` addressed to `dcid`,
-/// `now` being `since_epoch` after the epoch.
+/// Opens the Retry token of a client Initial from `client` addressed to
+/// `dcid`, `now` being `since_epoch` after the epoch: [`ValidToken::Retry`]
+/// from the address the Retry went to, [`ValidToken::RetryFromNewAddress`]
+/// from any other.
 pub fn open_retry_token(
     secret: &ServerSecret,
     token: &[u8],
     client: SocketAddr,
     dcid: &ConnectionId,
     since_epoch: Duration,
-) -> Result<RetryTokenContents, TokenError> {
+) -> Result<ValidToken, TokenError> {
     let plain = secret
-        .open_token(token, &bound_to(client))
+        .open_token(token, RETRY_TOKEN_AAD)
         .ok_or(TokenError::NotOurs)?;
     let mut reader = Reader::new(&plain);
-    let parse = |reader: &mut Reader<'_>| -> Option<(u64, ConnectionId, ConnectionId)> {
+    let parse = |reader: &mut Reader<'_>| -> Option<(u64, Vec<u8>, ConnectionId, ConnectionId)> {
         (reader.u8().ok()? == RETRY_TOKEN_KIND).then_some(())?;
         let issued_ms = u64::from_be_bytes(reader.bytes(8).ok()?.try_into().ok()?);
+        let address_len = usize::from(reader.u8().ok()?);
+        let address = reader.bytes(address_len).ok()?.to_vec();
         let mut cid = || {
             let len = usize::from(reader.u8().ok()?);
             ConnectionId::new(reader.bytes(len).ok()?).ok()
         };
-        Some((issued_ms, cid()?, cid()?))
+        Some((issued_ms, address, cid()?, cid()?))
     };
     // A token that opens was sealed by us: a bad layout is a bug of an
     // older sift, and refused all the same.
-    let (issued_ms, original_dcid, retry_scid) = parse(&mut reader).ok_or(TokenError::NotOurs)?;
+    let (issued_ms, address, original_dcid, retry_scid) =
+        parse(&mut reader).ok_or(TokenError::NotOurs)?;
     let age = since_epoch.saturating_sub(Duration::from_millis(issued_ms));
     if Duration::from_millis(issued_ms) > since_epoch || age > RETRY_TOKEN_LIFETIME {
         return Err(TokenError::Expired);
@@ -220,9 +240,14 @@ pub fn open_retry_token(
     if retry_scid != *dcid {
         return Err(TokenError::WrongConnectionId);
     }
-    Ok(RetryTokenContents {
+    let contents = RetryTokenContents {
         original_dcid,
         retry_scid,
+    };
+    Ok(if address == bound_to(client) {
+        ValidToken::Retry(contents)
+    } else {
+        ValidToken::RetryFromNewAddress(contents)
     })
 }
 
@@ -252,16 +277,17 @@ mod tests {
     }
 
     #[test]
-    fn a_token_is_good_for_its_address_its_connection_id_and_ten_seconds() {
+    fn a_retry_token_is_good_for_its_connection_id_and_ten_seconds_and_knows_its_address() {
         let secret = ServerSecret::new(&[3; SERVER_SECRET_LEN]);
         let at = Duration::from_secs(100);
         let token = seal_retry_token(&secret, [0; 12], addr(1), at, &contents());
         let open =
             |token: &[u8], client, dcid, now| open_retry_token(&secret, token, client, &dcid, now);
-        assert_eq!(open(&token, addr(1), cid(2), at), Ok(contents()));
+        let good = Ok(ValidToken::Retry(contents()));
+        assert_eq!(open(&token, addr(1), cid(2), at), good);
         assert_eq!(
             open(&token, addr(1), cid(2), at + RETRY_TOKEN_LIFETIME),
-            Ok(contents())
+            good
         );
         assert_eq!(
             open(
@@ -277,7 +303,11 @@ mod tests {
             Err(TokenError::Expired),
             "issued in the future: another epoch's"
         );
-        assert_eq!(open(&token, addr(2), cid(2), at), Err(TokenError::NotOurs));
+        // From another port (a NAT rebinding): ours, but no address proof.
+        assert_eq!(
+            open(&token, addr(2), cid(2), at),
+            Ok(ValidToken::RetryFromNewAddress(contents()))
+        );
         assert_eq!(
             open(&token, addr(1), cid(9), at),
             Err(TokenError::WrongConnectionId)
@@ -327,7 +357,13 @@ mod tests {
         let v6: SocketAddr = "[2001:db8::1]:443".parse().unwrap();
         let other: SocketAddr = "[2001:db8::2]:443".parse().unwrap();
         let token = seal_retry_token(&secret, [5; 12], v6, Duration::ZERO, &contents());
-        assert!(open_retry_token(&secret, &token, v6, &cid(2), Duration::ZERO).is_ok());
-        assert!(open_retry_token(&secret, &token, other, &cid(2), Duration::ZERO).is_err());
+        assert_eq!(
+            open_retry_token(&secret, &token, v6, &cid(2), Duration::ZERO),
+            Ok(ValidToken::Retry(contents()))
+        );
+        assert_eq!(
+            open_retry_token(&secret, &token, other, &cid(2), Duration::ZERO),
+            Ok(ValidToken::RetryFromNewAddress(contents()))
+        );
     }
 }
