@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sift_interop::compare::binaries::controllers_from_help;
 use sift_interop::compare::results::Results;
 
 fn sift_bin() -> PathBuf {
@@ -50,6 +51,21 @@ const SMOKE: [&str; 12] = [
     "300000",
     "--require-all",
 ];
+
+#[test]
+fn every_controller_sift_client_offers_joins_the_comparison_by_default() {
+    // Without --sift-cc the runner reads the list from sift-client's own
+    // help: a reworded help line must not leave the one command broken.
+    let help = Command::new(sift_bin().join("sift-client"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let names = controllers_from_help(&String::from_utf8_lossy(&help.stdout))
+        .expect("the --cc list in sift-client --help");
+    for name in ["reno", "cubic", "westwood-a", "bbr"] {
+        assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
+    }
+}
 
 #[test]
 fn both_stacks_cross_a_lossy_link_byte_exact_and_the_report_says_so() {

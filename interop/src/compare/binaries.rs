@@ -88,12 +88,14 @@ impl Binaries {
     }
 }
 
-/// The names after the last `:` of the `--cc` option's help line.
+/// The names the `--cc` option's help line lists: from its first `:` to
+/// the end of that sentence.
 pub fn controllers_from_help(help: &str) -> Option<Vec<String>> {
     let mut lines = help.lines().skip_while(|line| !line.contains("--cc <"));
     lines.next()?;
     let description = lines.find(|line| line.contains("Congestion controller"))?;
-    let list = description.rsplit(':').next()?;
+    let (_, after) = description.split_once(':')?;
+    let list = after.split(". ").next()?.trim_end_matches('.');
     let names: Vec<String> = list
         .split(',')
         .map(|name| name.trim().to_string())
@@ -121,6 +123,12 @@ mod tests {
                 "veno-enhanced",
                 "westwood"
             ]
+        );
+        // Today's: the list is one sentence of several.
+        let help = "Options:\n      --cc <NAME>\n          Congestion controller: reno, cubic, westwood-a, bbr. This client sends with it (default cubic); `get` also asks the server to send the file with it (default: the server's own), and fails if the server does not offer it\n";
+        assert_eq!(
+            controllers_from_help(help).unwrap(),
+            ["reno", "cubic", "westwood-a", "bbr"]
         );
         assert_eq!(controllers_from_help("no options here"), None);
     }
