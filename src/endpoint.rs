@@ -131,6 +131,11 @@ pub struct Transmit {
     /// corrupted copy must reach the peer to be named. Otherwise send it
     /// with a checksum, which lets Linux batch it with segmentation offload.
     pub checksum_free: bool,
+    /// The connection it belongs to; `None` for the endpoint's own
+    /// (stateless resets). A segmentation-offload batch holds one
+    /// connection's datagrams only: a multi-worker server's kernel steers
+    /// the whole batch by its first datagram's connection ID.
+    pub connection: Option<ConnectionHandle>,
 }
 
 /// Names one connection of an [`Endpoint`]. Handles are never reused.
@@ -764,6 +769,7 @@ impl Endpoint {
                     len: datagram.len(),
                     to,
                     checksum_free: false,
+                    connection: None,
                 });
             }
         }
@@ -798,6 +804,7 @@ impl Endpoint {
                 len,
                 to: info.to,
                 checksum_free: info.checksum_free,
+                connection: Some(handle),
             }),
             // Closed connections send nothing more.
             Ok(None) | Err(_) => None,

@@ -8,7 +8,9 @@
 //!    a run of them, otherwise one `recvmmsg` returns up to 32;
 //! 2. under the host's lock: feed them to the endpoint, fire due timers,
 //!    and collect a batch of datagrams to send — consecutive equal-size
-//!    datagrams to one address go into one GSO send when the socket allows;
+//!    datagrams of one connection go into one GSO send when the socket
+//!    allows (one connection's only: a multi-worker server's kernel steers
+//!    a whole batch by its first connection ID);
 //! 3. send them until done or WouldBlock (the rest waits for the socket to
 //!    become writable) — GSO batches with `sendmsg`, single datagrams 32 at
 //!    a time with `sendmmsg`.
@@ -124,10 +126,16 @@ pub struct Turn {
 }
 
 /// Datagrams waiting for the socket: one datagram, or with GSO several of
-/// `segment_size` bytes (the last may be shorter) to the same address.
+/// `segment_size` bytes (the last may be shorter) of one connection.
 #[derive(Debug)]
 struct Outgoing {
     to: SocketAddr,
+    /// Whose datagrams these are (`None`: the endpoint's own, never
+    /// batched). Only one connection's datagrams share a batch: the kernel
+    /// hands a batch to a multi-worker server's sockets as one, steered by
+    /// the first datagram's connection ID, so another connection's
+    /// datagrams in it would reach a worker that does not know them.
+    connection: Option<ConnectionHandle>,
     data: Vec<u8>,
     segment_size: usize,
     segments: usize,
@@ -136,6 +144,18 @@ struct Outgoing {
 }
 
 impl Outgoing {
+    /// One datagram, `transmit.len` bytes of `data`.
+    fn single(transmit: Transmit, data: Vec<u8>) -> Self {
+        Self {
+            to: transmit.to,
+            connection: transmit.connection,
+            data,
+            segment_size: transmit.len,
+            segments: 1,
+            checksum_free: transmit.checksum_free,
+        }
+    }
+
     /// More datagrams may join: checksummed, every segment so far is
     /// full-size (only the last may be shorter), and one more of up to
     /// `max_datagram` bytes fits the segment and byte limits.
@@ -537,6 +557,7 @@ impl Datapath {
         for segment in batch.data.chunks(batch.segment_size.max(1)).rev() {
             self.outgoing.push_front(Outgoing {
                 to: batch.to,
+                connection: batch.connection,
                 data: segment.to_vec(),
                 segment_size: segment.len(),
                 segments: 1,
@@ -547,7 +568,9 @@ impl Datapath {
 }
 
 /// Asks the endpoint for one datagram and queues it, into the last GSO
-/// batch when it fits there. False when the endpoint has nothing to send.
+/// batch when it is the batch's connection's and fits there. The batch's
+/// connection is asked first, so its batch fills before the endpoint turns
+/// to the next connection. False when the endpoint has nothing to send.
 fn collect_one(
     endpoint: &mut Endpoint,
     now: Instant,
@@ -559,56 +582,94 @@ fn collect_one(
     let open_batch = outgoing
         .back_mut()
         .filter(|last| gso && last.is_open(max_datagram));
-    let Some(last) = open_batch else {
-        let mut data = spare.pop().unwrap_or_default();
-        data.resize(max_datagram, 0);
-        let Some(Transmit {
-            len,
-            to,
-            checksum_free,
-        }) = endpoint.poll_transmit_datagram(now, &mut data)
-        else {
-            spare.push(data);
-            return false;
+    if let Some((last, handle)) = open_batch.and_then(|last| last.connection.map(|c| (last, c))) {
+        // Write straight into the batch's tail; move it out if it cannot join.
+        let start = last.data.len();
+        last.data.resize(start + max_datagram, 0);
+        let tail = last.data.get_mut(start..).unwrap_or_default();
+        let Some(transmit) = endpoint.poll_transmit_on(handle, now, tail) else {
+            last.data.truncate(start);
+            return collect_new(endpoint, now, outgoing, spare, max_datagram);
         };
-        data.truncate(len);
-        outgoing.push_back(Outgoing {
-            to,
-            data,
-            segment_size: len,
-            segments: 1,
-            checksum_free,
-        });
-        return true;
-    };
-    // Write straight into the batch's tail; move it out if it cannot join.
-    let start = last.data.len();
-    last.data.resize(start + max_datagram, 0);
-    let tail = last.data.get_mut(start..).unwrap_or_default();
-    let Some(Transmit {
-        len,
-        to,
-        checksum_free,
-    }) = endpoint.poll_transmit_datagram(now, tail)
-    else {
+        last.data.truncate(start + transmit.len);
+        if transmit.to == last.to && transmit.len <= last.segment_size && !transmit.checksum_free {
+            last.segments += 1;
+            return true;
+        }
+        let mut data = spare.pop().unwrap_or_default();
+        data.clear();
+        data.extend_from_slice(last.data.get(start..).unwrap_or_default());
         last.data.truncate(start);
-        return false;
-    };
-    last.data.truncate(start + len);
-    if to == last.to && len <= last.segment_size && !checksum_free {
-        last.segments += 1;
+        outgoing.push_back(Outgoing::single(transmit, data));
         return true;
     }
+    collect_new(endpoint, now, outgoing, spare, max_datagram)
+}
+
+/// Asks the endpoint (whichever connection's turn it is) for one datagram
+/// and queues it on its own. False when the endpoint has nothing to send.
+fn collect_new(
+    endpoint: &mut Endpoint,
+    now: Instant,
+    outgoing: &mut VecDeque<Outgoing>,
+    spare: &mut Vec<Vec<u8>>,
+    max_datagram: usize,
+) -> bool {
     let mut data = spare.pop().unwrap_or_default();
-    data.clear();
-    data.extend_from_slice(last.data.get(start..).unwrap_or_default());
-    last.data.truncate(start);
-    outgoing.push_back(Outgoing {
-        to,
-        data,
-        segment_size: len,
-        segments: 1,
-        checksum_free,
-    });
+    data.resize(max_datagram, 0);
+    let Some(transmit) = endpoint.poll_transmit_datagram(now, &mut data) else {
+        spare.push(data);
+        return false;
+    };
+    data.truncate(transmit.len);
+    outgoing.push_back(Outgoing::single(transmit, data));
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conn::Config;
+    use crate::wire::parse_header;
+
+    /// The destination connection ID of each datagram in a batch.
+    fn dcids(batch: &Outgoing) -> Vec<crate::wire::ConnectionId> {
+        batch
+            .data
+            .chunks(batch.segment_size)
+            .map(|datagram| parse_header(datagram).expect("a packet").dcid)
+            .collect()
+    }
+
+    #[test]
+    fn a_gso_batch_holds_one_connections_datagrams() {
+        // Two connections from one socket to one server address: equal-size
+        // Initials a kernel would batch happily. Batched together, a
+        // multi-worker server would steer both by the first one's ID.
+        let server: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+        let mut endpoint = Endpoint::new("127.0.0.1:5000".parse().unwrap(), None);
+        let now = Instant::now();
+        for seed in [1, 2] {
+            let config = Config {
+                tls: crate::crypto::tls::process_loopback_config(),
+                rng_seed: seed,
+                ..Config::default()
+            };
+            endpoint.connect(config, server, now).unwrap();
+        }
+        let (mut outgoing, mut spare) = (VecDeque::new(), Vec::new());
+        while collect_one(&mut endpoint, now, &mut outgoing, &mut spare, 1500, true) {}
+        let segments: Vec<usize> = outgoing.iter().map(|batch| batch.segments).collect();
+        assert_eq!(
+            segments,
+            [1, 1],
+            "one Initial each, in batches of their own"
+        );
+        let first = dcids(&outgoing[0]);
+        let second = dcids(&outgoing[1]);
+        assert_ne!(first[0], second[0]);
+        for batch in [&first, &second] {
+            assert!(batch.iter().all(|dcid| *dcid == batch[0]), "{batch:?}");
+        }
+    }
 }
