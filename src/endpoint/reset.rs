@@ -13,7 +13,7 @@ use super::{
     Endpoint, MAX_QUEUED_STATELESS, MAX_RESET_LEN, MAX_STATELESS_PER_SECOND, MIN_RESET_LEN,
     RESET_FIRST_BYTE_BITS,
 };
-use crate::wire::{ConnectionId, RESET_TOKEN_LEN};
+use crate::wire::{CidSteering, ConnectionId, RESET_TOKEN_LEN};
 
 impl Endpoint {
     /// Whether `datagram`, which matches no connection, is a stateless reset
@@ -44,7 +44,10 @@ impl Endpoint {
 
     /// Queues a stateless reset for a short-header packet of `trigger_len`
     /// bytes naming `dcid`, which we do not know, if this endpoint has a
-    /// server secret and the rate limit allows.
+    /// server secret and the rate limit allows. A worker of a multi-worker
+    /// server answers only for IDs that name it: one naming another worker
+    /// reached this one in a batch the kernel steered by another
+    /// connection's ID (GRO), and its connection may well be alive there.
     pub(super) fn send_stateless_reset(
         &mut self,
         dcid: &ConnectionId,
@@ -52,6 +55,14 @@ impl Endpoint {
         to: SocketAddr,
         now: Instant,
     ) {
+        let steering = self.server.as_ref().and_then(|c| c.cid_steering);
+        if let Some(steering) = steering {
+            if CidSteering::worker_of(dcid.as_slice(), steering.workers()) != Some(steering.index())
+            {
+                tracing::debug!(%to, %dcid, "not resetting another worker's connection ID");
+                return;
+            }
+        }
         let Some(token) = self
             .server
             .as_ref()

@@ -1653,3 +1653,37 @@ fn a_damaged_destination_id_still_reaches_the_one_connection_at_that_address() {
     assert_eq!(server.recv(&mut datagram, addr(1002), net.now), None);
     assert_eq!(server.stats().dropped_unknown_connection, 1);
 }
+
+#[test]
+fn a_worker_resets_only_connection_ids_that_name_it() {
+    // Worker 1 of 2: the kernel steers odd first bytes here. An unknown
+    // even one came in a batch steered by another connection's ID (GRO):
+    // its connection may be alive at worker 0, so no reset ends it.
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let mut worker = Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            server_secret: Some(secret.clone()),
+            cid_steering: crate::wire::CidSteering::new(1, 2),
+            ..config(1)
+        }),
+    );
+    let now = Instant::now();
+    for (first_byte, resets) in [(0x42u8, 0), (0x43, 1)] {
+        // A short header naming the ID, then zeros (a packet that parses).
+        let mut datagram = vec![0x40, first_byte, 1, 2, 3, 4, 5, 6, 7];
+        datagram.resize(60, 0);
+        assert_eq!(worker.recv(&mut datagram, addr(1001), now), None);
+        assert_eq!(worker.stats().stateless_resets_sent, resets);
+    }
+    assert_eq!(worker.stats().dropped_unknown_connection, 2);
+    let mut buf = vec![0u8; 1500];
+    let (len, to) = worker.poll_transmit(now, &mut buf).expect("the reset");
+    let named = ConnectionId::new(&[0x43, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    assert_eq!(to, addr(1001));
+    assert!(buf[..len].ends_with(secret.reset_token(&named).as_bytes()));
+    assert!(
+        worker.poll_transmit(now, &mut buf).is_none(),
+        "one reset only"
+    );
+}
