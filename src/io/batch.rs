@@ -48,7 +48,12 @@ pub fn gso_supported(socket: &impl AsRawFd) -> bool {
 
 /// Turns GRO on; false if the kernel refuses.
 pub fn enable_gro(socket: &impl AsRawFd) -> bool {
-    let on: libc::c_int = 1;
+    set_gro(socket, true)
+}
+
+/// Turns GRO on or off; false if the kernel refuses.
+pub fn set_gro(socket: &impl AsRawFd, on: bool) -> bool {
+    let on = libc::c_int::from(on);
     // SAFETY: passes a c_int of the stated size.
     let result = unsafe {
         libc::setsockopt(

@@ -5,7 +5,9 @@
 //! One turn:
 //! 1. read datagrams from the socket until WouldBlock (at most a batch per
 //!    turn), without holding the endpoint — with GRO one `recvmsg` returns
-//!    a run of them, otherwise one `recvmmsg` returns up to 32;
+//!    a run of them, otherwise one `recvmmsg` returns up to 32 (a worker of
+//!    a multi-worker server stops GRO once a run brings it another
+//!    worker's datagrams: `stop_gro`);
 //! 2. under the host's lock: feed them to the endpoint, fire due timers,
 //!    and collect a batch of datagrams to send — consecutive equal-size
 //!    datagrams of one connection go into one GSO send when the socket
@@ -36,12 +38,13 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use super::batch::{
-    enable_gro, gso_supported, recv_many, recv_segments, send_many, send_segments, RecvSlots,
-    MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
+    enable_gro, gso_supported, recv_many, recv_segments, send_many, send_segments, set_gro,
+    RecvSlots, MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
 use super::socket::{bind_udp, set_checksum_free_sends, SocketOptions, SocketReport};
 use super::steering::bind_reuseport_group;
 use crate::endpoint::{ConnectionHandle, Endpoint, Transmit};
+use crate::wire::CidSteering;
 
 /// The socket options a datapath binds with, and whether its datagrams
 /// choose their own checksums: with corruption notices asked for
@@ -177,6 +180,8 @@ struct LoopCounters {
     recv_calls: u64,
     send_errors: u64,
     checksum_switches: u64,
+    /// GRO was turned off for mixing workers' datagrams (`stop_gro`).
+    gro_stopped: bool,
 }
 
 /// The socket of one endpoint and the datagrams in flight between it and
@@ -209,6 +214,9 @@ pub struct Datapath {
     readable: bool,
     /// The socket accepted our last write.
     writable: bool,
+    /// Which worker of a multi-worker server this is (`None`: the only
+    /// endpoint on its address).
+    worker: Option<CidSteering>,
     /// Datagrams were collected and not all written yet.
     awaiting_flush: bool,
     counters: LoopCounters,
@@ -240,8 +248,12 @@ impl Datapath {
         let (socket_options, per_datagram_checksums) = checksum_options(options);
         bind_reuseport_group(addr, socket_options, workers)?
             .into_iter()
-            .map(|(socket, report)| {
-                Self::from_socket(socket, report, per_datagram_checksums, max_datagram)
+            .enumerate()
+            .map(|(index, (socket, report))| {
+                let mut datapath =
+                    Self::from_socket(socket, report, per_datagram_checksums, max_datagram)?;
+                datapath.worker = CidSteering::new(index, workers);
+                Ok(datapath)
             })
             .collect()
     }
@@ -273,6 +285,7 @@ impl Datapath {
             recv_slots: (!gro).then(RecvSlots::default),
             readable: true,
             writable: true,
+            worker: None,
             awaiting_flush: false,
             counters: LoopCounters::default(),
         })
@@ -422,14 +435,45 @@ impl Datapath {
     fn receive_coalesced(&mut self, fd: RawFd) -> io::Result<()> {
         let got = recv_segments(fd, &mut self.recv_buffer)?;
         let data = self.recv_buffer.get(..got.len).unwrap_or_default();
+        let run = got.len > got.segment_size;
+        let mut strays = false;
         for segment in data.chunks(got.segment_size.max(1)) {
+            strays |= run
+                && self.worker.is_some_and(|me| {
+                    CidSteering::worker_of_datagram(segment, me.workers())
+                        .is_some_and(|worker| worker != me.index())
+                });
             let mut datagram = self.spare.pop().unwrap_or_default();
             datagram.clear();
             datagram.extend_from_slice(segment);
             self.received.push((datagram, got.from));
             self.counters.datagrams_received += 1;
         }
+        if strays {
+            self.stop_gro();
+        }
         Ok(())
+    }
+
+    /// A worker got a GRO run holding other workers' datagrams. The kernel
+    /// merges datagrams by address and port alone, then steers the run by
+    /// its first datagram: a client with several connections on one socket
+    /// has them spread over the workers, so its runs mix them, and the
+    /// strays are lost here (the endpoint drops them unanswered). Without
+    /// GRO every datagram is steered by its own ID, so the worker reads
+    /// datagram by datagram (`recvmmsg`) from now on. A run already queued
+    /// reads as one datagram of coalesced packets, of which the connection
+    /// takes those with its IDs. (A peer can cause this on purpose; it costs
+    /// the worker GRO, no more.)
+    fn stop_gro(&mut self) {
+        if self.recv_slots.is_some() {
+            return;
+        }
+        if set_gro(&self.socket, false) {
+            tracing::info!(local = %self.local, "a GRO run mixed several workers' connections: receiving without GRO");
+            self.recv_slots = Some(RecvSlots::default());
+            self.counters.gro_stopped = true;
+        }
     }
 
     /// One `recvmmsg`: up to `MAX_MMSG` datagrams.
@@ -630,6 +674,7 @@ fn collect_new(
 mod tests {
     use super::*;
     use crate::conn::Config;
+    use crate::io::batch::send_segments;
     use crate::wire::parse_header;
 
     /// The destination connection ID of each datagram in a batch.
@@ -639,6 +684,62 @@ mod tests {
             .chunks(batch.segment_size)
             .map(|datagram| parse_header(datagram).expect("a packet").dcid)
             .collect()
+    }
+
+    /// Short-header datagrams of `len` bytes whose destination IDs start
+    /// with `first_bytes`, back to back (a GSO run).
+    fn run_of(first_bytes: &[u8], len: usize) -> Vec<u8> {
+        let mut run = Vec::new();
+        for first in first_bytes {
+            let mut datagram = vec![0x40, *first, 1, 2, 3, 4, 5, 6, 7];
+            datagram.resize(len, 0);
+            run.extend_from_slice(&datagram);
+        }
+        run
+    }
+
+    /// What the runtime does when the socket turns readable.
+    fn receive(datapath: &mut Datapath) {
+        datapath.set_readable();
+        datapath.receive_batch();
+    }
+
+    #[test]
+    fn a_worker_that_gets_other_workers_datagrams_in_a_gro_run_stops_gro() {
+        let mut workers = Datapath::bind_workers(
+            "127.0.0.1:0".parse().unwrap(),
+            SocketOptions::default(),
+            1500,
+            2,
+        )
+        .unwrap();
+        let server = workers[0].local_addr();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        if !gso_supported(&client) || workers[0].recv_slots.is_some() {
+            eprintln!("no GSO or GRO on this kernel: nothing to test");
+            return;
+        }
+        // A run for worker 0 alone: it arrives whole, and GRO stays on.
+        send_segments(client.as_raw_fd(), server, &run_of(&[2, 4], 100), 100).unwrap();
+        receive(&mut workers[0]);
+        assert_eq!(workers[0].received.len(), 2);
+        assert!(workers[0].recv_slots.is_none(), "GRO still on");
+        // The kernel steers a run by its first datagram: worker 1's second
+        // one comes to worker 0 too, which from now on reads without GRO.
+        send_segments(client.as_raw_fd(), server, &run_of(&[6, 3], 100), 100).unwrap();
+        receive(&mut workers[0]);
+        assert_eq!(workers[0].received.len(), 4);
+        assert!(workers[0].counters.gro_stopped);
+        assert!(
+            workers[0].recv_slots.is_some(),
+            "reading datagram by datagram"
+        );
+        receive(&mut workers[1]);
+        assert!(workers[1].received.is_empty());
+        // A datagram of its own still arrives.
+        client.send_to(&run_of(&[8], 100), server).unwrap();
+        receive(&mut workers[0]);
+        assert_eq!(workers[0].received.len(), 5);
     }
 
     #[test]

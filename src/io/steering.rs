@@ -16,6 +16,13 @@
 //! does). A program result past the last socket, or a datagram too short
 //! to read, falls back to the kernel's hash: such a datagram is not a
 //! packet of ours anyway.
+//!
+//! The program sees a GRO run (or a peer's GSO send) as one datagram and
+//! steers it by the first ID, and GRO merges by address and port alone: a
+//! client with several connections on one socket can have its connections'
+//! datagrams merged into one run. A worker whose datagrams name another
+//! worker stops GRO on its socket (`Datapath::stop_gro`); the strays are
+//! dropped, never answered with a stateless reset (`endpoint::reset`).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};

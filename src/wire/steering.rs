@@ -27,6 +27,8 @@ pub const DCID_FIRST_BYTE_LONG: u32 = 6;
 /// Offset of the destination connection ID's first byte in a short header:
 /// after the flags byte.
 pub const DCID_FIRST_BYTE_SHORT: u32 = 1;
+/// The long-header form bit of a packet's first byte.
+const LONG_FORM_BIT: u8 = 0x80;
 /// The most workers one socket group can steer among (IDs name a worker in
 /// one byte, and every worker needs several values of it).
 pub const MAX_WORKERS: usize = 128;
@@ -77,6 +79,21 @@ impl CidSteering {
     /// computes): `None` for an empty ID.
     pub fn worker_of(cid: &[u8], workers: usize) -> Option<usize> {
         let first = *cid.first()?;
+        Some(usize::from(first) % workers.max(1))
+    }
+
+    /// The worker the kernel program (`io::attach_cid_steering`) picks for
+    /// `datagram`: the destination ID's first byte, read where the header
+    /// form puts it. `None` for a datagram too short to hold it (the kernel
+    /// then hashes).
+    pub fn worker_of_datagram(datagram: &[u8], workers: usize) -> Option<usize> {
+        let long_form = datagram.first()? & LONG_FORM_BIT != 0;
+        let at = if long_form {
+            DCID_FIRST_BYTE_LONG
+        } else {
+            DCID_FIRST_BYTE_SHORT
+        };
+        let first = *datagram.get(usize::try_from(at).ok()?)?;
         Some(usize::from(first) % workers.max(1))
     }
 }
@@ -145,6 +162,13 @@ mod tests {
             let mut datagram = Vec::new();
             header.encode(&mut datagram);
             assert_eq!(datagram[offset as usize], 0xab, "{ty:?}");
+            assert_eq!(
+                CidSteering::worker_of_datagram(&datagram, 7),
+                CidSteering::worker_of(&dcid, 7),
+                "{ty:?}"
+            );
         }
+        assert_eq!(CidSteering::worker_of_datagram(&[0x40], 2), None);
+        assert_eq!(CidSteering::worker_of_datagram(&[], 2), None);
     }
 }
