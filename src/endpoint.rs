@@ -79,7 +79,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, CidChange, MIN_INITIAL_DATAGRAM};
-use crate::wire::{is_retry, parse_header, ConnectionId, PacketType, WireError, RESET_TOKEN_LEN};
+use crate::wire::{
+    is_retry, parse_header, CidSteering, ConnectionId, PacketType, WireError, RESET_TOKEN_LEN,
+};
 use crate::{Config, Connection, Error, RecvInfo};
 
 /// Connections one server endpoint holds at once unless told otherwise.
@@ -726,10 +728,14 @@ impl Endpoint {
         Some(handle)
     }
 
+    /// Which worker this is, if it is one of a multi-worker server's.
+    fn cid_steering(&self) -> Option<CidSteering> {
+        self.server.as_ref()?.cid_steering
+    }
+
     /// This worker's index, if it is one of a multi-worker server's.
     fn worker_index(&self) -> Option<usize> {
-        let steering = self.server.as_ref()?.cid_steering?;
-        Some(steering.index())
+        self.cid_steering().map(CidSteering::index)
     }
 
     /// The worker a new client should go to instead of this one, if this

@@ -55,8 +55,7 @@ impl Endpoint {
         to: SocketAddr,
         now: Instant,
     ) {
-        let steering = self.server.as_ref().and_then(|c| c.cid_steering);
-        if let Some(steering) = steering {
+        if let Some(steering) = self.cid_steering() {
             if CidSteering::worker_of(dcid.as_slice(), steering.workers()) != Some(steering.index())
             {
                 tracing::debug!(%to, %dcid, "not resetting another worker's connection ID");

@@ -35,8 +35,8 @@ use crate::wire::steering::{DCID_FIRST_BYTE_LONG, DCID_FIRST_BYTE_SHORT, MAX_WOR
 /// crate does not export it for every target.
 pub const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
 
-/// The long-header form bit of the first byte.
-const LONG_FORM_BIT: u32 = 0x80;
+/// The long-header form bit of the first byte, as the program loads it.
+const LONG_FORM_BIT: u32 = crate::wire::header::LONG_FORM_BIT as u32;
 
 /// The program: pick the socket `dcid[0] % workers`, reading the DCID's
 /// first byte where the header form puts it. The data the kernel shows a

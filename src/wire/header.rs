@@ -25,7 +25,7 @@ pub const VERSION: u32 = 0x5346_0001;
 pub const HEADER_TAG_LEN: usize = 8;
 
 /// Flags bit 7: set in long headers, clear in short ones.
-const LONG_FORM_BIT: u8 = 0x80;
+pub(crate) const LONG_FORM_BIT: u8 = 0x80;
 /// Short-header flags bit 6: always set (DESIGN §3, like QUIC's fixed bit).
 const FIXED_BIT: u8 = 0x40;
 /// Long-header flags bits 6-5: the packet type.

@@ -21,14 +21,14 @@
 //! header forms ([`DCID_FIRST_BYTE_LONG`], [`DCID_FIRST_BYTE_SHORT`]), which
 //! is what lets a few classic-BPF instructions route without parsing.
 
+use super::header::LONG_FORM_BIT;
+
 /// Offset of the destination connection ID's first byte in a long header:
 /// flags (1), version (4), DCID length (1).
 pub const DCID_FIRST_BYTE_LONG: u32 = 6;
 /// Offset of the destination connection ID's first byte in a short header:
 /// after the flags byte.
 pub const DCID_FIRST_BYTE_SHORT: u32 = 1;
-/// The long-header form bit of a packet's first byte.
-const LONG_FORM_BIT: u8 = 0x80;
 /// The most workers one socket group can steer among (IDs name a worker in
 /// one byte, and every worker needs several values of it).
 pub const MAX_WORKERS: usize = 128;
@@ -93,8 +93,7 @@ impl CidSteering {
         } else {
             DCID_FIRST_BYTE_SHORT
         };
-        let first = *datagram.get(usize::try_from(at).ok()?)?;
-        Some(usize::from(first) % workers.max(1))
+        Self::worker_of(datagram.get(usize::try_from(at).ok()?..)?, workers)
     }
 }
 

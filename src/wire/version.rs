@@ -7,6 +7,7 @@
 //! IDs through [`parse_long_invariant`], which holds for every version: an
 //! unknown version may lay out everything after them differently.
 
+use super::header::LONG_FORM_BIT;
 use super::{put_u32, put_u8, Reader, WireError};
 
 /// The version field of a Version Negotiation packet.
@@ -15,9 +16,6 @@ pub const VERSION_NEGOTIATION: u32 = 0;
 /// Connection IDs in a long header of any version may be this long (RFC 8999
 /// §5.1), longer than v1's 20 bytes; a server echoes them as they are.
 pub const MAX_INVARIANT_CID_LEN: usize = 255;
-
-/// The long-form bit of the first byte.
-const LONG_FORM_BIT: u8 = 0x80;
 
 /// The fields every version's long header shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
