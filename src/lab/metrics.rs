@@ -3,7 +3,7 @@
 //! the effects of a 2^3 factorial design with replications (Jain 1991,
 //! ch. 18, as Hengartner et al. use it).
 
-use crate::sim::{FlowReport, RunReport};
+use crate::sim::{FlowReport, RunReport, Sample};
 
 /// Bits per second the server application read, from the flow's start to
 /// its completion or, if it did not complete, to the end of the run. Equal
@@ -24,6 +24,19 @@ pub fn run_goodputs_bps(run: &RunReport) -> Vec<f64> {
         .iter()
         .map(|flow| delivered_goodput_bps(flow, run.end_s))
         .collect()
+}
+
+/// Bits per second the server application read between `from_s` and
+/// `to_s` of virtual time, from a flow's time series: between the last
+/// samples at or before each edge. `None` when the series does not reach
+/// past `from_s`. A share over a late window shows where a long run is
+/// heading, which its whole-run average hides.
+pub fn window_goodput_bps(samples: &[Sample], from_s: f64, to_s: f64) -> Option<f64> {
+    let at_or_before = |t: f64| samples.iter().rev().find(|s| s.t_s <= t);
+    let (first, last) = (at_or_before(from_s)?, at_or_before(to_s)?);
+    let seconds = last.t_s - first.t_s;
+    (seconds > 0.0)
+        .then(|| last.bytes_delivered.saturating_sub(first.bytes_delivered) as f64 * 8.0 / seconds)
 }
 
 /// The arithmetic mean; `None` for no values.
@@ -179,6 +192,42 @@ mod tests {
         assert_eq!(jain_fairness_index(&[1.0, 3.0]), Some(0.8));
         assert_eq!(jain_fairness_index(&[]), None);
         assert_eq!(jain_fairness_index(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn window_goodput_reads_the_samples_at_the_window_edges() {
+        let sample = |t_s: f64, bytes_delivered: u64| Sample {
+            t_s,
+            cwnd: 0,
+            ssthresh: None,
+            srtt_ms: 0.0,
+            min_rtt_ms: 0.0,
+            bytes_sent: 0,
+            bytes_delivered,
+            packets_lost: 0,
+            retransmitted_packets: 0,
+            cc: Default::default(),
+        };
+        // 1 MB/s for 10 s, then 3 MB/s.
+        let series: Vec<Sample> = (0..=20)
+            .map(|i| {
+                let t = i as f64;
+                let bytes = if i <= 10 {
+                    i * 1_000_000
+                } else {
+                    10_000_000 + (i - 10) * 3_000_000
+                };
+                sample(t, bytes)
+            })
+            .collect();
+        assert_eq!(window_goodput_bps(&series, 0.0, 10.0), Some(8e6));
+        assert_eq!(window_goodput_bps(&series, 10.0, 20.0), Some(24e6));
+        // Edges between samples fall back to the sample before them.
+        assert_eq!(window_goodput_bps(&series, 10.5, 20.7), Some(24e6));
+        // A window past the series' end is the last sample alone: no rate.
+        assert_eq!(window_goodput_bps(&series, 25.0, 30.0), None);
+        assert_eq!(window_goodput_bps(&series, -1.0, 5.0), None);
+        assert_eq!(window_goodput_bps(&[], 0.0, 1.0), None);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use super::{
     cell, controller, flow, label, link, name_number, param_f64, param_str, report_f64, report_str,
     scenario,
 };
-use crate::lab::metrics::{jain_fairness_index, run_goodputs_bps};
+use crate::lab::metrics::{jain_fairness_index, run_goodputs_bps, window_goodput_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
 use crate::sim::link::{CorruptRegion, CorruptionConfig, LinkConfig};
 use crate::sim::{Report, Scenario};
@@ -381,9 +381,16 @@ fn sharing(reports: &[Report]) -> (String, Table) {
             "cubic share",
             "challenger share",
             "Jain's index",
+            "cubic share, 2nd half",
+            "challenger share, 2nd half",
         ],
     );
-    let mut md = String::from("### Sharing a clean bottleneck with one CUBIC flow\n\n");
+    let mut md = String::from(
+        "### Sharing a clean bottleneck with one CUBIC flow\n\n\
+         Shares are of the link's rate, over the whole run and over its second half \
+         (from the flows' time series): the second half shows where the split is heading \
+         once both flows have left their start-up.\n\n",
+    );
     for report in reports
         .iter()
         .filter(|r| report_str(r, "part") == Some("sharing"))
@@ -392,12 +399,19 @@ fn sharing(reports: &[Report]) -> (String, Table) {
         for run in &report.runs {
             let goodputs = run_goodputs_bps(run);
             let share = |i: usize| goodputs.get(i).map(|g| g / RATE_BPS as f64);
+            let late_share = |i: usize| {
+                let flow = run.flows.get(i)?;
+                window_goodput_bps(&flow.timeseries, run.end_s / 2.0, run.end_s)
+                    .map(|g| g / RATE_BPS as f64)
+            };
             table.push(vec![
                 challenger.to_string(),
                 run.seed.to_string(),
                 cell(share(0), 3),
                 cell(share(1), 3),
                 cell(jain_fairness_index(&goodputs), 3),
+                cell(late_share(0), 3),
+                cell(late_share(1), 3),
             ]);
         }
     }
