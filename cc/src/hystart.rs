@@ -239,6 +239,11 @@ impl HyStart {
                 baseline: current,
                 rounds: 0,
             };
+            // In the RFC, currentRoundMinRTT equals cssBaselineMinRtt when
+            // CSS starts, and only a later sample below it means jitter.
+            // Here the round's earlier, unqueued samples lie below the
+            // baseline: left in, they would end CSS at the next ACK.
+            self.current_round_min_rtt = Some(current);
         }
     }
 }
@@ -335,6 +340,37 @@ mod tests {
             },
             "the latest eight all rose by 13 ms ≥ 12.5 ms"
         );
+    }
+
+    #[test]
+    fn css_entered_mid_round_holds_for_the_rest_of_that_round() {
+        let t0 = Instant::now();
+        let mut hystart = HyStart::new(true);
+        let mut cwnd = 10 * MSS;
+        let end = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
+        // Round 2: eight unqueued samples, eight at 113 ms (CSS, baseline
+        // 113 ms), then the queue keeps growing in the same round. The
+        // round's first samples (100 ms) are below the baseline, but they
+        // came before CSS: no sample since is, so CSS holds and each ACK
+        // grows by a quarter.
+        let sent = end;
+        let start = end + ms(100);
+        let last = round(&mut hystart, &mut cwnd, start, sent, 8, 100);
+        let last = round(&mut hystart, &mut cwnd, last + ms(1), sent, 8, 113);
+        let entered = cwnd;
+        round(&mut hystart, &mut cwnd, last + ms(1), sent, 8, 118);
+        assert_eq!(
+            hystart.phase(),
+            HyStartPhase::Conservative {
+                baseline: ms(113),
+                rounds: 0
+            }
+        );
+        assert_eq!(cwnd, entered + 8 * 250);
+        // A sample below the baseline after the entry is jitter, as in the
+        // RFC: slow start resumes.
+        hystart.slow_start(cwnd, u64::MAX, &ack(last + ms(20), sent, 104));
+        assert_eq!(hystart.phase(), HyStartPhase::SlowStart);
     }
 
     #[test]
