@@ -25,9 +25,14 @@
 //!   samples, taken before it, keep the whole-round minimum low until the
 //!   round ends: on a 100 ms path with a one-BDP buffer the window then
 //!   doubles once more and overflows the buffer by a window (issue 12:
-//!   CUBIC lost 1370 packets on a clean 50 Mb/s path, 830 with this). Eight
+//!   CUBIC lost 1370 packets on a clean 50 Mb/s path, 830 with this and
+//!   358 with the next choice too). Eight
 //!   samples in a row above the threshold are as strong a signal against
-//!   jitter as the RFC's eight samples per round.
+//!   jitter as the RFC's eight samples per round;
+//! - for the same reason CSS starts the round's minimum afresh at its
+//!   baseline, which is where the RFC's currentRoundMinRTT stands when CSS
+//!   begins: the round's earlier, unqueued samples would otherwise read as
+//!   jitter at the next ACK and send the window back to slow start.
 //!
 //! The controller owns ssthresh and cwnd; this type only decides how much of
 //! an ACK slow start may add and when to hand over to congestion avoidance.
