@@ -319,24 +319,29 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_queue_that_starts_mid_round_ends_slow_start_in_that_round() {
+    /// Round 1: eight samples of 100 ms. Round 2 starts unqueued (eight
+    /// more of 100 ms, so its minimum stays 100 ms for good), then the
+    /// queue builds: `queued` samples of 113 ms. Returns HyStart, the
+    /// window, the time of the latest ACK and when round 2 was sent.
+    fn queue_builds_mid_round(queued: u64) -> (HyStart, u64, Instant, Instant) {
         let t0 = Instant::now();
         let mut hystart = HyStart::new(true);
         let mut cwnd = 10 * MSS;
-        let end = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
-        // Round 2 starts unqueued (its minimum stays 100 ms for good), then
-        // the queue builds: eight samples of 113 ms after eight of 100 ms.
-        let sent = end;
-        let start = end + ms(100);
-        let last = round(&mut hystart, &mut cwnd, start, sent, 8, 100);
-        round(&mut hystart, &mut cwnd, last + ms(1), sent, 7, 113);
+        let sent = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
+        let last = round(&mut hystart, &mut cwnd, sent + ms(100), sent, 8, 100);
+        let last = round(&mut hystart, &mut cwnd, last + ms(1), sent, queued, 113);
+        (hystart, cwnd, last, sent)
+    }
+
+    #[test]
+    fn a_queue_that_starts_mid_round_ends_slow_start_in_that_round() {
+        let (mut hystart, cwnd, last, sent) = queue_builds_mid_round(7);
         assert_eq!(
             hystart.phase(),
             HyStartPhase::SlowStart,
             "seven are not eight"
         );
-        hystart.slow_start(cwnd, u64::MAX, &ack(last + ms(8), sent, 113));
+        hystart.slow_start(cwnd, u64::MAX, &ack(last + ms(1), sent, 113));
         assert_eq!(
             hystart.phase(),
             HyStartPhase::Conservative {
@@ -349,19 +354,11 @@ mod tests {
 
     #[test]
     fn css_entered_mid_round_holds_for_the_rest_of_that_round() {
-        let t0 = Instant::now();
-        let mut hystart = HyStart::new(true);
-        let mut cwnd = 10 * MSS;
-        let end = round(&mut hystart, &mut cwnd, t0 + ms(100), t0, 8, 100);
-        // Round 2: eight unqueued samples, eight at 113 ms (CSS, baseline
-        // 113 ms), then the queue keeps growing in the same round. The
-        // round's first samples (100 ms) are below the baseline, but they
-        // came before CSS: no sample since is, so CSS holds and each ACK
-        // grows by a quarter.
-        let sent = end;
-        let start = end + ms(100);
-        let last = round(&mut hystart, &mut cwnd, start, sent, 8, 100);
-        let last = round(&mut hystart, &mut cwnd, last + ms(1), sent, 8, 113);
+        // CSS began at the eighth queued sample (baseline 113 ms), and the
+        // queue keeps growing in the same round. The round's first samples
+        // (100 ms) are below the baseline, but they came before CSS: no
+        // sample since is, so CSS holds and each ACK grows by a quarter.
+        let (mut hystart, mut cwnd, last, sent) = queue_builds_mid_round(8);
         let entered = cwnd;
         round(&mut hystart, &mut cwnd, last + ms(1), sent, 8, 118);
         assert_eq!(
