@@ -487,8 +487,9 @@ fn targets(reports: &[Report]) -> String {
     md.push_str(
         "\nThe no-loss ceiling is below 0.95 on this path for any controller that starts from \
          a 10-packet window: the handshake and slow start's doubling from 10 packets to one \
-         BDP take about 0.6 s of the ~8.4 s the link needs for 50 MB plus sift's per-packet \
-         overhead (~3%), so a perfect controller measures about 0.90.\n",
+         BDP take about 0.6 s on top of the ~8.3 s the link needs for 50 MB plus sift's \
+         headers, tags and frames (~4% of the bytes sent), so a perfect controller measures \
+         about 0.90.\n",
     );
     md
 }
