@@ -149,7 +149,7 @@ pub fn download(
         ),
         None => error.into(),
     })?;
-    let elapsed = started.elapsed();
+    let elapsed = outcome.verified_at.saturating_duration_since(started);
     let sender = outcome
         .sender
         .clone()

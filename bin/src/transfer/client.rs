@@ -7,6 +7,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use thiserror::Error;
 
@@ -112,6 +113,9 @@ pub struct GetOutcome {
     /// The whole file's size.
     pub size: u64,
     pub sha256: Sha256Digest,
+    /// When the file was verified and in place: where the transfer's time
+    /// ends (the sender's counters arrive a round trip later).
+    pub verified_at: Instant,
     /// The server's sender-side counters, if it sent them.
     pub sender: Option<SenderReport>,
 }
@@ -215,8 +219,6 @@ pub fn get<S: Duplex + ?Sized>(
                 reason: format!("no digest after the data: {e}"),
             })?,
     };
-    let sender = read_trailer(stream);
-    await_end_of_stream(stream);
     if !in_place {
         out.sync_all()
             .map_err(local(format!("writing {}", partial.display())))?;
@@ -240,12 +242,20 @@ pub fn get<S: Duplex + ?Sized>(
             dest.display()
         )))?;
     }
+    // The file is whole, verified and in place: the download is done. The
+    // server sends its counters once it has seen the data acknowledged, a
+    // round trip after the last byte, and neither the file nor the
+    // transfer's time waits for them.
+    let verified_at = Instant::now();
+    let sender = read_trailer(stream);
+    await_end_of_stream(stream);
     Ok(GetOutcome {
         dest: dest.to_path_buf(),
         bytes: received,
         resumed_from: offset,
         size,
         sha256: actual,
+        verified_at,
         sender,
     })
 }

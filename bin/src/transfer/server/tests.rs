@@ -141,6 +141,65 @@ fn get_from_a_dying_server(
 }
 
 #[test]
+fn a_download_is_in_place_before_the_sender_counters_arrive() {
+    // The server holds its counters back until its data is acknowledged, a
+    // round trip after the last byte. This one holds them until the client
+    // has the file verified and in place (or 10 s pass): a client that
+    // waited for the counters first would leave it waiting.
+    let out = TestDir::new("srv-get-trailer-out");
+    let dest = out.path().join("f.bin");
+    let data = content(100_000, 9);
+    let report = SenderReport {
+        cc: "cubic".into(),
+        corruption_notices: true,
+        retransmitted_packets: 7,
+        ptos: 1,
+        corruption_notices_received: 2,
+        cwnd: 12_000,
+        srtt_us: 40_000,
+    };
+    let response = Response::ok(data.len() as u64, Some(sha256(&data)))
+        .encode()
+        .unwrap();
+    let trailer = report.encode().unwrap();
+    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
+    let (watched, sent) = (dest.clone(), data.clone());
+    let server = std::thread::spawn(move || {
+        let _ = read_frame(&mut server_end);
+        server_end.write_all(&response).unwrap();
+        server_end.write_all(&sent).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let in_place_first = loop {
+            if std::fs::read(&watched).is_ok_and(|got| got == sent) {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        server_end.write_all(&trailer).unwrap();
+        server_end.finish().unwrap();
+        in_place_first
+    });
+    let outcome = client::get(
+        &mut client_end,
+        "f.bin",
+        &dest,
+        false,
+        None,
+        &mut no_progress(),
+    )
+    .unwrap();
+    assert!(
+        server.join().unwrap(),
+        "the file waited for the sender's counters"
+    );
+    assert_eq!(outcome.sender, Some(report), "the counters still arrive");
+    assert!(!download_part_path(&dest).exists());
+}
+
+#[test]
 fn a_file_not_hashed_yet_is_hashed_as_it_is_sent_and_announced_next_time() {
     // The first download of a version of a file does not wait for a pass
     // over it: no digest in the response, a digest frame after the data.
