@@ -140,15 +140,59 @@ fn get_from_a_dying_server(
     outcome
 }
 
+/// A client's end of a stream that notes, at its first read past
+/// `trailer_at` bytes (where the sender's counters begin), whether `dest`
+/// already holds `file` whole.
+struct TrailerWatch<'a> {
+    inner: UnixStream,
+    consumed: usize,
+    trailer_at: usize,
+    dest: &'a Path,
+    file: &'a [u8],
+    in_place_at_trailer: Option<bool>,
+}
+
+impl Read for TrailerWatch<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.consumed >= self.trailer_at && self.in_place_at_trailer.is_none() {
+            let whole = std::fs::read(self.dest).is_ok_and(|got| got == self.file);
+            self.in_place_at_trailer = Some(whole);
+        }
+        let n = self.inner.read(buf)?;
+        self.consumed += n;
+        Ok(n)
+    }
+}
+
+impl Write for TrailerWatch<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl Duplex for TrailerWatch<'_> {
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.inner.finish()
+    }
+
+    fn abort(&mut self, code: u64) {
+        self.inner.abort(code);
+    }
+}
+
 #[test]
 fn a_download_is_in_place_before_the_sender_counters_arrive() {
-    // The server holds its counters back until its data is acknowledged, a
-    // round trip after the last byte. This one holds them until the client
-    // has the file verified and in place (or 10 s pass): a client that
-    // waited for the counters first would leave it waiting.
+    // The server sends its counters once its data is acknowledged, a round
+    // trip after the last byte: the client must not hold the file (or the
+    // transfer's time) for them. Its reads are exact, so the first read
+    // past the data is the trailer's.
     let out = TestDir::new("srv-get-trailer-out");
     let dest = out.path().join("f.bin");
-    let data = content(100_000, 9);
+    let data = content(20_000, 9);
     let report = SenderReport {
         cc: "cubic".into(),
         corruption_notices: true,
@@ -161,38 +205,24 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
     let response = Response::ok(data.len() as u64, Some(sha256(&data)))
         .encode()
         .unwrap();
-    let trailer = report.encode().unwrap();
-    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
-    let (watched, sent) = (dest.clone(), data.clone());
-    let server = std::thread::spawn(move || {
-        let _ = read_frame(&mut server_end);
-        server_end.write_all(&response).unwrap();
-        server_end.write_all(&sent).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let in_place_first = loop {
-            if std::fs::read(&watched).is_ok_and(|got| got == sent) {
-                break true;
-            }
-            if Instant::now() > deadline {
-                break false;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        };
-        server_end.write_all(&trailer).unwrap();
-        server_end.finish().unwrap();
-        in_place_first
-    });
-    let outcome = client::get(
-        &mut client_end,
-        "f.bin",
-        &dest,
-        false,
-        None,
-        &mut no_progress(),
-    )
-    .unwrap();
-    assert!(
-        server.join().unwrap(),
+    let (mut server_end, client_end) = UnixStream::pair().unwrap();
+    // Everything the server says fits in the socket's buffer.
+    server_end.write_all(&response).unwrap();
+    server_end.write_all(&data).unwrap();
+    server_end.write_all(&report.encode().unwrap()).unwrap();
+    server_end.finish().unwrap();
+    let mut watch = TrailerWatch {
+        inner: client_end,
+        consumed: 0,
+        trailer_at: response.len() + data.len(),
+        dest: &dest,
+        file: &data,
+        in_place_at_trailer: None,
+    };
+    let outcome = client::get(&mut watch, "f.bin", &dest, false, None, &mut no_progress()).unwrap();
+    assert_eq!(
+        watch.in_place_at_trailer,
+        Some(true),
         "the file waited for the sender's counters"
     );
     assert_eq!(outcome.sender, Some(report), "the counters still arrive");
