@@ -1032,6 +1032,7 @@ impl Connection {
                     self.requeue_outstanding_crypto(space);
                 }
             }
+            self.streams.size_send_buffer(self.recovery.window());
         }
     }
 
@@ -1157,9 +1158,11 @@ impl Connection {
 
     /// Queues `data` on a stream; returns how many bytes were accepted
     /// (fewer when the send buffer is full: retry when the stream is
-    /// writable). `fin` applies only if everything was accepted.
+    /// writable). `fin` applies only if everything was accepted. The send
+    /// buffer follows the congestion window (`Streams::size_send_buffer`).
     pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, Error> {
         self.check_open()?;
+        self.streams.size_send_buffer(self.recovery.window());
         Ok(self.streams.write(id, data, fin)?)
     }
 

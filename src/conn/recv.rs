@@ -120,6 +120,8 @@ impl Connection {
             }
         }
         self.issue_connection_ids();
+        // ACKs and losses move the window, so `writable` follows it.
+        self.streams.size_send_buffer(self.recovery.window());
         Ok(len)
     }
 

@@ -718,6 +718,35 @@ fn flow_control_blocks_then_unblocks_as_the_reader_reads() {
 }
 
 #[test]
+fn the_send_buffer_grows_with_the_congestion_window() {
+    let mut client = Config::default();
+    client.streams.send_buffer = 16 * 1024;
+    let mut pair = Pair::new(client, Config::default());
+    pair.handshake();
+    let id = pair.client.stream_open_uni().unwrap();
+    let data = pattern(4 << 20);
+    let window = pair.client.stats().cwnd;
+    let accepted = pair.client.stream_send(id, &data, false).unwrap();
+    assert_eq!(accepted as u64, 3 * window, "three initial windows");
+    // Slow start grows the window, and with it what the stream takes.
+    let mut written = accepted;
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |p| {
+        if let Ok(n) = p.client.stream_send(id, &data[written..], false) {
+            written += n;
+        }
+        p.client.stats().cwnd >= 16 * window
+    });
+    // Bytes written and not yet at the server (its datagram bytes count
+    // headers too, so this is less than the buffer holds): far more than
+    // three initial windows.
+    let held = (written as u64).saturating_sub(pair.server.stats().bytes_received);
+    assert!(
+        held > 3 * window,
+        "held {held} with an initial window of {window}"
+    );
+}
+
+#[test]
 fn stream_reset_reaches_the_reader() {
     let mut pair = Pair::default();
     pair.handshake();

@@ -1,7 +1,8 @@
 //! Streams: the state of every stream of one connection — send and receive
 //! buffers, ordered reassembly, FIN, RESET_STREAM and STOP_SENDING,
 //! stream-count limits, and connection- and stream-level flow control with
-//! receive-window auto-tuning (RFC 9000 §2–4, §19).
+//! receive-window auto-tuning (RFC 9000 §2–4, §19), and send buffers sized
+//! from the congestion window the connection reports.
 //!
 //! Owns: which stream bytes are unsent, in flight, acknowledged or to be
 //! resent; what the peer may send us and what we may send it.
@@ -41,4 +42,4 @@ pub use id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
 };
-pub use streams::{StreamStats, Streams};
+pub use streams::{StreamStats, Streams, SEND_BUFFER_WINDOWS};

@@ -20,6 +20,10 @@ use super::recv::RecvBuffer;
 use super::send::SendBuffer;
 use crate::Side;
 
+/// Congestion windows a stream's send buffer holds (see
+/// [`Streams::size_send_buffer`]).
+pub const SEND_BUFFER_WINDOWS: u64 = 3;
+
 /// Counters of the stream layer, for reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamStats {
@@ -145,6 +149,9 @@ pub struct Streams {
     pub(super) pending: BTreeSet<PendingControl>,
     /// The stream that got the last chunk: round-robin starts after it.
     pub(super) last_served: Option<StreamId>,
+    /// Bytes each stream may hold unacknowledged now: `config.send_buffer`
+    /// grown with the congestion window (`size_send_buffer`).
+    pub(super) send_buffer: u64,
     pub(super) stats: StreamStats,
 }
 
@@ -155,6 +162,7 @@ impl Streams {
     pub fn new(side: Side, config: StreamConfig) -> Self {
         let connection_recv =
             ReceiveWindow::new(config.initial_max_data, config.max_receive_window);
+        let send_buffer = config.send_buffer;
         let local_max_streams = [
             config.max_streams_bidi.min(MAX_STREAM_COUNT),
             config.max_streams_uni.min(MAX_STREAM_COUNT),
@@ -180,8 +188,28 @@ impl Streams {
             connection_consumed: 0,
             pending: BTreeSet::new(),
             last_served: None,
+            send_buffer,
             stats: StreamStats::default(),
         }
+    }
+
+    /// Sizes each stream's send buffer for a congestion window of
+    /// `congestion_window` bytes: [`SEND_BUFFER_WINDOWS`] windows, within
+    /// `config.send_buffer` and `config.max_send_buffer`. The buffer holds
+    /// every byte from the oldest one not yet acknowledged, and a lost or
+    /// corrupted packet keeps its bytes there for about two round trips
+    /// (a round trip to learn of it, one for the repair's ACK) while the
+    /// sender goes on at full rate; the third window is the data ready for
+    /// the next send. Linux sizes a socket's send buffer the same way
+    /// (`tcp_sndbuf_expand`: two windows of segments at their memory
+    /// cost). The buffer shrinks with the window too: writes wait until
+    /// acknowledgements bring the stream below it.
+    pub fn size_send_buffer(&mut self, congestion_window: u64) {
+        let floor = self.config.send_buffer;
+        self.send_buffer = congestion_window
+            .saturating_mul(SEND_BUFFER_WINDOWS)
+            .min(self.config.max_send_buffer)
+            .max(floor);
     }
 
     /// Applies the peer's transport parameters, once the handshake delivers
@@ -282,7 +310,6 @@ impl Streams {
             return Err(StreamError::AlreadyFinished(id));
         }
         let space = self
-            .config
             .send_buffer
             .saturating_sub(send.buffer.buffered())
             .min(MAX_STREAM_OFFSET - send.buffer.written_offset());
@@ -405,7 +432,7 @@ impl Streams {
     /// Streams we send on that can accept data now (room in the send
     /// buffer, not finished, reset or stopped).
     pub fn writable(&self) -> impl Iterator<Item = StreamId> + '_ {
-        let limit = self.config.send_buffer;
+        let limit = self.send_buffer;
         self.streams.iter().filter_map(move |(&id, stream)| {
             stream
                 .send

@@ -109,6 +109,7 @@ impl Limits {
             max_streams_bidi: u64::from(self.streams_bidi % 16),
             max_streams_uni: u64::from(self.streams_uni % 16),
             send_buffer: 1 + u64::from(self.send_buffer),
+            max_send_buffer: (1 + u64::from(self.send_buffer)) * growth,
         }
     }
 }
@@ -192,6 +193,12 @@ pub enum Op {
     },
     Tick {
         ms: u8,
+    },
+    /// `on`'s connection reports its congestion window (in 100-byte units),
+    /// which sizes its send buffers.
+    CongestionWindow {
+        on: Endpoint,
+        hundreds: u16,
     },
 }
 
@@ -373,6 +380,9 @@ impl World {
             }
             Op::LearnLimits { on } => self.learn_limits(on),
             Op::Tick { ms } => self.now += Duration::from_millis(u64::from(ms)),
+            Op::CongestionWindow { on, hundreds } => {
+                self.streams[on.index()].size_send_buffer(100 * u64::from(hundreds));
+            }
         }
     }
 

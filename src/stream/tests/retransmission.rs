@@ -110,6 +110,35 @@ fn acked_bytes_free_the_send_buffer() {
 }
 
 #[test]
+fn the_send_buffer_follows_the_congestion_window_within_its_bounds() {
+    let config = StreamConfig {
+        send_buffer: 1000,
+        max_send_buffer: 5000,
+        ..StreamConfig::default()
+    };
+    let (mut client, _server) = pair(config, StreamConfig::default());
+    let id = client.open(Dir::Uni).unwrap();
+    // Three windows of 1000 bytes.
+    client.size_send_buffer(1000);
+    assert_eq!(client.write(id, &pattern(8000), false), Ok(3000));
+    // A larger window, capped by the ceiling.
+    client.size_send_buffer(100_000);
+    assert_eq!(client.write(id, &pattern(8000), false), Ok(2000));
+    // The window collapses (a timeout): never below the floor, and the
+    // bytes already held stay, but nothing more until acks free room.
+    client.size_send_buffer(10);
+    assert_eq!(client.write(id, b"x", false), Err(StreamError::Blocked));
+    assert_eq!(client.writable().count(), 0);
+    while let Some(chunk) = client.poll_stream_chunk(600) {
+        client.on_chunk_acked(&chunk);
+        if client.writable().count() > 0 {
+            break;
+        }
+    }
+    assert_eq!(client.stats().bytes_sent, 4200, "room at 800 held");
+}
+
+#[test]
 fn lost_fin_is_resent_alone_once_its_data_is_acked() {
     let (mut client, id) = sender_with(&pattern(100), true);
     let chunk = client.poll_stream_chunk(1000).unwrap();
