@@ -92,6 +92,22 @@ impl ReceiveWindow {
         self.raise(consumed)
     }
 
+    /// The peer reports being blocked at our current limit while the reader
+    /// has read everything in order (`consumed`): the window held the
+    /// sender back, typically because a loss or corruption leaves a hole
+    /// that holds `consumed` back for a round trip or two while the sender
+    /// runs at full rate. Doubles the window (up to the ceiling) and raises
+    /// the limit to `consumed + window` at once, rather than waiting for
+    /// reads that the hole stops. Returns the new limit, or `None` when it
+    /// did not move.
+    pub fn grow_for_blocked_sender(&mut self, consumed: u64) -> Option<u64> {
+        self.window = self
+            .window
+            .saturating_mul(WINDOW_INCREASE_FACTOR)
+            .min(self.max_window);
+        self.raise(consumed)
+    }
+
     /// Grows the window to at least `min_window` (bounded by the ceiling).
     /// Returns whether it grew.
     pub fn ensure_window(&mut self, min_window: u64) -> bool {

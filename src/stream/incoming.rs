@@ -5,6 +5,7 @@
 
 use super::control::PendingControl;
 use super::error::TransportError;
+use super::flow::CONNECTION_WINDOW_FACTOR;
 use super::id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
@@ -201,16 +202,29 @@ impl Streams {
     }
 
     /// A DATA_BLOCKED frame: the peer says our connection limit stops it at
-    /// `limit`. A hint only: if we already granted more (the MAX_DATA was
-    /// lost or is late), send the current limit again.
+    /// `limit`. If we already granted more (the MAX_DATA was lost or is
+    /// late), send the current limit again. If it is our current limit and
+    /// no stream has bytes the application has yet to read, the window, not
+    /// the reader, held the sender: grow it now (see
+    /// [`ReceiveWindow::grow_for_blocked_sender`](super::flow::ReceiveWindow::grow_for_blocked_sender)).
     pub fn on_data_blocked(&mut self, limit: u64) {
+        let reader_waits = !self
+            .streams
+            .values()
+            .any(|s| s.recv.as_ref().is_some_and(|r| r.buffer.is_readable()));
+        if self.connection_recv.limit() == limit && reader_waits {
+            self.connection_recv
+                .grow_for_blocked_sender(self.connection_consumed);
+        }
         if self.connection_recv.limit() > limit {
             self.pending.insert(PendingControl::MaxData);
         }
     }
 
     /// A STREAM_DATA_BLOCKED frame for `id` at `limit`: as
-    /// [`on_data_blocked`](Self::on_data_blocked), for one stream.
+    /// [`on_data_blocked`](Self::on_data_blocked), for one stream. A stream
+    /// window grown here keeps the connection window ahead of it, as reads
+    /// do.
     pub fn on_stream_data_blocked(
         &mut self,
         id: StreamId,
@@ -219,12 +233,28 @@ impl Streams {
         if !self.admit_frame(id, Half::Receiving)? {
             return Ok(());
         }
-        let granted_more = self
-            .streams
-            .get(&id)
-            .and_then(|s| s.recv.as_ref())
-            .is_some_and(|recv| recv.buffer.wants_credit() && recv.window.limit() > limit);
-        if granted_more {
+        let Some(recv) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
+            return Ok(());
+        };
+        if !recv.buffer.wants_credit() {
+            return Ok(());
+        }
+        if recv.window.limit() == limit && !recv.buffer.is_readable() {
+            let consumed = recv.buffer.consumed();
+            if recv.window.grow_for_blocked_sender(consumed).is_some() {
+                let (num, den) = CONNECTION_WINDOW_FACTOR;
+                let floor = recv.window.window().saturating_mul(num) / den;
+                if self.connection_recv.ensure_window(floor)
+                    && self
+                        .connection_recv
+                        .update_without_tuning(self.connection_consumed)
+                        .is_some()
+                {
+                    self.pending.insert(PendingControl::MaxData);
+                }
+            }
+        }
+        if recv.window.limit() > limit {
             self.pending.insert(PendingControl::MaxStreamData(id));
         }
         Ok(())

@@ -272,8 +272,79 @@ fn blocked_hint_resends_a_credit_update_the_peer_missed() {
         drain_control(&mut server),
         vec![ControlFrame::MaxStreamData { id: 2, max: 2000 }]
     );
-    // Stuck at our current limit: nothing to give until the app reads.
+}
+
+#[test]
+fn a_sender_blocked_while_the_reader_waits_gets_a_larger_window_at_once() {
+    let t0 = Instant::now();
+    let (_client, mut server) = pair(StreamConfig::default(), server_granting(1 << 20, 1000));
+    server.on_stream_frame(2, 0, &pattern(1000), false).unwrap();
+    read_ready(&mut server, 2, t0);
+    drain_control(&mut server); // MAX_STREAM_DATA 2000
+                                // A hole at 1000 (a corrupted packet being resent) holds the reader
+                                // back while the sender has sent up to the limit and says so: the
+                                // window, not the reader, stopped it. It doubles, and the new limit
+                                // goes out now, not after reads the hole prevents.
+    server
+        .on_stream_frame(2, 1500, &pattern(500), false)
+        .unwrap();
     server.on_stream_data_blocked(2, 2000).unwrap();
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
+    );
+    // A stale report (below the current limit) only repeats the limit.
+    server.on_stream_data_blocked(2, 2000).unwrap();
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
+    );
+}
+
+#[test]
+fn a_sender_blocked_by_a_slow_reader_gets_nothing_more() {
+    let t0 = Instant::now();
+    let (_client, mut server) = pair(StreamConfig::default(), server_granting(1 << 20, 1000));
+    server.on_stream_frame(2, 0, &pattern(1000), false).unwrap();
+    read_ready(&mut server, 2, t0);
+    drain_control(&mut server); // MAX_STREAM_DATA 2000
+    server
+        .on_stream_frame(2, 1000, &pattern(1000), false)
+        .unwrap();
+    // Stuck at our current limit with bytes the application has not read:
+    // flow control is doing its job, nothing to give until it reads.
+    server.on_stream_data_blocked(2, 2000).unwrap();
+    assert!(!server.has_control());
+    // The window stayed at 1000: a read long after the last update (no
+    // auto-tuning) moves the limit to 2000 + 1000.
+    read_ready(&mut server, 2, t0 + 10 * SRTT);
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
+    );
+}
+
+#[test]
+fn a_connection_blocked_while_every_reader_waits_gets_a_larger_window() {
+    let t0 = Instant::now();
+    let (_client, mut server) = pair(StreamConfig::default(), server_granting(1000, 1 << 20));
+    server.on_stream_frame(2, 0, &pattern(1000), false).unwrap();
+    read_ready(&mut server, 2, t0);
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxData(2000)]
+    );
+    server.on_data_blocked(2000);
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxData(3000)]
+    );
+    assert_eq!(server.stats().connection_receive_window, 2000);
+    // With unread bytes on a stream, the reader is what holds the sender.
+    server
+        .on_stream_frame(2, 1000, &pattern(1000), false)
+        .unwrap();
+    server.on_data_blocked(3000);
     assert!(!server.has_control());
 }
 
