@@ -274,17 +274,26 @@ fn blocked_hint_resends_a_credit_update_the_peer_missed() {
     );
 }
 
-#[test]
-fn a_sender_blocked_while_the_reader_waits_gets_a_larger_window_at_once() {
-    let t0 = Instant::now();
+/// A receiver granting a 1000-byte stream window whose application has
+/// read the first 1000 bytes, so its limit is 2000 (update already sent).
+fn reader_caught_up_at_2000(t0: Instant) -> Streams {
     let (_client, mut server) = pair(StreamConfig::default(), server_granting(1 << 20, 1000));
     server.on_stream_frame(2, 0, &pattern(1000), false).unwrap();
     read_ready(&mut server, 2, t0);
-    drain_control(&mut server); // MAX_STREAM_DATA 2000
-                                // A hole at 1000 (a corrupted packet being resent) holds the reader
-                                // back while the sender has sent up to the limit and says so: the
-                                // window, not the reader, stopped it. It doubles, and the new limit
-                                // goes out now, not after reads the hole prevents.
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 2000 }]
+    );
+    server
+}
+
+#[test]
+fn a_sender_blocked_while_the_reader_waits_gets_a_larger_window_at_once() {
+    let mut server = reader_caught_up_at_2000(Instant::now());
+    // A hole at 1000 (a corrupted packet being resent) holds the reader
+    // back while the sender has sent up to the limit and says so: the
+    // window, not the reader, stopped it. It doubles, and the new limit
+    // goes out now, not after reads the hole prevents.
     server
         .on_stream_frame(2, 1500, &pattern(500), false)
         .unwrap();
@@ -304,10 +313,7 @@ fn a_sender_blocked_while_the_reader_waits_gets_a_larger_window_at_once() {
 #[test]
 fn a_sender_blocked_by_a_slow_reader_gets_nothing_more() {
     let t0 = Instant::now();
-    let (_client, mut server) = pair(StreamConfig::default(), server_granting(1 << 20, 1000));
-    server.on_stream_frame(2, 0, &pattern(1000), false).unwrap();
-    read_ready(&mut server, 2, t0);
-    drain_control(&mut server); // MAX_STREAM_DATA 2000
+    let mut server = reader_caught_up_at_2000(t0);
     server
         .on_stream_frame(2, 1000, &pattern(1000), false)
         .unwrap();
