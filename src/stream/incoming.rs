@@ -206,7 +206,7 @@ impl Streams {
     /// late), send the current limit again. If it is our current limit and
     /// no stream has bytes the application has yet to read, the window, not
     /// the reader, held the sender: grow it now (see
-    /// [`ReceiveWindow::grow_for_blocked_sender`](super::flow::ReceiveWindow::grow_for_blocked_sender)).
+    /// `ReceiveWindow::grow_for_blocked_sender`).
     pub fn on_data_blocked(&mut self, limit: u64) {
         let reader_waits = !self
             .streams
