@@ -208,11 +208,14 @@ impl Streams {
     /// the reader, held the sender: grow it now (see
     /// `ReceiveWindow::grow_for_blocked_sender`).
     pub fn on_data_blocked(&mut self, limit: u64) {
-        let reader_waits = !self
-            .streams
-            .values()
-            .any(|s| s.recv.as_ref().is_some_and(|r| r.buffer.is_readable()));
-        if self.connection_recv.limit() == limit && reader_waits {
+        let at_our_limit = self.connection_recv.limit() == limit;
+        let reader_waits = || {
+            !self
+                .streams
+                .values()
+                .any(|s| s.recv.as_ref().is_some_and(|r| r.buffer.is_readable()))
+        };
+        if at_our_limit && reader_waits() {
             self.connection_recv
                 .grow_for_blocked_sender(self.connection_consumed);
         }
