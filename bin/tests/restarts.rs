@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{
-    content, expect_one_line_error, expect_success, json_report, line_channel, run_client,
-    stderr_of, wait_for_line, Server, TestDir, CLIENT,
+    client_command, content, expect_one_line_error, expect_success, json_report, line_channel,
+    run_client, stderr_of, wait_for_line, Server, TestDir,
 };
 
 #[test]
@@ -32,7 +32,7 @@ fn a_restarted_server_resets_its_client_at_once_and_resume_finishes_byte_exact()
 
     // -v logs a "download progress" event per MiB: kill the server at the
     // first, and start it again on the same port with the same state.
-    let mut client = Command::new(CLIENT)
+    let mut client = client_command()
         .args(["get", &url, "-o", dest.to_str().unwrap(), "-v", &pin])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -92,7 +92,7 @@ fn a_full_server_says_it_is_busy_and_wait_gets_in_once_a_client_leaves() {
     let pin = server.pin();
 
     // The one place: a perf run holding its connection for two seconds.
-    let holder = Command::new(CLIENT)
+    let holder = client_command()
         .args(["perf", &url, "-t", "2", &pin])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -5,7 +5,7 @@
 mod common;
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::*;
 
@@ -230,7 +230,7 @@ fn a_killed_download_leaves_only_a_partial_and_resume_fetches_only_the_rest(loop
     let url = server.url("big.bin");
 
     // -v logs a "download progress" event per MiB on stderr: kill at the first.
-    let mut client = Command::new(CLIENT)
+    let mut client = client_command()
         .args([
             "get",
             &url,

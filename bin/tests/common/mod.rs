@@ -253,9 +253,25 @@ impl Drop for Server {
     }
 }
 
+/// `sift-client` with a state directory of its own that does not exist, so
+/// the client caches nothing across runs (address tokens are saved only
+/// into a state directory that exists) and nothing the user's own runs left
+/// in `~/.local/share/sift` changes what a test sees: with a saved NEW_TOKEN
+/// token, a client skips the server's Retry.
+pub fn client_command() -> Command {
+    let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+    let data_home = std::env::temp_dir().join(format!(
+        "sift-bin-it-client-data-{}-{n}",
+        std::process::id()
+    ));
+    let mut command = Command::new(CLIENT);
+    command.env("XDG_DATA_HOME", data_home);
+    command
+}
+
 /// Runs a client to completion, killing it if it outlives the deadline.
 pub fn run_client(args: &[&str]) -> Output {
-    run_bounded(Command::new(CLIENT).args(args))
+    run_bounded(client_command().args(args))
 }
 
 /// Runs `command` with a bounded wait.
