@@ -75,10 +75,7 @@ impl ReceiveWindow {
             // Half a window consumed in under two round trips: the reader
             // keeps up, so the window is what limits the sender.
             if now.saturating_duration_since(last) < srtt.saturating_mul(WINDOW_TRIGGER_FACTOR) {
-                self.window = self
-                    .window
-                    .saturating_mul(WINDOW_INCREASE_FACTOR)
-                    .min(self.max_window);
+                self.grow();
             }
         }
         self.last_update = Some(now);
@@ -101,11 +98,24 @@ impl ReceiveWindow {
     /// reads that the hole stops. Returns the new limit, or `None` when it
     /// did not move.
     pub fn grow_for_blocked_sender(&mut self, consumed: u64) -> Option<u64> {
+        self.grow();
+        self.raise(consumed)
+    }
+
+    /// For the connection window: stays [`CONNECTION_WINDOW_FACTOR`] times
+    /// ahead of a stream window of `stream_window` bytes, so one fast stream
+    /// is not held back by the connection limit. Returns whether it grew.
+    pub fn stay_ahead_of(&mut self, stream_window: u64) -> bool {
+        let (num, den) = CONNECTION_WINDOW_FACTOR;
+        self.ensure_window(stream_window.saturating_mul(num) / den)
+    }
+
+    /// Doubles the window, up to the ceiling.
+    fn grow(&mut self) {
         self.window = self
             .window
             .saturating_mul(WINDOW_INCREASE_FACTOR)
             .min(self.max_window);
-        self.raise(consumed)
     }
 
     /// Grows the window to at least `min_window` (bounded by the ceiling).

@@ -5,7 +5,6 @@
 
 use super::control::PendingControl;
 use super::error::TransportError;
-use super::flow::CONNECTION_WINDOW_FACTOR;
 use super::id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
@@ -242,20 +241,20 @@ impl Streams {
         if !recv.buffer.wants_credit() {
             return Ok(());
         }
-        if recv.window.limit() == limit && !recv.buffer.is_readable() {
-            let consumed = recv.buffer.consumed();
-            if recv.window.grow_for_blocked_sender(consumed).is_some() {
-                let (num, den) = CONNECTION_WINDOW_FACTOR;
-                let floor = recv.window.window().saturating_mul(num) / den;
-                if self.connection_recv.ensure_window(floor)
-                    && self
-                        .connection_recv
-                        .update_without_tuning(self.connection_consumed)
-                        .is_some()
-                {
-                    self.pending.insert(PendingControl::MaxData);
-                }
-            }
+        // Blocked at our limit with nothing left to read: the window held it.
+        let window_held_it = recv.window.limit() == limit && !recv.buffer.is_readable();
+        if window_held_it
+            && recv
+                .window
+                .grow_for_blocked_sender(recv.buffer.consumed())
+                .is_some()
+            && self.connection_recv.stay_ahead_of(recv.window.window())
+            && self
+                .connection_recv
+                .update_without_tuning(self.connection_consumed)
+                .is_some()
+        {
+            self.pending.insert(PendingControl::MaxData);
         }
         if recv.window.limit() > limit {
             self.pending.insert(PendingControl::MaxStreamData(id));

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{PeerLimits, StreamConfig};
 use super::control::PendingControl;
 use super::error::StreamError;
-use super::flow::{ReceiveWindow, SendCredit, CONNECTION_WINDOW_FACTOR};
+use super::flow::{ReceiveWindow, SendCredit};
 use super::id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
@@ -364,11 +364,7 @@ impl Streams {
             && recv.window.update(consumed, now, srtt).is_some()
         {
             self.pending.insert(PendingControl::MaxStreamData(id));
-            // Keep the connection window ahead of any stream's, so one
-            // fast stream is not held back by the connection limit.
-            let (num, den) = CONNECTION_WINDOW_FACTOR;
-            let floor = recv.window.window().saturating_mul(num) / den;
-            self.connection_recv.ensure_window(floor);
+            self.connection_recv.stay_ahead_of(recv.window.window());
         }
         self.stats.bytes_read += read as u64;
         self.connection_consumed += consumed - consumed_before;
