@@ -56,6 +56,7 @@
 //!   names what the server offers.
 
 mod balance;
+mod ledger;
 mod reset;
 mod retry;
 mod token;
@@ -63,8 +64,10 @@ mod token_store;
 mod version;
 
 pub use balance::WorkerLoads;
+pub use ledger::{TokenClock, TokenLedger, MAX_SPENT_TOKENS};
 pub use token::{
-    RetryPolicy, ADDRESS_TOKEN_LIFETIME, DEFAULT_RETRY_HALF_OPEN, RETRY_TOKEN_LIFETIME,
+    RetryPolicy, ADDRESS_TOKEN_LIFETIME, CLOCK_TOLERANCE, DEFAULT_RETRY_HALF_OPEN,
+    RETRY_TOKEN_LIFETIME,
 };
 use token::{TokenError, ValidToken};
 pub use token_store::{TokenStore, MAX_REMEMBERED_TOKENS};
@@ -206,6 +209,11 @@ pub struct EndpointStats {
     /// connection validated (no Retry needed).
     #[serde(default)]
     pub validated_by_token: u64,
+    /// NEW_TOKEN tokens refused because they were used before (a replay),
+    /// issued before this server started, or found the ledger full: their
+    /// clients count as bringing no token.
+    #[serde(default)]
+    pub spent_address_tokens: u64,
     /// New clients sent to a less busy worker with a Retry (multi-worker
     /// servers; also counted in `retries_sent`).
     #[serde(default)]
@@ -291,8 +299,10 @@ pub struct Endpoint {
     stateless_credit_since: Option<Instant>,
     /// Unpredictable bytes of stateless resets (seeded: runs repeat).
     rng: ChaCha8Rng,
-    /// The first `now` seen: Retry tokens carry times relative to it.
-    epoch: Option<Instant>,
+    /// The clock tokens are dated by and the address tokens spent: shared
+    /// by every endpoint of a server, or this endpoint's own from its first
+    /// `now` (`with_token_ledger`).
+    ledger: Option<TokenLedger>,
     /// Client: the latest NEW_TOKEN token of each server, used once by
     /// the next connection to it (unless the connection's config names a
     /// shared store).
@@ -319,6 +329,10 @@ impl Endpoint {
     /// the connection's handle).
     pub fn new(local: SocketAddr, server: Option<Config>) -> Self {
         let seed = server.as_ref().map_or(0, |config| config.rng_seed) ^ 0x7e5e_7e5e;
+        let rng = match server.as_ref().and_then(|config| config.entropy) {
+            Some(entropy) => entropy.rng(b"endpoint"),
+            None => ChaCha8Rng::seed_from_u64(seed),
+        };
         Self {
             local,
             server,
@@ -335,8 +349,8 @@ impl Endpoint {
             stateless: VecDeque::new(),
             stateless_credit: MAX_STATELESS_PER_SECOND,
             stateless_credit_since: None,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            epoch: None,
+            rng,
+            ledger: None,
             tokens: TokenStore::new(),
             loads: None,
             stats: EndpointStats::default(),
@@ -354,6 +368,17 @@ impl Endpoint {
             self.max_connections = loads.share(index);
         }
         self.loads = Some(loads);
+        self
+    }
+
+    /// Dates tokens by `ledger`'s clock and spends address tokens in it.
+    /// Give every endpoint of one server the same ledger (clones share
+    /// it): each then accepts the others' Retry and address tokens for
+    /// exactly their lifetimes, and an address token only once across
+    /// them all. Without one the endpoint keeps its own, its clock read
+    /// from its first `now`.
+    pub fn with_token_ledger(mut self, ledger: TokenLedger) -> Self {
+        self.ledger = Some(ledger);
         self
     }
 
@@ -446,6 +471,9 @@ impl Endpoint {
         let token = store.take(remote);
         let config = Config {
             rng_seed: mix_seed(config.rng_seed, handle),
+            entropy: config
+                .entropy
+                .map(|entropy| entropy.derive(b"connection", handle.0)),
             ..config
         };
         let mut connection = Connection::connect(config, self.local, remote, now)?;
@@ -654,7 +682,7 @@ impl Endpoint {
                 self.stats.dropped_invalid_token += 1;
                 return None;
             }
-            Err(TokenError::NotOurs | TokenError::Stale) => {
+            Err(TokenError::NotOurs | TokenError::Stale | TokenError::Spent) => {
                 if !full && self.retry_wanted() {
                     self.send_retry(client_dcid, client_scid, from, now, None);
                     return None;
@@ -671,6 +699,9 @@ impl Endpoint {
         let handle = ConnectionHandle(self.next_handle);
         let config = Config {
             rng_seed: mix_seed(template.rng_seed, handle),
+            entropy: template
+                .entropy
+                .map(|entropy| entropy.derive(b"connection", handle.0)),
             ..template.clone()
         };
         let mut connection = match Connection::accept(config, self.local, from, now) {
@@ -701,7 +732,7 @@ impl Endpoint {
                     tracing::debug!(%from, "a client's address changed after our Retry");
                     connection.accept_retried(contents.original_dcid, contents.retry_scid, false)
                 }
-                Some(ValidToken::Address) => {
+                Some(ValidToken::Address { .. }) => {
                     self.stats.validated_by_token += 1;
                     connection.accept_validated();
                 }

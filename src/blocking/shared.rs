@@ -13,7 +13,7 @@ use std::time::Instant;
 use mio::Waker;
 
 use super::SiftIoError;
-use crate::endpoint::{ConnectionHandle, Endpoint, WorkerLoads};
+use crate::endpoint::{ConnectionHandle, Endpoint, TokenLedger, WorkerLoads};
 use crate::io::{Control, Datapath, Driver, EndpointHost, Progress, SocketOptions};
 use crate::stream::Dir;
 use crate::Config;
@@ -346,13 +346,25 @@ pub(super) fn start_endpoint(
 ) -> Result<Arc<Shared>, SiftIoError> {
     let options = socket_options(template);
     let driver = Driver::bind(bind, options, template.max_datagram_size)?;
-    start_driver(driver, server, template, max_connections, None)
+    start_driver(
+        driver,
+        server,
+        template,
+        max_connections,
+        None,
+        server_ledger(),
+    )
 }
 
 /// One worker of a multi-worker server: its index and every worker's load.
 struct Worker {
     index: usize,
     loads: Arc<WorkerLoads>,
+}
+
+/// A ledger for one server's tokens, on the wall clock.
+fn server_ledger() -> TokenLedger {
+    TokenLedger::new(crate::io::token_clock())
 }
 
 /// Binds `workers` endpoints to `bind` in one reuseport group, each with its
@@ -369,6 +381,8 @@ pub(super) fn start_workers(
     let datapaths =
         Datapath::bind_workers(bind, options, template.max_datagram_size, servers.len())?;
     let loads = WorkerLoads::new(servers.len(), max_connections);
+    // One clock and one record of spent tokens for every worker.
+    let ledger = server_ledger();
     datapaths
         .into_iter()
         .zip(servers)
@@ -385,6 +399,7 @@ pub(super) fn start_workers(
                 template,
                 max_connections,
                 Some(worker),
+                ledger.clone(),
             )
         })
         .collect()
@@ -406,12 +421,15 @@ fn start_driver(
     template: &Config,
     max_connections: usize,
     worker: Option<Worker>,
+    ledger: TokenLedger,
 ) -> Result<Arc<Shared>, SiftIoError> {
     let options = socket_options(template);
     let local = driver.local_addr();
     let socket_fd = driver.socket().as_fd().try_clone_to_owned()?;
     let listening = server.is_some();
-    let mut endpoint = Endpoint::new(local, server).with_max_connections(max_connections);
+    let mut endpoint = Endpoint::new(local, server)
+        .with_max_connections(max_connections)
+        .with_token_ledger(ledger);
     let thread_name = match worker {
         Some(Worker { index, loads }) => {
             endpoint = endpoint.with_worker_loads(loads);

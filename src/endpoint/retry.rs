@@ -4,13 +4,14 @@
 //! it is sealed is `token`.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::RngCore;
 
+use super::ledger::{Spend, TokenClock, TokenLedger};
 use super::token::{
-    open_token, seal_address_token, seal_retry_token, since_epoch, RetryPolicy, RetryTokenContents,
-    TokenError, ValidToken,
+    open_token, seal_address_token, seal_retry_token, RetryPolicy, RetryTokenContents, TokenError,
+    ValidToken,
 };
 use super::{Endpoint, MAX_QUEUED_STATELESS};
 use crate::crypto::TOKEN_NONCE_LEN;
@@ -75,7 +76,7 @@ impl Endpoint {
         let retry_scid = ConnectionId::new(&scid).expect("8 bytes");
         let mut nonce = [0u8; TOKEN_NONCE_LEN];
         self.rng.fill_bytes(&mut nonce);
-        let issued = since_epoch(&mut self.epoch, now);
+        let issued = self.token_ledger(now).clock().unix_time(now);
         let contents = RetryTokenContents {
             original_dcid: client_dcid,
             retry_scid,
@@ -100,13 +101,29 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> Result<ValidToken, TokenError> {
-        let since = since_epoch(&mut self.epoch, now);
+        let ledger = self.token_ledger(now).clone();
         let secret = self
             .server
             .as_ref()
             .and_then(|config| config.server_secret.as_ref())
             .ok_or(TokenError::NotOurs)?;
-        open_token(secret, token, from, dcid, since)
+        let valid = open_token(secret, token, from, dcid, ledger.clock().unix_time(now))?;
+        if let ValidToken::Address { issued, name } = valid {
+            let spend = ledger.spend(name, issued, now);
+            if spend != Spend::Accepted {
+                tracing::debug!(%from, ?spend, "refusing an address token that was spent");
+                self.stats.spent_address_tokens += 1;
+                return Err(TokenError::Spent);
+            }
+        }
+        Ok(valid)
+    }
+
+    /// The ledger tokens are dated and spent in: the one the server gave,
+    /// or this endpoint's own, its clock starting at the first `now`.
+    pub(super) fn token_ledger(&mut self, now: Instant) -> &TokenLedger {
+        self.ledger
+            .get_or_insert_with(|| TokenLedger::new(TokenClock::new(now, Duration::ZERO)))
     }
 
     /// A NEW_TOKEN token for a client at `client`, if we have a secret.
@@ -114,7 +131,7 @@ impl Endpoint {
         let secret = self.server.as_ref()?.server_secret.clone()?;
         let mut nonce = [0u8; TOKEN_NONCE_LEN];
         self.rng.fill_bytes(&mut nonce);
-        let issued = since_epoch(&mut self.epoch, now);
+        let issued = self.token_ledger(now).clock().unix_time(now);
         Some(seal_address_token(&secret, nonce, client, issued))
     }
 

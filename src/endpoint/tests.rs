@@ -1687,3 +1687,118 @@ fn a_worker_resets_only_connection_ids_that_name_it() {
         "one reset only"
     );
 }
+
+/// Worker `index` of two, with the server secret, asking every new client
+/// for a Retry.
+fn retrying_worker(index: usize) -> Endpoint {
+    Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            server_secret: Some(ServerSecret::new(&[9; SERVER_SECRET_LEN])),
+            retry: RetryPolicy::Always,
+            cid_steering: crate::wire::CidSteering::new(index, 2),
+            ..config(1)
+        }),
+    )
+}
+
+/// `worker` answers a client's first Initial with a Retry at `now`; the
+/// client's second Initial (with the token) is returned.
+fn retried_initial(worker: &mut Endpoint, client_port: u16, now: Instant) -> Vec<u8> {
+    let mut client = Endpoint::new(addr(client_port), None);
+    client.connect(config(2), addr(SERVER), now).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(worker.recv(&mut buf[..len], addr(client_port), now), None);
+    let (len, _) = worker.poll_transmit(now, &mut buf).expect("a Retry");
+    client.recv(&mut buf[..len], addr(SERVER), now);
+    let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
+    buf[..len].to_vec()
+}
+
+#[test]
+fn workers_whose_token_clocks_started_apart_accept_each_others_retry_tokens() {
+    // A worker that dated tokens from its own first `now` read another's
+    // token as issued in the future (or long expired) and dropped the
+    // client: seconds apart stalled clients, hours apart lost them.
+    for apart in [Duration::from_secs(3), Duration::from_secs(2 * 3600)] {
+        let t0 = Instant::now();
+        let ledger = TokenLedger::new(TokenClock::new(t0, Duration::from_secs(1_700_000_000)));
+        let mut busy = retrying_worker(0).with_token_ledger(ledger.clone());
+        let mut light = retrying_worker(1).with_token_ledger(ledger);
+        // The busy worker's first token operation is at t0...
+        retried_initial(&mut busy, 2001, t0);
+        // ...the light worker's is `apart` later, with a client the busy
+        // worker sent its way.
+        let later = t0 + apart;
+        let mut initial = retried_initial(&mut busy, 2002, later);
+        let handle = light.recv(&mut initial, addr(2002), later);
+        assert!(handle.is_some(), "{apart:?} apart: the client is accepted");
+        assert_eq!(light.stats().dropped_invalid_token, 0, "{apart:?} apart");
+    }
+}
+
+#[test]
+fn workers_each_on_a_clock_of_its_own_drop_each_others_clients() {
+    // Why a server's workers must share one ledger: the skew, reproduced.
+    let t0 = Instant::now();
+    let mut busy = retrying_worker(0);
+    let mut light = retrying_worker(1);
+    retried_initial(&mut busy, 2001, t0);
+    let later = t0 + Duration::from_secs(3);
+    let mut initial = retried_initial(&mut busy, 2002, later);
+    assert_eq!(light.recv(&mut initial, addr(2002), later), None);
+    assert_eq!(light.stats().dropped_invalid_token, 1);
+}
+
+#[test]
+fn an_address_token_is_accepted_once() {
+    let (mut net, _) = client_holding_a_new_token();
+    let token = net.endpoints[1].tokens.take(addr(SERVER)).unwrap();
+    // Two connections from the client's IP address bring the same token:
+    // the first skips the Retry, the replay does not.
+    for port in [1002, 1003] {
+        let mut again = Endpoint::new(addr(port), None);
+        again.tokens.insert(addr(SERVER), token.clone());
+        let handle = again
+            .connect(config(u64::from(port)), addr(SERVER), net.now)
+            .unwrap();
+        net.endpoints.push(again);
+        let index = net.endpoints.len() - 1;
+        assert!(net.run_until(|e| established(&mut e[index], handle)));
+    }
+    let server = net.endpoints[0].stats();
+    assert_eq!(server.validated_by_token, 1);
+    assert_eq!(server.spent_address_tokens, 1);
+    assert_eq!(server.retries_sent, 2, "the replay proved its address anew");
+}
+
+#[test]
+fn a_shared_ledger_refuses_a_token_spent_at_another_worker() {
+    let (mut net, _) = client_holding_a_new_token();
+    let token = net.endpoints[1].tokens.take(addr(SERVER)).unwrap();
+    let ledger = net.endpoints[0].token_ledger(net.now).clone();
+    let mut other = server_with_secret(
+        &ServerSecret::new(&[9; SERVER_SECRET_LEN]),
+        RetryPolicy::Always,
+    )
+    .with_token_ledger(ledger);
+    let now = net.now;
+    // Spent at the first worker...
+    let mut client = Endpoint::new(addr(1002), None);
+    client.tokens.insert(addr(SERVER), token.clone());
+    client.connect(config(4), addr(SERVER), now).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
+    assert!(net.endpoints[0]
+        .recv(&mut buf[..len], addr(1002), now)
+        .is_some());
+    // ...refused at the second.
+    let mut thief = Endpoint::new(addr(1003), None);
+    thief.tokens.insert(addr(SERVER), token);
+    thief.connect(config(5), addr(SERVER), now).unwrap();
+    let (len, _) = thief.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(other.recv(&mut buf[..len], addr(1003), now), None);
+    assert_eq!(other.stats().spent_address_tokens, 1);
+    assert_eq!(other.stats().retries_sent, 1);
+}

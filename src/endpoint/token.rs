@@ -3,8 +3,9 @@
 //!
 //! A token is sealed under the server secret's token key (AES-256-GCM,
 //! `crypto::secret`), so it opens only on a server with the same secret.
-//! Inside: when it was issued (milliseconds since the endpoint's epoch, its
-//! first `now`), the client's address, the destination connection ID of the
+//! Inside: when it was issued (wall-clock milliseconds since the Unix
+//! epoch, read through the server's one [`TokenClock`], so that every
+//! worker dates tokens alike), the client's address, the destination connection ID of the
 //! client's first Initial and the connection ID the Retry gave it. A token
 //! older than [`RETRY_TOKEN_LIFETIME`] or naming another connection ID than
 //! the packet carrying it is refused. One that comes back from another
@@ -22,19 +23,30 @@
 //! one is validated without a Retry; one that is stale or not ours is
 //! treated as no token at all.
 //!
-//! Tokens are not remembered, so one can be replayed from its own address
-//! within its lifetime: that proves nothing new and costs the attacker the
-//! same as a fresh handshake, which is what Retry allows (RFC 9000 §8.1.4).
+//! A NEW_TOKEN token is accepted once ([`TokenLedger`]); a Retry token may
+//! come back more than once within its ten seconds (a client retransmits
+//! its Initial), always from the address and for the connection ID it
+//! names, which proves nothing new and costs an attacker the same as a
+//! fresh handshake (RFC 9000 §8.1.4).
+//!
+//! [`TokenClock`]: super::TokenClock
+//! [`TokenLedger`]: super::TokenLedger
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::ledger::TOKEN_NAME_LEN;
 use crate::crypto::{ServerSecret, TOKEN_NONCE_LEN};
 use crate::wire::{ConnectionId, Reader, MAX_CID_LEN};
 
 /// How long a Retry token is good for: one round trip is all it needs;
 /// this allows for slow paths and retransmitted Initials.
 pub const RETRY_TOKEN_LIFETIME: Duration = Duration::from_secs(10);
+
+/// How far in the future a token's issue time may lie: the `now` a worker
+/// was handed may be a little older than the moment another worker sealed
+/// the token the client is answering with.
+pub const CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
 
 /// Half-open handshakes (server connections not yet established) at which
 /// an endpoint in [`RetryPolicy::WhenBusy`] starts asking for Retry.
@@ -47,9 +59,9 @@ const RETRY_TOKEN_KIND: u8 = 3;
 const RETRY_TOKEN_AAD: &[u8] = b"sift retry token";
 const ADDRESS_TOKEN_KIND: u8 = 2;
 
-/// How long a NEW_TOKEN token lets a client skip Retry. Times count from
-/// the endpoint's epoch, so a restarted server takes none of the tokens
-/// its previous run gave out (their clients get a Retry, no worse).
+/// How long a NEW_TOKEN token lets a client skip Retry. A restarted server
+/// takes none of the tokens its previous run gave out (it cannot know
+/// which were spent; their clients get a Retry, no worse).
 pub const ADDRESS_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// When a server endpoint asks new clients to prove their address with a
@@ -98,7 +110,7 @@ fn bound_to_ip(client: SocketAddr) -> Vec<u8> {
 }
 
 /// Seals a token for the client's next connection (NEW_TOKEN), issued
-/// `issued` after the epoch.
+/// at `issued` (wall clock).
 pub fn seal_address_token(
     secret: &ServerSecret,
     nonce: [u8; TOKEN_NONCE_LEN],
@@ -120,21 +132,31 @@ pub enum ValidToken {
     /// Retry went to (a NAT rebinding, or a replay): the connection IDs are
     /// ours, the address is not validated.
     RetryFromNewAddress(RetryTokenContents),
-    /// It came from our NEW_TOKEN on an earlier connection from this IP.
-    Address,
+    /// It came from our NEW_TOKEN on an earlier connection from this IP,
+    /// issued at `issued` (wall clock); `name` tells it apart from every
+    /// other token, so that it is accepted once ([`TokenLedger`]).
+    ///
+    /// [`TokenLedger`]: super::TokenLedger
+    Address {
+        /// When it was issued.
+        issued: Duration,
+        /// Its AEAD tag.
+        name: [u8; TOKEN_NAME_LEN],
+    },
 }
 
 /// Checks the token of a client Initial: a Retry token (see
 /// [`open_retry_token`]) or a NEW_TOKEN one from this IP address that is
-/// not older than [`ADDRESS_TOKEN_LIFETIME`].
+/// not older than [`ADDRESS_TOKEN_LIFETIME`] at `now` (wall clock). Whether
+/// an address token was used before is the ledger's to say.
 pub fn open_token(
     secret: &ServerSecret,
     token: &[u8],
     client: SocketAddr,
     dcid: &ConnectionId,
-    since_epoch: Duration,
+    now: Duration,
 ) -> Result<ValidToken, TokenError> {
-    match open_retry_token(secret, token, client, dcid, since_epoch) {
+    match open_retry_token(secret, token, client, dcid, now) {
         Err(TokenError::NotOurs) => {}
         other => return other,
     }
@@ -148,10 +170,12 @@ pub fn open_token(
         _ => return Err(TokenError::NotOurs),
     };
     let issued = Duration::from_millis(issued_ms);
-    if issued > since_epoch || since_epoch - issued > ADDRESS_TOKEN_LIFETIME {
+    if issued > now + CLOCK_TOLERANCE || now.saturating_sub(issued) > ADDRESS_TOKEN_LIFETIME {
         return Err(TokenError::Stale);
     }
-    Ok(ValidToken::Address)
+    let mut name = [0u8; TOKEN_NAME_LEN];
+    name.copy_from_slice(&token[token.len() - TOKEN_NAME_LEN..]);
+    Ok(ValidToken::Address { issued, name })
 }
 
 /// The bytes a Retry token is bound to: the client's address, in one spelling.
@@ -164,7 +188,7 @@ fn bound_to(client: SocketAddr) -> Vec<u8> {
     bytes
 }
 
-/// Seals a Retry token for `client`, issued `issued` after the epoch.
+/// Seals a Retry token for `client`, issued at `issued` (wall clock).
 pub fn seal_retry_token(
     secret: &ServerSecret,
     nonce: [u8; TOKEN_NONCE_LEN],
@@ -201,10 +225,15 @@ pub enum TokenError {
     /// as one without a token (RFC 9000 §8.1.3).
     #[error("the address token expired")]
     Stale,
+    /// A NEW_TOKEN token accepted before (a replay), or one this server
+    /// cannot vouch for (issued before it started, or its ledger is full):
+    /// treated as no token, like a stale one.
+    #[error("the address token was used before")]
+    Spent,
 }
 
 /// Opens the Retry token of a client Initial from `client` addressed to
-/// `dcid`, `now` being `since_epoch` after the epoch: [`ValidToken::Retry`]
+/// `dcid`, at `now` (wall clock): [`ValidToken::Retry`]
 /// from the address the Retry went to, [`ValidToken::RetryFromNewAddress`]
 /// from any other.
 pub fn open_retry_token(
@@ -212,7 +241,7 @@ pub fn open_retry_token(
     token: &[u8],
     client: SocketAddr,
     dcid: &ConnectionId,
-    since_epoch: Duration,
+    now: Duration,
 ) -> Result<ValidToken, TokenError> {
     let plain = secret
         .open_token(token, RETRY_TOKEN_AAD)
@@ -233,8 +262,8 @@ pub fn open_retry_token(
     // older sift, and refused all the same.
     let (issued_ms, address, original_dcid, retry_scid) =
         parse(&mut reader).ok_or(TokenError::NotOurs)?;
-    let age = since_epoch.saturating_sub(Duration::from_millis(issued_ms));
-    if Duration::from_millis(issued_ms) > since_epoch || age > RETRY_TOKEN_LIFETIME {
+    let issued = Duration::from_millis(issued_ms);
+    if issued > now + CLOCK_TOLERANCE || now.saturating_sub(issued) > RETRY_TOKEN_LIFETIME {
         return Err(TokenError::Expired);
     }
     if retry_scid != *dcid {
@@ -249,11 +278,6 @@ pub fn open_retry_token(
     } else {
         ValidToken::RetryFromNewAddress(contents)
     })
-}
-
-/// The endpoint's epoch for token times: its first `now`.
-pub fn since_epoch(epoch: &mut Option<Instant>, now: Instant) -> Duration {
-    now.saturating_duration_since(*epoch.get_or_insert(now))
 }
 
 #[cfg(test)]
@@ -299,9 +323,19 @@ mod tests {
             Err(TokenError::Expired)
         );
         assert_eq!(
-            open(&token, addr(1), cid(2), at - Duration::from_secs(1)),
+            open(&token, addr(1), cid(2), at - CLOCK_TOLERANCE),
+            good,
+            "a worker's `now` may lag the moment another sealed the token"
+        );
+        assert_eq!(
+            open(
+                &token,
+                addr(1),
+                cid(2),
+                at - CLOCK_TOLERANCE - Duration::from_millis(1)
+            ),
             Err(TokenError::Expired),
-            "issued in the future: another epoch's"
+            "issued in the future"
         );
         // From another port (a NAT rebinding): ours, but no address proof.
         assert_eq!(
@@ -329,11 +363,11 @@ mod tests {
         let at = Duration::from_secs(100);
         let token = seal_address_token(&secret, [7; 12], addr(1), at);
         let open = |client, now| open_token(&secret, &token, client, &cid(9), now);
-        assert_eq!(open(addr(1), at), Ok(ValidToken::Address));
-        assert_eq!(
-            open(addr(2), at + ADDRESS_TOKEN_LIFETIME),
-            Ok(ValidToken::Address)
-        );
+        let mut name = [0; TOKEN_NAME_LEN];
+        name.copy_from_slice(&token[token.len() - TOKEN_NAME_LEN..]);
+        let good = Ok(ValidToken::Address { issued: at, name });
+        assert_eq!(open(addr(1), at), good);
+        assert_eq!(open(addr(2), at + ADDRESS_TOKEN_LIFETIME), good);
         assert_eq!(
             open(
                 addr(1),
