@@ -42,7 +42,7 @@ pub use error::SiftIoError;
 pub use listener::Listener;
 pub use stream::SiftStream;
 
-use crate::io::os_seed;
+use crate::io::{os_entropy, os_seed};
 use crate::Config;
 use connection::ConnInner;
 use shared::start_endpoint;
@@ -96,6 +96,7 @@ pub fn connect(remote: SocketAddr, config: Config) -> Result<BlockingConnection,
     let timeout = handshake_timeout(&config);
     let config = Config {
         rng_seed: os_seed(),
+        entropy: Some(os_entropy()),
         ..config
     };
     let handle = {

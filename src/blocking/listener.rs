@@ -10,7 +10,7 @@ use super::connection::{BlockingConnection, ConnInner};
 use super::shared::{start_endpoint, start_workers, Shared, Wait};
 use super::SiftIoError;
 use crate::endpoint::ConnectionHandle;
-use crate::io::os_seed;
+use crate::io::{os_entropy, os_seed};
 use crate::wire::steering::{CidSteering, MAX_WORKERS};
 use crate::Config;
 
@@ -44,6 +44,7 @@ impl Listener {
         config.validate(crate::Side::Server)?;
         let server = Config {
             rng_seed: os_seed(),
+            entropy: Some(os_entropy()),
             ..config.clone()
         };
         let shared = start_endpoint(addr, Some(server), &config, max_connections)?;
@@ -84,6 +85,7 @@ impl Listener {
                 })?;
                 Ok(Config {
                     rng_seed: os_seed(),
+                    entropy: Some(os_entropy()),
                     cid_steering: Some(steering),
                     ..config.clone()
                 })

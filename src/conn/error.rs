@@ -27,6 +27,9 @@ pub mod codes {
     /// APPLICATION_ERROR: the application closed before the handshake
     /// completed (RFC 9000 §10.2.3).
     pub const APPLICATION_ERROR: u64 = 0xc;
+    /// AEAD_LIMIT_REACHED: more received packets failed authentication
+    /// than the cipher's integrity limit allows (RFC 9001 §6.6).
+    pub const AEAD_LIMIT_REACHED: u64 = 0xf;
     /// RFC 9000 §20.1: 0x0100–0x01ff carry a TLS alert; sift's Null
     /// handshake reports its failures as a generic handshake failure (40).
     pub const HANDSHAKE_FAILURE: u64 = 0x0100 + 40;

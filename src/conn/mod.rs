@@ -28,7 +28,9 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift_cc::CcConfig;
 
-use crate::crypto::{Fingerprint, Level, PacketProtection, ResetToken, ServerSecret, TlsConfig};
+use crate::crypto::{
+    Entropy, Fingerprint, Level, PacketProtection, ResetToken, ServerSecret, TlsConfig,
+};
 use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
 use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
 use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
@@ -56,6 +58,10 @@ use stats::Counters;
 const SKIP_SEED_SALT: [u64; 2] = [0x5c1f_0000_0000_0001, 0x5c1f_0000_0000_0002];
 /// The same for PATH_CHALLENGE data.
 const PATH_SEED_SALT: [u64; 2] = [0x9a7e_0000_0000_0001, 0x9a7e_0000_0000_0002];
+/// The labels each side's skips and PATH_CHALLENGE data derive under, when
+/// the connection has entropy.
+const SKIP_LABEL: [&[u8]; 2] = [b"client packet number skips", b"server packet number skips"];
+const PATH_LABEL: [&[u8]; 2] = [b"client path challenges", b"server path challenges"];
 
 /// RFC 9000 §14.1: the smallest datagram that may carry a client Initial.
 pub const MIN_INITIAL_DATAGRAM: usize = 1200;
@@ -135,9 +141,17 @@ pub struct Config {
     pub ack_frequency: bool,
     /// Accept DATAGRAM frames up to this size (`None`: refuse them).
     pub max_datagram_frame_size: Option<u64>,
-    /// Seed for connection IDs. Real endpoints draw it from the OS; the
-    /// simulator derives it from the run's seed so runs repeat exactly.
+    /// Seed for connection IDs, the packet numbers skipped and
+    /// PATH_CHALLENGE data when `entropy` is `None`: the simulator derives
+    /// it from the run's seed so runs repeat exactly. 64 bits, mixed by
+    /// invertible steps: not for real sockets.
     pub rng_seed: u64,
+    /// 256 bits from the operating system that every unpredictable value
+    /// of the connection derives from instead of `rng_seed`
+    /// (`crypto::entropy`). The blocking and tokio APIs set it for every
+    /// connection; an endpoint derives each connection's own from its
+    /// server config's.
+    pub entropy: Option<Entropy>,
     /// Server: the static secret its stateless reset tokens derive from
     /// (RFC 9000 §10.3). Kept across restarts (`sift-server` keeps it in its
     /// state directory), it lets a restarted server tell clients at once
@@ -193,6 +207,7 @@ impl Default for Config {
             ack_frequency: true,
             max_datagram_frame_size: Some(65_535),
             rng_seed: 0,
+            entropy: None,
             server_secret: None,
             cid_steering: None,
             retry: crate::endpoint::RetryPolicy::default(),
@@ -205,6 +220,16 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The generator for one purpose (`label`) of a connection: keyed by
+    /// its entropy, or seeded from `rng_seed` xor `salt` (as sift always
+    /// has, so simulator runs stay as they were).
+    pub(crate) fn rng(&self, label: &[u8], salt: u64) -> ChaCha8Rng {
+        match &self.entropy {
+            Some(entropy) => entropy.rng(label),
+            None => ChaCha8Rng::seed_from_u64(self.rng_seed ^ salt),
+        }
+    }
+
     /// Checks that `side` can make connections with this config: the
     /// datagram size, the controller's parameters, and under TLS a
     /// server's identity or a client's trust. A server should call it
@@ -327,6 +352,9 @@ pub struct Connection {
     protection_mismatch: Option<Protection>,
     /// Server: refuse the client's first Initial with this reason.
     refusal: Option<String>,
+    /// Packets that may fail authentication before the connection closes,
+    /// when not the cipher's own limit (tests reach it quickly).
+    integrity_limit: Option<u64>,
     /// Client: the token and connection ID of the server's Retry, once one
     /// was accepted (at most one per connection).
     retry: Option<(Vec<u8>, ConnectionId)>,
@@ -433,7 +461,7 @@ impl Connection {
         remote: SocketAddr,
         now: Instant,
     ) -> Result<Self, Error> {
-        let mut rng = ChaCha8Rng::seed_from_u64(config.rng_seed);
+        let mut rng = config.rng(b"client connection ids", 0);
         let local_cid = random_cid(&mut rng, None);
         let original_dcid = random_cid(&mut rng, None);
         Self::new(
@@ -455,7 +483,7 @@ impl Connection {
         remote: SocketAddr,
         now: Instant,
     ) -> Result<Self, Error> {
-        let mut rng = ChaCha8Rng::seed_from_u64(config.rng_seed ^ 0x5e7e_5e7e);
+        let mut rng = config.rng(b"server connection ids", 0x5e7e_5e7e);
         let local_cid = random_cid(&mut rng, config.cid_steering);
         // Learned from the client's first Initial.
         let unknown = ConnectionId::new(&[]).expect("empty connection ID");
@@ -528,11 +556,14 @@ impl Connection {
             new_token_in: None,
             refusal: None,
             next_packet_number: [0; 3],
-            skips: PacketNumberSkips::new(config.rng_seed ^ SKIP_SEED_SALT[side as usize]),
+            skips: PacketNumberSkips::from_rng(
+                config.rng(SKIP_LABEL[side as usize], SKIP_SEED_SALT[side as usize]),
+            ),
             path: PathValidation::default(),
-            path_rng: ChaCha8Rng::seed_from_u64(config.rng_seed ^ PATH_SEED_SALT[side as usize]),
+            path_rng: config.rng(PATH_LABEL[side as usize], PATH_SEED_SALT[side as usize]),
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
+            integrity_limit: None,
             recv_dcid: local_cid,
             cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client)
                 .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
@@ -1290,6 +1321,7 @@ impl Connection {
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
             corruption_notices_negotiated: self.notices_negotiated,
             checksum_free_datagrams: c.checksum_free_datagrams,
+            authentication_failures: c.authentication_failures,
             key_updates: self.key_phases.updates,
             keep_alives_sent: self.counters.keep_alives_sent,
             cwnd: self.recovery.window(),

@@ -199,6 +199,7 @@ impl Connection {
             self.counters.undecryptable_dropped += 1;
             return (packet_len, PacketOutcome::Continue);
         };
+        let integrity_limit = protection.integrity_limit();
         let opened = if self.cid_acceptable(parsed.ty, parsed.dcid.as_slice()) {
             open_packet(&parsed, packet_number, &mut buf[..packet_len], protection)
                 .map(|frames| frames.len())
@@ -216,6 +217,9 @@ impl Connection {
         let frames_len = match opened {
             Ok(frames_len) => frames_len,
             Err(OpenError::HeaderCorrupt) => {
+                if self.failed_authentication(space, 1, integrity_limit) {
+                    return (packet_len, PacketOutcome::StopDatagram);
+                }
                 if space == SpaceId::Data {
                     if let Some(outcome) = self.accept_rebuilt(buf, Some(parsed.truncated_pn), now)
                     {
@@ -229,8 +233,13 @@ impl Connection {
             }
             Err(OpenError::PayloadCorrupt) => {
                 self.counters.payload_corrupt_received += 1;
-                // A verified header proves the peer is alive.
-                self.on_peer_activity(now);
+                if self.failed_authentication(space, 1, integrity_limit) {
+                    return (packet_len, PacketOutcome::StopDatagram);
+                }
+                // No peer activity: a verified header is not a packet
+                // processed successfully (RFC 9000 §10.1), and a captured
+                // packet replayed with a bit flipped would keep a dead
+                // connection, and its slot at the server, alive.
                 if self.notices_negotiated && space == SpaceId::Data {
                     self.acks[space.index()].on_corrupted(packet_number);
                 }
@@ -340,6 +349,38 @@ impl Connection {
             }
             _ => false,
         }
+    }
+
+    /// `failures` more openings failed authentication in `space`: past
+    /// the cipher's integrity limit, across all keys of the connection,
+    /// the connection closes (RFC 9001 §6.6). Initial keys are public and
+    /// prove nothing, so their failures do not count. Returns whether the
+    /// connection closed.
+    pub(super) fn failed_authentication(
+        &mut self,
+        space: SpaceId,
+        failures: u64,
+        integrity_limit: u64,
+    ) -> bool {
+        if space == SpaceId::Initial {
+            return false;
+        }
+        self.counters.authentication_failures += failures;
+        let limit = self.integrity_limit.unwrap_or(integrity_limit);
+        if self.counters.authentication_failures <= limit {
+            return false;
+        }
+        tracing::warn!(
+            remote = %self.remote,
+            failures = self.counters.authentication_failures,
+            limit,
+            "closing: more packets failed authentication than the cipher allows"
+        );
+        self.fail(TransportFailure::new(
+            codes::AEAD_LIMIT_REACHED,
+            format!("{limit} packets failed authentication"),
+        ));
+        true
     }
 
     fn on_peer_activity(&mut self, now: Instant) {

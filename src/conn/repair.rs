@@ -77,8 +77,15 @@ impl Connection {
             Some(u32::from_be_bytes(bytes.try_into().ok()?))
         });
         let mut rebuilt = Vec::new();
-        let (packet_number, frames) =
-            self.repair_damaged_header(packet, truncated_pn.unwrap_or(0), &mut rebuilt)?;
+        let mut tries = RepairTries::default();
+        let repaired =
+            self.repair_damaged_header(packet, truncated_pn.unwrap_or(0), &mut rebuilt, &mut tries);
+        // Every failed try is an attempt at a forgery as much as a
+        // damaged packet's: it counts against the integrity limit.
+        if self.failed_authentication(SpaceId::Data, tries.failed, tries.integrity_limit) {
+            return Some((packet.len(), PacketOutcome::StopDatagram));
+        }
+        let (packet_number, frames) = repaired?;
         self.counters.damaged_headers_repaired += 1;
         let opened = Opened {
             space: SpaceId::Data,
@@ -102,6 +109,7 @@ impl Connection {
         packet: &[u8],
         truncated_pn: u32,
         scratch: &'s mut Vec<u8>,
+        tries: &mut RepairTries,
     ) -> Option<(u64, &'s [u8])> {
         let acks = &self.acks[SpaceId::Data.index()];
         let largest = acks.largest_received();
@@ -123,9 +131,31 @@ impl Connection {
             return None;
         }
         let (dcid, phase) = (self.recv_dcid, self.key_phases.phase);
+        tries.integrity_limit = keys.integrity_limit();
         let (packet_number, frames) = candidates.into_iter().flatten().find_map(|pn| {
-            open_with_rebuilt_header(packet, dcid, pn, phase, keys, scratch).map(|f| (pn, f))
+            let opened = open_with_rebuilt_header(packet, dcid, pn, phase, keys, scratch);
+            if opened.is_none() {
+                tries.failed += 1;
+            }
+            opened.map(|f| (pn, f))
         })?;
         Some((packet_number, &scratch[frames]))
+    }
+}
+
+/// Openings a repair tried that failed, and the integrity limit of the
+/// keys it tried them under.
+#[derive(Debug)]
+struct RepairTries {
+    failed: u64,
+    integrity_limit: u64,
+}
+
+impl Default for RepairTries {
+    fn default() -> Self {
+        Self {
+            failed: 0,
+            integrity_limit: u64::MAX,
+        }
     }
 }

@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::ops::RangeInclusive;
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// On average one packet number in this many is skipped.
@@ -38,9 +38,8 @@ pub struct PacketNumberSkips {
 }
 
 impl PacketNumberSkips {
-    /// Skips drawn from `seed`, starting above packet number 0.
-    pub fn new(seed: u64) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    /// Skips drawn from `rng`, starting above packet number 0.
+    pub fn from_rng(mut rng: ChaCha8Rng) -> Self {
         let next_skip = rng.random_range(1..=2 * MEAN_SKIP_GAP);
         Self {
             rng,
@@ -86,6 +85,7 @@ impl PacketNumberSkips {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     /// Sends `packets` packets, returning the numbers used.
     fn send(skips: &mut PacketNumberSkips, next: &mut u64, packets: usize) -> Vec<u64> {
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn skipped_numbers_are_never_used_and_are_recognised() {
-        let mut skips = PacketNumberSkips::new(7);
+        let mut skips = PacketNumberSkips::from_rng(ChaCha8Rng::seed_from_u64(7));
         let mut next = 0;
         let used = send(&mut skips, &mut next, 10_000);
         let skipped: Vec<u64> = (0..next).filter(|pn| !used.contains(pn)).collect();
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn asking_twice_without_sending_skips_once() {
-        let mut skips = PacketNumberSkips::new(1);
+        let mut skips = PacketNumberSkips::from_rng(ChaCha8Rng::seed_from_u64(1));
         let mut next = skips.next_skip;
         let first = skips.next_packet_number(&mut next);
         assert_eq!(skips.next_packet_number(&mut next), first);
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn the_same_seed_skips_the_same_numbers() {
         let run = |seed| {
-            let mut skips = PacketNumberSkips::new(seed);
+            let mut skips = PacketNumberSkips::from_rng(ChaCha8Rng::seed_from_u64(seed));
             let mut next = 0;
             send(&mut skips, &mut next, 2_000)
         };

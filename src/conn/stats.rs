@@ -20,6 +20,10 @@ pub(crate) struct Counters {
     pub malformed_dropped: u64,
     pub duplicate_packets: u64,
     pub undecryptable_dropped: u64,
+    /// Openings that failed authentication under Handshake or 1-RTT keys
+    /// (a header tag, a payload tag, or a rebuilt header's try), counted
+    /// against the cipher's integrity limit.
+    pub authentication_failures: u64,
     pub keep_alives_sent: u64,
     pub checksum_free_datagrams: u64,
 }
@@ -108,6 +112,11 @@ pub struct Stats {
     /// reach the peer (only after the path lost or damaged a packet).
     #[serde(default)]
     pub checksum_free_datagrams: u64,
+    /// Received packets (and header repair's tries) that failed
+    /// authentication under Handshake or 1-RTT keys: damaged on the path,
+    /// or forged. Past the cipher's integrity limit the connection closes.
+    #[serde(default)]
+    pub authentication_failures: u64,
     /// 1-RTT key updates (RFC 9001 §6), initiated by either side.
     #[serde(default)]
     pub key_updates: u64,
@@ -164,6 +173,7 @@ impl Default for Stats {
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
             checksum_free_datagrams: 0,
+            authentication_failures: 0,
             key_updates: 0,
             keep_alives_sent: 0,
             cwnd: 0,

@@ -519,6 +519,86 @@ fn silent_peer_ends_in_idle_timeout() {
 }
 
 #[test]
+fn a_replayed_damaged_packet_does_not_keep_an_idle_connection_alive() {
+    let config = Config {
+        idle_timeout: Duration::from_secs(2),
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.handshake();
+    // The client's next packet, captured on its way to the server, which
+    // gets it too; then the client is gone.
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, b"hello", false).unwrap();
+    let mut buf = vec![0u8; 65_535];
+    let (len, _) = pair.client.send(&mut buf, pair.now).unwrap().unwrap();
+    let captured = buf[..len].to_vec();
+    let to_server = |now| RecvInfo {
+        from: addr(1),
+        to: addr(2),
+        now,
+    };
+    pair.server
+        .recv(&mut captured.clone(), to_server(pair.now))
+        .unwrap();
+    let last_heard = pair.now;
+    // An attacker replays it every half second with a payload bit flipped:
+    // its header still verifies, its payload never does.
+    let mut damaged = captured;
+    let at = damaged.len() - 3;
+    damaged[at] ^= 0x10;
+    for _ in 0..40 {
+        pair.now += Duration::from_millis(500);
+        let _ = pair.server.recv(&mut damaged.clone(), to_server(pair.now));
+        while let Ok(Some(_)) = pair.server.send(&mut buf, pair.now) {}
+        if pair.server.timeout(pair.now).is_some_and(|d| d.is_zero()) {
+            pair.server.on_timeout(pair.now);
+        }
+        if pair.server.is_closed() {
+            break;
+        }
+    }
+    assert!(pair.server.stats().payload_corrupt_received > 0);
+    assert_eq!(pair.server.close_reason(), Some(&CloseReason::IdleTimeout));
+    assert!(
+        pair.now <= last_heard + Duration::from_secs(3),
+        "closed {:?} after the last good packet",
+        pair.now - last_heard
+    );
+}
+
+#[test]
+fn packets_failing_authentication_past_the_integrity_limit_close_the_connection() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    // The cipher's own limit (2^52 for AES-GCM) is out of a test's reach.
+    pair.server.integrity_limit = Some(5);
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(id, &pattern(100_000), false)
+        .unwrap();
+    let mut damage_every_other = |to_server: bool, index: u64, _: &[u8]| {
+        if to_server && index % 2 == 0 {
+            PathAction::DamagePayload
+        } else {
+            PathAction::Deliver
+        }
+    };
+    let closed = pair.run_until(Duration::from_secs(10), &mut damage_every_other, |p| {
+        p.server.is_closed()
+    });
+    assert!(closed, "the server must close at its limit");
+    assert_eq!(pair.server.stats().authentication_failures, 6);
+    assert!(matches!(
+        pair.server.close_reason(),
+        Some(CloseReason::Local {
+            code: codes::AEAD_LIMIT_REACHED,
+            ..
+        })
+    ));
+}
+
+#[test]
 fn datagrams_are_delivered() {
     let mut pair = Pair::default();
     pair.handshake();

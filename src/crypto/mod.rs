@@ -15,6 +15,7 @@
 //! Sealing and opening work in place on the caller's buffer: no allocation
 //! per packet in either mode.
 
+pub mod entropy;
 pub mod null;
 pub mod packet;
 pub mod retry;
@@ -22,6 +23,7 @@ pub mod secret;
 pub mod session;
 pub mod tls;
 
+pub use entropy::{Entropy, ENTROPY_LEN};
 pub use null::{NullProtection, NullSession};
 pub use packet::{
     open_packet, open_with_rebuilt_header, seal_packet, seal_packet_into, sealed_len, OpenError,
@@ -113,6 +115,14 @@ pub trait PacketProtection: Send + Sync + std::fmt::Debug {
     /// Packets that may be sealed under these keys before a key update is
     /// due (RFC 9001 §6.6). Unlimited unless the cipher says otherwise.
     fn confidentiality_limit(&self) -> u64 {
+        u64::MAX
+    }
+    /// Received packets that may fail authentication under this cipher in
+    /// one connection, across all its keys, before it must close with
+    /// AEAD_LIMIT_REACHED (RFC 9001 §6.6): each failure is an attempt at a
+    /// forgery. Unlimited unless the cipher says otherwise (Null tags
+    /// authenticate nothing to begin with).
+    fn integrity_limit(&self) -> u64 {
         u64::MAX
     }
 

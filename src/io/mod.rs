@@ -43,3 +43,28 @@ pub fn os_seed() -> u64 {
     use rand::RngCore;
     rand::rng().next_u64()
 }
+
+/// 256 bits from the operating system's generator, for a connection or a
+/// server endpoint to derive its unpredictable values from
+/// (`crypto::entropy`).
+pub fn os_entropy() -> crate::crypto::Entropy {
+    use rand::TryRngCore;
+    let mut bytes = [0u8; crate::crypto::ENTROPY_LEN];
+    // The kernel's generator itself (getrandom), not a user-space one
+    // seeded from it: a failure here is a broken system, not an input.
+    rand::rngs::OsRng
+        .try_fill_bytes(&mut bytes)
+        .expect("the operating system's random number generator failed");
+    crate::crypto::Entropy::new(bytes)
+}
+
+/// The wall clock as tokens are dated by it, read once: give the same
+/// clock (in one [`TokenLedger`](crate::endpoint::TokenLedger)) to every
+/// worker of a server, so each reads another's tokens right.
+pub fn token_clock() -> crate::endpoint::TokenClock {
+    use std::time::{Instant, SystemTime, UNIX_EPOCH};
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    crate::endpoint::TokenClock::new(Instant::now(), unix)
+}

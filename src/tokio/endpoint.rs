@@ -12,8 +12,8 @@ use super::driver::EndpointDriver;
 use super::error::{BindError, ConnectError, ConnectionError};
 use super::shared::Shared;
 use crate::blocking::handshake_timeout;
-use crate::endpoint::{EndpointStats, WorkerLoads, DEFAULT_MAX_CONNECTIONS};
-use crate::io::{os_seed, Datapath, SocketOptions};
+use crate::endpoint::{EndpointStats, TokenLedger, WorkerLoads, DEFAULT_MAX_CONNECTIONS};
+use crate::io::{os_entropy, os_seed, token_clock, Datapath, SocketOptions};
 use crate::wire::steering::{CidSteering, MAX_WORKERS};
 use crate::{Config, Side};
 
@@ -124,17 +124,13 @@ impl Endpoint {
             .map_err(|source| BindError::Io { addr, source })?;
         let server = config.server.clone().map(|server| Config {
             rng_seed: os_seed(),
+            entropy: Some(os_entropy()),
             ..server
         });
-        Self::start(
-            &runtime,
-            datapath,
-            server,
-            &config,
-            options,
-            max_datagram,
-            None,
-        )
+        let endpoint = crate::Endpoint::new(datapath.local_addr(), server)
+            .with_max_connections(config.max_connections)
+            .with_token_ledger(TokenLedger::new(token_clock()));
+        Self::start(&runtime, datapath, endpoint, &config, options, max_datagram)
     }
 
     /// `workers` server endpoints on one address, for a server that uses
@@ -183,44 +179,37 @@ impl Endpoint {
         let datapaths = Datapath::bind_workers(addr, options, max_datagram, workers)
             .map_err(|source| BindError::Io { addr, source })?;
         let loads = WorkerLoads::new(workers, config.max_connections);
+        // One clock and one record of spent tokens for every worker.
+        let ledger = TokenLedger::new(token_clock());
         datapaths
             .into_iter()
             .enumerate()
             .map(|(index, datapath)| {
                 let server = Config {
                     rng_seed: os_seed(),
+                    entropy: Some(os_entropy()),
                     cid_steering: Some(steering(index)?),
                     ..server.clone()
                 };
-                Self::start(
-                    &runtime,
-                    datapath,
-                    Some(server),
-                    &config,
-                    options,
-                    max_datagram,
-                    Some(Arc::clone(&loads)),
-                )
+                let endpoint = crate::Endpoint::new(datapath.local_addr(), Some(server))
+                    .with_max_connections(config.max_connections)
+                    .with_worker_loads(Arc::clone(&loads))
+                    .with_token_ledger(ledger.clone());
+                Self::start(&runtime, datapath, endpoint, &config, options, max_datagram)
             })
             .collect()
     }
 
-    /// An endpoint on `datapath` with its driver task spawned on `runtime`.
+    /// `endpoint` on `datapath` with its driver task spawned on `runtime`.
     fn start(
         runtime: &::tokio::runtime::Handle,
         datapath: Datapath,
-        server: Option<Config>,
+        endpoint: crate::Endpoint,
         config: &EndpointConfig,
         options: SocketOptions,
         max_datagram: usize,
-        loads: Option<Arc<WorkerLoads>>,
     ) -> Result<Self, BindError> {
         let local = datapath.local_addr();
-        let mut endpoint =
-            crate::Endpoint::new(local, server).with_max_connections(config.max_connections);
-        if let Some(loads) = loads {
-            endpoint = endpoint.with_worker_loads(loads);
-        }
         let shared = Arc::new(Shared::new(endpoint));
         let driver =
             EndpointDriver::new(Arc::clone(&shared), datapath).map_err(|source| BindError::Io {
@@ -298,6 +287,7 @@ impl Endpoint {
         let handshake_timeout = handshake_timeout(&config);
         let mut config = Config {
             rng_seed: os_seed(),
+            entropy: Some(os_entropy()),
             ..config
         };
         if config.tls.server_name.is_none() && !server_name.is_empty() {

@@ -71,6 +71,14 @@ impl PacketProtection for TlsProtection {
         self.local.confidentiality_limit()
     }
 
+    /// RFC 9001 §6.6: 2^52 for AES-GCM, 2^36 for ChaCha20-Poly1305. The
+    /// header tag is the AEAD tag truncated to 8 bytes, so a forged header
+    /// passes with odds 2^-64 a try: over 2^36 tries that is 2^-28, which
+    /// the limit's own margin covers.
+    fn integrity_limit(&self) -> u64 {
+        self.remote.integrity_limit()
+    }
+
     fn header_tag(&self, packet_number: u64, header: &[u8]) -> [u8; HEADER_TAG_LEN] {
         Self::truncated_tag_under(&*self.local, packet_number, header)
     }
