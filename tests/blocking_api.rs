@@ -332,8 +332,8 @@ fn pair_with_client_key(
 ) -> (BlockingConnection, BlockingConnection) {
     let mut server_config = config();
     server_config.tls.request_client_certificate = true;
-    let listener = Listener::bind("127.0.0.1:0".parse::<SocketAddr>().unwrap(), server_config)
-        .unwrap();
+    let listener =
+        Listener::bind("127.0.0.1:0".parse::<SocketAddr>().unwrap(), server_config).unwrap();
     let addr = listener.local_addr();
     let (accepted_tx, accepted) = mpsc::channel();
     thread::spawn(move || {
@@ -350,10 +350,16 @@ fn pair_with_client_key(
 fn the_server_side_names_the_key_its_client_proved() {
     let key = sift::crypto::ServerIdentity::self_signed(&["sift-client"]).unwrap();
     let (client, server) = pair_with_client_key(Some(key.clone()));
-    assert_eq!(server.peer_certificate_fingerprint(), Some(key.fingerprint()));
+    assert_eq!(
+        server.peer_certificate_fingerprint(),
+        Some(key.fingerprint())
+    );
     // And the client still sees the server's, as before.
     assert_ne!(client.peer_certificate_fingerprint(), None);
-    assert_ne!(client.peer_certificate_fingerprint(), Some(key.fingerprint()));
+    assert_ne!(
+        client.peer_certificate_fingerprint(),
+        Some(key.fingerprint())
+    );
 }
 
 #[test]

@@ -209,7 +209,12 @@ fn corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server() {
 /// A 1 MB download and upload through the link at `link`: byte-exact, and
 /// the sender of each saw corruption notices. `server` runs with
 /// `--allow-put`; the uploading client's key is authorised here.
-fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link: &str, server: &Server) {
+fn download_and_upload_with_notices(
+    dir: &TestDir,
+    root: &std::path::Path,
+    link: &str,
+    server: &Server,
+) {
     let pin = &server.pin();
     let key = ClientKey::new();
     server.authorize(&key);

@@ -65,7 +65,10 @@ fn an_unknown_client_is_refused_naming_its_key_and_once_authorised_its_upload_la
 
     let error = expect_one_line_error(&put());
     let list = state.join("authorized_clients");
-    assert!(error.starts_with("sift-client: error: upload refused: "), "{error}");
+    assert!(
+        error.starts_with("sift-client: error: upload refused: "),
+        "{error}"
+    );
     assert!(error.contains(&key.fingerprint), "{error}");
     assert!(error.contains(&list.display().to_string()), "{error}");
     assert!(!root.join("in/up.bin").exists());
@@ -118,11 +121,18 @@ fn a_first_upload_makes_the_clients_key_says_so_and_id_prints_the_same_key() {
         .split_whitespace()
         .find(|word| word.starts_with("SHA256:"))
         .unwrap();
-    assert!(lines[1].contains(made), "the refusal names the new key: {stderr}");
+    assert!(
+        lines[1].contains(made),
+        "the refusal names the new key: {stderr}"
+    );
 
     let id = run_client(&["id", &state_arg]);
     assert_eq!(expect_success(&id).trim(), made);
-    assert!(stderr_of(&id).is_empty(), "no second key: {}", stderr_of(&id));
+    assert!(
+        stderr_of(&id).is_empty(),
+        "no second key: {}",
+        stderr_of(&id)
+    );
     let mode = std::fs::metadata(client_state.join("client-key.pem"))
         .unwrap()
         .permissions()
@@ -144,7 +154,8 @@ fn the_server_refuses_to_start_with_its_state_directory_at_or_inside_the_root() 
         );
         let error = expect_one_line_error(&out);
         assert!(
-            error.starts_with("sift-server: error: the state directory ") && error.contains("--root"),
+            error.starts_with("sift-server: error: the state directory ")
+                && error.contains("--root"),
             "{error}"
         );
         assert!(stdout_of(&out).is_empty(), "nothing served");
@@ -161,7 +172,12 @@ fn under_null_protection_uploads_need_allow_anonymous_put() {
     let root = dir.subdir("root");
     let out = run_bounded(
         Command::new(SERVER)
-            .args(["--listen", "127.0.0.1:0", "--insecure-null-crypto", "--allow-put"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--insecure-null-crypto",
+                "--allow-put",
+            ])
             .arg("--root")
             .arg(&root)
             .arg("--state-dir")
@@ -172,7 +188,11 @@ fn under_null_protection_uploads_need_allow_anonymous_put() {
 
     let server = Server::start(
         &root,
-        &["--insecure-null-crypto", "--allow-put", "--allow-anonymous-put"],
+        &[
+            "--insecure-null-crypto",
+            "--allow-put",
+            "--allow-anonymous-put",
+        ],
     );
     let data = content(300_000, 3);
     let source = dir.path().join("up.bin");

@@ -256,8 +256,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// `sift-client id`: prints this client's key fingerprint, making the key
 /// first if there is none.
 fn id(state_dir: Option<&Path>) -> anyhow::Result<()> {
-    let identity = client_key(state_dir, true)?
-        .context("this client has no key, and none could be made")?;
+    let identity =
+        client_key(state_dir, true)?.context("this client has no key, and none could be made")?;
     writeln!(std::io::stdout(), "{}", identity.fingerprint()).context("writing to stdout")
 }
 

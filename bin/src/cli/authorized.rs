@@ -130,7 +130,10 @@ mod tests {
             ]
         );
         let error = parse_authorized_clients(&format!("{alice}\nSHA256:beef bad\n")).unwrap_err();
-        assert!(error.starts_with("line 2: not a SHA-256 fingerprint"), "{error}");
+        assert!(
+            error.starts_with("line 2: not a SHA-256 fingerprint"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -79,6 +79,8 @@ mod tests {
         assert!(parse_bytes("1.5G").is_err());
         assert!(parse_bytes("G").is_err());
         assert!(parse_bytes("10X").is_err());
-        assert!(parse_bytes("99999999999T").unwrap_err().contains("too large"));
+        assert!(parse_bytes("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
     }
 }

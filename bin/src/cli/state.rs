@@ -338,7 +338,9 @@ mod tests {
             root.join("not/yet/made"),
             root.join("sub/../elsewhere"),
         ] {
-            let error = refuse_state_inside_root(&state, &root).unwrap_err().to_string();
+            let error = refuse_state_inside_root(&state, &root)
+                .unwrap_err()
+                .to_string();
             assert!(error.contains("--root"), "{}: {error}", state.display());
         }
         // A symlink out of the root's sight still lands in it.

@@ -26,9 +26,9 @@ pub mod perf;
 pub mod request;
 pub mod response;
 pub mod server;
-pub mod uploads;
 #[cfg(test)]
 pub(crate) mod test_dir;
+pub mod uploads;
 
 pub use client::{ClientError, GetOutcome, PutOutcome};
 pub use confine::{PathError, Root};

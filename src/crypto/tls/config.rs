@@ -259,7 +259,8 @@ pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, 
     } else {
         builder.with_no_client_auth()
     };
-    let mut server = builder.with_cert_resolver(Arc::new(SingleCertificate(identity.certified_key())));
+    let mut server =
+        builder.with_cert_resolver(Arc::new(SingleCertificate(identity.certified_key())));
     server.alpn_protocols = config.alpn_protocols.clone();
     // RFC 9001 §4.6.1: 0 means no early data; sift has no resumption either.
     server.max_early_data_size = 0;
