@@ -324,3 +324,65 @@ fn a_server_connection_cannot_rebind_its_listeners_socket() {
         "{error}"
     );
 }
+
+/// A connected pair whose server asks for client certificates and whose
+/// client presents `client_key` (if any): (client, server side).
+fn pair_with_client_key(
+    client_key: Option<sift::crypto::ServerIdentity>,
+) -> (BlockingConnection, BlockingConnection) {
+    let mut server_config = config();
+    server_config.tls.request_client_certificate = true;
+    let listener =
+        Listener::bind("127.0.0.1:0".parse::<SocketAddr>().unwrap(), server_config).unwrap();
+    let addr = listener.local_addr();
+    let (accepted_tx, accepted) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = accepted_tx.send(listener.accept_timeout(STEP_LIMIT));
+    });
+    let mut client_config = config();
+    client_config.tls.client_identity = client_key;
+    let client = blocking::connect(addr, client_config).unwrap();
+    let server = accepted.recv_timeout(STEP_LIMIT).unwrap().unwrap();
+    (client, server)
+}
+
+#[test]
+fn the_server_side_names_the_key_its_client_proved() {
+    let key = sift::crypto::ServerIdentity::self_signed(&["sift-client"]).unwrap();
+    let (client, server) = pair_with_client_key(Some(key.clone()));
+    assert_eq!(
+        server.peer_certificate_fingerprint(),
+        Some(key.fingerprint())
+    );
+    // And the client still sees the server's, as before.
+    assert_ne!(client.peer_certificate_fingerprint(), None);
+    assert_ne!(
+        client.peer_certificate_fingerprint(),
+        Some(key.fingerprint())
+    );
+}
+
+#[test]
+fn a_client_without_a_key_still_connects_and_downloads_from_a_server_that_asks() {
+    let (client, server) = pair_with_client_key(None);
+    assert_eq!(server.peer_certificate_fingerprint(), None);
+    let mut request = client.open_bi().unwrap();
+    request.write_all(b"GET file").unwrap();
+    request.finish().unwrap();
+    // The server's side lives on until the client has read the answer.
+    let (asked, _server) = bounded(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let mut asked = Vec::new();
+        incoming.read_to_end(&mut asked).unwrap();
+        incoming.write_all(b"the file").unwrap();
+        incoming.finish().unwrap();
+        (asked, server)
+    });
+    assert_eq!(asked, b"GET file");
+    let answer = bounded(move || {
+        let mut answer = Vec::new();
+        request.read_to_end(&mut answer).unwrap();
+        answer
+    });
+    assert_eq!(answer, b"the file");
+}

@@ -695,3 +695,31 @@ async fn workers_need_a_server_configuration() {
     let error = Endpoint::bind_workers(localhost(), EndpointConfig::client(config()), 2);
     assert!(matches!(error, Err(BindError::Config(_))));
 }
+
+#[tokio::test]
+async fn a_server_that_asks_names_each_clients_key_and_lets_keyless_clients_in() {
+    bounded(async {
+        let mut server_config = config();
+        server_config.tls.request_client_certificate = true;
+        let server = Endpoint::server(localhost(), server_config).unwrap();
+        let key = sift::crypto::ServerIdentity::self_signed(&["sift-client"]).unwrap();
+        for client_key in [Some(key.clone()), None] {
+            let mut client_config = config();
+            client_config.tls.client_identity = client_key.clone();
+            let client = Endpoint::client(localhost(), client_config).unwrap();
+            let (client_side, server_side) = tokio::join!(
+                client.connect(server.local_addr(), "localhost"),
+                server.accept()
+            );
+            let client_side = client_side.expect("a client with or without a key connects");
+            let server_side = server_side.expect("the server accepts it");
+            assert_eq!(
+                server_side.peer_certificate_fingerprint(),
+                client_key.as_ref().map(|key| key.fingerprint())
+            );
+            // The client's view of the server is unchanged.
+            assert_ne!(client_side.peer_certificate_fingerprint(), None);
+        }
+    })
+    .await
+}

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 
 use common::{
     any_port, content, expect_success, ipv6_or_skip, json_report, line_channel, on_both_loopbacks,
-    run_client, wait_for_line, Server, TestDir, IPV4,
+    run_client, wait_for_line, ClientKey, Server, TestDir, IPV4,
 };
 
 const LINK: &str = env!("CARGO_BIN_EXE_sift-link");
@@ -64,10 +64,14 @@ fn transfer_through_a_lossy_corrupting_link_is_byte_exact_and_notices_fire(loopb
     // sift sends with notices on, and to deliver the ones it corrupts.
     let dir = TestDir::new("through-link");
     let root = dir.subdir("root");
-    let server = Server::start_on(loopback, &root, &["--corruption-notices", "on"]);
+    let server = Server::start_on(
+        loopback,
+        &root,
+        &["--corruption-notices", "on", "--allow-put"],
+    );
     let spec = "delay 20ms loss 2% corrupt 2%";
     let link = Link::start(loopback, server.addr, spec, spec, &[]);
-    download_and_upload_with_notices(&dir, &root, &link.addr, &server.pin());
+    download_and_upload_with_notices(&dir, &root, &link.addr, &server);
 }
 
 on_both_loopbacks!(five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices);
@@ -195,16 +199,25 @@ fn corrupted_ipv4_datagrams_without_checksums_reach_a_dual_stack_server() {
     }
     let dir = TestDir::new("through-link-dual-stack");
     let root = dir.subdir("root");
-    let server = Server::start_on(Ipv6Addr::UNSPECIFIED.into(), &root, &[]);
+    let server = Server::start_on(Ipv6Addr::UNSPECIFIED.into(), &root, &["--allow-put"]);
     let ipv4_server = SocketAddr::new(IPV4, server.addr.port());
     let spec = "delay 5ms corrupt 3%";
     let link = Link::start(IPV4, ipv4_server, spec, spec, &["--send-zero-checksums"]);
-    download_and_upload_with_notices(&dir, &root, &link.addr, &server.pin());
+    download_and_upload_with_notices(&dir, &root, &link.addr, &server);
 }
 
 /// A 1 MB download and upload through the link at `link`: byte-exact, and
-/// the sender of each saw corruption notices; `pin` trusts the server.
-fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link: &str, pin: &str) {
+/// the sender of each saw corruption notices. `server` runs with
+/// `--allow-put`; the uploading client's key is authorised here.
+fn download_and_upload_with_notices(
+    dir: &TestDir,
+    root: &std::path::Path,
+    link: &str,
+    server: &Server,
+) {
+    let pin = &server.pin();
+    let key = ClientKey::new();
+    server.authorize(&key);
     let data = content(1_000_000, 11);
     std::fs::write(root.join("file.bin"), &data).unwrap();
     let upload = dir.path().join("upload.bin");
@@ -237,6 +250,7 @@ fn download_and_upload_with_notices(dir: &TestDir, root: &std::path::Path, link:
         upload.to_str().unwrap(),
         &url("up.bin"),
         pin,
+        &key.arg(),
         "--json",
     ]);
     let stdout = expect_success(&output);

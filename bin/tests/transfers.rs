@@ -27,7 +27,9 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
     std::fs::create_dir(root.join("sub")).unwrap();
     let original = content(1_500_000, 1);
     std::fs::write(root.join("sub/data.bin"), &original).unwrap();
-    let server = Server::start_on(loopback, &root, &[]);
+    let server = Server::start_on(loopback, &root, &["--allow-put"]);
+    let key = ClientKey::new();
+    server.authorize(&key);
 
     // get, JSON report
     let dest = local.join("fetched.bin");
@@ -65,7 +67,13 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
     let source = local.join("up.bin");
     std::fs::write(&source, &upload).unwrap();
     let url = server.url("sub/uploaded.bin");
-    let out = run_client(&["put", source.to_str().unwrap(), &url, &server.pin()]);
+    let out = run_client(&[
+        "put",
+        source.to_str().unwrap(),
+        &url,
+        &server.pin(),
+        &key.arg(),
+    ]);
     let summary = expect_success(&out);
     assert!(summary.contains(&sha256_hex(&upload)), "{summary}");
     assert!(summary.contains("goodput"), "{summary}");
@@ -173,7 +181,9 @@ fn path_traversal_is_refused_and_nothing_is_written_outside_the_root(loopback: I
     std::fs::write(dir.path().join("secret.txt"), b"outside the root").unwrap();
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("escape")).unwrap();
     std::os::unix::fs::symlink(dir.path(), root.join("parent")).unwrap();
-    let server = Server::start_on(loopback, &root, &[]);
+    let server = Server::start_on(loopback, &root, &["--allow-put"]);
+    let key = ClientKey::new();
+    server.authorize(&key);
     let upload = local.join("payload.bin");
     std::fs::write(&upload, b"attacker").unwrap();
 
@@ -200,7 +210,13 @@ fn path_traversal_is_refused_and_nothing_is_written_outside_the_root(loopback: I
         "escape",
     ] {
         let url = format!("sift://{}/{path}", server.addr);
-        let out = run_client(&["put", upload.to_str().unwrap(), &url, &server.pin()]);
+        let out = run_client(&[
+            "put",
+            upload.to_str().unwrap(),
+            &url,
+            &server.pin(),
+            &key.arg(),
+        ]);
         let error = expect_one_line_error(&out);
         assert!(error.contains("refused path"), "PUT {path}: {error}");
     }

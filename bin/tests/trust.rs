@@ -14,8 +14,9 @@ fn known_hosts_arg(path: &std::path::Path) -> String {
 #[test]
 fn the_server_keeps_its_identity_across_restarts() {
     let dir = TestDir::new("identity");
+    let root = dir.subdir("root");
     let state = dir.path().join("state");
-    let first = Server::start_in(dir.path(), &[], &state);
+    let first = Server::start_in(&root, &[], &state);
     assert!(
         first.fingerprint.starts_with("SHA256:"),
         "{}",
@@ -23,7 +24,7 @@ fn the_server_keeps_its_identity_across_restarts() {
     );
     let fingerprint = first.fingerprint.clone();
     drop(first);
-    let again = Server::start_in(dir.path(), &[], &state);
+    let again = Server::start_in(&root, &[], &state);
     assert_eq!(again.fingerprint, fingerprint);
 }
 
@@ -125,10 +126,12 @@ fn a_wrong_pin_is_refused_in_one_line_and_the_right_one_works() {
 #[test]
 fn a_ca_bundle_trusts_a_server_by_name() {
     let dir = TestDir::new("ca");
-    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let root = dir.subdir("root");
+    std::fs::write(root.join("f"), b"x").unwrap();
     let state = dir.path().join("state");
     let cert = state.join("server-cert.pem");
-    let server = Server::start_in(dir.path(), &[], &state);
+    // The state beside the root: a server refuses to serve its own state.
+    let server = Server::start_in(&root, &[], &state);
     // The self-signed certificate names localhost: it is its own root.
     let url = format!("sift://localhost:{}/", server.addr.port());
     let out = run_client(&[

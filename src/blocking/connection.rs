@@ -270,6 +270,18 @@ impl BlockingConnection {
             .flatten()
     }
 
+    /// SHA-256 of the certificate the peer presented: on a server that
+    /// asks for client certificates, the client's key, proven by its
+    /// handshake signature (see
+    /// [`Connection::peer_certificate_fingerprint`]). `None` for a client
+    /// without a key, under Null protection, and once the connection is
+    /// gone.
+    pub fn peer_certificate_fingerprint(&self) -> Option<crate::crypto::Fingerprint> {
+        self.inner
+            .peek(|connection| connection.peer_certificate_fingerprint())
+            .flatten()
+    }
+
     /// The peer's address.
     pub fn remote_addr(&self) -> SocketAddr {
         self.inner.remote

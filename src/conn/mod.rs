@@ -673,8 +673,11 @@ impl Connection {
         self.handshake.alpn_protocol()
     }
 
-    /// SHA-256 of the certificate the server presented (TLS clients, once
-    /// it arrived).
+    /// SHA-256 of the certificate the peer presented, once it arrived: on
+    /// a client, the server's; on a server that asks for client
+    /// certificates ([`crate::crypto::TlsConfig::request_client_certificate`]),
+    /// the client's, whose key signed the handshake. `None` under Null
+    /// protection and for a client that presented none.
     pub fn peer_certificate_fingerprint(&self) -> Option<Fingerprint> {
         self.handshake.peer_certificate_fingerprint()
     }

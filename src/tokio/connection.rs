@@ -328,6 +328,20 @@ impl Connection {
             .then(|| self.inner.closed_error(connection))
     }
 
+    /// SHA-256 of the certificate the peer presented: on a server that
+    /// asks for client certificates, the client's key, proven by its
+    /// handshake signature (see
+    /// [`crate::Connection::peer_certificate_fingerprint`]). `None` for a
+    /// client without a key, under Null protection, and once the
+    /// connection is gone.
+    pub fn peer_certificate_fingerprint(&self) -> Option<crate::crypto::Fingerprint> {
+        let state = self.inner.shared.lock();
+        state
+            .endpoint
+            .connection_ref(self.inner.handle)?
+            .peer_certificate_fingerprint()
+    }
+
     /// The peer's address.
     pub fn remote_address(&self) -> SocketAddr {
         self.inner.remote

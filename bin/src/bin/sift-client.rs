@@ -14,6 +14,7 @@ use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::format;
 use sift_bin::cli::report::FlowReport;
 use sift_bin::cli::session::{self, CLOSE_DONE};
+use sift_bin::cli::state::{self, IdentitySource};
 use sift_bin::cli::tokens::SavedTokens;
 use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::SiftUrl;
@@ -37,10 +38,19 @@ Examples:
   # Trust a CA instead (the server's certificate must name example.org):
   sift-client ls sift://example.org/ --ca ./ca.pem
 
+  # This client's key, for a server's authorized_clients (made if needed):
+  sift-client id
+
 Server keys are remembered like ssh's: the first contact with host:port
 stores the server's fingerprint in the known-hosts file (default
 ~/.local/share/sift/known_hosts) and says so; a different key later is
-refused, naming both fingerprints and the line to remove.";
+refused, naming both fingerprints and the line to remove.
+
+Uploads go only to servers started with --allow-put, and only from clients
+whose key they know: `sift-client id` prints this client's fingerprint
+(making its key in the state directory on first use; `put` does too), and
+the server's owner adds that line to the server's authorized_clients. The
+key is presented to every server that asks for it.";
 
 /// Transfer files to and from a sift-server.
 ///
@@ -84,8 +94,8 @@ struct Common {
     /// The known-hosts file (default: known_hosts in the state directory).
     #[arg(long, global = true, value_name = "FILE")]
     known_hosts: Option<PathBuf>,
-    /// Where the known-hosts file lives (default: $XDG_DATA_HOME/sift or
-    /// ~/.local/share/sift).
+    /// Where the known-hosts file and this client's key live (default:
+    /// $XDG_DATA_HOME/sift or ~/.local/share/sift).
     #[arg(long, global = true, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// INSECURE: Null protection — no encryption, no authentication, for
@@ -117,9 +127,10 @@ enum Command {
         #[arg(long)]
         resume: bool,
     },
-    /// Upload a file.
+    /// Upload a file (to a server started with --allow-put that knows this
+    /// client's key: see `sift-client id`).
     #[command(
-        after_help = "Example:\n  sift-client put ./local.bin sift://host/uploads/remote.bin"
+        after_help = "Example:\n  sift-client put ./local.bin sift://host/uploads/remote.bin\n\nThe first upload makes this client's key and says so; a server refuses it\nin one line, naming the fingerprint and the file to add it to, until its\nowner authorises it."
     )]
     Put {
         /// The local file.
@@ -163,6 +174,12 @@ enum Command {
         #[arg(short = 'R', long)]
         reverse: bool,
     },
+    /// Print this client's key fingerprint (SHA256:…), making the key on
+    /// first use: the line a server's owner adds to its authorized_clients.
+    #[command(
+        after_help = "Examples:\n  sift-client id\n  sift-client id --state-dir ./client-state\n\nOn the server:\n  echo 'SHA256:… my-laptop' >> ~/.local/share/sift/authorized_clients"
+    )]
+    Id,
 }
 
 fn main() -> ExitCode {
@@ -179,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Put { url, .. }
         | Command::Ls { url }
         | Command::Perf { url, .. } => url.clone(),
+        Command::Id => return id(common.state_dir.as_deref()),
     };
     let url = SiftUrl::parse(&url_text)?;
     let protection = common::protection(common.insecure_null_crypto);
@@ -198,6 +216,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
+    if protection == Protection::Tls {
+        // An upload needs a key: the first one makes it. Other commands
+        // present the key only if there is one already.
+        let make_key = matches!(cli.command, Command::Put { .. });
+        config.tls.client_identity = client_key(common.state_dir.as_deref(), make_key)?;
+    }
     let tokens = SavedTokens::load(common.state_dir.as_deref());
     config.token_store = Some(tokens.store());
     let wait = common
@@ -222,9 +246,44 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             reverse,
             ..
         } => perf(&url, dial, time, interval, ndjson || common.json, reverse),
+        // Answered above, before any URL.
+        Command::Id => id(common.state_dir.as_deref()),
     };
     tokens.save();
     result
+}
+
+/// `sift-client id`: prints this client's key fingerprint, making the key
+/// first if there is none.
+fn id(state_dir: Option<&Path>) -> anyhow::Result<()> {
+    let identity =
+        client_key(state_dir, true)?.context("this client has no key, and none could be made")?;
+    writeln!(std::io::stdout(), "{}", identity.fingerprint()).context("writing to stdout")
+}
+
+/// This client's key from the state directory; made there first if
+/// `create` and missing, saying so on stderr.
+fn client_key(
+    state_dir: Option<&Path>,
+    create: bool,
+) -> anyhow::Result<Option<sift::crypto::ServerIdentity>> {
+    let dir = match state::state_dir(state_dir) {
+        Ok(dir) => dir,
+        // No place to keep a key: uploads fail with the server's word.
+        Err(_) if !create => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let Some((identity, source)) = state::client_identity(&dir, create)? else {
+        return Ok(None);
+    };
+    if source == IdentitySource::Created {
+        eprintln!(
+            "sift-client: made this client's key {} (in {}); a server takes its uploads once this fingerprint is in the server's authorized_clients",
+            identity.fingerprint(),
+            dir.display()
+        );
+    }
+    Ok(Some(identity))
 }
 
 /// How to reach the server: transport settings and certificate trust.

@@ -14,10 +14,12 @@ use sift::conn::Protection;
 use sift::crypto::TlsConfig;
 use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
 use sift::wire::steering::MAX_WORKERS;
+use sift_bin::cli::authorized::AuthorizedClientsFile;
 use sift_bin::cli::common::{self, OnOff};
-use sift_bin::cli::server_loop;
 use sift_bin::cli::state::{self, IdentitySource};
-use sift_bin::transfer::{FileServer, Root};
+use sift_bin::cli::{format, server_loop};
+use sift_bin::transfer::uploads::FREE_SPACE_MARGIN;
+use sift_bin::transfer::{FileServer, Root, UploadBudget, UploadPolicy};
 use sift_cc::CcConfig;
 
 const EXAMPLES: &str = "\
@@ -46,16 +48,30 @@ Examples:
   # A certificate of your own (e.g. from your CA) instead of the self-signed one:
   sift-server --root ./files --cert server.pem --key server-key.pem
 
+  # Take uploads from the clients listed in authorized_clients (in the state
+  # directory), at most 4 GiB of them at once:
+  sift-client id            # on the client: prints SHA256:…, makes the key if needed
+  echo 'SHA256:… alice-laptop' >> ~/.local/share/sift/authorized_clients
+  sift-server --root ./files --allow-put --max-upload-bytes 4G
+
+  # Null protection has no client keys: uploads from anyone, explicitly:
+  sift-server --root ./scratch --insecure-null-crypto --allow-put --allow-anonymous-put
+
 On first run the server makes a self-signed certificate (rcgen, Ed25519) in
 its state directory and prints its SHA-256 fingerprint at every start;
-clients remember it on first contact, or take it with --pin.";
+clients remember it on first contact, or take it with --pin.
+
+The server is read-only unless started with --allow-put. It refuses to
+start when its state directory is --root or inside it (clients could fetch
+its private key); a --root inside the state directory is allowed.";
 
 /// Serve the files under a directory over sift.
 ///
-/// Clients can download (with resume), upload, list and measure throughput.
-/// Nothing outside --root is ever read or written: `..`, absolute paths and
-/// symlinks leading out are refused. Uploads are kept only once their
-/// SHA-256 matches. One line per transfer goes to stdout.
+/// Clients can download (with resume), list and measure throughput, and,
+/// with --allow-put, upload. Nothing outside --root is ever read or
+/// written: `..`, absolute paths and symlinks leading out are refused.
+/// Uploads are kept only once their SHA-256 matches. One line per transfer
+/// goes to stdout.
 #[derive(Parser, Debug)]
 #[command(name = "sift-server", version, after_help = EXAMPLES)]
 struct Args {
@@ -81,8 +97,9 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
-    /// Where the server keeps its certificate and key (default:
-    /// $XDG_DATA_HOME/sift or ~/.local/share/sift).
+    /// Where the server keeps its certificate, key and authorized_clients
+    /// (default: $XDG_DATA_HOME/sift or ~/.local/share/sift). Must not be
+    /// --root or inside it.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Present this certificate chain (PEM) instead of the state
@@ -115,6 +132,26 @@ struct Args {
     /// [default: the number of cores, at most --max-clients]
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
+    /// Take uploads (PUT), from the clients whose key fingerprint is a
+    /// line of authorized_clients in the state directory (`sift-client id`
+    /// prints a client's; the file is read at every upload, so no restart
+    /// is needed). Without it the server is read-only.
+    #[arg(long)]
+    allow_put: bool,
+    /// With --allow-put: take uploads from any client, with a listed key or
+    /// none. Anyone who reaches the server can then overwrite any file
+    /// under --root. Under --insecure-null-crypto, where clients have no
+    /// keys, the only way to take uploads: --allow-put alone is refused
+    /// there.
+    #[arg(long, requires = "allow_put")]
+    allow_anonymous_put: bool,
+    /// Most bytes being uploaded at once across the server: each upload
+    /// reserves the size its client announces when it starts, and one
+    /// that would pass this, or leave less than 512 MiB of the disk free
+    /// beside the uploads in progress, is refused. Bytes, or K/M/G/T
+    /// (powers of 1024).
+    #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = format::parse_bytes)]
+    max_upload_bytes: u64,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -149,10 +186,21 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.retry && protection != Protection::Tls {
         anyhow::bail!("--retry needs TLS: Retry tokens are sealed with the server's secret, which Null protection does not keep");
     }
+    if args.allow_put && !args.allow_anonymous_put && protection != Protection::Tls {
+        anyhow::bail!("--allow-put under --insecure-null-crypto needs --allow-anonymous-put: Null protection carries no client keys, so the server cannot tell who uploads");
+    }
     let root =
         Root::new(&args.root).with_context(|| format!("cannot serve {}", args.root.display()))?;
+    // Under Null protection the state directory is not used, but it may
+    // hold a key from a TLS run: it must not be served either way.
+    match state::state_dir(args.state_dir.as_deref()) {
+        Ok(state) => state::refuse_state_inside_root(&state, root.path())?,
+        Err(error) if protection == Protection::Tls => return Err(error),
+        Err(_) => {}
+    }
     let cc_name = args.cc.name();
-    let mut files = FileServer::new(root);
+    let mut files = FileServer::new(root)
+        .with_upload_budget(UploadBudget::new(args.max_upload_bytes, FREE_SPACE_MARGIN));
     if let Some(accepted) = &args.accept_cc {
         let names = accepted.iter().map(|cc| cc.name().to_string()).collect();
         files = files.accepting_controllers(names);
@@ -169,6 +217,21 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
         println!("identity {} ({origin})", identity.fingerprint());
         config.tls = TlsConfig::server(identity);
+        if args.allow_put && !args.allow_anonymous_put {
+            let list = AuthorizedClientsFile::new(state.join(state::AUTHORIZED_CLIENTS_FILE));
+            // A broken list stops the server now rather than refusing
+            // every upload later.
+            let authorized = list.read()?.len();
+            println!(
+                "uploads from the {authorized} client{} listed in {}, at most {} at once",
+                if authorized == 1 { "" } else { "s" },
+                list.path().display(),
+                format::bytes(args.max_upload_bytes)
+            );
+            files = files.allowing_uploads(UploadPolicy::Clients(Arc::new(list)));
+            // Asked for, not required: clients without a key still download.
+            config.tls.request_client_certificate = true;
+        }
         config.server_secret = Some(state::server_secret(&state)?);
         config.retry = if args.retry {
             RetryPolicy::Always
@@ -177,6 +240,15 @@ fn run(args: Args) -> anyhow::Result<()> {
                 half_open: (args.max_clients / 2).clamp(1, DEFAULT_RETRY_HALF_OPEN),
             }
         };
+    }
+    if args.allow_anonymous_put {
+        files = files.allowing_uploads(UploadPolicy::Anyone);
+        println!(
+            "uploads from anyone (--allow-anonymous-put), at most {} at once",
+            format::bytes(args.max_upload_bytes)
+        );
+    } else if !args.allow_put {
+        println!("read-only: uploads are refused (start with --allow-put to take them)");
     }
     let listeners = listen(args.listen, config, args.max_clients, workers)?;
     let local = listeners[0].local_addr();
@@ -267,6 +339,16 @@ fn describe_listening(local: SocketAddr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_upload_cap_in_the_help_is_the_library_default() {
+        let args = Args::parse_from(["sift-server", "--root", "."]);
+        assert_eq!(
+            args.max_upload_bytes,
+            sift_bin::transfer::uploads::DEFAULT_MAX_UPLOAD_BYTES
+        );
+        assert!(!args.allow_put, "read-only by default");
+    }
 
     #[test]
     fn the_ipv6_wildcard_is_listed_with_the_ipv4_wildcard_it_covers() {

@@ -5,6 +5,7 @@
 //! binding of the protocol to `sift::blocking` connections.
 //! Must not: implement protocol rules (those live in `transfer`).
 
+pub mod authorized;
 pub mod common;
 pub mod format;
 pub mod interrupt;

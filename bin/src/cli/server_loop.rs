@@ -38,6 +38,10 @@ impl ServedConnection for BlockingConnection {
     fn use_controller(&self, cc: sift_cc::CcConfig) -> Result<(), String> {
         self.set_congestion_control(cc).map_err(|e| e.to_string())
     }
+
+    fn client_key(&self) -> Option<sift::crypto::Fingerprint> {
+        self.peer_certificate_fingerprint()
+    }
 }
 
 /// Accepts clients until the listener fails, serving each on its own

@@ -6,9 +6,17 @@
 //! run), and its static secret (`server-secret`, 32 random bytes, made on
 //! first run), from which it derives stateless reset tokens: kept across
 //! restarts, so a restarted server can tell clients at once that their
-//! connections are gone. `sift-client` keeps `known_hosts` there. The
-//! directory is created readable by its owner only, and the key and secret
-//! files likewise.
+//! connections are gone. It reads `authorized_clients` there: the keys of
+//! the clients that may upload (`cli::authorized`). `sift-client` keeps
+//! `known_hosts` there, and its own key (`client-cert.pem`,
+//! `client-key.pem`, made on its first upload or `sift-client id`), which
+//! it presents to servers that ask. The directory is created readable by
+//! its owner only, and the key and secret files likewise.
+//!
+//! The state directory must not be served: `sift-server` refuses to start
+//! when it is `--root` or inside it ([`refuse_state_inside_root`]). A root
+//! inside the state directory is allowed: nothing of the state is under
+//! it, and paths never leave the root.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -28,6 +36,14 @@ pub const KEY_FILE: &str = "server-key.pem";
 pub const SECRET_FILE: &str = "server-secret";
 /// The client's known hosts, in the state directory.
 pub const KNOWN_HOSTS_FILE: &str = "known_hosts";
+/// The client's certificate (self-signed; its fingerprint names the
+/// client), in the state directory.
+pub const CLIENT_CERT_FILE: &str = "client-cert.pem";
+/// The client's private key, PEM, in the state directory.
+pub const CLIENT_KEY_FILE: &str = "client-key.pem";
+/// The fingerprints of the clients that may upload to the server, in its
+/// state directory.
+pub const AUTHORIZED_CLIENTS_FILE: &str = "authorized_clients";
 
 /// The state directory: `explicit`, or the user's data directory's `sift`.
 pub fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
@@ -73,22 +89,120 @@ pub fn server_identity(
     if let Some((cert, key)) = cert_and_key {
         return Ok((read_identity(cert, key)?, IdentitySource::Given));
     }
-    let cert = state.join(CERT_FILE);
-    let key = state.join(KEY_FILE);
+    let stored = stored_identity(state, CERT_FILE, KEY_FILE, "localhost", true, "clients")?;
+    stored.with_context(|| format!("no server identity in {}", state.display()))
+}
+
+/// The client's key, from the state directory: made there first if
+/// `create` (a new one says [`IdentitySource::Created`]), else `None` when
+/// there is none yet.
+pub fn client_identity(
+    state: &Path,
+    create: bool,
+) -> anyhow::Result<Option<(ServerIdentity, IdentitySource)>> {
+    stored_identity(
+        state,
+        CLIENT_CERT_FILE,
+        CLIENT_KEY_FILE,
+        "sift-client",
+        create,
+        "servers",
+    )
+}
+
+/// A certificate and key kept in `state` as `cert_file` and `key_file`,
+/// made (self-signed for `name`, Ed25519) when missing and `create`.
+/// `peers` names who would see a new key, for the error about half of one.
+fn stored_identity(
+    state: &Path,
+    cert_file: &str,
+    key_file: &str,
+    name: &str,
+    create: bool,
+    peers: &str,
+) -> anyhow::Result<Option<(ServerIdentity, IdentitySource)>> {
+    let cert = state.join(cert_file);
+    let key = state.join(key_file);
     match (cert.exists(), key.exists()) {
-        (true, true) => Ok((read_identity(&cert, &key)?, IdentitySource::Loaded)),
+        (true, true) => Ok(Some((read_identity(&cert, &key)?, IdentitySource::Loaded))),
+        (false, false) if !create => Ok(None),
         (false, false) => {
             create_private_dir(state)?;
-            let identity = ServerIdentity::self_signed(&["localhost"])
+            let identity = ServerIdentity::self_signed(&[name])
                 .context("cannot make a self-signed certificate")?;
             write_new_file(&key, identity.private_key_pem().as_bytes(), 0o600)?;
             write_new_file(&cert, identity.chain_pem().as_bytes(), 0o644)?;
-            Ok((identity, IdentitySource::Created))
+            Ok(Some((identity, IdentitySource::Created)))
         }
         _ => anyhow::bail!(
-            "{} holds only one of {CERT_FILE} and {KEY_FILE}: restore the other, or remove both to make a new identity (clients will see a changed key)",
+            "{} holds only one of {cert_file} and {key_file}: restore the other, or remove both to make a new identity ({peers} will see a changed key)",
             state.display()
         ),
+    }
+}
+
+/// Refuses a state directory that is `root` or lies under it: everything
+/// under the root can be downloaded (the server's private key and secret)
+/// and overwritten (the list of clients that may upload). Both paths are
+/// compared after resolving symlinks and `..`; a state directory that does
+/// not exist yet is judged by where it would be created.
+pub fn refuse_state_inside_root(state: &Path, root: &Path) -> anyhow::Result<()> {
+    let canonical_state = canonical_even_if_missing(state)?;
+    let canonical_root = root
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", root.display()))?;
+    if !canonical_state.starts_with(&canonical_root) {
+        return Ok(());
+    }
+    let place = if canonical_state == canonical_root {
+        "is the served --root"
+    } else {
+        "is inside the served --root"
+    };
+    anyhow::bail!(
+        "the state directory {} {place} {}: clients could download the server's private key and rewrite its authorized_clients; serve another directory, or keep the state elsewhere with --state-dir DIR",
+        canonical_state.display(),
+        canonical_root.display()
+    )
+}
+
+/// `path` with symlinks and `..` resolved as far as it exists, and the
+/// missing rest appended as written.
+fn canonical_even_if_missing(path: &Path) -> anyhow::Result<PathBuf> {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .context("cannot read the current directory")?
+            .join(path)
+    };
+    let mut existing = absolute.as_path();
+    let mut missing = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(canonical) => {
+                let mut resolved = canonical;
+                for part in missing.iter().rev() {
+                    match part {
+                        std::path::Component::ParentDir => {
+                            resolved.pop();
+                        }
+                        std::path::Component::CurDir => {}
+                        other => resolved.push(other),
+                    }
+                }
+                return Ok(resolved);
+            }
+            Err(_) => {
+                let Some(parent) = existing.parent() else {
+                    return Ok(absolute);
+                };
+                if let Some(last) = existing.components().next_back() {
+                    missing.push(last);
+                }
+                existing = parent;
+            }
+        }
     }
 }
 
@@ -189,6 +303,56 @@ mod tests {
         let error = server_identity(dir.path(), None).unwrap_err().to_string();
         assert!(error.contains("only one of"), "{error}");
         assert!(!dir.path().join(KEY_FILE).exists());
+    }
+
+    #[test]
+    fn the_client_key_is_made_only_when_asked_then_kept_private() {
+        let dir = TestDir::new("state-client-key");
+        let state = dir.path().join("client-state");
+        assert!(client_identity(&state, false).unwrap().is_none());
+        assert!(!state.exists(), "looking makes no directory");
+        let (first, source) = client_identity(&state, true).unwrap().unwrap();
+        assert_eq!(source, IdentitySource::Created);
+        let mode = fs::metadata(state.join(CLIENT_KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let (again, source) = client_identity(&state, false).unwrap().unwrap();
+        assert_eq!(source, IdentitySource::Loaded);
+        assert_eq!(again.fingerprint(), first.fingerprint());
+        // The server's identity in the same directory is another key.
+        let (server, _) = server_identity(&state, None).unwrap();
+        assert_ne!(server.fingerprint(), first.fingerprint());
+    }
+
+    #[test]
+    fn a_state_directory_at_or_under_the_root_is_refused_even_before_it_exists() {
+        let dir = TestDir::new("state-in-root");
+        let root = dir.path().join("root");
+        fs::create_dir_all(root.join("sub")).unwrap();
+        for state in [
+            root.clone(),
+            root.join("sub"),
+            root.join("not/yet/made"),
+            root.join("sub/../elsewhere"),
+        ] {
+            let error = refuse_state_inside_root(&state, &root)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("--root"), "{}: {error}", state.display());
+        }
+        // A symlink out of the root's sight still lands in it.
+        let link = dir.path().join("link-to-root");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        assert!(refuse_state_inside_root(&link.join("state"), &root).is_err());
+        // Beside the root, or the root inside the state: allowed.
+        refuse_state_inside_root(&dir.path().join("state"), &root).unwrap();
+        refuse_state_inside_root(&dir.path().join("rooted"), &root).unwrap();
+        refuse_state_inside_root(dir.path(), &root.join("sub")).unwrap();
+        // A name that only starts like the root is not inside it.
+        refuse_state_inside_root(&dir.path().join("root-state"), &root).unwrap();
     }
 
     #[test]

@@ -226,10 +226,12 @@ impl ClientTrust {
         }
     }
 
-    /// `config` with these TLS settings (keeping its ALPN).
+    /// `config` with these TLS settings (keeping its ALPN and the key the
+    /// client presents).
     pub fn apply(&self, config: sift::Config) -> sift::Config {
         let tls = TlsConfig {
             alpn_protocols: config.tls.alpn_protocols.clone(),
+            client_identity: config.tls.client_identity.clone(),
             ..self.tls.clone()
         };
         sift::Config { tls, ..config }

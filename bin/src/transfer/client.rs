@@ -29,7 +29,7 @@ pub const MAX_LISTING_LEN: u64 = 64 * 1024 * 1024;
 /// Why a client operation failed. Each message is one line for a person.
 #[derive(Debug, Error)]
 pub enum ClientError {
-    #[error("server says {}: {message}", status.name())]
+    #[error("{}", server_refusal(*status, message))]
     Server { status: Status, message: String },
     #[error("transfer interrupted after {received} of {expected} bytes ({reason}); partial download kept in {} — run again with --resume", partial.display())]
     Interrupted {
@@ -50,6 +50,15 @@ pub enum ClientError {
     Connection(String),
     #[error("bad answer from the server: {0}")]
     Protocol(ProtocolError),
+}
+
+/// A refusal from the server as one line: an upload refusal says so
+/// first, for it is about who may write, not about the request.
+fn server_refusal(status: Status, message: &str) -> String {
+    match status {
+        Status::RefusedUpload => format!("upload refused: {message}"),
+        other => format!("server says {}: {message}", other.name()),
+    }
 }
 
 fn local(context: impl Into<String>) -> impl FnOnce(io::Error) -> ClientError {

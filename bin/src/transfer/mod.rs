@@ -7,8 +7,9 @@
 //! frame (`frame`), and every file is checked end to end with SHA-256.
 //!
 //! Owns: the headers and their parsers, path confinement under the served
-//! root, upload and download temporary files, and both sides of each
-//! operation over any [`Duplex`] stream.
+//! root, who may upload and how much at once (`uploads`), upload and
+//! download temporary files, and both sides of each operation over any
+//! [`Duplex`] stream.
 //! Must not: open sockets or connections (the binaries do, with
 //! `sift::blocking`), print to the terminal, or touch a path outside the
 //! served root.
@@ -27,6 +28,7 @@ pub mod response;
 pub mod server;
 #[cfg(test)]
 pub(crate) mod test_dir;
+pub mod uploads;
 
 pub use client::{ClientError, GetOutcome, PutOutcome};
 pub use confine::{PathError, Root};
@@ -38,3 +40,4 @@ pub use perf::{PerfInterval, PerfOptions, PerfSample, PerfSummary};
 pub use request::{parse_request, PerfDirection, PerfLimit, Request};
 pub use response::{parse_response, parse_trailer, Response, SenderReport, Status};
 pub use server::{FileServer, NoConnection, ServedConnection, TransferRecord};
+pub use uploads::{ClientGate, UploadBudget, UploadPolicy};

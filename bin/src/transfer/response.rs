@@ -39,6 +39,10 @@ pub enum Status {
     /// The request names a congestion controller this server does not run
     /// for clients (unknown, or not in its `--accept-cc` list).
     RefusedController = 8,
+    /// The server takes no upload from this client now: it is read-only,
+    /// the client's key is not authorised, or too much is being uploaded
+    /// at once.
+    RefusedUpload = 9,
 }
 
 impl Status {
@@ -54,6 +58,7 @@ impl Status {
             6 => Self::Internal,
             7 => Self::BadRequest,
             8 => Self::RefusedController,
+            9 => Self::RefusedUpload,
             _ => return None,
         })
     }
@@ -70,6 +75,7 @@ impl Status {
             Status::Internal => "internal error",
             Status::BadRequest => "bad request",
             Status::RefusedController => "refused controller",
+            Status::RefusedUpload => "upload refused",
         }
     }
 }
@@ -288,10 +294,10 @@ mod tests {
 
     #[test]
     fn every_status_byte_round_trips() {
-        for byte in 0..=8u8 {
+        for byte in 0..=9u8 {
             assert_eq!(Status::from_byte(byte).unwrap() as u8, byte);
         }
-        assert_eq!(Status::from_byte(9), None);
+        assert_eq!(Status::from_byte(10), None);
     }
 
     #[test]

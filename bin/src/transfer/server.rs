@@ -22,6 +22,8 @@ use super::listing::ListEntry;
 use super::part_file::{is_disk_full, UploadPart};
 use super::request::{parse_request, PerfDirection, PerfLimit, Request};
 use super::response::{encode_digest, Response, SenderReport, Status};
+use super::uploads::{BudgetRefusal, Reservation, UploadBudget, UploadPolicy};
+use sift::crypto::Fingerprint;
 use sift_cc::CcConfig;
 
 /// Bytes moved per read or write.
@@ -36,6 +38,11 @@ pub trait ServedConnection {
     /// Sends the connection's data under `cc` from now on (a client asked
     /// for it); an error says why not.
     fn use_controller(&self, cc: CcConfig) -> Result<(), String>;
+    /// The fingerprint of the key the client proved in the handshake, if
+    /// it presented one: what decides whether it may upload.
+    fn client_key(&self) -> Option<Fingerprint> {
+        None
+    }
 }
 
 /// A stream with no sift connection behind it (the protocol over a socket
@@ -138,6 +145,10 @@ pub struct FileServer {
     digests: Mutex<HashMap<PathBuf, CachedDigest>>,
     /// Controllers a client may ask for its downloads (`--cc` names).
     accepted_controllers: Vec<String>,
+    /// Who may upload: nobody unless the server says otherwise.
+    uploads: UploadPolicy,
+    /// Bytes being uploaded at once, reserved per upload.
+    upload_budget: UploadBudget,
     /// Tests: uploads fail with ENOSPC past this many bytes, as on a full disk.
     #[cfg(test)]
     disk_capacity: Option<u64>,
@@ -151,6 +162,8 @@ impl FileServer {
             root,
             digests: Mutex::new(HashMap::new()),
             accepted_controllers: CcConfig::NAMES.iter().map(|n| n.to_string()).collect(),
+            uploads: UploadPolicy::ReadOnly,
+            upload_budget: UploadBudget::default(),
             #[cfg(test)]
             disk_capacity: None,
         }
@@ -160,6 +173,29 @@ impl FileServer {
     pub fn accepting_controllers(mut self, names: Vec<String>) -> Self {
         self.accepted_controllers = names;
         self
+    }
+
+    /// Takes uploads from the clients `policy` admits (the default:
+    /// none, a read-only server).
+    pub fn allowing_uploads(mut self, policy: UploadPolicy) -> Self {
+        self.uploads = policy;
+        self
+    }
+
+    /// Bounds the bytes being uploaded at once by `budget`.
+    pub fn with_upload_budget(mut self, budget: UploadBudget) -> Self {
+        self.upload_budget = budget;
+        self
+    }
+
+    /// Who may upload.
+    pub fn upload_policy(&self) -> &UploadPolicy {
+        &self.uploads
+    }
+
+    /// The bound on bytes being uploaded at once.
+    pub fn upload_budget(&self) -> &UploadBudget {
+        &self.upload_budget
     }
 
     /// The controllers a client may ask for.
@@ -266,7 +302,13 @@ impl FileServer {
                 }
                 self.get(stream, path, *offset, connection)
             }
-            Request::Put { path, size, sha256 } => self.put(stream, path, *size, *sha256),
+            Request::Put { path, size, sha256 } => {
+                // Before anything touches the disk: who may write at all.
+                self.uploads
+                    .admit(connection.client_key())
+                    .map_err(|refusal| Failure::Answer(Status::RefusedUpload, refusal))?;
+                self.put(stream, path, *size, *sha256)
+            }
             Request::List { path } => self.list(stream, path),
             Request::Perf { direction, limit } => perf(stream, *direction, *limit),
         }
@@ -382,14 +424,10 @@ impl FileServer {
         expected: Sha256Digest,
     ) -> Result<u64, Failure> {
         let target = self.root.resolve_upload(path)?;
-        if let Some(free) = available_bytes(&target.directory) {
-            if size > free {
-                return Err(Failure::Answer(
-                    Status::DiskFull,
-                    format!("no room for {size} bytes: {free} bytes free on the server"),
-                ));
-            }
-        }
+        let mut reservation = self
+            .upload_budget
+            .reserve(size, available_bytes(&target.directory))
+            .map_err(budget_refusal)?;
         let mut part = UploadPart::create(&target).map_err(|e| storage_failure(&e))?;
         // "Go ahead": the client sends the data only after this.
         send_response(stream, &Response::ok(0, None))?;
@@ -405,7 +443,7 @@ impl FileServer {
                 )));
             }
             hasher.update(&buf[..n]);
-            if let Err(e) = self.store(&mut part, &buf[..n], received) {
+            if let Err(e) = self.store(&mut part, &buf[..n], received, &mut reservation) {
                 drop(part);
                 if is_disk_full(&e) {
                     // Take in the rest (bounded by the announced size) so the
@@ -440,7 +478,13 @@ impl FileServer {
     }
 
     /// Appends received bytes to the upload (`already` bytes are stored).
-    fn store(&self, part: &mut UploadPart, bytes: &[u8], already: u64) -> io::Result<()> {
+    fn store(
+        &self,
+        part: &mut UploadPart,
+        bytes: &[u8],
+        already: u64,
+        reservation: &mut Reservation<'_>,
+    ) -> io::Result<()> {
         #[cfg(test)]
         if self
             .disk_capacity
@@ -450,7 +494,9 @@ impl FileServer {
         }
         #[cfg(not(test))]
         let _ = already;
-        part.file().write_all(bytes)
+        part.file().write_all(bytes)?;
+        reservation.wrote(bytes.len() as u64);
+        Ok(())
     }
 
     fn list<S: Duplex>(&self, stream: &mut S, path: &str) -> Result<u64, Failure> {
@@ -581,6 +627,14 @@ fn copy_exact<R: Read + ?Sized, W: Write + ?Sized>(
 
 fn internal(error: io::Error) -> Failure {
     Failure::Answer(Status::Internal, error.to_string())
+}
+
+fn budget_refusal(refusal: BudgetRefusal) -> Failure {
+    let status = match refusal {
+        BudgetRefusal::OverCap { .. } => Status::RefusedUpload,
+        BudgetRefusal::NoRoom { .. } => Status::DiskFull,
+    };
+    Failure::Answer(status, refusal.to_string())
 }
 
 fn storage_failure(error: &io::Error) -> Failure {

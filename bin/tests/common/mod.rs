@@ -163,6 +163,8 @@ pub struct Server {
     /// Its own state directory (certificate and key) if the test gave
     /// none, removed on drop.
     state: Option<TestDir>,
+    /// Where its state lives (its own or the test's).
+    state_path: PathBuf,
 }
 
 impl Server {
@@ -227,7 +229,21 @@ impl Server {
             lines,
             stderr,
             state: None,
+            state_path: state.to_path_buf(),
         }
+    }
+
+    /// Lets the client holding `key` upload (the server must run with
+    /// `--allow-put`): its fingerprint becomes a line of the server's
+    /// `authorized_clients`, which the server reads at every upload.
+    pub fn authorize(&self, key: &ClientKey) {
+        let path = self.state_path.join("authorized_clients");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        writeln!(file, "{} test-client", key.fingerprint).unwrap();
     }
 
     /// `--pin=SHA256:…` for a client of this server.
@@ -267,6 +283,29 @@ pub fn client_command() -> Command {
     let mut command = Command::new(CLIENT);
     command.env("XDG_DATA_HOME", data_home);
     command
+}
+
+/// A client key of its own, made by `sift-client id` in a state directory
+/// that lives as long as this value.
+pub struct ClientKey {
+    dir: TestDir,
+    /// `SHA256:…`, as `sift-client id` printed it.
+    pub fingerprint: String,
+}
+
+impl ClientKey {
+    pub fn new() -> Self {
+        let dir = TestDir::new("client-key");
+        let output = run_client(&["id", "--state-dir", dir.path().to_str().unwrap()]);
+        let fingerprint = expect_success(&output).trim().to_string();
+        assert!(fingerprint.starts_with("SHA256:"), "{fingerprint}");
+        Self { dir, fingerprint }
+    }
+
+    /// `--state-dir=DIR`: a client run that presents this key.
+    pub fn arg(&self) -> String {
+        format!("--state-dir={}", self.dir.path().display())
+    }
 }
 
 /// Runs a client to completion, killing it if it outlives the deadline.

@@ -14,6 +14,15 @@
 //!
 //! In every case the handshake signature is checked against the
 //! certificate's key, so a server must hold the key it presents.
+//!
+//! Client certificates, ssh-style: a server with
+//! [`TlsConfig::request_client_certificate`] asks every client for one but
+//! requires none. It accepts any certificate whose key signed the
+//! handshake (TLS 1.3 CertificateVerify, checked by the provider), with no
+//! chain, name or expiry check: the certificate's fingerprint is the
+//! client's identity, and the application decides what that identity may
+//! do ([`crate::Connection::peer_certificate_fingerprint`]). A client
+//! presents [`TlsConfig::client_identity`] when asked.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -22,7 +31,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::identity::{Fingerprint, IdentityError, ServerIdentity};
 
@@ -88,7 +98,9 @@ impl fmt::Debug for ServerTrust {
 }
 
 /// TLS settings. A server needs `identity`; a client needs `trust`. One
-/// config may hold both (an endpoint that connects and accepts).
+/// config may hold both (an endpoint that connects and accepts). Client
+/// certificates are optional on both sides: `request_client_certificate`
+/// on the server, `client_identity` on the client.
 #[derive(Clone, Debug)]
 pub struct TlsConfig {
     /// ALPN protocols, most preferred first; `sift/1` by default. A client
@@ -102,6 +114,16 @@ pub struct TlsConfig {
     /// [`ServerTrust::Roots`] (sent as SNI). Default: the server's IP
     /// address.
     pub server_name: Option<String>,
+    /// Client: the certificate and key presented when a server asks for
+    /// one (a self-signed [`ServerIdentity`] is the usual kind: its
+    /// fingerprint names the client). `None`: the client answers a request
+    /// with no certificate, and the handshake goes on.
+    pub client_identity: Option<ServerIdentity>,
+    /// Server: ask every client for a certificate, and accept any one
+    /// whose key signed the handshake, without requiring one. Off by
+    /// default: the server's first flight then carries no
+    /// CertificateRequest.
+    pub request_client_certificate: bool,
 }
 
 impl Default for TlsConfig {
@@ -111,6 +133,8 @@ impl Default for TlsConfig {
             identity: None,
             trust: None,
             server_name: None,
+            client_identity: None,
+            request_client_certificate: false,
         }
     }
 }
@@ -211,7 +235,12 @@ pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, 
                 provider: provider(),
             })),
     };
-    let mut client = builder.with_no_client_auth();
+    let mut client = match &config.client_identity {
+        Some(identity) => builder.with_client_cert_resolver(Arc::new(
+            rustls::sign::SingleCertAndKey::from(identity.certified_key()),
+        )),
+        None => builder.with_no_client_auth(),
+    };
     client.alpn_protocols = config.alpn_protocols.clone();
     client.enable_early_data = false;
     Ok(client)
@@ -220,11 +249,18 @@ pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, 
 /// The rustls server configuration for `config`.
 pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, TlsSetupError> {
     let identity = config.identity.as_ref().ok_or(TlsSetupError::NoIdentity)?;
-    let mut server = rustls::ServerConfig::builder_with_provider(provider())
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(rustls_error)?
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(SingleCertificate(identity.certified_key())));
+        .map_err(rustls_error)?;
+    let builder = if config.request_client_certificate {
+        builder.with_client_cert_verifier(Arc::new(AnyClientCertificate {
+            provider: provider(),
+        }))
+    } else {
+        builder.with_no_client_auth()
+    };
+    let mut server =
+        builder.with_cert_resolver(Arc::new(SingleCertificate(identity.certified_key())));
     server.alpn_protocols = config.alpn_protocols.clone();
     // RFC 9001 §4.6.1: 0 means no early data; sift has no resumption either.
     server.max_early_data_size = 0;
@@ -321,6 +357,76 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// A client certificate is the client's name, not a claim a CA vouches
+/// for: any certificate is accepted as long as its key signed the
+/// handshake. Asked for, never required.
+#[derive(Debug)]
+struct AnyClientCertificate {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ClientCertVerifier for AnyClientCertificate {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        // No hints: the client sends whatever certificate it has.
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        // The identity is the certificate's fingerprint, which the
+        // application checks; possession of its key is proven by the
+        // CertificateVerify signature below.
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        // Only TLS 1.3 is enabled (QUIC requires it, RFC 9001 §4.2).
+        Err(rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::Tls12NotOffered,
+        ))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        // RFC 8446 §4.4.3: the signature over the transcript, with the key
+        // of the certificate presented. This is what makes a copied
+        // certificate worthless without its key.
         rustls::crypto::verify_tls13_signature(
             message,
             cert,

@@ -1,5 +1,7 @@
-//! Server identity: a certificate chain and its private key, and the SHA-256
-//! fingerprint clients pin (like an ssh host key's).
+//! Identities: a certificate chain and its private key, and the SHA-256
+//! fingerprint that names it (like an ssh key's). A server presents one to
+//! every client, which pins its fingerprint; a client may present one when
+//! a server asks, and the server then knows the client by its fingerprint.
 
 use std::fmt;
 use std::str::FromStr;
@@ -86,8 +88,9 @@ impl FromStr for Fingerprint {
     }
 }
 
-/// What a server presents: its certificate chain (end entity first) and
-/// the private key of the first certificate. Cheap to clone.
+/// What a server presents (and a client, when asked): its certificate
+/// chain (end entity first) and the private key of the first certificate.
+/// Cheap to clone.
 #[derive(Clone)]
 pub struct ServerIdentity {
     certified: Arc<CertifiedKey>,
@@ -192,6 +195,20 @@ impl ServerIdentity {
 
     pub(crate) fn certified_key(&self) -> Arc<CertifiedKey> {
         self.certified.clone()
+    }
+
+    /// Tests: `certificate`'s chain with `signer`'s key, which does not
+    /// match it — what someone who copied a certificate without its key
+    /// would present. [`ServerIdentity::from_der`] refuses to make one.
+    #[cfg(test)]
+    pub(super) fn with_foreign_key(certificate: &Self, signer: &Self) -> Self {
+        Self {
+            certified: Arc::new(CertifiedKey::new(
+                certificate.certified.cert.clone(),
+                signer.certified.key.clone(),
+            )),
+            private_key_der: signer.private_key_der.clone(),
+        }
     }
 }
 

@@ -333,3 +333,81 @@ fn sessions_need_their_half_of_the_config() {
         Err(TlsSetupError::NoTrust)
     );
 }
+
+/// A server that asks for client certificates, and a client presenting
+/// `client_identity` (if any) that pins the server.
+fn client_auth_pair(
+    server_identity: &ServerIdentity,
+    client_identity: Option<ServerIdentity>,
+) -> (TlsSession, TlsSession) {
+    let client_config = TlsConfig {
+        client_identity,
+        ..TlsConfig::loopback(server_identity.clone())
+    };
+    let server_config = TlsConfig {
+        request_client_certificate: true,
+        ..TlsConfig::server(server_identity.clone())
+    };
+    (
+        TlsSession::client(&client_config, LOCALHOST, params(true)).unwrap(),
+        TlsSession::server(&server_config, params(true)).unwrap(),
+    )
+}
+
+#[test]
+fn a_server_that_asks_sees_the_fingerprint_of_the_clients_certificate() {
+    let server_identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let client_identity = ServerIdentity::self_signed(&["sift-client"]).unwrap();
+    let (mut client, mut server) =
+        client_auth_pair(&server_identity, Some(client_identity.clone()));
+    handshake(&mut client, &mut server).unwrap();
+    assert!(!server.is_handshaking());
+    assert_eq!(
+        server.peer_certificate_fingerprint(),
+        Some(client_identity.fingerprint())
+    );
+    assert_eq!(
+        client.peer_certificate_fingerprint(),
+        Some(server_identity.fingerprint())
+    );
+}
+
+#[test]
+fn a_client_without_a_key_still_completes_the_handshake_anonymously() {
+    let server_identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let (mut client, mut server) = client_auth_pair(&server_identity, None);
+    handshake(&mut client, &mut server).unwrap();
+    assert!(!server.is_handshaking() && !client.is_handshaking());
+    assert_eq!(server.peer_certificate_fingerprint(), None);
+}
+
+#[test]
+fn a_server_that_does_not_ask_gets_no_client_certificate() {
+    let server_identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let client_config = TlsConfig {
+        client_identity: Some(ServerIdentity::self_signed(&["sift-client"]).unwrap()),
+        ..TlsConfig::loopback(server_identity.clone())
+    };
+    let mut client = TlsSession::client(&client_config, LOCALHOST, params(true)).unwrap();
+    let mut server = TlsSession::server(&TlsConfig::server(server_identity), params(true)).unwrap();
+    handshake(&mut client, &mut server).unwrap();
+    assert_eq!(server.peer_certificate_fingerprint(), None);
+}
+
+#[test]
+fn a_copied_client_certificate_without_its_key_fails_the_handshake() {
+    // Someone who saw an authorised client's certificate (it names the
+    // client, it is no secret) presents it, signing with a key of their
+    // own: the CertificateVerify signature does not verify.
+    let server_identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let victim = ServerIdentity::self_signed(&["sift-client"]).unwrap();
+    let impostor = ServerIdentity::self_signed(&["sift-client"]).unwrap();
+    let forged = ServerIdentity::with_foreign_key(&victim, &impostor);
+    let (mut client, mut server) = client_auth_pair(&server_identity, Some(forged));
+    let error = handshake(&mut client, &mut server).unwrap_err();
+    let HandshakeError::Tls { alert, reason } = &error else {
+        panic!("expected a TLS error, got {error:?}");
+    };
+    assert_eq!(*alert, 51, "decrypt_error: {reason}");
+    assert!(server.is_handshaking(), "the server must not complete");
+}

@@ -28,8 +28,9 @@ fn content(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// A server of `root` that takes uploads from anyone.
 fn server_with(root: &TestDir) -> FileServer {
-    FileServer::new(Root::new(root.path()).unwrap())
+    FileServer::new(Root::new(root.path()).unwrap()).allowing_uploads(UploadPolicy::Anyone)
 }
 
 /// Runs `server.serve` on one end of a socket pair and `client` on the other.
@@ -37,9 +38,18 @@ fn exchange<T: Send>(
     server: &FileServer,
     client: impl FnOnce(&mut UnixStream) -> T + Send,
 ) -> (T, TransferRecord) {
+    exchange_as(server, &NoConnection, client)
+}
+
+/// [`exchange`] over a connection that is `connection`.
+fn exchange_as<T: Send>(
+    server: &FileServer,
+    connection: &(dyn ServedConnection + Sync),
+    client: impl FnOnce(&mut UnixStream) -> T + Send,
+) -> (T, TransferRecord) {
     let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
     std::thread::scope(|scope| {
-        let handle = scope.spawn(move || server.serve(&mut server_end, &NoConnection));
+        let handle = scope.spawn(move || server.serve(&mut server_end, connection));
         let out = client(&mut client_end);
         drop(client_end);
         (out, handle.join().unwrap())
@@ -487,7 +497,8 @@ fn traversal_attempts_are_refused_and_nothing_is_written_outside() {
     std::fs::write(parent.path().join("secret"), b"outside").unwrap();
     std::os::unix::fs::symlink(parent.path().join("secret"), root_path.join("link")).unwrap();
     std::os::unix::fs::symlink(parent.path(), root_path.join("up")).unwrap();
-    let server = FileServer::new(Root::new(&root_path).unwrap());
+    let server =
+        FileServer::new(Root::new(&root_path).unwrap()).allowing_uploads(UploadPolicy::Anyone);
     for path in [
         "../secret",
         "/etc/passwd",
@@ -600,4 +611,127 @@ fn perf_counts_what_each_direction_moved() {
         let counted: u64 = intervals.iter().map(|i| i.bytes).sum();
         assert_eq!(counted, summary.bytes, "intervals add up to the total");
     }
+}
+
+/// A connection whose client proved `key` (or none).
+struct KeyedConnection(Option<Fingerprint>);
+
+impl ServedConnection for KeyedConnection {
+    fn sender_report(&self) -> Option<SenderReport> {
+        None
+    }
+
+    fn use_controller(&self, _cc: CcConfig) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn client_key(&self) -> Option<Fingerprint> {
+        self.0
+    }
+}
+
+/// Admits exactly one key.
+struct OneKey(Fingerprint);
+
+impl super::super::uploads::ClientGate for OneKey {
+    fn admit(&self, key: Option<Fingerprint>) -> Result<(), String> {
+        match key {
+            Some(key) if key == self.0 => Ok(()),
+            other => Err(format!("key {other:?} is not the one")),
+        }
+    }
+}
+
+/// Uploads `data` as `name` over `connection`: the client's outcome.
+fn put_as(
+    server: &FileServer,
+    connection: &(dyn ServedConnection + Sync),
+    source: &Path,
+    name: &str,
+) -> (Result<client::PutOutcome, ClientError>, TransferRecord) {
+    exchange_as(server, connection, |s| {
+        client::put(
+            s,
+            client::LocalUpload::prepare(source).unwrap(),
+            name,
+            &mut no_progress(),
+        )
+    })
+}
+
+#[test]
+fn a_read_only_server_refuses_uploads_in_one_line_and_writes_nothing() {
+    let root = TestDir::new("srv-ro-root");
+    let local = TestDir::new("srv-ro-local");
+    let source = local.path().join("up.bin");
+    std::fs::write(&source, content(1000, 8)).unwrap();
+    let server = FileServer::new(Root::new(root.path()).unwrap());
+    let key = KeyedConnection(Some(Fingerprint::of_certificate(b"client")));
+    let (outcome, record) = put_as(&server, &key, &source, "up.bin");
+    let error = outcome.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ClientError::Server {
+                status: Status::RefusedUpload,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "upload refused: this server is read-only (start it with --allow-put)"
+    );
+    assert_eq!(record.status, Some(Status::RefusedUpload));
+    assert!(files_in(root.path()).is_empty());
+}
+
+#[test]
+fn only_the_key_the_gate_admits_may_upload() {
+    let root = TestDir::new("srv-gate-root");
+    let local = TestDir::new("srv-gate-local");
+    let data = content(70_000, 9);
+    let source = local.path().join("up.bin");
+    std::fs::write(&source, &data).unwrap();
+    let known = Fingerprint::of_certificate(b"known");
+    let server = FileServer::new(Root::new(root.path()).unwrap())
+        .allowing_uploads(UploadPolicy::Clients(std::sync::Arc::new(OneKey(known))));
+    for stranger in [
+        KeyedConnection(None),
+        KeyedConnection(Some(Fingerprint::of_certificate(b"stranger"))),
+    ] {
+        let (outcome, _) = put_as(&server, &stranger, &source, "up.bin");
+        let error = outcome.unwrap_err().to_string();
+        assert!(error.starts_with("upload refused: key"), "{error}");
+        assert!(files_in(root.path()).is_empty());
+    }
+    let (outcome, _) = put_as(&server, &KeyedConnection(Some(known)), &source, "up.bin");
+    assert_eq!(outcome.unwrap().bytes, 70_000);
+    assert_eq!(std::fs::read(root.path().join("up.bin")).unwrap(), data);
+}
+
+#[test]
+fn an_upload_past_the_cap_beside_one_in_progress_is_refused_and_fits_after_it() {
+    let root = TestDir::new("srv-cap-root");
+    let local = TestDir::new("srv-cap-local");
+    let source = local.path().join("up.bin");
+    std::fs::write(&source, content(60_000, 10)).unwrap();
+    let server = server_with(&root).with_upload_budget(UploadBudget::new(100_000, 0));
+    // Another upload of 50 000 bytes is in progress: 50 000 + 60 000 is
+    // past the 100 000-byte cap.
+    let in_progress = server.upload_budget().reserve(50_000, None).unwrap();
+    let (outcome, record) = put_as(&server, &NoConnection, &source, "up.bin");
+    let error = outcome.unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "upload refused: 50000 bytes are being uploaded already and this server takes at most 100000 at once: 60000 more do not fit now, try again later"
+    );
+    assert_eq!(record.status, Some(Status::RefusedUpload));
+    assert!(files_in(root.path()).is_empty());
+    // Once it ended, the same upload fits, and its own share is released.
+    drop(in_progress);
+    let (outcome, _) = put_as(&server, &NoConnection, &source, "up.bin");
+    assert_eq!(outcome.unwrap().bytes, 60_000);
+    assert_eq!(server.upload_budget().in_progress(), 0);
 }
