@@ -1295,6 +1295,7 @@ impl Connection {
             cwnd: self.recovery.window(),
             ssthresh: self.recovery.ssthresh(),
             bytes_in_flight: self.recovery.bytes_in_flight(),
+            stream_send_buffered: self.streams.stats().send_buffered,
             srtt_us: rtt.smoothed().as_micros() as u64,
             min_rtt_us: rtt.min().as_micros() as u64,
             rttvar_us: rtt.variance().as_micros() as u64,

@@ -96,6 +96,11 @@ impl SendBuffer {
         self.written_offset - self.acked_offset
     }
 
+    /// Bytes stored: written and not yet acknowledged, none after a reset.
+    pub fn held(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     /// Total bytes the application wrote.
     pub fn written_offset(&self) -> u64 {
         self.written_offset
