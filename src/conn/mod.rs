@@ -1157,9 +1157,12 @@ impl Connection {
     }
 
     /// Queues `data` on a stream; returns how many bytes were accepted
-    /// (fewer when the send buffer is full: retry when the stream is
-    /// writable). `fin` applies only if everything was accepted. The send
-    /// buffer follows the congestion window (`Streams::size_send_buffer`).
+    /// (fewer when the stream's or the connection's send buffer is full, or
+    /// the peer's credit plus `StreamConfig::send_beyond_credit` is used
+    /// up: retry when the stream is writable, after acknowledgements or
+    /// credit arrive). `fin` applies only if everything was accepted. The
+    /// send buffers follow the congestion window
+    /// (`Streams::size_send_buffer`).
     pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, Error> {
         self.check_open()?;
         self.streams.size_send_buffer(self.recovery.window());
