@@ -309,6 +309,45 @@ async fn cancelled_write_loses_and_repeats_nothing() {
 }
 
 #[tokio::test]
+async fn a_writer_held_by_the_peers_credit_wakes_when_the_reader_makes_room() {
+    bounded(async {
+        // The server grants 16 KiB per stream and never grows it: what the
+        // client's stream takes is the credit plus send_beyond_credit, not
+        // its 4 MiB send buffer.
+        let streams = StreamConfig {
+            initial_max_stream_data: 16 * 1024,
+            max_stream_receive_window: 16 * 1024,
+            ..StreamConfig::default()
+        };
+        let beyond = streams.send_beyond_credit as usize;
+        let config = Config {
+            streams,
+            ..config()
+        };
+        let (_server, _client, client, server) = connected(config).await;
+        let data = generated(4, 1 << 20);
+        let mut send = client.open_uni().await.unwrap();
+        let mut written = 0;
+        while let Poll::Ready(result) = poll_once(send.write(&data[written..])).await {
+            written += result.unwrap();
+        }
+        assert_eq!(written, 16 * 1024 + beyond, "credit plus the bound");
+
+        // Each read the server makes is credit; the waiting writer must
+        // wake for it, or this never ends.
+        let reader = tokio::spawn(async move {
+            let mut recv = server.accept_uni().await.unwrap();
+            recv.read_to_end(2 << 20).await.unwrap()
+        });
+        send.write_all(&data[written..]).await.unwrap();
+        send.finish().unwrap();
+        let received = reader.await.unwrap();
+        assert!(received == data, "the stream arrived altered");
+    })
+    .await
+}
+
+#[tokio::test]
 async fn close_reaches_the_peer_with_code_and_reason() {
     bounded(async {
         let (_server, _client, client, server) = connected(config()).await;

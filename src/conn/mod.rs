@@ -1191,9 +1191,12 @@ impl Connection {
     }
 
     /// Queues `data` on a stream; returns how many bytes were accepted
-    /// (fewer when the send buffer is full: retry when the stream is
-    /// writable). `fin` applies only if everything was accepted. The send
-    /// buffer follows the congestion window (`Streams::size_send_buffer`).
+    /// (fewer when the stream's or the connection's send buffer is full, or
+    /// the peer's credit plus `StreamConfig::send_beyond_credit` is used
+    /// up: retry when the stream is writable, after acknowledgements or
+    /// credit arrive). `fin` applies only if everything was accepted. The
+    /// send buffers follow the congestion window
+    /// (`Streams::size_send_buffer`).
     pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, Error> {
         self.check_open()?;
         self.streams.size_send_buffer(self.recovery.window());
@@ -1330,6 +1333,7 @@ impl Connection {
             cwnd: self.recovery.window(),
             ssthresh: self.recovery.ssthresh(),
             bytes_in_flight: self.recovery.bytes_in_flight(),
+            stream_send_buffered: self.streams.stats().send_buffered,
             srtt_us: rtt.smoothed().as_micros() as u64,
             min_rtt_us: rtt.min().as_micros() as u64,
             rttvar_us: rtt.variance().as_micros() as u64,

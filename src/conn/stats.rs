@@ -129,6 +129,11 @@ pub struct Stats {
     pub ssthresh: u64,
     /// Bytes sent and neither acknowledged nor declared lost.
     pub bytes_in_flight: u64,
+    /// Bytes held in the send buffers of all streams: written by the
+    /// application and not yet acknowledged (at most
+    /// `StreamConfig::max_connection_send_buffer`).
+    #[serde(default)]
+    pub stream_send_buffered: u64,
     /// Smoothed RTT, microseconds (RFC 9002 §5.3).
     pub srtt_us: u64,
     /// Smallest RTT sample, microseconds.
@@ -179,6 +184,7 @@ impl Default for Stats {
             cwnd: 0,
             ssthresh: u64::MAX,
             bytes_in_flight: 0,
+            stream_send_buffered: 0,
             srtt_us: 0,
             min_rtt_us: 0,
             rttvar_us: 0,

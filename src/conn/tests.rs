@@ -1295,3 +1295,36 @@ fn an_immediate_ack_is_answered_without_waiting_for_the_timer() {
     let sent = pair.client.send(&mut buf, pair.now).unwrap();
     assert!(sent.is_some(), "IMMEDIATE_ACK is answered at once");
 }
+
+#[test]
+fn a_client_that_grants_no_credit_pins_at_most_the_bound_on_the_server() {
+    // The client opens 100 streams, asks for data on each, and grants no
+    // credit at all: no connection credit, no stream credit.
+    let mut client = Config::default();
+    client.streams.initial_max_data = 0;
+    client.streams.initial_max_stream_data = 0;
+    let mut pair = Pair::new(client, Config::default());
+    pair.handshake();
+    for _ in 0..100 {
+        let id = pair.client.stream_open_bi().unwrap();
+        pair.client.stream_send(id, b"GET /big", true).unwrap();
+    }
+    let reply = pattern(1 << 20);
+    let mut answering = Vec::new();
+    let mut accepted = 0u64;
+    pair.run_until(Duration::from_secs(3), &mut deliver_all, |p| {
+        while let Some(id) = p.server.stream_accept(Dir::Bi) {
+            answering.push(id);
+        }
+        for &id in &answering {
+            if let Ok(n) = p.server.stream_send(id, &reply, false) {
+                accepted += n as u64;
+            }
+        }
+        false
+    });
+    assert_eq!(answering.len(), 100, "every request arrived");
+    // 100 streams × 1 MiB asked for; the connection took send_beyond_credit.
+    assert_eq!(accepted, pair.server.config.streams.send_beyond_credit);
+    assert_eq!(pair.server.stats().stream_send_buffered, accepted);
+}

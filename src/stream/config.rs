@@ -27,12 +27,35 @@ pub struct StreamConfig {
     /// Concurrent unidirectional streams the peer may open.
     pub max_streams_uni: u64,
     /// Bytes the application may queue on one stream beyond what the peer
-    /// has acknowledged, at least. The connection grows the buffer with its
+    /// has acknowledged, at least (credit allowing, see
+    /// `send_beyond_credit`). The connection grows the buffer with its
     /// congestion window (`Streams::size_send_buffer`) up to
-    /// `max_send_buffer`.
+    /// `max_send_buffer`. Also the floor of the connection's send buffer.
     pub send_buffer: u64,
-    /// Ceiling for that growth.
+    /// Ceiling for that growth: the most one stream's send buffer holds.
     pub max_send_buffer: u64,
+    /// Ceiling for the bytes held across the send buffers of all streams
+    /// of one connection, written and not yet acknowledged: the most a
+    /// connection's send side holds, whatever the peer does. The
+    /// connection's buffer follows the congestion window like a stream's
+    /// (three windows, from `send_buffer` up to this), so N streams share
+    /// one budget instead of multiplying it.
+    pub max_connection_send_buffer: u64,
+    /// Bytes a stream accepts beyond the peer's credit for it
+    /// (MAX_STREAM_DATA), and all streams together beyond the peer's
+    /// connection credit (MAX_DATA). A peer that grants no credit pins at
+    /// most this much of its connection's memory. It lets a request be
+    /// written before the handshake tells the peer's limits, and leaves
+    /// bytes waiting at a limit, which is what makes the sender report
+    /// (STREAM_)DATA_BLOCKED and the receiver grow a window that held it.
+    pub send_beyond_credit: u64,
+    /// Most runs of received bytes held beyond a gap, across all streams
+    /// of the connection. Each costs about 100 bytes besides its data; a
+    /// peer that sends one byte in every two within its credit would make
+    /// reassembly cost ~50× the receive window without this cap. More is a
+    /// connection error (PROTOCOL_VIOLATION, RFC 9000 §21.9). An honest
+    /// peer leaves at most one per packet lost in flight.
+    pub max_out_of_order_segments: u64,
 }
 
 impl Default for StreamConfig {
@@ -49,7 +72,13 @@ impl Default for StreamConfig {
     /// way. The send buffer starts at 4 MiB too and grows with the
     /// congestion window: a hole stays in it for about two round trips, so
     /// on a 600 ms path at 50 Mb/s a fixed 4 MiB held the sender to about
-    /// half the link.
+    /// half the link. A connection's streams share one send budget of up
+    /// to 32 MiB, three windows of 50 Mb/s × 600 ms with room for the
+    /// window's overshoot, and accept 64 KiB beyond the peer's credit: a
+    /// peer that grants none pins 64 KiB per connection, one that grants
+    /// credit and never acknowledges at most 32 MiB (quinn's `send_window`
+    /// is 10 MB). 65 536 out-of-order segments (about 6.5 MB of overhead)
+    /// are more than the packets of a 64 MiB window (56 000 of 1200 bytes).
     fn default() -> Self {
         Self {
             initial_max_data: 6 * MIB,
@@ -60,6 +89,9 @@ impl Default for StreamConfig {
             max_streams_uni: 100,
             send_buffer: 4 * MIB,
             max_send_buffer: 32 * MIB,
+            max_connection_send_buffer: 32 * MIB,
+            send_beyond_credit: 64 * KIB,
+            max_out_of_order_segments: 65_536,
         }
     }
 }

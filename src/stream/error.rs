@@ -62,6 +62,10 @@ pub enum TransportErrorCode {
     /// A frame field outside its encodable range, e.g. MAX_STREAMS above
     /// 2^60 (0x7; RFC 9000 §19.11).
     FrameEncodingError,
+    /// Behaviour the protocol allows in small doses and we refuse in bulk,
+    /// e.g. stream data fragmented beyond what reassembly keeps (0xa;
+    /// RFC 9000 §21.9).
+    ProtocolViolation,
 }
 
 impl TransportErrorCode {
@@ -73,6 +77,7 @@ impl TransportErrorCode {
             TransportErrorCode::StreamStateError => 0x5,
             TransportErrorCode::FinalSizeError => 0x6,
             TransportErrorCode::FrameEncodingError => 0x7,
+            TransportErrorCode::ProtocolViolation => 0xa,
         }
     }
 }
@@ -122,6 +127,13 @@ impl TransportError {
             reason,
         }
     }
+
+    pub(crate) fn protocol_violation(reason: &'static str) -> Self {
+        Self {
+            code: TransportErrorCode::ProtocolViolation,
+            reason,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +147,7 @@ mod tests {
         assert_eq!(TransportErrorCode::StreamStateError.code(), 0x5);
         assert_eq!(TransportErrorCode::FinalSizeError.code(), 0x6);
         assert_eq!(TransportErrorCode::FrameEncodingError.code(), 0x7);
+        assert_eq!(TransportErrorCode::ProtocolViolation.code(), 0xa);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Frames received from the peer, applied to [`Streams`]: STREAM,
 //! RESET_STREAM, STOP_SENDING, MAX_DATA, MAX_STREAM_DATA, MAX_STREAMS and
-//! the three BLOCKED hints. Every check happens before any state changes;
-//! an `Err` is a protocol violation that closes the connection.
+//! the three BLOCKED hints. Every check happens before any state changes
+//! (but the reassembly limit, see `on_stream_frame`); an `Err` is a
+//! protocol violation that closes the connection.
 
 use super::control::PendingControl;
 use super::error::TransportError;
@@ -9,7 +10,7 @@ use super::id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
 };
-use super::streams::{peer_side, Streams};
+use super::streams::{peer_side, SendTally, Streams};
 
 /// Which half of a stream a frame is about, from our point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +110,19 @@ impl Streams {
                 "STREAM data beyond the connection's flow-control limit",
             ));
         }
+        let segments_before = recv.buffer.out_of_order_segments();
         let received = recv.buffer.receive(offset, data, fin);
+        let segments_after = recv.buffer.out_of_order_segments();
+        self.out_of_order_segments =
+            self.out_of_order_segments.saturating_sub(segments_before) + segments_after;
+        // Checked after the frame is stored (how many pieces it leaves
+        // depends on what is held), which is moot: the error closes the
+        // connection.
+        if self.out_of_order_segments > self.config.max_out_of_order_segments {
+            return Err(TransportError::protocol_violation(
+                "STREAM data fragmented beyond the reassembly limit",
+            ));
+        }
         self.connection_received += received.highest_growth;
         self.stats.bytes_received += received.new_bytes;
         self.on_connection_bytes_discarded(received.consumed_growth);
@@ -148,6 +161,9 @@ impl Streams {
                 "RESET_STREAM final size beyond the connection's flow-control limit",
             ));
         }
+        self.out_of_order_segments = self
+            .out_of_order_segments
+            .saturating_sub(recv.buffer.out_of_order_segments());
         let received = recv.buffer.on_reset(error_code, final_size);
         self.connection_received += received.highest_growth;
         self.on_connection_bytes_discarded(received.consumed_growth);
@@ -165,10 +181,12 @@ impl Streams {
         let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return Ok(());
         };
+        let before = SendTally::of(&send.buffer);
         send.buffer.set_stopped_by_peer(error_code);
         if send.buffer.reset(error_code).is_some() {
             self.pending.insert(PendingControl::ResetStream(id));
         }
+        self.send_tally.replace(before, SendTally::of(&send.buffer));
         Ok(())
     }
 

@@ -18,7 +18,24 @@
 //! the final size is known. A retired peer stream gives the peer one more
 //! stream (MAX_STREAMS). A bidirectional peer stream therefore needs the
 //! application to finish or reset its own half too.
+//!
+//! Memory a peer can make a connection hold (SECURITY.md, "Memory a peer
+//! can pin"; every limit a [`StreamConfig`] field):
+//! - Sending: a stream takes writes up to the least of its send buffer
+//!   (three congestion windows, `send_buffer`..`max_send_buffer`) and the
+//!   peer's credit for it plus `send_beyond_credit`; all streams together
+//!   up to the connection's send buffer (sized the same way, at most
+//!   `max_connection_send_buffer`) and the peer's connection credit plus
+//!   `send_beyond_credit`. Acknowledged bytes are freed at once, in
+//!   blocks (`blocks.rs`). Defaults: 64 KiB for a peer that grants no
+//!   credit, 32 MiB for any peer.
+//! - Receiving: only what our windows grant is accepted, at most
+//!   `max_stream_receive_window` per stream and `max_receive_window` per
+//!   connection (64 MiB), in at most `max_out_of_order_segments` pieces
+//!   beyond gaps, on at most `max_streams_bidi + max_streams_uni` peer
+//!   streams at once.
 
+mod blocks;
 mod config;
 mod control;
 mod error;

@@ -9,7 +9,7 @@ use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use super::control::{ControlFrame, ControlReadiness, PendingControl, StreamChunk};
 use super::send::SendClosure;
-use super::streams::{StreamState, Streams};
+use super::streams::{SendTally, StreamState, Streams};
 use super::StreamId;
 
 impl Streams {
@@ -179,6 +179,7 @@ impl Streams {
         } else {
             let credit = send.credit.available().min(connection_credit);
             let plan = send.buffer.next_new_data(max_len, credit)?;
+            self.send_tally.unsent = self.send_tally.unsent.saturating_sub(plan.len as u64);
             send.credit.consume(plan.len as u64);
             self.connection_send.consume(plan.len as u64);
             self.stats.bytes_sent += plan.len as u64;
@@ -272,7 +273,9 @@ impl Streams {
             return;
         };
         let end = chunk.offset.saturating_add(chunk.len as u64);
+        let before = SendTally::of(&send.buffer);
         send.buffer.on_acked(chunk.offset..end, chunk.fin);
+        self.send_tally.replace(before, SendTally::of(&send.buffer));
         self.retire_if_done(chunk.id);
     }
 

@@ -6,8 +6,12 @@
 //! keyed by offset. In-order frames, the common case, are appended to the
 //! ring without an allocation or map work; a frame that closes a gap pulls
 //! the segments it reaches into the ring. Frames beyond the flow-control
-//! window are refused before they get here, so memory is bounded by the
-//! window. An out-of-order frame costs O(log n) map work.
+//! window are refused before they get here, so the bytes held are bounded
+//! by the window; each segment also costs about 100 bytes of map entry and
+//! allocation, so a peer sending one byte in every two could make that
+//! ~50× the window, and the connection caps the number of segments
+//! instead (`Streams::on_stream_frame`). An out-of-order frame costs
+//! O(log n) map work.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -69,6 +73,13 @@ impl RecvBuffer {
     /// Bytes read or discarded: what the window may move past.
     pub fn consumed(&self) -> u64 {
         self.consumed
+    }
+
+    /// Runs of bytes held beyond a gap. Each costs a map entry and an
+    /// allocation on top of its bytes, so the connection caps their number
+    /// (`StreamConfig::max_out_of_order_segments`).
+    pub fn out_of_order_segments(&self) -> u64 {
+        self.segments.len() as u64
     }
 
     /// Highest offset received so far.

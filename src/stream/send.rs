@@ -3,12 +3,13 @@
 //! the FIN or a RESET_STREAM closed it (RFC 9000 §3.1).
 //!
 //! Bytes are kept from the lowest unacknowledged offset to the end of what
-//! the application wrote; an acknowledged prefix is dropped at once, so the
-//! buffer holds at most the in-flight window plus the unsent backlog.
+//! the application wrote; an acknowledged prefix is dropped at once, and
+//! its memory freed (in blocks, `blocks.rs`), so the buffer holds at most
+//! the in-flight window plus the unsent backlog.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 
+use super::blocks::ByteBlocks;
 use super::ranges::RangeSet;
 
 /// How the sending half was closed, if it was.
@@ -41,7 +42,7 @@ pub struct ChunkPlan {
 #[derive(Clone, Debug)]
 pub struct SendBuffer {
     /// Bytes from `acked_offset` to `written_offset`.
-    bytes: VecDeque<u8>,
+    bytes: ByteBlocks,
     /// Every byte below this offset is acknowledged and dropped.
     acked_offset: u64,
     /// Total bytes the application wrote (the final size once FIN is written).
@@ -76,7 +77,7 @@ impl SendBuffer {
     /// An empty, open sending half.
     pub fn new() -> Self {
         Self {
-            bytes: VecDeque::new(),
+            bytes: ByteBlocks::new(),
             acked_offset: 0,
             written_offset: 0,
             unsent_offset: 0,
@@ -94,6 +95,13 @@ impl SendBuffer {
     /// Bytes held: written but not yet acknowledged.
     pub fn buffered(&self) -> u64 {
         self.written_offset - self.acked_offset
+    }
+
+    /// Bytes stored: written and not yet acknowledged, none after a reset.
+    /// Memory allocated for them is within two blocks of this
+    /// (`blocks.rs`).
+    pub fn held(&self) -> u64 {
+        self.bytes.len() as u64
     }
 
     /// Total bytes the application wrote.
@@ -267,18 +275,7 @@ impl SendBuffer {
         }
         let start = (range.start - self.acked_offset) as usize;
         let end = (range.end - self.acked_offset) as usize;
-        let (front, back) = self.bytes.as_slices();
-        if start < front.len() {
-            let front_end = end.min(front.len());
-            out.extend_from_slice(front.get(start..front_end).unwrap_or_default());
-            if end > front.len() {
-                out.extend_from_slice(back.get(..end - front.len()).unwrap_or_default());
-            }
-        } else {
-            let back_start = start - front.len();
-            out.extend_from_slice(back.get(back_start..end - front.len()).unwrap_or_default());
-        }
-        true
+        self.bytes.copy_to(start, end, out)
     }
 
     /// The peer acknowledged `range` (and the FIN if `fin`): drop the
@@ -303,7 +300,7 @@ impl SendBuffer {
             }
             self.acked.remove(first.clone());
             let drop = (first.end - self.acked_offset) as usize;
-            self.bytes.drain(..drop.min(self.bytes.len()));
+            self.bytes.drop_front(drop);
             self.acked_offset = first.end;
         }
     }
@@ -342,7 +339,7 @@ impl SendBuffer {
             final_size,
             acked: false,
         };
-        self.bytes = VecDeque::new();
+        self.bytes.clear();
         self.acked = RangeSet::new();
         self.retransmit = RangeSet::new();
         self.fin_lost = false;

@@ -46,6 +46,36 @@ pub struct StreamStats {
     pub stream_data_blocked: u64,
     /// The connection receive window now (grows with auto-tuning).
     pub connection_receive_window: u64,
+    /// Bytes held now across the send buffers of all streams: written and
+    /// not yet acknowledged (at most
+    /// [`StreamConfig::max_connection_send_buffer`]).
+    pub send_buffered: u64,
+}
+
+/// What the send buffers of all streams hold together: the figures the
+/// connection's limits apply to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct SendTally {
+    /// Bytes stored: written and not yet acknowledged or dropped by a reset.
+    pub(super) held: u64,
+    /// Bytes written and never sent.
+    pub(super) unsent: u64,
+}
+
+impl SendTally {
+    /// The figures of one stream's send buffer.
+    pub(super) fn of(buffer: &SendBuffer) -> Self {
+        Self {
+            held: buffer.held(),
+            unsent: buffer.unsent_bytes(),
+        }
+    }
+
+    /// One stream's figures changed from `before` to `after`.
+    pub(super) fn replace(&mut self, before: Self, after: Self) {
+        self.held = self.held.saturating_sub(before.held) + after.held;
+        self.unsent = self.unsent.saturating_sub(before.unsent) + after.unsent;
+    }
 }
 
 /// The sending half of stream `id`, for an application call. Takes the map,
@@ -72,6 +102,25 @@ fn recv_half(
 pub(super) struct SendHalf {
     pub(super) buffer: SendBuffer,
     pub(super) credit: SendCredit,
+}
+
+impl SendHalf {
+    /// Bytes this stream may take from the application now, on its own
+    /// account: room in a buffer of `buffer_limit` bytes, and no further
+    /// than `beyond_credit` past the peer's limit for it (quinn and quiche
+    /// stop at the limit itself). The connection's room is the caller's.
+    fn write_room(&self, buffer_limit: u64, beyond_credit: u64) -> u64 {
+        let written = self.buffer.written_offset();
+        let buffer_room = buffer_limit.saturating_sub(self.buffer.buffered());
+        let credit_room = self
+            .credit
+            .limit()
+            .saturating_add(beyond_credit)
+            .saturating_sub(written);
+        buffer_room
+            .min(credit_room)
+            .min(MAX_STREAM_OFFSET.saturating_sub(written))
+    }
 }
 
 /// The receiving half of a stream and the credit we grant on it.
@@ -152,6 +201,14 @@ pub struct Streams {
     /// Bytes each stream may hold unacknowledged now: `config.send_buffer`
     /// grown with the congestion window (`size_send_buffer`).
     pub(super) send_buffer: u64,
+    /// Bytes all streams together may hold unacknowledged now, sized like
+    /// `send_buffer` up to `config.max_connection_send_buffer`.
+    pub(super) connection_send_buffer: u64,
+    /// What the send buffers of all streams hold.
+    pub(super) send_tally: SendTally,
+    /// Runs of received bytes held beyond a gap, all streams together
+    /// (capped by `config.max_out_of_order_segments`).
+    pub(super) out_of_order_segments: u64,
     pub(super) stats: StreamStats,
 }
 
@@ -163,6 +220,7 @@ impl Streams {
         let connection_recv =
             ReceiveWindow::new(config.initial_max_data, config.max_receive_window);
         let send_buffer = config.send_buffer;
+        let connection_send_buffer = config.send_buffer.min(config.max_connection_send_buffer);
         let local_max_streams = [
             config.max_streams_bidi.min(MAX_STREAM_COUNT),
             config.max_streams_uni.min(MAX_STREAM_COUNT),
@@ -189,6 +247,9 @@ impl Streams {
             pending: BTreeSet::new(),
             last_served: None,
             send_buffer,
+            connection_send_buffer,
+            send_tally: SendTally::default(),
+            out_of_order_segments: 0,
             stats: StreamStats::default(),
         }
     }
@@ -204,12 +265,35 @@ impl Streams {
     /// (`tcp_sndbuf_expand`: two windows of segments at their memory
     /// cost). The buffer shrinks with the window too: writes wait until
     /// acknowledgements bring the stream below it.
+    ///
+    /// The connection's buffer, shared by all its streams, is sized the
+    /// same way up to `config.max_connection_send_buffer`, a hard cap: N
+    /// streams share one path and one congestion window, so they need no
+    /// more than one stream does.
     pub fn size_send_buffer(&mut self, congestion_window: u64) {
         let floor = self.config.send_buffer;
-        self.send_buffer = congestion_window
-            .saturating_mul(SEND_BUFFER_WINDOWS)
-            .min(self.config.max_send_buffer)
-            .max(floor);
+        let windows = congestion_window.saturating_mul(SEND_BUFFER_WINDOWS);
+        self.send_buffer = windows.min(self.config.max_send_buffer).max(floor);
+        self.connection_send_buffer = windows
+            .max(floor)
+            .min(self.config.max_connection_send_buffer);
+    }
+
+    /// Bytes all streams together may take from the application now: room
+    /// in the connection's send buffer, and no further than
+    /// `config.send_beyond_credit` past the peer's connection credit
+    /// (counting bytes written and not yet sent against it, as quinn's
+    /// `write_limit` counts `data_sent` against `max_data`).
+    fn connection_write_room(&self) -> u64 {
+        let buffer_room = self
+            .connection_send_buffer
+            .saturating_sub(self.send_tally.held);
+        let credit_room = self
+            .connection_send
+            .available()
+            .saturating_add(self.config.send_beyond_credit)
+            .saturating_sub(self.send_tally.unsent);
+        buffer_room.min(credit_room)
     }
 
     /// Applies the peer's transport parameters, once the handshake delivers
@@ -297,11 +381,20 @@ impl Streams {
         StreamState { send, recv }
     }
 
-    /// Queues `data` on stream `id`. Accepts as much as the send buffer
-    /// holds and returns that count; the FIN applies only if all of `data`
-    /// was accepted. `Ok(0)` only for an empty write (with or without FIN);
-    /// a full buffer is `Err(Blocked)`.
+    /// Queues `data` on stream `id`. Accepts as much as the limits allow
+    /// and returns that count; the FIN applies only if all of `data` was
+    /// accepted. `Ok(0)` only for an empty write (with or without FIN); no
+    /// room is `Err(Blocked)`.
+    ///
+    /// The limits: the stream's send buffer (`size_send_buffer`), the
+    /// peer's credit for the stream plus `config.send_beyond_credit`, and
+    /// for all streams together the connection's send buffer and the
+    /// peer's connection credit plus `config.send_beyond_credit`. Credit
+    /// and acknowledgements arrive in datagrams, after which a blocked
+    /// writer may try again.
     pub fn write(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, StreamError> {
+        let connection_room = self.connection_write_room();
+        let (buffer_limit, beyond_credit) = (self.send_buffer, self.config.send_beyond_credit);
         let send = send_half(&mut self.streams, id)?;
         if let Some(error_code) = send.buffer.stopped_by_peer() {
             return Err(StreamError::Stopped { id, error_code });
@@ -309,18 +402,19 @@ impl Streams {
         if !send.buffer.is_writable() {
             return Err(StreamError::AlreadyFinished(id));
         }
-        let space = self
-            .send_buffer
-            .saturating_sub(send.buffer.buffered())
-            .min(MAX_STREAM_OFFSET - send.buffer.written_offset());
-        let accepted = usize::try_from(space).unwrap_or(usize::MAX).min(data.len());
+        let room = send
+            .write_room(buffer_limit, beyond_credit)
+            .min(connection_room);
+        let accepted = usize::try_from(room).unwrap_or(usize::MAX).min(data.len());
         if accepted == 0 && !data.is_empty() {
             return Err(StreamError::Blocked);
         }
+        let before = SendTally::of(&send.buffer);
         send.buffer.write(data.get(..accepted).unwrap_or_default());
         if fin && accepted == data.len() {
             send.buffer.write_fin();
         }
+        self.send_tally.replace(before, SendTally::of(&send.buffer));
         Ok(accepted)
     }
 
@@ -388,9 +482,11 @@ impl Streams {
     /// acknowledged, changes nothing.
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         let send = send_half(&mut self.streams, id)?;
+        let before = SendTally::of(&send.buffer);
         if send.buffer.reset(error_code).is_some() {
             self.pending.insert(PendingControl::ResetStream(id));
         }
+        self.send_tally.replace(before, SendTally::of(&send.buffer));
         Ok(())
     }
 
@@ -403,6 +499,9 @@ impl Streams {
             return Ok(());
         }
         let final_size_known = recv.buffer.final_size().is_some();
+        self.out_of_order_segments = self
+            .out_of_order_segments
+            .saturating_sub(recv.buffer.out_of_order_segments());
         let freed = recv.buffer.stop();
         recv.stop_error_code = Some(error_code);
         if !final_size_known {
@@ -425,15 +524,21 @@ impl Streams {
         })
     }
 
-    /// Streams we send on that can accept data now (room in the send
-    /// buffer, not finished, reset or stopped).
+    /// Streams we send on that can accept data now (room within the
+    /// limits [`write`](Self::write) names; not finished, reset or
+    /// stopped).
     pub fn writable(&self) -> impl Iterator<Item = StreamId> + '_ {
-        let limit = self.send_buffer;
+        let connection_room = self.connection_write_room();
+        let (buffer_limit, beyond_credit) = (self.send_buffer, self.config.send_beyond_credit);
         self.streams.iter().filter_map(move |(&id, stream)| {
             stream
                 .send
                 .as_ref()
-                .is_some_and(|send| send.buffer.is_writable() && send.buffer.buffered() < limit)
+                .is_some_and(|send| {
+                    send.buffer.is_writable()
+                        && connection_room > 0
+                        && send.write_room(buffer_limit, beyond_credit) > 0
+                })
                 .then_some(id)
         })
     }
@@ -495,6 +600,7 @@ impl Streams {
     pub fn stats(&self) -> StreamStats {
         StreamStats {
             connection_receive_window: self.connection_recv.window(),
+            send_buffered: self.send_tally.held,
             ..self.stats.clone()
         }
     }
@@ -538,7 +644,18 @@ impl Streams {
         if !(send_done && recv_done) {
             return;
         }
-        self.streams.remove(&id);
+        if let Some(stream) = self.streams.remove(&id) {
+            // Nothing is held by then; keep the tallies right regardless.
+            if let Some(send) = stream.send {
+                self.send_tally
+                    .replace(SendTally::of(&send.buffer), SendTally::default());
+            }
+            if let Some(recv) = stream.recv {
+                self.out_of_order_segments = self
+                    .out_of_order_segments
+                    .saturating_sub(recv.buffer.out_of_order_segments());
+            }
+        }
         if stream_initiator(id) != self.side {
             let dir = stream_dir(id);
             let max = &mut self.local_max_streams[dir.index()];

@@ -110,6 +110,11 @@ impl Limits {
             max_streams_uni: u64::from(self.streams_uni % 16),
             send_buffer: 1 + u64::from(self.send_buffer),
             max_send_buffer: (1 + u64::from(self.send_buffer)) * growth,
+            max_connection_send_buffer: (1 + u64::from(self.send_buffer)) * growth * 2,
+            // Small, so writes run into the peer's credit as well.
+            send_beyond_credit: u64::from(self.send_buffer % 2048),
+            // No cap: the ops deliver valid frames, however fragmented.
+            max_out_of_order_segments: u64::MAX,
         }
     }
 }
@@ -424,6 +429,12 @@ impl World {
         };
         assert!(accepted <= data.len());
         assert!(!fin_written || data.is_empty(), "wrote after the FIN");
+        let config = &self.configs[on.index()];
+        let held = self.streams[on.index()].stats().send_buffered;
+        assert!(
+            held <= config.max_connection_send_buffer,
+            "{on:?} holds {held} bytes in its send buffers"
+        );
         let fin_now = fin_written || (fin && accepted == data.len());
         self.written
             .insert((on, id), (written + accepted as u64, fin_now));

@@ -4,6 +4,7 @@
 
 mod flow_control;
 mod limits;
+mod memory;
 mod reset;
 mod retransmission;
 mod round_robin;

@@ -1,0 +1,191 @@
+//! [`ByteBlocks`]: the bytes of a send buffer, kept in blocks of at most
+//! [`BLOCK_BYTES`] so that memory follows what is held. A `VecDeque<u8>`
+//! keeps the capacity of its largest moment, so a stream that once held
+//! 32 MiB would pin 32 MiB until it closed, and the connection's cap on
+//! bytes held would not bound memory; here an acknowledged block is freed
+//! at once, and what is allocated stays within two blocks of what is held.
+
+use std::collections::VecDeque;
+
+/// Size of one block. Small enough that the two partly used blocks at the
+/// ends cost little beside a stream's data; large enough that a 32 MiB
+/// buffer is 2048 blocks.
+pub const BLOCK_BYTES: usize = 16 * 1024;
+
+/// A queue of bytes: appended at the back, dropped from the front, copied
+/// out by position.
+///
+/// Every block but the last holds exactly [`BLOCK_BYTES`]; the first
+/// `front_skip` bytes of the first block are already dropped. So byte `i`
+/// of the queue sits at position `i + front_skip`, in block
+/// `position / BLOCK_BYTES`.
+#[derive(Clone, Debug, Default)]
+pub struct ByteBlocks {
+    blocks: VecDeque<Vec<u8>>,
+    front_skip: usize,
+    len: usize,
+}
+
+impl ByteBlocks {
+    /// An empty queue; allocates nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes allocated for data (the capacity of every block).
+    #[cfg(test)]
+    pub fn allocated(&self) -> usize {
+        self.blocks.iter().map(Vec::capacity).sum()
+    }
+
+    /// Appends `data`. A new block grows by doubling up to [`BLOCK_BYTES`],
+    /// so a short stream allocates about what it writes.
+    pub fn extend(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let last = match self.blocks.back_mut() {
+                Some(last) if last.len() < BLOCK_BYTES => last,
+                _ => {
+                    self.blocks.push_back(Vec::new());
+                    match self.blocks.back_mut() {
+                        Some(last) => last,
+                        None => return,
+                    }
+                }
+            };
+            let take = (BLOCK_BYTES - last.len()).min(data.len());
+            let needed = last.len() + take;
+            if needed > last.capacity() {
+                let target = needed.max(last.capacity() * 2).min(BLOCK_BYTES);
+                last.reserve_exact(target - last.len());
+            }
+            let (now, rest) = data.split_at(take);
+            last.extend_from_slice(now);
+            self.len += take;
+            data = rest;
+        }
+    }
+
+    /// Drops the first `count` bytes (all of them if fewer are held),
+    /// freeing every block they emptied.
+    pub fn drop_front(&mut self, count: usize) {
+        let count = count.min(self.len);
+        self.len -= count;
+        if self.len == 0 {
+            self.clear();
+            return;
+        }
+        self.front_skip += count;
+        while self.front_skip >= BLOCK_BYTES {
+            // Bytes remain, so this block is full and not the last one.
+            self.blocks.pop_front();
+            self.front_skip -= BLOCK_BYTES;
+        }
+    }
+
+    /// Drops everything and frees every block.
+    pub fn clear(&mut self) {
+        self.blocks = VecDeque::new();
+        self.front_skip = 0;
+        self.len = 0;
+    }
+
+    /// Appends bytes `start..end` of the queue to `out`. Returns `false`,
+    /// appending nothing, when the range is not all held.
+    pub fn copy_to(&self, start: usize, end: usize, out: &mut Vec<u8>) -> bool {
+        if start > end || end > self.len {
+            return false;
+        }
+        let mut position = start + self.front_skip;
+        let stop = end + self.front_skip;
+        while position < stop {
+            let index = position % BLOCK_BYTES;
+            let take = (BLOCK_BYTES - index).min(stop - position);
+            let Some(piece) = self
+                .blocks
+                .get(position / BLOCK_BYTES)
+                .and_then(|block| block.get(index..index + take))
+            else {
+                return false;
+            };
+            out.extend_from_slice(piece);
+            position += take;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn dropped_blocks_are_freed_at_once() {
+        let mut queue = ByteBlocks::new();
+        queue.extend(&vec![1; 10 * BLOCK_BYTES]);
+        assert_eq!(queue.allocated(), 10 * BLOCK_BYTES);
+        queue.drop_front(9 * BLOCK_BYTES + 10);
+        // One block holds the rest: a VecDeque would still hold ten.
+        assert_eq!(queue.len(), BLOCK_BYTES - 10);
+        assert_eq!(queue.allocated(), BLOCK_BYTES);
+        queue.drop_front(BLOCK_BYTES);
+        assert_eq!(queue.allocated(), 0);
+    }
+
+    #[test]
+    fn a_short_write_allocates_about_its_size() {
+        let mut queue = ByteBlocks::new();
+        queue.extend(b"GET /file");
+        assert!(queue.allocated() < 64, "{}", queue.allocated());
+    }
+
+    #[test]
+    fn copies_span_block_boundaries() {
+        let data: Vec<u8> = (0..3 * BLOCK_BYTES).map(|i| (i % 251) as u8).collect();
+        let mut queue = ByteBlocks::new();
+        queue.extend(&data);
+        queue.drop_front(100);
+        let mut out = Vec::new();
+        assert!(queue.copy_to(BLOCK_BYTES - 200, 2 * BLOCK_BYTES, &mut out));
+        assert_eq!(out, data[BLOCK_BYTES - 100..2 * BLOCK_BYTES + 100]);
+        assert!(
+            !queue.copy_to(0, queue.len() + 1, &mut out),
+            "beyond the end"
+        );
+    }
+
+    proptest! {
+        /// Against a plain VecDeque: the same bytes after any writes and
+        /// drops, and never more than two blocks allocated beyond them.
+        #[test]
+        fn behaves_like_a_deque_and_allocates_what_it_holds(
+            ops in proptest::collection::vec((any::<bool>(), 0usize..40_000), 1..60)
+        ) {
+            let mut queue = ByteBlocks::new();
+            let mut model: VecDeque<u8> = VecDeque::new();
+            let mut next = 0u8;
+            for (write, amount) in ops {
+                if write {
+                    let data: Vec<u8> = (0..amount)
+                        .map(|_| { next = next.wrapping_add(7); next })
+                        .collect();
+                    queue.extend(&data);
+                    model.extend(&data);
+                } else {
+                    queue.drop_front(amount);
+                    model.drain(..amount.min(model.len()));
+                }
+                prop_assert_eq!(queue.len(), model.len());
+                prop_assert!(queue.allocated() <= queue.len() + 2 * BLOCK_BYTES);
+                let mut out = Vec::new();
+                prop_assert!(queue.copy_to(0, queue.len(), &mut out));
+                prop_assert!(out.iter().eq(model.iter()));
+            }
+        }
+    }
+}
