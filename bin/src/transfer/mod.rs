@@ -10,7 +10,7 @@
 //! root, upload and download temporary files, and both sides of each
 //! operation over any [`Duplex`] stream.
 //! Must not: open sockets or connections (the binaries do, with
-//! `sift::blocking`), print to the terminal, or touch a path outside the
+//! `sift::blocking` and `sift::tokio`), print to the terminal, or touch a path outside the
 //! served root.
 
 pub mod client;
@@ -31,7 +31,7 @@ pub(crate) mod test_dir;
 pub use client::{ClientError, GetOutcome, PutOutcome};
 pub use confine::{PathError, Root};
 pub use digest::{Sha256Digest, Sha256Hasher};
-pub use duplex::Duplex;
+pub use duplex::{AsyncDuplex, Duplex};
 pub use error::ProtocolError;
 pub use listing::{EntryKind, ListEntry};
 pub use perf::{PerfInterval, PerfOptions, PerfSample, PerfSummary};
