@@ -33,7 +33,7 @@ done
 
 work=$(mktemp -d /tmp/sift-many.XXXXXX)
 server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/root" "$work/state"
 head -c $((mb * 1000000)) /dev/urandom > "$work/root/f.bin"

@@ -22,7 +22,6 @@ use sift_bin::transfer::digest::{sha256, Sha256Hasher};
 use sift_bin::transfer::frame::read_frame_async;
 use sift_bin::transfer::{parse_response, Request, Status};
 use sift_cc::CcConfig;
-use tokio::io::AsyncReadExt;
 
 /// Download one file N times at once from a sift-server and check every byte.
 #[derive(Parser, Debug)]
@@ -93,16 +92,14 @@ async fn main() -> anyhow::Result<()> {
             let mut left = size;
             while left > 0 {
                 let want = left.min(buf.len() as u64) as usize;
-                let n = recv.read(&mut buf[..want]).await?;
-                if n == 0 {
+                let Some(n) = recv.read(&mut buf[..want]).await? else {
                     bail!("the stream ended {left} bytes short");
-                }
+                };
                 hasher.update(&buf[..n]);
                 left -= n as u64;
             }
             // The digest frame (if the response had none) and the trailer.
-            let mut rest = Vec::new();
-            recv.read_to_end(&mut rest).await?;
+            recv.read_to_end(64 * 1024).await?;
             connection.close(0, "done");
             Ok(hasher.finish())
         });

@@ -11,6 +11,7 @@ use common::*;
 use sift::conn::Protection;
 use sift::tokio::{Connection, Endpoint, RecvStream, SendStream};
 use sift_bin::cli::common::{transport_config, OnOff};
+use sift_bin::transfer::frame::read_frame_async;
 use sift_bin::transfer::{parse_response, Request, Status};
 use sift_cc::CcConfig;
 
@@ -176,4 +177,70 @@ fn a_slowloris_does_not_hold_up_another_clients_download() {
         first.contains("op=GET") && first.contains("result=ok"),
         "the download is the first stream to end: {first}"
     );
+}
+
+/// Opens a stream on `connection` and sends `bytes` on it (and the end of
+/// the stream if `complete`).
+async fn open_with(
+    connection: &Connection,
+    bytes: &[u8],
+    complete: bool,
+) -> (SendStream, RecvStream) {
+    let (mut send, recv) = connection.open_bi().await.expect("open a stream");
+    send.write_all(bytes).await.expect("send");
+    if complete {
+        send.finish().expect("finish");
+    }
+    (send, recv)
+}
+
+#[test]
+fn a_stream_past_a_cap_waits_for_a_place_instead_of_being_served() {
+    let root = TestDir::new("slowloris-cap");
+    let request = Request::List { path: ".".into() }.encode().unwrap();
+    for cap in ["--max-streams-per-client", "--max-streams"] {
+        let server = Server::start(
+            root.path(),
+            &[
+                "--insecure-null-crypto",
+                "--workers",
+                "1",
+                "--request-timeout",
+                "1",
+                cap,
+                "1",
+            ],
+        );
+        runtime().block_on(async {
+            let config = transport_config(Protection::Null, CcConfig::default(), OnOff::On);
+            let endpoint = Endpoint::client("127.0.0.1:0".parse().unwrap(), config).unwrap();
+            let first = endpoint.connect(server.addr, "").await.expect("connect");
+            // The first stream takes the only place with half a request...
+            let (held, _held_recv) = open_with(&first, &request[..4], false).await;
+            held.acknowledged().await.expect("the server has it");
+            // ...so a complete request after it, from the same client or
+            // another, is served only once the first stream's deadline
+            // freed the place.
+            let second = match cap {
+                "--max-streams" => endpoint.connect(server.addr, "").await.expect("connect"),
+                _ => first.clone(),
+            };
+            let (_send, mut recv) = open_with(&second, &request, true).await;
+            let response = tokio::time::timeout(EVENT_TIMEOUT, read_frame_async(&mut recv))
+                .await
+                .expect("an answer before the test's deadline")
+                .expect("a response");
+            assert_eq!(parse_response(&response).unwrap().status, Status::Ok);
+        });
+        let first_line = server.next_transfer_line();
+        let second_line = server.next_transfer_line();
+        assert!(
+            first_line.contains("result=bad-request"),
+            "{cap}: {first_line}"
+        );
+        assert!(
+            second_line.contains("op=LIST") && second_line.contains("result=ok"),
+            "{cap}: {second_line}"
+        );
+    }
 }

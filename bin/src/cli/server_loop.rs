@@ -21,9 +21,11 @@
 //!
 //! What bounds the rest:
 //! - Streams served at once: `--max-streams-per-client` per connection and
-//!   `--max-streams` in all. A stream past either cap is not accepted
-//!   until a place frees: it waits in the transport, which already bounds
-//!   how many streams a client may open, and costs no task meanwhile.
+//!   `--max-streams` in all. A stream past the client's cap is not
+//!   accepted until a place frees: it waits in the transport, which
+//!   already bounds how many streams a client may open, and costs no task.
+//!   Past the server's cap each connection holds at most one accepted
+//!   stream waiting for a place; its request deadline starts once served.
 //! - A request must arrive whole within `--request-timeout` of its stream
 //!   being accepted (slowloris); otherwise the stream is answered with an
 //!   error (or reset, if the client takes no answer), freed, and logged.
@@ -150,24 +152,25 @@ async fn serve_connection(connection: Connection, service: Arc<Service>, lines: 
     let client = connection.remote_address();
     tracing::info!(%client, "client connected");
     let places = Arc::new(Semaphore::new(service.max_streams_per_client));
-    loop {
-        // Places first, then the stream: a stream over a cap waits in the
-        // transport, not as a task. A client that leaves meanwhile ends
-        // the wait.
-        let permits = tokio::select! {
-            permits = take_places(&places, &service.streams) => permits,
-            reason = connection.closed() => {
-                tracing::info!(%client, %reason, "client gone");
-                return;
-            }
+    let reason = loop {
+        // The client's place first, then its stream: a stream over the
+        // client's cap waits in the transport, not as a task. A place
+        // under the server's cap is taken only for a stream that came,
+        // so an idle client holds none. A client that leaves meanwhile
+        // ends either wait.
+        let client_place = tokio::select! {
+            place = take_place(&places) => place,
+            reason = connection.closed() => break reason,
         };
         let stream = match connection.accept_bi().await {
             Ok(halves) => AsyncSiftStream::new(halves),
-            Err(reason) => {
-                tracing::info!(%client, %reason, "client gone");
-                return;
-            }
+            Err(reason) => break reason,
         };
+        let server_place = tokio::select! {
+            place = take_place(&service.streams) => place,
+            reason = connection.closed() => break reason,
+        };
+        let permits = (client_place, server_place);
         tokio::spawn(serve_stream(
             stream,
             connection.clone(),
@@ -175,24 +178,16 @@ async fn serve_connection(connection: Connection, service: Arc<Service>, lines: 
             Arc::clone(&lines),
             permits,
         ));
-    }
+    };
+    tracing::info!(%client, %reason, "client gone");
 }
 
-/// A place under the client's cap, then one under the server's.
-async fn take_places(
-    client: &Arc<Semaphore>,
-    server: &Arc<Semaphore>,
-) -> (OwnedSemaphorePermit, OwnedSemaphorePermit) {
-    // Neither semaphore is ever closed, so acquiring cannot fail.
-    let client = Arc::clone(client)
+/// A place under a cap on streams served at once.
+async fn take_place(places: &Arc<Semaphore>) -> OwnedSemaphorePermit {
+    Arc::clone(places)
         .acquire_owned()
         .await
-        .expect("the per-client stream semaphore is never closed");
-    let server = Arc::clone(server)
-        .acquire_owned()
-        .await
-        .expect("the server's stream semaphore is never closed");
-    (client, server)
+        .expect("the stream caps' semaphores are never closed")
 }
 
 /// Serves one stream to its end and logs its line; the places it held

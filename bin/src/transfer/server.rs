@@ -215,11 +215,6 @@ impl FileServer {
         self
     }
 
-    /// How long a stream's request may take to arrive.
-    pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
-
     /// Accepts client requests for these controllers only (`--cc` names).
     pub fn accepting_controllers(mut self, names: Vec<String>) -> Self {
         self.accepted_controllers = names;
