@@ -77,6 +77,8 @@ fn half_open_request_streams_pin_no_thread_and_are_answered_at_the_deadline() {
         root.path(),
         &[
             "--insecure-null-crypto",
+            "--workers",
+            "1",
             "--threads",
             &threads.to_string(),
             "--io-threads",
@@ -87,8 +89,9 @@ fn half_open_request_streams_pin_no_thread_and_are_answered_at_the_deadline() {
             &STREAMS_PER_CONNECTION.to_string(),
         ],
     );
-    // The main thread, the runtime's threads and at most the file pool.
-    let pool = 1 + threads + io_threads;
+    // The main thread, the worker's, the serving threads and at most the
+    // file pool.
+    let pool = 1 + 1 + threads + io_threads;
     let pid = server.pid();
     assert!(
         threads_of(pid) <= pool,

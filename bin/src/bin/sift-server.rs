@@ -113,8 +113,8 @@ struct Args {
     /// TLS only.
     #[arg(long)]
     retry: bool,
-    /// Endpoints serving clients in parallel, one `SO_REUSEPORT` socket
-    /// each; the kernel routes every datagram to its client's worker by
+    /// Endpoints serving clients in parallel, one thread and
+    /// `SO_REUSEPORT` socket each for their packets; the kernel routes every datagram to its client's worker by
     /// connection ID (so a client keeps its worker when its address
     /// changes), and new clients go to the least busy worker (with a
     /// Retry, under TLS). --max-clients is shared out among them.
@@ -231,8 +231,25 @@ fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the server's threads")?;
+    // Each worker's endpoint driver (its socket, every packet of its
+    // clients) gets a thread of its own, as it is busy whenever any of
+    // its clients is: among thousands of stream tasks on the serving
+    // threads it would wait its turn behind all of them.
+    let drivers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .max_blocking_threads(1)
+        .thread_name_fn({
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            move || {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                format!("sift-worker {index}")
+            }
+        })
+        .enable_all()
+        .build()
+        .context("starting the workers' threads")?;
     let endpoints =
-        runtime.block_on(async { listen(args.listen, config, args.max_clients, workers) })?;
+        drivers.block_on(async { listen(args.listen, config, args.max_clients, workers) })?;
     let local = endpoints[0].local_addr();
     println!(
         "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
@@ -256,6 +273,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Tasks still waiting on a client are dropped with the runtime; a
     // file call in progress gets a moment to end.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    drivers.shutdown_timeout(SHUTDOWN_GRACE);
     outcome
 }
 

@@ -2,12 +2,14 @@
 //!
 //! Every client connection and every stream is a task on one tokio
 //! runtime of a bounded number of threads (`--threads`, default: one per
-//! core), over the async API (`sift::tokio`); each worker endpoint's
+//! core), over the async API (`sift::tokio`). Each worker endpoint's
 //! driver (`--workers`, `Endpoint::bind_workers`: one `SO_REUSEPORT`
-//! socket each, datagrams steered by connection ID) is a task on the same
-//! runtime. File-system work runs on the runtime's blocking pool, capped
-//! at `--io-threads`, one 64 KiB chunk per call, so a download waiting for
-//! the disk does not hold a serving thread either.
+//! socket each, datagrams steered by connection ID) runs on a thread of
+//! its own (`sift-server` binds them in a second runtime of `--workers`
+//! threads), so the packet path never queues behind thousands of stream
+//! tasks. File-system work runs on the serving runtime's blocking pool,
+//! capped at `--io-threads`, one 64 KiB chunk per call, so a download
+//! waiting for the disk does not hold a serving thread either.
 //!
 //! Why tasks and not a pool of blocking threads: a blocking stream holds
 //! its thread while it waits, for a request that is slow to arrive, for
@@ -16,8 +18,8 @@
 //! (each with its stack); with a bounded pool of blocking threads, as many
 //! slow clients as the pool has threads would starve everyone else. A
 //! waiting task is a parked future of a few kilobytes and holds no thread:
-//! the server's thread count is `--threads` + `--io-threads` + a few,
-//! fixed at start.
+//! the server has at most 1 + `--workers` + `--threads` + `--io-threads`
+//! threads, fixed at start.
 //!
 //! What bounds the rest:
 //! - Streams served at once: `--max-streams-per-client` per connection and
