@@ -446,6 +446,30 @@ async fn stopped_is_none_once_the_peer_acknowledged_everything() {
 }
 
 #[tokio::test]
+async fn acknowledged_waits_for_every_byte_without_ending_the_stream() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(config()).await;
+        let (mut send, _recv) = client.open_bi().await.unwrap();
+        send.write_all(&generated(6, 300_000)).await.unwrap();
+        // Nothing is acknowledged before the peer has it all.
+        assert!(poll_once(send.acknowledged()).await.is_pending());
+        let (_server_send, mut recv) = server.accept_bi().await.unwrap();
+        let mut buf = vec![0u8; 300_000];
+        let (acknowledged, ()) = tokio::join!(send.acknowledged(), async {
+            let mut got = 0;
+            while got < buf.len() {
+                got += recv.read(&mut buf[got..]).await.unwrap().unwrap();
+            }
+        });
+        assert_eq!(acknowledged, Ok(()));
+        assert_eq!(buf, generated(6, 300_000));
+        // The stream is still open: more can be written after.
+        send.write_all(b"more").await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
 async fn read_to_end_past_the_limit_fails_and_stops_the_stream() {
     bounded(async {
         let (_server, _client, client, server) = connected(config()).await;

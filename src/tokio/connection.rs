@@ -279,6 +279,15 @@ impl Connection {
             .unwrap_or_default()
     }
 
+    /// Runs `cc` for the data this end sends from now on (RTT and loss
+    /// state carry over; see [`crate::Connection::set_congestion_control`]):
+    /// a server switching to the controller a client asked for.
+    pub fn set_congestion_control(&self, cc: sift_cc::CcConfig) -> Result<(), Error> {
+        self.inner
+            .with(|connection, _| connection.set_congestion_control(cc))
+            .map_err(|_| Error::Closed)?
+    }
+
     /// Closes the connection at once with an application error `code` and
     /// `reason`: pending and later calls on it and its streams fail with
     /// [`ConnectionError::ClosedLocally`], data not yet acknowledged is

@@ -153,6 +153,32 @@ impl SendStream {
         Ok(())
     }
 
+    /// Waits until the peer has acknowledged every byte written so far,
+    /// without ending the stream: a sender that wants its final counters
+    /// before it finishes. Fails if the peer stopped the stream or the
+    /// connection closed.
+    pub async fn acknowledged(&self) -> Result<(), WriteError> {
+        let id = self.id;
+        poll_fn(|cx| {
+            self.conn.poll_with(cx, |connection, held| {
+                if let Some(Some(error_code)) = held.send_streams.get(&id) {
+                    return Poll::Ready(Err(WriteError::Stopped {
+                        id,
+                        error_code: *error_code,
+                    }));
+                }
+                if connection.stream_data_acked(id) {
+                    Poll::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Poll::Ready(Err(self.conn.closed_error(connection).into()))
+                } else {
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
     /// Waits until the stream needs nothing more from us: `Some(code)` if
     /// the peer asked us to stop sending (STOP_SENDING with `code`), or
     /// `None` once the stream was finished (or reset) and the peer

@@ -12,13 +12,12 @@ use anyhow::Context;
 use clap::Parser;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sift::blocking::Listener;
 use sift::conn::Protection;
 use sift::crypto::{ServerIdentity, TlsConfig};
 use sift::sim::link::LinkConfig;
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::relay::Relay;
-use sift_bin::cli::server_loop;
+use sift_bin::cli::server_loop::{self, Service};
 use sift_bin::cli::session::{self, CLOSE_DONE};
 use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::SiftUrl;
@@ -120,17 +119,22 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Ipv4Addr::LOCALHOST.into()
     };
-    let listener = Listener::bind(SocketAddr::new(loopback, 0), server_config)
-        .context("starting the server")?;
-    let server_addr = listener.local_addr();
-    let files = Arc::new(FileServer::new(Root::new(&served)?));
+    let files = FileServer::new(Root::new(&served)?);
     let server_lines: server_loop::LineSink = Arc::new(|line: &str| {
         tracing::info!("server: {line}");
     });
-    std::thread::Builder::new()
-        .name("sift-demo server".into())
-        .spawn(move || server_loop::serve(&listener, files, server_lines))
-        .context("starting the server thread")?;
+    let service = Service::new(
+        files,
+        server_loop::DEFAULT_MAX_STREAMS_PER_CLIENT,
+        server_loop::DEFAULT_MAX_STREAMS,
+    );
+    let server_addr = server_loop::spawn_server(
+        SocketAddr::new(loopback, 0),
+        server_config,
+        service,
+        server_lines,
+    )
+    .context("starting the server")?;
 
     let relay = Relay::start(server_addr, link.clone(), link.clone(), args.seed)
         .context("starting the emulated link")?;

@@ -6,18 +6,21 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use sift::blocking::{Listener, SiftIoError};
 use sift::conn::Protection;
 use sift::crypto::TlsConfig;
 use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
+use sift::tokio::{BindError, Endpoint, EndpointConfig};
 use sift::wire::steering::MAX_WORKERS;
 use sift_bin::cli::authorized::AuthorizedClientsFile;
 use sift_bin::cli::common::{self, OnOff};
+use sift_bin::cli::format;
+use sift_bin::cli::server_loop::{self, Service};
 use sift_bin::cli::state::{self, IdentitySource};
-use sift_bin::cli::{format, server_loop};
+use sift_bin::transfer::server::DEFAULT_REQUEST_TIMEOUT;
 use sift_bin::transfer::uploads::FREE_SPACE_MARGIN;
 use sift_bin::transfer::{FileServer, Root, UploadBudget, UploadPolicy};
 use sift_cc::CcConfig;
@@ -38,9 +41,13 @@ Examples:
   # Clients may ask for BBR or Westwood-A for their downloads, nothing else:
   sift-server --listen 127.0.0.1:4433 --root ./files --accept-cc bbr,westwood-a
 
-  # Two workers (default: one per core), each an endpoint on its own thread
-  # and SO_REUSEPORT socket; the kernel routes by connection ID:
+  # Two workers (default: one per core), each an endpoint with its own
+  # SO_REUSEPORT socket; the kernel routes by connection ID:
   sift-server --root ./files --workers 2
+
+  # A public server: a request must arrive within 5 s, and one client is
+  # served at most 8 streams at once:
+  sift-server --root ./files --request-timeout 5 --max-streams-per-client 8
 
   # Port 0 picks a free port; the \"listening on\" line names it:
   sift-server --listen 127.0.0.1:0 --root . -v
@@ -125,10 +132,10 @@ struct Args {
     #[arg(long)]
     retry: bool,
     /// Endpoints serving clients in parallel, one thread and
-    /// `SO_REUSEPORT` socket each; the kernel routes every datagram to its
-    /// client's worker by connection ID (so a client keeps its worker when
-    /// its address changes), and new clients go to the least busy worker
-    /// (with a Retry, under TLS). --max-clients is shared out among them.
+    /// `SO_REUSEPORT` socket each for their packets; the kernel routes every datagram to its client's worker by
+    /// connection ID (so a client keeps its worker when its address
+    /// changes), and new clients go to the least busy worker (with a
+    /// Retry, under TLS). --max-clients is shared out among them.
     /// [default: the number of cores, at most --max-clients]
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
@@ -152,6 +159,24 @@ struct Args {
     /// (powers of 1024).
     #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = format::parse_bytes)]
     max_upload_bytes: u64,
+    /// Threads that serve every client and stream (each a task that holds
+    /// no thread while it waits). [default: the number of cores]
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Most threads reading and writing files at once (64 KiB per call).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    io_threads: usize,
+    /// Seconds a client has to send a stream's whole request; a stream
+    /// whose request is not complete by then is answered with an error and
+    /// closed.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_REQUEST_TIMEOUT.as_secs_f64())]
+    request_timeout: f64,
+    /// Streams of one client served at once; its further streams wait.
+    #[arg(long, value_name = "N", default_value_t = server_loop::DEFAULT_MAX_STREAMS_PER_CLIENT)]
+    max_streams_per_client: usize,
+    /// Streams served at once by the whole server; further streams wait.
+    #[arg(long, value_name = "N", default_value_t = server_loop::DEFAULT_MAX_STREAMS)]
+    max_streams: usize,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -183,6 +208,25 @@ fn run(args: Args) -> anyhow::Result<()> {
             "--workers {workers} needs --max-clients of at least {workers} (each worker holds one client or more)"
         );
     }
+    for (flag, value) in [
+        ("--threads", args.threads.unwrap_or(1)),
+        ("--io-threads", args.io_threads),
+        ("--max-streams-per-client", args.max_streams_per_client),
+        ("--max-streams", args.max_streams),
+    ] {
+        if value == 0 {
+            anyhow::bail!("{flag} must be at least 1");
+        }
+    }
+    let request_timeout = Duration::try_from_secs_f64(args.request_timeout)
+        .ok()
+        .filter(|timeout| !timeout.is_zero() && *timeout <= Duration::from_secs(3600))
+        .with_context(|| {
+            format!(
+                "--request-timeout must be more than 0 and at most 3600 seconds, not {}",
+                args.request_timeout
+            )
+        })?;
     if args.retry && protection != Protection::Tls {
         anyhow::bail!("--retry needs TLS: Retry tokens are sealed with the server's secret, which Null protection does not keep");
     }
@@ -200,7 +244,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let cc_name = args.cc.name();
     let mut files = FileServer::new(root)
-        .with_upload_budget(UploadBudget::new(args.max_upload_bytes, FREE_SPACE_MARGIN));
+        .with_upload_budget(UploadBudget::new(args.max_upload_bytes, FREE_SPACE_MARGIN))
+        .with_request_timeout(request_timeout);
     if let Some(accepted) = &args.accept_cc {
         let names = accepted.iter().map(|cc| cc.name().to_string()).collect();
         files = files.accepting_controllers(names);
@@ -250,8 +295,36 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else if !args.allow_put {
         println!("read-only: uploads are refused (start with --allow-put to take them)");
     }
-    let listeners = listen(args.listen, config, args.max_clients, workers)?;
-    let local = listeners[0].local_addr();
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .max_blocking_threads(args.io_threads)
+        .thread_name("sift-server")
+        .enable_all()
+        .build()
+        .context("starting the server's threads")?;
+    // Each worker's endpoint driver (its socket, every packet of its
+    // clients) gets a thread of its own, as it is busy whenever any of
+    // its clients is: among thousands of stream tasks on the serving
+    // threads it would wait its turn behind all of them.
+    let drivers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .max_blocking_threads(1)
+        .thread_name_fn({
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            move || {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                format!("sift-worker {index}")
+            }
+        })
+        .enable_all()
+        .build()
+        .context("starting the workers' threads")?;
+    let endpoints =
+        drivers.block_on(async { listen(args.listen, config, args.max_clients, workers) })?;
+    let local = endpoints[0].local_addr();
     println!(
         "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
         describe_listening(local),
@@ -265,9 +338,32 @@ fn run(args: Args) -> anyhow::Result<()> {
         if workers == 1 { "" } else { "s" },
     );
     std::io::stdout().flush().context("writing to stdout")?;
-    let files = Arc::new(files);
-    let (stopped_tx, stopped) = std::sync::mpsc::channel();
-    for (index, listener) in listeners.into_iter().enumerate() {
+    let service = Arc::new(Service::new(
+        files,
+        args.max_streams_per_client,
+        args.max_streams,
+    ));
+    let outcome = runtime.block_on(serve(endpoints, service, workers));
+    // Tasks still waiting on a client are dropped with the runtime; a
+    // file call in progress gets a moment to end.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    drivers.shutdown_timeout(SHUTDOWN_GRACE);
+    outcome
+}
+
+/// How long Ctrl-C waits for clients to hear that the server is closing.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// Serves on every worker's endpoint until one stops (an error) or the
+/// process is asked to stop (Ctrl-C, SIGTERM): then every client is told
+/// the server is shutting down.
+async fn serve(
+    endpoints: Vec<Endpoint>,
+    service: Arc<Service>,
+    workers: usize,
+) -> anyhow::Result<()> {
+    let mut running = tokio::task::JoinSet::new();
+    for (index, endpoint) in endpoints.iter().enumerate() {
         // With several workers each transfer line says whose it was.
         let suffix = if workers > 1 {
             format!(" worker={index}")
@@ -278,17 +374,45 @@ fn run(args: Args) -> anyhow::Result<()> {
             // A closed stdout must not stop the server.
             let _ = writeln!(std::io::stdout(), "{line}{suffix}");
         });
-        let files = Arc::clone(&files);
-        let stopped_tx = stopped_tx.clone();
-        std::thread::Builder::new()
-            .name(format!("accept {index}"))
-            .spawn(move || {
-                let _ = stopped_tx.send(server_loop::serve(&listener, files, lines));
-            })
-            .context("starting a worker's accept thread")?;
+        running.spawn(server_loop::serve(
+            endpoint.clone(),
+            Arc::clone(&service),
+            lines,
+        ));
     }
-    // The first worker whose socket stops ends the server.
-    stopped.recv().context("every worker stopped")?
+    tokio::select! {
+        // The first worker whose socket stops ends the server.
+        stopped = running.join_next() => match stopped {
+            Some(Ok(error)) => Err(error),
+            Some(Err(panicked)) => Err(anyhow::anyhow!("a worker failed: {panicked}")),
+            None => Err(anyhow::anyhow!("no worker is running")),
+        },
+        signal = stop_requested() => {
+            let signal = signal?;
+            eprintln!("sift-server: {signal}: closing every connection");
+            for endpoint in &endpoints {
+                endpoint.close(0, "server shutting down");
+            }
+            let idle = async {
+                for endpoint in &endpoints {
+                    endpoint.wait_idle().await;
+                }
+            };
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, idle).await;
+            Ok(())
+        }
+    }
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM and names it.
+async fn stop_requested() -> anyhow::Result<&'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).context("watching for Ctrl-C")?;
+    let mut terminate = signal(SignalKind::terminate()).context("watching for SIGTERM")?;
+    Ok(tokio::select! {
+        _ = interrupt.recv() => "interrupted",
+        _ = terminate.recv() => "terminated",
+    })
 }
 
 /// The default address: every interface, IPv6 and (dual-stack) IPv4.
@@ -297,18 +421,22 @@ const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIF
 const DEFAULT_LISTEN_IPV4: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 4433);
 
 /// Binds `--listen`, or the dual-stack default, falling back to IPv4 only
-/// where the kernel has no IPv6 at all: one listener, or one per worker
-/// sharing the address (and `max_clients` shared out among them).
+/// where the kernel has no IPv6 at all: one endpoint, or one per worker
+/// sharing the address (and `max_clients` shared out among them). Runs
+/// inside the runtime, which drives the endpoints.
 fn listen(
     address: Option<SocketAddr>,
     config: sift::Config,
     max_clients: usize,
     workers: usize,
-) -> anyhow::Result<Vec<Listener>> {
+) -> anyhow::Result<Vec<Endpoint>> {
+    let endpoint_config = EndpointConfig {
+        max_connections: max_clients,
+        ..EndpointConfig::server(config)
+    };
     let try_bind = |address: SocketAddr| match workers {
-        1 => Listener::bind_with_max_connections(address, config.clone(), max_clients)
-            .map(|listener| vec![listener]),
-        n => Listener::bind_workers(address, config.clone(), max_clients, n),
+        1 => Endpoint::bind(address, endpoint_config.clone()).map(|endpoint| vec![endpoint]),
+        n => Endpoint::bind_workers(address, endpoint_config.clone(), n),
     };
     let bind = |address: SocketAddr| {
         try_bind(address).with_context(|| format!("cannot listen on {address}"))
@@ -317,7 +445,7 @@ fn listen(
         return bind(address);
     }
     match try_bind(DEFAULT_LISTEN) {
-        Err(SiftIoError::Io(error)) if error.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
+        Err(BindError::Io { source, .. }) if source.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
             eprintln!("sift-server: this host has no IPv6: listening on IPv4 only");
             bind(DEFAULT_LISTEN_IPV4)
         }

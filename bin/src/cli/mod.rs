@@ -2,7 +2,8 @@
 //! URLs, the server's threads, progress, summaries and the demo's relay.
 //!
 //! Owns: everything a person sees (lines, bars, JSON on stdout) and the
-//! binding of the protocol to `sift::blocking` connections.
+//! binding of the protocol to sift connections: `sift::blocking` for the
+//! clients, `sift::tokio` for the server (`server_loop`).
 //! Must not: implement protocol rules (those live in `transfer`).
 
 pub mod authorized;

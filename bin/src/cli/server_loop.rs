@@ -1,16 +1,57 @@
-//! The server's threads: one per connection accepting its streams, one per
-//! stream serving it. A client's failure ends its own threads only.
+//! How `sift-server` spends threads: a fixed few, whatever the clients do.
+//!
+//! Every client connection and every stream is a task on one tokio
+//! runtime of a bounded number of threads (`--threads`, default: one per
+//! core), over the async API (`sift::tokio`). Each worker endpoint's
+//! driver (`--workers`, `Endpoint::bind_workers`: one `SO_REUSEPORT`
+//! socket each, datagrams steered by connection ID) runs on a thread of
+//! its own (`sift-server` binds them in a second runtime of `--workers`
+//! threads), so the packet path never queues behind thousands of stream
+//! tasks. File-system work runs on the serving runtime's blocking pool,
+//! capped at `--io-threads`, one 64 KiB chunk per call, so a download
+//! waiting for the disk does not hold a serving thread either.
+//!
+//! Why tasks and not a pool of blocking threads: a blocking stream holds
+//! its thread while it waits, for a request that is slow to arrive, for
+//! the client's flow-control credit, or for its next upload bytes. With a
+//! thread per stream, 1000 clients × 100 streams would be 100 000 threads
+//! (each with its stack); with a bounded pool of blocking threads, as many
+//! slow clients as the pool has threads would starve everyone else. A
+//! waiting task is a parked future of a few kilobytes and holds no thread:
+//! the server has at most 1 + `--workers` + `--threads` + `--io-threads`
+//! threads, fixed at start.
+//!
+//! What bounds the rest:
+//! - Streams served at once: `--max-streams-per-client` per connection and
+//!   `--max-streams` in all. A stream past the client's cap is not
+//!   accepted until a place frees: it waits in the transport, which
+//!   already bounds how many streams a client may open, and costs no task.
+//!   Past the server's cap each connection holds at most one accepted
+//!   stream waiting for a place; its request deadline starts once served.
+//! - A request must arrive whole within `--request-timeout` of its stream
+//!   being accepted (slowloris); otherwise the stream is answered with an
+//!   error (or reset, if the client takes no answer), freed, and logged.
+//!
+//! A client's failure ends its own tasks only.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use sift::blocking::{BlockingConnection, Listener, SiftIoError};
+use anyhow::Context;
+use sift::tokio::{Connection, Endpoint};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::format;
+use super::stream::AsyncSiftStream;
 use crate::transfer::{FileServer, SenderReport, ServedConnection, TransferRecord};
 
 /// Where transfer lines go (stdout for `sift-server`).
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Streams served at once per client connection, by default.
+pub const DEFAULT_MAX_STREAMS_PER_CLIENT: usize = 16;
+/// Streams served at once by the whole server, by default.
+pub const DEFAULT_MAX_STREAMS: usize = 4096;
 
 /// The one line per transfer the server prints, `key=value` fields:
 /// client, op, path, bytes, time, goodput, result (and why, on failure).
@@ -30,7 +71,7 @@ pub fn transfer_line(client: SocketAddr, record: &TransferRecord) -> String {
     line
 }
 
-impl ServedConnection for BlockingConnection {
+impl ServedConnection for Connection {
     fn sender_report(&self) -> Option<SenderReport> {
         Some(SenderReport::from_stats(&self.stats()))
     }
@@ -44,60 +85,128 @@ impl ServedConnection for BlockingConnection {
     }
 }
 
-/// Accepts clients until the listener fails, serving each on its own
-/// threads.
-pub fn serve(listener: &Listener, files: Arc<FileServer>, lines: LineSink) -> anyhow::Result<()> {
-    loop {
-        match listener.accept() {
-            Ok(connection) => {
-                let files = Arc::clone(&files);
-                let lines = Arc::clone(&lines);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("conn {}", connection.remote_addr()))
-                    .spawn(move || serve_connection(connection, files, lines));
-                if let Err(e) = spawned {
-                    tracing::warn!(error = %e, "could not start a connection thread");
-                }
-            }
-            Err(e @ SiftIoError::EndpointStopped { .. }) => {
-                return Err(anyhow::Error::new(e).context("the server socket stopped"))
-            }
-            Err(e) => tracing::debug!(error = %e, "a client did not connect"),
+/// What every worker of a server shares: the files and the caps on
+/// streams served at once.
+pub struct Service {
+    files: FileServer,
+    max_streams_per_client: usize,
+    /// Places for streams across the whole server (`--max-streams`).
+    streams: Arc<Semaphore>,
+}
+
+impl Service {
+    /// Serves `files`, at most `max_streams_per_client` streams of one
+    /// connection and `max_streams` in all at once (each at least 1).
+    pub fn new(files: FileServer, max_streams_per_client: usize, max_streams: usize) -> Self {
+        Self {
+            files,
+            max_streams_per_client: max_streams_per_client.max(1),
+            streams: Arc::new(Semaphore::new(max_streams.max(1))),
         }
+    }
+
+    /// The files served.
+    pub fn files(&self) -> &FileServer {
+        &self.files
     }
 }
 
-/// Serves every stream the client opens until the connection closes.
-fn serve_connection(connection: BlockingConnection, files: Arc<FileServer>, lines: LineSink) {
-    let client = connection.remote_addr();
+/// Accepts clients on `endpoint` until it stops, each served by a task of
+/// its own, one line per transfer to `lines`. Returns why it stopped.
+pub async fn serve(endpoint: Endpoint, service: Arc<Service>, lines: LineSink) -> anyhow::Error {
+    while let Some(connection) = endpoint.accept().await {
+        tokio::spawn(serve_connection(
+            connection,
+            Arc::clone(&service),
+            Arc::clone(&lines),
+        ));
+    }
+    anyhow::anyhow!("the server socket on {} stopped", endpoint.local_addr())
+}
+
+/// Serves `service` on `addr` from a thread of its own (one runtime
+/// thread, two for files), for a tool that serves beside other work
+/// (`sift-demo`). Returns the bound address once the endpoint is up.
+pub fn spawn_server(
+    addr: SocketAddr,
+    config: sift::Config,
+    service: Service,
+    lines: LineSink,
+) -> anyhow::Result<SocketAddr> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the server's runtime")?;
+    let endpoint = runtime
+        .block_on(async { Endpoint::server(addr, config) })
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = endpoint.local_addr();
+    std::thread::Builder::new()
+        .name("sift server".into())
+        .spawn(move || {
+            let stopped = runtime.block_on(serve(endpoint, Arc::new(service), lines));
+            tracing::warn!(error = %stopped, "the server stopped");
+        })
+        .context("starting the server thread")?;
+    Ok(local)
+}
+
+/// Accepts the client's streams while it stays connected, each served by
+/// a task once the caps give it a place.
+async fn serve_connection(connection: Connection, service: Arc<Service>, lines: LineSink) {
+    let client = connection.remote_address();
     tracing::info!(%client, "client connected");
-    let mut workers = Vec::new();
-    loop {
-        let mut stream = match connection.accept_bi() {
-            Ok(stream) => stream,
-            Err(e) => {
-                tracing::info!(%client, reason = %e, "client gone");
-                break;
-            }
+    let places = Arc::new(Semaphore::new(service.max_streams_per_client));
+    let reason = loop {
+        // The client's place first, then its stream: a stream over the
+        // client's cap waits in the transport, not as a task. A place
+        // under the server's cap is taken only for a stream that came,
+        // so an idle client holds none. A client that leaves meanwhile
+        // ends either wait.
+        let client_place = tokio::select! {
+            place = take_place(&places) => place,
+            reason = connection.closed() => break reason,
         };
-        let files = Arc::clone(&files);
-        let lines = Arc::clone(&lines);
-        let stats_source = connection.clone();
-        let worker = std::thread::Builder::new()
-            .name(format!("stream {client}"))
-            .spawn(move || {
-                let record = files.serve(&mut stream, &stats_source);
-                lines(&transfer_line(client, &record));
-            });
-        match worker {
-            Ok(handle) => workers.push(handle),
-            Err(e) => tracing::warn!(%client, error = %e, "could not start a stream thread"),
-        }
-        workers.retain(|w| !w.is_finished());
-    }
-    for worker in workers {
-        let _ = worker.join();
-    }
+        let stream = match connection.accept_bi().await {
+            Ok(halves) => AsyncSiftStream::new(halves),
+            Err(reason) => break reason,
+        };
+        let server_place = tokio::select! {
+            place = take_place(&service.streams) => place,
+            reason = connection.closed() => break reason,
+        };
+        let permits = (client_place, server_place);
+        tokio::spawn(serve_stream(
+            stream,
+            connection.clone(),
+            Arc::clone(&service),
+            Arc::clone(&lines),
+            permits,
+        ));
+    };
+    tracing::info!(%client, %reason, "client gone");
+}
+
+/// A place under a cap on streams served at once.
+async fn take_place(places: &Arc<Semaphore>) -> OwnedSemaphorePermit {
+    Arc::clone(places)
+        .acquire_owned()
+        .await
+        .expect("the stream caps' semaphores are never closed")
+}
+
+/// Serves one stream to its end and logs its line; the places it held
+/// free when it returns, and dropping the stream frees its transport state.
+async fn serve_stream(
+    mut stream: AsyncSiftStream,
+    connection: Connection,
+    service: Arc<Service>,
+    lines: LineSink,
+    _places: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+) {
+    let record = service.files.serve(&mut stream, &connection).await;
+    lines(&transfer_line(connection.remote_address(), &record));
 }
 
 #[cfg(test)]

@@ -1,10 +1,15 @@
-//! sift's blocking streams as the protocol's [`Duplex`].
+//! sift's streams as the protocol's [`Duplex`] (blocking, for clients)
+//! and [`AsyncDuplex`] (tokio, for the server).
 
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use sift::blocking::SiftStream;
+use sift::tokio::{RecvStream, SendStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::transfer::Duplex;
+use crate::transfer::{AsyncDuplex, Duplex};
 
 impl Duplex for SiftStream {
     fn finish(&mut self) -> io::Result<()> {
@@ -19,5 +24,63 @@ impl Duplex for SiftStream {
 
     fn wait_delivered(&mut self) -> io::Result<()> {
         self.wait_acked().map_err(io::Error::from)
+    }
+}
+
+/// A bidirectional stream of the async API, both halves together, as the
+/// server's [`AsyncDuplex`].
+pub struct AsyncSiftStream {
+    send: SendStream,
+    recv: RecvStream,
+}
+
+impl AsyncSiftStream {
+    /// The two halves `accept_bi` gave.
+    pub fn new((send, recv): (SendStream, RecvStream)) -> Self {
+        Self { send, recv }
+    }
+}
+
+impl AsyncRead for AsyncSiftStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().recv).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for AsyncSiftStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().send).poll_write(cx, data)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().send).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().send).poll_shutdown(cx)
+    }
+}
+
+impl AsyncDuplex for AsyncSiftStream {
+    fn finish(&mut self) -> io::Result<()> {
+        self.send.finish().map_err(io::Error::from)
+    }
+
+    fn abort(&mut self, code: u64) {
+        if let Err(e) = self.send.reset(code) {
+            tracing::debug!(stream = %self.send.id(), error = %e, "reset failed");
+        }
+    }
+
+    async fn wait_delivered(&mut self) -> io::Result<()> {
+        self.send.acknowledged().await.map_err(io::Error::from)
     }
 }

@@ -1,11 +1,15 @@
 //! What the protocol needs from a stream: bytes both ways, and a way to end
 //! our sending direction (FIN) while still reading. A sift stream provides
 //! it; so do Unix and TCP sockets, which is how the protocol is tested
-//! without a network.
+//! without a network. Clients use the blocking [`Duplex`]; the server, which
+//! serves many streams on a few threads, the async [`AsyncDuplex`].
 
+use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
+
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A bidirectional byte stream with a half-close.
 pub trait Duplex: Read + Write {
@@ -66,9 +70,55 @@ impl<T: Duplex + ?Sized> Duplex for Box<T> {
     }
 }
 
+/// [`Duplex`] for a task: reads and writes wait without holding a thread.
+pub trait AsyncDuplex: AsyncRead + AsyncWrite + Unpin + Send {
+    /// Ends our sending direction after the data written so far, without
+    /// waiting for the peer. Reading still works.
+    fn finish(&mut self) -> io::Result<()>;
+
+    /// Abandons our sending direction: the peer sees an error, not a clean
+    /// end.
+    fn abort(&mut self, code: u64);
+
+    /// Waits until the peer has everything written so far.
+    fn wait_delivered(&mut self) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+/// A Unix socket as the server's stream, for tests of the protocol without
+/// a network.
+impl AsyncDuplex for tokio::net::UnixStream {
+    fn finish(&mut self) -> io::Result<()> {
+        // What was written is already with the kernel: shut at once.
+        shutdown(self, libc::SHUT_WR)
+    }
+
+    fn abort(&mut self, _code: u64) {
+        let _ = shutdown(self, libc::SHUT_RDWR);
+    }
+
+    async fn wait_delivered(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `shutdown(2)` on a tokio Unix socket, which offers only an async
+/// shutdown of the write side.
+fn shutdown(socket: &tokio::net::UnixStream, how: libc::c_int) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: shutdown(2) on the open descriptor the socket owns.
+    if unsafe { libc::shutdown(socket.as_raw_fd(), how) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Stream error codes this protocol uses when it abandons a stream.
 pub mod abort_codes {
     /// The sender could not produce the data it announced (file changed,
     /// read error).
     pub const SOURCE_FAILED: u64 = 1;
+    /// The server gave up on the stream before answering: the request did
+    /// not arrive in time and the client took no answer either.
+    pub const UNANSWERED: u64 = 2;
 }

@@ -34,6 +34,8 @@ pub enum ProtocolError {
     BadListing(String),
     #[error("the stream ended before a complete header")]
     EndOfStream,
+    #[error("no complete request within {:.1} s", after.as_secs_f64())]
+    RequestTimedOut { after: std::time::Duration },
     #[error("reading the header: {0}")]
     Io(#[from] std::io::Error),
 }

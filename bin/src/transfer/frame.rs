@@ -9,6 +9,8 @@
 
 use std::io::Read;
 
+use tokio::io::{AsyncRead, AsyncReadExt};
+
 use super::error::ProtocolError;
 
 /// The four bytes every frame starts with.
@@ -132,17 +134,37 @@ pub fn read_frame<R: Read + ?Sized>(reader: &mut R) -> Result<Vec<u8>, ProtocolE
     Ok(frame)
 }
 
+/// [`read_frame`] for a task: waits for the bytes without holding a thread.
+pub async fn read_frame_async<R: AsyncRead + Unpin + ?Sized>(
+    reader: &mut R,
+) -> Result<Vec<u8>, ProtocolError> {
+    let mut frame = vec![0u8; FRAME_PREFIX_LEN];
+    reader
+        .read_exact(&mut frame)
+        .await
+        .map_err(end_of_stream_or_io)?;
+    let (_, body_len) = parse_prefix(&frame)?;
+    frame.resize(FRAME_PREFIX_LEN + body_len, 0);
+    reader
+        .read_exact(&mut frame[FRAME_PREFIX_LEN..])
+        .await
+        .map_err(end_of_stream_or_io)?;
+    Ok(frame)
+}
+
+fn end_of_stream_or_io(error: std::io::Error) -> ProtocolError {
+    if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        ProtocolError::EndOfStream
+    } else {
+        ProtocolError::Io(error)
+    }
+}
+
 fn read_exact_or_eof<R: Read + ?Sized>(
     reader: &mut R,
     buf: &mut [u8],
 ) -> Result<(), ProtocolError> {
-    reader.read_exact(buf).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            ProtocolError::EndOfStream
-        } else {
-            ProtocolError::Io(e)
-        }
-    })
+    reader.read_exact(buf).map_err(end_of_stream_or_io)
 }
 
 /// A bounds-checked reader over a frame body: every accessor checks the

@@ -11,7 +11,7 @@
 //! download temporary files, and both sides of each operation over any
 //! [`Duplex`] stream.
 //! Must not: open sockets or connections (the binaries do, with
-//! `sift::blocking`), print to the terminal, or touch a path outside the
+//! `sift::blocking` and `sift::tokio`), print to the terminal, or touch a path outside the
 //! served root.
 
 pub mod client;
@@ -33,7 +33,7 @@ pub mod uploads;
 pub use client::{ClientError, GetOutcome, PutOutcome};
 pub use confine::{PathError, Root};
 pub use digest::{Sha256Digest, Sha256Hasher};
-pub use duplex::Duplex;
+pub use duplex::{AsyncDuplex, Duplex};
 pub use error::ProtocolError;
 pub use listing::{EntryKind, ListEntry};
 pub use perf::{PerfInterval, PerfOptions, PerfSample, PerfSummary};

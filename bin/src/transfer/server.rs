@@ -4,25 +4,33 @@
 //! A failure here is this stream's alone: every error becomes a response
 //! (or, mid-data, an aborted stream) and a record; nothing panics and
 //! nothing outside the root is read or written.
+//!
+//! Serving is async: a stream waiting for its request, for the client's
+//! credit or for its data holds no thread. Every file-system call (open,
+//! stat, read, write, hash, rename, list) runs on the runtime's bounded
+//! blocking pool, one chunk at a time, so a slow disk delays the streams
+//! that use it and never the runtime's few threads.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::confine::{open_regular_file, PathError, Root, UPLOAD_PART_MARKER};
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
-use super::duplex::{abort_codes, Duplex};
+use super::duplex::{abort_codes, AsyncDuplex};
 use super::error::ProtocolError;
-use super::frame::read_frame;
+use super::frame::read_frame_async;
 use super::listing::ListEntry;
 use super::part_file::{is_disk_full, UploadPart};
 use super::request::{parse_request, PerfDirection, PerfLimit, Request};
 use super::response::{encode_digest, Response, SenderReport, Status};
-use super::uploads::{BudgetRefusal, Reservation, UploadBudget, UploadPolicy};
+use super::uploads::{BudgetRefusal, UploadBudget, UploadPolicy};
 use sift::crypto::Fingerprint;
 use sift_cc::CcConfig;
 
@@ -30,6 +38,15 @@ use sift_cc::CcConfig;
 pub const CHUNK_LEN: usize = 64 * 1024;
 /// The longest PERF measurement the server takes part in.
 pub const MAX_PERF_DURATION: Duration = Duration::from_secs(3600);
+/// How long a client has to send its whole request once the stream is
+/// being served (`sift-server --request-timeout`): a request is at most
+/// one 4 KiB frame, so only a client that means to hold the stream
+/// (slowloris) takes longer.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an error answer may wait for the client's credit before the
+/// stream is reset instead: a client that grants none must not keep the
+/// stream.
+pub const ANSWER_GRACE: Duration = Duration::from_secs(2);
 
 /// What serving one stream may ask of the connection it arrived on.
 pub trait ServedConnection {
@@ -114,30 +131,62 @@ impl From<PathError> for Failure {
 }
 
 /// Writes to the client: any error means the client is gone.
-fn send(stream: &mut impl Write, bytes: &[u8]) -> Result<(), Failure> {
+async fn send(stream: &mut (impl AsyncWrite + Unpin), bytes: &[u8]) -> Result<(), Failure> {
     stream
         .write_all(bytes)
+        .await
         .map_err(|e| Failure::Broken(format!("sending: {e}")))
 }
 
-fn send_response(stream: &mut impl Write, response: &Response) -> Result<(), Failure> {
+async fn send_response(
+    stream: &mut (impl AsyncWrite + Unpin),
+    response: &Response,
+) -> Result<(), Failure> {
     let frame = response
         .encode()
         .map_err(|e| Failure::Broken(format!("encoding the response: {e}")))?;
-    send(stream, &frame)
+    send(stream, &frame).await
 }
 
-/// A file's digest with what identified the file's version when it was taken.
-#[derive(Clone, Copy)]
-struct CachedDigest {
+/// Runs file-system work on the runtime's blocking pool (bounded by the
+/// runtime's `max_blocking_threads`), never on a thread that serves tasks.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Failure> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Failure::Answer(Status::Internal, format!("a file task failed: {e}")))
+}
+
+/// What identifies one version of a file: size, mtime and inode.
+#[derive(Clone, Copy, PartialEq)]
+struct FileVersion {
     len: u64,
     modified: Option<SystemTime>,
     inode: u64,
+}
+
+impl FileVersion {
+    /// The version of the open `file` (an fstat: call it off the runtime).
+    fn of(file: &File) -> io::Result<Self> {
+        let meta = file.metadata()?;
+        Ok(Self {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode: meta.ino(),
+        })
+    }
+}
+
+/// A file's digest with the version of the file it was taken of.
+#[derive(Clone, Copy)]
+struct CachedDigest {
+    version: FileVersion,
     digest: Sha256Digest,
 }
 
 /// Serves GET, PUT, LIST and PERF under one root. Shared by every
-/// connection's threads.
+/// connection's tasks.
 pub struct FileServer {
     root: Root,
     /// Whole-file digests, so resumes and repeated downloads do not re-read
@@ -149,6 +198,8 @@ pub struct FileServer {
     uploads: UploadPolicy,
     /// Bytes being uploaded at once, reserved per upload.
     upload_budget: UploadBudget,
+    /// How long a stream's request may take to arrive.
+    request_timeout: Duration,
     /// Tests: uploads fail with ENOSPC past this many bytes, as on a full disk.
     #[cfg(test)]
     disk_capacity: Option<u64>,
@@ -164,9 +215,17 @@ impl FileServer {
             accepted_controllers: CcConfig::NAMES.iter().map(|n| n.to_string()).collect(),
             uploads: UploadPolicy::ReadOnly,
             upload_budget: UploadBudget::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             #[cfg(test)]
             disk_capacity: None,
         }
+    }
+
+    /// Answers (and frees) a stream whose request has not fully arrived
+    /// `timeout` after it began being served.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
     }
 
     /// Accepts client requests for these controllers only (`--cc` names).
@@ -228,17 +287,24 @@ impl FileServer {
 
     /// Serves one stream to its end. `connection` gives the connection's
     /// sender-side statistics for a download's trailer and switches its
-    /// controller when a client asks.
-    pub fn serve<S: Duplex>(
+    /// controller when a client asks. A request that has not arrived
+    /// within the request timeout is answered with an error.
+    pub async fn serve<S: AsyncDuplex>(
         &self,
         stream: &mut S,
-        connection: &dyn ServedConnection,
+        connection: &(dyn ServedConnection + Sync),
     ) -> TransferRecord {
         let started = Instant::now();
-        let request = read_frame(stream).and_then(|frame| parse_request(&frame));
+        let request =
+            match tokio::time::timeout(self.request_timeout, read_frame_async(stream)).await {
+                Ok(frame) => frame.and_then(|frame| parse_request(&frame)),
+                Err(_) => Err(ProtocolError::RequestTimedOut {
+                    after: self.request_timeout,
+                }),
+            };
         let (verb, path, outcome) = match request {
             Ok(request) => {
-                let outcome = self.dispatch(stream, &request, connection);
+                let outcome = self.dispatch(stream, &request, connection).await;
                 (request.verb(), request.path().to_string(), outcome)
             }
             Err(ProtocolError::EndOfStream) => (
@@ -264,13 +330,20 @@ impl FileServer {
             Err(Failure::Answer(status, message)) => {
                 // The refusal is the outcome once it is written: a client
                 // that read it closes at once, which may overtake the
-                // acknowledgement `finish` waits for.
-                match send_response(stream, &Response::error(status, message.clone())) {
-                    Ok(()) => {
+                // acknowledgement `finish` waits for. A client that grants
+                // no credit for it gets a reset instead of holding the
+                // stream.
+                let answer = Response::error(status, message.clone());
+                match tokio::time::timeout(ANSWER_GRACE, send_response(stream, &answer)).await {
+                    Ok(Ok(())) => {
                         let _ = stream.finish();
                         (0, Some(status), message)
                     }
-                    Err(_) => (0, None, message),
+                    Ok(Err(_)) => (0, None, message),
+                    Err(_) => {
+                        stream.abort(abort_codes::UNANSWERED);
+                        (0, None, message)
+                    }
                 }
             }
             Err(Failure::Broken(reason)) => (0, None, reason),
@@ -285,11 +358,11 @@ impl FileServer {
         }
     }
 
-    fn dispatch<S: Duplex>(
+    async fn dispatch<S: AsyncDuplex>(
         &self,
         stream: &mut S,
         request: &Request,
-        connection: &dyn ServedConnection,
+        connection: &(dyn ServedConnection + Sync),
     ) -> Result<u64, Failure> {
         match request {
             Request::Get { path, offset, cc } => {
@@ -300,30 +373,38 @@ impl FileServer {
                         .use_controller(config)
                         .map_err(|e| Failure::Answer(Status::Internal, e))?;
                 }
-                self.get(stream, path, *offset, connection)
+                self.get(stream, path, *offset, connection).await
             }
             Request::Put { path, size, sha256 } => {
                 // Before anything touches the disk: who may write at all.
                 self.uploads
                     .admit(connection.client_key())
                     .map_err(|refusal| Failure::Answer(Status::RefusedUpload, refusal))?;
-                self.put(stream, path, *size, *sha256)
+                self.put(stream, path, *size, *sha256).await
             }
-            Request::List { path } => self.list(stream, path),
-            Request::Perf { direction, limit } => perf(stream, *direction, *limit),
+            Request::List { path } => self.list(stream, path).await,
+            Request::Perf { direction, limit } => perf(stream, *direction, *limit).await,
         }
     }
 
-    fn get<S: Duplex>(
+    async fn get<S: AsyncDuplex>(
         &self,
         stream: &mut S,
         path: &str,
         offset: u64,
-        connection: &dyn ServedConnection,
+        connection: &(dyn ServedConnection + Sync),
     ) -> Result<u64, Failure> {
-        let resolved = self.root.resolve_existing(path)?;
-        let mut file = open_regular_file(path, &resolved)?;
-        let size = file.metadata().map_err(internal)?.len();
+        let (resolved, file, version) = {
+            let (root, path) = (self.root.clone(), path.to_string());
+            blocking(move || -> Result<_, Failure> {
+                let resolved = root.resolve_existing(&path)?;
+                let file = open_regular_file(&path, &resolved)?;
+                let version = FileVersion::of(&file).map_err(internal)?;
+                Ok((resolved, file, version))
+            })
+            .await??
+        };
+        let size = version.len;
         if offset > size {
             return Err(Failure::Answer(
                 Status::BadRequest,
@@ -333,16 +414,16 @@ impl FileServer {
         // A whole file whose digest is not known yet is hashed as it is
         // sent, the digest following the data; a resume needs the digest of
         // bytes it does not send, so it is taken first.
-        let known = match self.cached_digest(&resolved, &file) {
+        let file = Arc::new(file);
+        let known = match self.cached_digest(&resolved, version) {
             Some(digest) => Some(digest),
-            None if offset > 0 => Some(self.digest_of(&resolved, &mut file)?),
+            None if offset > 0 => Some(self.digest_of(&resolved, &file, version).await?),
             None => None,
         };
-        send_response(stream, &Response::ok(size, known))?;
-        file.seek(SeekFrom::Start(offset)).map_err(internal)?;
+        send_response(stream, &Response::ok(size, known)).await?;
         let wanted = size - offset;
-        let mut hasher = known.is_none().then(Sha256Hasher::new);
-        let sent = copy_exact(&mut file, stream, wanted, hasher.as_mut())?;
+        let hasher = known.is_none().then(Sha256Hasher::new);
+        let (sent, hasher) = send_file(&file, offset, stream, wanted, hasher).await?;
         if sent < wanted {
             // The file shrank under us: never let the client see a clean end.
             stream.abort(abort_codes::SOURCE_FAILED);
@@ -352,22 +433,23 @@ impl FileServer {
         }
         if let Some(hasher) = hasher {
             let digest = hasher.finish();
-            self.remember_digest(&resolved, &file, digest);
+            self.remember_digest(&resolved, version, digest);
             let frame = encode_digest(digest)
                 .map_err(|e| Failure::Broken(format!("encoding the digest: {e}")))?;
-            send(stream, &frame)?;
+            send(stream, &frame).await?;
         }
         // The trailer reports the sender's counters for the whole transfer:
         // take them once the data is acknowledged, not when it was merely
         // queued (the send buffer holds megabytes).
         stream
             .wait_delivered()
+            .await
             .map_err(|e| Failure::Broken(e.to_string()))?;
         if let Some(report) = connection.sender_report() {
             let frame = report
                 .encode()
                 .map_err(|e| Failure::Broken(format!("encoding the trailer: {e}")))?;
-            send(stream, &frame)?;
+            send(stream, &frame).await?;
         }
         stream
             .finish()
@@ -376,86 +458,99 @@ impl FileServer {
     }
 
     /// The file's digest, if it was taken of this version of it.
-    fn cached_digest(&self, path: &Path, file: &File) -> Option<Sha256Digest> {
-        let meta = file.metadata().ok()?;
+    fn cached_digest(&self, path: &Path, version: FileVersion) -> Option<Sha256Digest> {
         let cached = self.digests.lock().ok()?.get(path).copied()?;
-        (cached.len == meta.len()
-            && cached.modified == meta.modified().ok()
-            && cached.inode == meta.ino())
-        .then_some(cached.digest)
+        (cached.version == version).then_some(cached.digest)
     }
 
     /// Keeps `digest` as that of this version of the file.
-    fn remember_digest(&self, path: &Path, file: &File, digest: Sha256Digest) {
-        let Ok(meta) = file.metadata() else {
-            return;
-        };
+    fn remember_digest(&self, path: &Path, version: FileVersion, digest: Sha256Digest) {
         if let Ok(mut cache) = self.digests.lock() {
-            cache.insert(
-                path.to_path_buf(),
-                CachedDigest {
-                    len: meta.len(),
-                    modified: meta.modified().ok(),
-                    inode: meta.ino(),
-                    digest,
-                },
-            );
+            cache.insert(path.to_path_buf(), CachedDigest { version, digest });
         }
     }
 
-    /// The whole file's digest, from the cache when the file is unchanged.
-    fn digest_of(&self, path: &Path, file: &mut File) -> Result<Sha256Digest, Failure> {
-        if let Some(digest) = self.cached_digest(path, file) {
+    /// The whole file's digest, from the cache when the file is unchanged,
+    /// else read and hashed on the blocking pool.
+    async fn digest_of(
+        &self,
+        path: &Path,
+        file: &Arc<File>,
+        version: FileVersion,
+    ) -> Result<Sha256Digest, Failure> {
+        if let Some(digest) = self.cached_digest(path, version) {
             return Ok(digest);
         }
-        file.seek(SeekFrom::Start(0)).map_err(internal)?;
-        let mut hasher = Sha256Hasher::new();
-        hasher.update_from(file).map_err(internal)?;
-        let digest = hasher.finish();
-        self.remember_digest(path, file, digest);
+        let file = Arc::clone(file);
+        let digest = blocking(move || -> Result<_, Failure> {
+            let mut reader: &File = &file;
+            reader.seek(SeekFrom::Start(0)).map_err(internal)?;
+            let mut hasher = Sha256Hasher::new();
+            hasher.update_from(&mut reader).map_err(internal)?;
+            Ok(hasher.finish())
+        })
+        .await??;
+        self.remember_digest(path, version, digest);
         Ok(digest)
     }
 
-    fn put<S: Duplex>(
+    async fn put<S: AsyncDuplex>(
         &self,
         stream: &mut S,
         path: &str,
         size: u64,
         expected: Sha256Digest,
     ) -> Result<u64, Failure> {
-        let target = self.root.resolve_upload(path)?;
+        let (target, free) = {
+            let (root, path) = (self.root.clone(), path.to_string());
+            blocking(move || -> Result<_, Failure> {
+                let target = root.resolve_upload(&path)?;
+                let free = available_bytes(&target.directory);
+                Ok((target, free))
+            })
+            .await??
+        };
         let mut reservation = self
             .upload_budget
-            .reserve(size, available_bytes(&target.directory))
+            .reserve(size, free)
             .map_err(budget_refusal)?;
-        let mut part = UploadPart::create(&target).map_err(|e| storage_failure(&e))?;
+        let part = {
+            let target = target.clone();
+            blocking(move || UploadPart::create(&target)).await?
+        };
+        let mut part = part.map_err(|e| storage_failure(&e))?;
         // "Go ahead": the client sends the data only after this.
-        send_response(stream, &Response::ok(0, None))?;
+        send_response(stream, &Response::ok(0, None)).await?;
         let mut hasher = Sha256Hasher::new();
         let mut buf = vec![0u8; CHUNK_LEN];
         let mut received = 0u64;
         while received < size {
             let want = (size - received).min(CHUNK_LEN as u64) as usize;
-            let n = read_some(stream, &mut buf[..want])?;
+            let n = read_some(stream, &mut buf[..want]).await?;
             if n == 0 {
                 return Err(Failure::Broken(format!(
                     "the client stopped after {received} of {size} bytes"
                 )));
             }
             hasher.update(&buf[..n]);
-            if let Err(e) = self.store(&mut part, &buf[..n], received, &mut reservation) {
+            let stored;
+            (part, buf, stored) = self.store(part, buf, n, received).await?;
+            if stored.is_ok() {
+                reservation.wrote(n as u64);
+            }
+            if let Err(e) = stored {
                 drop(part);
                 if is_disk_full(&e) {
                     // Take in the rest (bounded by the announced size) so the
                     // client, still sending, reaches our answer.
                     let rest = size - received - n as u64;
-                    let _ = copy_exact(stream, &mut io::sink(), rest, None);
+                    let _ = drain(stream, rest).await;
                 }
                 return Err(storage_failure(&e));
             }
             received += n as u64;
         }
-        if read_some(stream, &mut buf[..1])? != 0 {
+        if read_some(stream, &mut buf[..1]).await? != 0 {
             return Err(Failure::Answer(
                 Status::BadRequest,
                 format!("more data than the announced {size} bytes"),
@@ -468,69 +563,49 @@ impl FileServer {
                 format!("received data has SHA-256 {actual}, announced {expected}; nothing kept"),
             ));
         }
-        part.commit(&target.path())
+        blocking(move || part.commit(&target.path()))
+            .await?
             .map_err(|e| storage_failure(&e))?;
-        send_response(stream, &Response::ok(size, Some(actual)))?;
+        send_response(stream, &Response::ok(size, Some(actual))).await?;
         stream
             .finish()
             .map_err(|e| Failure::Broken(e.to_string()))?;
         Ok(size)
     }
 
-    /// Appends received bytes to the upload (`already` bytes are stored).
-    fn store(
+    /// Appends `buf[..len]` to the upload on the blocking pool (`already`
+    /// bytes are stored), giving back the upload and the buffer.
+    async fn store(
         &self,
-        part: &mut UploadPart,
-        bytes: &[u8],
+        mut part: UploadPart,
+        buf: Vec<u8>,
+        len: usize,
         already: u64,
-        reservation: &mut Reservation<'_>,
-    ) -> io::Result<()> {
+    ) -> Result<(UploadPart, Vec<u8>, io::Result<()>), Failure> {
         #[cfg(test)]
-        if self
-            .disk_capacity
-            .is_some_and(|capacity| already + bytes.len() as u64 > capacity)
-        {
-            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
-        }
-        #[cfg(not(test))]
-        let _ = already;
-        part.file().write_all(bytes)?;
-        reservation.wrote(bytes.len() as u64);
-        Ok(())
+        let capacity = self.disk_capacity;
+        blocking(move || {
+            #[cfg(test)]
+            if capacity.is_some_and(|capacity| already + len as u64 > capacity) {
+                return (part, buf, Err(io::Error::from_raw_os_error(libc::ENOSPC)));
+            }
+            #[cfg(not(test))]
+            let _ = already;
+            let stored = part.file().write_all(&buf[..len]);
+            (part, buf, stored)
+        })
+        .await
     }
 
-    fn list<S: Duplex>(&self, stream: &mut S, path: &str) -> Result<u64, Failure> {
-        let resolved = self.root.resolve_existing(path)?;
-        let meta = resolved.metadata().map_err(internal)?;
-        let mut entries = Vec::new();
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&resolved).map_err(internal)? {
-                let entry = entry.map_err(internal)?;
-                let Ok(name) = entry.file_name().into_string() else {
-                    continue; // not UTF-8: not addressable by a request either
-                };
-                if name.contains(UPLOAD_PART_MARKER) {
-                    continue;
-                }
-                if let Ok(meta) = entry.path().symlink_metadata() {
-                    entries.push(ListEntry::from_metadata(name, &meta));
-                }
-            }
-            entries.sort_by(|a, b| a.name.cmp(&b.name));
-        } else {
-            let name = resolved
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or(path)
-                .to_string();
-            entries.push(ListEntry::from_metadata(name, &meta));
-        }
-        let json = serde_json::to_vec(&entries).map_err(|e| internal(io::Error::other(e)))?;
+    async fn list<S: AsyncDuplex>(&self, stream: &mut S, path: &str) -> Result<u64, Failure> {
+        let (root, owned_path) = (self.root.clone(), path.to_string());
+        let json = blocking(move || list_json(&root, &owned_path)).await??;
         send_response(
             stream,
             &Response::ok(json.len() as u64, Some(sha256(&json))),
-        )?;
-        send(stream, &json)?;
+        )
+        .await?;
+        send(stream, &json).await?;
         stream
             .finish()
             .map_err(|e| Failure::Broken(e.to_string()))?;
@@ -538,13 +613,44 @@ impl FileServer {
     }
 }
 
+/// LIST's answer for `path`: the entries of a directory (or the one file)
+/// as JSON, uploads in progress left out.
+fn list_json(root: &Root, path: &str) -> Result<Vec<u8>, Failure> {
+    let resolved = root.resolve_existing(path)?;
+    let meta = resolved.metadata().map_err(internal)?;
+    let mut entries = Vec::new();
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(&resolved).map_err(internal)? {
+            let entry = entry.map_err(internal)?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue; // not UTF-8: not addressable by a request either
+            };
+            if name.contains(UPLOAD_PART_MARKER) {
+                continue;
+            }
+            if let Ok(meta) = entry.path().symlink_metadata() {
+                entries.push(ListEntry::from_metadata(name, &meta));
+            }
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+    } else {
+        let name = resolved
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(path)
+            .to_string();
+        entries.push(ListEntry::from_metadata(name, &meta));
+    }
+    serde_json::to_vec(&entries).map_err(|e| internal(io::Error::other(e)))
+}
+
 /// PERF: source or sink data for the meter.
-fn perf<S: Duplex>(
+async fn perf<S: AsyncDuplex>(
     stream: &mut S,
     direction: PerfDirection,
     limit: PerfLimit,
 ) -> Result<u64, Failure> {
-    send_response(stream, &Response::ok(0, None))?;
+    send_response(stream, &Response::ok(0, None)).await?;
     match direction {
         PerfDirection::Download => {
             let buf = perf_pattern();
@@ -559,7 +665,7 @@ fn perf<S: Duplex>(
                     PerfLimit::Bytes(n) => (n - sent).min(CHUNK_LEN as u64) as usize,
                     PerfLimit::Duration(_) => CHUNK_LEN,
                 };
-                send(stream, &buf[..chunk])?;
+                send(stream, &buf[..chunk]).await?;
                 sent += chunk as u64;
             }
             stream
@@ -568,8 +674,8 @@ fn perf<S: Duplex>(
             Ok(sent)
         }
         PerfDirection::Upload => {
-            let received = copy_exact(stream, &mut io::sink(), u64::MAX, None)?;
-            send_response(stream, &Response::ok(received, None))?;
+            let received = drain(stream, u64::MAX).await?;
+            send_response(stream, &Response::ok(received, None)).await?;
             stream
                 .finish()
                 .map_err(|e| Failure::Broken(e.to_string()))?;
@@ -586,43 +692,82 @@ pub fn perf_pattern() -> Vec<u8> {
         .collect()
 }
 
-/// Reads once, retrying on EINTR; an error means the client is gone.
-fn read_some<R: Read + ?Sized>(reader: &mut R, buf: &mut [u8]) -> Result<usize, Failure> {
-    loop {
-        match reader.read(buf) {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Failure::Broken(format!("receiving: {e}"))),
-        }
-    }
+/// Reads once; an error means the client is gone.
+async fn read_some<R: AsyncRead + Unpin + ?Sized>(
+    reader: &mut R,
+    buf: &mut [u8],
+) -> Result<usize, Failure> {
+    reader
+        .read(buf)
+        .await
+        .map_err(|e| Failure::Broken(format!("receiving: {e}")))
 }
 
-/// Copies up to `limit` bytes, stopping early at end-of-file; returns the
-/// count. Read errors on a file are internal errors; write errors mean the
-/// client is gone.
-fn copy_exact<R: Read + ?Sized, W: Write + ?Sized>(
-    reader: &mut R,
+/// Reads and discards up to `limit` bytes, stopping early at the end of
+/// the stream; returns the count.
+async fn drain<R: AsyncRead + Unpin + ?Sized>(reader: &mut R, limit: u64) -> Result<u64, Failure> {
+    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut drained = 0u64;
+    while drained < limit {
+        let want = (limit - drained).min(CHUNK_LEN as u64) as usize;
+        let n = read_some(reader, &mut buf[..want]).await?;
+        if n == 0 {
+            break;
+        }
+        drained += n as u64;
+    }
+    Ok(drained)
+}
+
+/// Sends up to `limit` bytes of `file` from `offset`, stopping early at
+/// its end, and returns the count. Each chunk is read (and hashed into
+/// `hasher`) on the blocking pool, then written while the pool serves
+/// others. Read errors on the file are internal errors; write errors mean
+/// the client is gone.
+async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
+    file: &Arc<File>,
+    offset: u64,
     writer: &mut W,
     limit: u64,
-    mut hasher: Option<&mut Sha256Hasher>,
-) -> Result<u64, Failure> {
+    mut hasher: Option<Sha256Hasher>,
+) -> Result<(u64, Option<Sha256Hasher>), Failure> {
     let mut buf = vec![0u8; CHUNK_LEN];
-    let mut copied = 0u64;
-    while copied < limit {
-        let want = (limit - copied).min(CHUNK_LEN as u64) as usize;
-        let n = read_some(reader, &mut buf[..want])?;
+    let mut sent = 0u64;
+    while sent < limit {
+        let want = (limit - sent).min(CHUNK_LEN as u64) as usize;
+        let file = Arc::clone(file);
+        let at = offset + sent;
+        let read;
+        (buf, hasher, read) = blocking(move || {
+            let read = read_at(&file, &mut buf[..want], at);
+            if let (Ok(n), Some(hasher)) = (&read, hasher.as_mut()) {
+                hasher.update(&buf[..*n]);
+            }
+            (buf, hasher, read)
+        })
+        .await?;
+        let n = read.map_err(internal)?;
         if n == 0 {
             break;
         }
         writer
             .write_all(&buf[..n])
+            .await
             .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
-        if let Some(hasher) = hasher.as_deref_mut() {
-            hasher.update(&buf[..n]);
-        }
-        copied += n as u64;
+        sent += n as u64;
     }
-    Ok(copied)
+    Ok((sent, hasher))
+}
+
+/// One positioned read, retrying on EINTR.
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    loop {
+        match file.read_at(buf, offset) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            read => return read,
+        }
+    }
 }
 
 fn internal(error: io::Error) -> Failure {

@@ -246,6 +246,12 @@ impl Server {
         writeln!(file, "{} test-client", key.fingerprint).unwrap();
     }
 
+    /// The server's process ID, for reading /proc.
+    #[allow(dead_code)] // not every test binary looks into the process
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `--pin=SHA256:…` for a client of this server.
     pub fn pin(&self) -> String {
         format!("--pin={}", self.fingerprint)

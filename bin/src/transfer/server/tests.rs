@@ -9,6 +9,8 @@ use std::time::Duration;
 use super::*;
 use crate::transfer::client::{self, ClientError};
 use crate::transfer::digest::sha256;
+use crate::transfer::duplex::Duplex;
+use crate::transfer::frame::read_frame;
 use crate::transfer::listing::EntryKind;
 use crate::transfer::part_file::download_part_path;
 use crate::transfer::perf::{run_perf, PerfOptions};
@@ -47,12 +49,30 @@ fn exchange_as<T: Send>(
     connection: &(dyn ServedConnection + Sync),
     client: impl FnOnce(&mut UnixStream) -> T + Send,
 ) -> (T, TransferRecord) {
-    let (mut server_end, mut client_end) = UnixStream::pair().unwrap();
+    let (server_end, mut client_end) = UnixStream::pair().unwrap();
     std::thread::scope(|scope| {
-        let handle = scope.spawn(move || server.serve(&mut server_end, connection));
+        let handle = scope.spawn(move || serve_on_a_runtime(server, connection, server_end));
         let out = client(&mut client_end);
         drop(client_end);
         (out, handle.join().unwrap())
+    })
+}
+
+/// Serves one stream as the server does, as a task, on a runtime of its
+/// own.
+fn serve_on_a_runtime(
+    server: &FileServer,
+    connection: &(dyn ServedConnection + Sync),
+    stream: UnixStream,
+) -> TransferRecord {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        stream.set_nonblocking(true).unwrap();
+        let mut stream = tokio::net::UnixStream::from_std(stream).unwrap();
+        server.serve(&mut stream, connection).await
     })
 }
 
@@ -734,4 +754,31 @@ fn an_upload_past_the_cap_beside_one_in_progress_is_refused_and_fits_after_it() 
     let (outcome, _) = put_as(&server, &NoConnection, &source, "up.bin");
     assert_eq!(outcome.unwrap().bytes, 60_000);
     assert_eq!(server.upload_budget().in_progress(), 0);
+}
+
+#[test]
+fn a_request_that_does_not_arrive_in_time_is_answered_and_recorded() {
+    let root = TestDir::new("srv-slow-request");
+    let server = server_with(&root).with_request_timeout(Duration::from_millis(200));
+    let request = Request::List { path: ".".into() }.encode().unwrap();
+    let (response, record) = exchange(&server, move |stream| {
+        // Half a request, then nothing: the server must not wait for the
+        // rest beyond its timeout (a server that did fails the read here
+        // instead of hanging the test).
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(&request[..request.len() / 2]).unwrap();
+        parse_response(&read_frame(stream).unwrap()).unwrap()
+    });
+    assert_eq!(response.status, Status::BadRequest);
+    assert_eq!(
+        response.message, "no complete request within 0.2 s",
+        "the client is told why"
+    );
+    assert_eq!(
+        (record.verb, record.status),
+        ("?", Some(Status::BadRequest))
+    );
+    assert_eq!(record.detail, "no complete request within 0.2 s");
 }

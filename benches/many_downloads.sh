@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Many clients at once against one sift-server on loopback: N concurrent
+# downloads of one file, each its own connection, every byte checked.
+#
+#   benches/many_downloads.sh [--clients 1000] [--mb 1] [--bin DIR] [--load FILE] [-- server flags]
+#
+# Prints the wall time of the whole load (first connection attempt to last
+# verified byte, from the load generator), the server's peak thread count
+# (/proc/PID/status Threads, sampled every 20 ms) and its peak resident
+# memory (VmHWM). --bin names the directory of the sift-server to measure
+# (default target/release), --load the load generator (default
+# target/release/examples/many_gets: cargo build --release -p sift-bin
+# --example many_gets).
+set -euo pipefail
+
+clients=1000 mb=1
+top="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$top/target/release"
+load="$top/target/release/examples/many_gets"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --clients) clients=$2; shift 2 ;;
+        --mb) mb=$2; shift 2 ;;
+        --bin) bin=$2; shift 2 ;;
+        --load) load=$2; shift 2 ;;
+        --) shift; break ;;
+        -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+        *) echo "many_downloads.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[ -x "$bin/sift-server" ] || { echo "many_downloads.sh: $bin/sift-server missing" >&2; exit 1; }
+[ -x "$load" ] || { echo "many_downloads.sh: $load missing" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/sift-many.XXXXXX)
+server=""
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
+trap cleanup EXIT
+mkdir -p "$work/root" "$work/state"
+head -c $((mb * 1000000)) /dev/urandom > "$work/root/f.bin"
+
+port=$((20000 + RANDOM % 20000))
+"$bin/sift-server" --listen "127.0.0.1:$port" --root "$work/root" --state-dir "$work/state" \
+    --max-clients $((clients + 64)) "$@" > "$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 100); do grep -q "^listening" "$work/server.log" && break; sleep 0.1; done
+grep -q "^listening" "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
+pin=$(grep -o 'SHA256:[0-9a-f]*' "$work/server.log" | head -1)
+threads_at_start=$(awk '/^Threads:/ {print $2}' "/proc/$server/status")
+
+"$load" --server "127.0.0.1:$port" --pin "$pin" --path f.bin --expect "$work/root/f.bin" \
+    --clients "$clients" > "$work/load.out" 2> "$work/load.err" &
+loader=$!
+peak=0
+while kill -0 "$loader" 2>/dev/null; do
+    now=$(awk '/^Threads:/ {print $2}' "/proc/$server/status")
+    [ "$now" -gt "$peak" ] && peak=$now
+    sleep 0.02
+done
+status=0
+wait "$loader" || status=$?
+hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server/status")
+if [ "$status" -ne 0 ]; then
+    tail -5 "$work/load.err" >&2
+fi
+echo "$(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB"
+exit "$status"

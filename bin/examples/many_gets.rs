@@ -1,0 +1,134 @@
+//! Load for measuring a `sift-server`: N clients at once, each its own
+//! connection downloading one file, every byte checked against a local
+//! copy. Prints the wall time from the first connection attempt to the
+//! last verified byte. See `benches/many_downloads.sh`.
+//!
+//! ```text
+//! many_gets --server 127.0.0.1:4433 --pin SHA256:… --path f.bin --expect root/f.bin --clients 1000
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use sift::conn::Protection;
+use sift::crypto::{Fingerprint, ServerTrust, TlsConfig};
+use sift::tokio::Endpoint;
+use sift_bin::cli::common::{transport_config, OnOff};
+use sift_bin::transfer::digest::{sha256, Sha256Hasher};
+use sift_bin::transfer::frame::read_frame_async;
+use sift_bin::transfer::{parse_response, Request, Status};
+use sift_cc::CcConfig;
+
+/// Download one file N times at once from a sift-server and check every byte.
+#[derive(Parser, Debug)]
+struct Args {
+    /// The server's address.
+    #[arg(long)]
+    server: SocketAddr,
+    /// The server's certificate fingerprint (TLS); without it, Null
+    /// protection (the server needs --insecure-null-crypto).
+    #[arg(long)]
+    pin: Option<Fingerprint>,
+    /// The file to download, under the server's root.
+    #[arg(long)]
+    path: String,
+    /// A local copy of the file, to check the bytes against.
+    #[arg(long)]
+    expect: PathBuf,
+    /// Downloads at once, each on a connection of its own.
+    #[arg(long, default_value_t = 100)]
+    clients: usize,
+    /// Client UDP sockets the connections are spread over.
+    #[arg(long, default_value_t = 8)]
+    sockets: usize,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let expected = std::fs::read(&args.expect).context("reading --expect")?;
+    let (size, digest) = (expected.len() as u64, sha256(&expected));
+    let mut config = transport_config(Protection::Null, CcConfig::default(), OnOff::On);
+    if let Some(pin) = args.pin {
+        config.protection = Protection::Tls;
+        config.tls = TlsConfig::client(ServerTrust::Pinned(vec![pin]));
+    }
+    let any: SocketAddr = if args.server.is_ipv6() {
+        "[::]:0".parse()?
+    } else {
+        "0.0.0.0:0".parse()?
+    };
+    let endpoints = (0..args.sockets.max(1))
+        .map(|_| Endpoint::client(any, config.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let request = Arc::new(
+        Request::Get {
+            path: args.path.clone(),
+            offset: 0,
+            cc: None,
+        }
+        .encode()?,
+    );
+    let started = Instant::now();
+    let mut downloads = tokio::task::JoinSet::new();
+    for index in 0..args.clients {
+        let endpoint = endpoints[index % endpoints.len()].clone();
+        let (server, request) = (args.server, Arc::clone(&request));
+        downloads.spawn(async move {
+            let connection = endpoint.connect(server, "").await?;
+            let (mut send, mut recv) = connection.open_bi().await?;
+            send.write_all(&request).await?;
+            send.finish()?;
+            let response = parse_response(&read_frame_async(&mut recv).await?)?;
+            if response.status != Status::Ok || response.size != size {
+                bail!("answered {:?} for {size} bytes", response);
+            }
+            let mut hasher = Sha256Hasher::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut left = size;
+            while left > 0 {
+                let want = left.min(buf.len() as u64) as usize;
+                let Some(n) = recv.read(&mut buf[..want]).await? else {
+                    bail!("the stream ended {left} bytes short");
+                };
+                hasher.update(&buf[..n]);
+                left -= n as u64;
+            }
+            // The digest frame (if the response had none) and the trailer.
+            recv.read_to_end(64 * 1024).await?;
+            connection.close(0, "done");
+            Ok(hasher.finish())
+        });
+    }
+    let (mut exact, mut failed) = (0, 0);
+    while let Some(done) = downloads.join_next().await {
+        match done? {
+            Ok(got) if got == digest => exact += 1,
+            Ok(_) => {
+                failed += 1;
+                eprintln!("many_gets: a download's bytes differ");
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("many_gets: {e:#}");
+            }
+        }
+    }
+    let wall = started.elapsed();
+    for endpoint in &endpoints {
+        endpoint.wait_idle().await;
+    }
+    println!(
+        "clients={} bytes_each={size} byte_exact={exact} failed={failed} wall={:.2}s",
+        args.clients,
+        wall.as_secs_f64()
+    );
+    if failed > 0 {
+        bail!("{failed} of {} downloads failed", args.clients);
+    }
+    Ok(())
+}
