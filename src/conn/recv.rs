@@ -303,7 +303,7 @@ impl Connection {
         self.recv_dcid = dcid;
         let lies = match &mut self.loss_reader {
             Some(reader) if space == SpaceId::Data && self.notices_negotiated => {
-                reader.on_packet(packet_number, frames)
+                reader.on_packet(packet_number, packet_len, frames)
             }
             _ => Vec::new(),
         };
