@@ -79,6 +79,12 @@ pub const CALM_MEMORY_PACKETS: u64 = 8192;
 /// How long the largest RTT excess seen stays the yardstick of a queue:
 /// a window of between one and two of these.
 pub const QUEUE_MEMORY: Duration = Duration::from_secs(10);
+/// A queue shows only when the RTT excess is at least min_rtt over this
+/// (and [`GRANULARITY`]): the first round trips of a slow start, paced
+/// and a few milliseconds apart, would otherwise read as a queue before
+/// the calm rate is known. Queues shallower than this stay calm (see
+/// SECURITY.md).
+pub const QUEUE_FLOOR_DIVISOR: u32 = 16;
 /// Fixed-point scale of the queue-time credit: units per notice.
 const CREDIT_SCALE: u64 = 1 << 20;
 
@@ -87,6 +93,7 @@ const CREDIT_SCALE: u64 = 1 << 20;
 #[derive(Debug, Default)]
 struct QueueWatch {
     excess: Duration,
+    min: Duration,
     /// The largest excess of the current and the previous window.
     largest: [Duration; 2],
     window_start: Option<Instant>,
@@ -100,14 +107,17 @@ impl QueueWatch {
             self.window_start = Some(now);
         }
         self.excess = latest.saturating_sub(min);
+        self.min = min;
         self.largest[0] = self.largest[0].max(self.excess);
     }
 
-    /// The latest sample is at least half the largest excess seen (and
-    /// more than timer noise).
+    /// The latest sample is at least half the largest excess seen, and
+    /// more than timer and pacing noise: [`GRANULARITY`] and
+    /// 1/[`QUEUE_FLOOR_DIVISOR`] of min_rtt.
     fn shows_queue(&self) -> bool {
         let largest = self.largest[0].max(self.largest[1]);
-        self.excess >= GRANULARITY && self.excess.saturating_mul(2) >= largest
+        self.excess >= GRANULARITY.max(self.min / QUEUE_FLOOR_DIVISOR)
+            && self.excess.saturating_mul(2) >= largest
     }
 }
 
@@ -161,7 +171,9 @@ impl CorruptionBudget {
             .saturating_add(packets)
             .min(MAX_CORRUPTION_CREDIT * HONEST_CORRUPTION_SHARE);
         if self.queue.shows_queue() {
-            // K · (calm notices / calm packets) of a notice per packet.
+            // K · (calm notices / calm packets) of a notice per packet. No
+            // prior: a liar's path shows a queue nearly all the time, and
+            // any prior over its few calm packets would be its budget.
             let per_packet = if self.calm_packets == 0 {
                 0
             } else {
@@ -324,6 +336,12 @@ mod tests {
         let mut flat = CorruptionBudget::default();
         flat.on_rtt_sample(ms(100), ms(100), Instant::now());
         assert!(!flat.queue.shows_queue());
+        // Under 1/16 of min_rtt (6.25 ms of 100) is noise, not a queue.
+        let mut jitter = CorruptionBudget::default();
+        jitter.on_rtt_sample(ms(106), ms(100), Instant::now());
+        assert!(!jitter.queue.shows_queue());
+        jitter.on_rtt_sample(ms(107), ms(100), Instant::now());
+        assert!(jitter.queue.shows_queue());
     }
 
     #[test]
@@ -378,9 +396,8 @@ mod tests {
     fn a_receiver_that_names_nothing_while_calm_gets_only_the_credit_in_a_queue() {
         let mut budget = budget_at(10);
         budget.earn(5000);
-        budget
-            .queue
-            .on_rtt_sample(ms(200), ms(100), budget.queue.window_start.unwrap());
+        let start = budget.queue.window_start.unwrap();
+        budget.queue.on_rtt_sample(ms(200), ms(100), start);
         let mut honoured = 0;
         for _ in 0..1000 {
             budget.earn(20);
