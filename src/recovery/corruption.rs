@@ -22,8 +22,8 @@
 //!   sorts every packet that crosses the path (acknowledged or named) by
 //!   what the latest RTT sample showed: a *queue* when its excess over
 //!   min_rtt is at least half the largest excess seen in the last
-//!   10–20 s ([`QUEUE_MEMORY`]), and at least [`GRANULARITY`]; *calm*
-//!   otherwise. Notices while calm are honoured (within the share below);
+//!   10–20 s ([`QUEUE_MEMORY`]), and at least [`GRANULARITY`] and
+//!   1/[`QUEUE_FLOOR_DIVISOR`] of min_rtt; *calm* otherwise. Notices while calm are honoured (within the share below);
 //!   while the path shows a queue, at most [`QUEUED_RATE_MULTIPLE`] times
 //!   the rate at which notices come while it is calm, measured over the
 //!   latest [`CALM_MEMORY_PACKETS`] calm packets, plus a credit saved up
@@ -174,11 +174,9 @@ impl CorruptionBudget {
             // K · (calm notices / calm packets) of a notice per packet. No
             // prior: a liar's path shows a queue nearly all the time, and
             // any prior over its few calm packets would be its budget.
-            let per_packet = if self.calm_packets == 0 {
-                0
-            } else {
-                QUEUED_RATE_MULTIPLE * CREDIT_SCALE * self.calm_notices / self.calm_packets
-            };
+            let per_packet = (QUEUED_RATE_MULTIPLE * CREDIT_SCALE * self.calm_notices)
+                .checked_div(self.calm_packets)
+                .unwrap_or(0);
             self.queued_credit = self
                 .queued_credit
                 .saturating_add(per_packet.saturating_mul(packets))
