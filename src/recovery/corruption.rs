@@ -23,12 +23,13 @@
 //!   what the latest RTT sample showed: a *queue* when its excess over
 //!   min_rtt is at least half the largest excess seen in the last
 //!   10–20 s ([`QUEUE_MEMORY`]), and at least [`GRANULARITY`] and
-//!   1/[`QUEUE_FLOOR_DIVISOR`] of min_rtt; *calm* otherwise. Notices while calm are honoured (within the share below);
-//!   while the path shows a queue, at most [`QUEUED_RATE_MULTIPLE`] times
-//!   the rate at which notices come while it is calm, measured over the
-//!   latest [`CALM_MEMORY_PACKETS`] calm packets, plus a credit saved up
-//!   ([`INITIAL_QUEUED_NOTICE_CREDIT`] at first, [`QUEUED_NOTICE_CREDIT`] at most). An honest link corrupts the same
-//!   share in both states, so its notices fit with room to spare; a liar
+//!   1/[`QUEUE_FLOOR_DIVISOR`] of min_rtt; *calm* otherwise. Notices
+//!   while calm are honoured (within the share below); while the path
+//!   shows a queue, at most [`QUEUED_RATE_MULTIPLE`] times the rate at
+//!   which notices come while it is calm, measured over the latest
+//!   [`CALM_MEMORY_PACKETS`] calm packets, plus a credit saved up
+//!   ([`INITIAL_QUEUED_NOTICE_CREDIT`] at first, [`QUEUED_NOTICE_CREDIT`]
+//!   at most). An honest link corrupts the same share in both states, so its notices fit with room to spare; a liar
 //!   that names only real losses names nothing while calm and so has only
 //!   the initial credit: its queue-time losses count as losses, with the
 //!   congestion response (and out of the delivery-rate model) that
