@@ -13,6 +13,7 @@ mod cid;
 mod error;
 mod handshake;
 mod keys;
+mod liar;
 mod path;
 mod recv;
 mod repair;
@@ -38,6 +39,7 @@ use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
 pub use crate::stream::StreamId;
 pub use crate::Side;
 pub use error::{codes, CloseReason, Error};
+pub use liar::ReceiverLie;
 pub use path::canonical_peer;
 pub use stats::Stats;
 
@@ -182,13 +184,13 @@ pub struct Config {
     /// (`conn/repair.rs`). HACK's receiver, which drops such a packet, is
     /// `false`.
     pub repair_damaged_headers: bool,
-    /// Misbehave as a receiver: name every gap in the packet numbers
-    /// received as corrupted, so the sender never cuts its window for a
-    /// loss. The attack the corruption budget and skipped packet numbers
-    /// defend against (SECURITY.md), for the simulator's experiments and
-    /// tests; never set it otherwise.
+    /// Misbehave as a receiver: name losses as corrupted, so the sender
+    /// does not cut its window for them (`conn::liar`). The attacks the
+    /// corruption budget and skipped packet numbers defend against
+    /// (SECURITY.md), for the simulator's experiments and tests; never set
+    /// it otherwise.
     #[doc(hidden)]
-    pub lie_about_losses: bool,
+    pub lie_about_losses: ReceiverLie,
 }
 
 impl Default for Config {
@@ -214,7 +216,7 @@ impl Default for Config {
             keep_alive_interval: None,
             token_store: None,
             repair_damaged_headers: true,
-            lie_about_losses: false,
+            lie_about_losses: ReceiverLie::Honest,
         }
     }
 }
@@ -374,6 +376,9 @@ pub struct Connection {
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
     skips: PacketNumberSkips,
+    /// Attack model only (`Config::lie_about_losses`): the receiver that
+    /// reads stream offsets to name real losses corrupted.
+    loss_reader: Option<liar::LossReader>,
     /// Path validation after the peer moved (RFC 9000 §8.2, §9).
     path: PathValidation,
     /// Unpredictable PATH_CHALLENGE data (seeded: runs repeat).
@@ -559,6 +564,8 @@ impl Connection {
             skips: PacketNumberSkips::from_rng(
                 config.rng(SKIP_LABEL[side as usize], SKIP_SEED_SALT[side as usize]),
             ),
+            loss_reader: (config.lie_about_losses == ReceiverLie::RealLosses)
+                .then(liar::LossReader::default),
             path: PathValidation::default(),
             path_rng: config.rng(PATH_LABEL[side as usize], PATH_SEED_SALT[side as usize]),
             recv_from: canonical_peer(remote),
@@ -570,7 +577,8 @@ impl Connection {
             acks: [
                 AckState::new(Duration::ZERO),
                 AckState::new(Duration::ZERO),
-                AckState::new(config.max_ack_delay).lying_about_gaps(config.lie_about_losses),
+                AckState::new(config.max_ack_delay)
+                    .lying_about_gaps(config.lie_about_losses == ReceiverLie::EveryGap),
             ],
             recovery,
             streams,

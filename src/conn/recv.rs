@@ -310,8 +310,17 @@ impl Connection {
         }
         self.counters.packets_received += 1;
         self.recv_dcid = dcid;
+        let lies = match &mut self.loss_reader {
+            Some(reader) if space == SpaceId::Data && self.notices_negotiated => {
+                reader.on_packet(packet_number, packet_len, frames)
+            }
+            _ => Vec::new(),
+        };
         match self.process_frames(space, frames, now) {
             Ok(ack_eliciting) => {
+                for lost in lies {
+                    self.acks[space.index()].on_corrupted(lost);
+                }
                 self.acks[space.index()].on_packet_received(packet_number, ack_eliciting, now);
                 self.on_peer_activity(now);
                 // RFC 9000 §9.3: the peer moved if its highest-numbered

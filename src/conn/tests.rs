@@ -1170,7 +1170,7 @@ fn naming_a_skipped_number_corrupted_makes_every_later_notice_a_loss() {
 #[test]
 fn a_receiver_that_calls_its_losses_corruption_is_caught_by_a_skipped_number() {
     let liar = Config {
-        lie_about_losses: true,
+        lie_about_losses: ReceiverLie::EveryGap,
         ..Config::default()
     };
     let mut pair = Pair::new(Config::default(), liar);

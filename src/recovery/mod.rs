@@ -49,7 +49,11 @@ pub use sent::{SentLedger, SentPacket};
 pub use spurious::LOST_MEMORY;
 
 use corruption::CorruptionBudget;
-pub use corruption::{HONEST_CORRUPTION_SHARE, INITIAL_CORRUPTION_CREDIT, MAX_CORRUPTION_CREDIT};
+pub use corruption::{
+    CALM_MEMORY_PACKETS, HONEST_CORRUPTION_SHARE, INITIAL_CORRUPTION_CREDIT,
+    INITIAL_QUEUED_NOTICE_CREDIT, MAX_CORRUPTION_CREDIT, QUEUED_NOTICE_CREDIT,
+    QUEUED_RATE_MULTIPLE, QUEUE_FLOOR_DIVISOR, QUEUE_MEMORY,
+};
 use reordering::ReorderingWindow;
 use spurious::{LostMemory, RecoveryEpisode};
 
@@ -320,6 +324,7 @@ impl<F> Recovery<F> {
     pub fn on_new_path(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
         self.replace_controller(cc, mss);
         self.rtt = RttEstimator::new(self.config.initial_rtt);
+        self.corruption_budget.on_new_path();
         self.recovery_start = None;
         self.episode = None;
     }
@@ -527,10 +532,6 @@ impl<F> Recovery<F> {
             };
         }
         acked.sort_by_key(|p| p.packet_number);
-        if space == SpaceId::Data {
-            self.corruption_budget
-                .earn(acked.iter().filter(|p| p.in_flight).count() as u64);
-        }
 
         // RTT sample: only when the frame's largest is newly acked and
         // ack-eliciting (RFC 9002 §5.1).
@@ -545,8 +546,15 @@ impl<F> Recovery<F> {
                 };
                 self.rtt.update(latest, delay);
                 self.first_rtt_sample.get_or_insert(now);
+                self.corruption_budget
+                    .on_rtt_sample(self.rtt.latest(), self.rtt.min(), now);
                 rtt_sampled = true;
             }
+        }
+        if space == SpaceId::Data {
+            // After the sample: these packets crossed the path it shows.
+            self.corruption_budget
+                .earn(acked.iter().filter(|p| p.in_flight).count() as u64);
         }
         let controller_sampled = self.controller_rtt_sample(space, &acked, rtt_sampled, now);
 

@@ -28,7 +28,8 @@
 //! # max_datagram_size = 1350 # optional: the connection's datagram size
 //! protection = "null"        # "null" (default, fast) or "tls" (TLS 1.3, as on real links)
 //! # key_update_interval = 300 # optional, TLS: update keys every N packets
-//! # lying_receiver = true   # optional: the server names every loss corrupted (SECURITY.md)
+//! # lying_receiver = true   # optional: the server names every gap corrupted (SECURITY.md);
+//!                            # "real-losses": only gaps the stream offsets prove lost
 //! # rebind_at_ms = 2000      # optional: the client's NAT maps it to another port then
 //! # new_address_at_ms = 2000 # optional: the client moves to another IP address then
 //! # new_path = { forward = "delay 40ms loss 2%", reverse = "delay 40ms" }  # ... onto these links
@@ -56,7 +57,7 @@ use sift_cc::CcConfig;
 
 use super::link::LinkConfig;
 use super::topology::{Direction, MAX_HOSTS};
-use crate::conn::Protection;
+use crate::conn::{Protection, ReceiverLie};
 use crate::recovery::RecoveryConfig;
 
 /// Default virtual time limit of a run, in seconds.
@@ -176,11 +177,17 @@ pub struct FlowSpec {
     /// HACK's receiver, which drops it.
     #[serde(default = "default_repair_damaged_headers")]
     pub repair_damaged_headers: bool,
-    /// The server (the receiver) misbehaves: it names every gap in what it
-    /// receives as corrupted, to escape congestion control. For the
-    /// corruption-budget experiments (SECURITY.md).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub lying_receiver: bool,
+    /// The server (the receiver) misbehaves: it names losses as corrupted,
+    /// to escape congestion control. `true` or `"every-gap"`: every gap in
+    /// what it receives; `"real-losses"`: only the gaps the stream offsets
+    /// prove were losses, so it never names a skipped number. For the
+    /// corruption-budget experiments (SECURITY.md, `conn::ReceiverLie`).
+    #[serde(
+        default,
+        deserialize_with = "lie_from_bool_or_name",
+        skip_serializing_if = "is_honest"
+    )]
+    pub lying_receiver: ReceiverLie,
     /// When the client's NAT rebinds it to another port (virtual
     /// milliseconds): the server sees its packets come from a new address
     /// and must follow it (connection migration, RFC 9000 §9).
@@ -271,6 +278,28 @@ fn cc_by_name_or_table<'de, D: Deserializer<'de>>(deserializer: D) -> Result<CcC
             other.type_str()
         ))),
     }
+}
+
+/// Accepts `lying_receiver = true | false` (every gap, or honest) or a
+/// [`ReceiverLie`] name (`"honest"`, `"every-gap"`, `"real-losses"`).
+fn lie_from_bool_or_name<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ReceiverLie, D::Error> {
+    use serde::de::Error;
+    match toml::Value::deserialize(deserializer)? {
+        toml::Value::Boolean(true) => Ok(ReceiverLie::EveryGap),
+        toml::Value::Boolean(false) => Ok(ReceiverLie::Honest),
+        name @ toml::Value::String(_) => ReceiverLie::deserialize(name)
+            .map_err(|e| D::Error::custom(format!("in `lying_receiver`: {}", e.message()))),
+        other => Err(D::Error::custom(format!(
+            "`lying_receiver` must be true, false or a name, not a {}",
+            other.type_str()
+        ))),
+    }
+}
+
+fn is_honest(lie: &ReceiverLie) -> bool {
+    *lie == ReceiverLie::Honest
 }
 
 /// A scenario could not be read, parsed or accepted.

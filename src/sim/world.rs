@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::conn::{Config, Connection, RecvInfo};
+use crate::conn::{Config, Connection, ReceiverLie, RecvInfo};
 use crate::Side;
 
 use super::cbr::{CbrCounters, CbrSchedule};
@@ -154,8 +154,8 @@ impl<T> Endpoint<T> {
 struct SiftFlow<T> {
     cc_name: String,
     config: Config,
-    /// The server names every loss corrupted (`FlowSpec::lying_receiver`).
-    lying_receiver: bool,
+    /// How the server lies about losses (`FlowSpec::lying_receiver`).
+    lying_receiver: ReceiverLie,
     /// The client moved to its second path (`FlowSpec::new_path`).
     moved: bool,
     bytes: u64,

@@ -167,7 +167,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         protection: crate::sim::scenario::simulated_protection(),
         key_update_interval: None,
         repair_damaged_headers: true,
-        lying_receiver: false,
+        lying_receiver: crate::conn::ReceiverLie::Honest,
         rebind_at_ms: None,
         new_address_at_ms: None,
         new_path: None,
