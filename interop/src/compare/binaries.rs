@@ -61,13 +61,16 @@ impl Binaries {
     /// Whether `sift-server` starts without `--insecure-null-crypto`: the
     /// protection sift rows use, and why when it is Null.
     pub fn sift_protection(&self, scratch: &Path) -> anyhow::Result<(Protection, String)> {
-        std::fs::create_dir_all(scratch)
-            .with_context(|| format!("cannot create {}", scratch.display()))?;
+        // The server refuses a root that holds its state folder ($HOME's).
+        let root = scratch.join("root");
+        std::fs::create_dir_all(&root)
+            .with_context(|| format!("cannot create {}", root.display()))?;
         let mut command = Command::new(&self.sift_server);
         command
             .args(["--listen", "127.0.0.1:0", "--root"])
-            .arg(scratch)
-            .env("HOME", scratch);
+            .arg(&root)
+            .env("HOME", scratch)
+            .env_remove("XDG_DATA_HOME");
         let mut server = Running::spawn("sift-server", command)?;
         match server.listening_address() {
             Ok(_) => {
