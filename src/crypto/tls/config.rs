@@ -345,10 +345,7 @@ impl ServerCertVerifier for Verifier {
         _cert: &CertificateDer<'_>,
         _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        // Only TLS 1.3 is enabled (QUIC requires it, RFC 9001 §4.2).
-        Err(rustls::Error::PeerIncompatible(
-            rustls::PeerIncompatible::Tls12NotOffered,
-        ))
+        tls12_refused()
     }
 
     fn verify_tls13_signature(
@@ -357,18 +354,11 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        verify_tls13(&self.provider, message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        verify_schemes(&self.provider)
     }
 }
 
@@ -412,10 +402,7 @@ impl ClientCertVerifier for AnyClientCertificate {
         _cert: &CertificateDer<'_>,
         _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        // Only TLS 1.3 is enabled (QUIC requires it, RFC 9001 §4.2).
-        Err(rustls::Error::PeerIncompatible(
-            rustls::PeerIncompatible::Tls12NotOffered,
-        ))
+        tls12_refused()
     }
 
     fn verify_tls13_signature(
@@ -427,17 +414,40 @@ impl ClientCertVerifier for AnyClientCertificate {
         // RFC 8446 §4.4.3: the signature over the transcript, with the key
         // of the certificate presented. This is what makes a copied
         // certificate worthless without its key.
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        verify_tls13(&self.provider, message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        verify_schemes(&self.provider)
     }
+}
+
+/// Both verifiers' answer to a TLS 1.2 signature: only TLS 1.3 is enabled
+/// (QUIC requires it, RFC 9001 §4.2).
+fn tls12_refused() -> Result<HandshakeSignatureValid, rustls::Error> {
+    Err(rustls::Error::PeerIncompatible(
+        rustls::PeerIncompatible::Tls12NotOffered,
+    ))
+}
+
+/// Checks a TLS 1.3 CertificateVerify signature with `provider`'s algorithms.
+fn verify_tls13(
+    provider: &CryptoProvider,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    rustls::crypto::verify_tls13_signature(
+        message,
+        cert,
+        dss,
+        &provider.signature_verification_algorithms,
+    )
+}
+
+/// The signature schemes `provider` verifies.
+fn verify_schemes(provider: &CryptoProvider) -> Vec<SignatureScheme> {
+    provider
+        .signature_verification_algorithms
+        .supported_schemes()
 }
