@@ -12,6 +12,7 @@
 
 mod support;
 
+use sift::sim::{FlowReport, Scenario};
 use support::{delivered_goodput_bps, goodput_bps, run, scenario};
 
 const SEEDS: [u64; 3] = [1, 2, 3];
@@ -43,17 +44,24 @@ bytes = 1_000_000_000
     .to_string()
 }
 
+/// Runs a shared bottleneck whose flow 0 is the liar and flow 1 honest;
+/// both byte-exact. Returns the liar's flow and its goodput over the
+/// honest one's.
+fn liar_against_honest(scenario: &Scenario, seed: u64) -> (FlowReport, f64) {
+    let report = run(scenario, seed);
+    let end = report.end_s;
+    let (liar, honest) = (&report.flows[0], &report.flows[1]);
+    assert_eq!(liar.mismatched_bytes + honest.mismatched_bytes, 0);
+    let ratio = delivered_goodput_bps(liar, end) / delivered_goodput_bps(honest, end);
+    (liar.clone(), ratio)
+}
+
 #[test]
 fn a_lying_receiver_gets_at_most_one_and_a_half_times_an_honest_flow() {
     let scenario = scenario(&shared_bottleneck());
     let mut ratios = Vec::new();
     for seed in SEEDS {
-        let report = run(&scenario, seed);
-        let end = report.end_s;
-        let liar = &report.flows[0];
-        let honest = &report.flows[1];
-        assert_eq!(liar.mismatched_bytes + honest.mismatched_bytes, 0);
-        let ratio = delivered_goodput_bps(liar, end) / delivered_goodput_bps(honest, end);
+        let (liar, ratio) = liar_against_honest(&scenario, seed);
         let client = &liar.client_stats;
         // The lie was told, and seen through.
         assert!(liar.server_stats.corruption_notices_sent > 0);
@@ -86,11 +94,7 @@ fn a_receiver_that_names_only_real_losses_gets_at_most_1_3_times_an_honest_flow(
         let scenario = scenario(&shared_with_an_offset_reader(cc));
         let mut ratios = Vec::new();
         for seed in SEEDS {
-            let report = run(&scenario, seed);
-            let end = report.end_s;
-            let liar = &report.flows[0];
-            let honest = &report.flows[1];
-            assert_eq!(liar.mismatched_bytes + honest.mismatched_bytes, 0);
+            let (liar, ratio) = liar_against_honest(&scenario, seed);
             let client = &liar.client_stats;
             // It lied, was never caught naming a skipped number, and the
             // budget turned its lies into losses.
@@ -103,7 +107,7 @@ fn a_receiver_that_names_only_real_losses_gets_at_most_1_3_times_an_honest_flow(
                 client.corruption_notices_over_budget > 0,
                 "{cc} seed {seed}"
             );
-            ratios.push(delivered_goodput_bps(liar, end) / delivered_goodput_bps(honest, end));
+            ratios.push(ratio);
         }
         eprintln!("{cc}: offset-reading liar / honest goodput, seeds 1-3: {ratios:.2?}");
         assert!(
