@@ -82,8 +82,10 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, CidChange, MIN_INITIAL_DATAGRAM};
+use crate::crypto::format::for_version;
 use crate::wire::{
-    is_retry, parse_header, CidSteering, ConnectionId, PacketType, WireError, RESET_TOKEN_LEN,
+    is_retry, parse_long_invariant, CidSteering, ConnectionId, PacketType, ParsedHeader, WireError,
+    RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN,
 };
 use crate::{Config, Connection, Error, RecvInfo};
 
@@ -321,6 +323,38 @@ fn mix_seed(seed: u64, handle: ConnectionHandle) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// The header of the first packet in `datagram`, in the layout its version
+/// gives it: a long header names its version; a short header's connection
+/// ID sits in the same place in every version sift speaks, so routing reads
+/// it as sift/1 would and the connection parses the rest.
+pub(crate) fn parse_any_header(datagram: &[u8]) -> Result<ParsedHeader<'_>, WireError> {
+    match datagram.first() {
+        Some(first) if first & 0x80 != 0 => {
+            let version = parse_long_invariant(datagram)?.version;
+            let format = for_version(version).ok_or(WireError::UnsupportedVersion(version))?;
+            format.parse(datagram)
+        }
+        _ => {
+            let dcid = datagram
+                .get(1..1 + SHORT_HEADER_DCID_LEN)
+                .ok_or(WireError::InvalidHeader("short header too short"))?;
+            Ok(ParsedHeader {
+                ty: PacketType::OneRtt,
+                version: 0,
+                dcid: ConnectionId::new(dcid)?,
+                scid: ConnectionId::EMPTY,
+                token: &[],
+                truncated_pn: 0,
+                pn_len: 0,
+                key_phase: false,
+                header_len: 1 + SHORT_HEADER_DCID_LEN,
+                payload_len: datagram.len() - 1 - SHORT_HEADER_DCID_LEN,
+                packet_len: datagram.len(),
+            })
+        }
+    }
 }
 
 impl Endpoint {
@@ -575,7 +609,7 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> Option<ConnectionHandle> {
-        let header = match parse_header(datagram) {
+        let header = match parse_any_header(datagram) {
             Ok(header) => header,
             Err(WireError::UnsupportedVersion(version)) => {
                 self.on_other_version(datagram, version, from, now);
@@ -599,7 +633,15 @@ impl Endpoint {
             return Some(handle);
         }
         if ty == PacketType::Initial && self.server.is_some() {
-            return self.accept_initial(datagram.len(), dcid, header.scid, header.token, from, now);
+            return self.accept_initial(
+                datagram.len(),
+                header.version,
+                dcid,
+                header.scid,
+                header.token,
+                from,
+                now,
+            );
         }
         if self.recognise_reset(datagram, from, now) {
             return None;
@@ -621,9 +663,11 @@ impl Endpoint {
 
     /// Creates a server connection for a client's first Initial (or asks
     /// the client for a Retry first, or refuses it when full).
+    #[allow(clippy::too_many_arguments)]
     fn accept_initial(
         &mut self,
         datagram_len: usize,
+        version: u32,
         client_dcid: ConnectionId,
         client_scid: ConnectionId,
         token: &[u8],
@@ -662,7 +706,7 @@ impl Endpoint {
             if let Some(worker) = self.lighter_worker() {
                 tracing::debug!(%from, worker, "sending a new client to a less busy worker");
                 self.stats.moved_to_other_worker += 1;
-                self.send_retry(client_dcid, client_scid, from, now, Some(worker));
+                self.send_retry(client_dcid, client_scid, version, from, now, Some(worker));
                 return None;
             }
         }
@@ -673,7 +717,7 @@ impl Endpoint {
                 // asked for a Retry of its own, as if it had none. A client
                 // that already took one ignores it and times out.
                 tracing::debug!(%from, "a Retry token from another address: asking again");
-                self.send_retry(client_dcid, client_scid, from, now, None);
+                self.send_retry(client_dcid, client_scid, version, from, now, None);
                 return None;
             }
             Ok(valid) => Some(valid),
@@ -684,7 +728,7 @@ impl Endpoint {
             }
             Err(TokenError::NotOurs | TokenError::Stale | TokenError::Spent) => {
                 if !full && self.retry_wanted() {
-                    self.send_retry(client_dcid, client_scid, from, now, None);
+                    self.send_retry(client_dcid, client_scid, version, from, now, None);
                     return None;
                 }
                 None

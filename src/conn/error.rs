@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::stream::StreamError;
-use crate::wire::{version_name, VERSION};
+use crate::wire::version_name;
 
 /// RFC 9000 §20.1 transport error codes sift uses.
 pub mod codes {
@@ -136,14 +136,9 @@ impl std::fmt::Display for CloseReason {
                 let offered: Vec<_> = offered.iter().map(|&v| version_name(v)).collect();
                 write!(
                     f,
-                    "the server does not speak {}: it offers {}",
-                    version_name(VERSION),
+                    "the server speaks none of our versions: it offers {}",
                     offered.join(", ")
-                )?;
-                if offered.iter().any(|v| v.starts_with("QUIC")) {
-                    f.write_str(" (a QUIC server, not a sift one?)")?;
-                }
-                Ok(())
+                )
             }
         }
     }

@@ -86,6 +86,9 @@ pub struct Progress {
     pub peer_params: bool,
     /// The handshake completed.
     pub complete: bool,
+    /// Server: the version chosen for the client (RFC 9368), once its
+    /// hello was whole.
+    pub negotiated_version: Option<u32>,
 }
 
 /// How to make the session, kept until the server makes it.
@@ -126,6 +129,10 @@ pub struct Handshake {
     recv: [CryptoRecv; 3],
     write_level: Level,
     complete: bool,
+    /// Server: the versions it speaks, and the one the client's first
+    /// packets used (set before its first CRYPTO bytes arrive).
+    server_versions: Vec<u32>,
+    client_original_version: u32,
 }
 
 impl Handshake {
@@ -152,6 +159,8 @@ impl Handshake {
             recv: Default::default(),
             write_level: Level::Initial,
             complete: false,
+            server_versions: config.versions.clone(),
+            client_original_version: 0,
         };
         if side == Side::Client {
             handshake.session = Some(handshake.recipe.make(side, &handshake.local_params)?);
@@ -208,6 +217,42 @@ impl Handshake {
     /// Our own parameters (the server fills in connection IDs late).
     pub fn local_params_mut(&mut self) -> &mut TransportParams {
         &mut self.local_params
+    }
+
+    /// Server: the client's first packets came in `version`.
+    pub fn set_client_original_version(&mut self, version: u32) {
+        self.client_original_version = version;
+    }
+
+    /// Server, on the client's first CRYPTO bytes: chooses the version from
+    /// the `version_information` in its hello (`conn::version`), and
+    /// announces it in our own. `Ok(None)`: the hello is not whole yet.
+    fn choose_server_version(&mut self) -> Result<Option<u32>, HandshakeError> {
+        let hello = &self.recv[Level::Initial.index()].assembled;
+        let client_params = match self.recipe.protection {
+            Protection::Tls => match crate::crypto::tls::peek_client_hello(hello) {
+                crate::crypto::tls::ClientHelloPeek::Incomplete => return Ok(None),
+                crate::crypto::tls::ClientHelloPeek::Params(params) => params,
+            },
+            // Null clients start in the version they mean to run.
+            Protection::Null => None,
+        };
+        let original = self.client_original_version;
+        let chosen = super::version::server_choice(
+            original,
+            client_params
+                .as_ref()
+                .and_then(|params| params.version_information.as_ref()),
+            &self.server_versions,
+        )
+        .map_err(HandshakeError::VersionNegotiation)?;
+        if chosen != 0 {
+            self.local_params.version_information = Some(crate::wire::VersionInformation {
+                chosen,
+                available: self.server_versions.clone(),
+            });
+        }
+        Ok(Some(chosen))
     }
 
     /// The handshake has completed.
@@ -274,6 +319,13 @@ impl Handshake {
         if fresh && level < self.read_level() {
             return Err(HandshakeError::StaleLevel(level));
         }
+        let mut negotiated_version = None;
+        if self.session.is_none() && self.side == Side::Server {
+            match self.choose_server_version()? {
+                Some(version) => negotiated_version = Some(version),
+                None => return Ok(Progress::default()),
+            }
+        }
         if self.session.is_none() {
             let session = self
                 .recipe
@@ -284,7 +336,10 @@ impl Handshake {
                 })?;
             self.session = Some(session);
         }
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            negotiated_version,
+            ..Progress::default()
+        };
         // Reading may open the next level, whose bytes may already wait.
         loop {
             let read_level = self.read_level();

@@ -26,6 +26,7 @@ use super::{Connection, Protection};
 use crate::crypto::tls::initial_protection;
 use crate::crypto::{NullProtection, PacketProtection};
 use crate::recovery::SpaceId;
+use crate::wire::{decode_packet_number, ParsedHeader, HEADER_TAG_LEN};
 use crate::Side;
 
 /// Packets sealed before the confidentiality limit at which we update
@@ -106,28 +107,39 @@ impl KeyPhases {
 }
 
 impl Connection {
-    /// The server's Initial keys for a client's first Initial, whose header
-    /// (`header`, tag `tag`) names `client_dcid`. Our own mode's keys if
-    /// the header verifies under them. If it verifies under the *other*
-    /// mode's keys instead, the client asked for the other protection:
-    /// keep those keys just long enough to tell it so in a CONNECTION_CLOSE
-    /// it can read, and close. `None`: the header is simply damaged.
+    /// The server's Initial keys for a client's first Initial (`parsed`, in
+    /// `packet`). Our own mode's keys if its header tag verifies under them.
+    /// If it verifies under the *other* mode's keys instead, the client
+    /// asked for the other protection: keep those keys just long enough to
+    /// tell it so in a CONNECTION_CLOSE it can read, and close. `None`: the
+    /// header is simply damaged. A header under header protection (QUIC
+    /// v1) has no tag to ask: its Initial keys are TLS's, and opening the
+    /// packet decides.
     pub(super) fn server_initial_keys(
         &mut self,
-        client_dcid: &[u8],
-        packet_number: u64,
-        header: &[u8],
-        tag: &[u8],
+        parsed: &ParsedHeader<'_>,
+        packet: &[u8],
     ) -> Option<Box<dyn PacketProtection>> {
+        let client_dcid = parsed.dcid.as_slice();
         let ours = self.config.protection;
-        let keys = initial_keys(ours, client_dcid, Side::Server);
-        if keys.verify_header_tag(packet_number, header, tag) {
-            return Some(keys);
-        }
         let theirs = match ours {
             Protection::Null => Protection::Tls,
             Protection::Tls => Protection::Null,
         };
+        if parsed.pn_len == 0 {
+            if ours == Protection::Null {
+                self.protection_mismatch = Some(Protection::Tls);
+            }
+            return Some(initial_keys(Protection::Tls, client_dcid, Side::Server));
+        }
+        let packet_number = decode_packet_number(None, parsed.truncated_pn);
+        let (header, tag) = packet
+            .get(..parsed.header_len + HEADER_TAG_LEN)?
+            .split_at(parsed.header_len);
+        let keys = initial_keys(ours, client_dcid, Side::Server);
+        if keys.verify_header_tag(packet_number, header, tag) {
+            return Some(keys);
+        }
         let keys = initial_keys(theirs, client_dcid, Side::Server);
         if !keys.verify_header_tag(packet_number, header, tag) {
             return None;

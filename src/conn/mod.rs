@@ -20,6 +20,7 @@ mod repair;
 mod send;
 mod skip;
 mod stats;
+pub mod version;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -92,20 +93,6 @@ impl Protection {
         match self {
             Protection::Null => "Null protection (insecure)",
             Protection::Tls => "TLS 1.3",
-        }
-    }
-
-    /// The integrity tag of a Retry (`retry` up to its tag) answering a
-    /// client whose first destination connection ID was `original_dcid`
-    /// (`crypto::retry`).
-    pub fn retry_integrity_tag(
-        self,
-        original_dcid: &[u8],
-        retry: &[u8],
-    ) -> [u8; crate::wire::RETRY_INTEGRITY_TAG_LEN] {
-        match self {
-            Protection::Null => crate::crypto::retry::null_integrity_tag(original_dcid, retry),
-            Protection::Tls => crate::crypto::retry::aead_integrity_tag(original_dcid, retry),
         }
     }
 }
@@ -191,6 +178,10 @@ pub struct Config {
     /// it otherwise.
     #[doc(hidden)]
     pub lie_about_losses: ReceiverLie,
+    /// The versions this end speaks, most preferred first (`conn::version`):
+    /// by default sift/1 then QUIC v1. A client starts in QUIC v1 under TLS
+    /// and offers the rest; a server answers in the first the client offers.
+    pub versions: Vec<u32>,
 }
 
 impl Default for Config {
@@ -217,6 +208,7 @@ impl Default for Config {
             token_store: None,
             repair_damaged_headers: true,
             lie_about_losses: ReceiverLie::Honest,
+            versions: version::SUPPORTED_VERSIONS.to_vec(),
         }
     }
 }
@@ -247,6 +239,19 @@ impl Config {
         self.cc
             .validate()
             .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        if self.versions.is_empty()
+            || self
+                .versions
+                .iter()
+                .any(|v| crate::crypto::format::for_version(*v).is_none())
+        {
+            return Err(Error::InvalidConfig(format!(
+                "versions must list some of {}",
+                version::SUPPORTED_VERSIONS
+                    .map(crate::wire::version_name)
+                    .join(", ")
+            )));
+        }
         if self.protection == Protection::Tls {
             crate::crypto::TlsSession::validate(&self.tls, side)
                 .map_err(|e| Error::InvalidConfig(e.to_string()))?;
@@ -347,6 +352,8 @@ pub struct Connection {
     original_dcid: ConnectionId,
     peer_cid_learned: bool,
     handshake: Handshake,
+    /// The version spoken, and the packet format that goes with it.
+    versions: version::Versions,
     /// Keys per packet-number space; for 1-RTT the current key phase's.
     keys: [Option<Box<dyn PacketProtection>>; 3],
     key_phases: KeyPhases,
@@ -511,7 +518,20 @@ impl Connection {
         };
         let ack_frequency =
             ack_frequency::AckFrequency::new(config.ack_frequency, config.max_ack_delay);
+        let versions = match side {
+            Side::Client => {
+                let original = version::client_original(
+                    &config.versions,
+                    config.protection == Protection::Tls,
+                );
+                version::Versions::client(original, &config.versions)
+            }
+            Side::Server => version::Versions::server(&config.versions),
+        };
         let params = TransportParams {
+            // A server's is set once it has chosen (`handshake`).
+            version_information: (side == Side::Client)
+                .then(|| versions.information(versions.original())),
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),
             max_idle_timeout_ms: config.idle_timeout.as_millis() as u64,
@@ -550,6 +570,7 @@ impl Connection {
             original_dcid,
             peer_cid_learned: false,
             handshake,
+            versions,
             keys: [initial_keys, None, None],
             key_phases: KeyPhases::default(),
             protection_mismatch: None,
@@ -763,7 +784,9 @@ impl Connection {
             return;
         }
         let offered: Vec<u32> = offered.into_iter().collect();
-        if offered.contains(&crate::wire::VERSION) {
+        // RFC 9000 §6.2: a list naming the version we sent is a forgery
+        // (or a confused server), never a reason to give up or downgrade.
+        if offered.contains(&self.versions.original()) {
             return;
         }
         self.now = now;
@@ -861,11 +884,14 @@ impl Connection {
             || self.retry.is_some()
             || retry.dcid != self.local_cid
             || retry.scid == self.original_dcid
+            || retry.version != self.versions.original()
             || *retry.tag
-                != self
-                    .config
-                    .protection
-                    .retry_integrity_tag(self.original_dcid.as_slice(), retry.signed)
+                != crate::crypto::retry::integrity_tag(
+                    retry.version,
+                    self.config.protection == Protection::Null,
+                    self.original_dcid.as_slice(),
+                    retry.signed,
+                )
         {
             return false;
         }
@@ -1334,6 +1360,7 @@ impl Connection {
             damaged_headers_repaired: c.damaged_headers_repaired,
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
             corruption_notices_negotiated: self.notices_negotiated,
+            version: crate::wire::version_name(self.versions.current().version()),
             checksum_free_datagrams: c.checksum_free_datagrams,
             authentication_failures: c.authentication_failures,
             key_updates: self.key_phases.updates,

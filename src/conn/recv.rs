@@ -12,11 +12,11 @@ use super::error::{codes, TransportFailure};
 use super::handshake::Progress;
 use super::keys::KeySlot;
 use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
-use crate::crypto::{open_packet, Level, OpenError};
+use crate::crypto::{Level, OpenError, PacketFormat};
 use crate::recovery::SpaceId;
 use crate::stream::{Dir, TransportError};
 use crate::wire::{
-    decode_packet_number, parse_frames, parse_header, AckRanges, ConnectionId, Frame, PacketType,
+    decode_packet_number_of_len, parse_frames, AckRanges, ConnectionId, Frame, PacketType,
     HEADER_TAG_LEN,
 };
 use crate::{Error, RecvInfo, Side};
@@ -125,11 +125,33 @@ impl Connection {
         Ok(len)
     }
 
+    /// The format of the packet at the start of `buf`: a long header's by
+    /// its version, if this connection accepts that version now; a short
+    /// header's is the connection's own.
+    fn format_of(&mut self, buf: &[u8]) -> Option<&'static dyn PacketFormat> {
+        match buf.first() {
+            Some(first) if first & 0x80 != 0 => {
+                let version = u32::from_be_bytes(buf.get(1..5)?.try_into().ok()?);
+                if self.side == Side::Server && !self.peer_cid_learned {
+                    self.versions.on_first_client_packet(version);
+                    self.handshake.set_client_original_version(version);
+                }
+                self.versions.format_for_long_header(version)
+            }
+            _ => Some(self.versions.current()),
+        }
+    }
+
     /// Handles the packet at the start of `buf`; returns its length.
     fn recv_packet(&mut self, buf: &mut [u8], now: Instant) -> (usize, PacketOutcome) {
+        let Some(format) = self.format_of(buf) else {
+            // A version this connection does not speak (now): RFC 9000 §5.2.
+            self.counters.malformed_dropped += 1;
+            return (0, PacketOutcome::StopDatagram);
+        };
         // Drop the header's borrow of `buf` (its token) so the packet can be
         // opened in place.
-        let parsed = match parse_header(buf) {
+        let mut parsed = match format.parse(buf) {
             Ok(parsed) => parsed.without_token(),
             Err(_) => {
                 // A bit error can break a 1-RTT header's parse (its flags or
@@ -148,16 +170,8 @@ impl Connection {
             PacketType::OneRtt => Level::OneRtt,
         };
         let space = space_of(level);
-        let packet_number = decode_packet_number(
-            self.acks[space.index()].largest_received(),
-            parsed.truncated_pn,
-        );
         if self.side == Side::Server && space == SpaceId::Initial && !self.peer_cid_learned {
-            let tag_end = parsed.header_len + HEADER_TAG_LEN;
-            let keys = buf.get(..tag_end).and_then(|region| {
-                let (header, tag) = region.split_at(parsed.header_len);
-                self.server_initial_keys(parsed.dcid.as_slice(), packet_number, header, tag)
-            });
+            let keys = self.server_initial_keys(&parsed, &buf[..packet_len]);
             let Some(keys) = keys else {
                 self.counters.header_corrupt_dropped += 1;
                 return (packet_len, PacketOutcome::StopDatagram);
@@ -187,6 +201,25 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         }
+        // Header protection (QUIC v1) is the same for every key phase: the
+        // current keys remove it, and then the packet number chooses the phase.
+        let Some(header_keys) = self.keys[space.index()].as_deref() else {
+            // Keys not yet available or already discarded.
+            self.counters.undecryptable_dropped += 1;
+            return (packet_len, PacketOutcome::Continue);
+        };
+        if format
+            .unprotect(&mut parsed, &mut buf[..packet_len], header_keys)
+            .is_err()
+        {
+            self.counters.header_corrupt_dropped += 1;
+            return (packet_len, PacketOutcome::StopDatagram);
+        }
+        let packet_number = decode_packet_number_of_len(
+            self.acks[space.index()].largest_received(),
+            u64::from(parsed.truncated_pn),
+            parsed.pn_len,
+        );
         let opening = if space == SpaceId::Data {
             self.one_rtt_opening_keys(parsed.key_phase, packet_number)
         } else {
@@ -201,7 +234,8 @@ impl Connection {
         };
         let integrity_limit = protection.integrity_limit();
         let opened = if self.cid_acceptable(parsed.ty, parsed.dcid.as_slice()) {
-            open_packet(&parsed, packet_number, &mut buf[..packet_len], protection)
+            format
+                .open(&parsed, packet_number, &mut buf[..packet_len], protection)
                 .map(|frames| frames.len())
         } else {
             // A DCID that is not ours is usually a bit error in the header:
@@ -249,8 +283,15 @@ impl Connection {
                 self.counters.malformed_dropped += 1;
                 return (packet_len, PacketOutcome::StopDatagram);
             }
+            Err(OpenError::ReservedBitsSet) => {
+                self.fail(TransportFailure::new(
+                    codes::PROTOCOL_VIOLATION,
+                    "reserved header bits set",
+                ));
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
         };
-        let frames_start = parsed.header_len + HEADER_TAG_LEN;
+        let frames_start = parsed.packet_len - parsed.payload_len;
         self.accept_packet(
             Opened {
                 space,
@@ -669,6 +710,10 @@ impl Connection {
     }
 
     fn on_handshake_progress(&mut self, progress: Progress) -> Result<(), TransportFailure> {
+        if let Some(version) = progress.negotiated_version {
+            // Everything from our first flight on goes out in it.
+            self.versions.settle_on(version);
+        }
         if let Some(keys) = progress.handshake_keys {
             self.keys[SpaceId::Handshake.index()] = Some(keys);
             self.recovery.set_handshake_keys();
@@ -729,6 +774,13 @@ impl Connection {
                 "a client sent a server-only transport parameter",
             ));
         }
+        if self.side == Side::Client {
+            self.versions
+                .check_server(params.version_information.as_ref())
+                .map_err(|reason| {
+                    TransportFailure::new(super::version::VERSION_NEGOTIATION_ERROR, reason)
+                })?;
+        }
         self.cids.on_peer_params(
             params.active_connection_id_limit,
             params
@@ -742,7 +794,10 @@ impl Connection {
             params.min_ack_delay_micros,
             Duration::from_millis(params.max_ack_delay_ms),
         );
-        self.notices_negotiated = self.config.corruption_notices && params.corruption_notices;
+        // Notices need split tags: only a version with them can carry any.
+        self.notices_negotiated = self.config.corruption_notices
+            && params.corruption_notices
+            && self.versions.current().names_corrupted_packets();
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
         self.peer_max_udp_payload = params.max_udp_payload_size;
         let ours = self.config.idle_timeout;

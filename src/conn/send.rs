@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use super::error::codes;
 use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
-use crate::crypto::{seal_packet_into, sealed_len};
+
 use crate::recovery::{SentPacket, SpaceId};
 use crate::stream::ControlFrame;
-use crate::wire::{encode_stream_header, Frame, Header, PacketType, VERSION};
+use crate::wire::{encode_stream_header, Frame, Header, PacketType};
 use crate::{Error, SendInfo, Side};
 
 /// STREAM frame overhead assumed when sizing a chunk: type, 8-byte id and
@@ -131,8 +131,9 @@ impl Connection {
             let protection = self.keys[plan.space.index()]
                 .as_deref()
                 .expect("a packet is planned only in a space with keys");
-            let sealed = seal_packet_into(
+            let sealed = self.versions.current().seal_into(
                 &header,
+                self.recovery.largest_acked(plan.space),
                 &plan.frames,
                 protection,
                 &mut header_scratch,
@@ -238,7 +239,7 @@ impl Connection {
         };
         Header {
             ty,
-            version: VERSION,
+            version: self.versions.current().version(),
             dcid: self.peer_cid,
             scid: self.local_cid,
             // After a Retry every Initial of the client carries its token.
@@ -254,11 +255,21 @@ impl Connection {
     }
 
     fn sealed_size(&self, plan: &PlannedPacket) -> usize {
-        let header = self.header_for(plan.space, plan.packet_number);
-        let protection = self.keys[plan.space.index()]
-            .as_deref()
-            .expect("a packet is planned only in a space with keys");
-        sealed_len(&header, plan.frames.len(), protection)
+        self.sealed_len(plan.space, plan.packet_number, plan.frames.len())
+            .expect("a packet is planned only in a space with keys")
+    }
+
+    /// Bytes a packet of `frames_len` bytes of frames takes in `space`,
+    /// in the format we send; `None` without keys for the space.
+    fn sealed_len(&self, space: SpaceId, packet_number: u64, frames_len: usize) -> Option<usize> {
+        let header = self.header_for(space, packet_number);
+        let protection = self.keys[space.index()].as_deref()?;
+        Some(self.versions.current().sealed_len(
+            &header,
+            self.recovery.largest_acked(space),
+            frames_len,
+            protection,
+        ))
     }
 
     /// RFC 9000 §14.1: a datagram carrying an ack-eliciting Initial packet
@@ -277,13 +288,13 @@ impl Connection {
             .map(|p| self.sealed_size(p))
             .sum();
         let Some(last) = plans.last_mut() else { return };
-        let header = self.header_for(last.space, last.packet_number);
-        let Some(protection) = self.keys[last.space.index()].as_deref() else {
-            return;
-        };
         // The length varint may grow as we pad: settle in two rounds.
         for _ in 0..2 {
-            let total = others + sealed_len(&header, last.frames.len(), protection);
+            let Some(sealed) = self.sealed_len(last.space, last.packet_number, last.frames.len())
+            else {
+                return;
+            };
+            let total = others + sealed;
             if total >= target {
                 break;
             }
@@ -333,9 +344,7 @@ impl Connection {
             SpaceId::Data => self.skips.next_packet_number(next),
             SpaceId::Initial | SpaceId::Handshake => *next,
         };
-        let header = self.header_for(space, packet_number);
-        let protection = self.keys[space.index()].as_deref()?;
-        let overhead = sealed_len(&header, room, protection) - room;
+        let overhead = self.sealed_len(space, packet_number, room)? - room;
         let budget = room.checked_sub(overhead)?;
         let mut plan = PlannedPacket {
             space,

@@ -108,6 +108,10 @@ pub struct Stats {
     pub malformed_dropped: u64,
     /// Both sides offered corruption notices.
     pub corruption_notices_negotiated: bool,
+    /// The version the connection runs: "sift/1" (split tags, corruption
+    /// notices possible) or "QUIC v1" (any QUIC peer; no notices).
+    #[serde(default)]
+    pub version: String,
     /// Datagrams sent without a UDP checksum, so that corruption could
     /// reach the peer (only after the path lost or damaged a packet).
     #[serde(default)]
@@ -177,6 +181,7 @@ impl Default for Stats {
             damaged_headers_repaired: 0,
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
+            version: String::new(),
             checksum_free_datagrams: 0,
             authentication_failures: 0,
             key_updates: 0,

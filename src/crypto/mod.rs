@@ -16,6 +16,7 @@
 //! per packet in either mode.
 
 pub mod entropy;
+pub mod format;
 pub mod null;
 pub mod packet;
 pub mod retry;
@@ -24,6 +25,7 @@ pub mod session;
 pub mod tls;
 
 pub use entropy::{Entropy, ENTROPY_LEN};
+pub use format::{PacketFormat, QuicFormat, SiftFormat};
 pub use null::{NullProtection, NullSession};
 pub use packet::{
     open_packet, open_with_rebuilt_header, seal_packet, seal_packet_into, sealed_len, OpenError,
@@ -105,6 +107,10 @@ pub enum CryptoError {
         /// The packet that could not be sealed.
         packet_number: u64,
     },
+    /// Header protection could not be applied or removed (a sample of the
+    /// wrong size).
+    #[error("header protection sample of the wrong size")]
+    HeaderProtection,
 }
 
 /// The two tags of a packet (DESIGN §3) under one set of keys.
@@ -124,6 +130,29 @@ pub trait PacketProtection: Send + Sync + std::fmt::Debug {
     /// authenticate nothing to begin with).
     fn integrity_limit(&self) -> u64 {
         u64::MAX
+    }
+
+    /// QUIC header protection (RFC 9001 §5.4.1): masks the first byte's
+    /// protected bits and `packet_number` (the field, 1 to 4 bytes) with
+    /// the local key's mask of `sample`. Null protection masks nothing.
+    fn protect_header(
+        &self,
+        _sample: &[u8],
+        _first: &mut u8,
+        _packet_number: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        Ok(())
+    }
+
+    /// Removes the peer's header protection: unmasks `first`, then as many
+    /// bytes of `packet_number` (given 4) as the unmasked first byte says.
+    fn unprotect_header(
+        &self,
+        _sample: &[u8],
+        _first: &mut u8,
+        _packet_number: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        Ok(())
     }
 
     /// The 8-byte header tag over `header` (every header byte before the tag).

@@ -26,6 +26,10 @@ pub enum OpenError {
     /// The packet does not have the shape its (verified) header describes.
     #[error("malformed packet: {0}")]
     Malformed(#[from] WireError),
+    /// A QUIC v1 packet that authenticated with reserved header bits set
+    /// (RFC 9000 §17.2: a PROTOCOL_VIOLATION).
+    #[error("reserved header bits set")]
+    ReservedBitsSet,
 }
 
 /// Appends header, header tag, frames and payload tag to `out` (which may

@@ -17,6 +17,8 @@ const CRYPTO_ERROR_BASE: u64 = 0x0100;
 /// RFC 8446 §6: handshake_failure, the alert for a failure with no better
 /// description (Null mode's malformed messages).
 const ALERT_HANDSHAKE_FAILURE: u8 = 40;
+/// RFC 9368 §4 VERSION_NEGOTIATION_ERROR.
+const VERSION_NEGOTIATION_ERROR: u64 = 0x11;
 /// RFC 9000 §20.1 TRANSPORT_PARAMETER_ERROR.
 const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
 
@@ -38,6 +40,9 @@ pub enum HandshakeError {
     /// The peer's transport parameters do not decode.
     #[error("malformed transport parameters: {0}")]
     TransportParameters(WireError),
+    /// Compatible version negotiation failed (RFC 9368 §4).
+    #[error("version negotiation: {0}")]
+    VersionNegotiation(String),
     /// TLS failed; `alert` is the TLS alert sent or implied.
     #[error("TLS: {reason}")]
     Tls { alert: u8, reason: String },
@@ -48,6 +53,7 @@ impl HandshakeError {
     pub fn error_code(&self) -> u64 {
         match self {
             HandshakeError::TransportParameters(_) => TRANSPORT_PARAMETER_ERROR,
+            HandshakeError::VersionNegotiation(_) => VERSION_NEGOTIATION_ERROR,
             HandshakeError::Tls { alert, .. } => CRYPTO_ERROR_BASE + u64::from(*alert),
             _ => CRYPTO_ERROR_BASE + u64::from(ALERT_HANDSHAKE_FAILURE),
         }

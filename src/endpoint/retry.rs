@@ -50,6 +50,7 @@ impl Endpoint {
         &mut self,
         client_dcid: ConnectionId,
         client_scid: ConnectionId,
+        version: u32,
         to: SocketAddr,
         now: Instant,
         to_worker: Option<usize>,
@@ -83,10 +84,16 @@ impl Endpoint {
         };
         let token = seal_retry_token(&secret, nonce, to, issued, &contents);
         let mut retry = Vec::with_capacity(64 + token.len());
-        if encode_retry_unsigned(&mut retry, &client_scid, &retry_scid, &token).is_err() {
+        // In the version of the Initial it answers (RFC 9368 §2.3).
+        if encode_retry_unsigned(&mut retry, version, &client_scid, &retry_scid, &token).is_err() {
             return;
         }
-        let tag = protection.retry_integrity_tag(client_dcid.as_slice(), &retry);
+        let tag = crate::crypto::retry::integrity_tag(
+            version,
+            protection == crate::conn::Protection::Null,
+            client_dcid.as_slice(),
+            &retry,
+        );
         retry.extend_from_slice(&tag);
         tracing::debug!(%to, "asking a new client to prove its address (Retry)");
         self.stats.retries_sent += 1;

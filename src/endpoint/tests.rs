@@ -276,9 +276,10 @@ fn client_endpoint_never_creates_connections_from_initials() {
 #[test]
 fn garbage_datagram_is_counted_as_malformed() {
     let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
-    // A short header with its reserved bits set. (Long-header garbage of
-    // this size reads as another version, which gets version negotiation.)
-    let mut garbage = vec![0x7f; 1300];
+    // Too short for a short header's connection ID. (Longer short-header
+    // garbage names an unknown connection, which may get a stateless reset;
+    // long-header garbage reads as another version: version negotiation.)
+    let mut garbage = vec![0x7f; 6];
     assert_eq!(server.recv(&mut garbage, addr(1001), Instant::now()), None);
     assert_eq!(server.stats().dropped_malformed, 1);
     assert!(server.is_empty());
@@ -943,8 +944,8 @@ fn a_server_answers_another_version_with_the_versions_it_speaks() {
     let mut server = Endpoint::new(addr(SERVER), Some(config(1)));
     let now = Instant::now();
     let mut buf = vec![0u8; 2048];
-    // A QUIC v1 client with a 20-byte destination ID and a 5-byte source.
-    let mut quic = other_version_datagram(1, &[0xd1; 20], &[0x5c; 5], 1200);
+    // A QUIC v2 client with a 20-byte destination ID and a 5-byte source.
+    let mut quic = other_version_datagram(0x6b33_43cf, &[0xd1; 20], &[0x5c; 5], 1200);
     assert_eq!(server.recv(&mut quic, addr(1001), now), None);
     let (len, to) = server.poll_transmit(now, &mut buf).expect("an answer");
     assert_eq!(to, addr(1001));
@@ -952,12 +953,12 @@ fn a_server_answers_another_version_with_the_versions_it_speaks() {
     assert_eq!(answer.dcid, &[0x5c; 5], "the client's source ID comes back");
     assert_eq!(answer.scid, &[0xd1; 20]);
     let versions: Vec<u32> = answer.versions().collect();
-    assert_eq!(versions.len(), 2);
-    assert_eq!(versions[0], VERSION);
-    assert_eq!(versions[1] & 0x0f0f_0f0f, 0x0a0a_0a0a, "a reserved version");
+    assert_eq!(versions.len(), 3);
+    assert_eq!(versions[..2], [VERSION, crate::wire::QUIC_V1]);
+    assert_eq!(versions[2] & 0x0f0f_0f0f, 0x0a0a_0a0a, "a reserved version");
     // Less than a client's first datagram, or a client endpoint: silence,
     // so a small packet cannot draw a bigger answer.
-    let mut small = other_version_datagram(1, &[0xd1; 8], &[0x5c; 5], 1199);
+    let mut small = other_version_datagram(0x6b33_43cf, &[0xd1; 8], &[0x5c; 5], 1199);
     server.recv(&mut small, addr(1001), now);
     let mut client = Endpoint::new(addr(1001), None);
     client.recv(&mut quic, addr(SERVER), now);
@@ -993,7 +994,7 @@ fn client_after_first_initial() -> (Endpoint, ConnectionHandle, Vec<u8>, Vec<u8>
     let (len, _) = client
         .poll_transmit(now, &mut buf)
         .expect("the first Initial");
-    let header = parse_header(&buf[..len]).unwrap();
+    let header = super::parse_any_header(&buf[..len]).unwrap();
     let (dcid, scid) = (
         header.dcid.as_slice().to_vec(),
         header.scid.as_slice().to_vec(),
@@ -1011,7 +1012,7 @@ fn version_negotiation(client_dcid: &[u8], client_scid: &[u8], versions: &[u32])
 fn a_client_told_its_version_is_not_spoken_fails_at_once_naming_what_is() {
     let (mut client, handle, dcid, scid) = client_after_first_initial();
     let now = Instant::now();
-    let mut answer = version_negotiation(&dcid, &scid, &[1, 0x6b33_43cf]);
+    let mut answer = version_negotiation(&dcid, &scid, &[0xff00_001d, 0x6b33_43cf]);
     client.recv(&mut answer, addr(SERVER), now);
     let connection = client.connection_ref(handle).unwrap();
     assert!(connection.is_closed());
@@ -1019,12 +1020,12 @@ fn a_client_told_its_version_is_not_spoken_fails_at_once_naming_what_is() {
     assert_eq!(
         reason,
         &CloseReason::VersionMismatch {
-            offered: vec![1, 0x6b33_43cf]
+            offered: vec![0xff00_001d, 0x6b33_43cf]
         }
     );
     assert_eq!(
         reason.to_string(),
-        "the server does not speak sift v1: it offers QUIC v1, QUIC v2 (a QUIC server, not a sift one?)"
+        "the server speaks none of our versions: it offers 0xff00001d, QUIC v2"
     );
     assert_eq!(client.stats().version_negotiations_received, 1);
 }
@@ -1034,21 +1035,22 @@ fn version_negotiations_that_cannot_be_the_servers_answer_are_ignored() {
     let (mut client, handle, dcid, scid) = client_after_first_initial();
     let now = Instant::now();
     for (mut forged, from) in [
-        // Lists our own version: RFC 9000 §6.2 says ignore it.
+        // Lists the version we sent: RFC 9000 §6.2 says ignore it (a
+        // forged downgrade, or a confused server).
         (
-            version_negotiation(&dcid, &scid, &[1, VERSION]),
+            version_negotiation(&dcid, &scid, &[VERSION, 1]),
             addr(SERVER),
         ),
         // Does not echo the destination ID we chose.
-        (version_negotiation(&[0xee; 8], &scid, &[1]), addr(SERVER)),
+        (version_negotiation(&[0xee; 8], &scid, &[2]), addr(SERVER)),
         // Names a connection we do not have.
-        (version_negotiation(&dcid, &[0xee; 8], &[1]), addr(SERVER)),
+        (version_negotiation(&dcid, &[0xee; 8], &[2]), addr(SERVER)),
         // From somewhere else.
-        (version_negotiation(&dcid, &scid, &[1]), addr(7777)),
+        (version_negotiation(&dcid, &scid, &[2]), addr(7777)),
         // Not whole versions.
         (
             {
-                let mut odd = version_negotiation(&dcid, &scid, &[1]);
+                let mut odd = version_negotiation(&dcid, &scid, &[2]);
                 odd.pop();
                 odd
             },
@@ -1123,7 +1125,7 @@ fn second_initial(
     assert_eq!(client.stats().retries_received, 1);
     let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
     let initial = buf[..len].to_vec();
-    let header = parse_header(&initial).unwrap();
+    let header = super::parse_any_header(&initial).unwrap();
     assert!(!header.token.is_empty(), "the token goes back");
     assert!(initial.len() >= 1200, "still a full-size Initial");
     (client, handle, retry, initial)

@@ -10,7 +10,7 @@ use rand::{Rng, RngCore};
 use super::{Endpoint, MIN_INITIAL_DATAGRAM};
 use crate::wire::{
     encode_version_negotiation, parse_long_invariant, parse_version_negotiation, ConnectionId,
-    VERSION, VERSION_NEGOTIATION,
+    VERSION_NEGOTIATION,
 };
 
 impl Endpoint {
@@ -58,6 +58,11 @@ impl Endpoint {
         // A reserved version beside ours, so clients that mishandle
         // unknown entries in the list are found early (RFC 9000 §6.3).
         let reserved = 0x0a0a_0a0a | (self.rng.next_u32() & 0xf0f0_f0f0);
+        let mut versions = self
+            .server
+            .as_ref()
+            .map_or_else(Vec::new, |config| config.versions.clone());
+        versions.push(reserved);
         let mut answer = Vec::with_capacity(7 + header.dcid.len() + header.scid.len() + 8);
         let unused_bits = self.rng.random_range(0..=0x7fu8);
         if encode_version_negotiation(
@@ -65,7 +70,7 @@ impl Endpoint {
             unused_bits,
             header.dcid,
             header.scid,
-            &[VERSION, reserved],
+            &versions,
         )
         .is_err()
         {

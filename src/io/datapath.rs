@@ -675,14 +675,17 @@ mod tests {
     use super::*;
     use crate::conn::Config;
     use crate::io::batch::send_segments;
-    use crate::wire::parse_header;
 
     /// The destination connection ID of each datagram in a batch.
     fn dcids(batch: &Outgoing) -> Vec<crate::wire::ConnectionId> {
         batch
             .data
             .chunks(batch.segment_size)
-            .map(|datagram| parse_header(datagram).expect("a packet").dcid)
+            .map(|datagram| {
+                crate::endpoint::parse_any_header(datagram)
+                    .expect("a packet")
+                    .dcid
+            })
             .collect()
     }
 

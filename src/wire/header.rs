@@ -17,8 +17,9 @@ use super::packet_number::{truncate_packet_number, PACKET_NUMBER_LEN};
 use super::varint::{put_u32, put_u8, put_varint, varint_len, Reader};
 use super::WireError;
 
-/// The only version sift v1 speaks ("SF" 0x0001). Long headers of any other
-/// version are rejected with [`WireError::UnsupportedVersion`].
+/// sift/1 ("SF" 0x0001), the version with split tags, in this layout. Long
+/// headers of any other version are rejected here with
+/// [`WireError::UnsupportedVersion`]; QUIC v1's are [`super::quic`]'s.
 pub const VERSION: u32 = 0x5346_0001;
 
 /// Bytes of the header tag that follows every header (DESIGN §3).
@@ -65,7 +66,7 @@ impl PacketType {
 pub struct Header<'a> {
     /// Which header layout and packet-number space.
     pub ty: PacketType,
-    /// Long headers only; [`VERSION`].
+    /// Long headers only; [`VERSION`] or [`QUIC_V1`](super::QUIC_V1).
     pub version: u32,
     /// Destination connection ID; exactly [`SHORT_HEADER_DCID_LEN`] bytes for
     /// 1-RTT (the caller guarantees it).
@@ -105,11 +106,7 @@ impl Header<'_> {
                 }
             }
             PacketType::OneRtt => {
-                debug_assert_eq!(
-                    self.dcid.len(),
-                    SHORT_HEADER_DCID_LEN,
-                    "short headers carry an 8-byte destination connection ID"
-                );
+                // The receiver knows its own IDs' length (sift's are 8 bytes).
                 put_u8(out, FIXED_BIT | u8::from(self.key_phase));
                 out.extend_from_slice(self.dcid.as_slice());
             }
@@ -153,9 +150,12 @@ pub struct ParsedHeader<'a> {
     pub scid: ConnectionId,
     /// Initial only; empty otherwise.
     pub token: &'a [u8],
-    /// The packet number's low 32 bits; see
-    /// [`decode_packet_number`](super::decode_packet_number).
+    /// The packet number's low `pn_len` bytes; see
+    /// [`decode_packet_number_of_len`](super::decode_packet_number_of_len).
     pub truncated_pn: u32,
+    /// Bytes of the packet number on the wire: always 4 in sift/1; 1 to 4
+    /// in QUIC v1, 0 until header protection is removed.
+    pub pn_len: usize,
     /// 1-RTT key phase; false for long headers.
     pub key_phase: bool,
     /// Bytes before the header tag.
@@ -248,6 +248,7 @@ pub fn parse_header(datagram: &[u8]) -> Result<ParsedHeader<'_>, WireError> {
         scid,
         token,
         truncated_pn,
+        pn_len: PACKET_NUMBER_LEN,
         key_phase,
         header_len,
         payload_len,

@@ -14,6 +14,7 @@ pub mod cid;
 pub mod frame;
 pub mod header;
 pub mod packet_number;
+pub mod quic;
 pub mod ranges;
 pub mod retry;
 pub mod steering;
@@ -30,7 +31,14 @@ pub use frame::{
 pub use header::{
     header_region_len, parse_header, Header, PacketType, ParsedHeader, HEADER_TAG_LEN, VERSION,
 };
-pub use packet_number::{decode_packet_number, truncate_packet_number, PACKET_NUMBER_LEN};
+pub use packet_number::{
+    decode_packet_number, decode_packet_number_of_len, packet_number_len, truncate_packet_number,
+    PACKET_NUMBER_LEN,
+};
+pub use quic::{
+    encode_quic_header, parse_quic_header, quic_header_len, reserved_bits_clear,
+    reveal_packet_number, HEADER_PROTECTION_SAMPLE_LEN, QUIC_V1,
+};
 pub use ranges::RangeSet;
 pub use retry::{
     encode_retry_unsigned, is_retry, parse_retry, Retry, MAX_RETRY_TOKEN_LEN,
@@ -38,7 +46,8 @@ pub use retry::{
 };
 pub use steering::CidSteering;
 pub use transport_params::{
-    TransportParams, MAX_ACK_DELAY_LIMIT_MS, MIN_ACTIVE_CONNECTION_ID_LIMIT, RESET_TOKEN_LEN,
+    TransportParams, VersionInformation, MAX_ACK_DELAY_LIMIT_MS, MIN_ACTIVE_CONNECTION_ID_LIMIT,
+    RESET_TOKEN_LEN,
 };
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,

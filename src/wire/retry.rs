@@ -1,10 +1,12 @@
-//! The Retry packet (RFC 9000 §17.2.5, in sift's long-header layout): a
-//! server's stateless answer to a client Initial, asking it to prove it owns
-//! its address by sending its Initial again with the token.
+//! The Retry packet (RFC 9000 §17.2.5): a server's stateless answer to a
+//! client Initial, asking it to prove it owns its address by sending its
+//! Initial again with the token. It goes out in the version of the Initial
+//! it answers; the two layouts differ only in the flags.
 //!
 //! ```text
-//! Retry: flags = 1 1 1 K 0 0 0 0 | version(4) | dcid_len(1) dcid | scid_len(1) scid
-//!        | token(rest) | integrity_tag(16)
+//! sift/1:  flags = 1 1 1 K 0 0 0 0 | version(4) | dcid_len(1) dcid | scid_len(1) scid
+//!          | token(rest) | integrity_tag(16)
+//! QUIC v1: flags = 1 1 1 1 U U U U (U: unused, any value), the rest alike
 //! ```
 //!
 //! `dcid` is the client's source connection ID, `scid` the connection ID
@@ -14,12 +16,15 @@
 //! it, so corruption is caught and only someone who saw the client's
 //! Initial can make a Retry it accepts.
 
-use super::{put_u32, put_u8, ConnectionId, Reader, WireError, MAX_CID_LEN, VERSION};
+use super::{put_u32, put_u8, ConnectionId, Reader, WireError, MAX_CID_LEN, QUIC_V1, VERSION};
 
 /// Bytes of the Retry integrity tag.
 pub const RETRY_INTEGRITY_TAG_LEN: usize = 16;
-/// A Retry's flags byte: long form, type 0b11, reserved bits zero.
+/// A sift/1 Retry's flags byte: long form, type 0b11, reserved bits zero.
 pub const RETRY_FLAGS: u8 = 0x80 | (0b11 << 5);
+/// A QUIC v1 Retry's flags: long form, fixed bit, type 0b11 (the low four
+/// bits are unused).
+const QUIC_RETRY_FLAGS: u8 = 0xf0;
 /// The largest token a Retry may carry: the token goes back in an Initial,
 /// which must fit a 1200-byte datagram with the client's first flight.
 pub const MAX_RETRY_TOKEN_LEN: usize = 512;
@@ -27,6 +32,8 @@ pub const MAX_RETRY_TOKEN_LEN: usize = 512;
 /// A Retry packet, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry<'a> {
+    /// The version it was sent in.
+    pub version: u32,
     /// The client's source connection ID.
     pub dcid: ConnectionId,
     /// The connection ID the server chose for the client to use.
@@ -39,22 +46,37 @@ pub struct Retry<'a> {
     pub tag: &'a [u8; RETRY_INTEGRITY_TAG_LEN],
 }
 
-/// Whether `datagram` starts like a Retry of our version (the flags byte
-/// and version only; [`parse_retry`] checks the rest).
+/// Whether `datagram` starts like a Retry of a version sift speaks (the
+/// flags byte and version only; [`parse_retry`] checks the rest).
 pub fn is_retry(datagram: &[u8]) -> bool {
-    datagram.len() >= 5
-        && datagram[0] & 0xf0 == RETRY_FLAGS & 0xf0
-        && datagram[1..5] == VERSION.to_be_bytes()
+    let Some(version) = datagram.get(1..5) else {
+        return false;
+    };
+    match u32::from_be_bytes([version[0], version[1], version[2], version[3]]) {
+        VERSION => datagram[0] & 0xf0 == RETRY_FLAGS & 0xf0,
+        QUIC_V1 => datagram[0] & 0xf0 == QUIC_RETRY_FLAGS,
+        _ => false,
+    }
+}
+
+/// The flags of a Retry in `version`, whose flags byte is `flags`, check.
+fn retry_flags_valid(version: u32, flags: u8) -> bool {
+    match version {
+        VERSION => flags == RETRY_FLAGS,
+        QUIC_V1 => flags & 0xf0 == QUIC_RETRY_FLAGS,
+        _ => false,
+    }
 }
 
 /// Parses a Retry that fills `datagram` (a Retry is never coalesced).
 pub fn parse_retry(datagram: &[u8]) -> Result<Retry<'_>, WireError> {
     let mut reader = Reader::new(datagram);
-    if reader.u8()? != RETRY_FLAGS {
-        return Err(WireError::InvalidHeader("not a Retry"));
-    }
-    if reader.u32()? != VERSION {
-        return Err(WireError::InvalidHeader("Retry of another version"));
+    let flags = reader.u8()?;
+    let version = reader.u32()?;
+    if !retry_flags_valid(version, flags) {
+        return Err(WireError::InvalidHeader(
+            "not a Retry of a version we speak",
+        ));
     }
     let dcid = read_cid(&mut reader)?;
     let scid = read_cid(&mut reader)?;
@@ -72,6 +94,7 @@ pub fn parse_retry(datagram: &[u8]) -> Result<Retry<'_>, WireError> {
         .try_into()
         .map_err(|_| WireError::InvalidHeader("Retry tag"))?;
     Ok(Retry {
+        version,
         dcid,
         scid,
         token,
@@ -80,11 +103,12 @@ pub fn parse_retry(datagram: &[u8]) -> Result<Retry<'_>, WireError> {
     })
 }
 
-/// Appends a Retry up to its integrity tag (which the caller computes over
-/// these bytes and appends). The token must be 1..=[`MAX_RETRY_TOKEN_LEN`]
-/// bytes.
+/// Appends a Retry in `version` up to its integrity tag (which the caller
+/// computes over these bytes and appends). The token must be
+/// 1..=[`MAX_RETRY_TOKEN_LEN`] bytes.
 pub fn encode_retry_unsigned(
     out: &mut Vec<u8>,
+    version: u32,
     dcid: &ConnectionId,
     scid: &ConnectionId,
     token: &[u8],
@@ -92,8 +116,13 @@ pub fn encode_retry_unsigned(
     if token.is_empty() || token.len() > MAX_RETRY_TOKEN_LEN {
         return Err(WireError::InvalidHeader("Retry token empty or too long"));
     }
-    put_u8(out, RETRY_FLAGS);
-    put_u32(out, VERSION);
+    let flags = match version {
+        VERSION => RETRY_FLAGS,
+        QUIC_V1 => QUIC_RETRY_FLAGS,
+        _ => return Err(WireError::UnsupportedVersion(version)),
+    };
+    put_u8(out, flags);
+    put_u32(out, version);
     for cid in [dcid, scid] {
         put_u8(out, cid.len() as u8);
         out.extend_from_slice(cid.as_slice());
@@ -120,7 +149,7 @@ mod tests {
 
     fn retry(token: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_retry_unsigned(&mut out, &cid(1, 8), &cid(2, 20), token).unwrap();
+        encode_retry_unsigned(&mut out, VERSION, &cid(1, 8), &cid(2, 20), token).unwrap();
         out.extend_from_slice(&[0xaa; RETRY_INTEGRITY_TAG_LEN]);
         out
     }
@@ -156,15 +185,31 @@ mod tests {
         let mut flags = bytes.clone();
         flags[0] |= 0x01;
         assert!(parse_retry(&flags).is_err());
-        assert!(encode_retry_unsigned(&mut Vec::new(), &cid(1, 8), &cid(2, 8), b"").is_err());
+        let (one, two) = (cid(1, 8), cid(2, 8));
+        assert!(encode_retry_unsigned(&mut Vec::new(), VERSION, &one, &two, b"").is_err());
         let long = vec![0; MAX_RETRY_TOKEN_LEN + 1];
-        assert!(encode_retry_unsigned(&mut Vec::new(), &cid(1, 8), &cid(2, 8), &long).is_err());
+        assert!(encode_retry_unsigned(&mut Vec::new(), VERSION, &one, &two, &long).is_err());
+        assert!(encode_retry_unsigned(&mut Vec::new(), 7, &one, &two, b"t").is_err());
     }
 
     #[test]
     fn initials_and_handshakes_are_not_retries() {
         assert!(!is_retry(&[0xc0, 0x53, 0x46, 0x00, 0x01]));
         assert!(!is_retry(&[0x80, 0x53, 0x46, 0x00, 0x01]));
-        assert!(!is_retry(&[0xe0, 0, 0, 0, 1]), "another version");
+        assert!(!is_retry(&[0xe0, 0, 0, 0, 1]), "a v1 Handshake");
+        assert!(!is_retry(&[0xf0, 0, 0, 0, 2]), "another version");
+    }
+
+    #[test]
+    fn a_quic_v1_retry_takes_any_unused_bits() {
+        let mut bytes = Vec::new();
+        encode_retry_unsigned(&mut bytes, QUIC_V1, &cid(1, 0), &cid(2, 20), b"t").unwrap();
+        bytes.extend_from_slice(&[0xaa; RETRY_INTEGRITY_TAG_LEN]);
+        assert_eq!(bytes[0], 0xf0);
+        bytes[0] = 0xf7;
+        assert!(is_retry(&bytes));
+        let parsed = parse_retry(&bytes).unwrap();
+        assert_eq!(parsed.version, QUIC_V1);
+        assert_eq!(parsed.token, b"t");
     }
 }

@@ -27,6 +27,8 @@ mod id {
     pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
+    /// RFC 9368 §3.
+    pub const VERSION_INFORMATION: u64 = 0x11;
     /// RFC 9221 §3.
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// sift: zero-length; present means "I offer corruption notices".
@@ -93,6 +95,23 @@ pub struct TransportParams {
     /// it accepts ACK_FREQUENCY and IMMEDIATE_ACK frames
     /// (draft-ietf-quic-ack-frequency-13 §3). At most `max_ack_delay`.
     pub min_ack_delay_micros: Option<u64>,
+    /// RFC 9368 compatible version negotiation: the version the sender
+    /// chose and the versions it would use.
+    pub version_information: Option<VersionInformation>,
+}
+
+/// Versions listed in a `version_information` parameter, at most.
+pub const MAX_AVAILABLE_VERSIONS: usize = 64;
+
+/// The `version_information` transport parameter (RFC 9368 §3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionInformation {
+    /// The version of the packets that carry this handshake, as the sender
+    /// sees it: a client's original version, a server's negotiated one.
+    pub chosen: u32,
+    /// Every version the sender would use, most preferred first (a
+    /// client's: those compatible with `chosen`).
+    pub available: Vec<u32>,
 }
 
 impl Default for TransportParams {
@@ -115,6 +134,7 @@ impl Default for TransportParams {
             active_connection_id_limit: MIN_ACTIVE_CONNECTION_ID_LIMIT,
             corruption_notices: false,
             min_ack_delay_micros: None,
+            version_information: None,
         }
     }
 }
@@ -222,6 +242,15 @@ impl TransportParams {
         if let Some(delay) = self.min_ack_delay_micros {
             put_integer(out, id::MIN_ACK_DELAY, delay);
         }
+        if let Some(info) = &self.version_information {
+            let versions = 1 + info.available.len().min(MAX_AVAILABLE_VERSIONS);
+            put_varint(out, id::VERSION_INFORMATION);
+            put_varint(out, 4 * versions as u64);
+            out.extend_from_slice(&info.chosen.to_be_bytes());
+            for version in info.available.iter().take(MAX_AVAILABLE_VERSIONS) {
+                out.extend_from_slice(&version.to_be_bytes());
+            }
+        }
     }
 
     /// Parses and validates a parameter list. Unknown ids are skipped; a
@@ -296,6 +325,9 @@ impl TransportParams {
                     params.corruption_notices = true;
                 }
                 id::MIN_ACK_DELAY => params.min_ack_delay_micros = Some(integer(param, value)?),
+                id::VERSION_INFORMATION => {
+                    params.version_information = Some(version_information(param, value)?)
+                }
                 // RFC 9000 §7.4.2: ignore parameters we do not know.
                 _ => {}
             }
@@ -363,6 +395,28 @@ impl SeenIds {
             true
         }
     }
+}
+
+/// RFC 9368 §3: a chosen version, then available versions, 4 bytes each;
+/// version 0 is never a version (§4: a VERSION_NEGOTIATION_ERROR, which the
+/// connection raises for what decodes here).
+fn version_information(param: u64, value: &[u8]) -> Result<VersionInformation, WireError> {
+    let malformed = |reason| WireError::MalformedTransportParameter { id: param, reason };
+    if value.is_empty() || value.len() % 4 != 0 {
+        return Err(malformed("version_information is not whole versions"));
+    }
+    if value.len() / 4 > 1 + MAX_AVAILABLE_VERSIONS {
+        return Err(malformed("version_information lists too many versions"));
+    }
+    let mut versions = value
+        .chunks_exact(4)
+        .map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
+    let chosen = versions.next().unwrap_or(0);
+    let available: Vec<u32> = versions.collect();
+    if chosen == 0 || available.contains(&0) {
+        return Err(malformed("version_information names version 0"));
+    }
+    Ok(VersionInformation { chosen, available })
 }
 
 fn put_integer(out: &mut Vec<u8>, param: u64, value: u64) {
@@ -589,6 +643,36 @@ mod tests {
         prop_oneof![0u64..64, 0u64..16_384, 0u64..=VARINT_MAX]
     }
 
+    #[test]
+    fn version_information_has_rfc_9368_layout_and_refuses_version_zero() {
+        let params = TransportParams {
+            version_information: Some(VersionInformation {
+                chosen: 0x0000_0001,
+                available: vec![0x5346_0001, 0x0000_0001],
+            }),
+            ..TransportParams::default()
+        };
+        let mut out = Vec::new();
+        params.encode(&mut out);
+        assert_eq!(
+            out,
+            [
+                &[0x11, 12][..],
+                &[0, 0, 0, 1],
+                &[0x53, 0x46, 0, 1],
+                &[0, 0, 0, 1]
+            ]
+            .concat()
+        );
+        assert_eq!(TransportParams::decode(&out), Ok(params));
+        for bad in [&[0x11, 0][..], &[0x11, 3, 0, 0, 1], &[0x11, 4, 0, 0, 0, 0]] {
+            assert!(matches!(
+                TransportParams::decode(bad),
+                Err(WireError::MalformedTransportParameter { id: 0x11, .. })
+            ));
+        }
+    }
+
     prop_compose! {
         fn any_params()(
             original_destination_connection_id in any_cid(),
@@ -605,6 +689,9 @@ mod tests {
             active_connection_id_limit in MIN_ACTIVE_CONNECTION_ID_LIMIT..=VARINT_MAX,
             corruption_notices in any::<bool>(),
             min_ack_delay_fraction in proptest::option::of(0.0..=1.0f64),
+            versions in proptest::option::of(
+                proptest::collection::vec(1u32.., 1..=MAX_AVAILABLE_VERSIONS + 1)
+            ),
         ) -> TransportParams {
             TransportParams {
                 original_destination_connection_id,
@@ -625,6 +712,10 @@ mod tests {
                 corruption_notices,
                 min_ack_delay_micros: min_ack_delay_fraction
                     .map(|f| (f * (max_ack_delay_ms * 1000) as f64) as u64),
+                version_information: versions.map(|versions| VersionInformation {
+                    chosen: versions[0],
+                    available: versions[1..].to_vec(),
+                }),
             }
         }
     }

@@ -124,7 +124,7 @@ pub fn encode_version_negotiation(
 /// A version's name for messages: the ones a sift user is likely to meet.
 pub fn version_name(version: u32) -> String {
     match version {
-        super::VERSION => "sift v1".into(),
+        super::VERSION => "sift/1".into(),
         0x0000_0001 => "QUIC v1".into(),
         0x6b33_43cf => "QUIC v2".into(),
         // RFC 9000 §15: versions a server lists to keep clients honest.
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn versions_have_names_users_recognise() {
-        assert_eq!(version_name(VERSION), "sift v1");
+        assert_eq!(version_name(VERSION), "sift/1");
         assert_eq!(version_name(1), "QUIC v1");
         assert_eq!(version_name(0x6b3343cf), "QUIC v2");
         assert_eq!(version_name(0x1a2a3a4a), "0x1a2a3a4a (reserved)");

@@ -11,15 +11,17 @@
 //!   (RFC 9000 §18 TLV), `corruption_notices` among them.
 //! - TLS 1.3 only, no 0-RTT, no session tickets: nothing resumes.
 
+mod client_hello;
 mod config;
 mod identity;
 mod protection;
 
+pub use client_hello::{peek_client_hello, ClientHelloPeek};
 pub use config::{
     CertificateRejected, CertificateVerifier, ServerTrust, TlsConfig, TlsSetupError, DEFAULT_ALPN,
 };
 pub use identity::{Fingerprint, IdentityError, ServerIdentity};
-pub use protection::{TlsProtection, HEADER_TAG_NONCE_BIT, TLS_PAYLOAD_TAG_LEN};
+pub use protection::{HeaderKeys, TlsProtection, HEADER_TAG_NONCE_BIT, TLS_PAYLOAD_TAG_LEN};
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -51,7 +53,7 @@ pub fn initial_protection(client_dcid: &[u8], side: Side) -> TlsProtection {
         .and_then(|suite| suite.quic_suite())
         .expect("the ring provider's TLS13_AES_128_GCM_SHA256 supports QUIC");
     let keys = suite.keys(client_dcid, rustls_side(side), Version::V1);
-    TlsProtection::new(keys.local.packet, keys.remote.packet)
+    protection_of(keys)
 }
 
 /// A TLS config that presents and trusts one self-signed identity, made
@@ -97,11 +99,12 @@ pub fn public_seed_protection(aead: Aead, seed: &[u8], side: Side) -> TlsProtect
         .and_then(|suite| suite.quic_suite())
         .expect("the ring provider's TLS 1.3 suites all support QUIC");
     let keys = quic.keys(seed, rustls_side(side), Version::V1);
-    TlsProtection::new(keys.local.packet, keys.remote.packet)
+    protection_of(keys)
 }
 
-fn protection_of(keys: quic::Keys) -> Box<dyn PacketProtection> {
-    Box::new(TlsProtection::new(keys.local.packet, keys.remote.packet))
+fn protection_of(keys: quic::Keys) -> TlsProtection {
+    let header = HeaderKeys::new(keys.local.header, keys.remote.header);
+    TlsProtection::new(keys.local.packet, keys.remote.packet, header)
 }
 
 /// rustls's message for `error`, with our own certificate refusals shown
@@ -120,6 +123,8 @@ pub struct TlsSession {
     connection: quic::Connection,
     /// Secrets of the next 1-RTT key phase, once the handshake yields them.
     next_secrets: Option<quic::Secrets>,
+    /// The 1-RTT header protection keys, which every key phase shares.
+    one_rtt_header: Option<HeaderKeys>,
 }
 
 impl std::fmt::Debug for TlsSession {
@@ -145,6 +150,7 @@ impl TlsSession {
         Ok(Self {
             connection: connection.into(),
             next_secrets: None,
+            one_rtt_header: None,
         })
     }
 
@@ -156,6 +162,7 @@ impl TlsSession {
         Ok(Self {
             connection: connection.into(),
             next_secrets: None,
+            one_rtt_header: None,
         })
     }
 
@@ -186,10 +193,14 @@ impl Session for TlsSession {
 
     fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<KeyChange> {
         match self.connection.write_hs(buf)? {
-            quic::KeyChange::Handshake { keys } => Some(KeyChange::Handshake(protection_of(keys))),
+            quic::KeyChange::Handshake { keys } => {
+                Some(KeyChange::Handshake(Box::new(protection_of(keys))))
+            }
             quic::KeyChange::OneRtt { keys, next } => {
                 self.next_secrets = Some(next);
-                Some(KeyChange::OneRtt(protection_of(keys)))
+                let protection = protection_of(keys);
+                self.one_rtt_header = Some(protection.header_keys());
+                Some(KeyChange::OneRtt(Box::new(protection)))
             }
         }
     }
@@ -207,8 +218,13 @@ impl Session for TlsSession {
     }
 
     fn next_one_rtt_keys(&mut self) -> Option<Box<dyn PacketProtection>> {
+        let header = self.one_rtt_header.clone()?;
         let keys = self.next_secrets.as_mut()?.next_packet_keys();
-        Some(Box::new(TlsProtection::new(keys.local, keys.remote)))
+        Some(Box::new(TlsProtection::new(
+            keys.local,
+            keys.remote,
+            header,
+        )))
     }
 
     fn alpn_protocol(&self) -> Option<&[u8]> {

@@ -8,10 +8,15 @@
 //! - payload tag = the AEAD seal of the frames, in place, with header and
 //!   header tag as associated data (the full 16-byte tag).
 //!
-//! There is no header protection: packet numbers and the key phase are
-//! visible on the wire (SECURITY.md).
+//! sift/1 has no header protection: packet numbers and the key phase are
+//! visible on the wire (SECURITY.md). QUIC v1 packets use the same packet
+//! keys as a plain AEAD over the frames plus the level's header protection
+//! keys (RFC 9001 §5.4), which stay the same across key updates (§6) and are
+//! shared by every phase's protection.
 
-use rustls::quic::PacketKey;
+use std::sync::Arc;
+
+use rustls::quic::{HeaderProtectionKey, PacketKey};
 
 use crate::crypto::{constant_time_eq, payload_tag_start, CryptoError, PacketProtection};
 use crate::wire::HEADER_TAG_LEN;
@@ -26,6 +31,25 @@ pub const TLS_PAYLOAD_TAG_LEN: usize = 16;
 pub struct TlsProtection {
     local: Box<dyn PacketKey>,
     remote: Box<dyn PacketKey>,
+    header: HeaderKeys,
+}
+
+/// One level's header protection keys: `local` masks what we send,
+/// `remote` unmasks what the peer sent.
+#[derive(Clone)]
+pub struct HeaderKeys {
+    local: Arc<dyn HeaderProtectionKey>,
+    remote: Arc<dyn HeaderProtectionKey>,
+}
+
+impl HeaderKeys {
+    /// Keys masking with `local` and unmasking with `remote`.
+    pub fn new(local: Box<dyn HeaderProtectionKey>, remote: Box<dyn HeaderProtectionKey>) -> Self {
+        Self {
+            local: Arc::from(local),
+            remote: Arc::from(remote),
+        }
+    }
 }
 
 impl std::fmt::Debug for TlsProtection {
@@ -35,9 +59,19 @@ impl std::fmt::Debug for TlsProtection {
 }
 
 impl TlsProtection {
-    /// Keys sealing with `local` and opening with `remote`.
-    pub fn new(local: Box<dyn PacketKey>, remote: Box<dyn PacketKey>) -> Self {
-        Self { local, remote }
+    /// Keys sealing with `local` and opening with `remote`, with the
+    /// level's header protection keys.
+    pub fn new(local: Box<dyn PacketKey>, remote: Box<dyn PacketKey>, header: HeaderKeys) -> Self {
+        Self {
+            local,
+            remote,
+            header,
+        }
+    }
+
+    /// The header protection keys, for the next key phase's protection.
+    pub fn header_keys(&self) -> HeaderKeys {
+        self.header.clone()
     }
 
     fn tag_under(key: &dyn PacketKey, packet_number: u64, header: &[u8]) -> Option<[u8; 16]> {
@@ -92,6 +126,30 @@ impl PacketProtection for TlsProtection {
             Some(expected) => constant_time_eq(&expected[..HEADER_TAG_LEN], tag),
             None => false,
         }
+    }
+
+    fn protect_header(
+        &self,
+        sample: &[u8],
+        first: &mut u8,
+        packet_number: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        self.header
+            .local
+            .encrypt_in_place(sample, first, packet_number)
+            .map_err(|_| CryptoError::HeaderProtection)
+    }
+
+    fn unprotect_header(
+        &self,
+        sample: &[u8],
+        first: &mut u8,
+        packet_number: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        self.header
+            .remote
+            .decrypt_in_place(sample, first, packet_number)
+            .map_err(|_| CryptoError::HeaderProtection)
     }
 
     fn seal_payload(

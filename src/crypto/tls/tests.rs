@@ -27,8 +27,16 @@ fn pair(suite: rustls::SupportedCipherSuite) -> (TlsProtection, TlsProtection) {
     let client = quic.keys(DCID, rustls::Side::Client, Version::V1);
     let server = quic.keys(DCID, rustls::Side::Server, Version::V1);
     (
-        TlsProtection::new(client.local.packet, client.remote.packet),
-        TlsProtection::new(server.local.packet, server.remote.packet),
+        TlsProtection::new(
+            client.local.packet,
+            client.remote.packet,
+            HeaderKeys::new(client.local.header, client.remote.header),
+        ),
+        TlsProtection::new(
+            server.local.packet,
+            server.remote.packet,
+            HeaderKeys::new(server.local.header, server.remote.header),
+        ),
     )
 }
 
@@ -120,7 +128,11 @@ fn header_tag_uses_its_own_nonce_domain() {
         .packet
         .encrypt_in_place(5 | HEADER_TAG_NONCE_BIT, header, &mut [])
         .unwrap();
-    let protection = TlsProtection::new(keys.local.packet, keys.remote.packet);
+    let protection = TlsProtection::new(
+        keys.local.packet,
+        keys.remote.packet,
+        HeaderKeys::new(keys.local.header, keys.remote.header),
+    );
     let tag = protection.header_tag(5, header);
     assert_eq!(tag[..], header_nonce_tag.as_ref()[..HEADER_TAG_LEN]);
     assert_ne!(tag[..], payload_nonce_tag.as_ref()[..HEADER_TAG_LEN]);
