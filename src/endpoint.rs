@@ -60,17 +60,16 @@ mod ledger;
 mod reset;
 mod retry;
 mod token;
-mod token_store;
 mod version;
 
 pub use balance::WorkerLoads;
 pub use ledger::{TokenClock, TokenLedger, MAX_SPENT_TOKENS};
-pub use token::{
-    RetryPolicy, ADDRESS_TOKEN_LIFETIME, CLOCK_TOLERANCE, DEFAULT_RETRY_HALF_OPEN,
-    RETRY_TOKEN_LIFETIME,
-};
+// Settings the connection config carries and the endpoint acts on; they
+// live in `conn` so that it depends only downward.
+pub use crate::conn::retry_policy::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
+pub use crate::conn::token_store::{TokenStore, MAX_REMEMBERED_TOKENS};
 use token::{TokenError, ValidToken};
-pub use token_store::{TokenStore, MAX_REMEMBERED_TOKENS};
+pub use token::{ADDRESS_TOKEN_LIFETIME, CLOCK_TOLERANCE, RETRY_TOKEN_LIFETIME};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;

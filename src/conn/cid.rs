@@ -10,9 +10,10 @@
 //! but never stalled.
 //!
 //! Decisions:
-//! - Every ID is 8 bytes: sift's short header carries an 8-byte
-//!   destination ID with no length byte, so a peer's NEW_CONNECTION_ID of
-//!   another length is a PROTOCOL_VIOLATION.
+//! - Every ID sift issues is 8 bytes: a short header carries the
+//!   destination ID with no length byte, and the receiver reads its own
+//!   length. A peer's IDs may be 1 to 20 bytes (a QUIC peer picks its own);
+//!   an empty or longer one in NEW_CONNECTION_ID is a PROTOCOL_VIOLATION.
 //! - Each side keeps at most [`ACTIVE_LIMIT`] of the peer's IDs (its
 //!   `active_connection_id_limit`) and issues up to the smaller of the
 //!   peer's limit and its own, once the handshake is confirmed (RFC 9000
@@ -265,11 +266,11 @@ impl ConnectionIds {
                 format!("NEW_CONNECTION_ID {reason}"),
             ))
         };
-        if cid.len() != SHORT_HEADER_DCID_LEN {
-            return violation(&format!(
-                "of {} bytes: sift connection IDs are {SHORT_HEADER_DCID_LEN}",
-                cid.len()
-            ));
+        // RFC 9000 §19.15: 1 to 20 bytes (a peer of another stack chooses
+        // its own length; sift's are 8), and not zero-length while the
+        // current one is not (§5.1.1).
+        if cid.is_empty() || cid.len() > crate::wire::MAX_CID_LEN {
+            return violation(&format!("of {} bytes", cid.len()));
         }
         let reset_token = ResetToken::new(reset_token);
         // A repeat (a retransmission) must say the same as the first time.
@@ -550,11 +551,15 @@ mod tests {
         assert_eq!(error.code, codes::CONNECTION_ID_LIMIT_ERROR);
 
         let mut ids = ConnectionIds::new(cid(1), None, true);
-        let short = ConnectionId::new(&[1; 4]).unwrap();
         let error = ids
-            .on_new_connection_id(1, 0, short, [0; 16], cid(10))
+            .on_new_connection_id(1, 0, ConnectionId::EMPTY, [0; 16], cid(10))
             .unwrap_err();
         assert_eq!(error.code, codes::PROTOCOL_VIOLATION);
+        // A QUIC peer's 20-byte IDs are as good as sift's 8-byte ones.
+        let mut quic = ConnectionIds::new(cid(1), None, true);
+        let long = ConnectionId::new(&[7; 20]).unwrap();
+        quic.on_new_connection_id(1, 0, long, [0; 16], cid(10))
+            .unwrap();
         // The same number with another ID, or the same ID with another number.
         ids.on_new_connection_id(1, 0, cid(11), [0; 16], cid(10))
             .unwrap();

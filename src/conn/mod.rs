@@ -17,9 +17,11 @@ mod liar;
 mod path;
 mod recv;
 mod repair;
+pub mod retry_policy;
 mod send;
 mod skip;
 mod stats;
+pub mod token_store;
 pub mod version;
 
 use std::collections::VecDeque;
@@ -154,7 +156,7 @@ pub struct Config {
     /// Server: when new clients must prove their address with a Retry
     /// before the endpoint keeps state for them (RFC 9000 §8.1.2). Needs
     /// `server_secret` to seal tokens; without one there is no Retry.
-    pub retry: crate::endpoint::RetryPolicy,
+    pub retry: retry_policy::RetryPolicy,
     /// Send a PING when nothing has been heard from the peer for this long
     /// (and again every interval while it stays quiet). A receiver that
     /// only acknowledges sends nothing once the sender falls silent; this
@@ -165,7 +167,7 @@ pub struct Config {
     /// Client: where NEW_TOKEN tokens are kept for later connections to the
     /// same server, shared by every endpoint that connects with this
     /// config. `None`: each endpoint keeps its own.
-    pub token_store: Option<crate::endpoint::TokenStore>,
+    pub token_store: Option<token_store::TokenStore>,
     /// With corruption notices: open a 1-RTT packet whose header arrived
     /// damaged under the header it must have had, when that can be rebuilt
     /// (`conn/repair.rs`). HACK's receiver, which drops such a packet, is
@@ -203,7 +205,7 @@ impl Default for Config {
             entropy: None,
             server_secret: None,
             cid_steering: None,
-            retry: crate::endpoint::RetryPolicy::default(),
+            retry: retry_policy::RetryPolicy::default(),
             keep_alive_interval: None,
             token_store: None,
             repair_damaged_headers: true,
@@ -426,6 +428,8 @@ pub struct Connection {
     close_reason: Option<CloseReason>,
     peer_max_datagram_frame_size: Option<u64>,
     peer_max_udp_payload: u64,
+    /// The peer's ACK delays are in units of 2^this µs (RFC 9000 §18.2).
+    peer_ack_delay_exponent: u64,
     datagrams_out: VecDeque<Vec<u8>>,
     datagrams_in: VecDeque<Vec<u8>>,
     now: Instant,
@@ -543,6 +547,8 @@ impl Connection {
             initial_max_streams_bidi: config.streams.max_streams_bidi,
             initial_max_streams_uni: config.streams.max_streams_uni,
             max_ack_delay_ms: config.max_ack_delay.as_millis() as u64,
+            // ACK delays in plain microseconds, as sift has always sent them.
+            ack_delay_exponent: 0,
             min_ack_delay_micros: ack_frequency.own_min_ack_delay_micros(),
             max_datagram_frame_size: config.max_datagram_frame_size,
             corruption_notices: config.corruption_notices,
@@ -623,6 +629,7 @@ impl Connection {
             close_reason: None,
             peer_max_datagram_frame_size: None,
             peer_max_udp_payload: MIN_INITIAL_DATAGRAM as u64,
+            peer_ack_delay_exponent: crate::wire::transport_params::DEFAULT_ACK_DELAY_EXPONENT,
             datagrams_out: VecDeque::new(),
             datagrams_in: VecDeque::new(),
             now,
@@ -674,6 +681,13 @@ impl Connection {
         self.close_reason.as_ref()
     }
 
+    /// The version packets go out in (`conn::version`): a client's original
+    /// until the server answers in another it offered, a server's once it
+    /// chose for the client.
+    pub fn version(&self) -> u32 {
+        self.versions.current().version()
+    }
+
     /// Both sides offered corruption notices.
     pub fn corruption_notices_negotiated(&self) -> bool {
         self.notices_negotiated
@@ -718,7 +732,7 @@ impl Connection {
     }
 
     /// The store its NEW_TOKEN tokens go to, if the config names one.
-    pub(crate) fn token_store(&self) -> Option<&crate::endpoint::TokenStore> {
+    pub(crate) fn token_store(&self) -> Option<&token_store::TokenStore> {
         self.config.token_store.as_ref()
     }
 

@@ -535,7 +535,12 @@ impl Connection {
                         ));
                     }
                 }
-                let delay = Duration::from_micros(ack.ack_delay_micros.min(u32::MAX as u64));
+                let micros = ack
+                    .ack_delay_micros
+                    .checked_shl(self.peer_ack_delay_exponent as u32)
+                    .filter(|micros| micros >> self.peer_ack_delay_exponent == ack.ack_delay_micros)
+                    .unwrap_or(u64::MAX);
+                let delay = Duration::from_micros(micros.min(u32::MAX as u64));
                 let outcome = self
                     .recovery
                     .on_ack_received(space, ack.ranges.iter(), delay, now);
@@ -800,6 +805,7 @@ impl Connection {
             && self.versions.current().names_corrupted_packets();
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
         self.peer_max_udp_payload = params.max_udp_payload_size;
+        self.peer_ack_delay_exponent = params.ack_delay_exponent;
         let ours = self.config.idle_timeout;
         let theirs = Duration::from_millis(params.max_idle_timeout_ms);
         self.idle_timeout = match (ours.is_zero(), theirs.is_zero()) {

@@ -1328,3 +1328,144 @@ fn a_client_that_grants_no_credit_pins_at_most_the_bound_on_the_server() {
     assert_eq!(accepted, pair.server.config.streams.send_beyond_credit);
     assert_eq!(pair.server.stats().stream_send_buffered, accepted);
 }
+
+// ---- versions (conn::version, docs/versions.md) -----------------------------
+
+fn versions(list: &[u32]) -> Config {
+    Config {
+        versions: list.to_vec(),
+        ..Config::default()
+    }
+}
+
+/// When the client is established, from its start, over the test path.
+fn time_to_established(client: Config, server: Config) -> (Duration, Pair) {
+    let mut pair = Pair::new(client, server);
+    let start = pair.now;
+    let ok = pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
+        p.client.is_established()
+    });
+    assert!(ok, "handshake did not complete");
+    (pair.now - start, pair)
+}
+
+#[test]
+fn a_tls_client_starts_in_quic_v1_and_a_sift_server_upgrades_it_to_sift_1() {
+    let mut pair = Pair::default();
+    assert_eq!(pair.client.version(), crate::wire::QUIC_V1);
+    let mut first = vec![0u8; 2048];
+    let (len, _) = pair.client.send(&mut first, pair.now).unwrap().unwrap();
+    assert_eq!(
+        &first[1..5],
+        &crate::wire::QUIC_V1.to_be_bytes(),
+        "a v1 Initial"
+    );
+    assert!(len >= 1200);
+    // Hand the first flight over (it was taken from the client above).
+    let from = addr(1);
+    pair.server
+        .recv(
+            &mut first[..len],
+            RecvInfo {
+                from,
+                to: addr(2),
+                now: pair.now,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        pair.server.version(),
+        crate::wire::VERSION,
+        "chosen at once"
+    );
+    pair.handshake();
+    assert_eq!(pair.client.version(), crate::wire::VERSION);
+    assert_eq!(pair.client.stats().version, "sift/1");
+    assert!(pair.client.corruption_notices_negotiated());
+    let data = pattern(300_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+}
+
+#[test]
+fn the_upgrade_costs_no_round_trip() {
+    let (direct, _) = time_to_established(
+        versions(&[crate::wire::VERSION]),
+        versions(&[crate::wire::VERSION]),
+    );
+    let (upgraded, pair) = time_to_established(Config::default(), Config::default());
+    assert_eq!(pair.client.version(), crate::wire::VERSION);
+    assert_eq!(
+        upgraded, direct,
+        "v1 then sift/1 takes as long as sift/1 alone"
+    );
+}
+
+#[test]
+fn quic_v1_ends_stay_in_v1_without_notices_and_transfer_through_loss() {
+    for (client, server) in [
+        (versions(&[crate::wire::QUIC_V1]), Config::default()),
+        (Config::default(), versions(&[crate::wire::QUIC_V1])),
+    ] {
+        let mut pair = Pair::new(client, server);
+        pair.handshake();
+        assert_eq!(pair.client.version(), crate::wire::QUIC_V1);
+        assert_eq!(pair.server.version(), crate::wire::QUIC_V1);
+        assert_eq!(pair.server.stats().version, "QUIC v1");
+        assert!(!pair.client.corruption_notices_negotiated());
+        let mut count = 0;
+        let mut lossy = |_: bool, _: u64, _: &[u8]| {
+            count += 1;
+            if count % 37 == 0 {
+                PathAction::Drop
+            } else {
+                PathAction::Deliver
+            }
+        };
+        let data = pattern(400_000);
+        assert_eq!(transfer(&mut pair, &data, &mut lossy), data);
+        assert!(pair.client.stats().packets_lost > 0);
+    }
+}
+
+#[test]
+fn a_damaged_quic_v1_packet_is_dropped_and_never_named() {
+    let mut pair = Pair::new(
+        versions(&[crate::wire::QUIC_V1]),
+        versions(&[crate::wire::QUIC_V1]),
+    );
+    pair.handshake();
+    let data = pattern(200_000);
+    let mut path = damage_first_data(3, PathAction::DamagePayload);
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let server = pair.server.stats();
+    assert_eq!(server.corruption_notices_sent, 0);
+    assert!(server.header_corrupt_dropped >= 3, "{server:?}");
+    assert_eq!(pair.client.stats().corruption_notices_received, 0);
+}
+
+#[test]
+fn key_updates_work_in_quic_v1() {
+    let config = || Config {
+        key_update_interval: Some(50),
+        ..versions(&[crate::wire::QUIC_V1])
+    };
+    let mut pair = Pair::new(config(), config());
+    pair.handshake();
+    let data = pattern(600_000);
+    assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
+    assert!(pair.client.stats().key_updates >= 2);
+}
+
+#[test]
+fn the_server_answers_in_its_most_preferred_version_the_client_offers() {
+    // A client offers sift/1 then v1; the server's own order decides.
+    for server_versions in [
+        vec![crate::wire::VERSION, crate::wire::QUIC_V1],
+        vec![crate::wire::QUIC_V1, crate::wire::VERSION],
+    ] {
+        let mut pair = Pair::new(Config::default(), versions(&server_versions));
+        pair.handshake();
+        assert_eq!(pair.client.version(), server_versions[0]);
+        assert_eq!(pair.server.version(), server_versions[0]);
+    }
+}

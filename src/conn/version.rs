@@ -103,7 +103,10 @@ impl Versions {
     pub fn server(listed: &[u32]) -> Self {
         Self {
             side: Side::Server,
-            current: &SIFT_V1,
+            current: listed
+                .first()
+                .and_then(|v| for_version(*v))
+                .unwrap_or(&SIFT_V1),
             original: 0,
             listed: listed.to_vec(),
             settled: false,

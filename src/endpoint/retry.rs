@@ -10,10 +10,9 @@ use rand::RngCore;
 
 use super::ledger::{Spend, TokenClock, TokenLedger};
 use super::token::{
-    open_token, seal_address_token, seal_retry_token, RetryPolicy, RetryTokenContents, TokenError,
-    ValidToken,
+    open_token, seal_address_token, seal_retry_token, RetryTokenContents, TokenError, ValidToken,
 };
-use super::{Endpoint, MAX_QUEUED_STATELESS};
+use super::{Endpoint, RetryPolicy, MAX_QUEUED_STATELESS};
 use crate::crypto::TOKEN_NONCE_LEN;
 use crate::wire::{
     encode_retry_unsigned, parse_retry, CidSteering, ConnectionId, SHORT_HEADER_DCID_LEN,

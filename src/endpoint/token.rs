@@ -48,10 +48,6 @@ pub const RETRY_TOKEN_LIFETIME: Duration = Duration::from_secs(10);
 /// the token the client is answering with.
 pub const CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
 
-/// Half-open handshakes (server connections not yet established) at which
-/// an endpoint in [`RetryPolicy::WhenBusy`] starts asking for Retry.
-pub const DEFAULT_RETRY_HALF_OPEN: usize = 64;
-
 /// The first byte of a token's contents: the kind and version (1 was a
 /// Retry token bound to its address as associated data).
 const RETRY_TOKEN_KIND: u8 = 3;
@@ -63,33 +59,6 @@ const ADDRESS_TOKEN_KIND: u8 = 2;
 /// takes none of the tokens its previous run gave out (it cannot know
 /// which were spent; their clients get a Retry, no worse).
 pub const ADDRESS_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
-
-/// When a server endpoint asks new clients to prove their address with a
-/// Retry before it keeps any state for them. Retry costs the client one
-/// round trip and needs a server secret (`Config::server_secret`); without
-/// one the endpoint never asks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RetryPolicy {
-    /// Never: every client Initial gets a connection at once.
-    Never,
-    /// Every new client (`sift-server --retry`).
-    Always,
-    /// Once this many handshakes are half open: under a flood of spoofed
-    /// Initials the server keeps no state for them, and its answers, one
-    /// small Retry each, go to addresses that never complete.
-    WhenBusy {
-        /// Half-open handshakes that switch Retry on.
-        half_open: usize,
-    },
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy::WhenBusy {
-            half_open: DEFAULT_RETRY_HALF_OPEN,
-        }
-    }
-}
 
 /// What a valid Retry token vouches for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

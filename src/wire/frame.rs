@@ -26,6 +26,8 @@ pub mod frame_type {
     pub const PING: u64 = 0x01;
     /// ACK without ECN counts (§19.3).
     pub const ACK: u64 = 0x02;
+    /// ACK with ECN counts (§19.3.2).
+    pub const ACK_ECN: u64 = 0x03;
     /// RESET_STREAM (§19.4).
     pub const RESET_STREAM: u64 = 0x04;
     /// STOP_SENDING (§19.5).
@@ -257,11 +259,15 @@ impl FusedIterator for AckRangesIter<'_> {}
 /// receiver held the largest before acknowledging it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckFrame<'a> {
-    /// Delay between receiving the largest packet and sending this ACK, in
-    /// microseconds (unscaled: sift has no ack_delay_exponent).
+    /// Delay between receiving the largest packet and sending this ACK, as
+    /// the field says: in units of 2^ack_delay_exponent µs of its sender
+    /// (sift sends exponent 0, so its own are µs; `conn` scales a peer's).
     pub ack_delay_micros: u64,
     /// The acknowledged packet numbers.
     pub ranges: AckRanges<'a>,
+    /// ECT(0), ECT(1) and CE counts of an ACK_ECN frame (RFC 9000
+    /// §19.3.2); sift reads them and sends plain ACKs (it sets no ECN).
+    pub ecn_counts: Option<[u64; 3]>,
 }
 
 /// One frame, borrowing its byte strings from the decrypted payload.
@@ -436,11 +442,17 @@ impl<'a> Frame<'a> {
                 }
             }
             PING => Frame::Ping,
-            ACK => {
+            ACK | ACK_ECN => {
                 let (ack_delay_micros, ranges) = AckRanges::decode(reader, "ACK", true)?;
+                let ecn_counts = if ty == ACK_ECN {
+                    Some([reader.varint()?, reader.varint()?, reader.varint()?])
+                } else {
+                    None
+                };
                 Frame::Ack(AckFrame {
                     ack_delay_micros,
                     ranges,
+                    ecn_counts,
                 })
             }
             CORRUPTED => Frame::Corrupted(AckRanges::decode(reader, "CORRUPTED", false)?.1),
@@ -609,7 +621,12 @@ impl<'a> Frame<'a> {
             Frame::PathChallenge { data } | Frame::PathResponse { data } => {
                 out.extend_from_slice(&data)
             }
-            Frame::Ack(ack) => ack.ranges.encode(Some(ack.ack_delay_micros), out),
+            Frame::Ack(ack) => {
+                ack.ranges.encode(Some(ack.ack_delay_micros), out);
+                for count in ack.ecn_counts.iter().flatten() {
+                    put_varint(out, *count);
+                }
+            }
             Frame::Corrupted(ranges) => ranges.encode(None, out),
             Frame::Crypto { offset, data } => {
                 put_varint(out, offset);
@@ -692,7 +709,16 @@ impl<'a> Frame<'a> {
                     + varint_len(reordering_threshold)
             }
             Frame::PathChallenge { .. } | Frame::PathResponse { .. } => 8,
-            Frame::Ack(ack) => varint_len(ack.ack_delay_micros) + ack.ranges.encoded_len(),
+            Frame::Ack(ack) => {
+                varint_len(ack.ack_delay_micros)
+                    + ack.ranges.encoded_len()
+                    + ack
+                        .ecn_counts
+                        .iter()
+                        .flatten()
+                        .map(|c| varint_len(*c))
+                        .sum::<usize>()
+            }
             Frame::Corrupted(ranges) => ranges.encoded_len(),
             Frame::Crypto { offset, data } => varint_len(offset) + length_prefixed_len(data),
             Frame::Stream {
@@ -743,7 +769,10 @@ impl<'a> Frame<'a> {
         match *self {
             Frame::Padding { .. } => PADDING,
             Frame::Ping => PING,
-            Frame::Ack(_) => ACK,
+            Frame::Ack(AckFrame {
+                ecn_counts: None, ..
+            }) => ACK,
+            Frame::Ack(_) => ACK_ECN,
             Frame::Corrupted(_) => CORRUPTED,
             Frame::Crypto { .. } => CRYPTO,
             Frame::Stream { fin, .. } => {

@@ -23,6 +23,7 @@ mod id {
     pub const INITIAL_MAX_STREAM_DATA_UNI: u64 = 0x07;
     pub const INITIAL_MAX_STREAMS_BIDI: u64 = 0x08;
     pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x09;
+    pub const ACK_DELAY_EXPONENT: u64 = 0x0a;
     pub const MAX_ACK_DELAY: u64 = 0x0b;
     pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
@@ -44,6 +45,10 @@ pub const RESET_TOKEN_LEN: usize = 16;
 pub const DEFAULT_MAX_UDP_PAYLOAD_SIZE: u64 = 65_527;
 /// RFC 9000 §18.2: max_udp_payload_size values below 1200 are invalid.
 pub const MIN_MAX_UDP_PAYLOAD_SIZE: u64 = 1_200;
+/// RFC 9000 §18.2: ack_delay_exponent default, 3 (ACK delays in 8 µs units).
+pub const DEFAULT_ACK_DELAY_EXPONENT: u64 = 3;
+/// RFC 9000 §18.2: ack_delay_exponent values above 20 are invalid.
+pub const MAX_ACK_DELAY_EXPONENT: u64 = 20;
 /// RFC 9000 §18.2: max_ack_delay default, 25 ms.
 pub const DEFAULT_MAX_ACK_DELAY_MS: u64 = 25;
 /// RFC 9000 §18.2: max_ack_delay values of 2^14 or more are invalid.
@@ -84,6 +89,9 @@ pub struct TransportParams {
     pub initial_max_streams_uni: u64,
     /// Longest the sender delays an ACK, in ms; below 2^14.
     pub max_ack_delay_ms: u64,
+    /// The sender's ACK frames give their delay in units of 2^this µs; at
+    /// most 20 (sift sends 0: microseconds).
+    pub ack_delay_exponent: u64,
     /// Largest DATAGRAM frame accepted; `None` = DATAGRAM not supported.
     pub max_datagram_frame_size: Option<u64>,
     /// How many of the peer's connection IDs the sender keeps at once
@@ -130,6 +138,7 @@ impl Default for TransportParams {
             initial_max_streams_bidi: 0,
             initial_max_streams_uni: 0,
             max_ack_delay_ms: DEFAULT_MAX_ACK_DELAY_MS,
+            ack_delay_exponent: DEFAULT_ACK_DELAY_EXPONENT,
             max_datagram_frame_size: None,
             active_connection_id_limit: MIN_ACTIVE_CONNECTION_ID_LIMIT,
             corruption_notices: false,
@@ -141,7 +150,7 @@ impl Default for TransportParams {
 
 impl TransportParams {
     /// Integer parameters that have a default: (id, value, default).
-    fn integers_with_defaults(&self) -> [(u64, u64, u64); 10] {
+    fn integers_with_defaults(&self) -> [(u64, u64, u64); 11] {
         let defaults = Self::default();
         [
             (
@@ -188,6 +197,11 @@ impl TransportParams {
                 id::MAX_ACK_DELAY,
                 self.max_ack_delay_ms,
                 defaults.max_ack_delay_ms,
+            ),
+            (
+                id::ACK_DELAY_EXPONENT,
+                self.ack_delay_exponent,
+                defaults.ack_delay_exponent,
             ),
             (
                 id::ACTIVE_CONNECTION_ID_LIMIT,
@@ -309,6 +323,7 @@ impl TransportParams {
                     params.initial_max_streams_uni = integer(param, value)?
                 }
                 id::MAX_ACK_DELAY => params.max_ack_delay_ms = integer(param, value)?,
+                id::ACK_DELAY_EXPONENT => params.ack_delay_exponent = integer(param, value)?,
                 id::ACTIVE_CONNECTION_ID_LIMIT => {
                     params.active_connection_id_limit = integer(param, value)?
                 }
@@ -345,6 +360,9 @@ impl TransportParams {
         }
         if self.max_ack_delay_ms >= MAX_ACK_DELAY_LIMIT_MS {
             return out_of_range("max_ack_delay", self.max_ack_delay_ms);
+        }
+        if self.ack_delay_exponent > MAX_ACK_DELAY_EXPONENT {
+            return out_of_range("ack_delay_exponent", self.ack_delay_exponent);
         }
         // draft-ietf-quic-ack-frequency-13 §3: min_ack_delay is in µs,
         // max_ack_delay in ms, and the first may not exceed the second.
@@ -685,6 +703,7 @@ mod tests {
             initial_max_streams_bidi in 0..=MAX_STREAMS_LIMIT,
             initial_max_streams_uni in 0..=MAX_STREAMS_LIMIT,
             max_ack_delay_ms in 0..MAX_ACK_DELAY_LIMIT_MS,
+            ack_delay_exponent in 0..=MAX_ACK_DELAY_EXPONENT,
             max_datagram_frame_size in proptest::option::of(any_varint()),
             active_connection_id_limit in MIN_ACTIVE_CONNECTION_ID_LIMIT..=VARINT_MAX,
             corruption_notices in any::<bool>(),
@@ -707,6 +726,7 @@ mod tests {
                 initial_max_streams_bidi,
                 initial_max_streams_uni,
                 max_ack_delay_ms,
+                ack_delay_exponent,
                 max_datagram_frame_size,
                 active_connection_id_limit,
                 corruption_notices,

@@ -78,6 +78,11 @@ struct Common {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// Versions to speak, most preferred first: sift/1 (split tags,
+    /// corruption notices) and v1 (QUIC version 1). The client starts in v1
+    /// and a sift server upgrades it to sift/1 without a round trip.
+    #[arg(long, global = true, value_name = "LIST", default_value = "sift/1,v1", value_delimiter = ',', value_parser = common::parse_version)]
+    versions: Vec<u32>,
     /// Print one JSON object (DESIGN §11 flow fields, plus sha256 and path)
     /// instead of the summary.
     #[arg(long, global = true)]
@@ -216,6 +221,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
+    config.versions = common.versions.clone();
     if protection == Protection::Tls {
         // An upload needs a key: the first one makes it. Other commands
         // present the key only if there is one already.

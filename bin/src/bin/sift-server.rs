@@ -104,6 +104,11 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// Versions to speak, most preferred first: sift/1 (split tags,
+    /// corruption notices) and v1 (QUIC version 1: any QUIC client). A
+    /// client that offers sift/1 is upgraded to it without a round trip.
+    #[arg(long, value_name = "LIST", default_value = "sift/1,v1", value_delimiter = ',', value_parser = common::parse_version)]
+    versions: Vec<u32>,
     /// Where the server keeps its certificate, key and authorized_clients
     /// (default: $XDG_DATA_HOME/sift or ~/.local/share/sift). Must not be
     /// --root or inside it.
@@ -251,6 +256,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         files = files.accepting_controllers(names);
     }
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
+    config.versions = args.versions.clone();
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;
         let given = args.cert.as_deref().zip(args.key.as_deref());
@@ -326,8 +332,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         drivers.block_on(async { listen(args.listen, config, args.max_clients, workers) })?;
     let local = endpoints[0].local_addr();
     println!(
-        "listening on {} (root {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
+        "listening on {} (root {}, versions {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
         describe_listening(local),
+        args.versions
+            .iter()
+            .map(|v| sift::wire::version_name(*v))
+            .collect::<Vec<_>>()
+            .join(","),
         files.root().path().display(),
         files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {

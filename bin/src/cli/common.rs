@@ -43,6 +43,16 @@ pub fn parse_cc(name: &str) -> Result<CcConfig, String> {
     CcConfig::from_str(name).map_err(|e| e.to_string())
 }
 
+/// clap value parser for one entry of `--versions` (comma-separated,
+/// most preferred first): `sift/1`, or `v1` for QUIC version 1.
+pub fn parse_version(name: &str) -> Result<u32, String> {
+    match name.trim() {
+        "sift/1" | "sift" => Ok(sift::wire::VERSION),
+        "v1" | "quic" | "quic-v1" => Ok(sift::wire::QUIC_V1),
+        other => Err(format!("unknown version {other:?}: use sift/1 and v1")),
+    }
+}
+
 /// A transport configuration for a tool: the protection, controller and
 /// corruption-notice offer chosen, library defaults otherwise. TLS
 /// identity and trust are added by the tool.

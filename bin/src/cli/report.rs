@@ -25,6 +25,9 @@ pub struct FlowReport {
     pub cc: String,
     /// Corruption notices were negotiated.
     pub corruption_notices: bool,
+    /// The version the connection ran: "sift/1" between sift ends, "QUIC
+    /// v1" with any other QUIC peer (no corruption notices).
+    pub version: String,
     /// Payload bytes this transfer moved (only the rest, when resuming).
     pub bytes: u64,
     /// Bytes already present locally when a resumed download started.
@@ -64,6 +67,7 @@ impl FlowReport {
             local_path: transfer.local_path.to_string(),
             cc: sender.cc.clone(),
             corruption_notices: sender.corruption_notices,
+            version: sender.version.clone(),
             bytes: transfer.bytes,
             resumed_from: transfer.resumed_from,
             completion_s,
@@ -104,13 +108,20 @@ impl FlowReport {
                 self.retransmitted_packets, self.ptos
             ),
         );
-        row(
-            "corrupted",
-            format!(
-                "{} packets notified (corruption notices {notices})",
-                self.corruption_notices_received
-            ),
-        );
+        if self.version == "QUIC v1" {
+            row("corrupted", "QUIC v1 peer: no corruption notices".into());
+        } else {
+            row(
+                "corrupted",
+                format!(
+                    "{} packets notified (corruption notices {notices})",
+                    self.corruption_notices_received
+                ),
+            );
+        }
+        if !self.version.is_empty() {
+            row("version", self.version.clone());
+        }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
         row("cc", self.cc.clone());
@@ -137,6 +148,7 @@ mod tests {
             &SenderReport {
                 cc: "veno".into(),
                 corruption_notices: false,
+                version: "sift/1".into(),
                 retransmitted_packets: 312,
                 ptos: 2,
                 corruption_notices_received: 0,
@@ -164,6 +176,7 @@ mod tests {
             "corruption_notices_received",
             "cc",
             "corruption_notices",
+            "version",
             "sha256",
             "path",
         ] {
@@ -185,5 +198,18 @@ mod tests {
         ] {
             assert!(text.contains(expected), "{expected} missing from\n{text}");
         }
+    }
+
+    #[test]
+    fn a_quic_v1_peer_is_said_to_give_no_corruption_notices() {
+        let mut flow = report();
+        assert!(flow.summary().contains("corruption notices off"));
+        flow.version = "QUIC v1".into();
+        let text = flow.summary();
+        assert!(
+            text.contains("QUIC v1 peer: no corruption notices"),
+            "{text}"
+        );
+        assert!(!text.contains("packets notified"), "{text}");
     }
 }

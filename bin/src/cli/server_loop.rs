@@ -156,7 +156,13 @@ pub fn spawn_server(
 /// a task once the caps give it a place.
 async fn serve_connection(connection: Connection, service: Arc<Service>, lines: LineSink) {
     let client = connection.remote_address();
-    tracing::info!(%client, "client connected");
+    let stats = connection.stats();
+    tracing::info!(
+        %client,
+        version = %stats.version,
+        corruption_notices = stats.corruption_notices_negotiated,
+        "client connected"
+    );
     let places = Arc::new(Semaphore::new(service.max_streams_per_client));
     let reason = loop {
         // The client's place first, then its stream: a stream over the

@@ -195,6 +195,9 @@ pub struct SenderReport {
     pub cc: String,
     /// Both sides negotiated corruption notices.
     pub corruption_notices: bool,
+    /// The version the connection ran ("sift/1", "QUIC v1").
+    #[serde(default)]
+    pub version: String,
     pub retransmitted_packets: u64,
     pub ptos: u64,
     pub corruption_notices_received: u64,
@@ -210,6 +213,7 @@ impl SenderReport {
         Self {
             cc: stats.cc.algorithm.clone(),
             corruption_notices: stats.corruption_notices_negotiated,
+            version: stats.version.clone(),
             retransmitted_packets: stats.retransmitted_packets,
             ptos: stats.ptos,
             corruption_notices_received: stats.corruption_notices_received,
@@ -335,6 +339,7 @@ mod tests {
         let report = SenderReport {
             cc: "veno".into(),
             corruption_notices: true,
+            version: "sift/1".into(),
             retransmitted_packets: 12,
             ptos: 1,
             corruption_notices_received: 3,

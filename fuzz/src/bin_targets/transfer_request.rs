@@ -111,6 +111,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let trailer = sift_bin::transfer::SenderReport {
         cc: "veno".into(),
         corruption_notices: true,
+        version: "sift/1".into(),
         retransmitted_packets: 12,
         ptos: 1,
         corruption_notices_received: 3,

@@ -13,6 +13,7 @@ pub mod frames;
 pub mod header;
 pub mod netem_spec;
 pub mod packet_open;
+pub mod packet_open_quic;
 pub mod packet_open_tls;
 pub mod recv_datagram;
 pub mod stateless;
@@ -80,6 +81,11 @@ pub const ALL: &[Target] = &[
         seeds: packet_open_tls::seeds,
     },
     Target {
+        name: "packet_open_quic",
+        run: packet_open_quic::run,
+        seeds: packet_open_quic::seeds,
+    },
+    Target {
         name: "recv_datagram_client",
         run: recv_datagram::run_client,
         seeds: recv_datagram::seeds_client,
@@ -98,6 +104,16 @@ pub const ALL: &[Target] = &[
         name: "recv_datagram_tls_server",
         run: recv_datagram::run_tls_server,
         seeds: recv_datagram::seeds_tls_server,
+    },
+    Target {
+        name: "recv_datagram_quic_client",
+        run: recv_datagram::run_quic_client,
+        seeds: recv_datagram::seeds_quic_client,
+    },
+    Target {
+        name: "recv_datagram_quic_server",
+        run: recv_datagram::run_quic_server,
+        seeds: recv_datagram::seeds_quic_server,
     },
     Target {
         name: "ack_corrupted",

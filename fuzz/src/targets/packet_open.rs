@@ -343,7 +343,8 @@ pub fn receive_with(
         Ok(frames) => Outcome::Opened(frames.to_vec()),
         Err(OpenError::HeaderCorrupt) => Outcome::HeaderCorrupt,
         Err(OpenError::PayloadCorrupt) => Outcome::PayloadCorrupt,
-        Err(OpenError::Malformed(_)) => Outcome::Malformed,
+        // Only QUIC v1 has reserved bits to check; sift/1's are in its tag.
+        Err(OpenError::Malformed(_) | OpenError::ReservedBitsSet) => Outcome::Malformed,
     }
 }
 

@@ -32,16 +32,18 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use sift::conn::Protection;
+use sift::crypto::format::{for_version, PacketFormat};
 use sift::crypto::tls::initial_protection;
-use sift::crypto::{open_packet, seal_packet, NullProtection, PacketProtection};
+use sift::crypto::{NullProtection, PacketProtection};
 use sift::wire::{
-    decode_packet_number, parse_frames, parse_header, ConnectionId, Header, PacketType, VERSION,
+    decode_packet_number_of_len, parse_frames, ConnectionId, Header, PacketType, QUIC_V1,
 };
 use sift::{Config, Connection, RecvInfo, Side, Stats};
 
 use super::{base_instant, frames, Seed};
 
-/// Fewest bytes a packet `parse_header` accepts can take, and so the fewest
+/// Fewest bytes a packet either format accepts can take (a QUIC v1 packet
+/// needs 20 bytes past its packet number's start), and so the fewest
 /// a packet the receiver counts (even one it then drops: no keys, wrong
 /// CID) can take: a Handshake header with empty CIDs (flags 1, version 4,
 /// two CID lengths 2, packet number 4, payload_len 1) and its 8-byte tag,
@@ -102,6 +104,46 @@ impl Phase {
     }
 }
 
+/// How a pair protects its packets and which versions its ends speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mode {
+    protection: Protection,
+    /// `None`: the default list (sift/1 then QUIC v1; a TLS client starts in
+    /// v1 and is upgraded).
+    versions: Option<&'static [u32]>,
+}
+
+/// Null protection, sift/1 from the first packet.
+const NULL: Mode = Mode {
+    protection: Protection::Null,
+    versions: None,
+};
+/// TLS, QUIC v1 first flight upgraded to sift/1 (RFC 9368).
+const TLS: Mode = Mode {
+    protection: Protection::Tls,
+    versions: None,
+};
+/// TLS, QUIC v1 only: the path a QUIC peer takes.
+const QUIC: Mode = Mode {
+    protection: Protection::Tls,
+    versions: Some(&[QUIC_V1]),
+};
+
+/// The format `version` names: every version a connection reports is one
+/// sift speaks.
+fn format_of(version: u32) -> &'static dyn PacketFormat {
+    for_version(version).expect("a version sift speaks")
+}
+
+/// The version of the packet at the start of `bytes` if it has a long
+/// header, else `short` (the sender's).
+fn packet_version(bytes: &[u8], short: u32) -> u32 {
+    match bytes {
+        [first, a, b, c, d, ..] if first & 0x80 != 0 => u32::from_be_bytes([*a, *b, *c, *d]),
+        _ => short,
+    }
+}
+
 /// A datagram one end sent, with when it arrives.
 struct InFlight {
     arrival: Instant,
@@ -124,19 +166,24 @@ struct Pair {
     client_dcid: Option<Vec<u8>>,
 }
 
-fn config(rng_seed: u64, protection: Protection) -> Config {
+fn config(rng_seed: u64, mode: Mode) -> Config {
+    let defaults = Config::default();
     Config {
         rng_seed,
-        protection,
+        protection: mode.protection,
         tls: sift::crypto::tls::process_loopback_config(),
-        ..Config::default()
+        versions: mode
+            .versions
+            .map_or(defaults.versions.clone(), <[u32]>::to_vec),
+        ..defaults
     }
 }
 
 impl Pair {
-    fn new(protection: Protection) -> Self {
+    fn new(mode: Mode) -> Self {
         let now = base_instant();
-        let (client, server) = (config(1, protection), config(2, protection));
+        let protection = mode.protection;
+        let (client, server) = (config(1, mode), config(2, mode));
         Self {
             client: Connection::connect(client, client_addr(), server_addr(), now)
                 .expect("the default config is valid"),
@@ -153,8 +200,8 @@ impl Pair {
     }
 
     /// A pair at `phase`.
-    fn at(phase: Phase, protection: Protection) -> Self {
-        let mut pair = Pair::new(protection);
+    fn at(phase: Phase, mode: Mode) -> Self {
+        let mut pair = Pair::new(mode);
         pair.flush();
         if phase >= Phase::Handshaking {
             pair.phase = Phase::Handshaking;
@@ -225,6 +272,7 @@ impl Pair {
                 let now = self.now;
                 let conn = self.conn(side);
                 let before = conn.stats();
+                let version = conn.version();
                 let Ok(Some((len, info))) = conn.send(&mut buf, now) else {
                     break;
                 };
@@ -234,12 +282,14 @@ impl Pair {
                     .expect("send writes inside the buffer")
                     .to_vec();
                 if side == Side::Client && self.client_dcid.is_none() {
-                    let first = parse_header(&bytes).expect("the client's first packet parses");
+                    let first = format_of(packet_version(&bytes, version))
+                        .parse(&bytes)
+                        .expect("the client's first packet parses");
                     self.client_dcid = Some(first.dcid.as_slice().to_vec());
                 }
                 // The receiving side's keys open what `side` sent.
                 let initial_keys = self.initial_keys(other(side));
-                check_sent_datagram(side, &bytes, &before, &after, &*initial_keys);
+                check_sent_datagram(side, version, &bytes, &before, &after, &*initial_keys);
                 assert_eq!(info.at, now, "sift paces by withholding, not by dating");
                 self.sent_log.push((side, self.phase, bytes.clone()));
                 self.in_flight.push(InFlight {
@@ -361,6 +411,7 @@ fn check_counters(before: &Stats, after: &Stats) {
 /// TLS only its Initial packets can be opened from outside.
 fn check_sent_datagram(
     side: Side,
+    version: u32,
     datagram: &[u8],
     before: &Stats,
     after: &Stats,
@@ -377,14 +428,21 @@ fn check_sent_datagram(
     let mut rest = datagram.to_vec();
     let mut packets = 0;
     while !rest.is_empty() {
-        let parsed = parse_header(&rest)
+        let format = format_of(packet_version(&rest, version));
+        let mut parsed = format
+            .parse(&rest)
             .unwrap_or_else(|e| panic!("{side:?} sent a packet that does not parse: {e}"))
             .without_token();
-        let packet_number = decode_packet_number(None, parsed.truncated_pn);
         let openable = initial_keys.payload_tag_len() == NullProtection.payload_tag_len()
             || parsed.ty == PacketType::Initial;
         if openable {
-            let frames = open_packet(&parsed, packet_number, &mut rest, initial_keys)
+            format
+                .unprotect(&mut parsed, &mut rest, initial_keys)
+                .unwrap_or_else(|e| panic!("{side:?} sent a header that does not unmask: {e}"));
+            let packet_number =
+                decode_packet_number_of_len(None, u64::from(parsed.truncated_pn), parsed.pn_len);
+            let frames = format
+                .open(&parsed, packet_number, &mut rest, initial_keys)
                 .unwrap_or_else(|e| panic!("{side:?} sent a packet that does not open: {e}"));
             for frame in parse_frames(frames) {
                 if let Err(e) = frame {
@@ -421,9 +479,10 @@ fn datagram_for(pair: &mut Pair, victim: Side, control: u8, rest: &[u8]) -> Vec<
         _ => pair.conn(victim).local_cid(),
     };
     let scid = pair.conn(other(victim)).local_cid();
+    let version = pair.conn(victim).version();
     let header = Header {
         ty,
-        version: VERSION,
+        version,
         dcid,
         scid: if ty == PacketType::OneRtt {
             ConnectionId::EMPTY
@@ -436,17 +495,27 @@ fn datagram_for(pair: &mut Pair, victim: Side, control: u8, rest: &[u8]) -> Vec<
         key_phase: false,
     };
     let keys = pair.initial_keys(other(victim));
-    let mut datagram = Vec::new();
-    seal_packet(&header, frames, &*keys, &mut datagram).expect("a datagram-sized packet seals");
+    let mut datagram = vec![0u8; SEND_BUFFER];
+    let len = format_of(version)
+        .seal_into(
+            &header,
+            None,
+            frames,
+            &*keys,
+            &mut Vec::new(),
+            &mut datagram,
+        )
+        .expect("a datagram-sized packet seals");
+    datagram.truncate(len);
     datagram
 }
 
-fn run(victim: Side, protection: Protection, data: &[u8]) {
+fn run(victim: Side, mode: Mode, data: &[u8]) {
     let Some((&control, rest)) = data.split_first() else {
         return;
     };
     let phase = Phase::ALL[usize::from(control & 0b11)];
-    let mut pair = Pair::at(phase, protection);
+    let mut pair = Pair::at(phase, mode);
     let mut datagram = datagram_for(&mut pair, victim, control, rest);
     let now = pair.now;
     let from = match victim {
@@ -463,30 +532,40 @@ fn run(victim: Side, protection: Protection, data: &[u8]) {
 
 /// Feeds `data` to a client (Null protection).
 pub fn run_client(data: &[u8]) {
-    run(Side::Client, Protection::Null, data);
+    run(Side::Client, NULL, data);
 }
 
 /// Feeds `data` to a server (Null protection).
 pub fn run_server(data: &[u8]) {
-    run(Side::Server, Protection::Null, data);
+    run(Side::Server, NULL, data);
 }
 
-/// Feeds `data` to a TLS client.
+/// Feeds `data` to a TLS client (a QUIC v1 first flight upgraded to sift/1).
 pub fn run_tls_client(data: &[u8]) {
-    run(Side::Client, Protection::Tls, data);
+    run(Side::Client, TLS, data);
 }
 
-/// Feeds `data` to a TLS server.
+/// Feeds `data` to a TLS server (a QUIC v1 first flight upgraded to sift/1).
 pub fn run_tls_server(data: &[u8]) {
-    run(Side::Server, Protection::Tls, data);
+    run(Side::Server, TLS, data);
+}
+
+/// Feeds `data` to a client speaking only QUIC v1.
+pub fn run_quic_client(data: &[u8]) {
+    run(Side::Client, QUIC, data);
+}
+
+/// Feeds `data` to a server speaking only QUIC v1.
+pub fn run_quic_server(data: &[u8]) {
+    run(Side::Server, QUIC, data);
 }
 
 /// Datagrams the real peer sent at each phase, as they were (control byte
 /// with the phase they were sent in), and one sealed 1-RTT packet per frame
 /// seed once streaming, plus a CRYPTO frame in an Initial at the start.
-fn seeds_for(victim: Side, protection: Protection) -> Vec<Seed> {
+fn seeds_for(victim: Side, mode: Mode) -> Vec<Seed> {
     let mut seeds = Vec::new();
-    let pair = Pair::at(Phase::Streaming, protection);
+    let pair = Pair::at(Phase::Streaming, mode);
     let mut per_phase = [0usize; 4];
     for (sender, phase, bytes) in &pair.sent_log {
         let count = &mut per_phase[usize::from(phase.control_bits())];
@@ -516,24 +595,40 @@ fn seeds_for(victim: Side, protection: Protection) -> Vec<Seed> {
 
 /// Seeds for `recv_datagram_client`.
 pub fn seeds_client() -> Vec<Seed> {
-    seeds_for(Side::Client, Protection::Null)
+    seeds_for(Side::Client, NULL)
 }
 
 /// Seeds for `recv_datagram_server`.
 pub fn seeds_server() -> Vec<Seed> {
-    seeds_for(Side::Server, Protection::Null)
+    seeds_for(Side::Server, NULL)
 }
 
 /// Seeds for `recv_datagram_tls_client`.
 pub fn seeds_tls_client() -> Vec<Seed> {
-    seeds_for(Side::Client, Protection::Tls)
+    seeds_for(Side::Client, TLS)
 }
 
 /// Seeds for `recv_datagram_tls_server`, plus a real ClientHello as a
 /// sealed CRYPTO frame in a fresh server's first Initial.
 pub fn seeds_tls_server() -> Vec<Seed> {
-    let mut seeds = seeds_for(Side::Server, Protection::Tls);
-    if let Some(hello) = first_crypto_frame(Protection::Tls) {
+    server_seeds_with_hello(TLS)
+}
+
+/// Seeds for `recv_datagram_quic_client`.
+pub fn seeds_quic_client() -> Vec<Seed> {
+    seeds_for(Side::Client, QUIC)
+}
+
+/// Seeds for `recv_datagram_quic_server`, with the real ClientHello.
+pub fn seeds_quic_server() -> Vec<Seed> {
+    server_seeds_with_hello(QUIC)
+}
+
+/// A server's seeds plus a real ClientHello as a sealed CRYPTO frame in a
+/// fresh server's first Initial.
+fn server_seeds_with_hello(mode: Mode) -> Vec<Seed> {
+    let mut seeds = seeds_for(Side::Server, mode);
+    if let Some(hello) = first_crypto_frame(mode) {
         let mut input = vec![CONTROL_SEAL | Phase::Fresh.control_bits()];
         input.extend_from_slice(&0u32.to_be_bytes());
         input.extend_from_slice(&hello);
@@ -543,14 +638,16 @@ pub fn seeds_tls_server() -> Vec<Seed> {
 }
 
 /// The CRYPTO frame of the client's first Initial, re-encoded.
-fn first_crypto_frame(protection: Protection) -> Option<Vec<u8>> {
-    let mut pair = Pair::new(protection);
+fn first_crypto_frame(mode: Mode) -> Option<Vec<u8>> {
+    let mut pair = Pair::new(mode);
     pair.flush();
     let (_, _, datagram) = pair.sent_log.first()?;
     let mut packet = datagram.clone();
-    let parsed = parse_header(&packet).ok()?.without_token();
+    let format = format_of(packet_version(&packet, pair.client.version()));
+    let mut parsed = format.parse(&packet).ok()?.without_token();
     let keys = pair.initial_keys(Side::Server);
-    let frames = open_packet(&parsed, 0, &mut packet, &*keys).ok()?;
+    format.unprotect(&mut parsed, &mut packet, &*keys).ok()?;
+    let frames = format.open(&parsed, 0, &mut packet, &*keys).ok()?;
     parse_frames(frames)
         .filter_map(Result::ok)
         .find(|frame| matches!(frame, sift::wire::Frame::Crypto { .. }))

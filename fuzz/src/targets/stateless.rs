@@ -53,8 +53,18 @@ fn retry_round_trip(input: &[u8]) {
     };
     assert!(is_retry(input));
     let mut again = Vec::new();
-    encode_retry_unsigned(&mut again, &retry.dcid, &retry.scid, retry.token)
-        .expect("a parsed token re-encodes");
+    encode_retry_unsigned(
+        &mut again,
+        retry.version,
+        &retry.dcid,
+        &retry.scid,
+        retry.token,
+    )
+    .expect("a parsed token re-encodes");
+    // A QUIC v1 Retry's four low flag bits are unused: any value parses.
+    if retry.version == sift::wire::QUIC_V1 {
+        again[0] = input[0];
+    }
     assert_eq!(again, retry.signed);
     again.extend_from_slice(retry.tag);
     assert_eq!(again, input);
@@ -115,7 +125,7 @@ fn token_at_a_retrying_server(token: &[u8]) {
     if token.is_empty() {
         let (len, _) = answer.expect("a Retry");
         let retry = parse_retry(&buf[..len]).expect("the Retry parses");
-        let tag = Protection::Null.retry_integrity_tag(&[0xd0; 8], retry.signed);
+        let tag = sift::crypto::retry::integrity_tag(retry.version, true, &[0xd0; 8], retry.signed);
         assert_eq!(&tag, retry.tag);
         assert_eq!(retry.dcid.as_slice(), &[0xc0; 8]);
     } else {
@@ -148,7 +158,12 @@ fn datagram_at_a_waiting_client(input: &[u8]) {
     client.recv(&mut datagram, addr(SERVER), now);
     if client.stats().retries_received > 0 {
         let retry = parse_retry(input).expect("a taken Retry parses");
-        let tag = Protection::Null.retry_integrity_tag(first_dcid.as_slice(), retry.signed);
+        let tag = sift::crypto::retry::integrity_tag(
+            retry.version,
+            true,
+            first_dcid.as_slice(),
+            retry.signed,
+        );
         assert_eq!(&tag, retry.tag, "a Retry taken without a good tag");
     }
     // Whatever came in, the client can still send.
@@ -167,14 +182,33 @@ pub fn seeds() -> Vec<Seed> {
     let dcid = ConnectionId::new(&[1; 8]).expect("8 bytes");
     let scid = ConnectionId::new(&[2; 20]).expect("20 bytes");
     let mut retry = Vec::new();
-    encode_retry_unsigned(&mut retry, &dcid, &scid, b"a sealed token").expect("a token");
-    let tag = Protection::Null.retry_integrity_tag(&[9; 8], &retry);
+    encode_retry_unsigned(&mut retry, VERSION, &dcid, &scid, b"a sealed token").expect("a token");
+    let tag = sift::crypto::retry::integrity_tag(VERSION, true, &[9; 8], &retry);
     retry.extend_from_slice(&tag);
+    // RFC 9001 §A.4's QUIC v1 Retry, unused flag bits set.
+    let mut quic_retry = Vec::new();
+    encode_retry_unsigned(
+        &mut quic_retry,
+        sift::wire::QUIC_V1,
+        &ConnectionId::EMPTY,
+        &ConnectionId::new(&[0xf0, 0x67, 0xa5, 0x50, 0x2a, 0x42, 0x62, 0xb5]).expect("8 bytes"),
+        b"token",
+    )
+    .expect("a token");
+    quic_retry[0] |= 0x0f;
+    let tag = sift::crypto::retry::integrity_tag(
+        sift::wire::QUIC_V1,
+        false,
+        &[0x83, 0x94, 0xc8, 0xf0, 0x3e, 0x51, 0x57, 0x08],
+        &quic_retry,
+    );
+    quic_retry.extend_from_slice(&tag);
     let mut vn = Vec::new();
     encode_version_negotiation(&mut vn, 0x2a, &[1; 8], &[2; 8], &[VERSION, 0x1a2a_3a4a])
         .expect("short IDs");
     vec![
         Seed::new("retry", with_case(0, &retry)),
+        Seed::new("retry-quic-v1", with_case(0, &quic_retry)),
         Seed::new("version-negotiation", with_case(1, &vn)),
         Seed::new("no-token", with_case(2, &[])),
         Seed::new("forged-token", with_case(2, &[0xab; 60])),

@@ -59,6 +59,11 @@ pub fn seeds() -> Vec<Seed> {
         min_ack_delay_micros: Some(1_000),
         stateless_reset_token: None,
         retry_source_connection_id: None,
+        ack_delay_exponent: 0,
+        version_information: Some(sift::wire::VersionInformation {
+            chosen: sift::wire::QUIC_V1,
+            available: vec![sift::wire::VERSION, sift::wire::QUIC_V1],
+        }),
     };
     let server = TransportParams {
         original_destination_connection_id: Some(ConnectionId::new(&[0xd0; 8]).expect("8 bytes")),

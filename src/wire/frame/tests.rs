@@ -57,6 +57,23 @@ fn ack_with_one_range_has_no_gap_pairs() {
 }
 
 #[test]
+fn ack_ecn_counts_are_read_and_written_back() {
+    // RFC 9000 §19.3.2: an ACK frame of type 0x03 ends in ECT(0), ECT(1)
+    // and CE counts (quinn sends them).
+    let bytes = [0x03, 10, 0x40, 0x64, 0, 5, 7, 0, 0x40, 0x80];
+    let frame = only_frame(&bytes).expect("valid ACK_ECN");
+    let Frame::Ack(ack) = frame else {
+        panic!("{frame:?}")
+    };
+    assert_eq!(ack.ecn_counts, Some([7, 0, 128]));
+    assert_eq!(ack_ranges(&frame), [5..=10]);
+    let mut out = Vec::new();
+    frame.encode(&mut out);
+    assert_eq!(out, bytes);
+    assert!(only_frame(&bytes[..9]).is_err(), "a count cut short");
+}
+
+#[test]
 fn ack_with_many_ranges_lists_them_largest_first() {
     // 300 ranges {3i, 3i+1}, each separated by one missing number.
     let received: RangeSet = (0..300u64).map(|i| 3 * i..3 * i + 2).collect();

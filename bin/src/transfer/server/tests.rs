@@ -226,6 +226,7 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
     let report = SenderReport {
         cc: "cubic".into(),
         corruption_notices: true,
+        version: "sift/1".into(),
         retransmitted_packets: 7,
         ptos: 1,
         corruption_notices_received: 2,
