@@ -31,8 +31,9 @@
 //!   The paper experiments run `paper` (`lab::experiments::paper_stack`).
 //! - `base_rtt_reset`: `at-loss` (the paper, default) or `never` (Linux,
 //!   ns-3). With the jitter-robust estimate `never` is the worse choice on
-//!   that path (Enhanced Veno 0.222 with jitter): a connection-long minimum
-//!   is a deeper tail of the jitter than one round's minimum.
+//!   that path (Enhanced Veno 0.296, Veno 0.229 with jitter): a
+//!   connection-long minimum is a deeper tail of the jitter than the
+//!   minimum since the last loss.
 //!
 //! A congestion event that proves spurious (every packet it declared lost
 //! arrived after all) is undone: the window, ssthresh, BaseRTT and the last
@@ -693,6 +694,28 @@ mod tests {
         let verdict = veno.on_congestion(&loss(now, rtt(100, 100), false));
         assert_eq!(verdict, LossVerdict::Random);
         assert_eq!(veno.window(), 12_800);
+    }
+
+    #[test]
+    fn veno_base_rtt_is_kept_across_losses_under_never_as_linux_and_ns3() {
+        let now = Instant::now();
+        let config = VenoConfig {
+            initial_window_packets: 20,
+            base_rtt_reset: BaseRttReset::Never,
+            ..paper()
+        };
+        let mut veno = Veno::new(config, MSS);
+        sample(&mut veno, now, 70, 70);
+        // N = 0: random, 20_000·4/5 = 16_000; BaseRTT kept at 70 ms.
+        veno.on_congestion(&loss(now, rtt(70, 70), false));
+        assert_eq!(veno.base_rtt(), Some(ms(70)));
+        let mut later = ack(now, now, 1, rtt(100, 100), 0);
+        later.in_recovery = true;
+        veno.on_ack(&later);
+        // N = 16·(100 − 70)/100 = 4.8 ≥ β: congestive, 16_000/2 = 8_000.
+        let verdict = veno.on_congestion(&loss(now, rtt(100, 100), false));
+        assert_eq!(verdict, LossVerdict::Congestive);
+        assert_eq!(veno.window(), 8_000);
     }
 
     #[test]
