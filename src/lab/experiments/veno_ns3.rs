@@ -81,7 +81,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     let bytes = plan.pick(4_000_000, 1_000_000);
     let seeds = plan.seeds(plan.pick(3, 1));
     let mut out = Vec::new();
-    for index in 0..ROWS.len() {
+    for (index, (row, ..)) in ROWS.iter().enumerate() {
         for loss in LOSS_RATES {
             let Some(config) = row_config(index) else {
                 continue;
@@ -97,7 +97,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                 link(ONE_WAY_DELAY_MS, RATE_BPS, BUFFER_PACKETS, 0.0),
                 vec![transfer],
             );
-            label(&mut s, "row", ROWS[index].0);
+            label(&mut s, "row", *row);
             label(&mut s, "loss", loss);
             out.push(s);
         }
