@@ -217,6 +217,7 @@ fn list_names_every_paper_experiment_with_its_title() {
         "hack",
         "vegas-factorial",
         "leaky-pipes",
+        "veno-ns3",
     ] {
         assert!(
             stdout.lines().any(|line| line.starts_with(name)),

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub mod bbr;
 pub mod cubic;
 pub mod hystart;
+pub mod queue_estimate;
 pub mod reno;
 pub mod rounds;
 pub mod vegas;
@@ -32,6 +33,7 @@ mod undo_tests;
 
 pub use bbr::{Bbr, BbrConfig};
 pub use cubic::{Cubic, CubicConfig};
+pub use queue_estimate::{BaseRttReset, QueueEstimate};
 pub use reno::{Reno, RenoConfig};
 pub use vegas::{Vegas, VegasConfig, VegasPhaseGroup};
 pub use veno::{Veno, VenoConfig};

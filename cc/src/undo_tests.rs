@@ -4,7 +4,7 @@
 use std::str::FromStr;
 use std::time::Instant;
 
-use crate::test_support::{ack, loss, rtt, spurious, MSS};
+use crate::test_support::{ack, loss, ms, rtt, spurious, MSS};
 use crate::CcConfig;
 
 #[test]
@@ -13,10 +13,12 @@ fn every_controller_restores_its_window_when_a_congestion_event_proves_spurious(
         let mut cc = CcConfig::from_str(name).expect("a known name").build(MSS);
         let t0 = Instant::now();
         cc.on_sent(t0, MSS, MSS);
-        // Grow past the initial window, then cut. RTT samples of 50 ms
-        // against a smoothed 100 ms put Veno's backlog N at 5 packets
-        // (≥ β): a congestive loss for the controllers that classify.
-        cc.on_ack(&ack(t0, t0, 10, rtt(50, 100), 0));
+        // Grow past the initial window, then cut. A round of 50 ms samples
+        // then one of 100 ms, against a smoothed 100 ms, put Veno's backlog
+        // N well above β by either estimator (paper: 15·50/100 = 7.5): a
+        // congestive loss for the controllers that classify.
+        cc.on_ack(&ack(t0, t0, 5, rtt(50, 100), 0));
+        cc.on_ack(&ack(t0 + ms(100), t0 + ms(10), 5, rtt(100, 100), 0));
         let before = (cc.window(), cc.ssthresh());
         cc.on_congestion(&loss(t0, rtt(100, 100), false));
         // BBR keeps its window through fast recovery (draft-ietf-ccwg-bbr

@@ -13,7 +13,12 @@
 //!   `snd_nxt − snd_una`), without the released code's ack-size term
 //!   `min(maxseg − acked, 0)` (Vegas′, §VII-C);
 //! - rttLen is the bytes sent since the last evaluation (`on_sent`), and rtt
-//!   the mean of the RTT samples taken in the round;
+//!   the mean of the RTT samples taken in the round — or, with
+//!   `queue_estimate = jitter-robust` (the default of `--cc vegas`; the
+//!   paper's presets `full`, `factorial`, … keep the mean), the round's
+//!   smallest sample less three times the measured jitter, never below
+//!   BaseRTT (`queue_estimate.rs`): in-order delay jitter otherwise reads
+//!   as packets queued, and diff > β shrinks the window every round;
 //! - BaseRTT is the smallest RTT sample of the connection: Vegas′ disables
 //!   the released code's reset when a round carried one segment (§VII-B);
 //! - after a timeout, and on every ACK for data sent before it, the round
@@ -52,6 +57,7 @@ pub use round::RoundEstimate;
 
 use round::Round;
 
+use crate::queue_estimate::{JitterMeter, QueueEstimate};
 use crate::reno::LOSS_REDUCTION;
 use crate::{
     minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
@@ -106,6 +112,8 @@ pub struct Vegas {
     /// BaseRTT: the smallest RTT sample over the connection.
     base_rtt: Option<Duration>,
     round: Round,
+    /// Packet-to-packet RTT variation, for the jitter-robust diff.
+    jitter: JitterMeter,
     last_estimate: Option<RoundEstimate>,
     /// A: whether this slow-start round may grow the window.
     slow_start_growing: bool,
@@ -137,6 +145,7 @@ impl Vegas {
             in_recovery: false,
             base_rtt: None,
             round: Round::default(),
+            jitter: JitterMeter::default(),
             last_estimate: None,
             slow_start_growing: true,
             avoidance: AvoidanceMode::Increase,
@@ -189,12 +198,18 @@ impl Vegas {
         }
         if ack.rtt_sampled {
             self.round.add_sample(ack.rtt.latest);
+            self.jitter.on_sample(ack.rtt.latest);
         }
         if !self.round.is_completed_by(ack.largest_acked_sent_time) {
             return;
         }
         let window_size = ack.bytes_in_flight.saturating_add(ack.acked_bytes);
-        let Some(estimate) = self.round.finish(window_size, self.base_rtt, self.mss) else {
+        let allowance = (self.config.queue_estimate == QueueEstimate::JitterRobust)
+            .then(|| self.jitter.allowance());
+        let Some(estimate) = self
+            .round
+            .finish(window_size, self.base_rtt, self.mss, allowance)
+        else {
             return;
         };
         self.last_estimate = Some(estimate);

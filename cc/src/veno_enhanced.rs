@@ -195,6 +195,7 @@ mod tests {
     fn enhanced(initial_window_packets: u64) -> VenoEnhanced {
         let config = VenoConfig {
             initial_window_packets,
+            queue_estimate: crate::queue_estimate::QueueEstimate::Paper,
             ..VenoConfig::default()
         };
         VenoEnhanced::new(config, MSS)
@@ -333,6 +334,7 @@ mod tests {
         let config = VenoConfig {
             initial_window_packets: 40,
             corruption_respects_backlog: true,
+            queue_estimate: crate::queue_estimate::QueueEstimate::Paper,
             ..VenoConfig::default()
         };
         let mut cc = VenoEnhanced::new(config, MSS);

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::queue_estimate::QueueEstimate;
 use crate::reno::INITIAL_WINDOW_PACKETS;
 
 /// α: below this many extra packets queued, Vegas grows the window in the
@@ -68,6 +69,11 @@ pub struct VegasConfig {
     /// Window after a timeout, in packets, when G is off (Reno's setting:
     /// RFC 9002 uses 2, the paper's Reno 1).
     pub timeout_window_packets: u64,
+    /// How diff's rtt is taken: `paper` (the mean of the round's samples)
+    /// or `jitter-robust` (the round's minimum less a jitter allowance,
+    /// never below BaseRTT; `queue_estimate.rs`), so that in-order delay
+    /// jitter does not read as queued packets.
+    pub queue_estimate: QueueEstimate,
 }
 
 /// The phases Hengartner et al. cluster the algorithms into for their 2^3
@@ -115,6 +121,7 @@ impl VegasConfig {
             gamma_packets: GAMMA_PACKETS,
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: 2,
+            queue_estimate: QueueEstimate::Paper,
         }
     }
 
@@ -183,7 +190,13 @@ impl VegasConfig {
 }
 
 impl Default for VegasConfig {
+    /// [`VegasConfig::full`] with the jitter-robust estimate of diff (what
+    /// `--cc vegas` runs); the paper's builders (`full`, `factorial`, …)
+    /// keep the paper's.
     fn default() -> Self {
-        Self::full()
+        Self {
+            queue_estimate: QueueEstimate::JitterRobust,
+            ..Self::full()
+        }
     }
 }

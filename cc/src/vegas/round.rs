@@ -31,6 +31,8 @@ pub(crate) struct Round {
     /// Sum and count of the RTT samples taken while the round was open.
     rtt_sum: Duration,
     rtt_samples: u32,
+    /// The smallest RTT sample of the round (the jitter-robust estimate's).
+    rtt_min: Option<Duration>,
 }
 
 impl Round {
@@ -45,6 +47,7 @@ impl Round {
         if self.marker_sent_at.is_some() {
             self.rtt_sum = self.rtt_sum.saturating_add(rtt);
             self.rtt_samples = self.rtt_samples.saturating_add(1);
+            self.rtt_min = Some(self.rtt_min.map_or(rtt, |min| min.min(rtt)));
         }
     }
 
@@ -57,14 +60,18 @@ impl Round {
 
     /// Ends the round: the estimate for `window_size` bytes in transit and
     /// BaseRTT `base_rtt` (None without a BaseRTT or an RTT sample), and a
-    /// fresh round that opens with the next packet sent.
+    /// fresh round that opens with the next packet sent. With
+    /// `jitter_allowance` the round's rtt is its minimum sample less the
+    /// allowance, never below BaseRTT (the jitter-robust estimate); without
+    /// it, the mean of its samples (the paper's).
     pub(crate) fn finish(
         &mut self,
         window_size: u64,
         base_rtt: Option<Duration>,
         mss: u64,
+        jitter_allowance: Option<Duration>,
     ) -> Option<RoundEstimate> {
-        let estimate = self.estimate(window_size, base_rtt, mss);
+        let estimate = self.estimate(window_size, base_rtt, mss, jitter_allowance);
         self.restart();
         estimate
     }
@@ -80,12 +87,18 @@ impl Round {
         window_size: u64,
         base_rtt: Option<Duration>,
         mss: u64,
+        jitter_allowance: Option<Duration>,
     ) -> Option<RoundEstimate> {
         let base_ns = base_rtt?.as_nanos() as f64;
         if self.rtt_samples == 0 || base_ns == 0.0 {
             return None;
         }
-        let mean_ns = (self.rtt_sum.as_nanos() / u128::from(self.rtt_samples)) as f64;
+        let mean_ns = match (jitter_allowance, self.rtt_min) {
+            (Some(allowance), Some(min)) => {
+                (min.saturating_sub(allowance).as_nanos() as f64).max(base_ns)
+            }
+            _ => (self.rtt_sum.as_nanos() / u128::from(self.rtt_samples)) as f64,
+        };
         if mean_ns == 0.0 {
             return None;
         }

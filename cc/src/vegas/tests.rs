@@ -531,7 +531,16 @@ fn spike_suppression_paces_at_twice_the_measured_rate_with_j() {
 #[test]
 fn vegas_is_selected_by_name_and_round_trips_through_serde() {
     let parsed: CcConfig = "vegas".parse().unwrap();
-    assert_eq!(parsed, CcConfig::Vegas(VegasConfig::full()));
+    assert_eq!(parsed, CcConfig::Vegas(VegasConfig::default()));
+    // `--cc vegas` is the released Vegas with the jitter-robust diff; the
+    // paper's presets keep the paper's.
+    assert_eq!(
+        VegasConfig::default(),
+        VegasConfig {
+            queue_estimate: QueueEstimate::JitterRobust,
+            ..VegasConfig::full()
+        }
+    );
     assert_eq!(parsed.name(), "vegas");
     assert_eq!(parsed.build(MSS).metrics().algorithm, "vegas");
 
@@ -542,8 +551,44 @@ fn vegas_is_selected_by_name_and_round_trips_through_serde() {
         serde_json::from_str(r#"{"name":"vegas","avoidance_detection":false}"#).unwrap();
     let expected = VegasConfig {
         avoidance_detection: false,
-        ..VegasConfig::full()
+        ..VegasConfig::default()
     };
     assert_eq!(partial, CcConfig::Vegas(expected));
     assert!(serde_json::from_str::<CcConfig>(r#"{"name":"vegas","alfa":2}"#).is_err());
+}
+
+#[test]
+fn jitter_robust_diff_reads_a_round_whose_floor_is_base_rtt_as_no_queue() {
+    for (estimate, queued) in [
+        (QueueEstimate::Paper, true),
+        (QueueEstimate::JitterRobust, false),
+    ] {
+        let config = VegasConfig {
+            queue_estimate: estimate,
+            ..VegasConfig::full()
+        };
+        let t0 = Instant::now();
+        let mut vegas = Vegas::new(config, MSS);
+        sample(&mut vegas, t0, 100);
+        // A round of 20 packets whose samples jump between 100 and 160 ms
+        // (in-order jitter, no queue: the floor is BaseRTT).
+        let t1 = t0 + ms(200);
+        for _ in 0..20 {
+            vegas.on_sent(t1, MSS, 0);
+        }
+        for latest in [100, 160, 100, 160] {
+            vegas.on_ack(&ack(t1 + ms(latest), t0, 1, rtt(latest, 130), 0));
+        }
+        vegas.on_ack(&ack(t1 + ms(160), t1, 1, rtt(160, 130), 19 * MSS));
+        let diff = vegas.last_estimate().unwrap().diff_packets;
+        if queued {
+            // Mean of 100, 160, 100, 160, 160 = 136 ms:
+            // diff = 20 − 20·100/136 = 5.29 > β.
+            assert!((diff - 5.294).abs() < 1e-3, "paper: {diff}");
+        } else {
+            // Floor 100 ms, less the allowance, never below BaseRTT: 100 ms;
+            // diff = 20 − 20·100/100 = 0.
+            assert_eq!(diff, 0.0, "jitter-robust");
+        }
+    }
 }

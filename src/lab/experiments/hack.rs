@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use super::{
-    cell, classic_recovery, classic_slow_start, controller, flow, kilobytes_per_s, label,
-    name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, controller, flow, kilobytes_per_s, label, name_number, paper_stack,
+    ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -128,10 +128,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                 let Some(config) = controller(cc) else {
                     continue;
                 };
-                let mut transfer = flow(
-                    classic_slow_start(with_windows(config, 2, 1)),
-                    condition.bytes,
-                );
+                let mut transfer = flow(paper_stack(with_windows(config, 2, 1)), condition.bytes);
                 transfer.max_datagram_size = Some(1460);
                 transfer.recovery = classic_recovery();
                 // A burst can damage several backed-off retransmissions in a

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sift_cc::{
-    BbrConfig, CcConfig, CubicConfig, RenoConfig, VegasConfig, VenoConfig, WestwoodAConfig,
-    WestwoodConfig,
+    BbrConfig, CcConfig, CubicConfig, QueueEstimate, RenoConfig, VegasConfig, VenoConfig,
+    WestwoodAConfig, WestwoodConfig,
 };
 
 use super::Experiment;
@@ -35,12 +35,14 @@ pub mod vegas_factorial;
 pub mod veno_classification;
 pub mod veno_coexistence;
 pub mod veno_enhanced;
+pub mod veno_ns3;
 pub mod veno_throughput;
 pub mod westwood;
 
 /// Every experiment, in the order `sift-lab list` shows them: the papers',
-/// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12).
-pub const ALL: [Experiment; 9] = [
+/// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12;
+/// `veno-ns3`, issue 36).
+pub const ALL: [Experiment; 10] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -50,6 +52,7 @@ pub const ALL: [Experiment; 9] = [
     vegas_factorial::EXPERIMENT,
     reordering::EXPERIMENT,
     leaky_pipes::EXPERIMENT,
+    veno_ns3::EXPERIMENT,
 ];
 
 /// The experiment named `name`.
@@ -136,6 +139,26 @@ pub fn classic_slow_start(mut cc: CcConfig) -> CcConfig {
         CcConfig::Vegas(_) | CcConfig::WestwoodA(_) | CcConfig::Bbr(_) => {}
     }
     cc
+}
+
+/// `cc` with the papers' own estimators where sift's defaults depart from
+/// them: Veno's and Enhanced Veno's N from the smoothed RTT, Vegas's diff
+/// from the round's mean RTT (`QueueEstimate::Paper`), instead of the
+/// jitter-robust round minimum. Every paper experiment runs through it;
+/// other controllers are returned unchanged.
+pub fn paper_estimators(mut cc: CcConfig) -> CcConfig {
+    match &mut cc {
+        CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => c.queue_estimate = QueueEstimate::Paper,
+        CcConfig::Vegas(c) => c.queue_estimate = QueueEstimate::Paper,
+        _ => {}
+    }
+    cc
+}
+
+/// `cc` as the papers' stacks ran it: classic slow start and the papers'
+/// estimators (`classic_slow_start`, `paper_estimators`).
+pub fn paper_stack(cc: CcConfig) -> CcConfig {
+    paper_estimators(classic_slow_start(cc))
 }
 
 /// One link direction: `delay_ms` of propagation, serialised at `rate_bps`

@@ -56,7 +56,8 @@ fn experiments_are_found_by_name() {
             "hack",
             "vegas-factorial",
             "reordering",
-            "leaky-pipes"
+            "leaky-pipes",
+            "veno-ns3"
         ]
     );
 }

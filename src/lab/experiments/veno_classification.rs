@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use super::{
-    classic_recovery, classic_slow_start, controller, flow, label, link, report_f64, scenario,
+    classic_recovery, controller, flow, label, link, paper_stack, report_f64, scenario,
     with_windows,
 };
 use crate::lab::{Comparison, Experiment, Plan, Table};
@@ -58,10 +58,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     background_rates(plan)
         .into_iter()
         .filter_map(|kbps| {
-            let mut transfer = flow(
-                classic_slow_start(with_windows(controller("veno")?, 1, 1)),
-                bytes,
-            );
+            let mut transfer = flow(paper_stack(with_windows(controller("veno")?, 1, 1)), bytes);
             transfer.max_datagram_size = Some(1460);
             transfer.recovery = classic_recovery();
             let mut s = scenario(

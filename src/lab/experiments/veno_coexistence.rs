@@ -8,8 +8,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, classic_slow_start, controller, flow, incomplete_note, kilobytes_per_s,
-    label, link, name_number, report_f64, scenario, with_windows,
+    cell, classic_recovery, controller, flow, incomplete_note, kilobytes_per_s, label, link,
+    name_number, paper_stack, report_f64, scenario, with_windows,
 };
 use crate::lab::metrics::{jain_fairness_index, mean, run_goodputs_bps, std_dev};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -48,10 +48,8 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             let flows = (0..CONNECTIONS)
                 .filter_map(|i| {
                     let cc = if i < venos { "veno" } else { "reno" };
-                    let mut transfer = flow(
-                        classic_slow_start(with_windows(controller(cc)?, 1, 1)),
-                        bytes,
-                    );
+                    let mut transfer =
+                        flow(paper_stack(with_windows(controller(cc)?, 1, 1)), bytes);
                     transfer.max_datagram_size = Some(1460);
                     transfer.recovery = classic_recovery();
                     transfer.start_ms = i as f64 * START_GAP_MS;

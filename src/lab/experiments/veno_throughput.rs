@@ -9,8 +9,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, classic_slow_start, controller, flow, incomplete_note, kilobytes_per_s,
-    label, link, name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, controller, flow, incomplete_note, kilobytes_per_s, label, link,
+    name_number, paper_stack, ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps, std_dev};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -54,7 +54,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             let Some(config) = controller(cc) else {
                 continue;
             };
-            let mut transfer = flow(classic_slow_start(with_windows(config, 1, 1)), bytes);
+            let mut transfer = flow(paper_stack(with_windows(config, 1, 1)), bytes);
             transfer.max_datagram_size = Some(MSS_BYTES);
             transfer.recovery = classic_recovery();
             let mut s = scenario(

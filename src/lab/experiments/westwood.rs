@@ -10,8 +10,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, classic_recovery, classic_slow_start, controller, flow, kilobytes_per_s, label, link,
-    name_number, ratio_cell, report_f64, report_str, scenario, with_windows,
+    cell, classic_recovery, controller, flow, kilobytes_per_s, label, link, name_number,
+    paper_stack, ratio_cell, report_f64, report_str, scenario, with_windows,
 };
 use crate::lab::metrics::{mean, run_goodputs_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -105,10 +105,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             let Some(config) = controller(cc) else {
                 continue;
             };
-            let mut transfer = flow(
-                classic_slow_start(with_windows(config, 1, 1)),
-                UNBOUNDED_BYTES,
-            );
+            let mut transfer = flow(paper_stack(with_windows(config, 1, 1)), UNBOUNDED_BYTES);
             transfer.max_datagram_size = Some(DATAGRAM_BYTES);
             transfer.recovery = classic_recovery();
             transfer.access_delay_ms = point.wired_delay_ms;
