@@ -87,7 +87,7 @@ struct RunArgs {
     /// `none`: no quinn rows].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     quinn_cc: Vec<String>,
-    /// Directory of quiche-0.24-server and quiche-0.24-client (quiche 0.24
+    /// Directory of quiche024-server and quiche024-client (quiche 0.24
     /// built apart: `compare.sh` builds and passes it when
     /// SIFT_COMPARE_QUICHE_0_24=1); without it, no quiche 0.24 rows.
     #[arg(long, value_name = "DIR")]

@@ -46,8 +46,8 @@ impl Binaries {
         let apart = "cargo build --release --manifest-path interop/quiche-0.24/Cargo.toml";
         let quiche_024 = match quiche_024_dir {
             Some(dir) => Some((
-                find(dir, "quiche-0.24-server", apart)?,
-                find(dir, "quiche-0.24-client", apart)?,
+                find(dir, "quiche024-server", apart)?,
+                find(dir, "quiche024-client", apart)?,
             )),
             None => None,
         };

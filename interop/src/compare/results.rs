@@ -18,7 +18,7 @@ pub const QUINN_VERSION: &str = "0.11.12";
 
 /// The quiche release built apart as `quiche-0.24`
 /// (interop/quiche-0.24/Cargo.lock).
-pub const QUICHE_024_VERSION: &str = "0.24.6";
+pub const QUICHE_024_VERSION: &str = "0.24.9";
 
 /// The data direction's counters, as `sift-link` printed them on exit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ pub struct Results {
     pub sift_version: String,
     pub quiche_version: String,
     /// Every peer's name and version ("quiche 0.28.0", "quinn 0.11.12",
-    /// "quiche-0.24 0.24.6"); empty in files from before quinn joined.
+    /// "quiche-0.24 0.24.9"); empty in files from before quinn joined.
     #[serde(default)]
     pub peer_versions: Vec<String>,
     /// The protection sift rows used, and why.
@@ -178,7 +178,7 @@ pub fn parse_link_counters(stderr: &str, direction: &str) -> Option<LinkCounters
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::plan::loopback_variants;
+    use crate::compare::plan::{loopback_variants, Stack};
 
     const LINK_EXIT: &str = "sift-link: counters after 4.3 s, 1 client(s)
   forward: offered 816, delivered 816, queue drops 0, random losses 0, outage drops 0, corrupted 0 (header 0, payload 0, bits 0), duplicated 0, reordered 0
@@ -205,7 +205,7 @@ mod tests {
         let plan = Plan {
             links: vec![],
             variants: vec![],
-            loopback_variants: loopback_variants(false),
+            loopback_variants: loopback_variants(&[Stack::Quiche, Stack::Quinn], false),
             loopback_bytes: 1,
             reps: 2,
             seed: 1,

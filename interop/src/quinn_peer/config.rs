@@ -19,10 +19,6 @@ use crate::baseline::tls::{IDLE_TIMEOUT_MS, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STR
 /// the runner tries them (`bbr` is quinn's experimental BBR).
 pub const CONTROLLERS: &[&str] = &["cubic", "newreno", "bbr"];
 
-/// Socket buffer sizes asked for, both directions (as sift and the quiche
-/// pair ask).
-const SOCKET_BUFFER: usize = 4 << 20;
-
 /// quinn's controller factory named `cc` (one of [`CONTROLLERS`]).
 pub fn controller(cc: &str) -> anyhow::Result<Arc<dyn ControllerFactory + Send + Sync>> {
     Ok(match cc {
@@ -106,15 +102,16 @@ pub fn client(ca_pem: &Path, cc: &str) -> anyhow::Result<quinn::ClientConfig> {
     Ok(config)
 }
 
-/// A UDP socket bound to `addr` with 4 MiB buffers asked for (the kernel
-/// may grant less), ready for a quinn endpoint.
+/// A UDP socket bound to `addr` with sift's buffer size asked for
+/// (`sift::io::SOCKET_BUFFER_BYTES`, as the quiche pair asks; the kernel may
+/// grant less), ready for a quinn endpoint.
 pub fn socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .context("cannot open a UDP socket")?;
     // Smaller buffers than asked for are not fatal: the kernel caps them.
-    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
-    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_recv_buffer_size(sift::io::SOCKET_BUFFER_BYTES);
+    let _ = socket.set_send_buffer_size(sift::io::SOCKET_BUFFER_BYTES);
     socket
         .bind(&addr.into())
         .with_context(|| format!("cannot bind {addr}"))?;
