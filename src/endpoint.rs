@@ -834,12 +834,15 @@ impl Endpoint {
             }
         }
         // Round-robin over the connections that may have something (the
-        // others would find nothing: `timers`), from the cursor on.
-        for handle in self.timers.active_from(self.transmit_cursor) {
+        // others would find nothing: `timers`), from the cursor on. Each
+        // one that finds nothing leaves the active set, so this ends.
+        let mut cursor = self.transmit_cursor;
+        while let Some(handle) = self.timers.next_active(cursor) {
             if let Some(sent) = self.poll_transmit_on(handle, now, buf) {
                 self.transmit_cursor = ConnectionHandle(handle.0 + 1);
                 return Some(sent);
             }
+            cursor = ConnectionHandle(handle.0 + 1);
         }
         None
     }

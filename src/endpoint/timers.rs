@@ -70,14 +70,14 @@ impl TimerIndex {
         self.active.remove(&handle);
     }
 
-    /// The connections that may have a datagram, in handle order starting
-    /// at `cursor` and wrapping around.
-    pub(super) fn active_from(&self, cursor: ConnectionHandle) -> Vec<ConnectionHandle> {
+    /// The first connection at or after `cursor` (wrapping around) that may
+    /// have a datagram.
+    pub(super) fn next_active(&self, cursor: ConnectionHandle) -> Option<ConnectionHandle> {
         self.active
             .range(cursor..)
-            .chain(self.active.range(..cursor))
+            .next()
+            .or_else(|| self.active.iter().next())
             .copied()
-            .collect()
     }
 
     /// Reads the deadline of every touched connection into the heap.
