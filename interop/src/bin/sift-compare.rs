@@ -51,7 +51,7 @@ struct Cli {
 enum Command {
     /// Run the comparison (or one shard of it).
     #[command(after_help = EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Join shards' results.json into one report.
     #[command(after_help = EXAMPLES)]
     Merge {
@@ -127,7 +127,7 @@ struct RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Merge { shards, out } => merge(&shards, &out),
     };
     match result {
