@@ -6,8 +6,8 @@
 #
 # Prints the wall time of the whole load (first connection attempt to last
 # verified byte, from the load generator), the server's peak thread count
-# (/proc/PID/status Threads, sampled every 20 ms) and its peak resident
-# memory (VmHWM). --bin names the directory of the sift-server to measure
+# (/proc/PID/status Threads, sampled every 20 ms), its peak resident
+# memory (VmHWM) and its CPU time (user + system). --bin names the directory of the sift-server to measure
 # (default target/release), --load the load generator (default
 # target/release/examples/many_gets: cargo build --release -p sift-bin
 # --example many_gets).
@@ -59,8 +59,10 @@ done
 status=0
 wait "$loader" || status=$?
 hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server/status")
+# User + system CPU seconds of the server for the whole load.
+cpu_s=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$server/stat")
 if [ "$status" -ne 0 ]; then
     tail -5 "$work/load.err" >&2
 fi
-echo "$(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB"
+echo "$(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB server_cpu=${cpu_s}s"
 exit "$status"

@@ -10,7 +10,9 @@
 //! Files: this one routes and accepts; what the endpoint answers without a
 //! connection lives beside it — `reset` (stateless reset), `version`
 //! (version negotiation), `retry` (asking for and checking Retry) with
-//! `token` (what a Retry token holds, sealed under the server secret).
+//! `token` (what a Retry token holds, sealed under the server secret);
+//! `timers` indexes the connections' deadlines and which may send, so a
+//! driver turn costs what it touched, not every connection held.
 //!
 //! What is dropped, and counted in [`EndpointStats`]:
 //! - datagrams whose first packet header does not parse;
@@ -59,6 +61,7 @@ mod balance;
 mod ledger;
 mod reset;
 mod retry;
+mod timers;
 mod token;
 mod version;
 
@@ -311,6 +314,8 @@ pub struct Endpoint {
     /// A multi-worker server: every worker's load, to send new clients to
     /// the least busy (`balance`).
     loads: Option<Arc<WorkerLoads>>,
+    /// Deadlines and send candidates, by connection (`timers`).
+    timers: timers::TimerIndex,
     stats: EndpointStats,
 }
 
@@ -386,6 +391,7 @@ impl Endpoint {
             ledger: None,
             tokens: TokenStore::new(),
             loads: None,
+            timers: timers::TimerIndex::default(),
             stats: EndpointStats::default(),
         }
     }
@@ -453,6 +459,7 @@ impl Endpoint {
                 entry.connection.on_local_address_changed(local);
             }
             self.apply_cid_changes(handle);
+            self.timers.touch(handle);
         }
     }
 
@@ -549,6 +556,7 @@ impl Endpoint {
         );
         self.refusing += usize::from(refusing);
         self.next_handle += 1;
+        self.timers.touch(handle);
         Ok(())
     }
 
@@ -566,11 +574,26 @@ impl Endpoint {
         // accepted connection and the logs all agree.
         let from = canonical_peer(from);
         self.stats.datagrams_received += 1;
-        if is_retry(datagram) {
+        // A Retry, a version negotiation or a stateless reset reaches a
+        // connection without being routed to it: rare, so every connection
+        // is asked again for its timer when one did.
+        let unrouted = |stats: &EndpointStats| {
+            stats.retries_received
+                + stats.version_negotiations_received
+                + stats.stateless_resets_received
+        };
+        let unrouted_before = unrouted(&self.stats);
+        let routed = if is_retry(datagram) {
             self.on_retry(datagram, from, now);
-            return None;
+            None
+        } else {
+            self.route(datagram, from, now)
+        };
+        if unrouted(&self.stats) != unrouted_before {
+            self.timers.touch_all(self.connections.keys());
         }
-        let handle = self.route(datagram, from, now)?;
+        let handle = routed?;
+        self.timers.touch(handle);
         let entry = self.connections.get_mut(&handle)?;
         if entry.connection.remote() != from && !entry.connection.follows_migration() {
             tracing::debug!(%from, expected = %entry.connection.remote(), "dropping a datagram from the wrong address");
@@ -853,19 +876,16 @@ impl Endpoint {
                 });
             }
         }
+        // Round-robin over the connections that may have something (the
+        // others would find nothing: `timers`), from the cursor on. Each
+        // one that finds nothing leaves the active set, so this ends.
         let mut cursor = self.transmit_cursor;
-        for _ in 0..self.connections.len() {
-            let handle = self
-                .connections
-                .range(cursor..)
-                .next()
-                .or_else(|| self.connections.iter().next())
-                .map(|(handle, _)| *handle)?;
-            cursor = ConnectionHandle(handle.0 + 1);
+        while let Some(handle) = self.timers.next_active(cursor) {
             if let Some(sent) = self.poll_transmit_on(handle, now, buf) {
-                self.transmit_cursor = cursor;
+                self.transmit_cursor = ConnectionHandle(handle.0 + 1);
                 return Some(sent);
             }
+            cursor = ConnectionHandle(handle.0 + 1);
         }
         None
     }
@@ -878,7 +898,12 @@ impl Endpoint {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<Transmit> {
-        let entry = self.connections.get_mut(&handle)?;
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            self.timers.forget(handle);
+            return None;
+        };
+        // Sending moves timers (pacing, loss detection, idle).
+        self.timers.touch(handle);
         match entry.connection.send(buf, now) {
             Ok(Some((len, info))) => Some(Transmit {
                 len,
@@ -887,29 +912,34 @@ impl Endpoint {
                 connection: Some(handle),
             }),
             // Closed connections send nothing more.
-            Ok(None) | Err(_) => None,
+            Ok(None) | Err(_) => {
+                self.timers.idle(handle);
+                None
+            }
         }
     }
 
-    /// The earliest timer of any connection (or handshake deadline).
-    pub fn timeout(&self, now: Instant) -> Option<Instant> {
-        self.connections
-            .values()
-            .flat_map(|entry| {
-                let timer = entry.connection.timeout(now).map(|wait| now + wait);
-                [timer, entry.pending_handshake_deadline()]
-            })
-            .flatten()
-            .min()
+    /// The earliest timer of any connection (or handshake deadline). Reads
+    /// again only the connections touched since the last call (`timers`).
+    pub fn timeout(&mut self, now: Instant) -> Option<Instant> {
+        self.timers.refresh(&self.connections, now);
+        self.timers.next()
     }
 
-    /// Fires the expired timers of every connection, and removes server
-    /// connections whose handshake did not complete in time.
+    /// Fires the expired timers of the connections whose deadline has
+    /// passed, removes server connections whose handshake did not complete
+    /// in time, and forgets busy refusals whose closing period is over.
     pub fn on_timeout(&mut self, now: Instant) {
+        self.timers.refresh(&self.connections, now);
         let mut expired = Vec::new();
-        for (handle, entry) in &mut self.connections {
+        let mut refused = Vec::new();
+        for handle in self.timers.take_due(now) {
+            let Some(entry) = self.connections.get_mut(&handle) else {
+                continue;
+            };
+            self.timers.touch(handle);
             if entry.pending_handshake_deadline().is_some_and(|d| d <= now) {
-                expired.push(*handle);
+                expired.push(handle);
                 continue;
             }
             if entry
@@ -918,6 +948,11 @@ impl Endpoint {
                 .is_some_and(|wait| wait.is_zero())
             {
                 entry.connection.on_timeout(now);
+            }
+            // Busy refusals are the endpoint's own: it forgets them once
+            // their closing period is over (the application never saw them).
+            if entry.refusing && entry.connection.is_closed() {
+                refused.push(handle);
             }
         }
         for handle in expired {
@@ -928,14 +963,6 @@ impl Endpoint {
             self.stats.handshakes_timed_out += 1;
             self.remove(handle);
         }
-        // Busy refusals are the endpoint's own: it forgets them once their
-        // closing period is over (the application never saw them).
-        let refused: Vec<ConnectionHandle> = self
-            .connections
-            .iter()
-            .filter(|(_, entry)| entry.refusing && entry.connection.is_closed())
-            .map(|(handle, _)| *handle)
-            .collect();
         for handle in refused {
             self.remove(handle);
         }
@@ -954,6 +981,8 @@ impl Endpoint {
 
     /// The connection behind `handle`, unless it was removed.
     pub fn connection(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
+        // What the caller does may give it something to send or move a timer.
+        self.timers.touch(handle);
         self.connections
             .get_mut(&handle)
             .map(|entry| &mut entry.connection)
@@ -1048,6 +1077,7 @@ impl Endpoint {
     /// Removes one connection and its routes; later packets for it are
     /// dropped as unknown.
     pub fn remove(&mut self, handle: ConnectionHandle) -> Option<Connection> {
+        self.timers.forget(handle);
         let entry = self.connections.remove(&handle)?;
         self.unindex_peer(entry.peer, handle);
         for cid in &entry.routes {

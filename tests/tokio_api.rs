@@ -753,6 +753,61 @@ async fn workers_share_one_port_and_new_clients_go_to_the_least_busy() {
     .await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_whose_address_changes_stays_with_the_worker_that_accepted_it() {
+    bounded(async {
+        // Two workers on one port. The kernel's own reuseport hash would
+        // send a client's new 4-tuple to either socket; the steering
+        // program routes by the connection ID, which names the worker that
+        // issued it. Each client moves to a new port and asks again: the
+        // same worker answers (a datagram steered elsewhere would be
+        // dropped, and the exchange would hang). Six clients: with the
+        // kernel's hash alone, all six staying put is a 1-in-64 chance.
+        let workers =
+            Endpoint::bind_workers(localhost(), EndpointConfig::server(config()), 2).unwrap();
+        let port = workers[0].local_addr();
+        for (index, worker) in workers.iter().enumerate() {
+            let worker = worker.clone();
+            tokio::spawn(async move {
+                while let Some(connection) = worker.accept().await {
+                    tokio::spawn(async move {
+                        while let Ok((mut send, mut recv)) = connection.accept_bi().await {
+                            let request = recv.read_to_end(1 << 20).await.unwrap();
+                            send.write_all(&[index as u8]).await.unwrap();
+                            send.write_all(&request).await.unwrap();
+                            send.finish().unwrap();
+                        }
+                    });
+                }
+            });
+        }
+        async fn ask(connection: &sift::tokio::Connection, seed: u64) -> u8 {
+            let (mut send, mut recv) = connection.open_bi().await.unwrap();
+            let request = generated(seed, 20_000);
+            send.write_all(&request).await.unwrap();
+            send.finish().unwrap();
+            let answer = recv.read_to_end(1 << 20).await.unwrap();
+            assert_eq!(&answer[1..], &request[..], "request {seed}");
+            answer[0]
+        }
+        for seed in 0..6u64 {
+            let client = Endpoint::client(localhost(), config()).unwrap();
+            let connection = client.connect(port, "localhost").await.unwrap();
+            let worker = ask(&connection, seed).await;
+            let before = client.local_addr();
+            assert_ne!(client.rebind(localhost()).unwrap(), before);
+            assert_eq!(
+                ask(&connection, seed + 100).await,
+                worker,
+                "client {seed} moved to another worker"
+            );
+            assert_eq!(connection.stats().connection_id_switches, 1);
+            connection.close(0, "done");
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn workers_need_a_server_configuration() {
     let error = Endpoint::bind_workers(localhost(), EndpointConfig::client(config()), 2);

@@ -1,10 +1,12 @@
-//! sift next to quiche over the same emulated links.
+//! sift next to quiche and quinn over the same emulated links.
 //!
-//! Two parts:
+//! Three parts:
 //! - [`baseline`]: a bulk-transfer client and server written against
 //!   quiche's public API (its own TLS, a self-signed certificate made at
 //!   start), run as `quiche-server` / `quiche-client` exactly like
 //!   `sift-server` / `sift-client`, behind the same `sift-link`.
+//! - [`quinn_peer`]: the same server and client over quinn 0.11 (its own
+//!   rustls), run as `quinn-server` / `quinn-client`.
 //! - [`compare`]: the runner behind `sift-compare`: every controller of both
 //!   stacks over a checked-in list of link specs, same spec and seed for
 //!   each, repeated; results as JSON, a markdown table and an SVG chart;
@@ -19,3 +21,4 @@
 pub mod baseline;
 pub mod compare;
 pub mod flow;
+pub mod quinn_peer;

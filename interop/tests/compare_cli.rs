@@ -1,5 +1,5 @@
-//! sift-compare as a user runs it: both stacks over a lossy sift-link, one
-//! small file each, byte-exact; shards that merge into the whole report;
+//! sift-compare as a user runs it: every stack (sift, quiche, quinn) over a
+//! lossy sift-link, one small file each, byte-exact; shards that merge into the whole report;
 //! and what a sift client says when pointed at the quiche server by mistake.
 //! Needs the sift binaries (`cargo build --release -p sift-bin`).
 
@@ -37,13 +37,15 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-const SMOKE: [&str; 12] = [
+const SMOKE: [&str; 14] = [
     "run",
     "--only",
     "loss1-50m-100ms",
     "--reps",
     "1",
     "--quiche-cc",
+    "cubic",
+    "--quinn-cc",
     "cubic",
     "--sift-cc",
     "cubic",
@@ -68,7 +70,7 @@ fn every_controller_sift_client_offers_joins_the_comparison_by_default() {
 }
 
 #[test]
-fn both_stacks_cross_a_lossy_link_byte_exact_and_the_report_says_so() {
+fn every_stack_crosses_a_lossy_link_byte_exact_and_the_report_says_so() {
     let out = scratch("smoke");
     let run = compare(
         &[
@@ -83,13 +85,13 @@ fn both_stacks_cross_a_lossy_link_byte_exact_and_the_report_says_so() {
         String::from_utf8_lossy(&run.stderr)
     );
     let results = Results::load(&out.join("results.json")).unwrap();
-    assert_eq!(results.runs.len(), 3);
+    assert_eq!(results.runs.len(), 4);
     assert!(
         results.runs.iter().all(|r| r.ok && r.byte_exact),
         "{:?}",
         results.runs
     );
-    // The link really was lossy, for both stacks.
+    // The link really was lossy, for every stack.
     assert!(results
         .runs
         .iter()
@@ -100,16 +102,25 @@ fn both_stacks_cross_a_lossy_link_byte_exact_and_the_report_says_so() {
         "{markdown}"
     );
     assert!(
+        markdown.contains("| quinn | cubic | — | 1/1 |"),
+        "{markdown}"
+    );
+    assert!(
         markdown.contains("| sift | cubic | on | 1/1 |"),
         "{markdown}"
     );
+    assert!(
+        markdown.contains("| link | best quiche | best quinn | best sift | sift/best peer |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("quinn 0.11"), "{markdown}");
     let svg = std::fs::read_to_string(out.join("comparison.svg")).unwrap();
-    assert!(svg.contains("quiche cubic"));
+    assert!(svg.contains("quiche cubic") && svg.contains("quinn cubic"));
     // Progress went to the terminal, one line per run.
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(
         stderr.lines().filter(|l| l.starts_with("[")).count(),
-        3,
+        4,
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&out);
@@ -163,9 +174,9 @@ fn two_shards_merge_into_the_report_of_one_run() {
     );
     let results = Results::load(&merged.join("results.json")).unwrap();
     assert!(results.missing().is_empty());
-    // 3 link runs + loopback: quiche, and sift under its default protection
-    // (TLS) and under Null, each with notices on and off.
-    assert_eq!(results.runs.len(), 3 + 5);
+    // 4 link runs + loopback: quiche, quinn, and sift under its default
+    // protection (TLS) and under Null, each with notices on and off.
+    assert_eq!(results.runs.len(), 4 + 6);
     let markdown = std::fs::read_to_string(merged.join("comparison.md")).unwrap();
     assert!(markdown.contains("## Loopback efficiency"), "{markdown}");
     assert!(!markdown.contains("not in these results"), "{markdown}");

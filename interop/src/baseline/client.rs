@@ -315,21 +315,24 @@ fn report(download: &Download, counters: &SenderCounters, options: &GetOptions) 
     }
 }
 
-/// The output file and the running SHA-256 of what went into it.
-struct Sink {
+/// The output file and the running SHA-256 of what went into it (the
+/// quinn peer's client writes through it too).
+pub struct Sink {
     writer: BufWriter<File>,
     digest: ring::digest::Context,
 }
 
 impl Sink {
-    fn new(file: File) -> Self {
+    /// A sink writing into `file`.
+    pub fn new(file: File) -> Self {
         Self {
             writer: BufWriter::with_capacity(1 << 20, file),
             digest: ring::digest::Context::new(&ring::digest::SHA256),
         }
     }
 
-    fn write(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+    /// Hashes and writes `bytes`.
+    pub fn write(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
         self.digest.update(bytes);
         self.writer
             .write_all(bytes)
@@ -337,7 +340,7 @@ impl Sink {
     }
 
     /// Flushes the file and returns the hash, lowercase hex.
-    fn finish(&mut self, path: &Path) -> anyhow::Result<String> {
+    pub fn finish(&mut self, path: &Path) -> anyhow::Result<String> {
         self.writer
             .flush()
             .with_context(|| format!("cannot write {}", path.display()))?;

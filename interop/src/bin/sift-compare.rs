@@ -1,4 +1,5 @@
-//! sift-compare: sift and quiche side by side over the same emulated links.
+//! sift-compare: sift, quiche and quinn side by side over the same emulated
+//! links.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,10 +13,13 @@ use sift_interop::baseline::tls::CONTROLLERS;
 use sift_interop::compare::binaries::Binaries;
 use sift_interop::compare::execute::Runner;
 use sift_interop::compare::links::LinkFile;
-use sift_interop::compare::plan::{link_variants, loopback_variants, Plan, Protection};
+use sift_interop::compare::plan::{link_variants, loopback_variants, Plan, Protection, Stack};
 use sift_interop::compare::report::{self, rate};
-use sift_interop::compare::results::{Machine, Results, RunRecord, QUICHE_VERSION};
+use sift_interop::compare::results::{
+    Machine, Results, RunRecord, QUICHE_024_VERSION, QUICHE_VERSION, QUINN_VERSION,
+};
 use sift_interop::compare::{chart, summary};
+use sift_interop::quinn_peer::config::CONTROLLERS as QUINN_CONTROLLERS;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -23,15 +27,18 @@ Examples:
   sift-compare run
 
   # One link, one controller each, one repetition, a small file (the CI smoke):
-  sift-compare run --only loss1-50m-100ms --reps 1 --quiche-cc cubic --sift-cc cubic \\
-      --file-bytes 500000 --loopback-bytes 0 --out /tmp/smoke --require-all
+  sift-compare run --only loss1-50m-100ms --reps 1 --quiche-cc cubic --quinn-cc cubic \\
+      --sift-cc cubic --file-bytes 500000 --loopback-bytes 0 --out /tmp/smoke --require-all
+
+  # quiche 0.24 beside the newest (built apart: interop/quiche-0.24/):
+  sift-compare run --only loss1-50m-100ms --quiche-0-24-bin interop/quiche-0.24/target/release
 
   # Shard 3 of 8 (Slurm array, GNU parallel), then join the shards:
   sift-compare run --shard 3/8 --out /tmp/shards/3
   sift-compare merge /tmp/shards/* --out interop/results";
 
-/// Run sift and quiche over the same emulated links (sift-link), every
-/// controller of each, and write results.json, comparison.md and
+/// Run sift, quiche and quinn over the same emulated links (sift-link),
+/// every controller of each, and write results.json, comparison.md and
 /// comparison.svg.
 #[derive(Parser)]
 #[command(version, after_help = EXAMPLES)]
@@ -44,7 +51,7 @@ struct Cli {
 enum Command {
     /// Run the comparison (or one shard of it).
     #[command(after_help = EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Join shards' results.json into one report.
     #[command(after_help = EXAMPLES)]
     Merge {
@@ -72,9 +79,22 @@ struct RunArgs {
     /// sift-link seed of repetition 1 (repetition r uses SEED + r - 1).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// quiche controllers [default: all this quiche has: cubic, reno, bbr2].
+    /// quiche controllers [default: all this quiche has: cubic, reno, bbr2;
+    /// `none`: no quiche rows].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     quiche_cc: Vec<String>,
+    /// quinn controllers [default: all quinn 0.11 has: cubic, newreno, bbr;
+    /// `none`: no quinn rows].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    quinn_cc: Vec<String>,
+    /// Directory of quiche024-server and quiche024-client (quiche 0.24
+    /// built apart: `compare.sh` builds and passes it when
+    /// SIFT_COMPARE_QUICHE_0_24=1); without it, no quiche 0.24 rows.
+    #[arg(long, value_name = "DIR")]
+    quiche_0_24_bin: Option<PathBuf>,
+    /// quiche 0.24 controllers [default: cubic, reno, bbr2; `none`: none].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    quiche_0_24_cc: Vec<String>,
     /// sift controllers [default: all that `sift-client --help` lists].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     sift_cc: Vec<String>,
@@ -107,7 +127,7 @@ struct RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Merge { shards, out } => merge(&shards, &out),
     };
     match result {
@@ -171,7 +191,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     });
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let quiche_dir = exe.parent().context("this program has no directory")?;
-    let binaries = Binaries::locate(&sift_dir, quiche_dir)?;
+    let binaries = Binaries::locate(&sift_dir, quiche_dir, args.quiche_0_24_bin.as_deref())?;
     let (work, remove_work) = match &args.work {
         Some(dir) => (dir.clone(), false),
         None => (
@@ -198,16 +218,31 @@ fn run_in(
     } else {
         args.sift_cc.clone()
     };
-    let quiche_ccs = if args.quiche_cc.is_empty() {
-        CONTROLLERS.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.quiche_cc.clone()
-    };
+    let mut peers = vec![
+        (Stack::Quiche, controllers(&args.quiche_cc, CONTROLLERS)),
+        (Stack::Quinn, controllers(&args.quinn_cc, QUINN_CONTROLLERS)),
+    ];
+    let mut peer_versions = vec![
+        format!("quiche {QUICHE_VERSION}"),
+        format!("quinn {QUINN_VERSION}"),
+    ];
+    if args.quiche_0_24_bin.is_some() {
+        peers.insert(
+            1,
+            (
+                Stack::Quiche024,
+                controllers(&args.quiche_0_24_cc, CONTROLLERS),
+            ),
+        );
+        peer_versions.push(format!("quiche-0.24 {QUICHE_024_VERSION}"));
+    }
+    peers.retain(|(_, ccs)| !ccs.is_empty());
+    let loopback_peers: Vec<Stack> = peers.iter().map(|(stack, _)| *stack).collect();
     let plan = Plan {
         links,
-        variants: link_variants(&quiche_ccs, &sift_ccs, protection),
+        variants: link_variants(&peers, &sift_ccs, protection),
         loopback_variants: if args.loopback_bytes > 0 {
-            loopback_variants(protection == Protection::Default)
+            loopback_variants(&loopback_peers, protection == Protection::Default)
         } else {
             Vec::new()
         },
@@ -281,6 +316,7 @@ fn run_in(
         tool: "sift-compare".into(),
         sift_version: sift::lab::SIFT_VERSION.into(),
         quiche_version: QUICHE_VERSION.into(),
+        peer_versions,
         sift_protection: protection_note,
         plan,
         shards: vec![args.shard.to_string()],
@@ -355,6 +391,16 @@ fn write_report(results: &Results, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The controllers asked for: all of `known` when none were named, none for
+/// `none`.
+fn controllers(asked: &[String], known: &[&str]) -> Vec<String> {
+    match asked {
+        [] => known.iter().map(|s| s.to_string()).collect(),
+        [none] if none == "none" => Vec::new(),
+        list => list.to_vec(),
+    }
+}
+
 fn minutes(seconds: f64) -> String {
     let seconds = seconds.max(0.0).round() as u64;
     format!("{}:{:02}", seconds / 60, seconds % 60)
@@ -387,5 +433,12 @@ mod tests {
         assert_eq!(parse_size("0"), Ok(0));
         assert!(parse_size("1 parsec").is_err());
         assert!(parse_size("99999999999GiB").is_err());
+    }
+
+    #[test]
+    fn controller_lists_default_to_all_and_none_means_no_rows() {
+        assert_eq!(controllers(&[], &["a", "b"]), ["a", "b"]);
+        assert!(controllers(&["none".into()], &["a"]).is_empty());
+        assert_eq!(controllers(&["b".into()], &["a", "b"]), ["b"]);
     }
 }

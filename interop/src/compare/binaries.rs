@@ -1,4 +1,4 @@
-//! Where the five binaries are, which controllers the sift binaries offer,
+//! Where the binaries are (sift's three, each peer's server and client), which controllers the sift binaries offer,
 //! and whether they run with their default protection.
 
 use std::path::{Path, PathBuf};
@@ -6,7 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use super::plan::Protection;
+use super::plan::{Protection, Stack};
 use super::process::Running;
 
 /// Paths of the binaries a comparison runs.
@@ -17,12 +17,22 @@ pub struct Binaries {
     pub sift_link: PathBuf,
     pub quiche_server: PathBuf,
     pub quiche_client: PathBuf,
+    pub quinn_server: PathBuf,
+    pub quinn_client: PathBuf,
+    /// quiche 0.24's server and client, when built (interop/quiche-0.24/,
+    /// opt-in).
+    pub quiche_024: Option<(PathBuf, PathBuf)>,
 }
 
 impl Binaries {
-    /// sift's binaries from `sift_dir`, quiche's from `quiche_dir`; each
-    /// must exist.
-    pub fn locate(sift_dir: &Path, quiche_dir: &Path) -> anyhow::Result<Self> {
+    /// sift's binaries from `sift_dir`, quiche's and quinn's from
+    /// `quiche_dir`, quiche 0.24's from `quiche_024_dir` if given; each must
+    /// exist.
+    pub fn locate(
+        sift_dir: &Path,
+        quiche_dir: &Path,
+        quiche_024_dir: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         let find = |dir: &Path, name: &str, build: &str| -> anyhow::Result<PathBuf> {
             let path = dir.join(name);
             if path.is_file() {
@@ -33,13 +43,38 @@ impl Binaries {
         };
         let sift = "cargo build --release -p sift-bin";
         let quiche = "cargo build --release --manifest-path interop/Cargo.toml";
+        let apart = "cargo build --release --manifest-path interop/quiche-0.24/Cargo.toml";
+        let quiche_024 = match quiche_024_dir {
+            Some(dir) => Some((
+                find(dir, "quiche024-server", apart)?,
+                find(dir, "quiche024-client", apart)?,
+            )),
+            None => None,
+        };
         Ok(Self {
             sift_server: find(sift_dir, "sift-server", sift)?,
             sift_client: find(sift_dir, "sift-client", sift)?,
             sift_link: find(sift_dir, "sift-link", sift)?,
             quiche_server: find(quiche_dir, "quiche-server", quiche)?,
             quiche_client: find(quiche_dir, "quiche-client", quiche)?,
+            quinn_server: find(quiche_dir, "quinn-server", quiche)?,
+            quinn_client: find(quiche_dir, "quinn-client", quiche)?,
+            quiche_024,
         })
+    }
+
+    /// The server and client of a peer stack (`None` for sift, and for
+    /// quiche 0.24 when it was not built).
+    pub fn peer(&self, stack: Stack) -> Option<(&Path, &Path)> {
+        match stack {
+            Stack::Sift => None,
+            Stack::Quiche => Some((&self.quiche_server, &self.quiche_client)),
+            Stack::Quinn => Some((&self.quinn_server, &self.quinn_client)),
+            Stack::Quiche024 => self
+                .quiche_024
+                .as_ref()
+                .map(|(server, client)| (server.as_path(), client.as_path())),
+        }
     }
 
     /// The controllers `sift-client --help` lists for `--cc`, so that a

@@ -18,12 +18,16 @@ const BAR_HEIGHT: u32 = 22;
 const PANEL_CHROME: u32 = 80;
 
 const QUICHE: RGBColor = RGBColor(31, 119, 180);
+const QUICHE_024: RGBColor = RGBColor(158, 202, 225);
+const QUINN: RGBColor = RGBColor(148, 103, 189);
 const SIFT_NOTICES_ON: RGBColor = RGBColor(44, 160, 44);
 const SIFT_NOTICES_OFF: RGBColor = RGBColor(255, 127, 14);
 
 fn colour(row: &Row) -> RGBColor {
     match (row.variant.stack, row.variant.notices) {
         (Stack::Quiche, _) => QUICHE,
+        (Stack::Quiche024, _) => QUICHE_024,
+        (Stack::Quinn, _) => QUINN,
         (Stack::Sift, Some(false)) => SIFT_NOTICES_OFF,
         (Stack::Sift, _) => SIFT_NOTICES_ON,
     }
@@ -158,7 +162,7 @@ mod tests {
                 min: g * 0.9,
                 max: g * 1.1,
             }),
-            vs_best_quiche: None,
+            vs_best_peer: None,
             retransmitted_packets: None,
             ptos: None,
             corruption_notices_received: None,

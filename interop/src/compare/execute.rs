@@ -119,7 +119,7 @@ impl Runner {
         link: Option<(&LinkSpec, u64)>,
     ) -> anyhow::Result<Outcome> {
         let home = dir.join("home");
-        let mut server = Running::spawn("server", self.server_command(variant, dir, &home))?;
+        let mut server = Running::spawn("server", self.server_command(variant, dir, &home)?)?;
         let server_address = server.listening_address()?;
         let mut relay = match link {
             Some((spec, seed)) => {
@@ -155,7 +155,7 @@ impl Runner {
         let started = Instant::now();
         let mut client = Running::spawn(
             "client",
-            self.client_command(variant, dir, &home, target, &source.name, &output),
+            self.client_command(variant, dir, &home, target, &source.name, &output)?,
         )?;
         let ended = client.wait(timeout)?;
         let wall_s = started.elapsed().as_secs_f64();
@@ -205,7 +205,12 @@ impl Runner {
         Ok(outcome)
     }
 
-    fn server_command(&self, variant: &Variant, dir: &Path, home: &Path) -> Command {
+    fn server_command(
+        &self,
+        variant: &Variant,
+        dir: &Path,
+        home: &Path,
+    ) -> anyhow::Result<Command> {
         let mut command;
         match variant.stack {
             Stack::Sift => {
@@ -215,8 +220,10 @@ impl Runner {
                     .arg(&self.served);
                 sift_options(&mut command, variant);
             }
-            Stack::Quiche => {
-                command = Command::new(&self.binaries.quiche_server);
+            peer => {
+                // Every peer's server takes the quiche server's options.
+                let (server, _) = self.peer_binaries(peer)?;
+                command = Command::new(server);
                 command
                     .args(["--listen", "127.0.0.1:0", "--root"])
                     .arg(&self.served)
@@ -226,7 +233,7 @@ impl Runner {
         }
         // Each run starts with no remembered server keys or state.
         command.env("HOME", home);
-        command
+        Ok(command)
     }
 
     fn client_command(
@@ -237,7 +244,7 @@ impl Runner {
         target: SocketAddr,
         name: &str,
         output: &Path,
-    ) -> Command {
+    ) -> anyhow::Result<Command> {
         let mut command;
         match variant.stack {
             Stack::Sift => {
@@ -250,8 +257,10 @@ impl Runner {
                     .arg("--json");
                 sift_options(&mut command, variant);
             }
-            Stack::Quiche => {
-                command = Command::new(&self.binaries.quiche_client);
+            peer => {
+                // Every peer's client takes the quiche client's options.
+                let (_, client) = self.peer_binaries(peer)?;
+                command = Command::new(client);
                 command
                     .arg("get")
                     .arg(format!("quic://{target}/{name}"))
@@ -262,7 +271,14 @@ impl Runner {
             }
         }
         command.env("HOME", home);
-        command
+        Ok(command)
+    }
+
+    /// A peer's server and client.
+    fn peer_binaries(&self, stack: Stack) -> anyhow::Result<(&Path, &Path)> {
+        self.binaries.peer(stack).with_context(|| {
+            format!("no {stack} binaries (interop/compare.sh builds them when asked)")
+        })
     }
 
     /// The served file of `bytes` bytes, made on first use.

@@ -12,7 +12,24 @@ use super::links::LinkSpec;
 #[serde(rename_all = "lowercase")]
 pub enum Stack {
     Sift,
+    /// quiche as interop/Cargo.lock has it (the newest release).
     Quiche,
+    /// quinn 0.11 (`quinn-server`, `quinn-client`).
+    Quinn,
+    /// quiche 0.24, built apart (interop/quiche-0.24/): its BBR2 does better
+    /// than the newest release's on long lossy paths (issue 37).
+    #[serde(rename = "quiche-0.24")]
+    Quiche024,
+}
+
+impl Stack {
+    /// The peers sift is compared with, in the order their rows appear.
+    pub const PEERS: [Stack; 3] = [Stack::Quiche, Stack::Quiche024, Stack::Quinn];
+
+    /// Whether this is one of the peers (not sift).
+    pub fn is_peer(self) -> bool {
+        self != Stack::Sift
+    }
 }
 
 impl fmt::Display for Stack {
@@ -20,6 +37,8 @@ impl fmt::Display for Stack {
         f.write_str(match self {
             Stack::Sift => "sift",
             Stack::Quiche => "quiche",
+            Stack::Quinn => "quinn",
+            Stack::Quiche024 => "quiche-0.24",
         })
     }
 }
@@ -42,7 +61,7 @@ pub struct Variant {
     /// The controller, by its stack's name.
     pub cc: String,
     /// sift's corruption notices (both ends offer them or neither); `None`
-    /// for quiche, which has none.
+    /// for the peers, which have none.
     pub notices: Option<bool>,
     pub protection: Protection,
 }
@@ -159,19 +178,22 @@ impl Plan {
     }
 }
 
-/// The link variants: every quiche controller, then every sift controller
-/// with notices on and off, all with default protection (`sift_protection`
-/// where the sift binaries cannot run by default yet).
+/// The link variants: every controller of every peer (in the order given),
+/// then every sift controller with notices on and off, all with default
+/// protection (`sift_protection` where the sift binaries cannot run by
+/// default yet).
 pub fn link_variants(
-    quiche_ccs: &[String],
+    peers: &[(Stack, Vec<String>)],
     sift_ccs: &[String],
     sift_protection: Protection,
 ) -> Vec<Variant> {
-    let quiche = quiche_ccs.iter().map(|cc| Variant {
-        stack: Stack::Quiche,
-        cc: cc.clone(),
-        notices: None,
-        protection: Protection::Default,
+    let peer_variants = peers.iter().flat_map(|(stack, ccs)| {
+        ccs.iter().map(|cc| Variant {
+            stack: *stack,
+            cc: cc.clone(),
+            notices: None,
+            protection: Protection::Default,
+        })
     });
     let sift = sift_ccs.iter().flat_map(|cc| {
         [true, false].map(|notices| Variant {
@@ -181,21 +203,24 @@ pub fn link_variants(
             protection: sift_protection,
         })
     });
-    quiche.chain(sift).collect()
+    peer_variants.chain(sift).collect()
 }
 
-/// The loopback variants: quiche's default controller; sift with its
+/// The loopback variants: each peer's CUBIC (in the order given); sift with its
 /// default protection (when the binaries have one) and with Null
 /// protection, each with corruption notices on (the binaries' default, which
 /// turns UDP checksums and so GSO off: DESIGN §5) and off. All CUBIC, both
 /// stacks' default.
-pub fn loopback_variants(sift_default_available: bool) -> Vec<Variant> {
-    let mut variants = vec![Variant {
-        stack: Stack::Quiche,
-        cc: "cubic".into(),
-        notices: None,
-        protection: Protection::Default,
-    }];
+pub fn loopback_variants(peers: &[Stack], sift_default_available: bool) -> Vec<Variant> {
+    let mut variants: Vec<Variant> = peers
+        .iter()
+        .map(|&stack| Variant {
+            stack,
+            cc: "cubic".into(),
+            notices: None,
+            protection: Protection::Default,
+        })
+        .collect();
     let mut protections = vec![Protection::Null];
     if sift_default_available {
         protections.insert(0, Protection::Default);
@@ -232,11 +257,14 @@ mod tests {
         Plan {
             links: vec![link("a"), link("b")],
             variants: link_variants(
-                &["cubic".into()],
+                &[
+                    (Stack::Quiche, vec!["cubic".into()]),
+                    (Stack::Quinn, vec!["bbr".into()]),
+                ],
                 &["reno".into(), "veno".into()],
                 Protection::Null,
             ),
-            loopback_variants: loopback_variants(false),
+            loopback_variants: loopback_variants(&[Stack::Quiche], false),
             loopback_bytes: 1 << 30,
             reps: 3,
             seed: 7,
@@ -244,12 +272,13 @@ mod tests {
     }
 
     #[test]
-    fn every_sift_controller_runs_with_notices_on_and_off_beside_every_quiche_one() {
+    fn every_sift_controller_runs_with_notices_on_and_off_beside_every_peer_one() {
         let labels: Vec<String> = plan().variants.iter().map(Variant::label).collect();
         assert_eq!(
             labels,
             [
                 "quiche cubic",
+                "quinn bbr",
                 "sift reno notices on null",
                 "sift reno notices off null",
                 "sift veno notices on null",
@@ -261,8 +290,8 @@ mod tests {
     #[test]
     fn every_variant_of_a_repetition_gets_the_same_seed() {
         let units = plan().units();
-        // 3 reps × 2 links × 5 variants, then 3 reps × 3 loopback variants.
-        assert_eq!(units.len(), 30 + 9);
+        // 3 reps × 2 links × 6 variants, then 3 reps × 3 loopback variants.
+        assert_eq!(units.len(), 36 + 9);
         for unit in &units {
             if let Unit::Link { rep, seed, .. } = unit {
                 assert_eq!(*seed, 7 + u64::from(*rep) - 1);
@@ -285,7 +314,7 @@ mod tests {
     #[test]
     fn loopback_has_a_sift_default_row_only_when_the_binaries_have_one() {
         let labels = |available| -> Vec<String> {
-            loopback_variants(available)
+            loopback_variants(&[Stack::Quiche], available)
                 .iter()
                 .map(Variant::label)
                 .collect()
@@ -303,6 +332,25 @@ mod tests {
                 &null
             ]
             .concat()
+        );
+    }
+
+    #[test]
+    fn every_peer_given_has_a_cubic_loopback_row_and_its_own_label() {
+        let labels: Vec<String> =
+            loopback_variants(&[Stack::Quiche, Stack::Quiche024, Stack::Quinn], false)
+                .iter()
+                .map(Variant::label)
+                .collect();
+        assert_eq!(
+            labels[..3],
+            ["quiche cubic", "quiche-0.24 cubic", "quinn cubic"]
+        );
+        let json = serde_json::to_string(&Stack::Quiche024).unwrap();
+        assert_eq!(json, "\"quiche-0.24\"");
+        assert_eq!(
+            serde_json::from_str::<Stack>(&json).unwrap(),
+            Stack::Quiche024
         );
     }
 }

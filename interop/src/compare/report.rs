@@ -1,5 +1,5 @@
-//! The markdown a reader pastes: a headline table (best quiche and best
-//! sift per link), one table per link with every variant, the loopback
+//! The markdown a reader pastes: a headline table (the best controller of
+//! each peer and of sift per link), one table per link with every variant, the loopback
 //! efficiency table, and what failed or is missing.
 
 use std::fmt::Write;
@@ -44,7 +44,8 @@ fn notices(row: &Row) -> &'static str {
 
 fn protection(row: &Row) -> &'static str {
     match (row.variant.stack, row.variant.protection) {
-        (Stack::Quiche, _) => "TLS 1.3",
+        (Stack::Quiche | Stack::Quiche024, _) => "TLS 1.3 (BoringSSL)",
+        (Stack::Quinn, _) => "TLS 1.3 (rustls)",
         (Stack::Sift, Protection::Default) => "default",
         (Stack::Sift, Protection::Null) => "Null",
     }
@@ -54,12 +55,34 @@ fn protection(row: &Row) -> &'static str {
 pub fn markdown(results: &Results, summary: &Summary) -> String {
     let mut md = String::new();
     let plan = &results.plan;
-    let _ = writeln!(md, "# sift vs quiche over the same emulated links\n");
+    let peers: Vec<Stack> = Stack::PEERS
+        .into_iter()
+        .filter(|&stack| {
+            plan.variants
+                .iter()
+                .chain(&plan.loopback_variants)
+                .any(|v| v.stack == stack)
+        })
+        .collect();
+    let peer_names: Vec<String> = peers.iter().map(Stack::to_string).collect();
     let _ = writeln!(
         md,
-        "sift {}, quiche {}; {} repetition{} per variant, sift-link seeds {}–{} (the same seed for every variant of a repetition). sift protection: {}.\n",
+        "# sift vs {} over the same emulated links\n",
+        if peer_names.is_empty() {
+            "quiche".to_string()
+        } else {
+            peer_names.join(", ")
+        }
+    );
+    let versions = if results.peer_versions.is_empty() {
+        format!("quiche {}", results.quiche_version)
+    } else {
+        results.peer_versions.join(", ")
+    };
+    let _ = writeln!(
+        md,
+        "sift {}, {versions}; {} repetition{} per variant, sift-link seeds {}–{} (the same seed for every variant of a repetition). sift protection: {}.\n",
         results.sift_version,
-        results.quiche_version,
         plan.reps,
         if plan.reps == 1 { "" } else { "s" },
         plan.seed,
@@ -85,37 +108,39 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
     }
     let _ = writeln!(
         md,
-        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best quiche\" divides by the best quiche controller's median on the same link. Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
+        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best peer\" divides by the best peer variant's median on the same link (any stack but sift). Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
     );
     if !summary.links.is_empty() {
         let _ = writeln!(md, "## Summary\n");
-        let _ = writeln!(
-            md,
-            "| link | best quiche | goodput | best sift | goodput | sift/quiche |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        let mut header = String::from("| link |");
+        for stack in &peers {
+            let _ = write!(header, " best {stack} |");
+        }
+        header.push_str(" best sift | sift/best peer |");
+        let _ = writeln!(md, "{header}");
+        let _ = writeln!(md, "|---|{}---|---|", "---|".repeat(peers.len()));
+        let cell = |best: Option<&(super::plan::Variant, f64)>,
+                    name: fn(&super::plan::Variant) -> String| {
+            best.map_or("—".to_string(), |(v, g)| {
+                format!("{} {}", name(v), rate(*g))
+            })
+        };
         for link in &summary.links {
-            let (q_name, q_rate) = link
-                .best_quiche
-                .as_ref()
-                .map_or(("—".into(), "—".into()), |(v, g)| {
-                    (v.cc.clone(), rate(*g))
-                });
-            let (s_name, s_rate) = link
-                .best_sift
-                .as_ref()
-                .map_or(("—".into(), "—".into()), |(v, g)| {
-                    (short_sift_label(v), rate(*g))
-                });
-            let versus = match (&link.best_quiche, &link.best_sift) {
-                (Some((_, q)), Some((_, s))) if *q > 0.0 => format!("{:.2}×", s / q),
+            let mut line = format!("| {} |", link.link.name);
+            for stack in &peers {
+                let best = link.best_of_peers.iter().find(|(v, _)| v.stack == *stack);
+                let _ = write!(line, " {} |", cell(best, |v| v.cc.clone()));
+            }
+            let versus = match (&link.best_peer, &link.best_sift) {
+                (Some((_, p)), Some((_, s))) if *p > 0.0 => format!("{:.2}×", s / p),
                 _ => "—".into(),
             };
-            let _ = writeln!(
-                md,
-                "| {} | {q_name} | {q_rate} | {s_name} | {s_rate} | {versus} |",
-                link.link.name
+            let _ = write!(
+                line,
+                " {} | {versus} |",
+                cell(link.best_sift.as_ref(), short_sift_label)
             );
+            let _ = writeln!(md, "{line}");
         }
         md.push('\n');
     }
@@ -130,7 +155,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
             bytes(spec.file_bytes),
             spec.timeout_s
         );
-        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best quiche | retx | PTOs | notices rcvd | cwnd at end | queue drops | random losses | corrupted |");
+        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best peer | retx | PTOs | notices rcvd | cwnd at end | queue drops | random losses | corrupted |");
         let _ = writeln!(
             md,
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -145,7 +170,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
                 notices(row),
                 row.ok,
                 row.runs,
-                ratio(row.vs_best_quiche),
+                ratio(row.vs_best_peer),
                 count(row.retransmitted_packets),
                 count(row.ptos),
                 count(row.corruption_notices_received),

@@ -13,6 +13,13 @@ use crate::flow::FlowReport;
 /// The quiche version the baseline is built with (interop/Cargo.lock).
 pub const QUICHE_VERSION: &str = "0.28.0";
 
+/// The quinn version the quinn peer is built with (interop/Cargo.lock).
+pub const QUINN_VERSION: &str = "0.11.12";
+
+/// The quiche release built apart as `quiche-0.24`
+/// (interop/quiche-0.24/Cargo.lock).
+pub const QUICHE_024_VERSION: &str = "0.24.9";
+
 /// The data direction's counters, as `sift-link` printed them on exit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkCounters {
@@ -65,6 +72,10 @@ pub struct Results {
     pub tool: String,
     pub sift_version: String,
     pub quiche_version: String,
+    /// Every peer's name and version ("quiche 0.28.0", "quinn 0.11.12",
+    /// "quiche-0.24 0.24.9"); empty in files from before quinn joined.
+    #[serde(default)]
+    pub peer_versions: Vec<String>,
     /// The protection sift rows used, and why.
     pub sift_protection: String,
     pub plan: Plan,
@@ -167,7 +178,7 @@ pub fn parse_link_counters(stderr: &str, direction: &str) -> Option<LinkCounters
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::plan::loopback_variants;
+    use crate::compare::plan::{loopback_variants, Stack};
 
     const LINK_EXIT: &str = "sift-link: counters after 4.3 s, 1 client(s)
   forward: offered 816, delivered 816, queue drops 0, random losses 0, outage drops 0, corrupted 0 (header 0, payload 0, bits 0), duplicated 0, reordered 0
@@ -194,7 +205,7 @@ mod tests {
         let plan = Plan {
             links: vec![],
             variants: vec![],
-            loopback_variants: loopback_variants(false),
+            loopback_variants: loopback_variants(&[Stack::Quiche, Stack::Quinn], false),
             loopback_bytes: 1,
             reps: 2,
             seed: 1,
@@ -203,6 +214,7 @@ mod tests {
             tool: "sift-compare".into(),
             sift_version: "0".into(),
             quiche_version: QUICHE_VERSION.into(),
+            peer_versions: vec![],
             sift_protection: "Null".into(),
             plan,
             shards: vec![shard.into()],
@@ -259,6 +271,17 @@ mod tests {
                 "name = \"quiche\"\nversion = \"{QUICHE_VERSION}\""
             )),
             "interop/Cargo.lock has another quiche than {QUICHE_VERSION}"
+        );
+        assert!(
+            lock.contains(&format!("name = \"quinn\"\nversion = \"{QUINN_VERSION}\"")),
+            "interop/Cargo.lock has another quinn than {QUINN_VERSION}"
+        );
+        let apart = include_str!("../../quiche-0.24/Cargo.lock");
+        assert!(
+            apart.contains(&format!(
+                "name = \"quiche\"\nversion = \"{QUICHE_024_VERSION}\""
+            )),
+            "interop/quiche-0.24/Cargo.lock has another quiche than {QUICHE_024_VERSION}"
         );
     }
 }

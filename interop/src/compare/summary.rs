@@ -1,6 +1,6 @@
 //! From runs to the numbers a reader compares: per link and variant, the
-//! median goodput and its spread, the ratio to the best quiche controller on
-//! that link, and the medians of the counters that explain a difference
+//! median goodput and its spread, the ratio to the best peer (any release
+//! of quiche, quinn) on that link, and the medians of the counters that explain a difference
 //! (retransmissions, PTOs, notices, what the link dropped); per loopback
 //! variant, throughput and CPU seconds per GiB.
 
@@ -49,8 +49,8 @@ pub struct Row {
     pub ok: usize,
     /// Goodput of the successful runs, bits per second.
     pub goodput_bps: Option<Spread>,
-    /// Median goodput ÷ the best quiche controller's median on this link.
-    pub vs_best_quiche: Option<f64>,
+    /// Median goodput ÷ the best peer variant's median on this link.
+    pub vs_best_peer: Option<f64>,
     pub retransmitted_packets: Option<f64>,
     pub ptos: Option<f64>,
     pub corruption_notices_received: Option<f64>,
@@ -70,8 +70,11 @@ pub struct Row {
 pub struct LinkSummary {
     pub link: LinkSpec,
     pub rows: Vec<Row>,
-    /// The quiche variant with the highest median goodput.
-    pub best_quiche: Option<(Variant, f64)>,
+    /// Per peer stack run here (in [`Stack::PEERS`] order), its variant
+    /// with the highest median goodput.
+    pub best_of_peers: Vec<(Variant, f64)>,
+    /// The peer variant with the highest median goodput (any peer).
+    pub best_peer: Option<(Variant, f64)>,
     /// The sift variant with the highest median goodput.
     pub best_sift: Option<(Variant, f64)>,
 }
@@ -111,11 +114,16 @@ pub fn summarize(results: &Results) -> Summary {
                     .filter_map(|row| Some((row.variant.clone(), row.goodput_bps?.median)))
                     .max_by(|a, b| a.1.total_cmp(&b.1))
             };
-            let best_quiche = best(Stack::Quiche);
+            let best_of_peers: Vec<(Variant, f64)> =
+                Stack::PEERS.iter().filter_map(|&stack| best(stack)).collect();
+            let best_peer = best_of_peers
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .cloned();
             let best_sift = best(Stack::Sift);
-            if let Some((_, reference)) = &best_quiche {
+            if let Some((_, reference)) = &best_peer {
                 for row in &mut rows {
-                    row.vs_best_quiche = row
+                    row.vs_best_peer = row
                         .goodput_bps
                         .filter(|_| *reference > 0.0)
                         .map(|g| g.median / reference);
@@ -124,7 +132,8 @@ pub fn summarize(results: &Results) -> Summary {
             LinkSummary {
                 link: link.clone(),
                 rows,
-                best_quiche,
+                best_of_peers,
+                best_peer,
                 best_sift,
             }
         })
@@ -163,7 +172,7 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
         runs: runs.len(),
         ok: ok.len(),
         goodput_bps: Spread::of(&flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>()),
-        vs_best_quiche: None,
+        vs_best_peer: None,
         retransmitted_packets: flow_median(|f| f.retransmitted_packets),
         ptos: flow_median(|f| f.ptos),
         corruption_notices_received: flow_median(|f| f.corruption_notices_received),
@@ -223,9 +232,12 @@ mod tests {
     }
 
     #[test]
-    fn ratios_are_against_the_best_quiche_median_and_failures_do_not_count() {
+    fn ratios_are_against_the_best_peer_median_and_failures_do_not_count() {
         let variants = link_variants(
-            &["cubic".into(), "bbr2".into()],
+            &[
+                (Stack::Quiche, vec!["cubic".into(), "bbr2".into()]),
+                (Stack::Quinn, vec!["newreno".into()]),
+            ],
             &["veno".into()],
             Protection::Null,
         );
@@ -245,10 +257,12 @@ mod tests {
             reps: 3,
             seed: 1,
         };
-        let [cubic, bbr2, veno_on, veno_off] = [0, 1, 2, 3].map(|i| variants[i].clone());
+        let [cubic, bbr2, newreno, veno_on, veno_off] =
+            [0, 1, 2, 3, 4].map(|i| variants[i].clone());
         let mut runs = Vec::new();
         for rep in 1..=3 {
             runs.push(run("l", rep, &cubic, 10e6, true));
+            runs.push(run("l", rep, &newreno, 15e6, true));
             runs.push(run("l", rep, &bbr2, 20e6 + f64::from(rep), true));
             runs.push(run("l", rep, &veno_on, 5e6 * f64::from(rep), true));
             runs.push(run("l", rep, &veno_off, 1e6, rep == 1));
@@ -257,6 +271,7 @@ mod tests {
             tool: "sift-compare".into(),
             sift_version: "0".into(),
             quiche_version: QUICHE_VERSION.into(),
+            peer_versions: vec![],
             sift_protection: "Null".into(),
             plan,
             shards: vec!["1/1".into()],
@@ -266,14 +281,16 @@ mod tests {
         };
         let summary = summarize(&results);
         let link = &summary.links[0];
-        assert_eq!(link.best_quiche.as_ref().unwrap().0, bbr2);
+        assert_eq!(link.best_peer.as_ref().unwrap().0, bbr2);
+        let per_peer: Vec<&Variant> = link.best_of_peers.iter().map(|(v, _)| v).collect();
+        assert_eq!(per_peer, [&bbr2, &newreno]);
         assert_eq!(link.best_sift.as_ref().unwrap().0, veno_on);
-        let veno = &link.rows[2];
+        let veno = &link.rows[3];
         // Median of 5, 10, 15 Mb/s = 10 Mb/s; best quiche median 20 Mb/s + 2 b/s.
         assert_eq!(veno.goodput_bps.unwrap().median, 10e6);
-        assert!((veno.vs_best_quiche.unwrap() - 10e6 / (20e6 + 2.0)).abs() < 1e-12);
+        assert!((veno.vs_best_peer.unwrap() - 10e6 / (20e6 + 2.0)).abs() < 1e-12);
         assert_eq!(veno.retransmitted_packets, Some(2.0));
-        let failing = &link.rows[3];
+        let failing = &link.rows[4];
         assert_eq!((failing.runs, failing.ok), (3, 1));
         assert_eq!(failing.failures, ["timed out after 9 s"]);
         // 1.5 CPU seconds for exactly one GiB.

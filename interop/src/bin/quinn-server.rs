@@ -1,0 +1,72 @@
+//! quinn-server: the quinn peer's server, serving files over quinn 0.11.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use sift_interop::quinn_peer::server::{Server, ServerOptions};
+
+const EXAMPLES: &str = "\
+Examples:
+  # Serve ./files on port 4433 with CUBIC (quinn's default):
+  quinn-server --listen 0.0.0.0:4433 --root ./files
+
+  # Loopback, BBR, a free port (the \"listening on\" line names it):
+  quinn-server --listen 127.0.0.1:0 --root /srv/data --cc bbr";
+
+/// Serve the files under a directory over quinn (a peer sift is compared
+/// with). A fresh self-signed certificate for `localhost` is made at start;
+/// clients trust it with `quinn-client --ca DIR/cert.pem`.
+#[derive(Parser)]
+#[command(version, after_help = EXAMPLES)]
+struct Args {
+    /// Address and UDP port to listen on.
+    #[arg(long, default_value = "0.0.0.0:4433")]
+    listen: SocketAddr,
+    /// Directory whose files are served.
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// quinn congestion controller for the data the server sends: cubic,
+    /// newreno, bbr.
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
+    /// Where to write the certificate (cert.pem) and key (key.pem)
+    /// [default: a new directory under the system's temp dir].
+    #[arg(long, value_name = "DIR")]
+    cert_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("quinn-server: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let cert_dir = args.cert_dir.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("quinn-server-{}", std::process::id()))
+    });
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let server = Server::bind(&ServerOptions {
+            listen: args.listen,
+            root: args.root.clone(),
+            cc: args.cc.clone(),
+            cert_dir: cert_dir.clone(),
+        })?;
+        println!(
+            "listening on {} (root {}, cc {}, certificate {})",
+            server.local_addr()?,
+            args.root.display(),
+            args.cc,
+            cert_dir.join("cert.pem").display()
+        );
+        server.run().await;
+        Ok(())
+    })
+}
