@@ -20,6 +20,7 @@ mod repair;
 mod send;
 mod skip;
 mod stats;
+mod trace;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -191,6 +192,10 @@ pub struct Config {
     /// it otherwise.
     #[doc(hidden)]
     pub lie_about_losses: ReceiverLie,
+    /// Makes a trace for each connection (`crate::trace`), such as one
+    /// qlog file per connection in a directory. `None` (the default): no
+    /// tracing, at no cost.
+    pub trace: Option<crate::trace::TraceSink>,
 }
 
 impl Default for Config {
@@ -217,6 +222,7 @@ impl Default for Config {
             token_store: None,
             repair_damaged_headers: true,
             lie_about_losses: ReceiverLie::Honest,
+            trace: None,
         }
     }
 }
@@ -423,6 +429,8 @@ pub struct Connection {
     datagrams_in: VecDeque<Vec<u8>>,
     now: Instant,
     counters: Counters,
+    /// The observer of every event, when traced (`conn/trace.rs`).
+    trace: Option<Box<trace::Tracing>>,
 }
 
 fn space_of(level: Level) -> SpaceId {
@@ -538,7 +546,7 @@ impl Connection {
         // A server derives its Initial keys from the client's first Initial.
         let initial_keys = (side == Side::Client)
             .then(|| keys::initial_keys(config.protection, original_dcid.as_slice(), side));
-        Ok(Self {
+        let mut conn = Self {
             side,
             local,
             // One spelling of the peer, so a dual-stack socket's mapped form of an
@@ -606,8 +614,11 @@ impl Connection {
             datagrams_in: VecDeque::new(),
             now,
             counters: Counters::default(),
+            trace: None,
             config,
-        })
+        };
+        conn.start_trace();
+        Ok(conn)
     }
 
     // ---- state -----------------------------------------------------------
@@ -1040,6 +1051,7 @@ impl Connection {
         if self.idle_deadline().is_some_and(|d| d <= now) {
             self.close_reason = Some(CloseReason::IdleTimeout);
             self.state = State::Closed;
+            self.trace_flush();
             return;
         }
         if self.pacing_until.is_some_and(|t| t <= now) {
@@ -1076,6 +1088,7 @@ impl Connection {
             }
             self.streams.size_send_buffer(self.recovery.window());
         }
+        self.trace_flush();
     }
 
     /// A PTO in a handshake space re-sends every unacknowledged CRYPTO
