@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use qlog::events::quic::{
@@ -39,6 +40,10 @@ pub const SIFT_EVENT_PREFIX: &str = "sift:";
 /// trace; the connection goes on.
 pub struct QlogWriter {
     streamer: QlogStreamer,
+    /// The streamer's writer, to flush when the connection closes: a
+    /// server's connection may be dropped long after, or never if the
+    /// process is killed.
+    output: SharedWriter,
     side: Side,
     /// The last metrics written, so that an update carries only changes.
     last_metrics: Option<RecoveryMetrics>,
@@ -81,6 +86,7 @@ impl QlogWriter {
             Some(vantage),
             vec![],
         );
+        let output = SharedWriter(Arc::new(Mutex::new(writer)));
         let mut streamer = QlogStreamer::new(
             Some("sift".to_string()),
             None,
@@ -88,11 +94,12 @@ impl QlogWriter {
             trace,
             EventImportance::Extra,
             EventTimePrecision::MicroSeconds,
-            writer,
+            Box::new(output.clone()),
         );
         streamer.start_log().map_err(to_io)?;
         Ok(Self {
             streamer,
+            output,
             side,
             last_metrics: None,
             failed: false,
@@ -363,9 +370,43 @@ impl Observer for QlogWriter {
             Event::Closed(reason) => {
                 let closed = connection_closed(reason);
                 self.quic(now, EventData::QuicConnectionClosed(closed));
+                if !self.failed {
+                    if let Err(error) = self.output.flush() {
+                        tracing::warn!(%error, "qlog trace stopped: cannot write it");
+                        self.failed = true;
+                    }
+                }
             }
             Event::Annotation { name, data } => self.sift(now, name, (*data).clone()),
         }
+    }
+}
+
+/// The trace's output, shared by the streamer and the writer's close.
+#[derive(Clone)]
+struct SharedWriter(Arc<Mutex<Box<dyn Write + Send + Sync>>>);
+
+impl SharedWriter {
+    fn with<T>(&self, f: impl FnOnce(&mut dyn Write) -> io::Result<T>) -> io::Result<T> {
+        let mut writer = self
+            .0
+            .lock()
+            .map_err(|_| io::Error::other("qlog writer poisoned"))?;
+        f(writer.as_mut())
+    }
+}
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.with(|w| w.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.with(|w| w.write_all(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.with(|w| w.flush())
     }
 }
 

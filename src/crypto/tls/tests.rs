@@ -412,9 +412,12 @@ fn a_copied_client_certificate_without_its_key_fails_the_handshake() {
     assert!(server.is_handshaking(), "the server must not complete");
 }
 
+/// One key log line: label, client random, secret.
+type KeyLogLine = (String, Vec<u8>, Vec<u8>);
+
 /// Keeps every secret rustls logs, as SSLKEYLOGFILE's writer would.
 #[derive(Debug, Default)]
-struct RecordedKeyLog(std::sync::Mutex<Vec<(String, Vec<u8>, Vec<u8>)>>);
+struct RecordedKeyLog(std::sync::Mutex<Vec<KeyLogLine>>);
 
 impl rustls::KeyLog for RecordedKeyLog {
     fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
