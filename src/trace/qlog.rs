@@ -604,13 +604,15 @@ fn qlog_frame(frame: &Frame<'_>) -> QuicFrame {
             sequence,
             retire_prior_to,
             cid,
-            reset_token,
+            reset_token: _,
         } => QuicFrame::NewConnectionId {
             sequence_number: sequence,
             retire_prior_to,
             connection_id_length: Some(cid.as_slice().len() as u8),
             connection_id: hex(cid.as_slice()),
-            stateless_reset_token: Some(hex(&reset_token)),
+            // Never written: whoever reads the trace could end the
+            // connection with it (RFC 9000 §10.3).
+            stateless_reset_token: None,
             raw: None,
         },
         Frame::RetireConnectionId { sequence } => QuicFrame::RetireConnectionId {
@@ -659,7 +661,6 @@ fn parameters(local: bool, params: &TransportParams) -> ParametersSet {
         original_destination_connection_id: cid(params.original_destination_connection_id),
         initial_source_connection_id: cid(params.initial_source_connection_id),
         retry_source_connection_id: cid(params.retry_source_connection_id),
-        stateless_reset_token: params.stateless_reset_token.map(|t| hex(&t)),
         max_idle_timeout: Some(params.max_idle_timeout_ms),
         max_udp_payload_size: Some(params.max_udp_payload_size),
         max_ack_delay: Some(params.max_ack_delay_ms),
