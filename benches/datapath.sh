@@ -5,15 +5,20 @@
 # notices on (the default) and off, and under Null protection.
 #
 #   benches/datapath.sh [--reps 5] [--bytes 1GiB] [--out DIR] [--sift-only]
+#                       [--baseline BINDIR] [--qlog]
 #
 # With cmake and libclang present (quiche builds BoringSSL), this is
 # `interop/compare.sh --only loopback` and quiche's row is measured in the
 # same run. Without them it says so and measures sift's rows alone, the same
 # way (fresh server, 1 GiB file, client hashes and discards into /dev/null);
 # --sift-only does that on purpose, for a quick look at a branch.
+# --baseline BINDIR adds TLS rows measured with the sift-server and
+# sift-client in BINDIR (another build, e.g. main's), and --qlog a TLS row
+# with qlog traces written on both ends; each repetition runs every row in
+# turn, so the rows share the machine's state (sift's rows only).
 set -euo pipefail
 
-reps=5 bytes=1GiB out="" sift_only=0
+reps=5 bytes=1GiB out="" sift_only=0 baseline="" qlog=0
 root="$(cd "$(dirname "$0")/.." && pwd)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -21,7 +26,9 @@ while [ $# -gt 0 ]; do
         --bytes) bytes=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --sift-only) sift_only=1; shift ;;
-        -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+        --baseline) baseline=$2; sift_only=1; shift 2 ;;
+        --qlog) qlog=1; sift_only=1; shift ;;
+        -h|--help) sed -n 2,19p "$0"; exit 0 ;;
         *) echo "datapath.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -53,12 +60,15 @@ want=$(sha256sum "$work/root/f.bin" | cut -d' ' -f1)
 tick=$(getconf CLK_TCK)
 cpu_of() { awk -v t="$tick" '{ sub(/.*\) /, ""); print ($12 + $13) / t }' "$1"; }
 
-# One download; prints "goodput_gbps cpu_s_per_gib".
+# One download; prints "goodput_gbps cpu_s_per_gib". A third argument
+# names the binaries' directory (default: this build); a fourth, "qlog",
+# has both ends write qlog traces.
 run_once() {
-    local protection=$1 notices=$2 state="$work/state-$RANDOM"
+    local protection=$1 notices=$2 bin=${3:-$bin} trace=${4:-} state="$work/state-$RANDOM"
     local extra=()
     [ "$protection" = null ] && extra+=(--insecure-null-crypto)
     mkdir -p "$state"
+    [ "$trace" = qlog ] && extra+=(--qlog "$state/qlog")
     "$bin/sift-server" --listen 127.0.0.1:0 --root "$work/root" --state-dir "$state" \
         --workers 1 --corruption-notices "$notices" "${extra[@]}" > "$state/server.log" 2>&1 &
     local server=$!
@@ -85,18 +95,29 @@ run_once() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# Rows: "label protection notices bindir trace".
+rows=("sift tls on $bin -" "sift tls off $bin -" "sift null on $bin -" "sift null off $bin -")
+if [ -n "$baseline" ]; then
+    baseline=$(cd "$baseline" && pwd)
+    rows=("baseline tls on $baseline -" "sift tls on $bin -" "baseline tls off $baseline -" "sift tls off $bin -")
+fi
+[ "$qlog" = 1 ] && rows+=("sift+qlog tls on $bin qlog")
+for i in "${!rows[@]}"; do : > "$work/runs-$i"; done
+for rep in $(seq "$reps"); do
+    for i in "${!rows[@]}"; do
+        set -- ${rows[$i]}
+        line=$(run_once "$2" "$3" "$4" "$5")
+        echo "$1 $2 notices $3 rep $rep: ${line% *} Gb/s, ${line#* } CPU s/GiB" >&2
+        echo "$line" >> "$work/runs-$i"
+        rm -rf "$work"/state-*/qlog
+    done
+done
 {
     echo "| stack | protection | notices | goodput (Gb/s) | CPU s/GiB |"
     echo "|---|---|---|---|---|"
-    for variant in "tls on" "tls off" "null on" "null off"; do
-        set -- $variant
-        : > "$work/runs"
-        for rep in $(seq "$reps"); do
-            line=$(run_once "$1" "$2")
-            echo "$1 notices $2 rep $rep: ${line% *} Gb/s, ${line#* } CPU s/GiB" >&2
-            echo "$line" >> "$work/runs"
-        done
-        echo "| sift | $1 | $2 | $(cut -d' ' -f1 "$work/runs" | median) | $(cut -d' ' -f2 "$work/runs" | median) |"
+    for i in "${!rows[@]}"; do
+        set -- ${rows[$i]}
+        echo "| $1 | $2 | $3 | $(cut -d' ' -f1 "$work/runs-$i" | median) | $(cut -d' ' -f2 "$work/runs-$i" | median) |"
     done
 } | tee "$out/datapath.md"
 echo "written to $out/datapath.md" >&2

@@ -94,6 +94,7 @@ pub mod sim;
 pub mod stream;
 #[cfg(all(target_os = "linux", feature = "tokio"))]
 pub mod tokio;
+pub mod trace;
 pub mod wire;
 
 pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};

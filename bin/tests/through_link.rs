@@ -9,9 +9,10 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 
 use common::{
-    any_port, content, expect_success, ipv6_or_skip, json_report, line_channel, on_both_loopbacks,
-    run_client, wait_for_line, ClientKey, Server, TestDir, IPV4,
+    any_port, client_command, content, expect_success, ipv6_or_skip, json_report, line_channel,
+    on_both_loopbacks, run_bounded, run_client, wait_for_line, ClientKey, Server, TestDir, IPV4,
 };
+use sift::trace::{read_trace, TraceEvent};
 
 const LINK: &str = env!("CARGO_BIN_EXE_sift-link");
 
@@ -265,4 +266,97 @@ fn download_and_upload_with_notices(
         notices > 0,
         "corruption over ~750 packets must produce notices: {stdout}"
     );
+}
+
+/// The one trace in `dir` whose name ends in `suffix`, read back through
+/// the `qlog` crate.
+fn only_trace(dir: &std::path::Path, suffix: &str) -> Vec<TraceEvent> {
+    let traces: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.to_string_lossy().ends_with(suffix))
+        .collect();
+    assert_eq!(traces.len(), 1, "one {suffix} trace in {}", dir.display());
+    read_trace(&traces[0]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn count(events: &[TraceEvent], name: &str) -> usize {
+    events.iter().filter(|e| e.name == name).count()
+}
+
+#[test]
+fn twenty_megabytes_through_loss_and_corruption_leave_qlog_traces_on_both_ends() {
+    // Issue 35: a download through sift-link with loss and corruption on
+    // the data direction, traced by the server (--qlog) and the client
+    // (QLOGDIR).
+    let dir = TestDir::new("through-link-qlog");
+    let root = dir.subdir("root");
+    let server_qlog = dir.subdir("server-qlog");
+    let client_qlog = dir.subdir("client-qlog");
+    let data = content(20_000_000, 35);
+    std::fs::write(root.join("twenty.bin"), &data).unwrap();
+    let mut server = Server::start_on(
+        IPV4,
+        &root,
+        &["--qlog", server_qlog.to_str().unwrap(), "--cc", "veno"],
+    );
+    let link = Link::start(
+        IPV4,
+        server.addr,
+        "delay 5ms",
+        "delay 5ms loss 1% corrupt 1%",
+        &[],
+    );
+    let out = dir.path().join("twenty.bin");
+    let output = run_bounded(client_command().env("QLOGDIR", &client_qlog).args([
+        "get",
+        &format!("sift://{}/twenty.bin", link.addr),
+        "-o",
+        out.to_str().unwrap(),
+        &server.pin(),
+        "--json",
+    ]));
+    let stdout = expect_success(&output);
+    assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
+    let report = json_report(&stdout);
+    // The server's trace is complete once it has closed its connections.
+    assert!(
+        server.stop().code().is_some(),
+        "the server exits on SIGTERM"
+    );
+    let client = only_trace(&client_qlog, "-client.sqlog");
+    let sender = only_trace(&server_qlog, "-server.sqlog");
+    for (side, events) in [("client", &client), ("server", &sender)] {
+        assert!(count(events, "quic:packet_sent") > 0, "{side}");
+        assert!(count(events, "quic:packet_received") > 0, "{side}");
+        assert_eq!(count(events, "quic:parameters_set"), 2, "{side}");
+        assert_eq!(count(events, "quic:connection_closed"), 1, "{side}");
+    }
+    // The server sent the file: its trace shows the losses, the notices it
+    // applied (as many as the client's report says it received) and Veno's
+    // verdicts with N.
+    let applied: usize = sender
+        .iter()
+        .filter(|e| e.name == "sift:corruption_applied")
+        .map(|e| e.data["packet_numbers"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(
+        Some(applied as u64),
+        report["corruption_notices_received"].as_u64(),
+        "{stdout}"
+    );
+    assert!(count(&sender, "quic:packet_lost") > 0);
+    assert!(count(&sender, "sift:corrupted_received") > 0);
+    assert!(count(&client, "sift:corrupted_sent") > 0);
+    assert!(count(&client, "sift:payload_corrupt_received") > 0);
+    let verdicts: Vec<&TraceEvent> = sender
+        .iter()
+        .filter(|e| e.name == "sift:loss_verdict")
+        .collect();
+    assert!(!verdicts.is_empty());
+    assert!(verdicts
+        .iter()
+        .all(|v| v.data["values"]["beta_packets"].as_f64() == Some(3.0)));
+    // Every packet the client received, the server sent.
+    assert!(count(&client, "quic:packet_received") <= count(&sender, "quic:packet_sent"));
 }

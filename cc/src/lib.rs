@@ -249,6 +249,19 @@ pub enum LossVerdict {
     Random,
 }
 
+/// The numbers behind a controller's latest loss verdict, as it saw them
+/// when it judged: what a trace shows next to the verdict so a reader can
+/// check the arithmetic (Veno's N against β, Westwood's BWE·RTTmin, TCPW-A's
+/// ERE·RTTmin against cwnd).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VerdictBasis {
+    /// The verdict these numbers led to.
+    pub verdict: LossVerdict,
+    /// `(name, value)` pairs under stable names, in the units the name says
+    /// (`backlog_packets`, `bwe_bps`, `rtt_min_us`, `ssthresh_bytes`, ...).
+    pub values: Vec<(&'static str, f64)>,
+}
+
 /// Knobs a controller turns in the recovery module (loss detection), not in
 /// its own window arithmetic. Vegas's algorithms C, D and E live here
 /// (Hengartner et al., §VI).
@@ -332,6 +345,13 @@ pub trait CongestionControl: Send + Debug {
     /// move it to their spurious count. The default keeps the reduced
     /// window, for a controller that has nothing to restore.
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {}
+
+    /// The latest loss verdict and the numbers behind it, for traces;
+    /// `None` before the first congestion event, and for controllers that
+    /// judge every loss congestive by rule (the default).
+    fn verdict_basis(&self) -> Option<VerdictBasis> {
+        None
+    }
 
     /// The congestion window, in bytes.
     fn window(&self) -> u64;

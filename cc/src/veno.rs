@@ -51,7 +51,7 @@ use crate::queue_estimate::{BaseRttReset, QueueDelayEstimator, QueueEstimate};
 use crate::reno::{INITIAL_WINDOW_PACKETS, LOSS_REDUCTION};
 use crate::{
     minimum_window, scale_window, AckEvent, AdditiveIncrease, CongestionControl, CorruptionEvent,
-    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
 };
 
 /// Veno's backlog threshold β, in packets (Fu & Liew 2003, §II-A: "β = 3 is a
@@ -194,6 +194,8 @@ pub struct Veno {
     verdicts: VerdictCounts,
     /// The state before the last congestion event, until undone or replaced.
     undo: Option<VenoUndo>,
+    /// The numbers behind the last loss verdict (for traces).
+    basis: Option<VerdictBasis>,
 }
 
 impl Veno {
@@ -216,6 +218,7 @@ impl Veno {
             last_reduction_at: None,
             verdicts: VerdictCounts::default(),
             undo: None,
+            basis: None,
         }
     }
 
@@ -299,13 +302,35 @@ impl Veno {
     /// so that Veno falls back to Reno's halving.
     pub(crate) fn judge_loss(&mut self, ev: &LossEvent) -> LossVerdict {
         self.backlog_packets = self.estimate_backlog(ev.rtt.smoothed);
-        if ev.persistent {
-            return LossVerdict::Congestive;
-        }
-        match self.backlog_packets {
+        let verdict = match self.backlog_packets {
+            _ if ev.persistent => LossVerdict::Congestive,
             Some(n) if n < self.config.backlog_threshold_packets => LossVerdict::Random,
             _ => LossVerdict::Congestive,
+        };
+        self.basis = Some(self.basis_of(verdict, ev));
+        verdict
+    }
+
+    /// What a trace shows beside `verdict`: N (absent when unknown), β,
+    /// and the window and RTTs N came from.
+    fn basis_of(&self, verdict: LossVerdict, ev: &LossEvent) -> VerdictBasis {
+        let mut values = Vec::with_capacity(6);
+        if let Some(n) = self.backlog_packets {
+            values.push(("backlog_packets", n));
         }
+        values.push(("beta_packets", self.config.backlog_threshold_packets));
+        values.push(("cwnd_bytes", self.cwnd as f64));
+        values.push(("smoothed_rtt_us", ev.rtt.smoothed.as_micros() as f64));
+        if let Some(base) = self.base_rtt() {
+            values.push(("base_rtt_us", base.as_micros() as f64));
+        }
+        values.push(("persistent", f64::from(u8::from(ev.persistent))));
+        VerdictBasis { verdict, values }
+    }
+
+    /// The numbers behind the last loss verdict.
+    pub(crate) fn last_basis(&self) -> Option<VerdictBasis> {
+        self.basis.clone()
     }
 
     /// The share of the window Veno keeps for `verdict` (§II-B.3).
@@ -402,6 +427,10 @@ impl Veno {
 
 impl CongestionControl for Veno {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
+
+    fn verdict_basis(&self) -> Option<VerdictBasis> {
+        self.last_basis()
+    }
 
     fn on_ack(&mut self, ack: &AckEvent) {
         // Estimators update even in recovery: that is how BaseRTT is
@@ -592,6 +621,23 @@ mod tests {
         assert_eq!(verdict, LossVerdict::Random);
         assert_eq!((veno.window(), veno.ssthresh()), (8_000, 8_000));
         assert_eq!(veno.metrics().fields["backlog_packets"], 2.9);
+    }
+
+    #[test]
+    fn veno_verdict_basis_shows_the_backlog_it_judged_by() {
+        let now = Instant::now();
+        let mut veno = veno();
+        assert_eq!(veno.verdict_basis(), None, "no verdict yet");
+        sample(&mut veno, now, 70, 70);
+        // N = 10·(100 − 70)/100 = 3.0 ≥ β = 3: congestive, from cwnd 10_000.
+        veno.on_congestion(&loss(now, rtt(100, 100), false));
+        let basis = veno.verdict_basis().expect("a verdict was made");
+        assert_eq!(basis.verdict, LossVerdict::Congestive);
+        let value = |name| basis.values.iter().find(|(n, _)| *n == name).map(|v| v.1);
+        assert_eq!(value("backlog_packets"), Some(3.0));
+        assert_eq!(value("beta_packets"), Some(3.0));
+        assert_eq!(value("cwnd_bytes"), Some(10_000.0));
+        assert_eq!(value("base_rtt_us"), Some(70_000.0));
     }
 
     #[test]

@@ -116,6 +116,10 @@ impl CongestionControl for VenoEnhanced {
         self.veno.on_ack(ack);
     }
 
+    fn verdict_basis(&self) -> Option<crate::VerdictBasis> {
+        self.veno.last_basis()
+    }
+
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.observe(ev.now);
         let verdict = self.veno.judge_loss(ev);

@@ -46,7 +46,7 @@ use crate::hystart::HyStart;
 use crate::veno::VerdictCounts;
 use crate::{
     minimum_window, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
-    LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, WindowUndo,
+    LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -179,6 +179,8 @@ pub struct Westwood {
     /// (window, last verdict) before the last reduction, until undone or
     /// replaced.
     undo: Option<(WindowUndo, Option<LossVerdict>)>,
+    /// The numbers behind the last loss verdict (for traces).
+    basis: Option<VerdictBasis>,
 }
 
 impl Westwood {
@@ -204,6 +206,7 @@ impl Westwood {
             in_recovery: false,
             last_verdict: None,
             verdicts: VerdictCounts::default(),
+            basis: None,
             undo: None,
         }
     }
@@ -281,6 +284,10 @@ impl CongestionControl for Westwood {
         }
     }
 
+    fn verdict_basis(&self) -> Option<VerdictBasis> {
+        self.basis.clone()
+    }
+
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.bandwidth.advance_to(ev.now);
         let prior = WindowUndo {
@@ -290,6 +297,18 @@ impl CongestionControl for Westwood {
         self.undo = Some((prior, self.last_verdict));
         self.verdicts.count(LossVerdict::Congestive);
         self.ssthresh = self.ideal_window(ev.rtt.min);
+        self.basis = Some(VerdictBasis {
+            verdict: LossVerdict::Congestive,
+            values: vec![
+                ("bwe_bps", self.bandwidth.bytes_per_second() * 8.0),
+                (
+                    "rtt_min_us",
+                    self.rtt_min.unwrap_or(ev.rtt.min).as_micros() as f64,
+                ),
+                ("ssthresh_bytes", self.ssthresh as f64),
+                ("cwnd_bytes", self.cwnd as f64),
+            ],
+        });
         self.cwnd = if ev.persistent {
             // §3.2: cwin = 1 (configurable).
             self.config.timeout_window_packets * self.mss
@@ -422,6 +441,13 @@ mod tests {
         assert_eq!(metrics.last_verdict, Some(LossVerdict::Congestive));
         assert!((metrics.fields["bwe_bps"] - 661_760.0).abs() < 1e-6);
         assert_eq!(metrics.fields["rtt_min_ms"], 100.0);
+        // The trace shows the same arithmetic: 661_760 b/s · 100 ms.
+        let basis = westwood.verdict_basis().expect("a verdict was made");
+        let value = |name| basis.values.iter().find(|(n, _)| *n == name).map(|v| v.1);
+        assert!((value("bwe_bps").unwrap() - 661_760.0).abs() < 1e-6);
+        assert_eq!(value("rtt_min_us"), Some(100_000.0));
+        assert_eq!(value("ssthresh_bytes"), Some(8_272.0));
+        assert_eq!(value("cwnd_bytes"), Some(135_000.0));
     }
 
     #[test]

@@ -148,7 +148,7 @@ use crate::veno::VerdictCounts;
 use crate::westwood::{FILTER_TIME_CONSTANT_MS, VIRTUAL_SAMPLE_DIVISOR};
 use crate::{
     minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig,
-    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, WindowUndo,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
 };
 
 /// RFC 9002 §7.2 initial window (TCPW-A's ns-2 runs started from 1–2; sift's
@@ -289,6 +289,8 @@ pub struct WestwoodA {
     verdicts: VerdictCounts,
     /// What the last congestion event changed, until undone or replaced.
     undo: Option<WestwoodAUndo>,
+    /// The numbers behind the last loss verdict (for traces).
+    basis: Option<VerdictBasis>,
     /// The CUBIC curve congestion avoidance may follow since the last cut.
     epoch: Option<CurveEpoch>,
 }
@@ -361,6 +363,7 @@ impl WestwoodA {
             last_verdict: None,
             verdicts: VerdictCounts::default(),
             undo: None,
+            basis: None,
             epoch: None,
         }
     }
@@ -527,6 +530,10 @@ impl CongestionControl for WestwoodA {
         }
     }
 
+    fn verdict_basis(&self) -> Option<VerdictBasis> {
+        self.basis.clone()
+    }
+
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.ere.advance_to(ev.now);
         let floor = minimum_window(self.mss);
@@ -552,6 +559,19 @@ impl CongestionControl for WestwoodA {
             epoch: self.epoch,
         });
         self.verdicts.count(verdict);
+        self.basis = Some(VerdictBasis {
+            verdict,
+            values: vec![
+                ("ere_bps", self.ere.bytes_per_second() * 8.0),
+                (
+                    "rtt_min_us",
+                    self.base_rtt().map_or(0.0, |rtt| rtt.as_micros() as f64),
+                ),
+                ("eligible_window_bytes", eligible as f64),
+                ("cwnd_bytes", self.cwnd as f64),
+                ("persistent", f64::from(u8::from(ev.persistent))),
+            ],
+        });
         if ev.persistent {
             // Timeout: TCPW's cwin = 1, then agile probing again.
             self.ssthresh = eligible.max(floor);

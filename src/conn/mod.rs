@@ -22,6 +22,7 @@ mod send;
 mod skip;
 mod stats;
 pub mod token_store;
+mod trace;
 pub mod version;
 
 use std::collections::VecDeque;
@@ -184,6 +185,10 @@ pub struct Config {
     /// by default sift/1 then QUIC v1. A client starts in QUIC v1 under TLS
     /// and offers the rest; a server answers in the first the client offers.
     pub versions: Vec<u32>,
+    /// Makes a trace for each connection (`crate::trace`), such as one
+    /// qlog file per connection in a directory. `None` (the default): no
+    /// tracing, at no cost.
+    pub trace: Option<crate::trace::TraceSink>,
 }
 
 impl Default for Config {
@@ -211,6 +216,7 @@ impl Default for Config {
             repair_damaged_headers: true,
             lie_about_losses: ReceiverLie::Honest,
             versions: version::SUPPORTED_VERSIONS.to_vec(),
+            trace: None,
         }
     }
 }
@@ -434,6 +440,8 @@ pub struct Connection {
     datagrams_in: VecDeque<Vec<u8>>,
     now: Instant,
     counters: Counters,
+    /// The observer of every event, when traced (`conn/trace.rs`).
+    trace: Option<Box<trace::Tracing>>,
 }
 
 fn space_of(level: Level) -> SpaceId {
@@ -564,7 +572,7 @@ impl Connection {
         // A server derives its Initial keys from the client's first Initial.
         let initial_keys = (side == Side::Client)
             .then(|| keys::initial_keys(config.protection, original_dcid.as_slice(), side));
-        Ok(Self {
+        let mut conn = Self {
             side,
             local,
             // One spelling of the peer, so a dual-stack socket's mapped form of an
@@ -634,8 +642,11 @@ impl Connection {
             datagrams_in: VecDeque::new(),
             now,
             counters: Counters::default(),
+            trace: None,
             config,
-        })
+        };
+        conn.start_trace();
+        Ok(conn)
     }
 
     // ---- state -----------------------------------------------------------
@@ -1080,6 +1091,7 @@ impl Connection {
         if self.idle_deadline().is_some_and(|d| d <= now) {
             self.close_reason = Some(CloseReason::IdleTimeout);
             self.state = State::Closed;
+            self.trace_flush();
             return;
         }
         if self.pacing_until.is_some_and(|t| t <= now) {
@@ -1116,6 +1128,7 @@ impl Connection {
             }
             self.streams.size_send_buffer(self.recovery.window());
         }
+        self.trace_flush();
     }
 
     /// A PTO in a handshake space re-sends every unacknowledged CRYPTO

@@ -122,6 +122,7 @@ impl Connection {
         self.issue_connection_ids();
         // ACKs and losses move the window, so `writable` follows it.
         self.streams.size_send_buffer(self.recovery.window());
+        self.trace_flush();
         Ok(len)
     }
 
@@ -267,6 +268,11 @@ impl Connection {
             }
             Err(OpenError::PayloadCorrupt) => {
                 self.counters.payload_corrupt_received += 1;
+                self.trace_event(&crate::trace::Event::PayloadCorrupt {
+                    space,
+                    packet_number,
+                    size: packet_len as u64,
+                });
                 if self.failed_authentication(space, 1, integrity_limit) {
                     return (packet_len, PacketOutcome::StopDatagram);
                 }
@@ -350,6 +356,17 @@ impl Connection {
             }
         }
         self.counters.packets_received += 1;
+        if let Some(tracing) = self.trace.as_mut() {
+            tracing.observer.event(
+                now,
+                &crate::trace::Event::PacketReceived {
+                    space,
+                    packet_number,
+                    size: packet_len as u64,
+                    frames,
+                },
+            );
+        }
         self.recv_dcid = dcid;
         let lies = match &mut self.loss_reader {
             Some(reader) if space == SpaceId::Data && self.notices_negotiated => {
@@ -803,6 +820,7 @@ impl Connection {
         self.notices_negotiated = self.config.corruption_notices
             && params.corruption_notices
             && self.versions.current().names_corrupted_packets();
+        self.trace_peer_params(&params);
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
         self.peer_max_udp_payload = params.max_udp_payload_size;
         self.peer_ack_delay_exponent = params.ack_delay_exponent;

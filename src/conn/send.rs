@@ -139,6 +139,17 @@ impl Connection {
                 &mut header_scratch,
                 &mut out[len..],
             );
+            if let (Some(tracing), Ok(size)) = (self.trace.as_mut(), &sealed) {
+                tracing.observer.event(
+                    now,
+                    &crate::trace::Event::PacketSent {
+                        space: plan.space,
+                        packet_number: plan.packet_number,
+                        size: *size as u64,
+                        frames: &plan.frames,
+                    },
+                );
+            }
             self.send_scratch.give_back(plan.frames);
             let size = match sealed {
                 Ok(size) => size,
@@ -216,6 +227,8 @@ impl Connection {
         );
         self.counters.datagrams_sent += 1;
         self.counters.checksum_free_datagrams += u64::from(checksum_free);
+        self.trace_checksum_free(checksum_free);
+        self.trace_flush();
         self.counters.bytes_sent += len as u64;
         if !self.address_validated {
             self.amplification_sent += len as u64;

@@ -77,7 +77,19 @@ pub enum LabError {
 
 /// Runs `scenario` once per seed, without writing anything.
 pub fn simulate(scenario: &Scenario) -> Result<Report, LabError> {
+    simulate_traced(scenario, None)
+}
+
+/// Runs `scenario` once per seed; with `qlog_dir`, every connection of
+/// every run writes a qlog trace there (`Simulation::trace_qlog`).
+pub fn simulate_traced(scenario: &Scenario, qlog_dir: Option<&Path>) -> Result<Report, LabError> {
     scenario.validate()?;
+    if let Some(dir) = qlog_dir {
+        std::fs::create_dir_all(dir).map_err(|source| LabError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
     let mut runs = Vec::with_capacity(scenario.seeds.len());
     for &seed in &scenario.seeds {
         // The one clock read: an anchor for virtual time zero. Every number
@@ -85,6 +97,9 @@ pub fn simulate(scenario: &Scenario) -> Result<Report, LabError> {
         let base = Instant::now();
         let mut simulation = Simulation::new(scenario, seed, base)
             .map_err(|source| LabError::Simulation { seed, source })?;
+        if let Some(dir) = qlog_dir {
+            simulation.trace_qlog(dir);
+        }
         simulation
             .run()
             .map_err(|source| LabError::Simulation { seed, source })?;
@@ -101,7 +116,17 @@ pub fn simulate(scenario: &Scenario) -> Result<Report, LabError> {
 /// the time-series CSVs and `scenario.toml` (the scenario as run) into
 /// `out_dir`.
 pub fn run_scenario(scenario: &Scenario, out_dir: &Path) -> Result<Report, LabError> {
-    let report = simulate(scenario)?;
+    run_scenario_traced(scenario, out_dir, None)
+}
+
+/// [`run_scenario`], and with `qlog_dir` a qlog trace of every connection
+/// of every run there.
+pub fn run_scenario_traced(
+    scenario: &Scenario,
+    out_dir: &Path,
+    qlog_dir: Option<&Path>,
+) -> Result<Report, LabError> {
+    let report = simulate_traced(scenario, qlog_dir)?;
     report.write(out_dir)?;
     let path = out_dir.join("scenario.toml");
     std::fs::write(&path, scenario.to_toml()?)

@@ -276,7 +276,9 @@ impl<F> Recovery<F> {
         }
         if !over_budget.is_empty() {
             self.stats.corruption_names_over_budget += over_budget.len() as u64;
+            self.loss_trigger = Some(super::LossTrigger::CorruptionOverBudget);
             self.on_packets_lost(space, &over_budget, now);
+            self.loss_trigger = None;
         }
         let corrupted = honoured;
         if corrupted.is_empty() {
@@ -292,6 +294,13 @@ impl<F> Recovery<F> {
             }
         }
         self.stats.corrupted_packets += corrupted.len() as u64;
+        if self.noting() {
+            self.note(super::RecoveryNote::Corrupted {
+                at: now,
+                space,
+                packet_numbers: corrupted.iter().map(|p| p.packet_number).collect(),
+            });
+        }
         self.cc.on_corruption(&CorruptionEvent {
             now,
             corrupted_packets: corrupted.iter().map(|p| p.packet_number).collect(),

@@ -12,7 +12,7 @@ use sift_cc::LossEvent;
 
 use super::reordering::{detect_loss, loss_delay, PacketState};
 use super::spurious::{LostPacket, RecoveryEpisode};
-use super::{Recovery, SentPacket, SpaceId, VerdictRecord};
+use super::{LossTrigger, Recovery, RecoveryNote, SentPacket, SpaceId, VerdictRecord};
 
 impl<F> Recovery<F> {
     /// Vegas C and D (Hengartner et al. §VI), when the controller asks for
@@ -93,7 +93,7 @@ impl<F> Recovery<F> {
     }
 
     pub(super) fn on_packets_lost(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost);
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost, now);
         self.report_lost(lost, now);
         let Some(newest_lost) = newest_lost else {
             return;
@@ -121,10 +121,32 @@ impl<F> Recovery<F> {
         &mut self,
         space: SpaceId,
         lost: &[SentPacket<F>],
+        now: Instant,
     ) -> (u64, Option<Instant>) {
         let mut lost_bytes = 0;
         let mut newest_lost: Option<Instant> = None;
+        let largest_acked = self.spaces[space.index()].largest_acked;
+        let packet_threshold = self.reordering.packet_threshold();
         for packet in lost {
+            if self.noting() {
+                let trigger = self.loss_trigger.unwrap_or_else(|| {
+                    let by_count = largest_acked.is_some_and(|largest| {
+                        largest >= packet.packet_number.saturating_add(packet_threshold)
+                    });
+                    if by_count {
+                        LossTrigger::PacketThreshold
+                    } else {
+                        LossTrigger::TimeThreshold
+                    }
+                });
+                self.note(RecoveryNote::Lost {
+                    at: now,
+                    space,
+                    packet_number: packet.packet_number,
+                    size: packet.size,
+                    trigger,
+                });
+            }
             self.stats.lost_packets += 1;
             self.stats.lost_bytes += packet.size;
             self.lost_memory.remember(
@@ -172,6 +194,18 @@ impl<F> Recovery<F> {
             rtt: self.rtt.sample(),
             persistent,
         });
+        if self.noting() {
+            self.note(RecoveryNote::Verdict {
+                at: now,
+                space,
+                packet_numbers: lost_packets.clone(),
+                verdict,
+                persistent,
+                basis: self.cc.verdict_basis(),
+                cwnd: self.cc.window(),
+                ssthresh: self.cc.ssthresh(),
+            });
+        }
         self.episode = Some(RecoveryEpisode::new(space, now, &lost_packets, verdict));
         self.verdicts.push(VerdictRecord {
             space,
@@ -208,7 +242,7 @@ impl<F> Recovery<F> {
     }
 
     pub(super) fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
-        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost);
+        let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost, now);
         self.report_lost(lost, now);
         self.congestion_event(
             space,

@@ -21,11 +21,12 @@
 //! and undo of the congestion response), `timer` (the loss-detection timer:
 //! PTO or RTO), `corruption` (CORRUPTED frames on the sender's side),
 //! `rate` (delivery-rate samples for the controller),
-//! `pacer`; this file is the facade the connection calls and the ACK path
+//! `pacer`, `notes` (its decisions, for a traced connection); this file is the facade the connection calls and the ACK path
 //! that ties them together.
 
 mod corruption;
 mod loss;
+mod notes;
 mod pacer;
 mod rate;
 mod reordering;
@@ -41,6 +42,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
 
+pub use notes::{LossTrigger, RecoveryNote};
 pub use pacer::Pacer;
 pub use rate::{DeliveryRateSampler, DeliverySnapshot};
 pub use reordering::{MAX_PACKET_THRESHOLD, REO_WND_PERSIST};
@@ -265,6 +267,11 @@ pub struct Recovery<F> {
     episode: Option<RecoveryEpisode>,
     verdicts: Vec<VerdictRecord>,
     stats: RecoveryStats,
+    /// Decisions for a trace, while one is kept (`notes.rs`).
+    notes: Option<Vec<RecoveryNote>>,
+    /// Why the packets being declared lost are lost, when it is not the
+    /// packet or time threshold.
+    loss_trigger: Option<LossTrigger>,
 }
 
 impl<F> Recovery<F> {
@@ -293,6 +300,8 @@ impl<F> Recovery<F> {
             corruption_budget: CorruptionBudget::default(),
             verdicts: Vec::new(),
             stats: RecoveryStats::default(),
+            notes: None,
+            loss_trigger: None,
         }
     }
 
@@ -439,6 +448,12 @@ impl<F> Recovery<F> {
 
     // ---- pacing ----------------------------------------------------------
 
+    /// The rate packets are paced at, bytes per second: the controller's,
+    /// or 1.25·cwnd/srtt.
+    pub fn current_pacing_rate(&self) -> u64 {
+        self.pacing_rate()
+    }
+
     fn pacing_rate(&self) -> u64 {
         self.cc
             .pacing_rate()
@@ -559,9 +574,15 @@ impl<F> Recovery<F> {
         let controller_sampled = self.controller_rtt_sample(space, &acked, rtt_sampled, now);
 
         let mut lost = self.policy_early_losses(space, &acked, now);
-        lost.extend(self.detect_lost(space, now));
         if !lost.is_empty() {
+            self.loss_trigger = Some(LossTrigger::EarlyRetransmit);
             self.on_packets_lost(space, &lost, now);
+            self.loss_trigger = None;
+        }
+        let early = lost.len();
+        lost.extend(self.detect_lost(space, now));
+        if lost.len() > early {
+            self.on_packets_lost(space, &lost[early..], now);
         }
         self.on_packets_acked(&acked, controller_sampled, now);
         self.pto_count = 0;

@@ -202,6 +202,15 @@ impl<F> Recovery<F> {
             lost_packets: episode.starting_packets.clone(),
             rtt: self.rtt.sample(),
         });
+        if self.noting() {
+            self.note(super::RecoveryNote::Undone {
+                at: now,
+                space: episode.space,
+                packet_numbers: episode.starting_packets.clone(),
+                verdict: episode.verdict,
+                cwnd: self.cc.window(),
+            });
+        }
         self.verdicts.push(VerdictRecord {
             space: episode.space,
             packet_numbers: episode.starting_packets,

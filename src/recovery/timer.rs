@@ -110,7 +110,9 @@ impl<F> Recovery<F> {
                 // window collapses (RFC 6298 §5.5, RFC 5681 §3.1).
                 let lost = self.spaces[space.index()].ledger.drain();
                 self.spaces[space.index()].loss_time = None;
+                self.loss_trigger = Some(super::LossTrigger::Timeout);
                 self.on_timeout_loss(space, &lost, now);
+                self.loss_trigger = None;
                 TimeoutOutcome {
                     lost,
                     lost_space: Some(space),

@@ -38,4 +38,4 @@ pub use report::{FlowReport, Report, ReportError, RunReport, Sample, StopReason,
 pub use scenario::{Scenario, ScenarioError};
 pub use topology::Direction;
 pub use transport::Transport;
-pub use world::{SimError, Simulation};
+pub use world::{SimError, Simulation, LOSS_CLASSIFIED_EVENT};

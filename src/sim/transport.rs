@@ -52,6 +52,12 @@ pub trait Transport: Sized {
     fn drain_loss_verdicts(&mut self) -> Vec<VerdictRecord> {
         Vec::new()
     }
+    /// Whether the connection writes a trace that `annotate` adds to.
+    fn is_traced(&self) -> bool {
+        false
+    }
+    /// Adds the simulator's `name` event to the connection's trace.
+    fn annotate(&mut self, _now: Instant, _name: &'static str, _data: &serde_json::Value) {}
 }
 
 impl Transport for Connection {
@@ -123,5 +129,13 @@ impl Transport for Connection {
 
     fn drain_loss_verdicts(&mut self) -> Vec<VerdictRecord> {
         Connection::drain_loss_verdicts(self)
+    }
+
+    fn is_traced(&self) -> bool {
+        Connection::is_traced(self)
+    }
+
+    fn annotate(&mut self, now: Instant, name: &'static str, data: &serde_json::Value) {
+        Connection::annotate(self, now, name, data)
     }
 }

@@ -229,7 +229,41 @@ impl Simulation<Connection> {
     }
 }
 
+/// The sift event a traced simulation adds to the sender's trace for every
+/// loss verdict: the packets, the verdict, whether it was undone, and the
+/// true cause of each packet's loss (`ground_truth::TrueCause`, `null`
+/// where unknown).
+pub const LOSS_CLASSIFIED_EVENT: &str = "loss_classified";
+
 impl<T: Transport> Simulation<T> {
+    /// Writes a qlog trace of every sift connection of this run into
+    /// `dir`, as `seed-S-flow-F-{client|server}.sqlog`; the clients'
+    /// traces carry the ground truth of every loss verdict
+    /// ([`LOSS_CLASSIFIED_EVENT`]). Call before `run`.
+    pub fn trace_qlog(&mut self, dir: &std::path::Path) {
+        let seed = self.seed;
+        for (index, flow) in self.flows.iter_mut().enumerate() {
+            let dir = dir.to_path_buf();
+            flow.config.trace = Some(crate::trace::TraceSink::new(move |start| {
+                let side = match start.side {
+                    Side::Client => "client",
+                    Side::Server => "server",
+                };
+                let path = dir.join(format!(
+                    "seed-{seed}-flow-{index}-{side}.{}",
+                    crate::trace::QLOG_EXTENSION
+                ));
+                match crate::trace::QlogWriter::create(&path, start.side, start.now) {
+                    Ok(writer) => Some(Box::new(writer) as Box<dyn crate::trace::Observer>),
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "cannot write a qlog trace");
+                        None
+                    }
+                }
+            }));
+        }
+    }
+
     /// A run of `scenario` with `seed` on any `Transport`.
     pub fn with_transport(scenario: &Scenario, seed: u64, base: Instant) -> Result<Self, SimError> {
         scenario.validate()?;
@@ -587,11 +621,13 @@ impl<T: Transport> Simulation<T> {
         let Some(conn) = flow.client.conn.as_mut() else {
             return;
         };
+        let traced = conn.is_traced();
         for record in conn.drain_loss_verdicts() {
             if record.space != crate::recovery::SpaceId::Data {
                 continue;
             }
-            for pn in record.packet_numbers {
+            let mut truths = Vec::new();
+            for &pn in &record.packet_numbers {
                 let truth = self
                     .truth
                     .by_packet_number(endpoint.flow, Direction::Forward, pn)
@@ -601,6 +637,20 @@ impl<T: Transport> Simulation<T> {
                     Some(truth) => flow.verdicts.record(record.verdict, truth),
                     None => {}
                 }
+                if traced {
+                    truths.push(truth);
+                }
+            }
+            if traced {
+                // What no real-socket trace can have: what the link really
+                // did to each packet the verdict is about.
+                let data = serde_json::json!({
+                    "packet_numbers": record.packet_numbers,
+                    "verdict": record.verdict,
+                    "undone": record.undone,
+                    "true_causes": truths,
+                });
+                conn.annotate(self.clock.now(), LOSS_CLASSIFIED_EVENT, &data);
             }
         }
     }

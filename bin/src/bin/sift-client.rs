@@ -38,6 +38,10 @@ Examples:
   # Trust a CA instead (the server's certificate must name example.org):
   sift-client ls sift://example.org/ --ca ./ca.pem
 
+  # A qlog trace of the connection (open in qvis; QLOGDIR works too), and
+  # the TLS secrets for Wireshark:
+  SSLKEYLOGFILE=/tmp/keys.log sift-client get sift://example.org/big.iso --qlog /tmp/qlog
+
   # This client's key, for a server's authorized_clients (made if needed):
   sift-client id
 
@@ -111,6 +115,10 @@ struct Common {
     /// growing pauses for up to SECS (default 300) instead of giving up.
     #[arg(long, global = true, value_name = "SECS", num_args = 0..=1, default_missing_value = "300")]
     wait: Option<f64>,
+    /// Write a qlog trace of the connection into DIR (JSON-SEQ, `.sqlog`;
+    /// open it in qvis). Default: $QLOGDIR if set, else no trace.
+    #[arg(long, global = true, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -227,7 +235,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         // present the key only if there is one already.
         let make_key = matches!(cli.command, Command::Put { .. });
         config.tls.client_identity = client_key(common.state_dir.as_deref(), make_key)?;
+        config.tls.key_log = common::key_log();
     }
+    config.trace = common::trace_sink(common.qlog.as_deref())?;
     let tokens = SavedTokens::load(common.state_dir.as_deref());
     config.token_store = Some(tokens.store());
     let wait = common

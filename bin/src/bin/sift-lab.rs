@@ -14,6 +14,8 @@ use sift::sim::Scenario;
 
 #[path = "sift-lab/plot.rs"]
 mod plot;
+#[path = "sift-lab/trace_plot.rs"]
+mod trace_plot;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -29,6 +31,11 @@ Examples:
       run every seed of the scenario; results go to results/lossy-10mbit/
   sift-lab run my.toml --seed 7 --out /tmp/run7
       run only seed 7 and write the results to /tmp/run7/
+  sift-lab run examples/scenarios/veno-link.toml --qlog
+      also a qlog trace per connection in results/veno-link/qlog/, each loss
+      verdict next to what the link really did to the packet
+  sift-lab plot results/veno-link/qlog/seed-1-flow-0-client.sqlog
+      cwnd, RTT and the loss verdicts over time, as SVG beside the trace
   sift-lab vegas-factorial --shard 2/4 --out /tmp/vf/2
       the second quarter of the sweep (a Slurm array task, a GNU parallel job)
   sift-lab merge vegas-factorial /tmp/vf/1 /tmp/vf/2 /tmp/vf/3 /tmp/vf/4 --out results/vegas-factorial
@@ -80,6 +87,32 @@ fn cli() -> Command {
                         .value_name("N")
                         .value_parser(value_parser!(u64))
                         .help("Run only this seed instead of the scenario's `seeds`"),
+                )
+                .arg(
+                    Arg::new("qlog")
+                        .long("qlog")
+                        .value_name("DIR")
+                        .num_args(0..=1)
+                        .default_missing_value("")
+                        .value_parser(value_parser!(std::ffi::OsString))
+                        .help("Write a qlog trace of every connection, the senders' with the ground truth of each loss verdict [default DIR: OUT/qlog]"),
+                ),
+        )
+        .subcommand(
+            Command::new("plot")
+                .about("Draw a qlog trace (.sqlog) as SVG: cwnd, bytes in flight, RTT and the loss verdicts over time")
+                .after_help(EXAMPLES)
+                .arg(
+                    Arg::new("trace")
+                        .required(true)
+                        .value_name("TRACE")
+                        .value_parser(value_parser!(PathBuf))
+                        .help("A qlog trace (sift-lab run --qlog, sift-client --qlog, sift-server --qlog)"),
+                )
+                .arg(
+                    out.clone()
+                        .value_name("FILE")
+                        .help("Where to write the SVG [default: TRACE with .svg]"),
                 ),
         );
     for experiment in experiments::ALL {
@@ -185,7 +218,28 @@ fn run(matches: &ArgMatches) -> anyhow::Result<()> {
                 scenario,
                 args.get_one::<PathBuf>("out").cloned(),
                 args.get_one::<u64>("seed").copied(),
+                args.get_one::<std::ffi::OsString>("qlog")
+                    .map(PathBuf::from),
             )
+        }
+        "plot" => {
+            let Some(trace) = args.get_one::<PathBuf>("trace") else {
+                anyhow::bail!("plot needs a trace file");
+            };
+            let out = args
+                .get_one::<PathBuf>("out")
+                .cloned()
+                .unwrap_or_else(|| trace.with_extension("svg"));
+            let series = trace_plot::plot_trace(trace, &out)?;
+            emit(&format!(
+                "{}: {} random and {} congestive verdicts ({} undone), {} corruption notices; plot written to {}\n",
+                trace.display(),
+                series.random.len(),
+                series.congestive.len(),
+                series.undone.len(),
+                series.corrupted.len(),
+                out.display()
+            ))
         }
         "merge" => {
             let Some(name) = args.get_one::<String>("experiment") else {
@@ -356,14 +410,33 @@ fn write_figures(outcome: &lab::ExperimentOutcome, out: &Path) -> anyhow::Result
     Ok(svgs)
 }
 
-fn run_scenario_file(path: &Path, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
+fn run_scenario_file(
+    path: &Path,
+    out: Option<PathBuf>,
+    seed: Option<u64>,
+    qlog: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let mut scenario = Scenario::load(path)?;
     if let Some(seed) = seed {
         scenario.seeds = vec![seed];
     }
     let out = out.unwrap_or_else(|| Path::new("results").join(&scenario.name));
-    let report = lab::run_scenario(&scenario, &out)
+    // `--qlog` alone: next to the results.
+    let qlog = qlog.map(|dir| {
+        if dir.as_os_str().is_empty() {
+            out.join("qlog")
+        } else {
+            dir
+        }
+    });
+    let report = lab::run_scenario_traced(&scenario, &out, qlog.as_deref())
         .with_context(|| format!("scenario {}", path.display()))?;
+    if let Some(dir) = &qlog {
+        eprintln!(
+            "sift-lab: qlog traces in {} (sift-lab plot TRACE.sqlog draws one; qvis opens them)",
+            dir.display()
+        );
+    }
     let csvs: usize = report.runs.iter().map(|run| run.flows.len()).sum();
     emit(&format!(
         "{}Results written to {}: results.json, summary.md, scenario.toml{}\n",

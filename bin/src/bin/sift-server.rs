@@ -49,6 +49,10 @@ Examples:
   # served at most 8 streams at once:
   sift-server --root ./files --request-timeout 5 --max-streams-per-client 8
 
+  # A qlog trace per connection (open in qvis), and the TLS secrets for
+  # Wireshark:
+  SSLKEYLOGFILE=/tmp/keys.log sift-server --root ./files --qlog /tmp/qlog
+
   # Port 0 picks a free port; the \"listening on\" line names it:
   sift-server --listen 127.0.0.1:0 --root . -v
 
@@ -182,6 +186,10 @@ struct Args {
     /// Streams served at once by the whole server; further streams wait.
     #[arg(long, value_name = "N", default_value_t = server_loop::DEFAULT_MAX_STREAMS)]
     max_streams: usize,
+    /// Write one qlog trace per connection into DIR (JSON-SEQ, `.sqlog`;
+    /// open it in qvis). Default: $QLOGDIR if set, else no traces.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -257,6 +265,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
     config.versions = args.versions.clone();
+    config.trace = common::trace_sink(args.qlog.as_deref())?;
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;
         let given = args.cert.as_deref().zip(args.key.as_deref());
@@ -268,6 +277,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
         println!("identity {} ({origin})", identity.fingerprint());
         config.tls = TlsConfig::server(identity);
+        config.tls.key_log = common::key_log();
         if args.allow_put && !args.allow_anonymous_put {
             let list = AuthorizedClientsFile::new(state.join(state::AUTHORIZED_CLIENTS_FILE));
             // A broken list stops the server now rather than refusing

@@ -2,7 +2,10 @@
 //! Null with a loud warning), `--cc` and `--corruption-notices`, logging,
 //! and turning an error into one line and an exit code.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context;
 use std::str::FromStr;
 
 use sift::conn::Protection;
@@ -67,6 +70,33 @@ pub fn transport_config(
         corruption_notices: corruption_notices.enabled(),
         ..sift::Config::default()
     }
+}
+
+/// Where `--qlog DIR`, else a non-empty `QLOGDIR`, says to write one qlog
+/// trace per connection (created if missing); `None`: no tracing.
+pub fn trace_sink(qlog: Option<&Path>) -> anyhow::Result<Option<sift::trace::TraceSink>> {
+    let dir = match qlog {
+        Some(dir) => dir.to_path_buf(),
+        None => match std::env::var_os("QLOGDIR").filter(|dir| !dir.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => return Ok(None),
+        },
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the qlog directory {}", dir.display()))?;
+    Ok(Some(sift::trace::TraceSink::qlog_dir(dir)))
+}
+
+/// The NSS key log `SSLKEYLOGFILE` names, when set (rustls appends every
+/// handshake's secrets to it), after a warning that whoever reads the file
+/// can decrypt the connections.
+pub fn key_log() -> Option<std::sync::Arc<dyn rustls::KeyLog>> {
+    let path = std::env::var_os("SSLKEYLOGFILE").filter(|path| !path.is_empty())?;
+    eprintln!(
+        "warning: writing TLS secrets to {} (SSLKEYLOGFILE): whoever reads it can decrypt these connections",
+        Path::new(&path).display()
+    );
+    Some(std::sync::Arc::new(rustls::KeyLogFile::new()))
 }
 
 /// Logs to stderr: warnings only by default; `-v` adds this tool's info and

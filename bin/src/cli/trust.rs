@@ -232,6 +232,7 @@ impl ClientTrust {
         let tls = TlsConfig {
             alpn_protocols: config.tls.alpn_protocols.clone(),
             client_identity: config.tls.client_identity.clone(),
+            key_log: config.tls.key_log.clone(),
             ..self.tls.clone()
         };
         sift::Config { tls, ..config }

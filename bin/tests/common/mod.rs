@@ -252,6 +252,17 @@ impl Server {
         self.child.id()
     }
 
+    /// Asks the server to stop (SIGTERM: it closes every connection) and
+    /// waits until it has exited.
+    #[allow(dead_code)] // not every test binary stops servers
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        self.child.wait().expect("wait for sift-server")
+    }
+
     /// `--pin=SHA256:…` for a client of this server.
     pub fn pin(&self) -> String {
         format!("--pin={}", self.fingerprint)

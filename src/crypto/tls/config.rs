@@ -124,6 +124,11 @@ pub struct TlsConfig {
     /// default: the server's first flight then carries no
     /// CertificateRequest.
     pub request_client_certificate: bool,
+    /// Where the TLS secrets of every handshake go, in the NSS key log
+    /// format (rustls's `KeyLog`: `rustls::KeyLogFile` writes the file
+    /// `SSLKEYLOGFILE` names), so that a capture can be decrypted. `None`
+    /// (the default): the secrets never leave the connection.
+    pub key_log: Option<Arc<dyn rustls::KeyLog>>,
 }
 
 impl Default for TlsConfig {
@@ -135,6 +140,7 @@ impl Default for TlsConfig {
             server_name: None,
             client_identity: None,
             request_client_certificate: false,
+            key_log: None,
         }
     }
 }
@@ -243,6 +249,9 @@ pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, 
     };
     client.alpn_protocols = config.alpn_protocols.clone();
     client.enable_early_data = false;
+    if let Some(key_log) = &config.key_log {
+        client.key_log = key_log.clone();
+    }
     Ok(client)
 }
 
@@ -262,6 +271,9 @@ pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, 
     let mut server =
         builder.with_cert_resolver(Arc::new(SingleCertificate(identity.certified_key())));
     server.alpn_protocols = config.alpn_protocols.clone();
+    if let Some(key_log) = &config.key_log {
+        server.key_log = key_log.clone();
+    }
     // RFC 9001 §4.6.1: 0 means no early data; sift has no resumption either.
     server.max_early_data_size = 0;
     server.send_tls13_tickets = 0;

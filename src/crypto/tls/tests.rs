@@ -423,3 +423,134 @@ fn a_copied_client_certificate_without_its_key_fails_the_handshake() {
     assert_eq!(*alert, 51, "decrypt_error: {reason}");
     assert!(server.is_handshaking(), "the server must not complete");
 }
+
+/// One key log line: label, client random, secret.
+type KeyLogLine = (String, Vec<u8>, Vec<u8>);
+
+/// Keeps every secret rustls logs, as SSLKEYLOGFILE's writer would.
+#[derive(Debug, Default)]
+struct RecordedKeyLog(std::sync::Mutex<Vec<KeyLogLine>>);
+
+impl rustls::KeyLog for RecordedKeyLog {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        if let Ok(mut lines) = self.0.lock() {
+            lines.push((label.to_string(), client_random.to_vec(), secret.to_vec()));
+        }
+    }
+}
+
+/// RFC 8446 §7.1 HKDF-Expand-Label with an empty context, over SHA-256.
+fn expand_label(secret: &[u8], label: &[u8], len: usize) -> Vec<u8> {
+    struct Len(usize);
+    impl ring::hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let full_label = [b"tls13 ".as_slice(), label].concat();
+    let info = [
+        &(len as u16).to_be_bytes()[..],
+        &[full_label.len() as u8],
+        &full_label,
+        &[0u8],
+    ];
+    let prk = ring::hkdf::Prk::new_less_safe(ring::hkdf::HKDF_SHA256, secret);
+    let mut out = vec![0; len];
+    prk.expand(&info, Len(len))
+        .and_then(|okm| okm.fill(&mut out))
+        .unwrap();
+    out
+}
+
+#[test]
+fn the_key_log_holds_the_secrets_that_open_the_clients_packets() {
+    let identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let key_log = Arc::new(RecordedKeyLog::default());
+    let client_config = TlsConfig {
+        key_log: Some(key_log.clone()),
+        ..TlsConfig::loopback(identity.clone())
+    };
+    let mut client = TlsSession::client(&client_config, LOCALHOST, params(true)).unwrap();
+    let mut server = TlsSession::server(&TlsConfig::loopback(identity), params(true)).unwrap();
+    // The handshake, keeping the client's 1-RTT keys.
+    let mut client_one_rtt = None;
+    let mut levels = [Level::Initial, Level::Initial];
+    for _ in 0..8 {
+        for from_client in [true, false] {
+            let (sender, receiver, index) = if from_client {
+                (&mut client, &mut server, 0)
+            } else {
+                (&mut server, &mut client, 1)
+            };
+            loop {
+                let mut bytes = Vec::new();
+                let change = sender.write_handshake(&mut bytes);
+                if !bytes.is_empty() {
+                    receiver.read_handshake(levels[index], &bytes).unwrap();
+                }
+                match change {
+                    None => break,
+                    Some(KeyChange::Handshake(_)) => levels[index] = Level::Handshake,
+                    Some(KeyChange::OneRtt(keys)) => {
+                        levels[index] = Level::OneRtt;
+                        if from_client {
+                            client_one_rtt = Some(keys);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let keys = client_one_rtt.expect("the client reached 1-RTT");
+
+    // A 1-RTT packet the client seals.
+    let header = b"a sift header, authenticated";
+    let frames = b"frames only the key log can open";
+    let packet_number = 7;
+    let mut packet = [header.as_slice(), frames, &[0u8; 16]].concat();
+    keys.seal_payload(packet_number, header.len(), &mut packet)
+        .unwrap();
+    assert_ne!(&packet[header.len()..header.len() + frames.len()], frames);
+
+    // Open it with nothing but the logged CLIENT_TRAFFIC_SECRET_0
+    // (RFC 9001 §5.1, §5.3: "quic key", "quic iv"; nonce = iv ^ pn).
+    let lines = key_log.0.lock().unwrap();
+    let labels: Vec<&str> = lines.iter().map(|(label, _, _)| label.as_str()).collect();
+    for label in [
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+        "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+        "CLIENT_TRAFFIC_SECRET_0",
+        "SERVER_TRAFFIC_SECRET_0",
+    ] {
+        assert!(labels.contains(&label), "{label} logged: {labels:?}");
+    }
+    let (_, client_random, secret) = lines
+        .iter()
+        .find(|(label, _, _)| label == "CLIENT_TRAFFIC_SECRET_0")
+        .unwrap();
+    assert_eq!(client_random.len(), 32);
+    assert_eq!(
+        secret.len(),
+        32,
+        "TLS_AES_128_GCM_SHA256, sift's first choice"
+    );
+    let key = expand_label(secret, b"quic key", 16);
+    let iv = expand_label(secret, b"quic iv", 12);
+    let mut nonce = [0u8; 12];
+    nonce.copy_from_slice(&iv);
+    for (n, pn) in nonce[4..].iter_mut().zip(packet_number.to_be_bytes()) {
+        *n ^= pn;
+    }
+    let key = ring::aead::LessSafeKey::new(
+        ring::aead::UnboundKey::new(&ring::aead::AES_128_GCM, &key).unwrap(),
+    );
+    let mut sealed = packet[header.len()..].to_vec();
+    let opened = key
+        .open_in_place(
+            ring::aead::Nonce::assume_unique_for_key(nonce),
+            ring::aead::Aad::from(header.as_slice()),
+            &mut sealed,
+        )
+        .expect("the logged secret opens the packet");
+    assert_eq!(opened, frames);
+}

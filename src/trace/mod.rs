@@ -1,0 +1,221 @@
+//! Per-event traces of a connection: what it sent and received, what
+//! recovery declared lost and why, what the controller judged and on what
+//! numbers, how its window and RTT moved (DESIGN §2 `set_observer`).
+//!
+//! Owns: the events a connection reports ([`Event`]), the observer trait
+//! that receives them ([`Observer`]), the per-connection factory a
+//! [`crate::conn::Config`] carries ([`TraceSink`]), and the qlog writer
+//! (`qlog`, JSON-SEQ through quiche's `qlog` crate).
+//! Must not: read the clock (every event carries the connection's `now`),
+//! or cost anything when no observer is set: the connection builds events
+//! only behind `if let Some(observer)`.
+
+mod qlog;
+mod read;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sift_cc::Phase;
+
+use crate::conn::CloseReason;
+use crate::recovery::{RecoveryNote, SpaceId};
+use crate::wire::{ConnectionId, TransportParams};
+use crate::Side;
+
+pub use self::qlog::{QlogWriter, QLOG_EXTENSION, SIFT_EVENT_PREFIX};
+pub use self::read::{read_trace, TraceEvent, TraceReadError};
+
+/// Recovery's estimates after an event, for a metrics update.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RecoveryMetrics {
+    /// The congestion window, bytes.
+    pub cwnd: u64,
+    /// The slow-start threshold, bytes (`u64::MAX` before the first loss).
+    pub ssthresh: u64,
+    /// Bytes in flight.
+    pub bytes_in_flight: u64,
+    /// RFC 9002 smoothed_rtt.
+    pub smoothed_rtt: Duration,
+    /// RFC 9002 latest_rtt.
+    pub latest_rtt: Duration,
+    /// RFC 9002 min_rtt.
+    pub min_rtt: Duration,
+    /// RFC 9002 rttvar.
+    pub rtt_variance: Duration,
+    /// Consecutive PTOs.
+    pub pto_count: u32,
+    /// The pacing rate, bytes per second.
+    pub pacing_rate: u64,
+}
+
+/// One thing that happened to a connection. Borrowed: an observer that
+/// keeps an event copies what it needs.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Transport parameters: ours at the start (`local`), the peer's when
+    /// they arrive.
+    ParametersSet {
+        /// Ours (true) or the peer's.
+        local: bool,
+        /// The parameters.
+        params: &'a TransportParams,
+    },
+    /// A packet was sealed into a datagram.
+    PacketSent {
+        /// Its space.
+        space: SpaceId,
+        /// Its packet number.
+        packet_number: u64,
+        /// Its size on the wire, bytes.
+        size: u64,
+        /// Its frames, unencrypted (decoded by the observer if it wants).
+        frames: &'a [u8],
+    },
+    /// A packet was opened and its frames accepted for processing.
+    PacketReceived {
+        /// Its space.
+        space: SpaceId,
+        /// Its packet number.
+        packet_number: u64,
+        /// Its size on the wire, bytes.
+        size: u64,
+        /// Its frames, decrypted.
+        frames: &'a [u8],
+    },
+    /// A packet arrived with a verified header and a damaged payload: a
+    /// CORRUPTED frame will name it if notices were negotiated.
+    PayloadCorrupt {
+        /// Its space.
+        space: SpaceId,
+        /// Its packet number (from the verified header).
+        packet_number: u64,
+        /// Its size on the wire, bytes.
+        size: u64,
+    },
+    /// A recovery decision: a loss, a verdict, an undo, a notice applied.
+    Recovery(&'a RecoveryNote),
+    /// Recovery's estimates changed.
+    MetricsUpdated(&'a RecoveryMetrics),
+    /// The controller moved between slow start, avoidance and recovery.
+    CongestionStateUpdated {
+        /// The phase before, if one was reported.
+        old: Option<Phase>,
+        /// The phase now.
+        new: Phase,
+    },
+    /// The 1-RTT keys changed phase (RFC 9001 §6).
+    KeyUpdated {
+        /// How many key updates so far, this one included.
+        generation: u64,
+    },
+    /// Datagrams now leave without (true) or with a UDP checksum.
+    ChecksumFreeChanged {
+        /// Without a checksum from now on.
+        checksum_free: bool,
+    },
+    /// 1-RTT packets whose damaged headers were rebuilt and opened.
+    HeadersRepaired {
+        /// How many since the last such event.
+        count: u64,
+        /// How many over the connection.
+        total: u64,
+    },
+    /// The connection closed (or began closing).
+    Closed(&'a CloseReason),
+    /// An event from outside the connection, named in sift's namespace
+    /// (the simulator's ground truth).
+    Annotation {
+        /// The event's name, without the namespace.
+        name: &'static str,
+        /// Its data.
+        data: &'a serde_json::Value,
+    },
+}
+
+/// Receives a connection's events. Set one per connection with
+/// [`crate::conn::Connection::set_observer`] or through
+/// [`crate::conn::Config::trace`].
+pub trait Observer: Send + fmt::Debug {
+    /// One event at the connection's `now`.
+    fn event(&mut self, now: Instant, event: &Event<'_>);
+}
+
+/// What a trace sink learns of the connection it makes an observer for.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceStart {
+    /// Which end.
+    pub side: Side,
+    /// Our connection ID: names the trace file.
+    pub local_cid: ConnectionId,
+    /// The connection's start (the trace's time zero).
+    pub now: Instant,
+}
+
+type MakeObserver = dyn Fn(&TraceStart) -> Option<Box<dyn Observer>> + Send + Sync;
+
+/// Makes an observer for each new connection (`Config::trace`); `None`
+/// from the function leaves that connection untraced.
+#[derive(Clone)]
+pub struct TraceSink(Arc<MakeObserver>);
+
+impl TraceSink {
+    /// A sink that calls `make` for every connection.
+    pub fn new(
+        make: impl Fn(&TraceStart) -> Option<Box<dyn Observer>> + Send + Sync + 'static,
+    ) -> Self {
+        Self(Arc::new(make))
+    }
+
+    /// One qlog file per connection in `dir`, named
+    /// `{local connection ID}-{client|server}.sqlog` (the interop
+    /// runner's `QLOGDIR` convention). A file that cannot be created is
+    /// logged and that connection goes untraced.
+    pub fn qlog_dir(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        Self::new(move |start| {
+            let path = qlog_path(&dir, start);
+            match QlogWriter::create(&path, start.side, start.now) {
+                Ok(writer) => Some(Box::new(writer) as Box<dyn Observer>),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "cannot write a qlog trace");
+                    None
+                }
+            }
+        })
+    }
+
+    /// The observer for a connection starting as `start`.
+    pub fn observer_for(&self, start: &TraceStart) -> Option<Box<dyn Observer>> {
+        (self.0)(start)
+    }
+}
+
+impl fmt::Debug for TraceSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TraceSink")
+    }
+}
+
+/// Where [`TraceSink::qlog_dir`] writes the trace of `start`.
+pub fn qlog_path(dir: &Path, start: &TraceStart) -> PathBuf {
+    let cid: String = start
+        .local_cid
+        .as_slice()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    dir.join(format!("{cid}-{}.{QLOG_EXTENSION}", side_name(start.side)))
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Client => "client",
+        Side::Server => "server",
+    }
+}
+
+#[cfg(test)]
+mod tests;
