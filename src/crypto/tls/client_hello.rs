@@ -21,8 +21,9 @@ pub enum ClientHelloPeek {
     /// The ClientHello is not whole yet: wait for more CRYPTO data.
     Incomplete,
     /// The client's transport parameters, if they decode (rustls refuses a
-    /// hello without them later).
-    Params(Option<TransportParams>),
+    /// hello without them later). Boxed: the parameters are large beside
+    /// the other variant, and a peek happens once per connection.
+    Params(Option<Box<TransportParams>>),
 }
 
 /// Reads the transport parameters of the ClientHello at the start of
@@ -40,7 +41,8 @@ pub fn peek_client_hello(crypto: &[u8]) -> ClientHelloPeek {
     }
     ClientHelloPeek::Params(
         extension(body, QUIC_TRANSPORT_PARAMETERS)
-            .and_then(|raw| TransportParams::decode(raw).ok()),
+            .and_then(|raw| TransportParams::decode(raw).ok())
+            .map(Box::new),
     )
 }
 
@@ -96,7 +98,7 @@ mod tests {
         client.write_handshake(&mut hello);
         assert_eq!(
             peek_client_hello(&hello),
-            ClientHelloPeek::Params(Some(params))
+            ClientHelloPeek::Params(Some(Box::new(params)))
         );
         for cut in [0, 3, 4, hello.len() - 1] {
             assert_eq!(
