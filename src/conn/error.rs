@@ -99,11 +99,13 @@ pub enum CloseReason {
 impl std::fmt::Display for CloseReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let describe = |application: bool, code: u64| {
-            if application {
-                format!("application code {code}")
-            } else {
-                format!("transport error 0x{code:x}")
-            }
+            match (application, code) {
+            (true, _) => format!("application code {code}"),
+            // RFC 9001 §8.1: TLS alert 120, no_application_protocol.
+            (false, 0x178) => "no application protocol in common: the peer speaks QUIC, but not this ALPN (a QUIC server, not a sift one?)".to_string(),
+            (false, 0x100..=0x1ff) => format!("TLS alert {}", code - 0x100),
+            (false, _) => format!("transport error 0x{code:x}"),
+        }
         };
         match self {
             CloseReason::Local {
