@@ -16,7 +16,7 @@
 //! level's [`PacketProtection`] (keys) and `wire`'s header layouts; it keeps
 //! no state.
 
-use super::packet::{open_packet, seal_packet_into, sealed_len, OpenError};
+use super::packet::{open_packet, seal_packet_into, sealed_len, whole_packet, OpenError};
 use super::{CryptoError, PacketProtection};
 use crate::wire::{
     encode_quic_header, packet_number_len, parse_header, parse_quic_header, quic_header_len,
@@ -223,13 +223,7 @@ impl PacketFormat for QuicFormat {
         packet: &'a mut [u8],
         keys: &dyn PacketProtection,
     ) -> Result<&'a [u8], OpenError> {
-        let available = packet.len();
-        let packet = packet
-            .get_mut(..parsed.packet_len)
-            .ok_or(WireError::UnexpectedEnd {
-                needed: parsed.packet_len,
-                remaining: available,
-            })?;
+        let packet = whole_packet(parsed, packet)?;
         let header_len = parsed.header_len;
         // One tag covers header and payload: a failure cannot say which was
         // damaged, and a damaged header cannot even be trusted to name the

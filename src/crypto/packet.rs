@@ -112,6 +112,21 @@ pub fn sealed_len(
     header.encoded_len() + HEADER_TAG_LEN + payload_len
 }
 
+/// The packet `parsed` describes at the start of `packet`, or the error for
+/// a buffer shorter than it.
+pub(crate) fn whole_packet<'a>(
+    parsed: &ParsedHeader<'_>,
+    packet: &'a mut [u8],
+) -> Result<&'a mut [u8], WireError> {
+    let remaining = packet.len();
+    packet
+        .get_mut(..parsed.packet_len)
+        .ok_or(WireError::UnexpectedEnd {
+            needed: parsed.packet_len,
+            remaining,
+        })
+}
+
 /// Checks the header tag, then the payload tag, of the packet `parsed`
 /// describes (it occupies `packet[..parsed.packet_len]`); `packet_number` is
 /// the full decoded number. On success returns the plaintext frames.
@@ -121,13 +136,7 @@ pub fn open_packet<'a>(
     packet: &'a mut [u8],
     protection: &dyn PacketProtection,
 ) -> Result<&'a [u8], OpenError> {
-    let available = packet.len();
-    let packet = packet
-        .get_mut(..parsed.packet_len)
-        .ok_or(WireError::UnexpectedEnd {
-            needed: parsed.packet_len,
-            remaining: available,
-        })?;
+    let packet = whole_packet(parsed, packet)?;
     let tag_end = parsed.header_len + HEADER_TAG_LEN;
     let (header, tag) = packet
         .get(..tag_end)
