@@ -110,41 +110,43 @@ struct SiftGet {
     corruption_notices: bool,
 }
 
-fn sift_get(scratch: &Scratch, served: &Served) -> SiftGet {
-    let run = Command::new(env!("CARGO_BIN_EXE_sift-peer"))
+/// Runs `client get` of data.bin from `served`, trusting the server's
+/// certificate, and reads the JSON line it prints.
+fn get<T: serde::de::DeserializeOwned>(
+    client: &str,
+    extra: &[&str],
+    scratch: &Scratch,
+    served: &Served,
+) -> T {
+    let run = Command::new(client)
         .arg("get")
         .arg(format!("quic://{}/data.bin", served.address))
         .arg("-o")
         .arg(scratch.path("out.bin"))
         .arg("--ca")
         .arg(scratch.path("cert/cert.pem"))
+        .args(extra)
         .output()
         .unwrap();
     assert!(
         run.status.success(),
-        "sift-peer get: {}",
+        "{client} get: {}",
         String::from_utf8_lossy(&run.stderr)
     );
     serde_json::from_slice(&run.stdout).unwrap()
 }
 
+fn sift_get(scratch: &Scratch, served: &Served) -> SiftGet {
+    get(env!("CARGO_BIN_EXE_sift-peer"), &[], scratch, served)
+}
+
 fn quiche_get(scratch: &Scratch, served: &Served) -> FlowReport {
-    let run = Command::new(env!("CARGO_BIN_EXE_quiche-client"))
-        .arg("get")
-        .arg(format!("quic://{}/data.bin", served.address))
-        .arg("-o")
-        .arg(scratch.path("out.bin"))
-        .arg("--ca")
-        .arg(scratch.path("cert/cert.pem"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "quiche-client get: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    serde_json::from_slice(&run.stdout).unwrap()
+    get(
+        env!("CARGO_BIN_EXE_quiche-client"),
+        &["--json"],
+        scratch,
+        served,
+    )
 }
 
 fn quiche_client_against_sift_server(name: &str, data_spec: Option<&str>) {
