@@ -340,10 +340,14 @@ fn twenty_megabytes_through_loss_and_corruption_leave_qlog_traces_on_both_ends()
         .filter(|e| e.name == "sift:corruption_applied")
         .map(|e| e.data["packet_numbers"].as_array().map_or(0, Vec::len))
         .sum();
-    assert_eq!(
-        Some(applied as u64),
-        report["corruption_notices_received"].as_u64(),
-        "{stdout}"
+    // The report is the sender's snapshot when it wrote the trailer;
+    // notices for the last flight's packets can arrive after it, and the
+    // trace has them too. A flight here is a few dozen packets at 1%
+    // corruption, so a handful at most; counting twice would be ~170 more.
+    let reported = report["corruption_notices_received"].as_u64().unwrap();
+    assert!(
+        reported <= applied as u64 && applied as u64 <= reported + 8,
+        "trace applied {applied}, report {reported}: {stdout}"
     );
     assert!(count(&sender, "quic:packet_lost") > 0);
     assert!(count(&sender, "sift:corrupted_received") > 0);
