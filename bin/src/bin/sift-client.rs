@@ -307,7 +307,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if urls.len() == 1 && url.scheme == Scheme::Sift && output_dir.is_none() && !migrate {
                 get(&url, dial, output, resume, requested, common.json)
             } else {
-                get_many(&urls, dial, output, output_dir, resume, migrate, common.json)
+                get_many(
+                    &urls,
+                    dial,
+                    output,
+                    output_dir,
+                    resume,
+                    migrate,
+                    common.json,
+                )
             }
         }
         Command::Put { file, .. } => put(&url, dial, &file, common.json),

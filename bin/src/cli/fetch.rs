@@ -113,22 +113,24 @@ impl FetchReport {
 
 /// Fetches every file over `connection`, at most [`MAX_PARALLEL`] at once,
 /// and reports. `migrated` says the caller moved the connection first.
-pub fn fetch_all(connection: &BlockingConnection, fetches: &[Fetch], migrated: bool) -> FetchReport {
+pub fn fetch_all(
+    connection: &BlockingConnection,
+    fetches: &[Fetch],
+    migrated: bool,
+) -> FetchReport {
     let started = Instant::now();
     let next = AtomicUsize::new(0);
     let outcomes = Mutex::new(vec![None; fetches.len()]);
     std::thread::scope(|scope| {
         for _ in 0..fetches.len().clamp(1, MAX_PARALLEL) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(fetch) = fetches.get(index) else {
-                        break;
-                    };
-                    let outcome = fetch_one(connection, fetch);
-                    if let Ok(mut outcomes) = outcomes.lock() {
-                        outcomes[index] = Some(outcome);
-                    }
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(fetch) = fetches.get(index) else {
+                    break;
+                };
+                let outcome = fetch_one(connection, fetch);
+                if let Ok(mut outcomes) = outcomes.lock() {
+                    outcomes[index] = Some(outcome);
                 }
             });
         }
@@ -164,9 +166,10 @@ fn report(
     let bytes = files.iter().map(|f| f.bytes).sum();
     let completion_s = elapsed.as_secs_f64();
     FetchReport {
-        protocol: connection
-            .alpn_protocol()
-            .map_or_else(|| "sift/1".to_string(), |alpn| String::from_utf8_lossy(&alpn).into_owned()),
+        protocol: connection.alpn_protocol().map_or_else(
+            || "sift/1".to_string(),
+            |alpn| String::from_utf8_lossy(&alpn).into_owned(),
+        ),
         version: stats.version.clone(),
         cipher: stats.cipher.clone(),
         key_updates: stats.key_updates,
@@ -194,7 +197,11 @@ fn fetch_one(connection: &BlockingConnection, fetch: &Fetch) -> Result<FetchedFi
             let mut stream = connection.open_bi().map_err(|e| e.to_string())?;
             let outcome = hq::get(&mut stream, &fetch.url.path, &fetch.dest, &mut |_| {})
                 .map_err(|e| e.to_string())?;
-            (outcome.bytes, outcome.sha256.to_string(), outcome.finished_at)
+            (
+                outcome.bytes,
+                outcome.sha256.to_string(),
+                outcome.finished_at,
+            )
         }
         Scheme::Sift => {
             let report =

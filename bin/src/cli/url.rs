@@ -125,7 +125,12 @@ impl SiftUrl {
 
     /// The URL written back, for messages.
     pub fn display(&self) -> String {
-        format!("{}://{}/{}", self.scheme.name(), self.authority(), self.path)
+        format!(
+            "{}://{}/{}",
+            self.scheme.name(),
+            self.authority(),
+            self.path
+        )
     }
 
     /// `HOST:PORT` for messages (IPv6 hosts in brackets).

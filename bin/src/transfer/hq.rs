@@ -57,7 +57,9 @@ pub enum HqError {
     TooLong,
     #[error("the server refused /{path} (stream reset, code {code:#x}{})", describe_code(*code))]
     Refused { path: String, code: u64 },
-    #[error("transfer of /{path} cut short after {received} bytes ({reason}); partial file removed")]
+    #[error(
+        "transfer of /{path} cut short after {received} bytes ({reason}); partial file removed"
+    )]
     Interrupted {
         path: String,
         received: u64,
@@ -99,12 +101,12 @@ pub fn parse_request(line: &[u8]) -> Result<String, HqError> {
     let line = line
         .strip_suffix(b"\n")
         .map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
-    let target = line
-        .strip_prefix(b"GET ")
-        .ok_or_else(|| HqError::BadRequest(format!("expected \"GET /PATH\", got {:?}", lossy(line))))?;
-    let target = target
-        .strip_prefix(b"/")
-        .ok_or_else(|| HqError::BadRequest(format!("the path must start with '/': {:?}", lossy(target))))?;
+    let target = line.strip_prefix(b"GET ").ok_or_else(|| {
+        HqError::BadRequest(format!("expected \"GET /PATH\", got {:?}", lossy(line)))
+    })?;
+    let target = target.strip_prefix(b"/").ok_or_else(|| {
+        HqError::BadRequest(format!("the path must start with '/': {:?}", lossy(target)))
+    })?;
     let end = target
         .iter()
         .position(|b| *b == b'?' || *b == b'#')
@@ -145,14 +147,19 @@ fn percent_decode(raw: &[u8]) -> Result<Vec<u8>, HqError> {
 /// Reads a request line: up to and including its `\n`, or to the end of
 /// the stream, at most [`MAX_REQUEST_LEN`] bytes. Bytes after the `\n`
 /// (a client has no business sending any) are left unread.
-pub async fn read_request<R: AsyncRead + Unpin + ?Sized>(stream: &mut R) -> Result<Vec<u8>, HqError> {
+pub async fn read_request<R: AsyncRead + Unpin + ?Sized>(
+    stream: &mut R,
+) -> Result<Vec<u8>, HqError> {
     let mut line = Vec::with_capacity(64);
     let mut byte = [0u8; 1];
     loop {
-        let n = stream.read(&mut byte).await.map_err(|error| HqError::Local {
-            context: "reading the request".into(),
-            error,
-        })?;
+        let n = stream
+            .read(&mut byte)
+            .await
+            .map_err(|error| HqError::Local {
+                context: "reading the request".into(),
+                error,
+            })?;
         if n == 0 {
             return Ok(line);
         }
@@ -262,7 +269,10 @@ fn receive<S: Duplex + ?Sized>(
 
 /// The application code of a stream reset, if `error` is one.
 fn reset_code(error: &io::Error) -> Option<u64> {
-    match error.get_ref()?.downcast_ref::<sift::blocking::SiftIoError>()? {
+    match error
+        .get_ref()?
+        .downcast_ref::<sift::blocking::SiftIoError>()?
+    {
         sift::blocking::SiftIoError::StreamReset { error_code, .. } => Some(*error_code),
         _ => None,
     }
@@ -315,7 +325,10 @@ mod tests {
             id: 0,
             error_code: abort_codes::NOT_FOUND,
         };
-        assert_eq!(reset_code(&io::Error::from(reset)), Some(abort_codes::NOT_FOUND));
+        assert_eq!(
+            reset_code(&io::Error::from(reset)),
+            Some(abort_codes::NOT_FOUND)
+        );
         let other = io::Error::new(io::ErrorKind::ConnectionReset, "code 5");
         assert_eq!(reset_code(&other), None);
     }

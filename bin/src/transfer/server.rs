@@ -366,14 +366,14 @@ impl FileServer {
     /// sift's own protocol's alone.
     pub async fn serve_hq<S: AsyncDuplex>(&self, stream: &mut S) -> TransferRecord {
         let started = Instant::now();
-        let request = match tokio::time::timeout(self.request_timeout, hq::read_request(stream)).await
-        {
-            Ok(line) => line.and_then(|line| hq::parse_request(&line)),
-            Err(_) => Err(hq::HqError::BadRequest(format!(
-                "no whole request line within {} s",
-                self.request_timeout.as_secs_f64()
-            ))),
-        };
+        let request =
+            match tokio::time::timeout(self.request_timeout, hq::read_request(stream)).await {
+                Ok(line) => line.and_then(|line| hq::parse_request(&line)),
+                Err(_) => Err(hq::HqError::BadRequest(format!(
+                    "no whole request line within {} s",
+                    self.request_timeout.as_secs_f64()
+                ))),
+            };
         let path = match request {
             Ok(path) => path,
             Err(error) => {
