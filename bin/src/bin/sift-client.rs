@@ -257,7 +257,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let protection = common::protection(common.insecure_null_crypto);
     let trust = match protection {
         Protection::Tls => ClientTrust::from_options(
-            &url,
+            url,
             &common.pins,
             common.ca.as_deref(),
             common.known_hosts.as_deref(),
@@ -305,7 +305,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ..
         } => {
             if urls.len() == 1 && url.scheme == Scheme::Sift && output_dir.is_none() && !migrate {
-                get(&url, dial, output, resume, requested, common.json)
+                get(url, dial, output, resume, requested, common.json)
             } else {
                 get_many(
                     &urls,
@@ -318,15 +318,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 )
             }
         }
-        Command::Put { file, .. } => put(&url, dial, &file, common.json),
-        Command::Ls { .. } => ls(&url, dial, common.json),
+        Command::Put { file, .. } => put(url, dial, &file, common.json),
+        Command::Ls { .. } => ls(url, dial, common.json),
         Command::Perf {
             time,
             interval,
             ndjson,
             reverse,
             ..
-        } => perf(&url, dial, time, interval, ndjson || common.json, reverse),
+        } => perf(url, dial, time, interval, ndjson || common.json, reverse),
         // Answered above, before any URL.
         Command::Id => id(common.state_dir.as_deref()),
     };

@@ -16,7 +16,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use thiserror::Error;
@@ -216,7 +216,7 @@ fn receive<S: Duplex + ?Sized>(
     stream: &mut S,
     path: &str,
     file: File,
-    part: &PathBuf,
+    part: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<HqOutcome, HqError> {
     let cut = |received: u64| {
