@@ -44,6 +44,40 @@ pub struct Census {
     pub client_initial_scids: u64,
     #[serde(skip)]
     initial_scids: BTreeSet<Vec<u8>>,
+    /// A Handshake packet went this way (from a client: its address is
+    /// validated, RFC 9000 §8.1).
+    #[serde(skip)]
+    pub handshake_seen: bool,
+}
+
+/// Bytes each side sent before the client's first Handshake packet, the
+/// point a server has validated the client's address: the server may
+/// send at most three times what it received until then (RFC 9000 §8.1,
+/// the runner's `amplificationlimit` case).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BeforeValidation {
+    pub client_bytes: u64,
+    pub server_bytes: u64,
+}
+
+impl BeforeValidation {
+    /// Counts a datagram of `len` bytes that went `from_client` or back,
+    /// while `validated` is false (the client's census has seen no
+    /// Handshake packet yet, this datagram included).
+    pub fn record(&mut self, from_client: bool, len: usize, validated: bool) {
+        if validated {
+            return;
+        }
+        match from_client {
+            true => self.client_bytes += len as u64,
+            false => self.server_bytes += len as u64,
+        }
+    }
+
+    /// The server sent at most three times what it received.
+    pub fn within_limit(&self) -> bool {
+        self.server_bytes <= 3 * self.client_bytes
+    }
 }
 
 impl Census {
@@ -87,7 +121,10 @@ impl Census {
                     }
                 }
                 LongType::ZeroRtt => counts.zero_rtt += 1,
-                LongType::Handshake => counts.handshake += 1,
+                LongType::Handshake => {
+                    counts.handshake += 1;
+                    self.handshake_seen = true;
+                }
             }
             rest = &rest[len.min(rest.len())..];
         }
@@ -201,6 +238,24 @@ mod tests {
         assert_eq!(census.version_negotiation, 1);
         assert_eq!(census.long_headers["0x00000001"].retry, 1);
         assert_eq!(census.short_headers, 1);
+    }
+
+    #[test]
+    fn bytes_before_validation_stop_at_the_clients_first_handshake_packet() {
+        let mut client = Census::default();
+        let mut before = BeforeValidation::default();
+        let mut from_client = |census: &mut Census, before: &mut BeforeValidation, d: &[u8]| {
+            census.record(d);
+            before.record(true, d.len(), census.handshake_seen);
+        };
+        from_client(&mut client, &mut before, &v1_packet(0, &[1], 1100));
+        before.record(false, 3000, client.handshake_seen);
+        before.record(false, 400, client.handshake_seen);
+        assert!(!before.within_limit(), "3400 > 3 × 1120");
+        from_client(&mut client, &mut before, &v1_packet(2, &[1], 50));
+        before.record(false, 50_000, client.handshake_seen);
+        assert_eq!(before.server_bytes, 3400, "validated: no longer counted");
+        assert_eq!(before.client_bytes, v1_packet(0, &[1], 1100).len() as u64);
     }
 
     #[test]

@@ -364,3 +364,70 @@ fn twenty_megabytes_through_loss_and_corruption_leave_qlog_traces_on_both_ends()
     // Every packet the client received, the server sent.
     assert!(count(&client, "quic:packet_received") <= count(&sender, "quic:packet_sent"));
 }
+
+#[test]
+fn link_stats_count_versions_handshakes_and_retries_per_direction() {
+    // The interop matrix reads these instead of a packet capture: a sift
+    // client upgraded to sift/1 (v1 Initials, then sift/1 packets), a
+    // Retry, one handshake per client, and a server within 3× before the
+    // client's address was validated.
+    let dir = TestDir::new("through-link-stats");
+    let root = dir.subdir("root");
+    std::fs::write(root.join("f.bin"), content(200_000, 4)).unwrap();
+    let server = Server::start_on(IPV4, &root, &["--retry"]);
+    let stats = dir.path().join("link.json");
+    let mut link = Link::start(
+        IPV4,
+        server.addr,
+        "",
+        "",
+        &["--stats", stats.to_str().unwrap()],
+    );
+    for versions in ["sift/1,v1", "v1"] {
+        let out = dir.path().join(format!("f-{}.bin", versions.len()));
+        expect_success(&run_bounded(client_command().args([
+            "get",
+            &format!("https://{}/f.bin", link.addr),
+            "-o",
+            out.to_str().unwrap(),
+            "--versions",
+            versions,
+            &server.pin(),
+        ])));
+    }
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    unsafe { libc::kill(link.child.id() as libc::pid_t, libc::SIGTERM) };
+    assert!(link.child.wait().unwrap().success());
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stats).expect("--stats written on exit")).unwrap();
+    let up = &json["client_to_server"];
+    let down = &json["server_to_client"];
+    assert_eq!(up["client_initial_scids"], 2, "{json}");
+    // Both clients start in v1; only the first is upgraded to sift/1.
+    assert!(
+        up["long_headers"]["0x00000001"]["initial"]
+            .as_u64()
+            .unwrap()
+            >= 4
+    );
+    assert!(
+        up["long_headers"]["0x53460001"]["handshake"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert!(
+        down["long_headers"]["0x53460001"]["initial"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(down["long_headers"]["0x00000001"]["retry"], 2, "{json}");
+    let before = &json["before_validation"];
+    let (sent, received) = (
+        before["server_bytes"].as_u64().unwrap(),
+        before["client_bytes"].as_u64().unwrap(),
+    );
+    assert!(received > 0 && sent <= 3 * received, "{json}");
+    assert_eq!(json["forward_link"]["offered"], up["datagrams"]);
+}

@@ -41,7 +41,7 @@ use serde::Serialize;
 use sift::conn::canonical_peer;
 use sift::io::{bind_udp, SocketOptions};
 use sift::sim::link::{Corruption, Delivery, Fate, Link, LinkConfig, LinkCounters};
-use sift_bin::census::Census;
+use sift_bin::census::{BeforeValidation, Census};
 
 /// Largest UDP payload.
 const MAX_DATAGRAM: usize = 65_535;
@@ -362,6 +362,8 @@ struct Relay {
 struct Censuses {
     client_to_server: Census,
     server_to_client: Census,
+    /// Bytes each way before the first client's address was validated.
+    before_validation: BeforeValidation,
     rebinds: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     forward_link: Option<LinkCounters>,
@@ -469,10 +471,16 @@ impl Relay {
         self.next_packet += 1;
         let size = bytes.len();
         if self.stats.is_some() {
+            let census = &mut self.census;
             match direction {
-                Direction::Forward => self.census.client_to_server.record(&bytes),
-                Direction::Reverse => self.census.server_to_client.record(&bytes),
+                Direction::Forward => census.client_to_server.record(&bytes),
+                Direction::Reverse => census.server_to_client.record(&bytes),
             }
+            let validated = census.client_to_server.handshake_seen;
+            let from_client = direction == Direction::Forward;
+            census
+                .before_validation
+                .record(from_client, size, validated);
         }
         let link = match direction {
             Direction::Forward => &mut self.forward,
