@@ -244,7 +244,7 @@ mod tests {
     fn bytes_before_validation_stop_at_the_clients_first_handshake_packet() {
         let mut client = Census::default();
         let mut before = BeforeValidation::default();
-        let mut from_client = |census: &mut Census, before: &mut BeforeValidation, d: &[u8]| {
+        let from_client = |census: &mut Census, before: &mut BeforeValidation, d: &[u8]| {
             census.record(d);
             before.record(true, d.len(), census.handshake_seen);
         };
