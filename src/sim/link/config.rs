@@ -30,6 +30,33 @@ use super::slot::Slot;
 /// 30% + 70% need not add to exactly 1.0 in binary.
 pub const PROBABILITY_SUM_SLACK: f64 = 1e-9;
 
+/// One step of a [`LinkConfig::rate_steps`] schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    /// Bits per second while the step holds.
+    pub rate_bps: u64,
+    /// How long it holds.
+    #[serde(with = "duration_ms")]
+    pub duration_ms: Duration,
+}
+
+/// The rate in force `since` the epoch of a repeating `steps` schedule.
+pub fn rate_at(steps: &[RateStep], since: Duration) -> Option<u64> {
+    let period: u128 = steps.iter().map(|s| s.duration_ms.as_nanos()).sum();
+    if period == 0 {
+        return None;
+    }
+    let mut offset = since.as_nanos() % period;
+    for step in steps {
+        if offset < step.duration_ms.as_nanos() {
+            return Some(step.rate_bps);
+        }
+        offset -= step.duration_ms.as_nanos();
+    }
+    None
+}
+
 /// Parameters of one link direction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self", default, deny_unknown_fields)]
@@ -71,6 +98,19 @@ pub struct LinkConfig {
     pub slot: Option<Slot>,
     /// Periodic outages (sift's `outage EVERY DURATION`).
     pub outage: Option<Outage>,
+    /// Periodic stalls (sift's `stall EVERY DURATION`): the serializer
+    /// sends nothing for DURATION every EVERY, and packets wait in the
+    /// queue (which may overflow) until it ends — a handover or a deep
+    /// fade on a radio that retransmits below IP, which delays packets
+    /// rather than losing them. Same windows as `outage`.
+    pub stall: Option<Outage>,
+    /// A rate that changes over time (sift's `rate-steps RATE DURATION
+    /// …`): each step's rate holds for its duration, the list repeating
+    /// from the link's epoch, as a cellular scheduler's share moves. A
+    /// packet is serialized at the rate in force when it starts. Sets
+    /// `rate_bps` to the first step's rate (so the link keeps order as
+    /// any rate-limited one).
+    pub rate_steps: Vec<RateStep>,
     /// Seed for this link's randomness; overrides the seed given to `Link::new`.
     pub seed: Option<u64>,
 }
@@ -104,6 +144,8 @@ impl LinkConfig {
             reorder: None,
             slot: None,
             outage: None,
+            stall: None,
+            rate_steps: Vec::new(),
             seed: None,
         }
     }
@@ -226,13 +268,29 @@ impl LinkConfig {
                 return invalid("slot", "packets and bytes must be > 0 when given");
             }
         }
-        if let Some(o) = self.outage {
+        for (name, windows) in [("outage", self.outage), ("stall", self.stall)] {
+            let Some(o) = windows else {
+                continue;
+            };
             if o.every_ms.is_zero() || o.duration_ms.is_zero() {
-                return invalid("outage", "every_ms and duration_ms must be > 0");
+                return invalid(name, "every_ms and duration_ms must be > 0");
             }
             if o.duration_ms > o.every_ms {
-                return invalid("outage", "duration_ms must not exceed every_ms");
+                return invalid(name, "duration_ms must not exceed every_ms");
             }
+        }
+        if self
+            .rate_steps
+            .iter()
+            .any(|step| step.rate_bps == 0 || step.duration_ms.is_zero())
+        {
+            return invalid(
+                "rate_steps",
+                "every step needs a rate > 0 and a duration > 0",
+            );
+        }
+        if !self.rate_steps.is_empty() && self.rate_bps != Some(self.rate_steps[0].rate_bps) {
+            return invalid("rate_steps", "rate_bps must be the first step's rate");
         }
         Ok(())
     }

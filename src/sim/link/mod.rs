@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! send ─▶ outage ─▶ loss ─▶ duplicate ─▶ corrupt ─▶ reorder ─▶ drop-tail queue
-//!      ─▶ serializer (rate, framing) ─▶ propagation (delay, jitter) ─▶ slot gate ─▶ poll_delivery
+//!      ─▶ serializer (rate or rate steps, framing, stalls) ─▶ propagation (delay, jitter)
+//!      ─▶ slot gate ─▶ poll_delivery
 //! ```
 //!
 //! The same chain serves the deterministic simulator and the real-time
@@ -57,7 +58,9 @@
 //!   and skips the propagation delay, but is still serialized at `rate`.
 //! - **Slots** are evaluated at each packet's ready time, not at dequeue
 //!   calls (`slot.rs`); `slot distribution` is not supported.
-//! - **Outages** are sift's own (`outage.rs`).
+//! - **Outages**, **stalls** (the serializer pauses, packets wait) and
+//!   **rate steps** (a rate schedule that repeats) are sift's own, for
+//!   cellular-like links (`outage.rs`, `config.rs`).
 //! - **seed.** netem seeds one PRNG for everything; sift derives one stream
 //!   per stage from the seed.
 //! - **Syntax.** Probabilities are `N%` or plain fractions, keywords are
@@ -86,7 +89,7 @@ use std::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use config::LinkConfig;
+pub use config::{rate_at, LinkConfig, RateStep};
 pub use config::{LinkConfigError, PROBABILITY_SUM_SLACK};
 pub use corrupt::{BadRegion, CorruptBurst, CorruptRegion, Corruption, CorruptionConfig};
 pub use delay::{
@@ -415,15 +418,31 @@ impl Link {
         Some(corruption)
     }
 
-    fn serialization_time(&self, len: usize) -> std::time::Duration {
-        serialization_time(self.config.rate_bps, &self.config.framing, len)
+    /// When a packet of `len` bytes that could start at `t` is off the
+    /// serializer: after any stall covering `t`, at the rate then in force.
+    fn serialized_at(&self, t: Instant, len: usize) -> Instant {
+        let epoch = self.epoch.unwrap_or(t);
+        let start = self
+            .config
+            .stall
+            .and_then(|stall| stall.window_end(epoch, t))
+            .unwrap_or(t);
+        let rate = if self.config.rate_steps.is_empty() {
+            self.config.rate_bps
+        } else {
+            rate_at(
+                &self.config.rate_steps,
+                start.saturating_duration_since(epoch),
+            )
+        };
+        start + serialization_time(rate, &self.config.framing, len)
     }
 
     fn start_serializing(&mut self, now: Instant) {
         self.serializer_free_at = self
             .queue
             .front()
-            .map(|head| now + self.serialization_time(head.bytes.len()));
+            .map(|head| self.serialized_at(now, head.bytes.len()));
     }
 
     /// Moves packets whose serialization finished by `now` onto the wire.
@@ -457,7 +476,7 @@ impl Link {
             self.serializer_free_at = self
                 .queue
                 .front()
-                .map(|next| done + self.serialization_time(next.bytes.len()));
+                .map(|next| self.serialized_at(done, next.bytes.len()));
         }
     }
 

@@ -18,6 +18,8 @@
 //! corrupt-burst PERCENT MIN-MAX          bursts of MIN..=MAX corrupted packets
 //! corrupt-where any|header|payload|header=PERCENT
 //! outage EVERY DURATION                  down for DURATION every EVERY
+//! stall EVERY DURATION                   the serializer pauses for DURATION every EVERY
+//! rate-steps RATE TIME [RATE TIME]...    the rate changes on a repeating schedule
 //! jitter-reorder                         jitter reorders even behind a rate
 //! ```
 //!
@@ -36,7 +38,7 @@
 
 use std::time::Duration;
 
-use super::config::{LinkConfig, PROBABILITY_SUM_SLACK};
+use super::config::{LinkConfig, RateStep, PROBABILITY_SUM_SLACK};
 use super::corrupt::{CorruptBurst, CorruptRegion};
 use super::delay::Distribution;
 use super::loss::{FourState, GilbertElliott, LossModel};
@@ -52,7 +54,7 @@ use units::format_time;
 pub(crate) use units::{format_fraction, parse_probability};
 
 /// Every option keyword the parser knows, in canonical order.
-pub const OPTIONS: [&str; 19] = [
+pub const OPTIONS: [&str; 21] = [
     "limit",
     "limit-bytes",
     "delay",
@@ -69,6 +71,8 @@ pub const OPTIONS: [&str; 19] = [
     "gap",
     "slot",
     "outage",
+    "stall",
+    "rate-steps",
     "jitter-reorder",
     "seed",
     "latency",
@@ -197,6 +201,7 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
     let mut reorder_word = None;
     let mut distribution_word = None;
     let mut jitter_reorder_word = None;
+    let mut rate_steps_word = None;
     while let Some(option) = words.take() {
         match option.text {
             "limit" => {
@@ -333,22 +338,47 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
                 seen.first("slot", option)?;
                 config.slot = Some(parse_slot(&mut words, option)?);
             }
-            "outage" => {
-                seen.first("outage", option)?;
-                let every = words.argument(option, "EVERY (e.g. 10s)")?;
-                let every_ms = parse_time(every)?;
-                if every_ms.is_zero() {
-                    return Err(every.error("the outage period must be > 0"));
-                }
-                let duration = words.argument(option, "DURATION (e.g. 500ms)")?;
-                let duration_ms = parse_time(duration)?;
-                if duration_ms.is_zero() || duration_ms > every_ms {
-                    return Err(duration.error("the outage must last > 0 and at most its period"));
-                }
-                config.outage = Some(Outage {
+            "outage" | "stall" => {
+                seen.first(
+                    if option.text == "outage" {
+                        "outage"
+                    } else {
+                        "stall"
+                    },
+                    option,
+                )?;
+                let (every_ms, duration_ms) = parse_windows(&mut words, option)?;
+                let windows = Outage {
                     every_ms,
                     duration_ms,
-                });
+                };
+                if option.text == "outage" {
+                    config.outage = Some(windows);
+                } else {
+                    config.stall = Some(windows);
+                }
+            }
+            "rate-steps" => {
+                seen.first("rate-steps", option)?;
+                let first = words.argument(option, "RATE (e.g. 20mbit)")?;
+                let mut rate = Some(first);
+                while let Some(word) = rate {
+                    let rate_bps = parse_rate(word)?;
+                    if rate_bps == 0 {
+                        return Err(word.error("a rate step needs a rate > 0"));
+                    }
+                    let time = words.argument(option, "TIME after each RATE (e.g. 2s)")?;
+                    let duration_ms = parse_time(time)?;
+                    if duration_ms.is_zero() {
+                        return Err(time.error("a rate step must last > 0"));
+                    }
+                    config.rate_steps.push(RateStep {
+                        rate_bps,
+                        duration_ms,
+                    });
+                    rate = words.optional_number();
+                }
+                rate_steps_word = Some(option);
             }
             "jitter-reorder" => {
                 seen.first("jitter-reorder", option)?;
@@ -389,6 +419,12 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
             return Err(word.error("jitter-reorder needs a jitter (delay TIME JITTER)"));
         }
     }
+    if let Some(word) = rate_steps_word {
+        if seen.at("rate").is_some() {
+            return Err(word.error("rate-steps replaces rate: give one or the other"));
+        }
+        config.rate_bps = config.rate_steps.first().map(|step| step.rate_bps);
+    }
     if let Err(e) = config.validate() {
         let last = words.words.last().copied().unwrap_or(Word {
             position: 0,
@@ -397,6 +433,27 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
         return Err(last.error(e.to_string()));
     }
     Ok(config)
+}
+
+/// `EVERY DURATION` of an outage or a stall.
+fn parse_windows(
+    words: &mut Words<'_>,
+    option: Word<'_>,
+) -> Result<(Duration, Duration), NetemError> {
+    let every = words.argument(option, "EVERY (e.g. 10s)")?;
+    let every_ms = parse_time(every)?;
+    if every_ms.is_zero() {
+        return Err(every.error(format!("the {} period must be > 0", option.text)));
+    }
+    let duration = words.argument(option, "DURATION (e.g. 500ms)")?;
+    let duration_ms = parse_time(duration)?;
+    if duration_ms.is_zero() || duration_ms > every_ms {
+        return Err(duration.error(format!(
+            "the {} must last > 0 and at most its period",
+            option.text
+        )));
+    }
+    Ok((every_ms, duration_ms))
 }
 
 fn unknown_option_reason() -> String {
@@ -593,7 +650,14 @@ pub fn format(config: &LinkConfig) -> String {
         }
         parts.push(delay);
     }
-    if let Some(rate) = config.rate_bps {
+    if !config.rate_steps.is_empty() {
+        let steps: Vec<String> = config
+            .rate_steps
+            .iter()
+            .map(|step| format!("{}bit {}", step.rate_bps, format_time(step.duration_ms)))
+            .collect();
+        parts.push(format!("rate-steps {}", steps.join(" ")));
+    } else if let Some(rate) = config.rate_bps {
         let f = config.framing;
         let mut text = format!("rate {rate}bit");
         if !f.is_none() {
@@ -683,12 +747,14 @@ pub fn format(config: &LinkConfig) -> String {
         }
         parts.push(text);
     }
-    if let Some(o) = &config.outage {
-        parts.push(format!(
-            "outage {} {}",
-            format_time(o.every_ms),
-            format_time(o.duration_ms)
-        ));
+    for (name, windows) in [("outage", &config.outage), ("stall", &config.stall)] {
+        if let Some(o) = windows {
+            parts.push(format!(
+                "{name} {} {}",
+                format_time(o.every_ms),
+                format_time(o.duration_ms)
+            ));
+        }
     }
     if config.jitter_reorders {
         parts.push("jitter-reorder".to_string());

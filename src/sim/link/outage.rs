@@ -6,6 +6,9 @@
 //!
 //! The outage acts where packets enter the link: packets already queued or
 //! propagating when it starts still arrive (a sender-side radio blackout).
+//!
+//! The same windows make stalls (`stall EVERY DURATION`): the serializer
+//! starts nothing inside one, so packets wait rather than drop.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +27,18 @@ pub struct Outage {
 }
 
 impl Outage {
+    /// When the window covering `now` ends, if one does.
+    pub fn window_end(&self, epoch: Instant, now: Instant) -> Option<Instant> {
+        if !self.is_down(epoch, now) {
+            return None;
+        }
+        let every = self.every_ms.as_nanos();
+        let since = now.saturating_duration_since(epoch).as_nanos();
+        let start = since - since % every;
+        let end = start + self.duration_ms.as_nanos();
+        Some(epoch + std::time::Duration::from_nanos(u64::try_from(end).ok()?))
+    }
+
     /// Whether the link is down at `now`, for a link whose epoch is `epoch`.
     pub fn is_down(&self, epoch: Instant, now: Instant) -> bool {
         let every = self.every_ms.as_nanos();
@@ -38,6 +53,19 @@ impl Outage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_ends_its_duration_after_it_began() {
+        let epoch = Instant::now();
+        let o = Outage {
+            every_ms: Duration::from_secs(1),
+            duration_ms: Duration::from_millis(200),
+        };
+        let at = |ms: u64| epoch + Duration::from_millis(ms);
+        assert_eq!(o.window_end(epoch, at(2050)), Some(at(2200)));
+        assert_eq!(o.window_end(epoch, at(2200)), None);
+        assert_eq!(o.window_end(epoch, at(500)), None);
+    }
 
     #[test]
     fn outage_windows_start_every_period_after_the_epoch() {

@@ -211,6 +211,55 @@ fn outages_drop_exactly_the_packets_offered_inside_the_windows() {
 }
 
 #[test]
+fn a_stall_holds_packets_in_order_until_it_ends_and_loses_none() {
+    let t0 = Instant::now();
+    // Stalled during [1000, 1300) ms after the first packet; 10 ms of delay.
+    let mut l = netem("delay 10ms stall 1s 300ms", 1);
+    l.set_epoch(t0);
+    let mut deliveries = Vec::new();
+    for i in 0..200u64 {
+        let now = t0 + ms(10 * i);
+        assert_eq!(l.send(now, i, vec![0; 10]), Fate::Delivered);
+        while let Some(d) = l.poll_delivery(now) {
+            deliveries.push(d);
+        }
+    }
+    deliveries.extend(drain(&mut l));
+    let ids: Vec<u64> = deliveries.iter().map(|d| d.id).collect();
+    assert_eq!(ids, (0..200).collect::<Vec<_>>(), "all delivered, in order");
+    let at = |id: usize| deliveries[id].at.duration_since(t0);
+    assert_eq!(at(99), ms(1000), "before the stall: 990 + 10 ms");
+    // Offered at 1000…1290 ms: all leave when the stall ends.
+    for id in 100..130 {
+        assert_eq!(at(id), ms(1310), "packet {id}");
+    }
+    assert_eq!(at(130), ms(1310));
+    assert_eq!(at(131), ms(1320));
+}
+
+#[test]
+fn rate_steps_serialize_at_the_rate_in_force() {
+    let t0 = Instant::now();
+    // 8 Mb/s for 100 ms, then 800 kb/s for 100 ms, repeating: 1000 bytes
+    // take 1 ms, then 10 ms.
+    let mut l = netem("rate-steps 8mbit 100ms 800kbit 100ms limit 1000", 1);
+    l.set_epoch(t0);
+    l.send(t0 + ms(50), 1, vec![0; 1000]);
+    l.send(t0 + ms(150), 2, vec![0; 1000]);
+    l.send(t0 + ms(250), 3, vec![0; 1000]);
+    let times: Vec<Duration> = drain(&mut l)
+        .iter()
+        .map(|d| d.at.duration_since(t0))
+        .collect();
+    assert_eq!(times, vec![ms(51), ms(160), ms(251)]);
+    assert_eq!(l.config().rate_bps, Some(8_000_000));
+    assert_eq!(
+        l.config().to_netem(),
+        "rate-steps 8000000bit 100ms 800000bit 100ms"
+    );
+}
+
+#[test]
 fn the_epoch_can_be_set_before_the_first_packet() {
     let t0 = Instant::now();
     let mut l = netem("outage 100ms 10ms", 1);

@@ -252,6 +252,15 @@ fn bad_values_point_at_the_value() {
         ("distribution zipf", 2, "zipf", "unknown distribution"),
         ("limit many", 2, "many", "not a whole number"),
         ("slot 5ms 1ms", 3, "1ms", "MAX_DELAY"),
+        ("stall 1s 2s", 3, "2s", "at most its period"),
+        ("rate-steps 10mbit", 1, "rate-steps", "missing TIME"),
+        ("rate-steps 10mbit 0s", 3, "0s", "must last > 0"),
+        (
+            "rate 1mbit rate-steps 10mbit 1s",
+            3,
+            "rate-steps",
+            "replaces rate",
+        ),
         ("outage 1s 2s", 3, "2s", "at most its period"),
         ("delay 1ms reorder 10% gap 0", 6, "0", "at least 1"),
     ] {
@@ -503,6 +512,12 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
                 every_ms: every,
                 duration_ms: every.mul_f64(share).max(Duration::from_nanos(1)).min(every),
             }),
+            // The same windows as stalls: both print and parse alike.
+            stall: outage.map(|(every, share)| Outage {
+                every_ms: every * 2,
+                duration_ms: every.mul_f64(share).max(Duration::from_nanos(1)).min(every),
+            }),
+            rate_steps: Vec::new(),
             seed,
         }
     })
