@@ -191,7 +191,8 @@ fn many_small_files(client: &str, name: &str) {
     let hashes: Vec<(String, String)> = (0..150)
         .map(|index| {
             let path = format!("f{index}.bin");
-            let sha = write_incompressible(&scratch.path("root").join(&path), 5_000 + index).unwrap();
+            let sha =
+                write_incompressible(&scratch.path("root").join(&path), 5_000 + index).unwrap();
             (path, sha)
         })
         .collect();

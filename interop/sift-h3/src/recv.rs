@@ -4,6 +4,7 @@
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use h3::error::Code;
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId};
 
 use crate::error;
@@ -13,7 +14,10 @@ use crate::error;
 /// HTTP/3 frames of a download are copied once.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The receiving half of a sift stream.
+/// The receiving half of a sift stream. Dropped before the end of the
+/// stream, it asks the peer to stop sending with H3_NO_ERROR, as RFC 9114
+/// §4.1.1 has a server do when its response is complete before the
+/// request (sift's own default code, 0, is not an HTTP/3 code).
 pub struct RecvStream {
     stream: sift::tokio::RecvStream,
     id: StreamId,
@@ -63,5 +67,13 @@ impl quic::RecvStream for RecvStream {
 
     fn recv_id(&self) -> StreamId {
         self.id
+    }
+}
+
+impl Drop for RecvStream {
+    fn drop(&mut self) {
+        // Refused (and nothing sent) once the stream ended, was reset or
+        // was stopped already.
+        let _ = self.stream.stop(Code::H3_NO_ERROR.value());
     }
 }

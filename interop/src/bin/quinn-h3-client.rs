@@ -54,12 +54,20 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let endpoint = config::endpoint(config::socket(bind)?, None)?;
     let conn = endpoint
-        .connect_with(quinn_setup::client(&args.ca)?, targets.address, &server_name)
+        .connect_with(
+            quinn_setup::client(&args.ca)?,
+            targets.address,
+            &server_name,
+        )
         .context("quinn connect")?
         .await
         .context("handshake failed")?;
-    let fetched =
-        fetch::over(h3_quinn::Connection::new(conn.clone()), &targets, &args.output_dir).await;
+    let fetched = fetch::over(
+        h3_quinn::Connection::new(conn.clone()),
+        &targets,
+        &args.output_dir,
+    )
+    .await;
     drop(conn);
     endpoint.wait_idle().await;
     Report {

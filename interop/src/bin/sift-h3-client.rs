@@ -44,7 +44,12 @@ struct Args {
     server_name: Option<String>,
     /// Versions to offer, most preferred first: sift/1, v1 (a client
     /// starts in v1 and moves to sift/1 when the server offers it).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "sift/1,v1")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "sift/1,v1"
+    )]
     versions: Vec<String>,
     /// Print one JSON object (stack, version, alpn, files) on stdout.
     #[arg(long)]
@@ -86,8 +91,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot connect to {}", targets.address))?;
     let version = conn.stats().version;
-    let fetched =
-        fetch::over(sift_h3::Connection::new(conn.clone()), &targets, &args.output_dir).await;
+    let fetched = fetch::over(
+        sift_h3::Connection::new(conn.clone()),
+        &targets,
+        &args.output_dir,
+    )
+    .await;
     // h3 closed the connection (H3_NO_ERROR) when it was done; see the
     // close out so that the server hears it.
     drop(conn);

@@ -37,7 +37,12 @@ struct Args {
     #[arg(long, value_name = "PEM", requires = "cert")]
     key: Option<PathBuf>,
     /// Versions to speak, most preferred first: sift/1, v1.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "sift/1,v1")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "sift/1,v1"
+    )]
     versions: Vec<String>,
 }
 
@@ -57,7 +62,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .root
         .canonicalize()
         .with_context(|| format!("--root {}", args.root.display()))?;
-    anyhow::ensure!(root.is_dir(), "--root {} is not a directory", root.display());
+    anyhow::ensure!(
+        root.is_dir(),
+        "--root {} is not a directory",
+        root.display()
+    );
     let cert_key = args.cert.as_deref().zip(args.key.as_deref());
     let config = sift_setup::server(cert_key, sift_setup::versions(&args.versions)?)?;
     if let (None, Some(identity)) = (&args.cert, &config.tls.identity) {

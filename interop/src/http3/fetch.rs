@@ -97,7 +97,7 @@ where
                 // No partial file is left for a reader to take as the file.
                 let _ = std::fs::remove_file(&output);
             }
-            (index, fetched.with_context(|| format!("{path}")))
+            (index, fetched.with_context(|| path.clone()))
         });
     }
     drop(requests);
@@ -126,10 +126,7 @@ where
         .await
         .context("cannot send the request")?;
     stream.finish().await.context("cannot end the request")?;
-    let response = stream
-        .recv_response()
-        .await
-        .context("no response came")?;
+    let response = stream.recv_response().await.context("no response came")?;
     if response.status() != http::StatusCode::OK {
         bail!("the server answered {}", response.status());
     }
@@ -181,9 +178,18 @@ impl Report {
             println!("{}", serde_json::to_string(self)?);
         } else {
             for file in &self.files {
-                println!("{}  {} bytes  sha256 {}", file.path, file.bytes, file.sha256);
+                println!(
+                    "{}  {} bytes  sha256 {}",
+                    file.path, file.bytes, file.sha256
+                );
             }
-            eprintln!("{} files over {} ({}, {})", self.files.len(), self.stack, self.version, self.alpn);
+            eprintln!(
+                "{} files over {} ({}, {})",
+                self.files.len(),
+                self.stack,
+                self.version,
+                self.alpn
+            );
         }
         Ok(())
     }

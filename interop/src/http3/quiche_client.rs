@@ -17,7 +17,7 @@ use super::fetch::Fetched;
 use super::target::{self, Targets};
 use crate::baseline::client::Sink;
 use crate::baseline::socket::{earliest, timer_deadline, Outbox, UdpLoop};
-use crate::baseline::tls::{self, IDLE_TIMEOUT_MS, MAX_DATAGRAM_SIZE, MAX_DATA, MAX_STREAM_DATA};
+use crate::baseline::tls::{self, IDLE_TIMEOUT_MS, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA};
 
 /// How long a finished client waits for the server to see its close.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -92,8 +92,14 @@ pub fn fetch(options: &Options) -> anyhow::Result<(Vec<Fetched>, String)> {
         .fill(&mut scid)
         .map_err(|_| anyhow::anyhow!("no randomness for a connection ID"))?;
     let scid = quiche::ConnectionId::from_ref(&scid);
-    let mut conn = quiche::connect(Some(&options.server_name), &scid, local, server, &mut config)
-        .context("quiche connect")?;
+    let mut conn = quiche::connect(
+        Some(&options.server_name),
+        &scid,
+        local,
+        server,
+        &mut config,
+    )
+    .context("quiche connect")?;
     let mut client = Client::new(options)?;
     let mut outbox = Outbox::default();
     let mut closing_since: Option<Instant> = None;
@@ -125,7 +131,11 @@ pub fn fetch(options: &Options) -> anyhow::Result<(Vec<Fetched>, String)> {
             }
         };
         if finished {
-            let code = if failure.is_some() { 0x102 } else { H3_NO_ERROR };
+            let code = if failure.is_some() {
+                0x102
+            } else {
+                H3_NO_ERROR
+            };
             // Errors here mean the connection is already closing.
             let _ = conn.close(true, code, b"");
             closing_since = Some(Instant::now());
@@ -243,7 +253,10 @@ impl Client {
                 },
                 quiche::h3::Event::Finished => self.on_finished(stream)?,
                 quiche::h3::Event::Reset(code) => {
-                    bail!("{}: the server reset the stream (0x{code:x})", self.path(stream))
+                    bail!(
+                        "{}: the server reset the stream (0x{code:x})",
+                        self.path(stream)
+                    )
                 }
                 // Server push is never enabled; GOAWAY and priority
                 // updates change nothing for requests already sent.
@@ -258,7 +271,11 @@ impl Client {
         h3: &mut quiche::h3::Connection,
     ) -> anyhow::Result<()> {
         while let Some(&index) = self.unsent.front() {
-            let path = self.downloads.get(index).map(|d| d.path.clone()).unwrap_or_default();
+            let path = self
+                .downloads
+                .get(index)
+                .map(|d| d.path.clone())
+                .unwrap_or_default();
             let headers = [
                 quiche::h3::Header::new(b":method", b"GET"),
                 quiche::h3::Header::new(b":scheme", b"https"),
@@ -281,11 +298,10 @@ impl Client {
     }
 
     fn download(&mut self, stream: u64) -> anyhow::Result<&mut Download> {
-        let index = self
-            .by_stream
-            .get(&stream)
-            .copied()
-            .with_context(|| format!("the server answered on stream {stream}, not a request"))?;
+        let index =
+            self.by_stream.get(&stream).copied().with_context(|| {
+                format!("the server answered on stream {stream}, not a request")
+            })?;
         self.downloads
             .get_mut(index)
             .context("a request without a download")

@@ -140,7 +140,10 @@ mod tests {
         std::fs::create_dir_all(root.join("dir")).unwrap();
         std::fs::write(root.join("f.bin"), b"x").unwrap();
         let served = answer(&root, &Method::GET, "/f.bin");
-        assert_eq!(served, Answer::File(root.join("f.bin").canonicalize().unwrap()));
+        assert_eq!(
+            served,
+            Answer::File(root.join("f.bin").canonicalize().unwrap())
+        );
         let not_found = Answer::Status(StatusCode::NOT_FOUND);
         assert_eq!(answer(&root, &Method::GET, "/missing"), not_found);
         assert_eq!(answer(&root, &Method::GET, "/dir"), not_found);

@@ -35,8 +35,9 @@ fn key_log() -> Option<Arc<dyn rustls::KeyLog>> {
 pub fn server(cert_key: Option<(&Path, &Path)>, versions: Vec<u32>) -> anyhow::Result<Config> {
     let identity = match cert_key {
         Some((cert, key)) => {
-            let read =
-                |path: &Path| std::fs::read(path).with_context(|| format!("cannot read {}", path.display()));
+            let read = |path: &Path| {
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+            };
             ServerIdentity::from_pem(&read(cert)?, &read(key)?)
                 .with_context(|| format!("{} and {}", cert.display(), key.display()))?
         }
