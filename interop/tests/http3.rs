@@ -2,7 +2,9 @@
 //! runs on sift through `sift-h3`, and its server and client exchange
 //! files byte-exact with HTTP/3 stacks nobody here wrote: quiche's own
 //! `quiche::h3` client and h3 over quinn (`h3-quinn`), both over QUIC v1,
-//! and sift's own client over sift/1. All on loopback.
+//! and sift's own client over sift/1. All on loopback, two of them
+//! through `sift-link` with 1% loss (which needs sift's release binaries:
+//! `cargo build --release -p sift-bin`, as `.ci/run` does first).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -49,10 +51,45 @@ impl Drop for Scratch {
     }
 }
 
-/// A server process and the port it listens on.
+/// A server process and the port clients reach it on: its own, or that
+/// of a sift-link in front of it.
 struct Served {
     server: Running,
+    _link: Option<Running>,
     port: u16,
+}
+
+fn sift_link() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/sift-link");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build --release -p sift-bin`",
+        path.display()
+    );
+    path
+}
+
+/// `served` behind a sift-link whose server → client direction is
+/// `data_spec` (the client → server direction only delays).
+fn behind_link(served: Served, data_spec: &str) -> Served {
+    let mut link = Command::new(sift_link());
+    link.args(["--listen", "127.0.0.1:0", "--to"])
+        .arg(format!("127.0.0.1:{}", served.port))
+        .args([
+            "--forward",
+            "delay 10ms",
+            "--reverse",
+            data_spec,
+            "--seed",
+            "1",
+        ]);
+    let link = Running::spawn("sift-link", link).unwrap();
+    let port = link.listening_address().unwrap().port();
+    Served {
+        server: served.server,
+        _link: Some(link),
+        port,
+    }
 }
 
 fn serve(scratch: &Scratch, binary: &str) -> Served {
@@ -66,7 +103,11 @@ fn serve(scratch: &Scratch, binary: &str) -> Served {
         .arg(&scratch.cert.key_pem);
     let server = Running::spawn(binary, command).unwrap();
     let port = server.listening_address().unwrap().port();
-    Served { server, port }
+    Served {
+        server,
+        _link: None,
+        port,
+    }
 }
 
 fn sift_server(scratch: &Scratch) -> Served {
@@ -82,9 +123,10 @@ fn quinn_server(scratch: &Scratch) -> Served {
 fn fetch(client: &str, scratch: &Scratch, served: &Served, paths: &[String]) -> Output {
     let mut command = Command::new(client);
     for path in paths {
-        command.arg(format!("https://localhost:{}/{path}", served.port));
+        command.arg(format!("https://127.0.0.1:{}/{path}", served.port));
     }
     command
+        .args(["--server-name", "localhost"])
         .arg("--output-dir")
         .arg(scratch.path("out"))
         .arg("--ca")
@@ -180,6 +222,34 @@ fn sift_http3_client_fetches_from_a_quinn_server_over_quic_v1() {
         &scratch,
         &served,
         "QUIC v1",
+    );
+}
+
+/// 50 Mb/s, 20 ms RTT and 1% loss on the data direction.
+const LOSSY: &str = "delay 10ms rate 50mbit limit 200 loss 1%";
+
+#[test]
+fn quiche_http3_client_fetches_from_the_sift_server_through_a_lossy_link() {
+    let scratch = Scratch::new("quiche-to-sift-lossy");
+    let served = behind_link(sift_server(&scratch), LOSSY);
+    fetches_byte_exact(
+        env!("CARGO_BIN_EXE_quiche-h3-client"),
+        &scratch,
+        &served,
+        "QUIC v1",
+    );
+    assert_server_spoke(&served, "QUIC v1");
+}
+
+#[test]
+fn sift_http3_client_fetches_from_the_sift_server_through_a_lossy_link() {
+    let scratch = Scratch::new("sift-to-sift-lossy");
+    let served = behind_link(sift_server(&scratch), LOSSY);
+    fetches_byte_exact(
+        env!("CARGO_BIN_EXE_sift-h3-client"),
+        &scratch,
+        &served,
+        "sift/1",
     );
 }
 
