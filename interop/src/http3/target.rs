@@ -17,7 +17,7 @@ pub const DEFAULT_PORT: u16 = 443;
 pub struct Targets {
     /// The host as written (a name or an address), for SNI and checks.
     pub host: String,
-    /// HOST[:PORT] as written, the requests' `:authority`.
+    /// `HOST[:PORT]` as written, the requests' `:authority`.
     pub authority: String,
     /// Where the host resolved to.
     pub address: SocketAddr,
