@@ -165,9 +165,14 @@ fn fetches_byte_exact(client: &str, scratch: &Scratch, served: &Served, version:
     assert_eq!(report.files.first().map(|f| f.bytes), Some(BIG_BYTES));
 }
 
-/// The sift server's log names the version of each connection.
-fn assert_server_spoke(served: &Served, version: &str) {
-    let log = served.server.stderr();
+/// The sift server's log names the version of each connection. Read
+/// once the server is stopped, so that all it printed has been collected.
+fn assert_server_spoke(served: Served, version: &str) {
+    let Served {
+        mut server, _link, ..
+    } = served;
+    server.stop().unwrap();
+    let log = server.stderr();
     assert!(
         log.contains(&format!("connected ({version})")),
         "the server did not speak {version}: {log}"
@@ -184,7 +189,7 @@ fn quiche_http3_client_fetches_from_the_sift_server_over_quic_v1() {
         &served,
         "QUIC v1",
     );
-    assert_server_spoke(&served, "QUIC v1");
+    assert_server_spoke(served, "QUIC v1");
 }
 
 #[test]
@@ -197,7 +202,7 @@ fn quinn_http3_client_fetches_from_the_sift_server_over_quic_v1() {
         &served,
         "QUIC v1",
     );
-    assert_server_spoke(&served, "QUIC v1");
+    assert_server_spoke(served, "QUIC v1");
 }
 
 #[test]
@@ -210,7 +215,7 @@ fn sift_http3_client_fetches_from_the_sift_server_over_sift_1() {
         &served,
         "sift/1",
     );
-    assert_server_spoke(&served, "sift/1");
+    assert_server_spoke(served, "sift/1");
 }
 
 #[test]
@@ -238,7 +243,7 @@ fn quiche_http3_client_fetches_from_the_sift_server_through_a_lossy_link() {
         &served,
         "QUIC v1",
     );
-    assert_server_spoke(&served, "QUIC v1");
+    assert_server_spoke(served, "QUIC v1");
 }
 
 #[test]
@@ -304,6 +309,49 @@ fn a_missing_file_or_one_outside_the_root_fails_the_call_and_leaves_no_file() {
             assert!(stderr.contains("404"), "{client}: {stderr}");
             assert!(!scratch.path("out").join(missing).is_file(), "{missing}");
         }
+    }
+}
+
+/// The server's own certificate (no --cert): ECDSA P-256, which quiche's
+/// BoringSSL verifies too, trusted by fingerprint or not checked.
+#[test]
+fn every_client_fetches_from_a_sift_server_with_its_self_signed_certificate() {
+    let scratch = Scratch::new("self-signed");
+    let files = scratch.files();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sift-h3-server"));
+    command
+        .args(["--listen", "127.0.0.1:0", "--root"])
+        .arg(scratch.path("root"));
+    let server = Running::spawn("sift-h3-server", command).unwrap();
+    let port = server.listening_address().unwrap().port();
+    let log = server.stderr();
+    let pin = log
+        .split_whitespace()
+        .find(|word| word.starts_with("SHA256:"))
+        .unwrap_or_else(|| panic!("no fingerprint printed: {log}"))
+        .to_string();
+    let url = format!("https://127.0.0.1:{port}/{}", files[0].0);
+    for (client, trust) in [
+        (env!("CARGO_BIN_EXE_sift-h3-client"), vec!["--pin", &pin]),
+        (env!("CARGO_BIN_EXE_sift-h3-client"), vec!["--insecure"]),
+        (env!("CARGO_BIN_EXE_quinn-h3-client"), vec!["--insecure"]),
+        (env!("CARGO_BIN_EXE_quiche-h3-client"), vec![]),
+    ] {
+        let out = scratch.path("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let output = Command::new(client)
+            .arg(&url)
+            .arg("--output-dir")
+            .arg(&out)
+            .args(&trust)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{client} {trust:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(sha256_file(&out.join(&files[0].0)).unwrap(), files[0].1);
     }
 }
 

@@ -23,8 +23,11 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     output_dir: PathBuf,
     /// Trust certificates chaining to these roots (PEM).
-    #[arg(long, value_name = "PEM")]
-    ca: PathBuf,
+    #[arg(long, value_name = "PEM", required_unless_present = "insecure")]
+    ca: Option<PathBuf>,
+    /// Accept any certificate (the handshake signature is still checked).
+    #[arg(long, conflicts_with = "ca")]
+    insecure: bool,
     /// Name sent as SNI and checked [default: the URL's host].
     #[arg(long, value_name = "NAME")]
     server_name: Option<String>,
@@ -55,7 +58,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let endpoint = config::endpoint(config::socket(bind)?, None)?;
     let conn = endpoint
         .connect_with(
-            quinn_setup::client(&args.ca)?,
+            quinn_setup::client(args.ca.as_deref())?,
             targets.address,
             &server_name,
         )
