@@ -12,6 +12,10 @@
 //!   each, repeated; results as JSON, a markdown table and an SVG chart;
 //!   loopback efficiency (throughput and CPU per GiB); shards and merge.
 //!
+//! - [`http3`]: HTTP/3 file serving and fetching with hyperium's h3 over
+//!   sift (`sift-h3`) and quinn, and with quiche's own h3, for the
+//!   `http3` case of the interop matrix: this is wire interop.
+//!
 //! [`flow`] is the one record both stacks' clients print with `--json`
 //! (DESIGN §11's flow fields), so the runner reads them the same way.
 //!
@@ -21,4 +25,5 @@
 pub mod baseline;
 pub mod compare;
 pub mod flow;
+pub mod http3;
 pub mod quinn_peer;
