@@ -196,6 +196,29 @@ fn the_retry_case_makes_the_server_send_a_retry_the_link_sees() {
 }
 
 #[test]
+fn the_http3_case_runs_the_h3_examples_over_sift() {
+    let scratch = Scratch::new("http3");
+    write_certs(&scratch);
+    let names = files(&scratch, &[300_000, 5]);
+    let port = free_port();
+    let h3_bin = Path::new(env!("CARGO_BIN_EXE_sift-h3-server"))
+        .parent()
+        .unwrap();
+    let mut command = endpoint(&scratch, "server", "http3", port);
+    command.env("SIFT_H3_BIN", h3_bin);
+    let mut server = Running::spawn("endpoint server", command).unwrap();
+    server.listening_address().unwrap();
+    let output = endpoint(&scratch, "client", "http3", port)
+        .env("SIFT_H3_BIN", h3_bin)
+        .env("REQUESTS", requests(port, &names))
+        .output()
+        .unwrap();
+    success(&output);
+    assert_downloaded(&scratch, &names);
+    server.stop().unwrap();
+}
+
+#[test]
 fn cases_sift_does_not_support_exit_127_and_say_why() {
     let scratch = Scratch::new("unsupported");
     for (case, why) in [
