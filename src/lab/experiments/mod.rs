@@ -28,6 +28,7 @@ use crate::sim::link::{LinkConfig, LossModel, QueueLimit};
 use crate::sim::scenario::{Bottleneck, FlowSpec};
 use crate::sim::{Report, RunReport, Scenario};
 
+pub mod cellular;
 pub mod hack;
 pub mod leaky_pipes;
 pub mod reordering;
@@ -41,8 +42,8 @@ pub mod westwood;
 
 /// Every experiment, in the order `sift-lab list` shows them: the papers',
 /// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12;
-/// `veno-ns3`, issue 36).
-pub const ALL: [Experiment; 10] = [
+/// `veno-ns3` and `cellular`, issue 36).
+pub const ALL: [Experiment; 11] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -53,6 +54,7 @@ pub const ALL: [Experiment; 10] = [
     reordering::EXPERIMENT,
     leaky_pipes::EXPERIMENT,
     veno_ns3::EXPERIMENT,
+    cellular::EXPERIMENT,
 ];
 
 /// The experiment named `name`.

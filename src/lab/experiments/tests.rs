@@ -57,7 +57,8 @@ fn experiments_are_found_by_name() {
             "vegas-factorial",
             "reordering",
             "leaky-pipes",
-            "veno-ns3"
+            "veno-ns3",
+            "cellular"
         ]
     );
 }
