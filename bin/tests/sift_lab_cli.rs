@@ -461,7 +461,10 @@ fn run_qlog_traces_carry_ground_truth_whose_confusion_matrix_equals_the_reported
     let output = sift_lab(&["run", "veno.toml", "--out", "out", "--qlog"], &scratch.0);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let trace = scratch.0.join("out/qlog/seed-3-flow-0-client.sqlog");
-    assert!(scratch.0.join("out/qlog/seed-3-flow-0-server.sqlog").is_file());
+    assert!(scratch
+        .0
+        .join("out/qlog/seed-3-flow-0-server.sqlog")
+        .is_file());
     let events = read_trace(&trace).unwrap_or_else(|e| panic!("{e}"));
     let classified_name = format!("sift:{LOSS_CLASSIFIED_EVENT}");
 
@@ -502,10 +505,9 @@ fn run_qlog_traces_carry_ground_truth_whose_confusion_matrix_equals_the_reported
             }
         }
     }
-    let results: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(scratch.0.join("out/results.json")).unwrap(),
-    )
-    .unwrap();
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.0.join("out/results.json")).unwrap())
+            .unwrap();
     let reported: Verdicts =
         serde_json::from_value(results["runs"][0]["flows"][0]["verdicts"].clone()).unwrap();
     assert_eq!(from_trace, reported);

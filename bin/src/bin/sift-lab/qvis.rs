@@ -189,7 +189,11 @@ mod tests {
                     "frames": [{ "frame_type": "stream", "stream_id": 0, "raw": { "payload_length": 1100 } }],
                 }),
             ),
-            event(2.0, "quic:recovery_metrics_updated", json!({ "congestion_window": 14720 })),
+            event(
+                2.0,
+                "quic:recovery_metrics_updated",
+                json!({ "congestion_window": 14720 }),
+            ),
             event(4.0, "sift:loss_verdict", json!({ "verdict": "random" })),
         ];
         let records = qvis_records(&header, &events);
