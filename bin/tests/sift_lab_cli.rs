@@ -432,3 +432,113 @@ fn a_malformed_shard_is_one_line_naming_the_form() {
     assert!(!run.status.success());
     assert!(text(&run.stderr).contains("K/N"), "{}", text(&run.stderr));
 }
+
+/// Veno through a 2 Mb/s bottleneck with 12-packet buffers and 2% random
+/// loss: random losses, judged random and congestive.
+const VENO_LOSSY_SCENARIO: &str = r#"
+name = "cli-qlog"
+seeds = [3]
+time_limit_s = 120
+
+[bottleneck]
+forward = "delay 30ms rate 2mbit limit 12 loss 2%"
+reverse = "delay 30ms rate 2mbit limit 12"
+
+[[flow]]
+cc = "veno"
+bytes = 1_000_000
+"#;
+
+#[test]
+fn run_qlog_traces_carry_ground_truth_whose_confusion_matrix_equals_the_reported_one() {
+    use sift::sim::ground_truth::TrueCause;
+    use sift::sim::{Verdicts, LOSS_CLASSIFIED_EVENT};
+    use sift::trace::read_trace;
+    use sift_cc::LossVerdict;
+
+    let scratch = Scratch::new("qlog");
+    scratch.file("veno.toml", VENO_LOSSY_SCENARIO);
+    let output = sift_lab(&["run", "veno.toml", "--out", "out", "--qlog"], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let trace = scratch.0.join("out/qlog/seed-3-flow-0-client.sqlog");
+    assert!(scratch
+        .0
+        .join("out/qlog/seed-3-flow-0-server.sqlog")
+        .is_file());
+    let events = read_trace(&trace).unwrap_or_else(|e| panic!("{e}"));
+    let classified_name = format!("sift:{LOSS_CLASSIFIED_EVENT}");
+
+    // Every loss verdict of the data space is followed by its ground truth,
+    // one true cause per packet.
+    let verdicts: Vec<_> = events
+        .iter()
+        .filter(|e| e.name == "sift:loss_verdict" && e.data["space"] == "application_data")
+        .collect();
+    let classified: Vec<_> = events
+        .iter()
+        .filter(|e| e.name == classified_name && e.data["undone"] == false)
+        .collect();
+    assert!(verdicts.len() > 5, "{} verdicts", verdicts.len());
+    assert_eq!(classified.len(), verdicts.len());
+    for (verdict, truth) in verdicts.iter().zip(&classified) {
+        assert_eq!(truth.data["packet_numbers"], verdict.data["packet_numbers"]);
+        assert_eq!(truth.data["verdict"], verdict.data["verdict"]);
+        let causes = truth.data["true_causes"].as_array().expect("true causes");
+        assert_eq!(
+            causes.len(),
+            truth.data["packet_numbers"].as_array().unwrap().len()
+        );
+    }
+
+    // The confusion matrix rebuilt from the trace alone is the one the
+    // run reports (and veno-classification tabulates).
+    let mut from_trace = Verdicts::default();
+    for event in events.iter().filter(|e| e.name == classified_name) {
+        let verdict: LossVerdict = serde_json::from_value(event.data["verdict"].clone()).unwrap();
+        let causes: Vec<Option<TrueCause>> =
+            serde_json::from_value(event.data["true_causes"].clone()).unwrap();
+        for truth in causes.into_iter().flatten() {
+            if event.data["undone"] == true {
+                from_trace.withdraw(verdict, truth);
+            } else {
+                from_trace.record(verdict, truth);
+            }
+        }
+    }
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.0.join("out/results.json")).unwrap())
+            .unwrap();
+    let reported: Verdicts =
+        serde_json::from_value(results["runs"][0]["flows"][0]["verdicts"].clone()).unwrap();
+    assert_eq!(from_trace, reported);
+    assert!(reported.random_as_random > 0, "{reported:?}");
+
+    // The same trace plots, and rewrites for qvis.
+    let output = sift_lab(&["plot", trace.to_str().unwrap()], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(trace.with_extension("svg").is_file());
+    let output = sift_lab(&["qvis", trace.to_str().unwrap()], &scratch.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let qvis = std::fs::read_to_string(scratch.0.join("out/qlog/seed-3-flow-0-client.qvis.sqlog"))
+        .unwrap();
+    let records: Vec<serde_json::Value> = qvis
+        .split('\u{1e}')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| serde_json::from_str(r).unwrap())
+        .collect();
+    assert_eq!(records[0]["qlog_version"], "0.3");
+    assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+    let named = |name: &str| records.iter().filter(|r| r["name"] == name).count();
+    let counted = |name: &str| events.iter().filter(|e| e.name == name).count();
+    assert_eq!(named("transport:packet_sent"), counted("quic:packet_sent"));
+    assert_eq!(named("recovery:packet_lost"), counted("quic:packet_lost"));
+    assert_eq!(
+        named("recovery:metrics_updated"),
+        counted("quic:recovery_metrics_updated")
+    );
+    assert!(records
+        .iter()
+        .filter(|r| r["name"] == "transport:packet_sent")
+        .all(|r| r["data"]["raw"]["length"].as_u64() > Some(0)
+            && r["data"]["header"]["packet_number"].is_u64()));
+}

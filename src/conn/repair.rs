@@ -87,6 +87,11 @@ impl Connection {
         }
         let (packet_number, frames) = repaired?;
         self.counters.damaged_headers_repaired += 1;
+        self.trace_event(&crate::trace::Event::HeaderRepaired {
+            packet_number,
+            size: packet.len() as u64,
+            total: self.counters.damaged_headers_repaired,
+        });
         let opened = Opened {
             space: SpaceId::Data,
             ty: PacketType::OneRtt,

@@ -446,6 +446,83 @@ fn a_damaged_header_is_rebuilt_and_costs_nothing() {
     assert_eq!(client.congestion_events, 0);
 }
 
+/// Packets a traced connection reported: (sent, packet number, size) for
+/// 1-RTT packets sent and received, and the packet numbers of repaired
+/// headers.
+#[derive(Debug, Default)]
+struct PacketLog {
+    packets: Vec<(bool, u64, u64)>,
+    repaired: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct PacketLogger(std::sync::Arc<std::sync::Mutex<PacketLog>>);
+
+impl crate::trace::Observer for PacketLogger {
+    fn event(&mut self, _now: Instant, event: &crate::trace::Event<'_>) {
+        use crate::trace::Event;
+        let mut log = self.0.lock().unwrap();
+        match *event {
+            Event::PacketSent {
+                space: SpaceId::Data,
+                packet_number,
+                size,
+                ..
+            } => log.packets.push((true, packet_number, size)),
+            Event::PacketReceived {
+                space: SpaceId::Data,
+                packet_number,
+                size,
+                ..
+            } => log.packets.push((false, packet_number, size)),
+            Event::HeaderRepaired { packet_number, .. } => log.repaired.push(packet_number),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_repaired_header_is_traced_with_the_packet_number_it_repaired() {
+    let mut pair = Pair::default();
+    let (client_log, server_log) = (Default::default(), Default::default());
+    pair.client
+        .set_observer(Box::new(PacketLogger(std::sync::Arc::clone(&client_log))));
+    pair.server
+        .set_observer(Box::new(PacketLogger(std::sync::Arc::clone(&server_log))));
+    pair.handshake();
+    let data = pattern(200_000);
+    // The fifth full datagram to the server (one 1-RTT packet after the
+    // handshake) arrives with a damaged header.
+    let mut full = 0;
+    let mut path = |to_server: bool, _: u64, bytes: &[u8]| {
+        if to_server && bytes.len() > 1000 {
+            full += 1;
+            if full == 5 {
+                return PathAction::DamageHeader;
+            }
+        }
+        PathAction::Deliver
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    assert_eq!(pair.server.stats().damaged_headers_repaired, 1);
+    let client = client_log.lock().unwrap();
+    let damaged = client
+        .packets
+        .iter()
+        .filter(|&&(sent, _, size)| sent && size > 1000)
+        .nth(4)
+        .map(|&(_, packet_number, _)| packet_number)
+        .expect("the client sent data");
+    assert!(damaged > 0);
+    let server = server_log.lock().unwrap();
+    assert_eq!(server.repaired, vec![damaged]);
+    // And the server then received it, as if intact.
+    assert!(server
+        .packets
+        .iter()
+        .any(|&(sent, packet_number, _)| !sent && packet_number == damaged));
+}
+
 #[test]
 fn without_header_repair_a_corrupted_header_takes_the_loss_path() {
     let (client, server) = upload_with_a_damaged_header(Config {

@@ -1,7 +1,7 @@
 //! The connection's side of tracing (`crate::trace`): the observer it
 //! holds, and what it reports after each `recv`, `send` and `on_timeout`
 //! that no single call site sees — recovery's decisions, moved estimates,
-//! a new controller phase, key updates, headers repaired, the close.
+//! a new controller phase, key updates, the close.
 //! Untraced, every hook is one `None` check.
 
 use std::time::Instant;
@@ -18,7 +18,6 @@ pub(super) struct Tracing {
     pub(super) observer: Box<dyn Observer>,
     phase: Option<Phase>,
     key_updates: u64,
-    headers_repaired: u64,
     checksum_free: Option<bool>,
     closed: bool,
 }
@@ -33,7 +32,6 @@ impl Connection {
             observer,
             phase: None,
             key_updates: self.key_phases.updates,
-            headers_repaired: self.counters.damaged_headers_repaired,
             checksum_free: None,
             closed: false,
         });
@@ -111,8 +109,7 @@ impl Connection {
     }
 
     /// Reports what changed since the last call: recovery's decisions, the
-    /// estimates, the controller's phase, key updates, repaired headers and
-    /// the close.
+    /// estimates, the controller's phase, key updates and the close.
     pub(super) fn trace_flush(&mut self) {
         let Some(tracing) = self.trace.as_mut() else {
             return;
@@ -149,18 +146,6 @@ impl Connection {
                 now,
                 &Event::KeyUpdated {
                     generation: self.key_phases.updates,
-                },
-            );
-        }
-        let repaired = self.counters.damaged_headers_repaired;
-        if repaired != tracing.headers_repaired {
-            let count = repaired - tracing.headers_repaired;
-            tracing.headers_repaired = repaired;
-            tracing.observer.event(
-                now,
-                &Event::HeadersRepaired {
-                    count,
-                    total: repaired,
                 },
             );
         }

@@ -116,11 +116,14 @@ pub enum Event<'a> {
         /// Without a checksum from now on.
         checksum_free: bool,
     },
-    /// 1-RTT packets whose damaged headers were rebuilt and opened.
-    HeadersRepaired {
-        /// How many since the last such event.
-        count: u64,
-        /// How many over the connection.
+    /// A 1-RTT packet whose damaged header was rebuilt and opened: it is
+    /// processed as if it had arrived intact (its `PacketReceived` follows).
+    HeaderRepaired {
+        /// Its packet number (the one the rebuilt header carried).
+        packet_number: u64,
+        /// Its size on the wire, bytes.
+        size: u64,
+        /// How many headers repaired over the connection, this one included.
         total: u64,
     },
     /// The connection closed (or began closing).

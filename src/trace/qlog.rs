@@ -169,15 +169,24 @@ impl QlogWriter {
             qlog_frames.push(qlog_frame(&frame));
         }
         let header = header(space, packet_number, size);
+        // The whole packet's size is `raw.length` (what qvis's congestion
+        // graph counts bytes by).
+        let raw = Some(RawInfo {
+            length: Some(size),
+            payload_length: None,
+            data: None,
+        });
         let data = if sent {
             EventData::QuicPacketSent(PacketSent {
                 header,
+                raw,
                 frames: Some(qlog_frames),
                 ..PacketSent::default()
             })
         } else {
             EventData::QuicPacketReceived(PacketReceived {
                 header,
+                raw,
                 frames: Some(qlog_frames),
                 ..PacketReceived::default()
             })
@@ -362,10 +371,19 @@ impl Observer for QlogWriter {
                 "checksum_free_datagrams",
                 json!({ "on": checksum_free }),
             ),
-            Event::HeadersRepaired { count, total } => self.sift(
+            Event::HeaderRepaired {
+                packet_number,
+                size,
+                total,
+            } => self.sift(
                 now,
                 "header_repaired",
-                json!({ "count": count, "total": total }),
+                json!({
+                    "space": space_name(SpaceId::Data),
+                    "packet_number": packet_number,
+                    "length": size,
+                    "total": total,
+                }),
             ),
             Event::Closed(reason) => {
                 let closed = connection_closed(reason);

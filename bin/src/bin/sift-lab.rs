@@ -14,6 +14,8 @@ use sift::sim::Scenario;
 
 #[path = "sift-lab/plot.rs"]
 mod plot;
+#[path = "sift-lab/qvis.rs"]
+mod qvis;
 #[path = "sift-lab/trace_plot.rs"]
 mod trace_plot;
 
@@ -36,6 +38,8 @@ Examples:
       verdict next to what the link really did to the packet
   sift-lab plot results/veno-link/qlog/seed-1-flow-0-client.sqlog
       cwnd, RTT and the loss verdicts over time, as SVG beside the trace
+  sift-lab qvis results/veno-link/qlog/seed-1-flow-0-client.sqlog
+      the trace rewritten for qvis (qlog 0.3 names), beside it as .qvis.sqlog
   sift-lab vegas-factorial --shard 2/4 --out /tmp/vf/2
       the second quarter of the sweep (a Slurm array task, a GNU parallel job)
   sift-lab merge vegas-factorial /tmp/vf/1 /tmp/vf/2 /tmp/vf/3 /tmp/vf/4 --out results/vegas-factorial
@@ -113,6 +117,23 @@ fn cli() -> Command {
                     out.clone()
                         .value_name("FILE")
                         .help("Where to write the SVG [default: TRACE with .svg]"),
+                ),
+        )
+        .subcommand(
+            Command::new("qvis")
+                .about("Rewrite a qlog trace (.sqlog) for qvis, which reads qlog 0.3 event names")
+                .after_help(EXAMPLES)
+                .arg(
+                    Arg::new("trace")
+                        .required(true)
+                        .value_name("TRACE")
+                        .value_parser(value_parser!(PathBuf))
+                        .help("A qlog trace (sift-lab run --qlog, sift-client --qlog, sift-server --qlog)"),
+                )
+                .arg(
+                    out.clone()
+                        .value_name("FILE")
+                        .help("Where to write it [default: TRACE with .qvis.sqlog]"),
                 ),
         );
     for experiment in experiments::ALL {
@@ -239,6 +260,23 @@ fn run(matches: &ArgMatches) -> anyhow::Result<()> {
                 series.undone.len(),
                 series.corrupted.len(),
                 out.display()
+            ))
+        }
+        "qvis" => {
+            let Some(trace) = args.get_one::<PathBuf>("trace") else {
+                anyhow::bail!("qvis needs a trace file");
+            };
+            let out = args
+                .get_one::<PathBuf>("out")
+                .cloned()
+                .unwrap_or_else(|| qvis::default_out(trace));
+            let rewritten = qvis::rewrite_trace(trace, &out)?;
+            emit(&format!(
+                "{}: {} events ({} packets sent) written for qvis to {}\n",
+                trace.display(),
+                rewritten.events,
+                rewritten.packets_sent,
+                rewritten.out.display()
             ))
         }
         "merge" => {
