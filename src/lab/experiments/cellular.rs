@@ -11,8 +11,9 @@
 //!   waiting rather than lost (`rate-steps`, `stall`);
 //!
 //! each with in-order jitter 0, 5 or 20 ms (normal, or Pareto-tailed) and
-//! 0, 1 or 2% random loss. A cell's figure is goodput / (mean capacity ·
-//! (1 − p)), the median over seeds. The sharing part puts each controller
+//! 0, 1 or 2% random loss. A cell's figure is goodput / (capacity ·
+//! (1 − p)), the median over seeds, the capacity being what the link
+//! offered while the flow ran. The sharing part puts each controller
 //! beside one CUBIC flow on a few of the cells and reports both shares and
 //! Jain's index: what the cell's best controller costs the others.
 
@@ -296,13 +297,17 @@ fn fraction(
     cc: &str,
 ) -> Option<f64> {
     let report = find(reports, "alone", profile.name(), jitter, loss, cc)?;
-    let ceiling = profile.capacity_bps() * (1.0 - loss);
     median(
         report
             .runs
             .iter()
-            .filter_map(|run| run_goodputs_bps(run).first().copied())
-            .map(|bps| bps / ceiling)
+            .filter_map(|run| {
+                // What the link offered while the flow ran.
+                let flow = run.flows.first()?;
+                let seconds = flow.completion_s.unwrap_or(run.end_s - flow.start_s);
+                let goodput = run_goodputs_bps(run).first().copied()?;
+                Some(goodput / (profile.capacity_over_bps(seconds) * (1.0 - loss)))
+            })
             .collect(),
     )
 }
