@@ -381,7 +381,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
         &["profile", "jitter", "loss", "best", "fraction", "runner-up"],
     );
     for profile in [Profile::Steady, Profile::Radio] {
-        let name = format!("{}", profile.name());
+        let name = profile.name().to_string();
         let mut columns = vec!["jitter", "loss"];
         columns.extend(controllers.iter().map(String::as_str));
         let mut table = Table::new(&name, &columns);
