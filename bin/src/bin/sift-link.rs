@@ -75,11 +75,13 @@ Examples:
 
 Impairment specs use tc-netem syntax (delay, distribution, loss random|state|gemodel,
 corrupt, duplicate, reorder … gap, rate, limit, slot, seed) plus sift's ber, corrupt-gemodel,
-corrupt-burst, corrupt-where, outage and jitter-reorder. Unlike netem, corrupted datagrams
-are delivered, over IPv4 and IPv6 alike: zero-checksum datagrams (sift with corruption
-notices on) are accepted. As in netem, jitter behind a rate keeps packet order; add
+corrupt-burst, corrupt-where, outage, stall, rate-steps and jitter-reorder. Unlike netem,
+corrupted datagrams are delivered, over IPv4 and IPv6 alike: zero-checksum datagrams (sift
+with corruption notices on) are accepted. As in netem, jitter behind a rate keeps packet order; add
 jitter-reorder for per-packet delays (netem over a separate tbf), e.g.
   --reverse \"delay 20ms 5ms distribution normal rate 20mbit limit 200 jitter-reorder\"
+A cellular-like radio: rate steps, a 150 ms stall every 5 s, in-order jitter:
+  --reverse \"delay 20ms 5ms distribution pareto rate-steps 30mbit 3s 10mbit 2s stall 5s 150ms\"
 Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1; --stats FILE also writes
 them, with the QUIC versions and packet types each direction carried, as JSON.";
 
