@@ -21,4 +21,5 @@
 pub mod baseline;
 pub mod compare;
 pub mod flow;
+pub mod hq;
 pub mod quinn_peer;
