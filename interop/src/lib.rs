@@ -22,4 +22,5 @@ pub mod baseline;
 pub mod compare;
 pub mod flow;
 pub mod hq;
+pub mod matrix;
 pub mod quinn_peer;

@@ -318,6 +318,7 @@ impl Server {
                 self.ids.remove(retired.as_ref());
             }
             let flushed = session.outbox.flush(&self.udp, &mut session.conn);
+            flush_probes(&self.udp, &mut session.conn);
             if session.conn.is_closed() || flushed.is_err() {
                 if let Some(session) = self.sessions[slot].take() {
                     for id in &session.ids {
@@ -333,6 +334,48 @@ impl Server {
     }
 }
 
+/// Gives the peer as many spare connection IDs as it takes, once the
+/// handshake is done (a migrating client needs one of the server's, and
+/// quiche wants one of its own for the new path too); returns them.
+fn issue_spare_ids(conn: &mut quiche::Connection, rng: &ring::rand::SystemRandom) -> Vec<Vec<u8>> {
+    let mut made = Vec::new();
+    if !conn.is_established() {
+        return made;
+    }
+    while conn.scids_left() > 0 {
+        let Ok(cid) = random_cid(rng) else { break };
+        let mut reset = [0u8; 16];
+        if rng.fill(&mut reset).is_err() {
+            break;
+        }
+        let id = quiche::ConnectionId::from_ref(&cid);
+        if conn.new_scid(&id, u128::from_be_bytes(reset), false).is_err() {
+            break;
+        }
+        made.push(cid.to_vec());
+    }
+    made
+}
+
+/// Sends what quiche has for paths other than the active one (path
+/// probes: PATH_CHALLENGE and PATH_RESPONSE), which `send()` leaves to
+/// `send_on_path` (quiche's apps/ send on every path the same way).
+fn flush_probes(udp: &UdpLoop, conn: &mut quiche::Connection) {
+    let local = udp.local_addr();
+    let active = conn.path_stats().find(|p| p.active).map(|p| p.peer_addr);
+    let others: Vec<SocketAddr> = conn
+        .paths_iter(local)
+        .filter(|peer| Some(*peer) != active)
+        .collect();
+    let mut packet = [0u8; MAX_DATAGRAM_SIZE];
+    for peer in others {
+        while let Ok((len, info)) = conn.send_on_path(&mut packet, Some(local), Some(peer)) {
+            // A probe lost here is resent by quiche's path timers.
+            let _ = udp.send_now(&packet[..len], info.to);
+        }
+    }
+}
+
 fn token_input(odcid: &[u8], from: SocketAddr) -> Vec<u8> {
     let mut input = odcid.to_vec();
     input.extend_from_slice(from.to_string().as_bytes());
@@ -342,32 +385,19 @@ fn token_input(odcid: &[u8], from: SocketAddr) -> Vec<u8> {
 impl Session {
     /// New connection IDs for the client to migrate to, once established.
     fn spare_ids(&mut self, rng: &ring::rand::SystemRandom) -> Vec<Vec<u8>> {
-        let mut made = Vec::new();
-        if !self.conn.is_established() {
-            return made;
-        }
-        while self.conn.scids_left() > 0 {
-            let Ok(cid) = random_cid(rng) else { break };
-            let mut reset = [0u8; 16];
-            if rng.fill(&mut reset).is_err() {
-                break;
-            }
-            let id = quiche::ConnectionId::from_ref(&cid);
-            if self
-                .conn
-                .new_scid(&id, u128::from_be_bytes(reset), false)
-                .is_err()
-            {
-                break;
-            }
-            made.push(cid.to_vec());
-        }
+        let made = issue_spare_ids(&mut self.conn, rng);
         self.ids.extend(made.iter().cloned());
         made
     }
 
     fn serve(&mut self, root: &Path) {
-        while self.conn.path_event_next().is_some() {}
+        while let Some(event) = self.conn.path_event_next() {
+            // quiche leaves validating a client's new path to the
+            // application (its apps/ server probes it at once, as here).
+            if let quiche::PathEvent::New(local, peer) = event {
+                let _ = self.conn.probe_path(local, peer);
+            }
+        }
         if !self.conn.is_established() && !self.conn.is_in_early_data() {
             return;
         }
@@ -524,6 +554,7 @@ struct Client<'a> {
     conn: quiche::Connection,
     outbox: Outbox,
     options: &'a ClientOptions,
+    rng: ring::rand::SystemRandom,
     /// Downloads under way, by stream ID.
     open: HashMap<u64, (usize, Download)>,
     files: Vec<Option<FileReport>>,
@@ -561,6 +592,7 @@ impl<'a> Client<'a> {
             conn,
             outbox: Outbox::default(),
             options,
+            rng,
             open: HashMap::new(),
             files: Vec::new(),
             next_request: 0,
@@ -574,6 +606,11 @@ impl<'a> Client<'a> {
     fn run(&mut self, urls: &[Url]) -> anyhow::Result<()> {
         self.files = vec![None; urls.len()];
         let mut closing_since: Option<Instant> = None;
+        // The ClientHello goes first: only then is a resumed connection in
+        // early data, and the requests can go in 0-RTT.
+        self.outbox
+            .flush(&self.udp, &mut self.conn)
+            .context("quiche cannot send")?;
         loop {
             if self
                 .conn
@@ -606,6 +643,7 @@ impl<'a> Client<'a> {
                 .outbox
                 .flush(&self.udp, &mut self.conn)
                 .context("quiche cannot send")?;
+            flush_probes(&self.udp, &mut self.conn);
             let mut deadline = earliest(flushed.deadline(), timer_deadline(&self.conn));
             if let Some(since) = closing_since {
                 deadline = earliest(deadline, Some(since + CLOSE_GRACE));
@@ -702,6 +740,7 @@ impl<'a> Client<'a> {
         if !self.options.migrate || self.migrated || !self.data_seen {
             return Ok(());
         }
+        issue_spare_ids(&mut self.conn, &self.rng);
         if self.conn.available_dcids() == 0 {
             return Ok(());
         }

@@ -267,7 +267,13 @@ pub fn client_config(options: &ClientOptions) -> anyhow::Result<quinn::ClientCon
     tls.alpn_protocols = vec![ALPN.to_vec()];
     tls.enable_early_data = options.zero_rtt;
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+    // Initial packets are always AES-128-GCM (RFC 9001 §5.2), whatever
+    // the handshake negotiates.
+    let initial = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|suite| suite.quic_suite())
+        .context("ring has no QUIC suite for AES-128-GCM")?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(Arc::new(tls), initial)
         .context("rustls configuration unfit for QUIC")?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     config.transport_config(Arc::new(transport()?));
@@ -341,13 +347,21 @@ async fn fetch_all(
     let (first_data, mut first_data_seen) = tokio::sync::watch::channel(false);
     let first_data = Arc::new(first_data);
     let mut tasks = tokio::task::JoinSet::new();
+    // Requests go out from this task, back to back, so that a resumed
+    // connection sends them before its handshake ends, in 0-RTT; each
+    // response is read by a task of its own. Past the stream limit,
+    // `open_bi` waits for responses to end.
     for (order, url) in urls.iter().enumerate() {
-        let conn = conn.clone();
         let path = url.path.clone();
+        // The finished send half may go: quinn still delivers what it holds.
+        let recv = match request(conn, &path).await {
+            Ok(recv) => recv,
+            Err(e) => return Err(e.context(format!("/{path}"))),
+        };
         let dir = options.output_dir.clone();
         let first_data = first_data.clone();
         tasks.spawn(async move {
-            let result = fetch(&conn, &path, &dir, &first_data).await;
+            let result = fetch(recv, &path, &dir, &first_data).await;
             (order, result.with_context(|| format!("/{path}")))
         });
     }
@@ -404,17 +418,24 @@ fn act_once_data_flows(
     Ok(())
 }
 
-async fn fetch(
+async fn request(
     conn: &quinn::Connection,
     path: &str,
-    dir: &Path,
-    first_data: &tokio::sync::watch::Sender<bool>,
-) -> anyhow::Result<FileReport> {
-    let (mut send, mut recv) = conn.open_bi().await.context("cannot open a stream")?;
+) -> anyhow::Result<quinn::RecvStream> {
+    let (mut send, recv) = conn.open_bi().await.context("cannot open a stream")?;
     send.write_all(&super::request(path))
         .await
         .context("cannot send the request")?;
     send.finish().context("cannot send the request")?;
+    Ok(recv)
+}
+
+async fn fetch(
+    mut recv: quinn::RecvStream,
+    path: &str,
+    dir: &Path,
+    first_data: &tokio::sync::watch::Sender<bool>,
+) -> anyhow::Result<FileReport> {
     let mut download = Download::create(dir, path)?;
     while let Some(chunk) = recv
         .read_chunk(usize::MAX, true)
