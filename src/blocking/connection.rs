@@ -282,6 +282,14 @@ impl BlockingConnection {
             .flatten()
     }
 
+    /// The ALPN protocol the TLS handshake agreed on (`None` under Null
+    /// protection, and once the connection is gone).
+    pub fn alpn_protocol(&self) -> Option<Vec<u8>> {
+        self.inner
+            .peek(|connection| connection.alpn_protocol().map(<[u8]>::to_vec))
+            .flatten()
+    }
+
     /// The peer's address.
     pub fn remote_addr(&self) -> SocketAddr {
         self.inner.remote

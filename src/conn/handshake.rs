@@ -265,6 +265,11 @@ impl Handshake {
         self.session.as_ref()?.alpn_protocol()
     }
 
+    /// The AEAD the TLS handshake settled on.
+    pub fn cipher_suite(&self) -> Option<crate::crypto::Aead> {
+        self.session.as_ref()?.cipher_suite()
+    }
+
     /// SHA-256 of the server's certificate, on a TLS client.
     pub fn peer_certificate_fingerprint(&self) -> Option<Fingerprint> {
         self.session.as_ref()?.peer_certificate_fingerprint()

@@ -1388,6 +1388,10 @@ impl Connection {
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
             corruption_notices_negotiated: self.notices_negotiated,
             version: crate::wire::version_name(self.versions.current().version()),
+            cipher: self
+                .handshake
+                .cipher_suite()
+                .map_or_else(String::new, |aead| aead.name().to_string()),
             checksum_free_datagrams: c.checksum_free_datagrams,
             authentication_failures: c.authentication_failures,
             key_updates: self.key_phases.updates,

@@ -112,6 +112,10 @@ pub struct Stats {
     /// notices possible) or "QUIC v1" (any QUIC peer; no notices).
     #[serde(default)]
     pub version: String,
+    /// The AEAD the TLS handshake settled on (`aes128`, `aes256`,
+    /// `chacha20`); empty before it has, and under Null protection.
+    #[serde(default)]
+    pub cipher: String,
     /// Datagrams sent without a UDP checksum, so that corruption could
     /// reach the peer (only after the path lost or damaged a packet).
     #[serde(default)]
@@ -182,6 +186,7 @@ impl Default for Stats {
             malformed_dropped: 0,
             corruption_notices_negotiated: false,
             version: String::new(),
+            cipher: String::new(),
             checksum_free_datagrams: 0,
             authentication_failures: 0,
             key_updates: 0,

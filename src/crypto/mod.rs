@@ -33,7 +33,7 @@ pub use packet::{
 pub use secret::{ResetToken, ServerSecret, SERVER_SECRET_LEN, TOKEN_NONCE_LEN, TOKEN_OVERHEAD};
 pub use session::{HandshakeError, KeyChange, Session};
 pub use tls::{
-    CertificateRejected, CertificateVerifier, Fingerprint, IdentityError, ServerIdentity,
+    Aead, CertificateRejected, CertificateVerifier, Fingerprint, IdentityError, ServerIdentity,
     ServerTrust, TlsConfig, TlsSession,
 };
 

@@ -103,6 +103,11 @@ pub trait Session: Send + std::fmt::Debug {
         None
     }
 
+    /// The AEAD the handshake settled on (TLS), once it has.
+    fn cipher_suite(&self) -> Option<super::Aead> {
+        None
+    }
+
     /// SHA-256 of the peer's end-entity certificate (client side, TLS).
     fn peer_certificate_fingerprint(&self) -> Option<super::Fingerprint> {
         None

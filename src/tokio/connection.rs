@@ -351,6 +351,18 @@ impl Connection {
             .peer_certificate_fingerprint()
     }
 
+    /// The ALPN protocol the TLS handshake agreed on (`None` under Null
+    /// protection, and once the connection is gone): a server that offers
+    /// several picks the application protocol by it.
+    pub fn alpn_protocol(&self) -> Option<Vec<u8>> {
+        let state = self.inner.shared.lock();
+        state
+            .endpoint
+            .connection_ref(self.inner.handle)?
+            .alpn_protocol()
+            .map(<[u8]>::to_vec)
+    }
+
     /// The peer's address.
     pub fn remote_address(&self) -> SocketAddr {
         self.inner.remote

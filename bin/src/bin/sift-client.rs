@@ -9,19 +9,31 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use sift::conn::Protection;
-use sift::crypto::Fingerprint;
+use sift::crypto::{Aead, Fingerprint};
 use sift_bin::cli::common::{self, OnOff};
+use sift_bin::cli::fetch::{self, Fetch};
 use sift_bin::cli::format;
 use sift_bin::cli::report::FlowReport;
 use sift_bin::cli::session::{self, CLOSE_DONE};
 use sift_bin::cli::state::{self, IdentitySource};
 use sift_bin::cli::tokens::SavedTokens;
 use sift_bin::cli::trust::ClientTrust;
-use sift_bin::cli::url::SiftUrl;
+use sift_bin::cli::url::{Scheme, SiftUrl};
 use sift_bin::transfer::client;
 use sift_bin::transfer::perf::{run_perf, PerfInterval, PerfOptions, PerfSample};
-use sift_bin::transfer::{EntryKind, PerfDirection};
+use sift_bin::transfer::{hq, EntryKind, PerfDirection};
 use sift_cc::CcConfig;
+
+const GET_EXAMPLES: &str = "\
+Examples:
+  sift-client get sift://host/dir/file.bin
+  sift-client get sift://host:5000/file.bin -o out.bin --resume
+  # Three files over one connection, into ./in:
+  sift-client get sift://host/a.bin sift://host/b.bin sift://host/c.bin --output-dir in
+  # From any QUIC server speaking hq-interop (quiche, quinn, ...):
+  sift-client get https://127.0.0.1:4433/index.html
+  # Offer only ChaCha20, update keys every 100 packets, move port once connected:
+  sift-client get https://host/f.bin --ciphers chacha20 --key-update-every 100 --migrate";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -119,6 +131,14 @@ struct Common {
     /// open it in qvis). Default: $QLOGDIR if set, else no trace.
     #[arg(long, global = true, value_name = "DIR")]
     qlog: Option<PathBuf>,
+    /// TLS 1.3 cipher suites to offer, most preferred first: aes128,
+    /// aes256, chacha20 (comma-separated). Default: all three, aes128 first.
+    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
+    ciphers: Vec<Aead>,
+    /// Start a 1-RTT key update every N packets this client sends (RFC
+    /// 9001 §6), to exercise a server's key update. TLS only.
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    key_update_every: Option<u64>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -126,19 +146,31 @@ struct Common {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Download a file.
-    #[command(
-        after_help = "Examples:\n  sift-client get sift://host/dir/file.bin\n  sift-client get sift://host:5000/file.bin -o out.bin --resume"
-    )]
+    /// Download files: from a sift-server (sift://), or from any QUIC
+    /// server speaking hq-interop (https://).
+    #[command(after_help = GET_EXAMPLES)]
     Get {
-        /// sift://HOST[:PORT]/PATH of the file.
-        url: String,
-        /// Where to write it (default: the file's name, here).
-        #[arg(short, long, value_name = "FILE")]
+        /// sift://HOST[:PORT]/PATH (sift's protocol, SHA-256 checked end to
+        /// end) or https://HOST[:PORT]/PATH (HTTP/0.9 over QUIC, ALPN
+        /// hq-interop). Several URLs go to one server over one connection,
+        /// one stream each, at once.
+        #[arg(value_name = "URL", required = true, num_args = 1..)]
+        urls: Vec<String>,
+        /// Where to write it (one URL only; default: the file's name, here).
+        #[arg(short, long, value_name = "FILE", conflicts_with = "output_dir")]
         output: Option<PathBuf>,
-        /// Continue FILE.sift-part from where an interrupted download stopped.
+        /// The directory files go to, each under its own name (default: here).
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        /// Continue FILE.sift-part from where an interrupted download
+        /// stopped (one sift:// URL only).
         #[arg(long)]
         resume: bool,
+        /// Once connected, move to a new local UDP port (as when a phone
+        /// changes networks): the connection must follow (active
+        /// migration, RFC 9000 §9).
+        #[arg(long)]
+        migrate: bool,
     },
     /// Upload a file (to a server started with --allow-put that knows this
     /// client's key: see `sift-client id`).
@@ -204,18 +236,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let common = cli.common;
     common::init_logging(common.verbose);
     // Parse the URL first: a typo is reported before anything else happens.
-    let url_text = match &cli.command {
-        Command::Get { url, .. }
-        | Command::Put { url, .. }
-        | Command::Ls { url }
-        | Command::Perf { url, .. } => url.clone(),
+    let url_texts = match &cli.command {
+        Command::Get { urls, .. } => urls.clone(),
+        Command::Put { url, .. } | Command::Ls { url } | Command::Perf { url, .. } => {
+            vec![url.clone()]
+        }
         Command::Id => return id(common.state_dir.as_deref()),
     };
-    let url = SiftUrl::parse(&url_text)?;
+    let urls = url_texts
+        .iter()
+        .map(|text| SiftUrl::parse(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let url = one_server(&urls)?;
+    if url.scheme == Scheme::Https && !matches!(cli.command, Command::Get { .. }) {
+        anyhow::bail!(
+            "{}: https:// URLs are hq-interop downloads (get); put, ls and perf need a sift:// URL",
+            url.display()
+        );
+    }
     let protection = common::protection(common.insecure_null_crypto);
     let trust = match protection {
         Protection::Tls => ClientTrust::from_options(
-            &url,
+            url,
             &common.pins,
             common.ca.as_deref(),
             common.known_hosts.as_deref(),
@@ -230,6 +272,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .unwrap_or(CcConfig::Cubic(Default::default()));
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
     config.versions = common.versions.clone();
+    config.key_update_interval = common.key_update_every;
+    config.tls.cipher_suites = common.ciphers.clone();
+    if url.scheme == Scheme::Https {
+        config.tls.alpn_protocols = vec![hq::ALPN.to_vec()];
+    }
     if protection == Protection::Tls {
         // An upload needs a key: the first one makes it. Other commands
         // present the key only if there is one already.
@@ -250,23 +297,58 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         wait,
     };
     let result = match cli.command {
-        Command::Get { output, resume, .. } => {
-            get(&url, dial, output, resume, requested, common.json)
+        Command::Get {
+            output,
+            output_dir,
+            resume,
+            migrate,
+            ..
+        } => {
+            if urls.len() == 1 && url.scheme == Scheme::Sift && output_dir.is_none() && !migrate {
+                get(url, dial, output, resume, requested, common.json)
+            } else {
+                get_many(
+                    &urls,
+                    dial,
+                    output,
+                    output_dir,
+                    resume,
+                    migrate,
+                    common.json,
+                )
+            }
         }
-        Command::Put { file, .. } => put(&url, dial, &file, common.json),
-        Command::Ls { .. } => ls(&url, dial, common.json),
+        Command::Put { file, .. } => put(url, dial, &file, common.json),
+        Command::Ls { .. } => ls(url, dial, common.json),
         Command::Perf {
             time,
             interval,
             ndjson,
             reverse,
             ..
-        } => perf(&url, dial, time, interval, ndjson || common.json, reverse),
+        } => perf(url, dial, time, interval, ndjson || common.json, reverse),
         // Answered above, before any URL.
         Command::Id => id(common.state_dir.as_deref()),
     };
     tokens.save();
     result
+}
+
+/// The first URL, once every URL is checked to name the same server by
+/// the same scheme (they share one connection).
+fn one_server(urls: &[SiftUrl]) -> anyhow::Result<&SiftUrl> {
+    let first = urls.first().context("no URL given")?;
+    if let Some(other) = urls
+        .iter()
+        .find(|u| u.scheme != first.scheme || u.authority() != first.authority())
+    {
+        anyhow::bail!(
+            "all URLs of one call go over one connection: {} and {} name different servers or schemes",
+            first.display(),
+            other.display()
+        );
+    }
+    Ok(first)
 }
 
 /// `sift-client id`: prints this client's key fingerprint, making the key
@@ -349,6 +431,80 @@ fn get(
     let report = session::download(&connection, &url.path, &dest, resume, controller, json);
     connection.close(CLOSE_DONE, "done");
     print_report(&report?, json)
+}
+
+/// Several files, or any hq-interop fetch: one connection, one stream per
+/// file, at once; a report for all of them. Fails if any file failed.
+fn get_many(
+    urls: &[SiftUrl],
+    dial: Dial,
+    output: Option<PathBuf>,
+    output_dir: Option<PathBuf>,
+    resume: bool,
+    migrate: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    if resume {
+        anyhow::bail!("--resume takes one sift:// URL (an hq-interop download has no length to resume against)");
+    }
+    let fetches = destinations(urls, output, output_dir.as_deref())?;
+    let connection = dial.connect(&urls[0])?;
+    if migrate {
+        let any = match connection.remote_addr() {
+            std::net::SocketAddr::V4(_) => "0.0.0.0:0",
+            std::net::SocketAddr::V6(_) => "[::]:0",
+        };
+        let moved = connection
+            .rebind(any.parse().expect("a literal socket address"))
+            .context("moving to a new local port (--migrate)")?;
+        tracing::info!(%moved, "moved to a new local address");
+    }
+    let report = fetch::fetch_all(&connection, &fetches, migrate);
+    connection.close(CLOSE_DONE, "done");
+    let text = if json {
+        serde_json::to_string(&report)?
+    } else {
+        report.summary()
+    };
+    writeln!(std::io::stdout(), "{}", text.trim_end()).context("writing to stdout")?;
+    match report.failed.len() {
+        0 => Ok(()),
+        1 if fetches.len() == 1 => Err(anyhow::anyhow!("{}", report.failed[0].error)),
+        n => anyhow::bail!("{n} of {} files failed", fetches.len()),
+    }
+}
+
+/// Where each URL's file goes: `output` for a single URL, else its name
+/// under `dir` (default: here). Two URLs may not name one file.
+fn destinations(
+    urls: &[SiftUrl],
+    output: Option<PathBuf>,
+    dir: Option<&Path>,
+) -> anyhow::Result<Vec<Fetch>> {
+    if output.is_some() && urls.len() > 1 {
+        anyhow::bail!("-o names one file: with several URLs use --output-dir");
+    }
+    let mut fetches: Vec<Fetch> = Vec::with_capacity(urls.len());
+    for url in urls {
+        let dest = match (&output, Path::new(&url.path).file_name()) {
+            (Some(output), _) => output.clone(),
+            (None, Some(name)) => dir.unwrap_or(Path::new(".")).join(name),
+            (None, None) => anyhow::bail!("the URL names no file: {}", url.display()),
+        };
+        if let Some(earlier) = fetches.iter().find(|f| f.dest == dest) {
+            anyhow::bail!(
+                "{} and {} would both be written to {}",
+                earlier.url.display(),
+                url.display(),
+                dest.display()
+            );
+        }
+        fetches.push(Fetch {
+            url: url.clone(),
+            dest,
+        });
+    }
+    Ok(fetches)
 }
 
 fn put(url: &SiftUrl, dial: Dial, file: &Path, json: bool) -> anyhow::Result<()> {

@@ -153,6 +153,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let url = SiftUrl {
+        scheme: Default::default(),
         host: relay_addr.ip().to_string(),
         port: relay_addr.port(),
         path: "demo.bin".into(),

@@ -41,6 +41,7 @@ use serde::Serialize;
 use sift::conn::canonical_peer;
 use sift::io::{bind_udp, SocketOptions};
 use sift::sim::link::{Corruption, Delivery, Fate, Link, LinkConfig, LinkCounters};
+use sift_bin::census::Census;
 
 /// Largest UDP payload.
 const MAX_DATAGRAM: usize = 65_535;
@@ -79,7 +80,8 @@ are delivered, over IPv4 and IPv6 alike: zero-checksum datagrams (sift with corr
 notices on) are accepted. As in netem, jitter behind a rate keeps packet order; add
 jitter-reorder for per-packet delays (netem over a separate tbf), e.g.
   --reverse \"delay 20ms 5ms distribution normal rate 20mbit limit 200 jitter-reorder\"
-Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1.";
+Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1; --stats FILE also writes
+them, with the QUIC versions and packet types each direction carried, as JSON.";
 
 /// Format of the per-packet log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -130,6 +132,13 @@ struct Args {
     /// (connection migration).
     #[arg(long, value_name = "SECS")]
     rebind_every: Option<f64>,
+    /// On exit (and on SIGUSR1), write to FILE as JSON what each direction
+    /// carried: datagrams, bytes, long-header packets per QUIC version and
+    /// type, Version Negotiation, handshakes started (distinct client
+    /// Initial SCIDs), and the link's own counters. What an interop check
+    /// reads from a capture, without one.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
     /// Forget a client after this many seconds without traffic either way.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     idle_timeout: u64,
@@ -343,6 +352,21 @@ struct Relay {
     idle_timeout: Duration,
     rebind_every: Option<Duration>,
     rebinds: u64,
+    /// What each direction carried, for --stats.
+    census: Censuses,
+    stats: Option<PathBuf>,
+}
+
+/// `--stats`'s file: each direction's census and link counters.
+#[derive(Default, Serialize)]
+struct Censuses {
+    client_to_server: Census,
+    server_to_client: Census,
+    rebinds: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forward_link: Option<LinkCounters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reverse_link: Option<LinkCounters>,
 }
 
 impl Relay {
@@ -444,6 +468,12 @@ impl Relay {
         let id = (session << SESSION_SHIFT) | (self.next_packet & ((1 << SESSION_SHIFT) - 1));
         self.next_packet += 1;
         let size = bytes.len();
+        if self.stats.is_some() {
+            match direction {
+                Direction::Forward => self.census.client_to_server.record(&bytes),
+                Direction::Reverse => self.census.server_to_client.record(&bytes),
+            }
+        }
         let link = match direction {
             Direction::Forward => &mut self.forward,
             Direction::Reverse => &mut self.reverse,
@@ -528,6 +558,22 @@ impl Relay {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// `--stats`: the censuses and link counters, written whole (to a
+    /// temporary file renamed over FILE, so a reader never sees half).
+    fn write_stats(&mut self) -> Result<()> {
+        let Some(path) = &self.stats else {
+            return Ok(());
+        };
+        self.census.rebinds = self.rebinds;
+        self.census.forward_link = Some(self.forward.counters());
+        self.census.reverse_link = Some(self.reverse.counters());
+        let partial = path.with_extension("partial");
+        let json = serde_json::to_vec_pretty(&self.census)?;
+        std::fs::write(&partial, json)
+            .and_then(|()| std::fs::rename(&partial, path))
+            .with_context(|| format!("writing --stats {}", path.display()))
     }
 
     fn print_counters(&self, now: Instant) {
@@ -696,6 +742,8 @@ fn run(args: Args) -> Result<()> {
         idle_timeout: Duration::from_secs(args.idle_timeout),
         rebind_every,
         rebinds: 0,
+        census: Censuses::default(),
+        stats: args.stats,
     };
     eprintln!(
         "sift-link: listening on {bound}, relaying to {server}; forward \"{}\", reverse \"{}\"",
@@ -708,6 +756,7 @@ fn run(args: Args) -> Result<()> {
         let now = Instant::now();
         if REPORT.swap(false, Ordering::SeqCst) {
             relay.print_counters(now);
+            relay.write_stats()?;
         }
         relay.deliver_due(now)?;
         relay.rebind_due(now);
@@ -734,7 +783,7 @@ fn run(args: Args) -> Result<()> {
     }
     relay.log.flush()?;
     relay.print_counters(Instant::now());
-    Ok(())
+    relay.write_stats()
 }
 
 fn main() {

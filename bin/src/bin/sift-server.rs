@@ -277,6 +277,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
         println!("identity {} ({origin})", identity.fingerprint());
         config.tls = TlsConfig::server(identity);
+        // sift's file protocol, and HTTP/0.9 for any QUIC client.
+        config.tls.alpn_protocols = server_loop::server_alpns();
         config.tls.key_log = common::key_log();
         if args.allow_put && !args.allow_anonymous_put {
             let list = AuthorizedClientsFile::new(state.join(state::AUTHORIZED_CLIENTS_FILE));
@@ -344,12 +346,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     println!(
         "listening on {} (root {}, versions {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
         describe_listening(local),
+        files.root().path().display(),
         args.versions
             .iter()
             .map(|v| sift::wire::version_name(*v))
             .collect::<Vec<_>>()
             .join(","),
-        files.root().path().display(),
         files.accepted_controllers().join(","),
         if args.corruption_notices.enabled() {
             "on"

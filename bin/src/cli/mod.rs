@@ -8,6 +8,7 @@
 
 pub mod authorized;
 pub mod common;
+pub mod fetch;
 pub mod format;
 pub mod interrupt;
 pub mod progress;

@@ -33,6 +33,10 @@
 //!   error (or reset, if the client takes no answer), freed, and logged.
 //!
 //! A client's failure ends its own tasks only.
+//!
+//! The client's ALPN picks the protocol of all its streams: `sift/1`
+//! (sift's file protocol) or `hq-interop` (HTTP/0.9, for any QUIC client:
+//! downloads only).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,7 +47,31 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::format;
 use super::stream::AsyncSiftStream;
-use crate::transfer::{FileServer, SenderReport, ServedConnection, TransferRecord};
+use crate::transfer::{hq, FileServer, SenderReport, ServedConnection, TransferRecord};
+
+/// The ALPNs `sift-server` offers, most preferred first.
+pub fn server_alpns() -> Vec<Vec<u8>> {
+    vec![sift::crypto::tls::DEFAULT_ALPN.to_vec(), hq::ALPN.to_vec()]
+}
+
+/// The application protocol of one connection's streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    /// sift's own file protocol (also under Null protection, which has no
+    /// ALPN).
+    Sift,
+    /// HTTP/0.9 (`hq-interop`).
+    Hq,
+}
+
+impl Protocol {
+    fn of(connection: &Connection) -> Self {
+        match connection.alpn_protocol() {
+            Some(alpn) if alpn == hq::ALPN => Protocol::Hq,
+            _ => Protocol::Sift,
+        }
+    }
+}
 
 /// Where transfer lines go (stdout for `sift-server`).
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -157,9 +185,11 @@ pub fn spawn_server(
 async fn serve_connection(connection: Connection, service: Arc<Service>, lines: LineSink) {
     let client = connection.remote_address();
     let stats = connection.stats();
+    let protocol = Protocol::of(&connection);
     tracing::info!(
         %client,
         version = %stats.version,
+        ?protocol,
         corruption_notices = stats.corruption_notices_negotiated,
         "client connected"
     );
@@ -185,6 +215,7 @@ async fn serve_connection(connection: Connection, service: Arc<Service>, lines: 
         let permits = (client_place, server_place);
         tokio::spawn(serve_stream(
             stream,
+            protocol,
             connection.clone(),
             Arc::clone(&service),
             Arc::clone(&lines),
@@ -206,12 +237,16 @@ async fn take_place(places: &Arc<Semaphore>) -> OwnedSemaphorePermit {
 /// free when it returns, and dropping the stream frees its transport state.
 async fn serve_stream(
     mut stream: AsyncSiftStream,
+    protocol: Protocol,
     connection: Connection,
     service: Arc<Service>,
     lines: LineSink,
     _places: (OwnedSemaphorePermit, OwnedSemaphorePermit),
 ) {
-    let record = service.files.serve(&mut stream, &connection).await;
+    let record = match protocol {
+        Protocol::Sift => service.files.serve(&mut stream, &connection).await,
+        Protocol::Hq => service.files.serve_hq(&mut stream).await,
+    };
     lines(&transfer_line(connection.remote_address(), &record));
 }
 

@@ -226,14 +226,14 @@ impl ClientTrust {
         }
     }
 
-    /// `config` with these TLS settings (keeping its ALPN and the key the
-    /// client presents).
+    /// `config` trusting servers this way (and naming the server as the
+    /// trust needs); the rest of its TLS settings (ALPN, ciphers, the key
+    /// the client presents, the key log) are kept.
     pub fn apply(&self, config: sift::Config) -> sift::Config {
         let tls = TlsConfig {
-            alpn_protocols: config.tls.alpn_protocols.clone(),
-            client_identity: config.tls.client_identity.clone(),
-            key_log: config.tls.key_log.clone(),
-            ..self.tls.clone()
+            trust: self.tls.trust.clone(),
+            server_name: self.tls.server_name.clone(),
+            ..config.tls
         };
         sift::Config { tls, ..config }
     }
@@ -286,6 +286,7 @@ mod tests {
 
     fn url(host: &str) -> SiftUrl {
         SiftUrl {
+            scheme: Default::default(),
             host: host.into(),
             port: 4433,
             path: String::new(),

@@ -1,4 +1,6 @@
-//! `sift://HOST[:PORT]/PATH` URLs.
+//! `sift://HOST[:PORT]/PATH` URLs (sift's file protocol), and
+//! `https://HOST[:PORT]/PATH` ones for any QUIC server speaking hq-interop
+//! (HTTP/0.9; the interop runner's file protocol).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -7,9 +9,30 @@ use thiserror::Error;
 /// The port a URL without one means.
 pub const DEFAULT_PORT: u16 = 4433;
 
-/// A parsed `sift://` URL.
+/// The application protocol a URL's scheme names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheme {
+    /// `sift://`: sift's file protocol (ALPN `sift/1`).
+    #[default]
+    Sift,
+    /// `https://`: HTTP/0.9 over QUIC (ALPN `hq-interop`), downloads only.
+    Https,
+}
+
+impl Scheme {
+    /// `sift` or `https`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Sift => "sift",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// A parsed `sift://` or `https://` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SiftUrl {
+    pub scheme: Scheme,
     /// Host name or address (IPv6 without its brackets).
     pub host: String,
     pub port: u16,
@@ -20,7 +43,7 @@ pub struct SiftUrl {
 /// Why a URL was not understood.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum UrlError {
-    #[error("bad URL {url:?}: it must start with sift:// (e.g. sift://example.org:4433/file.bin)")]
+    #[error("bad URL {url:?}: it must start with sift:// (e.g. sift://example.org:4433/file.bin) or https:// (an hq-interop server)")]
     Scheme { url: String },
     #[error("bad URL {url:?}: no host")]
     NoHost { url: String },
@@ -37,13 +60,18 @@ pub enum UrlError {
 }
 
 impl SiftUrl {
-    /// Parses `sift://HOST[:PORT][/PATH]`.
+    /// Parses `sift://HOST[:PORT][/PATH]` or `https://…` (default port
+    /// 4433 for both, the port QUIC test servers use).
     pub fn parse(url: &str) -> Result<Self, UrlError> {
-        let rest = url
-            .strip_prefix("sift://")
-            .ok_or_else(|| UrlError::Scheme {
+        let (scheme, rest) = if let Some(rest) = url.strip_prefix("sift://") {
+            (Scheme::Sift, rest)
+        } else if let Some(rest) = url.strip_prefix("https://") {
+            (Scheme::Https, rest)
+        } else {
+            return Err(UrlError::Scheme {
                 url: url.to_string(),
-            })?;
+            });
+        };
         let (authority, path) = match rest.find('/') {
             Some(slash) => (&rest[..slash], &rest[slash + 1..]),
             None => (rest, ""),
@@ -88,10 +116,21 @@ impl SiftUrl {
             },
         };
         Ok(Self {
+            scheme,
             host: host.to_string(),
             port,
             path: path.to_string(),
         })
+    }
+
+    /// The URL written back, for messages.
+    pub fn display(&self) -> String {
+        format!(
+            "{}://{}/{}",
+            self.scheme.name(),
+            self.authority(),
+            self.path
+        )
     }
 
     /// `HOST:PORT` for messages (IPv6 hosts in brackets).
@@ -124,6 +163,7 @@ mod tests {
 
     fn url(host: &str, port: u16, path: &str) -> SiftUrl {
         SiftUrl {
+            scheme: Scheme::Sift,
             host: host.into(),
             port,
             path: path.into(),
@@ -149,6 +189,15 @@ mod tests {
             SiftUrl::parse("sift://[::1]/x").unwrap().authority(),
             "[::1]:4433"
         );
+    }
+
+    #[test]
+    fn https_urls_name_hq_interop() {
+        let parsed = SiftUrl::parse("https://127.0.0.1:443/a/b.bin").unwrap();
+        assert_eq!(parsed.scheme, Scheme::Https);
+        assert_eq!((parsed.port, parsed.path.as_str()), (443, "a/b.bin"));
+        assert_eq!(parsed.display(), "https://127.0.0.1:443/a/b.bin");
+        assert_eq!(SiftUrl::parse("sift://h/x").unwrap().scheme, Scheme::Sift);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The sift file-transfer protocol: one request per bidirectional stream.
+//! The sift file-transfer protocol: one request per bidirectional stream;
+//! and hq-interop (`hq`), HTTP/0.9 for any QUIC peer.
 //!
 //! The client opens a stream and sends a request header (GET, PUT, LIST,
 //! PERF); the server answers with a response header, then the data (for a
@@ -20,6 +21,7 @@ pub mod digest;
 pub mod duplex;
 pub mod error;
 pub mod frame;
+pub mod hq;
 pub mod listing;
 pub mod part_file;
 pub mod perf;

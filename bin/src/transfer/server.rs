@@ -26,6 +26,7 @@ use super::digest::{sha256, Sha256Digest, Sha256Hasher};
 use super::duplex::{abort_codes, AsyncDuplex};
 use super::error::ProtocolError;
 use super::frame::read_frame_async;
+use super::hq;
 use super::listing::ListEntry;
 use super::part_file::{is_disk_full, UploadPart};
 use super::request::{parse_request, PerfDirection, PerfLimit, Request};
@@ -356,6 +357,87 @@ impl FileServer {
             status,
             detail,
         }
+    }
+
+    /// Serves one hq-interop stream ([`super::hq`]: HTTP/0.9, for any
+    /// QUIC client): reads `GET /PATH`, answers with the file's bytes and
+    /// a FIN, or resets the stream with a code saying why not — there is
+    /// no status line to say it in. Uploads, listings and controllers are
+    /// sift's own protocol's alone.
+    pub async fn serve_hq<S: AsyncDuplex>(&self, stream: &mut S) -> TransferRecord {
+        let started = Instant::now();
+        let request =
+            match tokio::time::timeout(self.request_timeout, hq::read_request(stream)).await {
+                Ok(line) => line.and_then(|line| hq::parse_request(&line)),
+                Err(_) => Err(hq::HqError::BadRequest(format!(
+                    "no whole request line within {} s",
+                    self.request_timeout.as_secs_f64()
+                ))),
+            };
+        let path = match request {
+            Ok(path) => path,
+            Err(error) => {
+                let local = matches!(error, hq::HqError::Local { .. });
+                if !local {
+                    stream.abort(hq::abort_codes::BAD_REQUEST);
+                }
+                return TransferRecord {
+                    verb: "GET",
+                    path: String::new(),
+                    bytes: 0,
+                    elapsed: started.elapsed(),
+                    status: (!local).then_some(Status::BadRequest),
+                    detail: error.to_string(),
+                };
+            }
+        };
+        let (bytes, status, detail) = match self.send_hq(stream, &path).await {
+            Ok(bytes) => (bytes, Some(Status::Ok), String::new()),
+            Err(Failure::Answer(status, message)) => {
+                stream.abort(match status {
+                    Status::NotFound => hq::abort_codes::NOT_FOUND,
+                    Status::RefusedPath => hq::abort_codes::REFUSED,
+                    Status::BadRequest => hq::abort_codes::BAD_REQUEST,
+                    _ => hq::abort_codes::INTERNAL,
+                });
+                (0, Some(status), message)
+            }
+            Err(Failure::Broken(reason)) => (0, None, reason),
+        };
+        TransferRecord {
+            verb: "GET",
+            path,
+            bytes,
+            elapsed: started.elapsed(),
+            status,
+            detail,
+        }
+    }
+
+    /// The file at `path` down an hq-interop stream, then its FIN.
+    async fn send_hq<S: AsyncDuplex>(&self, stream: &mut S, path: &str) -> Result<u64, Failure> {
+        let (file, size) = {
+            let (root, path) = (self.root.clone(), path.to_string());
+            blocking(move || -> Result<_, Failure> {
+                let resolved = root.resolve_existing(&path)?;
+                let file = open_regular_file(&path, &resolved)?;
+                let size = file.metadata().map_err(internal)?.len();
+                Ok((file, size))
+            })
+            .await??
+        };
+        let (sent, _) = send_file(&Arc::new(file), 0, stream, size, None).await?;
+        if sent < size {
+            // A short file would read as a whole one: never end it cleanly.
+            stream.abort(hq::abort_codes::INTERNAL);
+            return Err(Failure::Broken(format!(
+                "{path:?} shrank while being sent ({sent} of {size} bytes)"
+            )));
+        }
+        stream
+            .finish()
+            .map_err(|e| Failure::Broken(e.to_string()))?;
+        Ok(sent)
     }
 
     async fn dispatch<S: AsyncDuplex>(

@@ -129,6 +129,12 @@ pub struct TlsConfig {
     /// `SSLKEYLOGFILE` names), so that a capture can be decrypted. `None`
     /// (the default): the secrets never leave the connection.
     pub key_log: Option<Arc<dyn rustls::KeyLog>>,
+    /// The TLS 1.3 cipher suites offered (client) or accepted (server),
+    /// most preferred first. Empty (the default): all three, AES-128-GCM
+    /// first. Initial packets use AES-128-GCM whatever this says (RFC 9001
+    /// §5.2); a client offering only ChaCha20 tests a peer's other path
+    /// (the interop runner's `chacha20` case).
+    pub cipher_suites: Vec<super::Aead>,
 }
 
 impl Default for TlsConfig {
@@ -141,6 +147,7 @@ impl Default for TlsConfig {
             client_identity: None,
             request_client_certificate: false,
             key_log: None,
+            cipher_suites: Vec::new(),
         }
     }
 }
@@ -209,13 +216,25 @@ pub(super) fn provider() -> Arc<CryptoProvider> {
         .clone()
 }
 
+/// The provider with only `suites`, in their order; all of [`provider`]'s
+/// when `suites` is empty.
+fn provider_with(suites: &[super::Aead]) -> Arc<CryptoProvider> {
+    if suites.is_empty() {
+        return provider();
+    }
+    Arc::new(CryptoProvider {
+        cipher_suites: suites.iter().map(|aead| aead.suite()).collect(),
+        ..rustls::crypto::ring::default_provider()
+    })
+}
+
 fn rustls_error(error: rustls::Error) -> TlsSetupError {
     TlsSetupError::Rustls(error.to_string())
 }
 
 /// The rustls client configuration for `config`.
 pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, TlsSetupError> {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
+    let builder = rustls::ClientConfig::builder_with_provider(provider_with(&config.cipher_suites))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(rustls_error)?;
     let builder = match config.trust.as_ref().ok_or(TlsSetupError::NoTrust)? {
@@ -258,7 +277,7 @@ pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, 
 /// The rustls server configuration for `config`.
 pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, TlsSetupError> {
     let identity = config.identity.as_ref().ok_or(TlsSetupError::NoIdentity)?;
-    let builder = rustls::ServerConfig::builder_with_provider(provider())
+    let builder = rustls::ServerConfig::builder_with_provider(provider_with(&config.cipher_suites))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(rustls_error)?;
     let builder = if config.request_client_certificate {

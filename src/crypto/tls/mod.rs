@@ -23,6 +23,7 @@ pub use config::{
 pub use identity::{Fingerprint, IdentityError, ServerIdentity};
 pub use protection::{HeaderKeys, TlsProtection, HEADER_TAG_NONCE_BIT, TLS_PAYLOAD_TAG_LEN};
 
+use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -71,8 +72,9 @@ pub fn process_loopback_config() -> TlsConfig {
     }
 }
 
-/// The AEADs TLS 1.3 offers QUIC (RFC 9001 §5.3), for
-/// [`public_seed_protection`].
+/// The AEADs TLS 1.3 offers QUIC (RFC 9001 §5.3): the suites a
+/// [`TlsConfig`] offers, the one a handshake settled on, and the keys of
+/// [`public_seed_protection`]. Short names `aes128`, `aes256`, `chacha20`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aead {
     /// TLS_AES_128_GCM_SHA256.
@@ -83,17 +85,65 @@ pub enum Aead {
     ChaCha20Poly1305,
 }
 
+impl Aead {
+    /// Every AEAD, in the order sift offers them by default.
+    pub const ALL: [Aead; 3] = [Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::ChaCha20Poly1305];
+
+    /// The short name: `aes128`, `aes256` or `chacha20`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Aead::Aes128Gcm => "aes128",
+            Aead::Aes256Gcm => "aes256",
+            Aead::ChaCha20Poly1305 => "chacha20",
+        }
+    }
+
+    /// The ring provider's TLS 1.3 suite of this AEAD.
+    fn suite(self) -> rustls::SupportedCipherSuite {
+        use rustls::crypto::ring::cipher_suite as suites;
+        match self {
+            Aead::Aes128Gcm => suites::TLS13_AES_128_GCM_SHA256,
+            Aead::Aes256Gcm => suites::TLS13_AES_256_GCM_SHA384,
+            Aead::ChaCha20Poly1305 => suites::TLS13_CHACHA20_POLY1305_SHA256,
+        }
+    }
+
+    /// The AEAD of a negotiated suite.
+    fn of_suite(suite: rustls::SupportedCipherSuite) -> Option<Aead> {
+        Aead::ALL
+            .into_iter()
+            .find(|aead| aead.suite().suite() == suite.suite())
+    }
+}
+
+impl fmt::Display for Aead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A cipher name that is not `aes128`, `aes256` or `chacha20`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown cipher {0:?}: expected aes128, aes256 or chacha20")]
+pub struct UnknownAead(pub String);
+
+impl std::str::FromStr for Aead {
+    type Err = UnknownAead;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Aead::ALL
+            .into_iter()
+            .find(|aead| aead.name() == name)
+            .ok_or_else(|| UnknownAead(name.to_string()))
+    }
+}
+
 /// Keys of `aead` derived from public bytes the way Initial keys are
 /// (RFC 9001 §5.2, with `seed` in place of the DCID). Anyone who knows
 /// `seed` can read and forge the packets: for benchmarks, fuzzing and
 /// tests that need fixed keys of a given cipher.
 pub fn public_seed_protection(aead: Aead, seed: &[u8], side: Side) -> TlsProtection {
-    use rustls::crypto::ring::cipher_suite as suites;
-    let suite = match aead {
-        Aead::Aes128Gcm => suites::TLS13_AES_128_GCM_SHA256,
-        Aead::Aes256Gcm => suites::TLS13_AES_256_GCM_SHA384,
-        Aead::ChaCha20Poly1305 => suites::TLS13_CHACHA20_POLY1305_SHA256,
-    };
+    let suite = aead.suite();
     let quic = suite
         .tls13()
         .and_then(|suite| suite.quic_suite())
@@ -229,6 +279,12 @@ impl Session for TlsSession {
 
     fn alpn_protocol(&self) -> Option<&[u8]> {
         self.connection.alpn_protocol()
+    }
+
+    fn cipher_suite(&self) -> Option<Aead> {
+        self.connection
+            .negotiated_cipher_suite()
+            .and_then(Aead::of_suite)
     }
 
     fn peer_certificate_fingerprint(&self) -> Option<Fingerprint> {

@@ -319,6 +319,49 @@ fn custom_verifier_sees_the_chain_and_can_refuse() {
 }
 
 #[test]
+fn a_client_offering_only_chacha20_gets_it_and_the_server_says_so() {
+    let identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let client_config = TlsConfig {
+        cipher_suites: vec![Aead::ChaCha20Poly1305],
+        ..TlsConfig::loopback(identity.clone())
+    };
+    let mut client = TlsSession::client(&client_config, LOCALHOST, params(true)).unwrap();
+    let mut server = TlsSession::server(&TlsConfig::server(identity), params(true)).unwrap();
+    handshake(&mut client, &mut server).unwrap();
+    assert_eq!(client.cipher_suite(), Some(Aead::ChaCha20Poly1305));
+    assert_eq!(server.cipher_suite(), Some(Aead::ChaCha20Poly1305));
+}
+
+#[test]
+fn no_cipher_suite_in_common_fails_the_handshake() {
+    let identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let client_config = TlsConfig {
+        cipher_suites: vec![Aead::ChaCha20Poly1305],
+        ..TlsConfig::loopback(identity.clone())
+    };
+    let server_config = TlsConfig {
+        cipher_suites: vec![Aead::Aes128Gcm, Aead::Aes256Gcm],
+        ..TlsConfig::server(identity)
+    };
+    let mut client = TlsSession::client(&client_config, LOCALHOST, params(true)).unwrap();
+    let mut server = TlsSession::server(&server_config, params(true)).unwrap();
+    // handshake_failure (40): no suite in common.
+    let error = handshake(&mut client, &mut server).unwrap_err();
+    assert!(
+        matches!(error, HandshakeError::Tls { alert: 40, .. }),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn cipher_names_parse_and_print_alike() {
+    for aead in Aead::ALL {
+        assert_eq!(aead.name().parse::<Aead>(), Ok(aead));
+    }
+    assert!("aes-128".parse::<Aead>().is_err());
+}
+
+#[test]
 fn alpn_mismatch_fails_the_handshake() {
     let identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
     let client_config = TlsConfig {

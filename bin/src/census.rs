@@ -1,0 +1,215 @@
+//! What a relay saw on the wire, per direction: datagrams and bytes, the
+//! long-header packets of each version by type, Version Negotiation, and
+//! how many handshakes clients started — what the QUIC interop runner reads
+//! from a packet capture, counted by `sift-link --stats` without one.
+//!
+//! Only the version-independent invariants (RFC 8999) and each version's
+//! unprotected long-header fields are read: the packet type and the
+//! lengths that split coalesced packets. Nothing is decrypted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use sift::crypto::format::SIFT_V1;
+use sift::crypto::PacketFormat;
+use sift::wire::{
+    is_retry, parse_long_invariant, PacketType, Reader, QUIC_V1, VERSION, VERSION_NEGOTIATION,
+};
+
+/// Long-header packets of one version, by type.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LongHeaders {
+    pub initial: u64,
+    #[serde(rename = "0rtt")]
+    pub zero_rtt: u64,
+    pub handshake: u64,
+    pub retry: u64,
+    /// Packets of the version whose type or length did not parse.
+    pub unparsed: u64,
+}
+
+/// One direction's counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Census {
+    pub datagrams: u64,
+    pub bytes: u64,
+    /// By version, written `0x%08x`.
+    pub long_headers: BTreeMap<String, LongHeaders>,
+    /// Datagrams that began with a short header.
+    pub short_headers: u64,
+    pub version_negotiation: u64,
+    /// Distinct source connection IDs of the Initial packets seen: on the
+    /// client's direction, the handshakes clients started (a client keeps
+    /// its SCID across a Retry and a version change).
+    pub client_initial_scids: u64,
+    #[serde(skip)]
+    initial_scids: BTreeSet<Vec<u8>>,
+}
+
+impl Census {
+    /// Counts one datagram, as offered to the link.
+    pub fn record(&mut self, datagram: &[u8]) {
+        self.datagrams += 1;
+        self.bytes += datagram.len() as u64;
+        let mut rest = datagram;
+        while let Some(&first) = rest.first() {
+            if first & 0x80 == 0 {
+                // A short header runs to the datagram's end.
+                if rest.len() == datagram.len() {
+                    self.short_headers += 1;
+                }
+                return;
+            }
+            let Ok(invariant) = parse_long_invariant(rest) else {
+                return;
+            };
+            if invariant.version == VERSION_NEGOTIATION {
+                self.version_negotiation += 1;
+                return;
+            }
+            let counts = self
+                .long_headers
+                .entry(format!("{:#010x}", invariant.version))
+                .or_default();
+            if is_retry(rest) {
+                counts.retry += 1;
+                return;
+            }
+            let Some((ty, len)) = long_packet(invariant.version, rest) else {
+                counts.unparsed += 1;
+                return;
+            };
+            match ty {
+                LongType::Initial => {
+                    counts.initial += 1;
+                    if self.initial_scids.insert(invariant.scid.to_vec()) {
+                        self.client_initial_scids = self.initial_scids.len() as u64;
+                    }
+                }
+                LongType::ZeroRtt => counts.zero_rtt += 1,
+                LongType::Handshake => counts.handshake += 1,
+            }
+            rest = &rest[len.min(rest.len())..];
+        }
+    }
+}
+
+/// The long-header packet types that carry a length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LongType {
+    Initial,
+    ZeroRtt,
+    Handshake,
+}
+
+/// The type and whole length of the long-header packet at the start of
+/// `packet`, in the layout of `version`; `None` for a version sift does
+/// not know or a packet that does not parse.
+fn long_packet(version: u32, packet: &[u8]) -> Option<(LongType, usize)> {
+    match version {
+        QUIC_V1 => quic_v1_packet(packet),
+        VERSION => {
+            let parsed = SIFT_V1.parse(packet).ok()?;
+            let ty = match parsed.ty {
+                PacketType::Initial => LongType::Initial,
+                PacketType::Handshake => LongType::Handshake,
+                PacketType::OneRtt => return None,
+            };
+            Some((ty, parsed.packet_len))
+        }
+        _ => None,
+    }
+}
+
+/// RFC 9000 §17.2: the type bits, the Initial's token, then the Length of
+/// the rest (packet number and payload).
+fn quic_v1_packet(packet: &[u8]) -> Option<(LongType, usize)> {
+    let invariant = parse_long_invariant(packet).ok()?;
+    let ty = match (packet[0] >> 4) & 0b11 {
+        0 => LongType::Initial,
+        1 => LongType::ZeroRtt,
+        2 => LongType::Handshake,
+        _ => return None,
+    };
+    let mut reader = Reader::new(invariant.rest);
+    if ty == LongType::Initial {
+        let token_len = usize::try_from(reader.varint().ok()?).ok()?;
+        reader.bytes(token_len).ok()?;
+    }
+    let length = usize::try_from(reader.varint().ok()?).ok()?;
+    let header_len = packet.len() - invariant.rest.len() + reader.position();
+    Some((ty, header_len.checked_add(length)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A QUIC v1 long header of type bits `ty` with `payload` bytes after
+    /// the Length (an Initial gets an empty token).
+    fn v1_packet(ty: u8, scid: &[u8], payload: usize) -> Vec<u8> {
+        let mut p = vec![0xc0 | (ty << 4)];
+        p.extend_from_slice(&QUIC_V1.to_be_bytes());
+        p.push(4);
+        p.extend_from_slice(&[9, 9, 9, 9]);
+        p.push(scid.len() as u8);
+        p.extend_from_slice(scid);
+        if ty == 0 {
+            p.push(0);
+        }
+        sift::wire::put_varint(&mut p, payload as u64);
+        p.extend(std::iter::repeat_n(0xaa, payload));
+        p
+    }
+
+    #[test]
+    fn coalesced_v1_packets_are_counted_by_type() {
+        let mut datagram = v1_packet(0, &[1, 2], 40);
+        datagram.extend(v1_packet(2, &[1, 2], 30));
+        datagram.extend_from_slice(&[0x40, 1, 2, 3]); // a short header after them
+        let mut census = Census::default();
+        census.record(&datagram);
+        let v1 = &census.long_headers["0x00000001"];
+        assert_eq!((v1.initial, v1.handshake, v1.zero_rtt), (1, 1, 0));
+        assert_eq!(census.short_headers, 0, "the short header was coalesced");
+        assert_eq!(census.bytes, datagram.len() as u64);
+    }
+
+    #[test]
+    fn handshakes_are_distinct_client_scids_in_initials() {
+        let mut census = Census::default();
+        for scid in [&[1u8, 1][..], &[1, 1], &[2, 2]] {
+            census.record(&v1_packet(0, scid, 20));
+        }
+        census.record(&v1_packet(1, &[3, 3], 20));
+        assert_eq!(census.client_initial_scids, 2);
+        assert_eq!(census.long_headers["0x00000001"].zero_rtt, 1);
+    }
+
+    #[test]
+    fn version_negotiation_retry_and_short_headers_are_told_apart() {
+        let mut census = Census::default();
+        let mut vn = vec![0x80, 0, 0, 0, 0, 1, 7, 1, 8];
+        vn.extend_from_slice(&QUIC_V1.to_be_bytes());
+        census.record(&vn);
+        let mut retry = vec![0xf0];
+        retry.extend_from_slice(&QUIC_V1.to_be_bytes());
+        retry.extend_from_slice(&[0, 0]);
+        retry.extend_from_slice(&[0u8; 20]);
+        census.record(&retry);
+        census.record(&[0x41, 2, 3]);
+        assert_eq!(census.version_negotiation, 1);
+        assert_eq!(census.long_headers["0x00000001"].retry, 1);
+        assert_eq!(census.short_headers, 1);
+    }
+
+    #[test]
+    fn garbage_is_counted_as_bytes_and_nothing_else() {
+        let mut census = Census::default();
+        census.record(&[0xff; 3]);
+        census.record(&[]);
+        census.record(&[0xc0, 0xde, 0xad, 0xbe, 0xef, 0, 0, 5, 5]);
+        assert_eq!(census.datagrams, 3);
+        assert_eq!(census.long_headers["0xdeadbeef"].unparsed, 1);
+    }
+}

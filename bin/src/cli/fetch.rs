@@ -1,0 +1,220 @@
+//! Several downloads over one connection, one stream each, at once:
+//! `sift-client get URL URL…`, and every `https://` (hq-interop) fetch.
+//!
+//! Each URL is a task for a small pool of threads that open a stream,
+//! download, and take the next; the transport multiplexes the streams
+//! (and the server's stream limit paces how many run at once). One file's
+//! failure is its own: the others complete, and the report lists both.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sift::blocking::BlockingConnection;
+
+use super::format;
+use super::session;
+use super::url::{Scheme, SiftUrl};
+use crate::transfer::hq;
+
+/// Streams a fetch keeps open at once.
+pub const MAX_PARALLEL: usize = 32;
+
+/// One file to fetch.
+#[derive(Clone, Debug)]
+pub struct Fetch {
+    pub url: SiftUrl,
+    /// Where it goes.
+    pub dest: PathBuf,
+}
+
+/// A file fetched whole.
+#[derive(Clone, Debug, Serialize)]
+pub struct FetchedFile {
+    pub url: String,
+    pub local_path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    /// Seconds from opening its stream to its last byte.
+    pub completion_s: f64,
+}
+
+/// A file that could not be fetched, and why (one line).
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedFile {
+    pub url: String,
+    pub error: String,
+}
+
+/// What `sift-client get` prints for a fetch: the connection's facts,
+/// then each file. Counters are this client's (with hq-interop there is no
+/// trailer carrying the server's).
+#[derive(Clone, Debug, Serialize)]
+pub struct FetchReport {
+    /// The application protocol (ALPN): "hq-interop" or "sift/1".
+    pub protocol: String,
+    /// The version the connection ran: "sift/1" or "QUIC v1".
+    pub version: String,
+    /// The TLS cipher: aes128, aes256 or chacha20 (empty under Null).
+    pub cipher: String,
+    /// 1-RTT key updates, initiated by either side.
+    pub key_updates: u64,
+    /// The client moved to a new local address after the handshake.
+    pub migrated: bool,
+    /// Payload bytes of the files fetched whole.
+    pub bytes: u64,
+    /// Seconds from the first request to the last file's end.
+    pub completion_s: f64,
+    /// `bytes`·8 / `completion_s`.
+    pub goodput_bps: f64,
+    pub srtt_us: u64,
+    /// Packets this client sent again (acknowledgements and requests).
+    pub retransmitted_packets: u64,
+    pub files: Vec<FetchedFile>,
+    pub failed: Vec<FailedFile>,
+}
+
+impl FetchReport {
+    /// The summary for a person: one line for the whole, one per file.
+    pub fn summary(&self) -> String {
+        let cipher = if self.cipher.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", self.cipher)
+        };
+        let mut out = format!(
+            "fetched {} of {} files, {} in {:.2} s ({}) over {} ({}{cipher}{})\n",
+            self.files.len(),
+            self.files.len() + self.failed.len(),
+            format::bytes(self.bytes),
+            self.completion_s,
+            format::rate(self.goodput_bps),
+            self.version,
+            self.protocol,
+            if self.migrated { ", migrated" } else { "" },
+        );
+        for file in &self.files {
+            out.push_str(&format!(
+                "  {}  {}  {:.2} s  sha256 {}\n",
+                file.local_path,
+                format::bytes(file.bytes),
+                file.completion_s,
+                file.sha256
+            ));
+        }
+        for file in &self.failed {
+            out.push_str(&format!("  FAILED {}: {}\n", file.url, file.error));
+        }
+        out
+    }
+}
+
+/// Fetches every file over `connection`, at most [`MAX_PARALLEL`] at once,
+/// and reports. `migrated` says the caller moved the connection first.
+pub fn fetch_all(
+    connection: &BlockingConnection,
+    fetches: &[Fetch],
+    migrated: bool,
+) -> FetchReport {
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let outcomes = Mutex::new(vec![None; fetches.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..fetches.len().clamp(1, MAX_PARALLEL) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(fetch) = fetches.get(index) else {
+                    break;
+                };
+                let outcome = fetch_one(connection, fetch);
+                if let Ok(mut outcomes) = outcomes.lock() {
+                    outcomes[index] = Some(outcome);
+                }
+            });
+        }
+    });
+    let elapsed = started.elapsed();
+    let mut files = Vec::new();
+    let mut failed = Vec::new();
+    let outcomes = outcomes.into_inner().unwrap_or_default();
+    for (fetch, outcome) in fetches.iter().zip(outcomes) {
+        match outcome {
+            Some(Ok(file)) => files.push(file),
+            Some(Err(error)) => failed.push(FailedFile {
+                url: fetch.url.display(),
+                error,
+            }),
+            None => failed.push(FailedFile {
+                url: fetch.url.display(),
+                error: "not fetched".into(),
+            }),
+        }
+    }
+    report(connection, files, failed, elapsed, migrated)
+}
+
+fn report(
+    connection: &BlockingConnection,
+    files: Vec<FetchedFile>,
+    failed: Vec<FailedFile>,
+    elapsed: Duration,
+    migrated: bool,
+) -> FetchReport {
+    let stats = connection.stats();
+    let bytes = files.iter().map(|f| f.bytes).sum();
+    let completion_s = elapsed.as_secs_f64();
+    FetchReport {
+        protocol: connection.alpn_protocol().map_or_else(
+            || "sift/1".to_string(),
+            |alpn| String::from_utf8_lossy(&alpn).into_owned(),
+        ),
+        version: stats.version.clone(),
+        cipher: stats.cipher.clone(),
+        key_updates: stats.key_updates,
+        migrated,
+        bytes,
+        completion_s,
+        goodput_bps: if completion_s > 0.0 {
+            bytes as f64 * 8.0 / completion_s
+        } else {
+            0.0
+        },
+        srtt_us: stats.srtt_us,
+        retransmitted_packets: stats.retransmitted_packets,
+        files,
+        failed,
+    }
+}
+
+/// One file over a stream of its own.
+fn fetch_one(connection: &BlockingConnection, fetch: &Fetch) -> Result<FetchedFile, String> {
+    let started = Instant::now();
+    let local_path = fetch.dest.display().to_string();
+    let (bytes, sha256, finished) = match fetch.url.scheme {
+        Scheme::Https => {
+            let mut stream = connection.open_bi().map_err(|e| e.to_string())?;
+            let outcome = hq::get(&mut stream, &fetch.url.path, &fetch.dest, &mut |_| {})
+                .map_err(|e| e.to_string())?;
+            (
+                outcome.bytes,
+                outcome.sha256.to_string(),
+                outcome.finished_at,
+            )
+        }
+        Scheme::Sift => {
+            let report =
+                session::download(connection, &fetch.url.path, &fetch.dest, false, None, true)
+                    .map_err(|e| format!("{e:#}"))?;
+            (report.bytes, report.sha256, Instant::now())
+        }
+    };
+    Ok(FetchedFile {
+        url: fetch.url.display(),
+        local_path,
+        bytes,
+        sha256,
+        completion_s: finished.saturating_duration_since(started).as_secs_f64(),
+    })
+}

@@ -1,0 +1,335 @@
+//! hq-interop: HTTP/0.9 over QUIC, the file protocol of the QUIC interop
+//! runner, so that any QUIC client fetches from `sift-server` and
+//! `sift-client` fetches from any QUIC server.
+//!
+//! One request per bidirectional stream: the client sends
+//! `GET /PATH\r\n` and ends its side; the server answers with the file's
+//! bytes and a FIN. There is no status, no length and no digest: a clean
+//! FIN is the only "done", so a server that cannot serve a path resets the
+//! stream ([`abort_codes`]) rather than send anything a client could take
+//! for the file. `%XX` escapes in the path are decoded; a query or
+//! fragment is ignored, as HTTP servers do for a file.
+//!
+//! Owns: the request line (both sides) and the client side of a download.
+//! The server side is [`super::FileServer::serve_hq`], beside sift's own
+//! protocol, so that path confinement and file reading are one code.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use thiserror::Error;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::digest::{Sha256Digest, Sha256Hasher};
+use super::duplex::Duplex;
+use super::part_file::download_part_path;
+use super::server::CHUNK_LEN;
+
+/// The ALPN of hq-interop.
+pub const ALPN: &[u8] = b"hq-interop";
+
+/// The longest request line taken: a path, not a document.
+pub const MAX_REQUEST_LEN: usize = 4096;
+
+/// Stream error codes of an hq-interop server that cannot serve a request
+/// (HTTP/0.9 has none of its own; these are sift's, in the application's
+/// space).
+pub mod abort_codes {
+    /// The request was not `GET /PATH`.
+    pub const BAD_REQUEST: u64 = 0x400;
+    /// The path is outside the root, or not a file sift serves.
+    pub const REFUSED: u64 = 0x403;
+    /// No such file.
+    pub const NOT_FOUND: u64 = 0x404;
+    /// The server failed reading the file.
+    pub const INTERNAL: u64 = 0x500;
+}
+
+/// Why a request line was refused, or an hq download failed. Each message
+/// is one line for a person.
+#[derive(Debug, Error)]
+pub enum HqError {
+    #[error("bad hq-interop request: {0}")]
+    BadRequest(String),
+    #[error("the request line is longer than {MAX_REQUEST_LEN} bytes")]
+    TooLong,
+    #[error("the server refused /{path} (stream reset, code {code:#x}{})", describe_code(*code))]
+    Refused { path: String, code: u64 },
+    #[error(
+        "transfer of /{path} cut short after {received} bytes ({reason}); partial file removed"
+    )]
+    Interrupted {
+        path: String,
+        received: u64,
+        reason: String,
+    },
+    #[error("{context}: {error}")]
+    Local { context: String, error: io::Error },
+}
+
+fn describe_code(code: u64) -> &'static str {
+    match code {
+        abort_codes::BAD_REQUEST => ": bad request",
+        abort_codes::REFUSED => ": refused path",
+        abort_codes::NOT_FOUND => ": not found",
+        abort_codes::INTERNAL => ": server error",
+        _ => "",
+    }
+}
+
+/// The request line for `path` (without its leading `/`), with bytes
+/// outside the unreserved set and `/` escaped.
+pub fn encode_request(path: &str) -> Vec<u8> {
+    let mut line = b"GET /".to_vec();
+    for &b in path.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            line.push(b);
+        } else {
+            line.extend_from_slice(format!("%{b:02X}").as_bytes());
+        }
+    }
+    line.extend_from_slice(b"\r\n");
+    line
+}
+
+/// The path a request line asks for, without its leading `/`, `%XX`
+/// decoded, query and fragment dropped. The line may end in `\r\n`, `\n`
+/// or nothing (the stream's end).
+pub fn parse_request(line: &[u8]) -> Result<String, HqError> {
+    let line = line
+        .strip_suffix(b"\n")
+        .map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
+    let target = line.strip_prefix(b"GET ").ok_or_else(|| {
+        HqError::BadRequest(format!("expected \"GET /PATH\", got {:?}", lossy(line)))
+    })?;
+    let target = target.strip_prefix(b"/").ok_or_else(|| {
+        HqError::BadRequest(format!("the path must start with '/': {:?}", lossy(target)))
+    })?;
+    let end = target
+        .iter()
+        .position(|b| *b == b'?' || *b == b'#')
+        .unwrap_or(target.len());
+    let decoded = percent_decode(&target[..end])?;
+    String::from_utf8(decoded).map_err(|_| HqError::BadRequest("the path is not UTF-8".into()))
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(64)]).into_owned()
+}
+
+fn percent_decode(raw: &[u8]) -> Result<Vec<u8>, HqError> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut bytes = raw.iter().copied();
+    while let Some(b) = bytes.next() {
+        if b.is_ascii_whitespace() || b.is_ascii_control() {
+            return Err(HqError::BadRequest(format!(
+                "byte {b:#04x} in the path (HTTP/0.9 has no version field)"
+            )));
+        }
+        if b != b'%' {
+            out.push(b);
+            continue;
+        }
+        let hex = [bytes.next(), bytes.next()];
+        let value = match hex {
+            [Some(hi), Some(lo)] => std::str::from_utf8(&[hi, lo])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok()),
+            _ => None,
+        };
+        out.push(value.ok_or_else(|| HqError::BadRequest("a bad %-escape in the path".into()))?);
+    }
+    Ok(out)
+}
+
+/// Reads a request line: up to and including its `\n`, or to the end of
+/// the stream, at most [`MAX_REQUEST_LEN`] bytes. Bytes after the `\n`
+/// (a client has no business sending any) are left unread.
+pub async fn read_request<R: AsyncRead + Unpin + ?Sized>(
+    stream: &mut R,
+) -> Result<Vec<u8>, HqError> {
+    let mut line = Vec::with_capacity(64);
+    let mut byte = [0u8; 1];
+    loop {
+        let n = stream
+            .read(&mut byte)
+            .await
+            .map_err(|error| HqError::Local {
+                context: "reading the request".into(),
+                error,
+            })?;
+        if n == 0 {
+            return Ok(line);
+        }
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            return Ok(line);
+        }
+        if line.len() > MAX_REQUEST_LEN {
+            return Err(HqError::TooLong);
+        }
+    }
+}
+
+/// A download that completed.
+#[derive(Clone, Debug)]
+pub struct HqOutcome {
+    pub bytes: u64,
+    pub sha256: Sha256Digest,
+    /// When the server's FIN arrived.
+    pub finished_at: Instant,
+}
+
+/// Downloads `path` (without its leading `/`) over `stream` to `dest`:
+/// into `dest`'s `.sift-part` file, renamed to `dest` once the server's
+/// FIN arrived. A reset or a broken stream removes the partial file (there
+/// is no resume without a length), and says how far it got.
+pub fn get<S: Duplex + ?Sized>(
+    stream: &mut S,
+    path: &str,
+    dest: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<HqOutcome, HqError> {
+    let part = download_part_path(dest);
+    let local = |context: String| move |error| HqError::Local { context, error };
+    let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
+    let result = receive(stream, path, file, &part, progress);
+    match result {
+        Ok(outcome) => {
+            std::fs::rename(&part, dest).map_err(local(format!(
+                "renaming {} to {}",
+                part.display(),
+                dest.display()
+            )))?;
+            Ok(outcome)
+        }
+        Err(error) => {
+            let _ = std::fs::remove_file(&part);
+            Err(error)
+        }
+    }
+}
+
+fn receive<S: Duplex + ?Sized>(
+    stream: &mut S,
+    path: &str,
+    file: File,
+    part: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<HqOutcome, HqError> {
+    let cut = |received: u64| {
+        move |error: io::Error| match reset_code(&error) {
+            Some(code) => HqError::Refused {
+                path: path.to_string(),
+                code,
+            },
+            None => HqError::Interrupted {
+                path: path.to_string(),
+                received,
+                reason: error.to_string(),
+            },
+        }
+    };
+    stream.write_all(&encode_request(path)).map_err(cut(0))?;
+    stream.finish().map_err(cut(0))?;
+    let mut out = BufWriter::with_capacity(CHUNK_LEN, file);
+    let mut hasher = Sha256Hasher::new();
+    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut received = 0u64;
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(cut(received)(e)),
+        };
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(|error| HqError::Local {
+            context: format!("writing {}", part.display()),
+            error,
+        })?;
+        received += n as u64;
+        progress(received);
+    }
+    let finished_at = Instant::now();
+    out.flush().map_err(|error| HqError::Local {
+        context: format!("writing {}", part.display()),
+        error,
+    })?;
+    Ok(HqOutcome {
+        bytes: received,
+        sha256: hasher.finish(),
+        finished_at,
+    })
+}
+
+/// The application code of a stream reset, if `error` is one.
+fn reset_code(error: &io::Error) -> Option<u64> {
+    match error
+        .get_ref()?
+        .downcast_ref::<sift::blocking::SiftIoError>()?
+    {
+        sift::blocking::SiftIoError::StreamReset { error_code, .. } => Some(*error_code),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_line_round_trips_with_escapes() {
+        for path in ["file.bin", "dir/sub/f-1_2.txt", "a b%c", "ünï"] {
+            let line = encode_request(path);
+            assert!(line.starts_with(b"GET /") && line.ends_with(b"\r\n"));
+            assert!(!line[4..line.len() - 2].contains(&b' '));
+            assert_eq!(parse_request(&line).unwrap(), path);
+        }
+    }
+
+    #[test]
+    fn request_lines_end_in_crlf_lf_or_nothing_and_drop_the_query() {
+        assert_eq!(parse_request(b"GET /x\r\n").unwrap(), "x");
+        assert_eq!(parse_request(b"GET /x\n").unwrap(), "x");
+        assert_eq!(parse_request(b"GET /x").unwrap(), "x");
+        assert_eq!(parse_request(b"GET /dir/x?y=1#z").unwrap(), "dir/x");
+        assert_eq!(parse_request(b"GET /").unwrap(), "");
+    }
+
+    #[test]
+    fn malformed_request_lines_are_refused() {
+        for line in [
+            &b"PUT /x\r\n"[..],
+            b"GET x\r\n",
+            b"GET /x HTTP/1.1\r\n",
+            b"GET /%zz\r\n",
+            b"GET /%4\r\n",
+            b"GET /\xff\r\n",
+            b"",
+        ] {
+            assert!(
+                matches!(parse_request(line), Err(HqError::BadRequest(_))),
+                "{line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reset_names_its_code() {
+        let reset = sift::blocking::SiftIoError::StreamReset {
+            id: 0,
+            error_code: abort_codes::NOT_FOUND,
+        };
+        assert_eq!(
+            reset_code(&io::Error::from(reset)),
+            Some(abort_codes::NOT_FOUND)
+        );
+        let other = io::Error::new(io::ErrorKind::ConnectionReset, "code 5");
+        assert_eq!(reset_code(&other), None);
+    }
+}
