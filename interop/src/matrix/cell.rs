@@ -129,13 +129,18 @@ impl CellRunner {
                 Ok((name, sha))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let chain = match case {
-            Case::AmplificationLimit => Some(write_chain(&dir.join("certs"), AMPLIFICATION_CHAIN)?),
+        let chain_length = match case {
+            Case::AmplificationLimit => AMPLIFICATION_CHAIN,
             // A full handshake's flight then spans several datagrams and a
             // resumed one (no certificate) fits in one, even padded.
-            Case::Resumption => Some(write_chain(&dir.join("certs"), RESUMPTION_CHAIN)?),
-            _ => None,
+            Case::Resumption => RESUMPTION_CHAIN,
+            // Every server presents the same kind of certificate, as the
+            // runner hands all of them /certs: ECDSA P-256 under a root.
+            // (sift-server's own is Ed25519, which BoringSSL clients such
+            // as quiche's do not offer to verify.)
+            _ => 2,
         };
+        let (cert, key) = write_chain(&dir.join("certs"), chain_length)?;
         let loopback: SocketAddr = if case.ipv6() {
             "[::1]:0".parse()?
         } else {
@@ -144,11 +149,14 @@ impl CellRunner {
         let setup = ServerSetup {
             listen: loopback,
             root: &www,
-            cert: chain.as_ref().map(|(c, k)| (c.as_path(), k.as_path())),
+            cert: Some((&cert, &key)),
             state: &dir.join("server-state"),
         };
         let mut command = stacks::server_command(&self.binaries, server, case, &setup);
-        command.env("SSLKEYLOGFILE", dir.join("server-keys.log"));
+        command
+            .env("SSLKEYLOGFILE", dir.join("server-keys.log"))
+            // Where the peers put a certificate they make.
+            .env("TMPDIR", dir);
         let mut server_process = Running::spawn(&format!("{server} server"), command)?;
         let started = server_process.listening_address();
         let outcome = started.and_then(|address| {

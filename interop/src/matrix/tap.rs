@@ -347,31 +347,39 @@ impl Wire {
     }
 
     /// For every move of the client to a new address mid-connection: did
-    /// its first short-header packet from there use a new connection ID
-    /// (RFC 9000 §9.5, the runner's connectionmigration check)?
+    /// its first packet from there use a new destination connection ID
+    /// (RFC 9000 §9.5)? As the runner's connectionmigration check: the
+    /// first packet of each client datagram, long header or short.
     pub fn migrations(&self) -> Vec<bool> {
         let mut moves = Vec::new();
         let mut last: Option<(SocketAddr, Vec<u8>)> = None;
         let mut left: Vec<SocketAddr> = Vec::new();
         for datagram in self.datagrams.iter().filter(|d| d.from_client) {
-            let Some(Packet::Short { dcid, .. }) = datagram.packets.first() else {
-                continue;
+            let dcid = match datagram.packets.first() {
+                Some(Packet::Short { dcid, .. }) | Some(Packet::Long { dcid, .. }) => dcid,
+                _ => continue,
             };
-            match &last {
-                Some((address, previous)) if *address != datagram.client => {
-                    if left.contains(&datagram.client) {
-                        // Back on an old path: not a new migration.
-                        last = Some((datagram.client, dcid.clone()));
-                        continue;
-                    }
+            if let Some((address, previous)) = &last {
+                if *address != datagram.client && !left.contains(&datagram.client) {
                     left.push(*address);
                     moves.push(dcid != previous);
                 }
-                _ => {}
             }
             last = Some((datagram.client, dcid.clone()));
         }
         moves
+    }
+
+    /// The version of the client's first Initial.
+    pub fn first_client_version(&self) -> Option<u32> {
+        self.long(true).find_map(|p| match p {
+            Packet::Long {
+                kind: LongType::Initial,
+                version,
+                ..
+            } => Some(*version),
+            _ => None,
+        })
     }
 
     /// The runner's amplification check: until the server receives the
