@@ -82,7 +82,11 @@ fn fetch(
     let mut command = Command::new(peer(stack));
     command
         .arg("client")
-        .args(files.iter().map(|(name, _)| format!("https://{address}/{name}")))
+        .args(
+            files
+                .iter()
+                .map(|(name, _)| format!("https://{address}/{name}")),
+        )
         .arg("--output-dir")
         .arg(scratch.path("downloads"))
         .arg("--json")
@@ -133,7 +137,11 @@ fn a_missing_file_fails_the_client_and_names_it() {
     let scratch = Scratch::new("missing");
     let (_server, address) = server("quiche", &scratch, &[]);
     let run = Command::new(peer("quinn"))
-        .args(["client", &format!("https://{address}/nothing.bin"), "--insecure"])
+        .args([
+            "client",
+            &format!("https://{address}/nothing.bin"),
+            "--insecure",
+        ])
         .arg("--output-dir")
         .arg(scratch.path("downloads"))
         .output()
@@ -148,13 +156,18 @@ fn a_client_with_the_servers_certificate_as_ca_verifies_it() {
     for client in ["quiche", "quinn"] {
         let scratch = Scratch::new(&format!("ca-{client}"));
         let files = serve_files(&scratch, 1, 10_000);
-        let cert = sift_interop::baseline::tls::Certificate::generate(&scratch.path("cert")).unwrap();
-        let (cert_pem, key_pem) = (cert.cert_pem.to_str().unwrap(), cert.key_pem.to_str().unwrap());
+        let cert =
+            sift_interop::baseline::tls::Certificate::generate(&scratch.path("cert")).unwrap();
+        let (cert_pem, key_pem) = (
+            cert.cert_pem.to_str().unwrap(),
+            cert.key_pem.to_str().unwrap(),
+        );
         let (_server, address) = server("quinn", &scratch, &["--cert", cert_pem, "--key", key_pem]);
         let report = fetch(client, &scratch, address, &files, &["--ca", cert_pem]);
         assert_byte_exact(&scratch.path("downloads"), &files, &report);
         // A different certificate as CA: the handshake must fail.
-        let other = sift_interop::baseline::tls::Certificate::generate(&scratch.path("other")).unwrap();
+        let other =
+            sift_interop::baseline::tls::Certificate::generate(&scratch.path("other")).unwrap();
         let run = Command::new(peer(client))
             .args(["client", &format!("https://{address}/{}", files[0].0)])
             .arg("--output-dir")
@@ -163,7 +176,10 @@ fn a_client_with_the_servers_certificate_as_ca_verifies_it() {
             .arg(&other.cert_pem)
             .output()
             .unwrap();
-        assert!(!run.status.success(), "{client} trusted a certificate it was not given");
+        assert!(
+            !run.status.success(),
+            "{client} trusted a certificate it was not given"
+        );
     }
 }
 
@@ -173,7 +189,13 @@ fn resuming_clients_make_two_handshakes_and_the_second_resumes() {
         let scratch = Scratch::new(&format!("resume-{client}"));
         let files = serve_files(&scratch, 3, 10_000);
         let (_server, address) = server(server_stack, &scratch, &[]);
-        let report = fetch(client, &scratch, address, &files, &["--insecure", "--zerortt"]);
+        let report = fetch(
+            client,
+            &scratch,
+            address,
+            &files,
+            &["--insecure", "--zerortt"],
+        );
         assert_eq!(report.handshakes, 2, "{client}");
         assert_byte_exact(&scratch.path("downloads"), &files, &report);
         if client == "quiche" {

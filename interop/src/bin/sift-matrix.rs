@@ -100,7 +100,9 @@ fn run(args: Args) -> anyhow::Result<bool> {
     std::fs::create_dir_all(&args.out)?;
     let out = args.out.canonicalize()?;
     let ci = args.ci;
-    let cells = plan(&cases, &clients, &servers, |c: Stack, s: Stack| !ci || ci_pair(c, s));
+    let cells = plan(&cases, &clients, &servers, |c: Stack, s: Stack| {
+        !ci || ci_pair(c, s)
+    });
     let runner = CellRunner {
         binaries,
         out: out.clone(),
@@ -130,7 +132,10 @@ fn run(args: Args) -> anyhow::Result<bool> {
         servers: &servers,
         cells: &results,
     };
-    std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&json)?)?;
+    std::fs::write(
+        out.join("results.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
     println!("{markdown}");
     eprintln!("wrote {}/matrix.md and results.json", out.display());
     let failed = results

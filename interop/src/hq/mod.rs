@@ -334,7 +334,12 @@ mod tests {
 
     #[test]
     fn requests_other_than_get_of_a_path_are_refused() {
-        for bad in [&b"PUT /x\r\n"[..], b"GET x\r\n", b"GET /\r\n", b"GET /a b\r\n"] {
+        for bad in [
+            &b"PUT /x\r\n"[..],
+            b"GET x\r\n",
+            b"GET /\r\n",
+            b"GET /a b\r\n",
+        ] {
             assert!(parse_request(bad).is_err(), "{bad:?}");
         }
         assert_eq!(
@@ -351,7 +356,11 @@ mod tests {
         assert_eq!(url.server_name(), "localhost");
         let url = Url::parse("https://[::1]/f").unwrap();
         assert_eq!(url.address, "[::1]:443".parse().unwrap());
-        for bad in ["quic://h/f", "https://127.0.0.1:1/", "https://127.0.0.1:0/f"] {
+        for bad in [
+            "quic://h/f",
+            "https://127.0.0.1:1/",
+            "https://127.0.0.1:0/f",
+        ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
     }

@@ -24,7 +24,7 @@ use ring::rand::SecureRandom;
 
 use super::{ClientOptions, ClientReport, Download, FileReport, Url, ALPN};
 use crate::baseline::socket::{earliest, timer_deadline, Outbox, UdpLoop};
-use crate::baseline::tls::{IDLE_TIMEOUT_MS, MAX_DATAGRAM_SIZE, MAX_DATA, MAX_STREAM_DATA};
+use crate::baseline::tls::{IDLE_TIMEOUT_MS, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA};
 
 /// How much of a file is read per refill of a stream's send buffer.
 const READ_CHUNK: usize = 64 * 1024;
@@ -87,8 +87,12 @@ fn random_cid(rng: &ring::rand::SystemRandom) -> anyhow::Result<[u8; CID_LEN]> {
 }
 
 fn path_str(path: &Path) -> anyhow::Result<&str> {
-    path.to_str()
-        .with_context(|| format!("{} is not UTF-8 (quiche takes string paths)", path.display()))
+    path.to_str().with_context(|| {
+        format!(
+            "{} is not UTF-8 (quiche takes string paths)",
+            path.display()
+        )
+    })
 }
 
 /// What `quiche-hq server` is asked to do.
@@ -244,7 +248,9 @@ impl Server {
             Some(_) => header.dcid.to_vec(),
             None => random_cid(&self.rng).ok()?.to_vec(),
         };
-        let odcid_ref = odcid.as_ref().map(|id: &Vec<u8>| quiche::ConnectionId::from_ref(id));
+        let odcid_ref = odcid
+            .as_ref()
+            .map(|id: &Vec<u8>| quiche::ConnectionId::from_ref(id));
         let mut conn = quiche::accept(
             &quiche::ConnectionId::from_ref(&scid),
             odcid_ref.as_ref(),
@@ -349,7 +355,10 @@ fn issue_spare_ids(conn: &mut quiche::Connection, rng: &ring::rand::SystemRandom
             break;
         }
         let id = quiche::ConnectionId::from_ref(&cid);
-        if conn.new_scid(&id, u128::from_be_bytes(reset), false).is_err() {
+        if conn
+            .new_scid(&id, u128::from_be_bytes(reset), false)
+            .is_err()
+        {
             break;
         }
         made.push(cid.to_vec());
@@ -623,7 +632,10 @@ impl<'a> Client<'a> {
                 if closing_since.is_some() {
                     return Ok(());
                 }
-                bail!("connection closed before the downloads ended: {}", self.why_closed());
+                bail!(
+                    "connection closed before the downloads ended: {}",
+                    self.why_closed()
+                );
             }
             match closing_since {
                 None => {
@@ -693,7 +705,10 @@ impl<'a> Client<'a> {
             let stream = 4 * index as u64;
             let url = &urls[index];
             let download = Download::create(&self.options.output_dir, &url.path)?;
-            match self.conn.stream_send(stream, &super::request(&url.path), true) {
+            match self
+                .conn
+                .stream_send(stream, &super::request(&url.path), true)
+            {
                 Ok(_) => {}
                 Err(quiche::Error::Done | quiche::Error::StreamLimit) => return Ok(()),
                 Err(e) => bail!("cannot send the request for /{}: {e}", url.path),

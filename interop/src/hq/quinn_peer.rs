@@ -120,7 +120,9 @@ impl Server {
 
     /// The address bound.
     pub fn local_addr(&self) -> anyhow::Result<SocketAddr> {
-        self.endpoint.local_addr().context("the endpoint has no address")
+        self.endpoint
+            .local_addr()
+            .context("the endpoint has no address")
     }
 
     /// Serves until the endpoint is closed.
@@ -407,7 +409,9 @@ fn act_once_data_flows(
         report.key_updates += 1;
     }
     if options.migrate && !report.migrated {
-        let local = endpoint.local_addr().context("the endpoint has no address")?;
+        let local = endpoint
+            .local_addr()
+            .context("the endpoint has no address")?;
         let socket = std::net::UdpSocket::bind(any_address(local))
             .context("cannot bind a socket to migrate to")?;
         endpoint
@@ -418,10 +422,7 @@ fn act_once_data_flows(
     Ok(())
 }
 
-async fn request(
-    conn: &quinn::Connection,
-    path: &str,
-) -> anyhow::Result<quinn::RecvStream> {
+async fn request(conn: &quinn::Connection, path: &str) -> anyhow::Result<quinn::RecvStream> {
     let (mut send, recv) = conn.open_bi().await.context("cannot open a stream")?;
     send.write_all(&super::request(path))
         .await

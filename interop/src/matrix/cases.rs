@@ -207,7 +207,7 @@ impl Case {
             Case::ConnectionMigration | Case::TransferLoss | Case::TransferCorruption => {
                 named(&[2 * MB])
             }
-            Case::HandshakeLoss => named(&vec![KB; HANDSHAKE_LOSS_RUNS]),
+            Case::HandshakeLoss => named(&[KB; HANDSHAKE_LOSS_RUNS]),
             Case::AmplificationLimit => named(&[5 * KB]),
             Case::SiftUpgrade => named(&[KB, 3 * MB]),
         }
@@ -308,24 +308,42 @@ mod tests {
         for case in ALL {
             assert_eq!(Case::parse(case.name()), Some(case));
             assert_eq!(Case::parse(case.letter()), Some(case));
-            assert_eq!(ALL.iter().filter(|c| c.letter() == case.letter()).count(), 1);
+            assert_eq!(
+                ALL.iter().filter(|c| c.letter() == case.letter()).count(),
+                1
+            );
         }
         assert!(parse_list("handshake,bogus").is_err());
-        assert_eq!(parse_list("H, transfer").unwrap(), vec![Case::Handshake, Case::Transfer]);
+        assert_eq!(
+            parse_list("H, transfer").unwrap(),
+            vec![Case::Handshake, Case::Transfer]
+        );
     }
 
     #[test]
     fn transfer_serves_a_10_mb_file_and_multiplexing_a_thousand_distinct_names() {
         assert!(Case::Transfer.files().iter().any(|(_, b)| *b == 10_000_000));
-        let mut names: Vec<String> = Case::Multiplexing.files().into_iter().map(|(n, _)| n).collect();
+        let mut names: Vec<String> = Case::Multiplexing
+            .files()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         names.dedup();
         assert_eq!(names.len(), MULTIPLEXING_FILES);
     }
 
     #[test]
     fn lossy_cases_run_through_a_link_and_loopback_ones_do_not() {
-        assert!(Case::TransferCorruption.link().unwrap().forward.contains("corrupt"));
-        assert!(Case::HandshakeLoss.link().unwrap().reverse.contains("loss 30%"));
+        assert!(Case::TransferCorruption
+            .link()
+            .unwrap()
+            .forward
+            .contains("corrupt"));
+        assert!(Case::HandshakeLoss
+            .link()
+            .unwrap()
+            .reverse
+            .contains("loss 30%"));
         assert!(Case::RebindPort.link().unwrap().rebind_every_s.is_some());
         assert_eq!(Case::Handshake.link(), None);
     }

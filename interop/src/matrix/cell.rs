@@ -86,10 +86,12 @@ impl CellRunner {
             result.outcome = Outcome::Unsupported(reason);
             return result;
         }
-        let dir = self
-            .out
-            .join("logs")
-            .join(format!("{}_{}_{}", server.name(), client.name(), case.name()));
+        let dir = self.out.join("logs").join(format!(
+            "{}_{}_{}",
+            server.name(),
+            client.name(),
+            case.name()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         match self.execute(client, server, case, &dir, &mut result) {
             Ok(()) => {}
@@ -118,8 +120,14 @@ impl CellRunner {
     ) -> anyhow::Result<()> {
         let www = dir.join("www");
         let downloads = dir.join("downloads");
-        for sub in [&www, &downloads, &dir.join("server-state"), &dir.join("client-state")] {
-            std::fs::create_dir_all(sub).with_context(|| format!("cannot create {}", sub.display()))?;
+        for sub in [
+            &www,
+            &downloads,
+            &dir.join("server-state"),
+            &dir.join("client-state"),
+        ] {
+            std::fs::create_dir_all(sub)
+                .with_context(|| format!("cannot create {}", sub.display()))?;
         }
         let files = case
             .files()
@@ -205,7 +213,14 @@ impl CellRunner {
             .arg(loopback.to_string())
             .arg("--to")
             .arg(server.to_string())
-            .args(["--forward", link.forward, "--reverse", link.reverse, "--seed", "1"]);
+            .args([
+                "--forward",
+                link.forward,
+                "--reverse",
+                link.reverse,
+                "--seed",
+                "1",
+            ]);
         if let Some(every) = link.rebind_every_s {
             command.arg("--rebind-every").arg(every.to_string());
         }
@@ -311,7 +326,8 @@ pub fn verify_files(downloads: &Path, files: &[(String, String)]) -> anyhow::Res
 /// SHA-256.
 pub fn write_seeded(path: &Path, bytes: u64, seed: &str) -> anyhow::Result<String> {
     use std::io::Write;
-    let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut writer = std::io::BufWriter::new(file);
     let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
     let seeded = ring::digest::digest(&ring::digest::SHA256, seed.as_bytes());
@@ -368,8 +384,10 @@ pub fn write_chain(dir: &Path, length: usize) -> anyhow::Result<(PathBuf, PathBu
     chain.reverse();
     let cert = dir.join("chain.pem");
     let key = dir.join("key.pem");
-    std::fs::write(&cert, chain.concat()).with_context(|| format!("cannot write {}", cert.display()))?;
-    std::fs::write(&key, leaf_key.serialize_pem()).with_context(|| format!("cannot write {}", key.display()))?;
+    std::fs::write(&cert, chain.concat())
+        .with_context(|| format!("cannot write {}", cert.display()))?;
+    std::fs::write(&key, leaf_key.serialize_pem())
+        .with_context(|| format!("cannot write {}", key.display()))?;
     Ok((cert, key))
 }
 
@@ -388,7 +406,10 @@ mod tests {
         let files = vec![("a".to_string(), a), ("b".to_string(), b.clone())];
         assert!(verify_files(&dir, &files).is_ok());
         std::fs::copy(dir.join("a"), dir.join("b")).unwrap();
-        assert!(verify_files(&dir, &files).unwrap_err().to_string().contains("byte-exact"));
+        assert!(verify_files(&dir, &files)
+            .unwrap_err()
+            .to_string()
+            .contains("byte-exact"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -397,7 +418,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sift-matrix-chain-{}", std::process::id()));
         let (cert, _) = write_chain(&dir, AMPLIFICATION_CHAIN).unwrap();
         let pem = std::fs::read_to_string(&cert).unwrap();
-        assert_eq!(pem.matches("BEGIN CERTIFICATE").count(), AMPLIFICATION_CHAIN);
+        assert_eq!(
+            pem.matches("BEGIN CERTIFICATE").count(),
+            AMPLIFICATION_CHAIN
+        );
         // DER is 3/4 of base64: the chain must outweigh 3 × 1200 bytes.
         assert!(pem.len() * 3 / 4 > 6000, "{} bytes of PEM", pem.len());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -67,14 +67,19 @@ pub fn client_report(stdout: &str) -> Option<Value> {
 
 /// What the wire and the reports show, gathered.
 pub fn seen(wire: &Wire, reports: &[Value]) -> Seen {
-    let key_updates = reports
-        .iter()
-        .filter_map(key_updates)
-        .reduce(|a, b| a + b);
+    let key_updates = reports.iter().filter_map(key_updates).reduce(|a, b| a + b);
     Seen {
         handshakes: wire.handshakes(),
-        server_versions: wire.server_versions().into_iter().map(version_name).collect(),
-        client_versions: wire.client_versions().into_iter().map(version_name).collect(),
+        server_versions: wire
+            .server_versions()
+            .into_iter()
+            .map(version_name)
+            .collect(),
+        client_versions: wire
+            .client_versions()
+            .into_iter()
+            .map(version_name)
+            .collect(),
         retries: wire.retries(),
         version_negotiations: wire.version_negotiations(),
         zero_rtt_bytes: wire.zero_rtt_bytes(),
@@ -142,10 +147,8 @@ pub fn check(case: Case, wire: &Wire, reports: &[Value]) -> Result<(), String> {
                 ))
             }
         },
-        Case::ZeroRtt => {
-            if seen.zero_rtt_bytes == 0 {
-                return Err("the client sent no 0-RTT packet".into());
-            }
+        Case::ZeroRtt if seen.zero_rtt_bytes == 0 => {
+            return Err("the client sent no 0-RTT packet".into());
         }
         Case::ChaCha20 => {
             let cipher = reports
@@ -158,10 +161,8 @@ pub fn check(case: Case, wire: &Wire, reports: &[Value]) -> Result<(), String> {
                 }
             }
         }
-        Case::KeyUpdate => {
-            if seen.key_updates.unwrap_or(0) == 0 {
-                return Err("the client reports no key update it initiated".into());
-            }
+        Case::KeyUpdate if seen.key_updates.unwrap_or(0) == 0 => {
+            return Err("the client reports no key update it initiated".into());
         }
         Case::ConnectionMigration => {
             if seen.migrations.is_empty() {
@@ -216,7 +217,10 @@ mod tests {
                 datagram(true, vec![long(LongType::Initial, 7, 1200)]),
                 datagram(
                     false,
-                    vec![long(LongType::Initial, 1, 200), long(LongType::Handshake, 1, 900)],
+                    vec![
+                        long(LongType::Initial, 1, 200),
+                        long(LongType::Handshake, 1, 900),
+                    ],
                 ),
             ],
         }
@@ -228,7 +232,9 @@ mod tests {
         assert_eq!(check(Case::Handshake, &wire, &[]), Ok(()));
         wire.datagrams
             .push(datagram(false, vec![long(LongType::Initial, 2, 200)]));
-        assert!(check(Case::Handshake, &wire, &[]).unwrap_err().contains("handshake"));
+        assert!(check(Case::Handshake, &wire, &[])
+            .unwrap_err()
+            .contains("handshake"));
     }
 
     #[test]
@@ -242,13 +248,19 @@ mod tests {
         let mut wire = one_handshake();
         wire.datagrams.push(datagram(
             false,
-            vec![long(LongType::Initial, 2, 200), long(LongType::Handshake, 2, 100)],
+            vec![
+                long(LongType::Initial, 2, 200),
+                long(LongType::Handshake, 2, 100),
+            ],
         ));
         assert_eq!(check(Case::Resumption, &wire, &[]), Ok(()));
         let mut full = one_handshake();
         full.datagrams.push(datagram(
             false,
-            vec![long(LongType::Initial, 2, 200), long(LongType::Handshake, 2, 880)],
+            vec![
+                long(LongType::Initial, 2, 200),
+                long(LongType::Handshake, 2, 880),
+            ],
         ));
         assert!(check(Case::Resumption, &full, &[]).is_err());
     }

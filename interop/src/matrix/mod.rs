@@ -64,6 +64,8 @@ mod tests {
         // sift→sift, sift→quiche, sift→quinn, quiche→sift, quinn→sift.
         assert_eq!(cells.len(), 2 * 5);
         assert!(cells.contains(&(Stack::Quinn, Stack::Sift, Case::Transfer)));
-        assert!(!cells.iter().any(|&(c, s, _)| c != Stack::Sift && s != Stack::Sift));
+        assert!(!cells
+            .iter()
+            .any(|&(c, s, _)| c != Stack::Sift && s != Stack::Sift));
     }
 }

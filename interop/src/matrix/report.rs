@@ -55,14 +55,19 @@ fn symbol(outcome: &Outcome) -> &'static str {
     }
 }
 
-fn find<'a>(cells: &'a [CellResult], client: Stack, server: Stack, case: Case) -> Option<&'a CellResult> {
+fn find(cells: &[CellResult], client: Stack, server: Stack, case: Case) -> Option<&CellResult> {
     cells
         .iter()
         .find(|c| c.client == client && c.server == server && c.case == case)
 }
 
 /// The markdown report.
-pub fn markdown(cases: &[Case], clients: &[Stack], servers: &[Stack], cells: &[CellResult]) -> String {
+pub fn markdown(
+    cases: &[Case],
+    clients: &[Stack],
+    servers: &[Stack],
+    cells: &[CellResult],
+) -> String {
     let mut out = String::new();
     let count = |want: fn(&Outcome) -> bool| cells.iter().filter(|c| want(&c.outcome)).count();
     let _ = writeln!(
@@ -103,7 +108,12 @@ pub fn markdown(cases: &[Case], clients: &[Stack], servers: &[Stack], cells: &[C
             let mut text = groups[0].join(" ");
             for (mark, group) in [("✕", &groups[1]), ("?", &groups[2])] {
                 if !group.is_empty() {
-                    let _ = write!(text, "{}{mark} {}", if text.is_empty() { "" } else { " " }, group.join(" "));
+                    let _ = write!(
+                        text,
+                        "{}{mark} {}",
+                        if text.is_empty() { "" } else { " " },
+                        group.join(" ")
+                    );
                 }
             }
             let _ = write!(out, " {text} |");
@@ -134,7 +144,13 @@ pub fn markdown(cases: &[Case], clients: &[Stack], servers: &[Stack], cells: &[C
     }
     let _ = writeln!(out, "\n## Letters\n");
     for case in cases {
-        let _ = writeln!(out, "- **{}** {}: {}", case.letter(), case.name(), case.description());
+        let _ = writeln!(
+            out,
+            "- **{}** {}: {}",
+            case.letter(),
+            case.name(),
+            case.description()
+        );
     }
     let failed: Vec<&CellResult> = cells
         .iter()
@@ -213,8 +229,18 @@ mod tests {
     fn a_cell_lists_passed_then_failed_then_unsupported_letters() {
         let cells = vec![
             cell(Stack::Quinn, Stack::Quiche, Case::Handshake, Outcome::Pass),
-            cell(Stack::Quinn, Stack::Quiche, Case::Retry, Outcome::Fail("no Retry".into())),
-            cell(Stack::Quinn, Stack::Quiche, Case::V2, Outcome::Unsupported("v1 only".into())),
+            cell(
+                Stack::Quinn,
+                Stack::Quiche,
+                Case::Retry,
+                Outcome::Fail("no Retry".into()),
+            ),
+            cell(
+                Stack::Quinn,
+                Stack::Quiche,
+                Case::V2,
+                Outcome::Unsupported("v1 only".into()),
+            ),
         ];
         let cases = [Case::Handshake, Case::Retry, Case::V2];
         let md = markdown(&cases, &[Stack::Quinn], &[Stack::Quiche], &cells);

@@ -54,9 +54,9 @@ impl Stack {
             (Stack::Quiche, Case::ChaCha20) => Some(
                 "quiche 0.28 has no way to restrict the TLS 1.3 cipher suites BoringSSL offers",
             ),
-            (Stack::Quiche, Case::KeyUpdate) => Some(
-                "quiche 0.28 cannot initiate a key update (src/lib.rs only answers a peer's)",
-            ),
+            (Stack::Quiche, Case::KeyUpdate) => {
+                Some("quiche 0.28 cannot initiate a key update (src/lib.rs only answers a peer's)")
+            }
             _ => None,
         }
     }
@@ -129,7 +129,11 @@ pub struct Http3 {
 /// Why the http3 case cannot run for this pair, if it cannot.
 pub fn http3_unsupported(http3: &Http3, client: Stack, server: Stack) -> Option<String> {
     if client != Stack::Sift || server != Stack::Sift {
-        let other = if client != Stack::Sift { client } else { server };
+        let other = if client != Stack::Sift {
+            client
+        } else {
+            server
+        };
         return Some(format!(
             "no HTTP/3 {} peer built in interop/ yet (quiche::h3 / h3-quinn not wired)",
             other.name()
@@ -236,12 +240,20 @@ pub fn server_command(
     setup: &ServerSetup<'_>,
 ) -> Command {
     let mut command = if case == Case::Http3 {
-        Command::new(binaries.http3.server.as_deref().unwrap_or(Path::new("h3-server")))
+        Command::new(
+            binaries
+                .http3
+                .server
+                .as_deref()
+                .unwrap_or(Path::new("h3-server")),
+        )
     } else {
         match stack {
             Stack::Sift => {
                 let mut c = Command::new(&binaries.sift_server);
-                c.arg("--state-dir").arg(setup.state).args(["--workers", "1"]);
+                c.arg("--state-dir")
+                    .arg(setup.state)
+                    .args(["--workers", "1"]);
                 c
             }
             peer => {
@@ -275,7 +287,13 @@ pub fn client_command(
     state: &Path,
 ) -> Command {
     if case == Case::Http3 {
-        let mut c = Command::new(binaries.http3.client.as_deref().unwrap_or(Path::new("h3-client")));
+        let mut c = Command::new(
+            binaries
+                .http3
+                .client
+                .as_deref()
+                .unwrap_or(Path::new("h3-client")),
+        );
         c.args(urls).arg("--output-dir").arg(downloads);
         return c;
     }
@@ -331,7 +349,11 @@ pub fn client_command(
 /// The URL of `name` behind `address` for `case` (`sift://` for the
 /// sift/1 upgrade, `https://` for hq-interop).
 pub fn url(case: Case, address: SocketAddr, name: &str) -> String {
-    let scheme = if case == Case::SiftUpgrade { "sift" } else { "https" };
+    let scheme = if case == Case::SiftUpgrade {
+        "sift"
+    } else {
+        "https"
+    };
     format!("{scheme}://{address}/{name}")
 }
 
@@ -342,7 +364,10 @@ mod tests {
     #[test]
     fn sift_upgrade_runs_between_sift_ends_only() {
         let none = Http3::default();
-        assert_eq!(unsupported(&none, Case::SiftUpgrade, Stack::Sift, Stack::Sift), None);
+        assert_eq!(
+            unsupported(&none, Case::SiftUpgrade, Stack::Sift, Stack::Sift),
+            None
+        );
         assert!(unsupported(&none, Case::SiftUpgrade, Stack::Sift, Stack::Quinn).is_some());
     }
 
@@ -351,7 +376,10 @@ mod tests {
         let none = Http3::default();
         let reason = unsupported(&none, Case::KeyUpdate, Stack::Quiche, Stack::Quinn).unwrap();
         assert!(reason.starts_with("client: quiche"), "{reason}");
-        assert_eq!(unsupported(&none, Case::KeyUpdate, Stack::Quinn, Stack::Quiche), None);
+        assert_eq!(
+            unsupported(&none, Case::KeyUpdate, Stack::Quinn, Stack::Quiche),
+            None
+        );
         let reason = unsupported(&none, Case::Resumption, Stack::Quinn, Stack::Sift).unwrap();
         assert!(reason.starts_with("server: sift"), "{reason}");
     }
@@ -367,7 +395,10 @@ mod tests {
             server: Some("s".into()),
             client: Some("c".into()),
         };
-        assert_eq!(unsupported(&wired, Case::Http3, Stack::Sift, Stack::Sift), None);
+        assert_eq!(
+            unsupported(&wired, Case::Http3, Stack::Sift, Stack::Sift),
+            None
+        );
     }
 
     #[test]

@@ -429,7 +429,14 @@ impl Wire {
                 .iter()
                 .map(|p| match p {
                     Packet::VersionNegotiation => "VN".to_string(),
-                    Packet::Long { kind, version, dcid, scid, token_len, size } => format!(
+                    Packet::Long {
+                        kind,
+                        version,
+                        dcid,
+                        scid,
+                        token_len,
+                        size,
+                    } => format!(
                         "{kind:?} v=0x{version:08x} dcid={} scid={} token={token_len} len={size}",
                         hex(dcid),
                         hex(scid)
@@ -480,8 +487,13 @@ impl Tap {
     /// Starts a tap on `listen` (port 0 picks one) relaying to `to`; the
     /// client's datagrams whose 1-based numbers are in `drop_from_client`
     /// are dropped.
-    pub fn start(listen: SocketAddr, to: SocketAddr, drop_from_client: Vec<usize>) -> anyhow::Result<Self> {
-        let socket = UdpSocket::bind(listen).with_context(|| format!("tap cannot bind {listen}"))?;
+    pub fn start(
+        listen: SocketAddr,
+        to: SocketAddr,
+        drop_from_client: Vec<usize>,
+    ) -> anyhow::Result<Self> {
+        let socket =
+            UdpSocket::bind(listen).with_context(|| format!("tap cannot bind {listen}"))?;
         socket.set_read_timeout(Some(POLL))?;
         let address = socket.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -494,7 +506,10 @@ impl Tap {
                 relay_from_clients(socket, to, drop_from_client, stop, wire, threads, lengths)
             })
         };
-        threads.lock().map_err(|_| anyhow::anyhow!("tap poisoned"))?.push(relay);
+        threads
+            .lock()
+            .map_err(|_| anyhow::anyhow!("tap poisoned"))?
+            .push(relay);
         Ok(Self {
             address,
             stop,
@@ -684,7 +699,10 @@ mod tests {
         ));
         assert!(matches!(
             &packets[1],
-            Packet::Long { kind: LongType::Handshake, .. }
+            Packet::Long {
+                kind: LongType::Handshake,
+                ..
+            }
         ));
     }
 
@@ -693,11 +711,17 @@ mod tests {
         let datagram = [0x40, 9, 9, 9, 7, 7];
         assert_eq!(
             parse_datagram(&datagram, Some(3)),
-            vec![Packet::Short { dcid: vec![9; 3], size: 6 }]
+            vec![Packet::Short {
+                dcid: vec![9; 3],
+                size: 6
+            }]
         );
         assert_eq!(
             parse_datagram(&datagram, None),
-            vec![Packet::Short { dcid: vec![], size: 6 }]
+            vec![Packet::Short {
+                dcid: vec![],
+                size: 6
+            }]
         );
     }
 
@@ -758,19 +782,39 @@ mod tests {
             datagrams: vec![
                 seen(true, 1, vec![initial(9)], 1200),
                 seen(false, 1, vec![], server),
-                seen(true, 1, vec![Packet::Long { kind: LongType::Handshake, version: 1, dcid: vec![], scid: vec![], token_len: 0, size: 50 }], 50),
+                seen(
+                    true,
+                    1,
+                    vec![Packet::Long {
+                        kind: LongType::Handshake,
+                        version: 1,
+                        dcid: vec![],
+                        scid: vec![],
+                        token_len: 0,
+                        size: 50,
+                    }],
+                    50,
+                ),
             ],
         };
         assert_eq!(
             datagrams(3600).amplification(),
-            Ok(AmplificationSeen { received: 1200, sent: 3600 })
+            Ok(AmplificationSeen {
+                received: 1200,
+                sent: 3600
+            })
         );
         assert!(datagrams(4800).amplification().is_err());
     }
 
     #[test]
     fn a_migration_counts_when_the_new_path_uses_a_new_connection_id() {
-        let short = |id: u8| vec![Packet::Short { dcid: vec![id], size: 50 }];
+        let short = |id: u8| {
+            vec![Packet::Short {
+                dcid: vec![id],
+                size: 50,
+            }]
+        };
         let wire = |new_id: u8| Wire {
             datagrams: vec![
                 seen(true, 1, short(1), 50),
@@ -785,7 +829,12 @@ mod tests {
     #[test]
     fn the_tap_relays_both_ways_and_drops_the_datagrams_it_is_told_to() {
         let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let tap = Tap::start("127.0.0.1:0".parse().unwrap(), server.local_addr().unwrap(), vec![2]).unwrap();
+        let tap = Tap::start(
+            "127.0.0.1:0".parse().unwrap(),
+            server.local_addr().unwrap(),
+            vec![2],
+        )
+        .unwrap();
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         client.send_to(b"\x40one", tap.address()).unwrap();
         client.send_to(b"\x40two", tap.address()).unwrap();
