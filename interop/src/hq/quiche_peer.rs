@@ -32,6 +32,9 @@ const READ_CHUNK: usize = 64 * 1024;
 /// How long a finished client waits for its close to drain.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
+/// How often a migrated client reads the socket it left.
+const OLD_SOCKET_POLL: Duration = Duration::from_millis(5);
+
 /// Length of the connection IDs this peer makes.
 const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
 
@@ -560,6 +563,9 @@ pub fn run_client(options: &ClientOptions) -> anyhow::Result<ClientReport> {
 /// One client connection and its downloads.
 struct Client<'a> {
     udp: UdpLoop,
+    /// The socket left by a migration, still read: packets of the old
+    /// path (in flight, or probes) are answered from it.
+    old_udp: Option<UdpLoop>,
     conn: quiche::Connection,
     outbox: Outbox,
     options: &'a ClientOptions,
@@ -598,6 +604,7 @@ impl<'a> Client<'a> {
         }
         Ok(Self {
             udp,
+            old_udp: None,
             conn,
             outbox: Outbox::default(),
             options,
@@ -651,25 +658,34 @@ impl<'a> Client<'a> {
                 Some(since) if since.elapsed() > CLOSE_GRACE => return Ok(()),
                 Some(_) => {}
             }
-            let flushed = self
-                .outbox
-                .flush(&self.udp, &mut self.conn)
-                .context("quiche cannot send")?;
+            let flushed = match &self.old_udp {
+                Some(old) => self.outbox.flush_from(&[&self.udp, old], &mut self.conn),
+                None => self.outbox.flush(&self.udp, &mut self.conn),
+            }
+            .context("quiche cannot send")?;
             flush_probes(&self.udp, &mut self.conn);
             let mut deadline = earliest(flushed.deadline(), timer_deadline(&self.conn));
             if let Some(since) = closing_since {
                 deadline = earliest(deadline, Some(since + CLOSE_GRACE));
             }
+            if self.old_udp.is_some() {
+                // Two sockets, one poll each: look at the old one often.
+                deadline = earliest(deadline, Some(Instant::now() + OLD_SOCKET_POLL));
+            }
             let mut arrived = Vec::new();
-            self.udp.wait(deadline, |datagram, from| {
-                arrived.push((datagram.to_vec(), from));
-            })?;
             let local = self.udp.local_addr();
-            for (mut datagram, from) in arrived {
+            self.udp.wait(deadline, |datagram, from| {
+                arrived.push((datagram.to_vec(), from, local));
+            })?;
+            if let Some(old) = self.old_udp.as_mut() {
+                let local = old.local_addr();
+                old.wait(Some(Instant::now()), |datagram, from| {
+                    arrived.push((datagram.to_vec(), from, local));
+                })?;
+            }
+            for (mut datagram, from, to) in arrived {
                 // A datagram quiche rejects is dropped; the connection goes on.
-                let _ = self
-                    .conn
-                    .recv(&mut datagram, quiche::RecvInfo { from, to: local });
+                let _ = self.conn.recv(&mut datagram, quiche::RecvInfo { from, to });
             }
         }
     }
@@ -764,9 +780,8 @@ impl<'a> Client<'a> {
         self.conn
             .migrate_source(udp.local_addr())
             .context("quiche refuses to migrate")?;
-        // Packets still on their way to the old socket are lost; recovery
-        // resends what they carried.
-        self.udp = udp;
+        // The old socket stays open: what is in flight to it still arrives.
+        self.old_udp = Some(std::mem::replace(&mut self.udp, udp));
         self.migrated = true;
         Ok(())
     }
