@@ -276,12 +276,12 @@ impl CellRunner {
                 )),
                 Some(ended) if ended.code == Some(127) => Err(anyhow::anyhow!(
                     "the client exited 127 (test case unsupported): {}",
-                    running.last_words()
+                    last_error(&running)
                 )),
                 Some(ended) if ended.code != Some(0) => Err(anyhow::anyhow!(
                     "the client failed ({:?}): {}",
                     ended.code,
-                    running.last_words()
+                    last_error(&running)
                 )),
                 Some(_) => Ok(()),
             };
@@ -290,6 +290,23 @@ impl CellRunner {
             }
         }
         Ok((reports, Ok(())))
+    }
+}
+
+/// The longest reason a table cell quotes; the rest is in the logs.
+const REASON_CHARS: usize = 300;
+
+/// A client's last line of stderr (its error), cut to [`REASON_CHARS`]:
+/// its report on stdout is kept in the logs, not in the reason.
+fn last_error(process: &Running) -> String {
+    let stderr = process.stderr();
+    let line = stderr
+        .lines()
+        .rfind(|line| !line.trim().is_empty())
+        .unwrap_or("(nothing on stderr)");
+    match line.char_indices().nth(REASON_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
     }
 }
 
