@@ -26,4 +26,6 @@ pub mod baseline;
 pub mod compare;
 pub mod flow;
 pub mod http3;
+pub mod hq;
+pub mod matrix;
 pub mod quinn_peer;

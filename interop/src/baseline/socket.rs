@@ -142,12 +142,30 @@ impl Outbox {
         udp: &UdpLoop,
         conn: &mut quiche::Connection,
     ) -> Result<Flushed, quiche::Error> {
+        self.flush_from(&[udp], conn)
+    }
+
+    /// As [`Outbox::flush`], each packet sent from the socket bound to the
+    /// address quiche sends it from (`SendInfo::from`; the first socket when
+    /// none is): a connection that migrates has a socket per path.
+    pub fn flush_from(
+        &mut self,
+        sockets: &[&UdpLoop],
+        conn: &mut quiche::Connection,
+    ) -> Result<Flushed, quiche::Error> {
         loop {
             if let Some((len, info)) = self.held {
                 let now = Instant::now();
                 if info.at > now + PACING_GRANULARITY {
                     return Ok(Flushed::HeldUntil(info.at));
                 }
+                let udp = sockets
+                    .iter()
+                    .find(|s| s.local_addr() == info.from)
+                    .or(sockets.first());
+                let Some(udp) = udp else {
+                    return Ok(Flushed::Idle);
+                };
                 match udp.socket.send_to(&self.packet[..len], info.to) {
                     Ok(_) => self.held = None,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

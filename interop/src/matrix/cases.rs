@@ -1,0 +1,350 @@
+//! The test cases: the quic-interop-runner's (testcases_quic.py), each
+//! with its letter, its files, the link it runs over and what its check
+//! asks of the wire and of the client's report; plus sift/1-upgrade.
+
+use std::fmt;
+
+/// One test case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Case {
+    /// A handshake and a 1 KB file.
+    Handshake,
+    /// Several files on one connection, 10 MB among them.
+    Transfer,
+    /// Many small files on one connection.
+    Multiplexing,
+    /// The server sends a Retry; the client's next Initial carries its token.
+    Retry,
+    /// A second connection resumes the first's TLS session.
+    Resumption,
+    /// A second connection sends its requests in 0-RTT.
+    ZeroRtt,
+    /// An HTTP/3 transaction.
+    Http3,
+    /// The client offers only ChaCha20-Poly1305.
+    ChaCha20,
+    /// The client updates its 1-RTT keys mid-transfer.
+    KeyUpdate,
+    /// A transfer over IPv6.
+    Ipv6,
+    /// The client's port changes under a NAT mid-transfer.
+    RebindPort,
+    /// The client moves to a new port itself (active migration).
+    ConnectionMigration,
+    /// Handshakes through 30% loss.
+    HandshakeLoss,
+    /// A transfer through 2% loss.
+    TransferLoss,
+    /// A transfer through 2% corruption.
+    TransferCorruption,
+    /// The server keeps to 3× what an unvalidated client sent.
+    AmplificationLimit,
+    /// QUIC v2 chosen by compatible version negotiation.
+    V2,
+    /// sift ↔ sift: start in QUIC v1, upgrade to sift/1.
+    SiftUpgrade,
+}
+
+/// Every case, in the table's column order.
+pub const ALL: [Case; 18] = [
+    Case::Handshake,
+    Case::Transfer,
+    Case::Multiplexing,
+    Case::Retry,
+    Case::Resumption,
+    Case::ZeroRtt,
+    Case::Http3,
+    Case::ChaCha20,
+    Case::KeyUpdate,
+    Case::Ipv6,
+    Case::RebindPort,
+    Case::ConnectionMigration,
+    Case::HandshakeLoss,
+    Case::TransferLoss,
+    Case::TransferCorruption,
+    Case::AmplificationLimit,
+    Case::V2,
+    Case::SiftUpgrade,
+];
+
+/// Number of small files of the multiplexing case.
+pub const MULTIPLEXING_FILES: usize = 1000;
+
+/// Number of files (and so of 0-RTT requests) of the zerortt case.
+pub const ZERO_RTT_FILES: usize = 40;
+
+/// Length of the zerortt case's file names: long names make requests
+/// that fill 0-RTT packets (the runner uses 250).
+pub const ZERO_RTT_NAME_LEN: usize = 100;
+
+/// Connections (one file each) of the handshakeloss case.
+pub const HANDSHAKE_LOSS_RUNS: usize = 5;
+
+/// Certificates in the amplificationlimit case's chain: enough that the
+/// server's first flight is far more than 3× a client Initial (the
+/// runner uses 9).
+pub const AMPLIFICATION_CHAIN: usize = 9;
+
+/// Certificates in the resumption case's chain: a full handshake's
+/// flight of several kilobytes against a resumed one's few hundred bytes
+/// (padding a datagram to 1200 bytes, as quinn does, cannot hide it).
+pub const RESUMPTION_CHAIN: usize = 4;
+
+/// A case's link: `sift-link` between tap and server with these netem
+/// specs (forward = client → server), and how often it rebinds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    /// Client → server.
+    pub forward: &'static str,
+    /// Server → client.
+    pub reverse: &'static str,
+    /// `--rebind-every SECS`.
+    pub rebind_every_s: Option<f64>,
+}
+
+impl Case {
+    /// The runner's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Handshake => "handshake",
+            Case::Transfer => "transfer",
+            Case::Multiplexing => "multiplexing",
+            Case::Retry => "retry",
+            Case::Resumption => "resumption",
+            Case::ZeroRtt => "zerortt",
+            Case::Http3 => "http3",
+            Case::ChaCha20 => "chacha20",
+            Case::KeyUpdate => "keyupdate",
+            Case::Ipv6 => "ipv6",
+            Case::RebindPort => "rebind-port",
+            Case::ConnectionMigration => "connectionmigration",
+            Case::HandshakeLoss => "handshakeloss",
+            Case::TransferLoss => "transferloss",
+            Case::TransferCorruption => "transfercorruption",
+            Case::AmplificationLimit => "amplificationlimit",
+            Case::V2 => "v2",
+            Case::SiftUpgrade => "sift1-upgrade",
+        }
+    }
+
+    /// The letter of the public interop pages (interop.seemann.io).
+    pub fn letter(self) -> &'static str {
+        match self {
+            Case::Handshake => "H",
+            Case::Transfer => "DC",
+            Case::Multiplexing => "M",
+            Case::Retry => "S",
+            Case::Resumption => "R",
+            Case::ZeroRtt => "Z",
+            Case::Http3 => "3",
+            Case::ChaCha20 => "C20",
+            Case::KeyUpdate => "U",
+            Case::Ipv6 => "6",
+            Case::RebindPort => "BP",
+            Case::ConnectionMigration => "CM",
+            Case::HandshakeLoss => "L1",
+            Case::TransferLoss => "L2",
+            Case::TransferCorruption => "C2",
+            Case::AmplificationLimit => "A",
+            Case::V2 => "V2",
+            Case::SiftUpgrade => "SU",
+        }
+    }
+
+    /// What a pass means.
+    pub fn description(self) -> &'static str {
+        match self {
+            Case::Handshake => "one handshake, QUIC v1, a 1 KB file byte-exact",
+            Case::Transfer => "files of 2, 3 and 10 MB on one connection, byte-exact, one handshake",
+            Case::Multiplexing => "1000 files of 32 bytes on one connection (beyond the initial stream limit)",
+            Case::Retry => "the server sends a Retry; the client's next Initial carries the token; one handshake",
+            Case::Resumption => "two handshakes; the second resumes (its Handshake flight carries no certificate: under half the first's bytes)",
+            Case::ZeroRtt => "two handshakes; the second connection's requests go in 0-RTT packets",
+            Case::Http3 => "an HTTP/3 transaction (h3 examples)",
+            Case::ChaCha20 => "the client offers only TLS_CHACHA20_POLY1305_SHA256; a 3 MB file byte-exact",
+            Case::KeyUpdate => "the client initiates a key update during a 3 MB download; the server follows",
+            Case::Ipv6 => "files of 5 and 10 KB over ::1",
+            Case::RebindPort => "a 5 MB download at 20 Mb/s through a NAT that gives the client a new port every second",
+            Case::ConnectionMigration => "the client moves to a new port mid-download with a new connection ID; 2 MB at 20 Mb/s",
+            Case::HandshakeLoss => "5 connections of one 1 KB file each through 30% loss both ways, 5 handshakes",
+            Case::TransferLoss => "a 2 MB file at 10 Mb/s through 2% loss both ways",
+            Case::TransferCorruption => "a 2 MB file at 10 Mb/s through 2% corruption both ways (damaged datagrams delivered)",
+            Case::AmplificationLimit => "a 9-certificate chain; the client's datagrams 2-7 dropped; the server sends under 4× (3× + the runner's tolerance) what it got until the client's first Handshake packet",
+            Case::V2 => "QUIC v2 chosen by compatible version negotiation",
+            Case::SiftUpgrade => "sift ↔ sift: the client starts in QUIC v1, the connection runs sift/1, a file byte-exact",
+        }
+    }
+
+    /// The files served: (name, bytes).
+    pub fn files(self) -> Vec<(String, u64)> {
+        const KB: u64 = 1000;
+        const MB: u64 = 1000 * KB;
+        let named = |sizes: &[u64]| -> Vec<(String, u64)> {
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &bytes)| (format!("file{i}.bin"), bytes))
+                .collect()
+        };
+        match self {
+            Case::Handshake | Case::Http3 | Case::V2 => named(&[KB]),
+            Case::Transfer => named(&[2 * MB, 3 * MB, 10 * MB]),
+            Case::Multiplexing => (0..MULTIPLEXING_FILES)
+                .map(|i| (format!("m{i:04}"), 32))
+                .collect(),
+            Case::Retry => named(&[10 * KB]),
+            Case::Resumption => named(&[5 * KB, 10 * KB]),
+            Case::ZeroRtt => (0..ZERO_RTT_FILES)
+                .map(|i| {
+                    let stem = format!("z{i:02}");
+                    let name = format!("{stem}{}", "x".repeat(ZERO_RTT_NAME_LEN - stem.len()));
+                    (name, 32)
+                })
+                .collect(),
+            Case::ChaCha20 | Case::KeyUpdate => named(&[3 * MB]),
+            Case::Ipv6 => named(&[5 * KB, 10 * KB]),
+            Case::RebindPort => named(&[5 * MB]),
+            Case::ConnectionMigration | Case::TransferLoss | Case::TransferCorruption => {
+                named(&[2 * MB])
+            }
+            Case::HandshakeLoss => named(&[KB; HANDSHAKE_LOSS_RUNS]),
+            Case::AmplificationLimit => named(&[5 * KB]),
+            Case::SiftUpgrade => named(&[KB, 3 * MB]),
+        }
+    }
+
+    /// The `sift-link` this case runs through, if any.
+    pub fn link(self) -> Option<Link> {
+        match self {
+            Case::RebindPort => Some(Link {
+                forward: "delay 15ms rate 20mbit limit 100",
+                reverse: "delay 15ms rate 20mbit limit 100",
+                rebind_every_s: Some(1.0),
+            }),
+            Case::ConnectionMigration => Some(Link {
+                forward: "delay 15ms rate 20mbit limit 100",
+                reverse: "delay 15ms rate 20mbit limit 100",
+                rebind_every_s: None,
+            }),
+            Case::HandshakeLoss => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25 loss 30%",
+                reverse: "delay 15ms rate 10mbit limit 25 loss 30%",
+                rebind_every_s: None,
+            }),
+            Case::TransferLoss => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25 loss 2%",
+                reverse: "delay 15ms rate 10mbit limit 25 loss 2%",
+                rebind_every_s: None,
+            }),
+            Case::TransferCorruption => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25 corrupt 2%",
+                reverse: "delay 15ms rate 10mbit limit 25 corrupt 2%",
+                rebind_every_s: None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Handshakes the check expects.
+    pub fn handshakes(self) -> usize {
+        match self {
+            Case::Resumption | Case::ZeroRtt => 2,
+            Case::HandshakeLoss => HANDSHAKE_LOSS_RUNS,
+            _ => 1,
+        }
+    }
+
+    /// Whether the client runs once per file (the runner's multiconnect).
+    pub fn connection_per_file(self) -> bool {
+        self == Case::HandshakeLoss
+    }
+
+    /// Whether the cell runs over IPv6.
+    pub fn ipv6(self) -> bool {
+        self == Case::Ipv6
+    }
+
+    /// Parses a case by its name or letter.
+    pub fn parse(text: &str) -> Option<Case> {
+        ALL.into_iter()
+            .find(|c| c.name() == text || c.letter().eq_ignore_ascii_case(text))
+    }
+}
+
+impl serde::Serialize for Case {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parses a comma-separated list of case names (or letters).
+pub fn parse_list(text: &str) -> anyhow::Result<Vec<Case>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            Case::parse(name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no test case {name:?} (one of {})",
+                    ALL.map(Case::name).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_letters_are_unique_and_parse_back() {
+        for case in ALL {
+            assert_eq!(Case::parse(case.name()), Some(case));
+            assert_eq!(Case::parse(case.letter()), Some(case));
+            assert_eq!(
+                ALL.iter().filter(|c| c.letter() == case.letter()).count(),
+                1
+            );
+        }
+        assert!(parse_list("handshake,bogus").is_err());
+        assert_eq!(
+            parse_list("H, transfer").unwrap(),
+            vec![Case::Handshake, Case::Transfer]
+        );
+    }
+
+    #[test]
+    fn transfer_serves_a_10_mb_file_and_multiplexing_a_thousand_distinct_names() {
+        assert!(Case::Transfer.files().iter().any(|(_, b)| *b == 10_000_000));
+        let mut names: Vec<String> = Case::Multiplexing
+            .files()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        names.dedup();
+        assert_eq!(names.len(), MULTIPLEXING_FILES);
+    }
+
+    #[test]
+    fn lossy_cases_run_through_a_link_and_loopback_ones_do_not() {
+        assert!(Case::TransferCorruption
+            .link()
+            .unwrap()
+            .forward
+            .contains("corrupt"));
+        assert!(Case::HandshakeLoss
+            .link()
+            .unwrap()
+            .reverse
+            .contains("loss 30%"));
+        assert!(Case::RebindPort.link().unwrap().rebind_every_s.is_some());
+        assert_eq!(Case::Handshake.link(), None);
+    }
+}

@@ -1,0 +1,253 @@
+//! The matrix as the public interop pages show it: one row per client,
+//! one column per server, each cell the letters of its cases (passed,
+//! then ✕ failed, then ? unsupported); then one ✓/✕/? table per case,
+//! and every failure and unsupported case with its reason.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::cases::{self, Case};
+use super::cell::{CellResult, Outcome};
+use super::stacks::Stack;
+
+/// results.json.
+#[derive(Serialize)]
+pub struct Results<'a> {
+    /// The cases run, with their letters and meaning.
+    pub cases: Vec<CaseInfo>,
+    /// Clients, in order.
+    pub clients: &'a [Stack],
+    /// Servers, in order.
+    pub servers: &'a [Stack],
+    /// Every cell.
+    pub cells: &'a [CellResult],
+}
+
+/// One case's legend entry.
+#[derive(Serialize)]
+pub struct CaseInfo {
+    /// The runner's name.
+    pub name: &'static str,
+    /// Its letter.
+    pub letter: &'static str,
+    /// What a pass means.
+    pub description: &'static str,
+}
+
+/// The legend of `cases`.
+pub fn legend(cases: &[Case]) -> Vec<CaseInfo> {
+    cases
+        .iter()
+        .map(|c| CaseInfo {
+            name: c.name(),
+            letter: c.letter(),
+            description: c.description(),
+        })
+        .collect()
+}
+
+fn symbol(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Pass => "✓",
+        Outcome::Fail(_) => "✕",
+        Outcome::Unsupported(_) => "?",
+    }
+}
+
+fn find(cells: &[CellResult], client: Stack, server: Stack, case: Case) -> Option<&CellResult> {
+    cells
+        .iter()
+        .find(|c| c.client == client && c.server == server && c.case == case)
+}
+
+/// The markdown report.
+pub fn markdown(
+    cases: &[Case],
+    clients: &[Stack],
+    servers: &[Stack],
+    cells: &[CellResult],
+) -> String {
+    let mut out = String::new();
+    let count = |want: fn(&Outcome) -> bool| cells.iter().filter(|c| want(&c.outcome)).count();
+    let _ = writeln!(
+        out,
+        "# Interop matrix\n\n{} cells: {} passed, {} failed, {} unsupported.\n",
+        cells.len(),
+        count(|o| *o == Outcome::Pass),
+        count(|o| matches!(o, Outcome::Fail(_))),
+        count(|o| matches!(o, Outcome::Unsupported(_)))
+    );
+    let _ = writeln!(
+        out,
+        "Rows: client; columns: server. In a cell, the letters of the cases that passed, then `✕` and those that failed, then `?` and those one side does not support.\n"
+    );
+    let _ = write!(out, "| client \\ server |");
+    for server in servers {
+        let _ = write!(out, " {server} |");
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in servers {
+        let _ = write!(out, "---|");
+    }
+    out.push('\n');
+    for &client in clients {
+        let _ = write!(out, "| **{client}** |");
+        for &server in servers {
+            let mut groups: [Vec<&str>; 3] = Default::default();
+            for &case in cases {
+                if let Some(cell) = find(cells, client, server, case) {
+                    let group = match cell.outcome {
+                        Outcome::Pass => 0,
+                        Outcome::Fail(_) => 1,
+                        Outcome::Unsupported(_) => 2,
+                    };
+                    groups[group].push(case.letter());
+                }
+            }
+            let mut text = groups[0].join(" ");
+            for (mark, group) in [("✕", &groups[1]), ("?", &groups[2])] {
+                if !group.is_empty() {
+                    let _ = write!(
+                        text,
+                        "{}{mark} {}",
+                        if text.is_empty() { "" } else { " " },
+                        group.join(" ")
+                    );
+                }
+            }
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "\n## Per case (cell: client → server)\n");
+    let _ = write!(out, "| case |");
+    let pairs: Vec<(Stack, Stack)> = clients
+        .iter()
+        .flat_map(|&c| servers.iter().map(move |&s| (c, s)))
+        .collect();
+    for (client, server) in &pairs {
+        let _ = write!(out, " {client}→{server} |");
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in &pairs {
+        let _ = write!(out, "---|");
+    }
+    out.push('\n');
+    for &case in cases {
+        let _ = write!(out, "| {} {} |", case.letter(), case.name());
+        for &(client, server) in &pairs {
+            let mark = find(cells, client, server, case).map_or(" ", |c| symbol(&c.outcome));
+            let _ = write!(out, " {mark} |");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "\n## Letters\n");
+    for case in cases {
+        let _ = writeln!(
+            out,
+            "- **{}** {}: {}",
+            case.letter(),
+            case.name(),
+            case.description()
+        );
+    }
+    let failed: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Fail(_)))
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n## Failures\n");
+        for cell in failed {
+            if let Outcome::Fail(reason) = &cell.outcome {
+                let logs = cell
+                    .logs
+                    .as_ref()
+                    .map(|p| format!(" (logs: `{}`)", p.display()))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "- {} → {} {}: {}{logs}",
+                    cell.client,
+                    cell.server,
+                    cell.case,
+                    one_line(reason)
+                );
+            }
+        }
+    }
+    let mut reasons: Vec<(String, Vec<String>)> = Vec::new();
+    for cell in cells {
+        if let Outcome::Unsupported(reason) = &cell.outcome {
+            let label = format!("{}→{} {}", cell.client, cell.server, cell.case.letter());
+            match reasons.iter_mut().find(|(r, _)| r == reason) {
+                Some((_, cells)) => cells.push(label),
+                None => reasons.push((reason.clone(), vec![label])),
+            }
+        }
+    }
+    if !reasons.is_empty() {
+        let _ = writeln!(out, "\n## Unsupported\n");
+        for (reason, which) in reasons {
+            let _ = writeln!(out, "- {reason}: {}", which.join(", "));
+        }
+    }
+    out
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every case, for `--help`.
+pub fn case_names() -> String {
+    cases::ALL
+        .iter()
+        .map(|c| format!("{} ({})", c.name(), c.letter()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(client: Stack, server: Stack, case: Case, outcome: Outcome) -> CellResult {
+        CellResult {
+            client,
+            server,
+            case,
+            outcome,
+            seconds: 0.0,
+            seen: None,
+            link_stats: None,
+            logs: None,
+        }
+    }
+
+    #[test]
+    fn a_cell_lists_passed_then_failed_then_unsupported_letters() {
+        let cells = vec![
+            cell(Stack::Quinn, Stack::Quiche, Case::Handshake, Outcome::Pass),
+            cell(
+                Stack::Quinn,
+                Stack::Quiche,
+                Case::Retry,
+                Outcome::Fail("no Retry".into()),
+            ),
+            cell(
+                Stack::Quinn,
+                Stack::Quiche,
+                Case::V2,
+                Outcome::Unsupported("v1 only".into()),
+            ),
+        ];
+        let cases = [Case::Handshake, Case::Retry, Case::V2];
+        let md = markdown(&cases, &[Stack::Quinn], &[Stack::Quiche], &cells);
+        assert!(md.contains("| **quinn** | H ✕ S ? V2 |"), "{md}");
+        assert!(md.contains("| S retry | ✕ |"), "{md}");
+        assert!(md.contains("quinn → quiche retry: no Retry"), "{md}");
+        assert!(md.contains("- v1 only: quinn→quiche V2"), "{md}");
+        assert!(md.contains("1 passed, 1 failed, 1 unsupported"), "{md}");
+    }
+}

@@ -1,0 +1,410 @@
+//! The implementations in the matrix (sift, quiche, quinn): where their
+//! binaries are, how each is started as server and as client for a case,
+//! and which cases each cannot run, with the reason (the runner's exit
+//! code 127).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::bail;
+
+use super::cases::Case;
+
+/// One implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stack {
+    /// sift's `sift-server` / `sift-client` (hq-interop beside sift/1).
+    Sift,
+    /// `quiche-hq` (quiche 0.28).
+    Quiche,
+    /// `quinn-hq` (quinn 0.11).
+    Quinn,
+}
+
+/// Every implementation, in the table's order.
+pub const ALL: [Stack; 3] = [Stack::Sift, Stack::Quiche, Stack::Quinn];
+
+/// `sift-client --key-update-every N` in the keyupdate case: a client
+/// sends only a few dozen packets (requests, ACKs) during a 3 MB download
+/// on loopback, so this updates keys at least once.
+pub const SIFT_KEY_UPDATE_EVERY: u64 = 16;
+
+impl Stack {
+    /// Its name in tables and options.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Sift => "sift",
+            Stack::Quiche => "quiche",
+            Stack::Quinn => "quinn",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(text: &str) -> Option<Stack> {
+        ALL.into_iter().find(|s| s.name() == text)
+    }
+
+    /// Why this stack cannot be the client of `case`, if it cannot.
+    pub fn client_unsupported(self, case: Case) -> Option<&'static str> {
+        match (self, case) {
+            (_, Case::V2) => Some(self.no_v2()),
+            (Stack::Sift, Case::Resumption | Case::ZeroRtt) => Some(SIFT_NO_RESUMPTION),
+            (Stack::Quiche, Case::ChaCha20) => Some(
+                "quiche 0.28 has no way to restrict the TLS 1.3 cipher suites BoringSSL offers",
+            ),
+            (Stack::Quiche, Case::KeyUpdate) => {
+                Some("quiche 0.28 cannot initiate a key update (src/lib.rs only answers a peer's)")
+            }
+            _ => None,
+        }
+    }
+
+    /// Why this stack cannot be the server of `case`, if it cannot.
+    pub fn server_unsupported(self, case: Case) -> Option<&'static str> {
+        match (self, case) {
+            (_, Case::V2) => Some(self.no_v2()),
+            (Stack::Sift, Case::Resumption | Case::ZeroRtt) => Some(SIFT_NO_RESUMPTION),
+            _ => None,
+        }
+    }
+
+    fn no_v2(self) -> &'static str {
+        match self {
+            Stack::Sift => "sift speaks sift/1 and QUIC v1 only (--versions)",
+            Stack::Quiche => {
+                "quiche 0.28 speaks QUIC v1 only (quiche::version_is_supported matches PROTOCOL_VERSION_V1 alone)"
+            }
+            Stack::Quinn => {
+                "quinn 0.11 speaks QUIC v1 only (quinn-proto DEFAULT_SUPPORTED_VERSIONS: v1 and drafts)"
+            }
+        }
+    }
+}
+
+const SIFT_NO_RESUMPTION: &str =
+    "sift has no session tickets and no 0-RTT (src/crypto/tls: \"no 0-RTT, no session tickets: nothing resumes\")";
+
+impl serde::Serialize for Stack {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parses a comma-separated list of implementations.
+pub fn parse_list(text: &str) -> anyhow::Result<Vec<Stack>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            Stack::parse(name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no implementation {name:?} (one of {})",
+                    ALL.map(Stack::name).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The HTTP/3 hook: sift's HTTP/3 example server and client, once wired.
+/// They are started like the hq peers: the server with `--listen ADDR
+/// --root DIR [--cert F --key F]` (printing `listening on ADDR`), the
+/// client with `URL... --output-dir DIR`.
+#[derive(Clone, Debug, Default)]
+pub struct Http3 {
+    /// The example server.
+    pub server: Option<PathBuf>,
+    /// The example client.
+    pub client: Option<PathBuf>,
+}
+
+/// Why the http3 case cannot run for this pair, if it cannot.
+pub fn http3_unsupported(http3: &Http3, client: Stack, server: Stack) -> Option<String> {
+    if client != Stack::Sift || server != Stack::Sift {
+        let other = if client != Stack::Sift {
+            client
+        } else {
+            server
+        };
+        return Some(format!(
+            "no HTTP/3 {} peer built in interop/ yet (quiche::h3 / h3-quinn not wired)",
+            other.name()
+        ));
+    }
+    if http3.server.is_none() || http3.client.is_none() {
+        return Some("h3 examples not yet wired".into());
+    }
+    None
+}
+
+/// Why `case` cannot run between `client` and `server`, if it cannot.
+pub fn unsupported(http3: &Http3, case: Case, client: Stack, server: Stack) -> Option<String> {
+    if case == Case::SiftUpgrade && (client != Stack::Sift || server != Stack::Sift) {
+        return Some("sift/1 is sift's own version: sift ↔ sift only".into());
+    }
+    if case == Case::Http3 {
+        return http3_unsupported(http3, client, server);
+    }
+    if let Some(reason) = client.client_unsupported(case) {
+        return Some(format!("client: {reason}"));
+    }
+    server
+        .server_unsupported(case)
+        .map(|reason| format!("server: {reason}"))
+}
+
+/// Where every binary is.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// `sift-server`.
+    pub sift_server: PathBuf,
+    /// `sift-client`.
+    pub sift_client: PathBuf,
+    /// `sift-link`.
+    pub sift_link: PathBuf,
+    /// Whether this `sift-link` writes `--stats FILE`.
+    pub link_stats: bool,
+    /// `quiche-hq`.
+    pub quiche_hq: PathBuf,
+    /// `quinn-hq`.
+    pub quinn_hq: PathBuf,
+    /// The HTTP/3 hook.
+    pub http3: Http3,
+}
+
+impl Binaries {
+    /// sift's binaries from `sift_dir`, the peers' from `peer_dir`; each
+    /// must exist.
+    pub fn locate(sift_dir: &Path, peer_dir: &Path, http3: Http3) -> anyhow::Result<Self> {
+        let find = |dir: &Path, name: &str, build: &str| -> anyhow::Result<PathBuf> {
+            let path = dir.join(name);
+            if path.is_file() {
+                Ok(path)
+            } else {
+                bail!("{} not found (build it: {build})", path.display())
+            }
+        };
+        let sift = "cargo build --release -p sift-bin";
+        let peers = "cargo build --release --manifest-path interop/Cargo.toml";
+        let sift_link = find(sift_dir, "sift-link", sift)?;
+        let link_stats = Command::new(&sift_link)
+            .arg("--help")
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).contains("--stats"))
+            .unwrap_or(false);
+        Ok(Self {
+            sift_server: find(sift_dir, "sift-server", sift)?,
+            sift_client: find(sift_dir, "sift-client", sift)?,
+            sift_link,
+            link_stats,
+            quiche_hq: find(peer_dir, "quiche-hq", peers)?,
+            quinn_hq: find(peer_dir, "quinn-hq", peers)?,
+            http3,
+        })
+    }
+
+    fn peer(&self, stack: Stack) -> &Path {
+        match stack {
+            Stack::Quiche => &self.quiche_hq,
+            _ => &self.quinn_hq,
+        }
+    }
+}
+
+/// What a server is started with.
+#[derive(Clone, Debug)]
+pub struct ServerSetup<'a> {
+    /// Address to listen on (port 0).
+    pub listen: SocketAddr,
+    /// The files.
+    pub root: &'a Path,
+    /// Certificate chain and key, when the case brings its own.
+    pub cert: Option<(&'a Path, &'a Path)>,
+    /// A private directory (sift's state).
+    pub state: &'a Path,
+}
+
+/// The server's command for `case`.
+pub fn server_command(
+    binaries: &Binaries,
+    stack: Stack,
+    case: Case,
+    setup: &ServerSetup<'_>,
+) -> Command {
+    let mut command = if case == Case::Http3 {
+        Command::new(
+            binaries
+                .http3
+                .server
+                .as_deref()
+                .unwrap_or(Path::new("h3-server")),
+        )
+    } else {
+        match stack {
+            Stack::Sift => {
+                let mut c = Command::new(&binaries.sift_server);
+                c.arg("--state-dir")
+                    .arg(setup.state)
+                    .args(["--workers", "1"]);
+                c
+            }
+            peer => {
+                let mut c = Command::new(binaries.peer(peer));
+                c.arg("server");
+                c
+            }
+        }
+    };
+    command
+        .arg("--listen")
+        .arg(setup.listen.to_string())
+        .arg("--root")
+        .arg(setup.root);
+    if let Some((cert, key)) = setup.cert {
+        command.arg("--cert").arg(cert).arg("--key").arg(key);
+    }
+    if case == Case::Retry {
+        command.arg("--retry");
+    }
+    command
+}
+
+/// The client's command for `case`, fetching `urls` into `downloads`.
+pub fn client_command(
+    binaries: &Binaries,
+    stack: Stack,
+    case: Case,
+    urls: &[String],
+    downloads: &Path,
+    state: &Path,
+) -> Command {
+    if case == Case::Http3 {
+        let mut c = Command::new(
+            binaries
+                .http3
+                .client
+                .as_deref()
+                .unwrap_or(Path::new("h3-client")),
+        );
+        c.args(urls).arg("--output-dir").arg(downloads);
+        return c;
+    }
+    match stack {
+        Stack::Sift => {
+            let mut c = Command::new(&binaries.sift_client);
+            c.arg("get")
+                .args(urls)
+                .arg("--output-dir")
+                .arg(downloads)
+                .arg("--json")
+                .arg("--state-dir")
+                .arg(state);
+            if case != Case::SiftUpgrade {
+                c.args(["--versions", "v1"]);
+            }
+            match case {
+                Case::ChaCha20 => {
+                    c.args(["--ciphers", "chacha20"]);
+                }
+                Case::KeyUpdate => {
+                    c.arg("--key-update-every")
+                        .arg(SIFT_KEY_UPDATE_EVERY.to_string());
+                }
+                Case::ConnectionMigration => {
+                    c.arg("--migrate");
+                }
+                _ => {}
+            }
+            c
+        }
+        peer => {
+            let mut c = Command::new(binaries.peer(peer));
+            c.arg("client")
+                .args(urls)
+                .arg("--output-dir")
+                .arg(downloads)
+                .args(["--insecure", "--json"]);
+            let flag = match case {
+                Case::ChaCha20 => Some("--chacha20"),
+                Case::KeyUpdate => Some("--key-update"),
+                Case::Resumption => Some("--resume"),
+                Case::ZeroRtt => Some("--zerortt"),
+                Case::ConnectionMigration => Some("--migrate"),
+                _ => None,
+            };
+            c.args(flag);
+            c
+        }
+    }
+}
+
+/// The URL of `name` behind `address` for `case` (`sift://` for the
+/// sift/1 upgrade, `https://` for hq-interop).
+pub fn url(case: Case, address: SocketAddr, name: &str) -> String {
+    let scheme = if case == Case::SiftUpgrade {
+        "sift"
+    } else {
+        "https"
+    };
+    format!("{scheme}://{address}/{name}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sift_upgrade_runs_between_sift_ends_only() {
+        let none = Http3::default();
+        assert_eq!(
+            unsupported(&none, Case::SiftUpgrade, Stack::Sift, Stack::Sift),
+            None
+        );
+        assert!(unsupported(&none, Case::SiftUpgrade, Stack::Sift, Stack::Quinn).is_some());
+    }
+
+    #[test]
+    fn a_case_one_side_cannot_run_is_unsupported_with_that_sides_reason() {
+        let none = Http3::default();
+        let reason = unsupported(&none, Case::KeyUpdate, Stack::Quiche, Stack::Quinn).unwrap();
+        assert!(reason.starts_with("client: quiche"), "{reason}");
+        assert_eq!(
+            unsupported(&none, Case::KeyUpdate, Stack::Quinn, Stack::Quiche),
+            None
+        );
+        let reason = unsupported(&none, Case::Resumption, Stack::Quinn, Stack::Sift).unwrap();
+        assert!(reason.starts_with("server: sift"), "{reason}");
+    }
+
+    #[test]
+    fn http3_waits_for_the_examples_to_be_wired() {
+        let none = Http3::default();
+        assert_eq!(
+            unsupported(&none, Case::Http3, Stack::Sift, Stack::Sift).as_deref(),
+            Some("h3 examples not yet wired")
+        );
+        let wired = Http3 {
+            server: Some("s".into()),
+            client: Some("c".into()),
+        };
+        assert_eq!(
+            unsupported(&wired, Case::Http3, Stack::Sift, Stack::Sift),
+            None
+        );
+    }
+
+    #[test]
+    fn urls_bracket_ipv6_and_pick_the_scheme_by_case() {
+        let v6: SocketAddr = "[::1]:4433".parse().unwrap();
+        assert_eq!(url(Case::Ipv6, v6, "a"), "https://[::1]:4433/a");
+        assert!(url(Case::SiftUpgrade, v6, "a").starts_with("sift://"));
+    }
+}
