@@ -25,7 +25,7 @@
 pub mod baseline;
 pub mod compare;
 pub mod flow;
-pub mod http3;
 pub mod hq;
+pub mod http3;
 pub mod matrix;
 pub mod quinn_peer;
