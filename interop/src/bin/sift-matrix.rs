@@ -49,10 +49,10 @@ struct Args {
     /// Where quiche-hq and quinn-hq are [default: next to this binary].
     #[arg(long, value_name = "DIR")]
     peer_bin: Option<PathBuf>,
-    /// sift's HTTP/3 example server (the http3 case's hook).
+    /// sift's HTTP/3 example server (default: sift-h3-server beside the peers).
     #[arg(long, value_name = "BIN")]
     h3_server: Option<PathBuf>,
-    /// sift's HTTP/3 example client (the http3 case's hook).
+    /// sift's HTTP/3 example client (default: sift-h3-client beside the peers).
     #[arg(long, value_name = "BIN")]
     h3_client: Option<PathBuf>,
     /// Exit non-zero when a cell fails (unsupported ones do not count).
@@ -92,10 +92,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
             .map(PathBuf::from)
             .unwrap_or_default(),
     };
-    let http3 = Http3 {
-        server: args.h3_server,
-        client: args.h3_client,
-    };
+    let http3 = Http3::locate(&peer_bin, args.h3_server, args.h3_client);
     let binaries = Binaries::locate(&args.sift_bin, &peer_bin, http3)?;
     std::fs::create_dir_all(&args.out)?;
     let out = args.out.canonicalize()?;

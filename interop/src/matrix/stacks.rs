@@ -114,33 +114,74 @@ pub fn parse_list(text: &str) -> anyhow::Result<Vec<Stack>> {
         .collect()
 }
 
-/// The HTTP/3 hook: sift's HTTP/3 example server and client, once wired.
-/// They are started like the hq peers: the server with `--listen ADDR
-/// --root DIR [--cert F --key F]` (printing `listening on ADDR`), the
-/// client with `URL... --output-dir DIR`.
+/// The HTTP/3 case's programs, one per stack that has one: sift's
+/// examples on the `h3` crate over sift (`sift-h3-server`,
+/// `sift-h3-client`), h3-quinn's (`quinn-h3-server`, `quinn-h3-client`)
+/// and `quiche::h3`'s client (`quiche-h3-client`; no quiche HTTP/3 server
+/// is built). Servers are started like the hq peers (`--listen ADDR --root
+/// DIR --cert F --key F`, printing `listening on ADDR`), clients with
+/// `URL... --output-dir DIR` and no certificate check, as the runner's.
 #[derive(Clone, Debug, Default)]
 pub struct Http3 {
-    /// The example server.
+    /// sift's example server.
     pub server: Option<PathBuf>,
-    /// The example client.
+    /// sift's example client.
     pub client: Option<PathBuf>,
+    /// h3-quinn's server.
+    pub quinn_server: Option<PathBuf>,
+    /// h3-quinn's client.
+    pub quinn_client: Option<PathBuf>,
+    /// quiche::h3's client.
+    pub quiche_client: Option<PathBuf>,
+}
+
+impl Http3 {
+    /// The programs found in `dir` (the interop crate's build), sift's
+    /// taken from `server`/`client` when given.
+    pub fn locate(dir: &Path, server: Option<PathBuf>, client: Option<PathBuf>) -> Self {
+        let found = |name: &str| Some(dir.join(name)).filter(|p| p.is_file());
+        Self {
+            server: server.or_else(|| found("sift-h3-server")),
+            client: client.or_else(|| found("sift-h3-client")),
+            quinn_server: found("quinn-h3-server"),
+            quinn_client: found("quinn-h3-client"),
+            quiche_client: found("quiche-h3-client"),
+        }
+    }
+
+    fn server_of(&self, stack: Stack) -> Option<&Path> {
+        match stack {
+            Stack::Sift => self.server.as_deref(),
+            Stack::Quinn => self.quinn_server.as_deref(),
+            Stack::Quiche => None,
+        }
+    }
+
+    fn client_of(&self, stack: Stack) -> Option<&Path> {
+        match stack {
+            Stack::Sift => self.client.as_deref(),
+            Stack::Quinn => self.quinn_client.as_deref(),
+            Stack::Quiche => self.quiche_client.as_deref(),
+        }
+    }
 }
 
 /// Why the http3 case cannot run for this pair, if it cannot.
 pub fn http3_unsupported(http3: &Http3, client: Stack, server: Stack) -> Option<String> {
-    if client != Stack::Sift || server != Stack::Sift {
-        let other = if client != Stack::Sift {
-            client
-        } else {
-            server
-        };
+    if server == Stack::Quiche {
+        return Some("server: no quiche HTTP/3 server is built (quiche::h3 client only)".into());
+    }
+    if http3.server_of(server).is_none() {
         return Some(format!(
-            "no HTTP/3 {} peer built in interop/ yet (quiche::h3 / h3-quinn not wired)",
-            other.name()
+            "server: {}'s HTTP/3 example is not built",
+            server.name()
         ));
     }
-    if http3.server.is_none() || http3.client.is_none() {
-        return Some("h3 examples not yet wired".into());
+    if http3.client_of(client).is_none() {
+        return Some(format!(
+            "client: {}'s HTTP/3 example is not built",
+            client.name()
+        ));
     }
     None
 }
@@ -243,8 +284,7 @@ pub fn server_command(
         Command::new(
             binaries
                 .http3
-                .server
-                .as_deref()
+                .server_of(stack)
                 .unwrap_or(Path::new("h3-server")),
         )
     } else {
@@ -290,11 +330,20 @@ pub fn client_command(
         let mut c = Command::new(
             binaries
                 .http3
-                .client
-                .as_deref()
+                .client_of(stack)
                 .unwrap_or(Path::new("h3-client")),
         );
         c.args(urls).arg("--output-dir").arg(downloads);
+        // The matrix's certificates are its own CA's: take them as they
+        // come, as the runner's clients do (quiche's checks nothing
+        // without --ca).
+        if stack != Stack::Quiche {
+            c.arg("--insecure");
+        }
+        if stack == Stack::Sift {
+            // As in the hq cases: QUIC v1 on the wire (sift/1 is its own case).
+            c.args(["--versions", "v1"]);
+        }
         return c;
     }
     match stack {
@@ -385,20 +434,32 @@ mod tests {
     }
 
     #[test]
-    fn http3_waits_for_the_examples_to_be_wired() {
+    fn http3_runs_where_both_sides_have_a_program() {
         let none = Http3::default();
-        assert_eq!(
-            unsupported(&none, Case::Http3, Stack::Sift, Stack::Sift).as_deref(),
-            Some("h3 examples not yet wired")
-        );
+        assert!(unsupported(&none, Case::Http3, Stack::Sift, Stack::Sift)
+            .unwrap()
+            .contains("sift's HTTP/3 example is not built"));
         let wired = Http3 {
             server: Some("s".into()),
             client: Some("c".into()),
+            quinn_server: Some("qs".into()),
+            quinn_client: None,
+            quiche_client: Some("qc".into()),
         };
         assert_eq!(
             unsupported(&wired, Case::Http3, Stack::Sift, Stack::Sift),
             None
         );
+        assert_eq!(
+            unsupported(&wired, Case::Http3, Stack::Quiche, Stack::Quinn),
+            None
+        );
+        assert!(unsupported(&wired, Case::Http3, Stack::Sift, Stack::Quiche)
+            .unwrap()
+            .contains("no quiche HTTP/3 server"));
+        assert!(unsupported(&wired, Case::Http3, Stack::Quinn, Stack::Sift)
+            .unwrap()
+            .starts_with("client: quinn"));
     }
 
     #[test]
