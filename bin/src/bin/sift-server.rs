@@ -68,7 +68,7 @@ Examples:
   # Null protection has no client keys: uploads from anyone, explicitly:
   sift-server --root ./scratch --insecure-null-crypto --allow-put --allow-anonymous-put
 
-On first run the server makes a self-signed certificate (rcgen, Ed25519) in
+On first run the server makes a self-signed certificate (rcgen, ECDSA P-256, which every QUIC client verifies) in
 its state directory and prints its SHA-256 fingerprint at every start;
 clients remember it on first contact, or take it with --pin.
 

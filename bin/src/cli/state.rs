@@ -89,7 +89,15 @@ pub fn server_identity(
     if let Some((cert, key)) = cert_and_key {
         return Ok((read_identity(cert, key)?, IdentitySource::Given));
     }
-    let stored = stored_identity(state, CERT_FILE, KEY_FILE, "localhost", true, "clients")?;
+    let stored = stored_identity(
+        state,
+        CERT_FILE,
+        KEY_FILE,
+        "localhost",
+        true,
+        "clients",
+        ServerIdentity::self_signed_ecdsa,
+    )?;
     stored.with_context(|| format!("no server identity in {}", state.display()))
 }
 
@@ -107,12 +115,15 @@ pub fn client_identity(
         "sift-client",
         create,
         "servers",
+        ServerIdentity::self_signed,
     )
 }
 
 /// A certificate and key kept in `state` as `cert_file` and `key_file`,
-/// made (self-signed for `name`, Ed25519) when missing and `create`.
-/// `peers` names who would see a new key, for the error about half of one.
+/// made by `make` (self-signed for `name`) when missing and `create`: the
+/// server's ECDSA P-256, which every QUIC client verifies; the client's
+/// Ed25519, which only sift servers ask for. `peers` names who would see
+/// a new key, for the error about half of one.
 fn stored_identity(
     state: &Path,
     cert_file: &str,
@@ -120,6 +131,7 @@ fn stored_identity(
     name: &str,
     create: bool,
     peers: &str,
+    make: fn(&[&str]) -> Result<ServerIdentity, sift::crypto::IdentityError>,
 ) -> anyhow::Result<Option<(ServerIdentity, IdentitySource)>> {
     let cert = state.join(cert_file);
     let key = state.join(key_file);
@@ -128,8 +140,7 @@ fn stored_identity(
         (false, false) if !create => Ok(None),
         (false, false) => {
             create_private_dir(state)?;
-            let identity = ServerIdentity::self_signed(&[name])
-                .context("cannot make a self-signed certificate")?;
+            let identity = make(&[name]).context("cannot make a self-signed certificate")?;
             write_new_file(&key, identity.private_key_pem().as_bytes(), 0o600)?;
             write_new_file(&cert, identity.chain_pem().as_bytes(), 0o644)?;
             Ok(Some((identity, IdentitySource::Created)))

@@ -168,6 +168,22 @@ impl ServerIdentity {
         Self::from_der(vec![certificate.der().to_vec()], key_pair.serialize_der())
     }
 
+    /// A new self-signed certificate for `names` with a fresh ECDSA P-256
+    /// key, as `sift-server` makes on its first run: the one key type
+    /// every QUIC stack verifies (BoringSSL, and so quiche, offers no
+    /// Ed25519 in its TLS 1.3 signature algorithms). ECDSA signatures are
+    /// randomised and vary in length, so the simulator keeps
+    /// [`ServerIdentity::self_signed`].
+    pub fn self_signed_ecdsa(names: &[&str]) -> Result<Self, IdentityError> {
+        let generate = |error: rcgen::Error| IdentityError::Generate(error.to_string());
+        let key_pair =
+            rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(generate)?;
+        let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+        let params = rcgen::CertificateParams::new(names).map_err(generate)?;
+        let certificate = params.self_signed(&key_pair).map_err(generate)?;
+        Self::from_der(vec![certificate.der().to_vec()], key_pair.serialize_der())
+    }
+
     /// The fingerprint of the end-entity certificate: what clients pin.
     pub fn fingerprint(&self) -> Fingerprint {
         Fingerprint::of_certificate(self.certified.end_entity_cert().map_or(&[], |c| c.as_ref()))
