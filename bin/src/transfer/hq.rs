@@ -232,8 +232,17 @@ fn receive<S: Duplex + ?Sized>(
             },
         }
     };
-    stream.write_all(&encode_request(path)).map_err(cut(0))?;
-    stream.finish().map_err(cut(0))?;
+    // A server that has the request line may stop our direction before it
+    // sees our FIN (STOP_SENDING, code 0 from sift): the answer still
+    // comes, so only reading the answer decides.
+    let sent = stream
+        .write_all(&encode_request(path))
+        .and_then(|()| stream.finish());
+    if let Err(error) = sent {
+        if !is_stopped(&error) {
+            return Err(cut(0)(error));
+        }
+    }
     let mut out = BufWriter::with_capacity(CHUNK_LEN, file);
     let mut hasher = Sha256Hasher::new();
     let mut buf = vec![0u8; CHUNK_LEN];
@@ -265,6 +274,14 @@ fn receive<S: Duplex + ?Sized>(
         sha256: hasher.finish(),
         finished_at,
     })
+}
+
+/// Whether `error` is the peer's STOP_SENDING of our direction.
+fn is_stopped(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<sift::blocking::SiftIoError>())
+        .is_some_and(|e| matches!(e, sift::blocking::SiftIoError::StreamStopped { .. }))
 }
 
 /// The application code of a stream reset, if `error` is one.
@@ -331,5 +348,11 @@ mod tests {
         );
         let other = io::Error::new(io::ErrorKind::ConnectionReset, "code 5");
         assert_eq!(reset_code(&other), None);
+        let stopped = sift::blocking::SiftIoError::StreamStopped {
+            id: 0,
+            error_code: 0,
+        };
+        assert!(is_stopped(&io::Error::from(stopped)));
+        assert!(!is_stopped(&other));
     }
 }
