@@ -335,6 +335,14 @@ impl BlockingConnection {
         self.inner.shared.rebind(addr)
     }
 
+    /// The client may move to a new address now ([`Connection::can_migrate`]):
+    /// the handshake is confirmed and the server gave a spare connection ID.
+    pub fn can_migrate(&self) -> bool {
+        self.inner
+            .peek(|connection| connection.can_migrate())
+            .unwrap_or(false)
+    }
+
     /// The handshake completed and the connection is not closing.
     pub fn is_established(&self) -> bool {
         self.inner

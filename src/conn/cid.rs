@@ -335,6 +335,11 @@ impl ConnectionIds {
         Ok(switched_to)
     }
 
+    /// The peer gave an ID we have not used yet.
+    pub fn has_spare(&self) -> bool {
+        !self.spares.is_empty()
+    }
+
     /// Moves to the lowest-numbered spare peer ID and retires the current
     /// one. Returns the new ID, or `None` (nothing changes) without a spare.
     pub fn switch(&mut self) -> Option<ConnectionId> {

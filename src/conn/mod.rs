@@ -677,6 +677,16 @@ impl Connection {
         self.handshake.is_complete() && !self.is_closed()
     }
 
+    /// A client may move to a new address now (RFC 9000 §9): the
+    /// handshake is confirmed, and the server gave a connection ID the new
+    /// path can use (§9.5), so the move is not linkable.
+    pub fn can_migrate(&self) -> bool {
+        self.side == Side::Client
+            && self.handshake_confirmed
+            && self.state == State::Established
+            && self.cids.has_spare()
+    }
+
     /// The connection is draining or closed and will send nothing more.
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Draining { .. } | State::Closed)

@@ -450,6 +450,16 @@ fn get_many(
     let fetches = destinations(urls, output, output_dir.as_deref())?;
     let connection = dial.connect(&urls[0])?;
     if migrate {
+        // RFC 9000 §9: not before the handshake is confirmed, and to a
+        // connection ID the server has not seen on the old path (§9.5).
+        // The server sends both in its first 1-RTT packets.
+        let ready_by = std::time::Instant::now() + Duration::from_secs(5);
+        while !connection.can_migrate() && std::time::Instant::now() < ready_by {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if !connection.can_migrate() {
+            eprintln!("sift-client: --migrate: the server gave no spare connection ID within 5 s; moving anyway (the move is linkable)");
+        }
         let any = match connection.remote_addr() {
             std::net::SocketAddr::V4(_) => "0.0.0.0:0",
             std::net::SocketAddr::V6(_) => "[::]:0",
