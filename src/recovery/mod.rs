@@ -257,6 +257,10 @@ pub struct Recovery<F> {
     max_ack_delay: Duration,
     handshake_confirmed: bool,
     has_handshake_keys: bool,
+    /// When the last packet of any space was sent: the client's
+    /// anti-deadlock timer runs from it (RFC 9002 §6.2.2.1 arms it when a
+    /// packet is sent), not from the moment it is asked about.
+    last_sent: Option<Instant>,
     recently_corrupted: BTreeSet<(SpaceId, u64)>,
     corruption_budget: CorruptionBudget,
     /// The adaptive packet and time thresholds.
@@ -296,6 +300,7 @@ impl<F> Recovery<F> {
             max_ack_delay: Duration::from_millis(25),
             handshake_confirmed: false,
             has_handshake_keys: false,
+            last_sent: None,
             recently_corrupted: BTreeSet::new(),
             corruption_budget: CorruptionBudget::default(),
             verdicts: Vec::new(),
@@ -485,6 +490,7 @@ impl<F> Recovery<F> {
                 self.pacer.on_sent(now, packet.size, rate);
             }
         }
+        self.last_sent = Some(now);
         let state = &mut self.spaces[space.index()];
         if packet.ack_eliciting {
             state.time_of_last_ack_eliciting = Some(now);

@@ -603,3 +603,41 @@ fn without_adaptive_reordering_controllers_see_rfc9002_samples() {
     let seen = r.rtt().sample();
     assert_eq!((seen.latest, seen.min), (ms(20), ms(20)));
 }
+
+#[test]
+fn a_clients_anti_deadlock_timer_runs_from_its_last_packet_and_fires() {
+    // RFC 9002 §6.2.2.1: a client whose Handshake packets are all acked
+    // (nothing ack-eliciting in flight) but whose handshake is not
+    // confirmed keeps a PTO, so a server stopped by its amplification
+    // limit hears from it again.
+    let t0 = Instant::now();
+    let mut r: Recovery<u64> = Recovery::new(
+        RecoveryConfig::default(),
+        CcConfig::Reno(RenoConfig::default()).build(MSS),
+        MSS,
+    );
+    r.set_handshake_keys();
+    // An ACK-only Handshake packet: nothing ack-eliciting in flight.
+    r.on_packet_sent(
+        SpaceId::Handshake,
+        SentPacket {
+            packet_number: 0,
+            time_sent: t0,
+            size: 50,
+            ack_eliciting: false,
+            in_flight: false,
+            app_limited: false,
+            delivery: Default::default(),
+            frames: vec![],
+        },
+        t0,
+    );
+    let armed = r.loss_detection_timer(t0, true).unwrap();
+    assert!(armed > t0);
+    // Asked again later, the deadline has not moved: it fires.
+    assert_eq!(r.loss_detection_timer(armed, true), Some(armed));
+    let out = r.on_loss_detection_timeout(armed);
+    assert_eq!(out.probes, Some((SpaceId::Handshake, 1)));
+    // Without the anti-deadlock rule (a server), nothing is armed.
+    assert_eq!(r.loss_detection_timer(armed, false), None);
+}

@@ -40,7 +40,10 @@ impl<F> Recovery<F> {
             } else {
                 SpaceId::Initial
             };
-            return Some((now + self.timeout_duration(space), space));
+            // From the last packet sent: a deadline taken from `now` would
+            // move every time it is asked for, and never fire.
+            let armed_at = self.last_sent.unwrap_or(now);
+            return Some((armed_at + self.timeout_duration(space), space));
         }
         let mut best: Option<(Instant, SpaceId)> = None;
         for space in SpaceId::ALL {
