@@ -7,6 +7,7 @@ mod common;
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 
 use common::{
     any_port, client_command, content, expect_success, ipv6_or_skip, json_report, line_channel,
@@ -20,6 +21,9 @@ const LINK: &str = env!("CARGO_BIN_EXE_sift-link");
 struct Link {
     child: Child,
     addr: String,
+    /// Its stderr, kept open: dropping the reader would close the pipe
+    /// under sift-link's exit report.
+    stderr: Receiver<String>,
 }
 
 impl Link {
@@ -48,7 +52,22 @@ impl Link {
             .nth(1)
             .map(|a| a.trim_end_matches(',').to_string())
             .unwrap_or_else(|| panic!("no address in {banner:?}"));
-        Self { child, addr }
+        Self {
+            child,
+            addr,
+            stderr: lines,
+        }
+    }
+
+    /// Stops it as a user would (SIGTERM), expecting a clean exit; its
+    /// stderr is in the failure message otherwise.
+    fn terminate(&mut self) {
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        // The pipe ends with the process, so this does not block for long.
+        let said: Vec<String> = self.stderr.iter().collect();
+        assert!(status.success(), "sift-link {status}:\n{}", said.join("\n"));
     }
 }
 
@@ -395,9 +414,7 @@ fn link_stats_count_versions_handshakes_and_retries_per_direction() {
             &server.pin(),
         ])));
     }
-    // SAFETY: kill(2) on our own child's pid; no memory is involved.
-    unsafe { libc::kill(link.child.id() as libc::pid_t, libc::SIGTERM) };
-    assert!(link.child.wait().unwrap().success());
+    link.terminate();
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&stats).expect("--stats written on exit")).unwrap();
     let up = &json["client_to_server"];

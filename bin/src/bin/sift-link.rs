@@ -586,16 +586,21 @@ impl Relay {
             .with_context(|| format!("writing --stats {}", path.display()))
     }
 
+    /// The counters on stderr. Written with `writeln!`, not `eprintln!`:
+    /// a closed stderr (a parent that stopped reading) must not turn a clean
+    /// exit into a panic, and there is nowhere else to report it.
     fn print_counters(&self, now: Instant) {
-        eprintln!(
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
             "sift-link: counters after {:.1} s, {} client(s)",
             (now - self.started).as_secs_f64(),
             self.sessions.len()
         );
-        eprintln!("  forward: {}", describe(&self.forward.counters()));
-        eprintln!("  reverse: {}", describe(&self.reverse.counters()));
+        let _ = writeln!(err, "  forward: {}", describe(&self.forward.counters()));
+        let _ = writeln!(err, "  reverse: {}", describe(&self.reverse.counters()));
         if self.rebind_every.is_some() {
-            eprintln!("  rebinds: {}", self.rebinds);
+            let _ = writeln!(err, "  rebinds: {}", self.rebinds);
         }
     }
 }
