@@ -343,6 +343,26 @@ impl BlockingConnection {
             .unwrap_or(false)
     }
 
+    /// Blocks until the client may move ([`Self::can_migrate`]), at most
+    /// `timeout`. Fails with [`SiftIoError::Timeout`] if the server gave no
+    /// spare connection ID by then, or with the close reason if the
+    /// connection closed while waiting.
+    pub fn wait_can_migrate(&self, timeout: Duration) -> Result<(), SiftIoError> {
+        self.inner.block_on(
+            Instant::now().checked_add(timeout),
+            &|| "no spare connection ID from the server".to_string(),
+            &mut |connection| {
+                if connection.can_migrate() {
+                    Step::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Step::Ready(Err(closed_error(connection)))
+                } else {
+                    Step::Pending
+                }
+            },
+        )
+    }
+
     /// The handshake completed and the connection is not closing.
     pub fn is_established(&self) -> bool {
         self.inner

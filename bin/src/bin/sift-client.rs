@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args as ClapArgs, Parser, Subcommand};
+use sift::blocking::SiftIoError;
 use sift::conn::Protection;
 use sift::crypto::{Aead, Fingerprint};
 use sift_bin::cli::common::{self, OnOff};
@@ -453,12 +454,12 @@ fn get_many(
         // RFC 9000 §9: not before the handshake is confirmed, and to a
         // connection ID the server has not seen on the old path (§9.5).
         // The server sends both in its first 1-RTT packets.
-        let ready_by = std::time::Instant::now() + Duration::from_secs(5);
-        while !connection.can_migrate() && std::time::Instant::now() < ready_by {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        if !connection.can_migrate() {
-            eprintln!("sift-client: --migrate: the server gave no spare connection ID within 5 s; moving anyway (the move is linkable)");
+        match connection.wait_can_migrate(Duration::from_secs(5)) {
+            Ok(()) => {}
+            Err(SiftIoError::Timeout { .. }) => eprintln!(
+                "sift-client: --migrate: the server gave no spare connection ID within 5 s; moving anyway (the move is linkable)"
+            ),
+            Err(other) => return Err(other).context("waiting to migrate (--migrate)"),
         }
         let any = match connection.remote_addr() {
             std::net::SocketAddr::V4(_) => "0.0.0.0:0",
