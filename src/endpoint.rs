@@ -277,6 +277,8 @@ impl Entry {
 pub struct Endpoint {
     local: SocketAddr,
     server: Option<Config>,
+    /// The connections whose timers the last `on_timeout` ran.
+    timed_out: Vec<ConnectionHandle>,
     max_connections: usize,
     handshake_timeout: Duration,
     /// A BTreeMap so iteration (timers, round-robin) is in handle order and
@@ -383,6 +385,7 @@ impl Endpoint {
             transmit_cursor: ConnectionHandle(0),
             incoming: VecDeque::new(),
             refusing: 0,
+            timed_out: Vec::new(),
             reset_tokens: HashMap::new(),
             stateless: VecDeque::new(),
             stateless_credit: MAX_STATELESS_PER_SECOND,
@@ -701,7 +704,7 @@ impl Endpoint {
             self.stats.dropped_small_initial += 1;
             return None;
         }
-        let full = self.len() >= self.max_connections;
+        let full = self.is_full();
         if full && self.refusing >= MAX_REFUSING {
             tracing::debug!(%from, limit = self.max_connections, "endpoint full: dropping a new client Initial");
             self.stats.dropped_connection_limit += 1;
@@ -835,6 +838,21 @@ impl Endpoint {
         self.cid_steering().map(CidSteering::index)
     }
 
+    /// Whether a new client must be refused: this endpoint holds its
+    /// share of the connection limit and, for a worker, the workers
+    /// together hold the whole of it (`balance`: a share is a target).
+    fn is_full(&self) -> bool {
+        if self.len() < self.max_connections {
+            return false;
+        }
+        match (&self.loads, self.worker_index()) {
+            (Some(loads), Some(mine)) => {
+                self.len() + loads.serving_elsewhere(mine) >= loads.max_connections()
+            }
+            _ => true,
+        }
+    }
+
     /// The worker a new client should go to instead of this one, if this
     /// one is a worker, can send a Retry, and another serves fewer.
     fn lighter_worker(&self) -> Option<usize> {
@@ -931,6 +949,7 @@ impl Endpoint {
     /// in time, and forgets busy refusals whose closing period is over.
     pub fn on_timeout(&mut self, now: Instant) {
         self.timers.refresh(&self.connections, now);
+        self.timed_out.clear();
         let mut expired = Vec::new();
         let mut refused = Vec::new();
         for handle in self.timers.take_due(now) {
@@ -938,6 +957,7 @@ impl Endpoint {
                 continue;
             };
             self.timers.touch(handle);
+            self.timed_out.push(handle);
             if entry.pending_handshake_deadline().is_some_and(|d| d <= now) {
                 expired.push(handle);
                 continue;
@@ -966,6 +986,13 @@ impl Endpoint {
         for handle in refused {
             self.remove(handle);
         }
+    }
+
+    /// The connections whose timers the last [`Endpoint::on_timeout`] ran
+    /// (some may be gone since): the only ones a timer can have closed, so
+    /// a host looks at these instead of at every connection.
+    pub fn timed_out(&self) -> &[ConnectionHandle] {
+        &self.timed_out
     }
 
     /// The next connection a client opened to this server, not yet handed
