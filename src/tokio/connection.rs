@@ -125,7 +125,7 @@ impl Drop for ConnInner {
         if let Some(connection) = state.endpoint.connection(self.handle) {
             connection.close(0, "");
         }
-        state.handle_released = true;
+        state.released.push(self.handle);
         state.wake_driver();
     }
 }

@@ -68,7 +68,7 @@ impl Drop for EndpointInner {
         let mut state = self.shared.lock();
         state.endpoint_held = false;
         state.refuse_incoming("server shutting down");
-        state.handle_released = true;
+        state.sweep_all = true;
         state.wake_driver();
     }
 }
