@@ -163,6 +163,13 @@ impl Connection {
         self.streams.mark_replay_safe(id);
     }
 
+    /// Client: the connection sends 0-RTT now (it resumes with a ticket
+    /// that allows early data, and the handshake has not completed):
+    /// replay-safe streams may be written at once.
+    pub fn early_data_possible(&self) -> bool {
+        self.sending_zero_rtt()
+    }
+
     /// The handshake resumed an earlier TLS session (a ticket).
     pub fn is_resumed(&self) -> bool {
         self.handshake.is_resumed()

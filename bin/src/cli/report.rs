@@ -43,6 +43,13 @@ pub struct FlowReport {
     pub cwnd: u64,
     /// SHA-256 of the whole file.
     pub sha256: String,
+    /// The TLS handshake resumed an earlier session (a ticket).
+    pub tls_resumed: bool,
+    /// What became of this client's 0-RTT data: "accepted", "rejected"
+    /// (sent again in 1-RTT) or "none" (not sent).
+    pub zero_rtt: &'static str,
+    /// Request bytes this client sent in 0-RTT packets.
+    pub zero_rtt_bytes: u64,
 }
 
 /// The parts of a report that are not counters.
@@ -82,7 +89,25 @@ impl FlowReport {
             srtt_us: sender.srtt_us,
             cwnd: sender.cwnd,
             sha256: transfer.sha256,
+            tls_resumed: false,
+            zero_rtt: "none",
+            zero_rtt_bytes: 0,
         }
+    }
+
+    /// Adds how this client's connection started: resumed or not, and its
+    /// 0-RTT's fate (from the client's own `stats`).
+    pub fn with_session(mut self, stats: &sift::Stats) -> Self {
+        self.tls_resumed = stats.resumed;
+        self.zero_rtt = if stats.zero_rtt_accepted {
+            "accepted"
+        } else if stats.zero_rtt_rejected {
+            "rejected"
+        } else {
+            "none"
+        };
+        self.zero_rtt_bytes = stats.zero_rtt_bytes;
+        self
     }
 
     /// The iperf3-like summary for a person.
@@ -121,6 +146,21 @@ impl FlowReport {
         }
         if !self.version.is_empty() {
             row("version", self.version.clone());
+        }
+        if self.tls_resumed || self.zero_rtt != "none" {
+            row(
+                "session",
+                format!(
+                    "{}, 0-RTT {} ({} bytes early)",
+                    if self.tls_resumed {
+                        "resumed"
+                    } else {
+                        "full handshake"
+                    },
+                    self.zero_rtt,
+                    self.zero_rtt_bytes
+                ),
+            );
         }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
