@@ -457,10 +457,13 @@ fn get(
             )
         })?;
     let dest = output.unwrap_or(name);
+    let dialed = std::time::Instant::now();
     let connection = dial.connect(url)?;
     let report = session::download(&connection, &url.path, &dest, resume, controller, json);
     connection.close(CLOSE_DONE, "done");
-    print_report(&report?, json)
+    let mut report = report?;
+    report.first_byte_since(dialed);
+    print_report(&report, json)
 }
 
 /// Several files, or any hq-interop fetch: one connection, one stream per

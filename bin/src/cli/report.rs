@@ -50,6 +50,12 @@ pub struct FlowReport {
     pub zero_rtt: &'static str,
     /// Request bytes this client sent in 0-RTT packets.
     pub zero_rtt_bytes: u64,
+    /// Seconds from starting the connection to the server's first byte
+    /// (its answer to the request), handshake included; 0 when not known.
+    pub time_to_first_byte_s: f64,
+    /// When the first byte arrived (not serialised).
+    #[serde(skip)]
+    pub first_byte_at: Option<std::time::Instant>,
 }
 
 /// The parts of a report that are not counters.
@@ -92,6 +98,21 @@ impl FlowReport {
             tls_resumed: false,
             zero_rtt: "none",
             zero_rtt_bytes: 0,
+            time_to_first_byte_s: 0.0,
+            first_byte_at: None,
+        }
+    }
+
+    /// Notes when the server's first byte arrived.
+    pub fn with_first_byte(mut self, at: Option<std::time::Instant>) -> Self {
+        self.first_byte_at = at;
+        self
+    }
+
+    /// Sets `time_to_first_byte_s` from when the connection started.
+    pub fn first_byte_since(&mut self, dialed: std::time::Instant) {
+        if let Some(at) = self.first_byte_at {
+            self.time_to_first_byte_s = at.saturating_duration_since(dialed).as_secs_f64();
         }
     }
 
@@ -125,6 +146,12 @@ impl FlowReport {
             format!("{} ({}){resumed}", self.bytes, format::bytes(self.bytes)),
         );
         row("time", format!("{:.2} s", self.completion_s));
+        if self.time_to_first_byte_s > 0.0 {
+            row(
+                "first byte",
+                format!("{:.3} s after connecting", self.time_to_first_byte_s),
+            );
+        }
         row("goodput", format::rate(self.goodput_bps));
         row(
             "retransmits",

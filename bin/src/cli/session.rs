@@ -140,13 +140,18 @@ pub fn download(
     let mut stream = connection.open_bi_replay_safe()?;
     let mut progress = Progress::new(remote_path, quiet);
     let started = Instant::now();
+    let mut first_byte = None;
     let outcome = client::get(
         &mut stream,
         remote_path,
         dest,
         resume,
         controller,
-        &mut |done, total| progress.update(done, total),
+        &mut |done, total| {
+            // The first call: the server's answer arrived.
+            first_byte.get_or_insert_with(Instant::now);
+            progress.update(done, total)
+        },
     );
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
@@ -173,7 +178,8 @@ pub fn download(
         },
         &sender,
     )
-    .with_session(&connection.stats()))
+    .with_session(&connection.stats())
+    .with_first_byte(first_byte))
 }
 
 /// Uploads a prepared local file (`client::LocalUpload::prepare`, done
