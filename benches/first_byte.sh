@@ -47,7 +47,9 @@ for dir in "${builds[@]}"; do
 done
 
 work=$(mktemp -d /tmp/sift-first-byte.XXXXXX)
-trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+# Servers and links start inside $(…) subshells, so they are not this
+# shell's children: their ids go to $work/pids for the cleanup.
+trap '[ -f "$work/pids" ] && kill $(cat "$work/pids") 2>/dev/null; pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/root"
 printf x > "$work/root/one.bin"
 half=$((rtt_ms / 2))
@@ -59,8 +61,10 @@ start_build() {
     mkdir -p "$work/$tag-state"
     "$dir/sift-server" --listen "127.0.0.1:$port" --root "$work/root" --state-dir "$work/$tag-state" \
         > "$work/$tag-server.log" 2>&1 &
+    echo $! >> "$work/pids"
     "$dir/sift-link" --listen "127.0.0.1:$link" --to "127.0.0.1:$port" \
         --forward "delay ${half}ms" --reverse "delay ${half}ms" > "$work/$tag-link.log" 2>&1 &
+    echo $! >> "$work/pids"
     for _ in $(seq 50); do grep -q "^listening" "$work/$tag-server.log" && break; sleep 0.1; done
     local pin
     pin=$(grep -o 'SHA256:[0-9a-f]*' "$work/$tag-server.log" | head -1)
