@@ -24,6 +24,7 @@ mod stats;
 pub mod token_store;
 mod trace;
 pub mod version;
+mod zero_rtt;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -442,6 +443,8 @@ pub struct Connection {
     counters: Counters,
     /// The observer of every event, when traced (`conn/trace.rs`).
     trace: Option<Box<trace::Tracing>>,
+    /// 0-RTT keys and what became of the early data (`zero_rtt`).
+    zero_rtt: zero_rtt::ZeroRtt,
 }
 
 fn space_of(level: Level) -> SpaceId {
@@ -532,10 +535,24 @@ impl Connection {
             ack_frequency::AckFrequency::new(config.ack_frequency, config.max_ack_delay);
         let versions = match side {
             Side::Client => {
-                let original = version::client_original(
-                    &config.versions,
-                    config.protection == Protection::Tls,
-                );
+                // A held ticket names the version to start in: 0-RTT goes
+                // out in the version a connection starts in, and a ticket
+                // resumes only in the version it came from (`crypto::tls`).
+                let resumable = match (&config.tls.tickets, config.protection) {
+                    (Some(tickets), Protection::Tls) => tickets.version_for(
+                        &config
+                            .tls
+                            .server_name
+                            .clone()
+                            .unwrap_or_else(|| remote.ip().to_string()),
+                        remote.port(),
+                        &config.versions,
+                    ),
+                    _ => None,
+                };
+                let original = resumable.unwrap_or_else(|| {
+                    version::client_original(&config.versions, config.protection == Protection::Tls)
+                });
                 version::Versions::client(original, &config.versions)
             }
             Side::Server => version::Versions::server(&config.versions),
@@ -567,7 +584,7 @@ impl Connection {
         let mss = config.max_datagram_size as u64;
         let recovery = Recovery::new(config.recovery.clone(), config.cc.build(mss), mss);
         let streams = Streams::new(side, config.streams.clone());
-        let handshake = Handshake::new(side, &config, remote.ip(), params)
+        let handshake = Handshake::new(side, &config, remote, versions.original(), params)
             .map_err(|error| Error::InvalidConfig(error.to_string()))?;
         // A server derives its Initial keys from the client's first Initial.
         let initial_keys = (side == Side::Client)
@@ -643,9 +660,11 @@ impl Connection {
             now,
             counters: Counters::default(),
             trace: None,
+            zero_rtt: zero_rtt::ZeroRtt::default(),
             config,
         };
         conn.start_trace();
+        conn.start_zero_rtt();
         Ok(conn)
     }
 
@@ -1388,6 +1407,11 @@ impl Connection {
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
             retried: self.retry.is_some(),
+            resumed: self.handshake.is_resumed(),
+            zero_rtt_accepted: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Accepted,
+            zero_rtt_rejected: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Rejected,
+            zero_rtt_bytes: self.zero_rtt.stream_bytes,
+            zero_rtt_packets: self.zero_rtt.packets,
             connection_id_switches: self.cids.switches,
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,

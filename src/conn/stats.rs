@@ -83,6 +83,22 @@ pub struct Stats {
     /// before it accepted the connection (no valid NEW_TOKEN token).
     #[serde(default)]
     pub retried: bool,
+    /// The TLS handshake resumed an earlier session with a ticket.
+    #[serde(default)]
+    pub resumed: bool,
+    /// The server read the client's 0-RTT data.
+    #[serde(default)]
+    pub zero_rtt_accepted: bool,
+    /// Client: it sent 0-RTT data the server refused; the data went
+    /// again in 1-RTT.
+    #[serde(default)]
+    pub zero_rtt_rejected: bool,
+    /// Stream bytes sent (client) or received (server) in 0-RTT packets.
+    #[serde(default)]
+    pub zero_rtt_bytes: u64,
+    /// 0-RTT packets sent (client) or opened (server).
+    #[serde(default)]
+    pub zero_rtt_packets: u64,
     /// Times we moved to another of the peer's connection IDs (after an
     /// address change, or when the peer retired ours).
     #[serde(default)]
@@ -176,6 +192,11 @@ impl Default for Stats {
             packet_numbers_skipped: 0,
             peer_migrations: 0,
             retried: false,
+            resumed: false,
+            zero_rtt_accepted: false,
+            zero_rtt_rejected: false,
+            zero_rtt_bytes: 0,
+            zero_rtt_packets: 0,
             connection_id_switches: 0,
             paths_validated: 0,
             paths_abandoned: 0,

@@ -1546,3 +1546,5 @@ fn the_server_answers_in_its_most_preferred_version_the_client_offers() {
         assert_eq!(pair.server.version(), server_versions[0]);
     }
 }
+
+mod resumption;

@@ -351,6 +351,18 @@ impl Connection {
             .peer_certificate_fingerprint()
     }
 
+    /// Server: the client's 0-RTT data was accepted and the handshake has
+    /// not completed, so what was read so far may be a replay (see
+    /// [`crate::Connection::in_early_data`]). False once the connection
+    /// is gone.
+    pub fn in_early_data(&self) -> bool {
+        let state = self.inner.shared.lock();
+        state
+            .endpoint
+            .connection_ref(self.inner.handle)
+            .is_some_and(|connection| connection.in_early_data())
+    }
+
     /// The ALPN protocol the TLS handshake agreed on (`None` under Null
     /// protection, and once the connection is gone): a server that offers
     /// several picks the application protocol by it.

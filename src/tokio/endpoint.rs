@@ -322,7 +322,9 @@ impl Endpoint {
         }
     }
 
-    /// Waits for the next client whose handshake completed. `None` once
+    /// Waits for the next client whose handshake completed, or whose 0-RTT
+    /// data was accepted (its replay-safe requests are served half a round
+    /// trip earlier; [`Connection::in_early_data`] says which). `None` once
     /// the endpoint is closed, or at once for a client endpoint.
     pub async fn accept(&self) -> Option<Connection> {
         let shared = &self.inner.shared;
@@ -338,8 +340,7 @@ impl Endpoint {
                 .enumerate()
                 .find_map(|(index, handle)| {
                     let connection = endpoint.connection_ref(*handle)?;
-                    connection
-                        .is_established()
+                    (connection.is_established() || connection.in_early_data())
                         .then(|| (index, *handle, connection.remote()))
                 });
             let Some((index, handle, remote)) = ready else {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use sift::conn::Protection;
+use sift::crypto::tls::SessionCache;
 use sift::crypto::TlsConfig;
 use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
 use sift::tokio::{BindError, Endpoint, EndpointConfig};
@@ -154,6 +155,14 @@ struct Args {
     /// is needed). Without it the server is read-only.
     #[arg(long)]
     allow_put: bool,
+    /// Issue no TLS session tickets: every client handshake is a full one
+    /// (and no 0-RTT). Tickets live in this server's memory only.
+    #[arg(long)]
+    no_session_tickets: bool,
+    /// Issue session tickets but refuse 0-RTT data: resumed clients send
+    /// their requests after the handshake.
+    #[arg(long)]
+    no_0rtt: bool,
     /// With --allow-put: take uploads from any client, with a listed key or
     /// none. Anyone who reaches the server can then overwrite any file
     /// under --root. Under --insecure-null-crypto, where clients have no
@@ -280,6 +289,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         // sift's file protocol, and HTTP/0.9 for any QUIC client.
         config.tls.alpn_protocols = server_loop::server_alpns();
         config.tls.key_log = common::key_log();
+        if !args.no_session_tickets {
+            // One cache for every connection of this run (SECURITY.md:
+            // tickets are single-use handles into it, gone at restart).
+            config.tls.session_cache = Some(SessionCache::new(
+                sift::crypto::tls::DEFAULT_SESSION_CACHE,
+                !args.no_0rtt,
+            ));
+        }
         if args.allow_put && !args.allow_anonymous_put {
             let list = AuthorizedClientsFile::new(state.join(state::AUTHORIZED_CLIENTS_FILE));
             // A broken list stops the server now rather than refusing
