@@ -196,6 +196,9 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         rebind_at_ms: None,
         new_address_at_ms: None,
         new_path: None,
+        after_flow: None,
+        resume_path: false,
+        careful_resume: true,
     }
 }
 

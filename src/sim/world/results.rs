@@ -44,9 +44,16 @@ impl<T: Transport> Simulation<T> {
                     corruption_notices: flow.config.corruption_notices,
                     bytes: flow.bytes,
                     streams: flow.streams,
-                    start_s: flow.start.as_secs_f64(),
+                    start_s: flow
+                        .started_at
+                        .map_or(flow.start, |at| self.clock.offset_of(at))
+                        .as_secs_f64(),
                     completion_s: completion,
                     goodput_bps,
+                    first_byte_s: flow
+                        .first_byte_at
+                        .zip(flow.started_at)
+                        .map(|(first, start)| first.saturating_duration_since(start).as_secs_f64()),
                     retransmitted_packets: client_stats.retransmitted_packets,
                     ptos: client_stats.ptos,
                     corruption_notices_received: client_stats.corruption_notices_received,
