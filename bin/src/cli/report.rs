@@ -43,6 +43,10 @@ pub struct FlowReport {
     pub cwnd: u64,
     /// SHA-256 of the whole file.
     pub sha256: String,
+    /// The sender's Careful Resume (RFC 9959), when it resumed from a saved
+    /// path state (a `get` whose address token carried one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 /// The parts of a report that are not counters.
@@ -82,6 +86,7 @@ impl FlowReport {
             srtt_us: sender.srtt_us,
             cwnd: sender.cwnd,
             sha256: transfer.sha256,
+            careful_resume: sender.careful_resume,
         }
     }
 
@@ -122,6 +127,23 @@ impl FlowReport {
         if !self.version.is_empty() {
             row("version", self.version.clone());
         }
+        if let Some(cr) = self.careful_resume {
+            let what = match (cr.jumped, cr.retreated) {
+                (false, _) => "did not jump".to_string(),
+                (true, false) => format!("jumped to {}", format::bytes(cr.jump_cwnd)),
+                (true, true) => format!(
+                    "jumped to {}, retreated (the path carried less)",
+                    format::bytes(cr.jump_cwnd)
+                ),
+            };
+            row(
+                "resume",
+                format!(
+                    "Careful Resume from {} saved: {what}",
+                    format::bytes(cr.saved_cwnd)
+                ),
+            );
+        }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
         row("cc", self.cc.clone());
@@ -154,6 +176,7 @@ mod tests {
                 corruption_notices_received: 0,
                 cwnd: 40_000,
                 srtt_us: 120_000,
+                careful_resume: None,
             },
         )
     }
