@@ -484,5 +484,8 @@ fn a_second_download_over_a_300ms_link_resumes_with_a_careful_resume_jump() {
     let second = get("second.bin");
     let resume = &second["careful_resume"];
     assert_eq!(resume["jumped"], serde_json::json!(true), "{second}");
-    assert!(resume["jump_cwnd"].as_u64().unwrap_or(0) > 100_000, "{second}");
+    assert!(
+        resume["jump_cwnd"].as_u64().unwrap_or(0) > 100_000,
+        "{second}"
+    );
 }

@@ -77,7 +77,7 @@ pub struct SavedPath {
 }
 
 /// Careful Resume's knobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CarefulResumeConfig {
     /// Start Safe Retreat on any loss during Unvalidated or Validating, as
@@ -87,13 +87,6 @@ pub struct CarefulResumeConfig {
     pub retreat_on_random_loss: bool,
 }
 
-impl Default for CarefulResumeConfig {
-    fn default() -> Self {
-        Self {
-            retreat_on_random_loss: false,
-        }
-    }
-}
 
 /// The phases of RFC 9959 §3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,7 +313,8 @@ impl CarefulResume {
         if self.last_unvalidated_sent.is_none() {
             self.last_unvalidated_sent = self.last_sent;
         }
-        self.held_cwnd = scale_window(self.pipesize, RETREAT_FRACTION).max(minimum_window(self.mss));
+        self.held_cwnd =
+            scale_window(self.pipesize, RETREAT_FRACTION).max(minimum_window(self.mss));
         self.retreated = true;
         self.inner.set_window(self.held_cwnd, None);
         self.enter(
@@ -495,10 +489,9 @@ impl CongestionControl for CarefulResume {
     fn metrics(&self) -> Metrics {
         let mut metrics = self.inner.metrics();
         metrics.cwnd = self.window();
-        metrics.fields.insert(
-            "careful_resume_phase".into(),
-            f64::from(self.phase.index()),
-        );
+        metrics
+            .fields
+            .insert("careful_resume_phase".into(), f64::from(self.phase.index()));
         metrics
             .fields
             .insert("careful_resume_pipesize".into(), self.pipesize as f64);

@@ -37,7 +37,10 @@ impl Connection {
         };
         if self.resume.saved.is_some()
             || saved.cwnd == 0
-            || self.recovery.largest_acked(crate::recovery::SpaceId::Data).is_some()
+            || self
+                .recovery
+                .largest_acked(crate::recovery::SpaceId::Data)
+                .is_some()
         {
             return false;
         }
@@ -64,8 +67,8 @@ impl Connection {
         }
         let observed = self.observed_path()?;
         let (num, den) = SAVE_GROWTH;
-        let threshold = u128::from(self.resume.last_offered_cwnd) * u128::from(num)
-            / u128::from(den);
+        let threshold =
+            u128::from(self.resume.last_offered_cwnd) * u128::from(num) / u128::from(den);
         if u128::from(observed.cwnd) <= threshold {
             return None;
         }
@@ -85,7 +88,11 @@ impl Connection {
         let (Some(saved), Some(config)) = (self.resume.saved, self.config.careful_resume) else {
             return;
         };
-        if self.recovery.largest_acked(crate::recovery::SpaceId::Data).is_some() {
+        if self
+            .recovery
+            .largest_acked(crate::recovery::SpaceId::Data)
+            .is_some()
+        {
             return;
         }
         let mss = self.config.max_datagram_size as u64;

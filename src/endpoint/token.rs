@@ -427,7 +427,11 @@ mod tests {
         for i in 0..token.len() {
             let mut tampered = token.clone();
             tampered[i] ^= 0x40;
-            assert_eq!(saved_in(&tampered, addr(1)), Err(TokenError::NotOurs), "{i}");
+            assert_eq!(
+                saved_in(&tampered, addr(1)),
+                Err(TokenError::NotOurs),
+                "{i}"
+            );
         }
         // Past the token's lifetime the state goes with it.
         assert_eq!(

@@ -709,7 +709,8 @@ impl<F> Recovery<F> {
             .rate
             .on_ack(acked.iter().filter(|p| p.in_flight), now, self.rtt.min());
         if let Some(sample) = rate.filter(|s| !s.is_app_limited) {
-            self.observed.max_delivery_rate = self.observed.max_delivery_rate.max(sample.delivery_rate);
+            self.observed.max_delivery_rate =
+                self.observed.max_delivery_rate.max(sample.delivery_rate);
             self.observed.max_bytes_in_flight =
                 self.observed.max_bytes_in_flight.max(sample.tx_in_flight);
         }

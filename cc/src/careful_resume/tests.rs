@@ -113,8 +113,14 @@ fn an_rtt_above_ten_times_the_saved_one_goes_to_normal() {
 
 #[test]
 fn an_rtt_at_the_bounds_is_confirmed() {
-    assert_eq!(reconnaissance(300).0.phase(), CarefulResumePhase::Unvalidated);
-    assert_eq!(reconnaissance(6000).0.phase(), CarefulResumePhase::Unvalidated);
+    assert_eq!(
+        reconnaissance(300).0.phase(),
+        CarefulResumePhase::Unvalidated
+    );
+    assert_eq!(
+        reconnaissance(6000).0.phase(),
+        CarefulResumePhase::Unvalidated
+    );
 }
 
 #[test]
@@ -138,12 +144,7 @@ fn a_window_already_at_the_jump_goes_to_normal() {
         },
         MSS,
     );
-    let mut cr = CarefulResume::new(
-        Box::new(reno),
-        saved(),
-        CarefulResumeConfig::default(),
-        MSS,
-    );
+    let mut cr = CarefulResume::new(Box::new(reno), saved(), CarefulResumeConfig::default(), MSS);
     for i in 1..=200 {
         cr.on_sent(t0, MSS, i * MSS);
     }
@@ -224,7 +225,13 @@ fn the_last_unvalidated_packet_acked_enters_normal() {
     let (mut cr, now) = reconnaissance(600);
     let last = send_jump(&mut cr, now, 191);
     assert_eq!(cr.phase(), CarefulResumePhase::Validating);
-    cr.on_ack(&ack(last + ms(599), last - ms(1), 1, rtt_of(600), 199 * MSS));
+    cr.on_ack(&ack(
+        last + ms(599),
+        last - ms(1),
+        1,
+        rtt_of(600),
+        199 * MSS,
+    ));
     assert_eq!(cr.phase(), CarefulResumePhase::Validating);
     cr.on_ack(&ack(last + ms(600), last, 1, rtt_of(600), 198 * MSS));
     assert_eq!(cr.phase(), CarefulResumePhase::Normal);
@@ -267,7 +274,13 @@ fn safe_retreat_ends_when_the_jump_is_acked_with_ssthresh_from_the_pipe() {
     cr.on_ack(&ack(last + ms(300), now, 100, rtt_of(600), 100 * MSS));
     cr.on_congestion(&loss(last + ms(301), rtt_of(600), false));
     // ACKs during the retreat add to the pipe but not to the window.
-    cr.on_ack(&ack(last + ms(400), last - ms(2), 50, rtt_of(600), 40 * MSS));
+    cr.on_ack(&ack(
+        last + ms(400),
+        last - ms(2),
+        50,
+        rtt_of(600),
+        40 * MSS,
+    ));
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
     assert_eq!(cr.window(), 54_500);
     cr.on_ack(&ack(last + ms(601), last, 1, rtt_of(600), 39 * MSS));

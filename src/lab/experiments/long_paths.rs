@@ -24,10 +24,8 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::{
-    cell, controller, flow, label, link, name_number, report_f64, report_str, scenario,
-};
 use super::leaky_pipes::median;
+use super::{cell, controller, flow, label, link, name_number, report_f64, report_str, scenario};
 use crate::lab::metrics::{run_goodputs_bps, window_goodput_bps};
 use crate::lab::{Comparison, Experiment, Plan, Table};
 use crate::sim::link::{CorruptRegion, CorruptionConfig, DelayStep, LinkConfig, RateStep};
@@ -199,7 +197,8 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                 continue;
             };
             for variant in VARIANTS {
-                let mut flows = two_connections(config.clone(), transfer_bytes(point.rate_bps), variant);
+                let mut flows =
+                    two_connections(config.clone(), transfer_bytes(point.rate_bps), variant);
                 for flow in &mut flows {
                     flow.corruption_notices = point.kind != "corrupt-notices-off";
                 }
@@ -289,8 +288,7 @@ fn changed_scenarios(plan: &Plan, seeds: &[u64]) -> Vec<Scenario> {
                 let mut competitor = flow(cubic, 1 << 40);
                 competitor.start_ms = (CHANGE_AT_S - COMPETITOR_LEAD_S) * 1e3;
                 flows.push(competitor);
-                let time_limit =
-                    CHANGE_AT_S + SECOND_AFTER_CHANGE_S + plan.pick(60.0, 30.0);
+                let time_limit = CHANGE_AT_S + SECOND_AFTER_CHANGE_S + plan.pick(60.0, 30.0);
                 let mut s = scenario(
                     format!("changed-{change_kind}-{cc}-{variant}"),
                     seeds.to_vec(),
@@ -363,7 +361,7 @@ fn met(value: Option<f64>, target: f64) -> &'static str {
 /// The targets and sweep tables.
 fn transfer_table(reports: &[Report], part: &str) -> Table {
     let mut table = Table::new(
-        &format!("{part}"),
+        part,
         &[
             "kind",
             "p",
@@ -480,11 +478,18 @@ fn changed_table(reports: &[Report]) -> Table {
         let (f, c) = (runs(fresh), runs(resumed));
         let lost = |v: &[ChangedRun]| median(&v.iter().map(|r| r.lost as f64).collect::<Vec<_>>());
         let competitor = |v: &[ChangedRun]| {
-            median(&v.iter().filter_map(|r| r.competitor_bps).collect::<Vec<_>>())
+            median(
+                &v.iter()
+                    .filter_map(|r| r.competitor_bps)
+                    .collect::<Vec<_>>(),
+            )
         };
         let (lost_f, lost_c) = (lost(&f), lost(&c));
         let (comp_f, comp_c) = (competitor(&f), competitor(&c));
-        let kept = comp_c.zip(comp_f).filter(|(_, f)| *f > 0.0).map(|(c, f)| c / f);
+        let kept = comp_c
+            .zip(comp_f)
+            .filter(|(_, f)| *f > 0.0)
+            .map(|(c, f)| c / f);
         table.push(vec![
             report_str(fresh, "change").unwrap_or("").to_string(),
             report_str(fresh, "cc").unwrap_or("").to_string(),
@@ -522,7 +527,10 @@ pub fn compare(reports: &[Report]) -> Comparison {
     let changed = changed_table(reports);
     for (title, table) in [
         ("Targets (issue 34)", &targets),
-        ("Sweep: GEO 300–1200 ms, 5–100 Mb/s, 0–2% loss; LEO handovers", &sweep),
+        (
+            "Sweep: GEO 300–1200 ms, 5–100 Mb/s, 0–2% loss; LEO handovers",
+            &sweep,
+        ),
     ] {
         let _ = writeln!(md, "### {title}\n");
         md.push_str(&table.to_markdown());

@@ -329,7 +329,11 @@ impl LinkConfig {
         if !self.rate_steps.is_empty() && self.rate_bps != Some(self.rate_steps[0].rate_bps) {
             return invalid("rate_steps", "rate_bps must be the first step's rate");
         }
-        if self.delay_steps.iter().any(|step| step.duration_ms.is_zero()) {
+        if self
+            .delay_steps
+            .iter()
+            .any(|step| step.duration_ms.is_zero())
+        {
             return invalid("delay_steps", "every step needs a duration > 0");
         }
         Ok(())
