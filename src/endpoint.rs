@@ -213,6 +213,13 @@ pub struct EndpointStats {
     /// connection validated (no Retry needed).
     #[serde(default)]
     pub validated_by_token: u64,
+    /// Connections that resumed from the path state in their client's
+    /// token (Careful Resume, RFC 9959).
+    #[serde(default)]
+    pub careful_resumes: u64,
+    /// NEW_TOKEN tokens issued with a saved path state.
+    #[serde(default)]
+    pub path_states_saved: u64,
     /// NEW_TOKEN tokens refused because they were used before (a replay),
     /// issued before this server started, or found the ledger full: their
     /// clients count as bringing no token.
@@ -615,6 +622,20 @@ impl Endpoint {
             let store = entry.connection.token_store().unwrap_or(&self.tokens);
             store.insert(from, token);
         }
+        // Careful Resume: a server saves what it saw of the path in a fresh
+        // token whenever that grew (RFC 9959 §3.1), statelessly.
+        if let Some(saved) = entry.connection.path_state_to_save() {
+            let peer = entry.connection.remote();
+            if let Some(token) = self.address_token(peer, now, Some(saved)) {
+                if let Some(entry) = self.connections.get_mut(&handle) {
+                    entry.connection.send_new_token(token);
+                    self.stats.path_states_saved += 1;
+                }
+            }
+        }
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return Some(handle);
+        };
         let moved = entry.connection.remote() != entry.peer;
         self.apply_cid_changes(handle);
         if moved {
@@ -801,13 +822,18 @@ impl Endpoint {
                     tracing::debug!(%from, "a client's address changed after our Retry");
                     connection.accept_retried(contents.original_dcid, contents.retry_scid, false)
                 }
-                Some(ValidToken::Address { .. }) => {
+                Some(ValidToken::Address { saved, .. }) => {
                     self.stats.validated_by_token += 1;
                     connection.accept_validated();
+                    // The token proved the client's IP: the path state it
+                    // carries was saved for this client (RFC 9959 §3.1).
+                    if saved.is_some_and(|saved| connection.resume_path(saved)) {
+                        self.stats.careful_resumes += 1;
+                    }
                 }
                 None => {}
             }
-            if let Some(token) = self.address_token(from, now) {
+            if let Some(token) = self.address_token(from, now, None) {
                 connection.send_new_token(token);
             }
         }

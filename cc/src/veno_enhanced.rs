@@ -169,6 +169,11 @@ impl CongestionControl for VenoEnhanced {
         }
     }
 
+    /// Careful Resume's window: Veno's.
+    fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        self.veno.set_window(cwnd, ssthresh);
+    }
+
     fn window(&self) -> u64 {
         self.veno.window()
     }

@@ -17,6 +17,7 @@ mod liar;
 mod path;
 mod recv;
 mod repair;
+pub mod resume;
 pub mod retry_policy;
 mod send;
 mod skip;
@@ -190,6 +191,15 @@ pub struct Config {
     /// qlog file per connection in a directory. `None` (the default): no
     /// tracing, at no cost.
     pub trace: Option<crate::trace::TraceSink>,
+    /// Careful Resume (RFC 9959) for the data this end sends: a connection
+    /// given a saved path state (`Connection::resume_path`; a server finds
+    /// one in the client's address token) jumps to half its window once the
+    /// path proves the same, and a server saves what it sees in the tokens
+    /// it issues. `None`: off (no state saved, none used). On by default:
+    /// nothing changes without a saved state from the same client IP, and
+    /// the RFC's checks (RTT within bounds, half the saved window, Safe
+    /// Retreat) bound what a stale one can cost.
+    pub careful_resume: Option<sift_cc::CarefulResumeConfig>,
 }
 
 impl Default for Config {
@@ -218,6 +228,7 @@ impl Default for Config {
             lie_about_losses: ReceiverLie::Honest,
             versions: version::SUPPORTED_VERSIONS.to_vec(),
             trace: None,
+            careful_resume: Some(sift_cc::CarefulResumeConfig::default()),
         }
     }
 }
@@ -399,6 +410,8 @@ pub struct Connection {
     path: PathValidation,
     /// Unpredictable PATH_CHALLENGE data (seeded: runs repeat).
     path_rng: ChaCha8Rng,
+    /// Careful Resume: the saved state used and the last one offered.
+    resume: resume::ResumeState,
     /// The source address of the datagram being processed, and its size.
     recv_from: SocketAddr,
     recv_datagram_len: usize,
@@ -620,6 +633,7 @@ impl Connection {
                 .then(liar::LossReader::default),
             path: PathValidation::default(),
             path_rng: config.rng(PATH_LABEL[side as usize], PATH_SEED_SALT[side as usize]),
+            resume: resume::ResumeState::default(),
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
             integrity_limit: None,
@@ -748,6 +762,7 @@ impl Connection {
         let mss = self.config.max_datagram_size as u64;
         self.recovery.replace_controller(cc.build(mss), mss);
         self.config.cc = cc;
+        self.rewrap_resume();
         Ok(())
     }
 
@@ -971,6 +986,9 @@ impl Connection {
     pub fn send_new_token(&mut self, token: Vec<u8>) {
         if self.side == Side::Server && !token.is_empty() {
             self.new_token_out = Some(token);
+            // After the handshake, a later token (one carrying a saved path
+            // state, RFC 9959) goes at once; before it, with HANDSHAKE_DONE.
+            self.new_token_pending |= self.handshake_confirmed;
         }
     }
 
@@ -1245,7 +1263,10 @@ impl Connection {
                     | SentFrame::NewConnectionId(_)
                     | SentFrame::RetireConnectionId(_)
                     | SentFrame::AckFrequency(_) => {}
-                    SentFrame::NewToken => self.new_token_out = None,
+                    // A newer token (a fresher saved path state) may be
+                    // waiting to go: only the one sent last is done.
+                    SentFrame::NewToken if !self.new_token_pending => self.new_token_out = None,
+                    SentFrame::NewToken => {}
                 }
             }
         }
@@ -1437,6 +1458,7 @@ impl Connection {
             srtt_us: rtt.smoothed().as_micros() as u64,
             min_rtt_us: rtt.min().as_micros() as u64,
             rttvar_us: rtt.variance().as_micros() as u64,
+            careful_resume: self.recovery.careful_resume(),
             cc: self.recovery.cc_metrics(),
         }
     }

@@ -166,6 +166,11 @@ pub struct Stats {
     pub rttvar_us: u64,
     /// The controller's own view.
     pub cc: Metrics,
+    /// Careful Resume (RFC 9959), when this connection resumed from a
+    /// saved path state: the phase, the saved and jump windows, whether it
+    /// jumped and whether it retreated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 impl Default for Stats {
@@ -219,6 +224,7 @@ impl Default for Stats {
             srtt_us: 0,
             min_rtt_us: 0,
             rttvar_us: 0,
+            careful_resume: None,
             cc: Metrics {
                 algorithm: String::new(),
                 cwnd: 0,

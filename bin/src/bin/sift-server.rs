@@ -109,6 +109,12 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// Careful Resume (RFC 9959) for the files this server sends: save
+    /// the capacity and RTT seen for each client inside the address token
+    /// it gives it, and jump to half that window, paced, when the client
+    /// comes back from the same IP address with the token (within an hour).
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    careful_resume: OnOff,
     /// Versions to speak, most preferred first: sift/1 (split tags,
     /// corruption notices) and v1 (QUIC version 1: any QUIC client). A
     /// client that offers sift/1 is upgraded to it without a round trip.
@@ -274,6 +280,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
     config.versions = args.versions.clone();
+    if !args.careful_resume.enabled() {
+        config.careful_resume = None;
+    }
     config.trace = common::trace_sink(args.qlog.as_deref())?;
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;

@@ -56,6 +56,10 @@ pub struct FlowReport {
     /// When the first byte arrived (not serialised).
     #[serde(skip)]
     pub first_byte_at: Option<std::time::Instant>,
+    /// The sender's Careful Resume (RFC 9959), when it resumed from a saved
+    /// path state (a `get` whose address token carried one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 /// The parts of a report that are not counters.
@@ -100,6 +104,7 @@ impl FlowReport {
             zero_rtt_bytes: 0,
             time_to_first_byte_s: 0.0,
             first_byte_at: None,
+            careful_resume: sender.careful_resume,
         }
     }
 
@@ -189,6 +194,23 @@ impl FlowReport {
                 ),
             );
         }
+        if let Some(cr) = self.careful_resume {
+            let what = match (cr.jumped, cr.retreated) {
+                (false, _) => "did not jump".to_string(),
+                (true, false) => format!("jumped to {}", format::bytes(cr.jump_cwnd)),
+                (true, true) => format!(
+                    "jumped to {}, retreated (the path carried less)",
+                    format::bytes(cr.jump_cwnd)
+                ),
+            };
+            row(
+                "resume",
+                format!(
+                    "Careful Resume from {} saved: {what}",
+                    format::bytes(cr.saved_cwnd)
+                ),
+            );
+        }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
         row("cc", self.cc.clone());
@@ -221,6 +243,7 @@ mod tests {
                 corruption_notices_received: 0,
                 cwnd: 40_000,
                 srtt_us: 120_000,
+                careful_resume: None,
             },
         )
     }

@@ -205,6 +205,11 @@ pub struct SenderReport {
     pub cwnd: u64,
     /// Smoothed RTT at the end, microseconds.
     pub srtt_us: u64,
+    /// Careful Resume (RFC 9959), when the sender resumed from a saved
+    /// path state: its phase, the saved and jump windows, whether it
+    /// jumped and whether it retreated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 impl SenderReport {
@@ -219,6 +224,7 @@ impl SenderReport {
             corruption_notices_received: stats.corruption_notices_received,
             cwnd: stats.cwnd,
             srtt_us: stats.srtt_us,
+            careful_resume: stats.careful_resume,
         }
     }
 
@@ -345,6 +351,7 @@ mod tests {
             corruption_notices_received: 3,
             cwnd: 40_000,
             srtt_us: 51_000,
+            careful_resume: None,
         };
         assert_eq!(parse_trailer(&report.encode().unwrap()).unwrap(), report);
         let garbage = encode_frame(FrameKind::Trailer, b"{not json").unwrap();

@@ -1145,6 +1145,33 @@ impl CongestionControl for Bbr {
         self.bound_bw_for_model();
     }
 
+    /// Careful Resume's window (RFC 9959 phase change). With `ssthresh`
+    /// (the end of a Safe Retreat) the seeded bandwidth is dropped: the
+    /// model restarts from what the retreat window carries per min RTT.
+    fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        self.cwnd = cwnd.max(self.mss * MIN_PIPE_CWND_PACKETS);
+        if ssthresh.is_some() {
+            let rtt = self.min_rtt.map_or(1.0, |rtt| rtt.as_secs_f64().max(1e-6));
+            self.max_bw_filter = WindowedMax::default();
+            self.max_bw =
+                self.max_bw_filter
+                    .update(cwnd as f64 / rtt, self.cycle_count, MAX_BW_FILTER_LEN);
+            self.reset_full_bw();
+        }
+    }
+
+    /// Careful Resume jumped: seed max_bw and min_rtt from the saved path
+    /// (picoquic's BDP seed), so Startup goes on from the saved model.
+    fn seed_path_model(&mut self, bandwidth: f64, min_rtt: Duration) {
+        self.max_bw = self
+            .max_bw_filter
+            .update(bandwidth, self.cycle_count, MAX_BW_FILTER_LEN);
+        if self.min_rtt.is_none_or(|known| min_rtt < known) {
+            self.min_rtt = Some(min_rtt);
+            self.min_rtt_stamp = self.now;
+        }
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -117,6 +117,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         corruption_notices_received: 3,
         cwnd: 64_000,
         srtt_us: 120_000,
+        careful_resume: None,
     };
     seeds.push((
         "trailer",

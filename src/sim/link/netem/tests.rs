@@ -518,6 +518,7 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
                 duration_ms: every.mul_f64(share).max(Duration::from_nanos(1)).min(every),
             }),
             rate_steps: Vec::new(),
+            delay_steps: Vec::new(),
             seed,
         }
     })
