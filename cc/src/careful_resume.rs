@@ -87,7 +87,6 @@ pub struct CarefulResumeConfig {
     pub retreat_on_random_loss: bool,
 }
 
-
 /// The phases of RFC 9959 §3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
