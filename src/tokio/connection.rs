@@ -311,6 +311,25 @@ impl Connection {
         to_wake.into_iter().for_each(std::task::Waker::wake);
     }
 
+    /// Waits until this client may move to a new address
+    /// ([`crate::Connection::can_migrate`]): the handshake is confirmed and
+    /// the server gave a spare connection ID, so that a move is not
+    /// linkable (RFC 9000 §9.5). Fails if the connection closes first.
+    pub async fn migratable(&self) -> Result<(), ConnectionError> {
+        poll_fn(|cx| {
+            self.inner.poll_with(cx, |connection, _| {
+                if connection.can_migrate() {
+                    Poll::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Poll::Ready(Err(self.inner.closed_error(connection)))
+                } else {
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
     /// Waits until the connection closes, for whatever reason, and says
     /// why.
     pub async fn closed(&self) -> ConnectionError {
