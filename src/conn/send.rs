@@ -464,24 +464,10 @@ impl Connection {
     fn fill_zero_rtt(&mut self, plan: &mut PlannedPacket, budget: usize) {
         while budget.saturating_sub(plan.frames.len()) > STREAM_FRAME_OVERHEAD {
             let room = budget - plan.frames.len() - STREAM_FRAME_OVERHEAD;
-            let Some(chunk) = self.streams.poll_stream_chunk(room) else {
+            let Some(len) = self.write_stream_chunk(plan, room) else {
                 break;
             };
-            let start = plan.frames.len();
-            encode_stream_header(
-                chunk.id,
-                chunk.offset,
-                chunk.len,
-                chunk.fin,
-                &mut plan.frames,
-            );
-            if !self.streams.chunk_data(&chunk, &mut plan.frames) {
-                plan.frames.truncate(start);
-                break;
-            }
-            self.zero_rtt.stream_bytes += chunk.len as u64;
-            plan.sent.push(SentFrame::Stream(chunk));
-            plan.ack_eliciting = true;
+            self.zero_rtt.stream_bytes += len as u64;
         }
         if !plan.ack_eliciting && self.probes[SpaceId::Data.index()] > 0 {
             Frame::Ping.encode(&mut plan.frames);
@@ -593,29 +579,34 @@ impl Connection {
             self.datagrams_out.pop_front();
         }
         while remaining(plan) > STREAM_FRAME_OVERHEAD {
-            let Some(chunk) = self
-                .streams
-                .poll_stream_chunk(remaining(plan) - STREAM_FRAME_OVERHEAD)
-            else {
-                break;
-            };
-            // The frame's head, then its bytes straight from the stream's
-            // send buffer (one copy).
-            let start = plan.frames.len();
-            encode_stream_header(
-                chunk.id,
-                chunk.offset,
-                chunk.len,
-                chunk.fin,
-                &mut plan.frames,
-            );
-            if !self.streams.chunk_data(&chunk, &mut plan.frames) {
-                plan.frames.truncate(start);
+            let room = remaining(plan) - STREAM_FRAME_OVERHEAD;
+            if self.write_stream_chunk(plan, room).is_none() {
                 break;
             }
-            plan.sent.push(SentFrame::Stream(chunk));
-            plan.ack_eliciting = true;
         }
+    }
+
+    /// One STREAM frame of at most `room` data bytes into `plan`: the
+    /// frame's head, then its bytes straight from the stream's send buffer
+    /// (one copy). Its data length, or `None` when no stream has data.
+    fn write_stream_chunk(&mut self, plan: &mut PlannedPacket, room: usize) -> Option<usize> {
+        let chunk = self.streams.poll_stream_chunk(room)?;
+        let start = plan.frames.len();
+        encode_stream_header(
+            chunk.id,
+            chunk.offset,
+            chunk.len,
+            chunk.fin,
+            &mut plan.frames,
+        );
+        if !self.streams.chunk_data(&chunk, &mut plan.frames) {
+            plan.frames.truncate(start);
+            return None;
+        }
+        let len = chunk.len;
+        plan.sent.push(SentFrame::Stream(chunk));
+        plan.ack_eliciting = true;
+        Some(len)
     }
 }
 
