@@ -12,27 +12,44 @@ fn reports(stdout: &str) -> Vec<serde_json::Value> {
     stdout.lines().map(json_report).collect()
 }
 
-#[test]
-fn a_repeated_get_resumes_and_sends_its_request_in_zero_rtt() {
-    let dir = TestDir::new("resume-0rtt");
+/// `sift-client get --repeat 2 --json` of a `len`-byte file from a fresh
+/// server started with `server_flags`: the file served, the file
+/// downloaded, and one report per connection.
+fn repeated_get(
+    name: &str,
+    len: usize,
+    seed: u64,
+    server_flags: &[&str],
+    client_flags: &[&str],
+) -> (Vec<u8>, Vec<u8>, Vec<serde_json::Value>) {
+    let dir = TestDir::new(name);
     let root = dir.subdir("root");
-    let original = content(300_000, 3);
+    let original = content(len, seed);
     std::fs::write(root.join("data.bin"), &original).unwrap();
-    let server = Server::start(&root, &[]);
+    let server = Server::start(&root, server_flags);
     let dest = dir.path().join("out.bin");
-    let out = run_client(&[
+    let url = server.url("data.bin");
+    let pin = server.pin();
+    let mut args = vec![
         "get",
-        &server.url("data.bin"),
+        &url,
         "-o",
         dest.to_str().unwrap(),
         "--json",
         "--repeat",
         "2",
-        &server.pin(),
-    ]);
-    let reports = reports(&expect_success(&out));
+    ];
+    args.extend_from_slice(client_flags);
+    args.push(&pin);
+    let reports = reports(&expect_success(&run_client(&args)));
+    (original, std::fs::read(&dest).unwrap(), reports)
+}
+
+#[test]
+fn a_repeated_get_resumes_and_sends_its_request_in_zero_rtt() {
+    let (original, downloaded, reports) = repeated_get("resume-0rtt", 300_000, 3, &[], &[]);
     assert_eq!(reports.len(), 2, "one report per connection");
-    assert_eq!(std::fs::read(&dest).unwrap(), original);
+    assert_eq!(downloaded, original);
     let (first, second) = (&reports[0], &reports[1]);
     assert_eq!(first["tls_resumed"], false);
     assert_eq!(first["zero_rtt"], "none");
@@ -44,22 +61,8 @@ fn a_repeated_get_resumes_and_sends_its_request_in_zero_rtt() {
 
 #[test]
 fn a_server_without_tickets_gives_full_handshakes() {
-    let dir = TestDir::new("resume-off");
-    let root = dir.subdir("root");
-    std::fs::write(root.join("data.bin"), content(10_000, 4)).unwrap();
-    let server = Server::start(&root, &["--no-session-tickets"]);
-    let dest = dir.path().join("out.bin");
-    let out = run_client(&[
-        "get",
-        &server.url("data.bin"),
-        "-o",
-        dest.to_str().unwrap(),
-        "--json",
-        "--repeat",
-        "2",
-        &server.pin(),
-    ]);
-    for report in reports(&expect_success(&out)) {
+    let (_, _, reports) = repeated_get("resume-off", 10_000, 4, &["--no-session-tickets"], &[]);
+    for report in reports {
         assert_eq!(report["tls_resumed"], false);
         assert_eq!(report["zero_rtt"], "none");
     }
@@ -67,28 +70,12 @@ fn a_server_without_tickets_gives_full_handshakes() {
 
 #[test]
 fn no_0rtt_resumes_but_sends_nothing_early() {
-    let dir = TestDir::new("resume-no-0rtt");
-    let root = dir.subdir("root");
-    let original = content(10_000, 5);
-    std::fs::write(root.join("data.bin"), &original).unwrap();
-    let server = Server::start(&root, &[]);
-    let dest = dir.path().join("out.bin");
-    let out = run_client(&[
-        "get",
-        &server.url("data.bin"),
-        "-o",
-        dest.to_str().unwrap(),
-        "--json",
-        "--repeat",
-        "2",
-        "--no-0rtt",
-        &server.pin(),
-    ]);
-    let reports = reports(&expect_success(&out));
+    let (original, downloaded, reports) =
+        repeated_get("resume-no-0rtt", 10_000, 5, &[], &["--no-0rtt"]);
     assert_eq!(reports[1]["tls_resumed"], true);
     assert_eq!(reports[1]["zero_rtt"], "none");
     assert_eq!(reports[1]["zero_rtt_bytes"], 0);
-    assert_eq!(std::fs::read(&dest).unwrap(), original);
+    assert_eq!(downloaded, original);
 }
 
 #[test]
