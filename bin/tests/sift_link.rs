@@ -84,7 +84,16 @@ impl Relay {
     fn stop(mut self) -> (ExitStatus, String) {
         self.signal("TERM");
         let status = self.child.wait().expect("sift-link exits");
-        let rest: Vec<String> = self.stderr.try_iter().collect();
+        // The reader thread may not have reached the last lines when the
+        // process is gone: read on until it meets the pipe's end and hangs up.
+        let deadline = Instant::now() + PATIENCE;
+        let mut rest = Vec::new();
+        while let Ok(line) = self
+            .stderr
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            rest.push(line);
+        }
         (status, rest.join("\n"))
     }
 }

@@ -195,20 +195,10 @@ impl PacketFormat for QuicFormat {
         packet: &mut [u8],
         keys: &dyn PacketProtection,
     ) -> Result<(), OpenError> {
-        let pn_offset = parsed.header_len;
-        let sample_at = pn_offset + PACKET_NUMBER_LEN;
-        let mut sample = [0u8; HEADER_PROTECTION_SAMPLE_LEN];
-        sample.copy_from_slice(
-            packet
-                .get(sample_at..sample_at + HEADER_PROTECTION_SAMPLE_LEN)
-                .ok_or(WireError::InvalidHeader("no header protection sample"))?,
-        );
-        let (first, rest) = packet
-            .split_first_mut()
-            .ok_or(WireError::InvalidHeader("empty packet"))?;
-        let pn_field = rest
-            .get_mut(pn_offset - 1..pn_offset - 1 + PACKET_NUMBER_LEN)
-            .ok_or(WireError::InvalidHeader("no packet number"))?;
+        // The packet number's length is itself masked: offer the longest.
+        let (sample, first, pn_field) =
+            header_protection_parts(packet, parsed.header_len, PACKET_NUMBER_LEN)
+                .ok_or(WireError::InvalidHeader("too short for header protection"))?;
         keys.unprotect_header(&sample, first, pn_field)
             .map_err(|_| OpenError::HeaderCorrupt)?;
         // Reserved bits are judged once the packet authenticates (`open`).
@@ -302,19 +292,31 @@ impl QuicFormat {
         // PADDING frames are zero bytes.
         packet[header_len + frames.len()..header_len + padded_len].fill(0);
         keys.seal_payload(packet_number, header_len, packet)?;
-        let sample_at = pn_offset + PACKET_NUMBER_LEN;
-        let mut sample = [0u8; HEADER_PROTECTION_SAMPLE_LEN];
-        sample.copy_from_slice(&packet[sample_at..sample_at + HEADER_PROTECTION_SAMPLE_LEN]);
-        let (first, rest) = packet
-            .split_first_mut()
+        let (sample, first, pn_field) = header_protection_parts(packet, pn_offset, pn_len)
             .ok_or(CryptoError::SealFailed { packet_number })?;
-        keys.protect_header(
-            &sample,
-            first,
-            &mut rest[pn_offset - 1..pn_offset - 1 + pn_len],
-        )?;
+        keys.protect_header(&sample, first, pn_field)?;
         Ok(len)
     }
+}
+
+/// What header protection reads and masks in `packet` (RFC 9001 §5.4.2):
+/// the sample, taken as if the packet number were 4 bytes long whatever its
+/// length; the first byte; and `pn_len` bytes of packet number at
+/// `pn_offset`. `None` if the packet is too short to hold them.
+fn header_protection_parts(
+    packet: &mut [u8],
+    pn_offset: usize,
+    pn_len: usize,
+) -> Option<([u8; HEADER_PROTECTION_SAMPLE_LEN], &mut u8, &mut [u8])> {
+    let sample_at = pn_offset + PACKET_NUMBER_LEN;
+    let sample = packet
+        .get(sample_at..sample_at + HEADER_PROTECTION_SAMPLE_LEN)?
+        .try_into()
+        .ok()?;
+    let (first, rest) = packet.split_first_mut()?;
+    // `rest` starts one byte into the packet.
+    let pn_field = rest.get_mut(pn_offset.checked_sub(1)?..pn_offset - 1 + pn_len)?;
+    Some((sample, first, pn_field))
 }
 
 #[cfg(test)]
