@@ -586,6 +586,11 @@ impl CongestionControl for Cubic {
         self.undo_congestion();
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(minimum_window(mss) as f64);
+    }
+
     fn window(&self) -> u64 {
         self.cwnd.round() as u64
     }

@@ -130,6 +130,11 @@ impl CongestionControl for Reno {
         }
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(minimum_window(mss));
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -364,6 +364,11 @@ impl CongestionControl for Vegas {
         self.last_verdict = undo.last_verdict;
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(minimum_window(mss));
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -169,6 +169,10 @@ impl CongestionControl for VenoEnhanced {
         }
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.veno.set_mss(mss);
+    }
+
     fn window(&self) -> u64 {
         self.veno.window()
     }

@@ -131,6 +131,20 @@ pub struct Stats {
     /// Keep-alive PINGs sent because the peer had gone quiet.
     #[serde(default)]
     pub keep_alives_sent: u64,
+    /// The largest datagram (UDP payload) sent now, bytes: where path MTU
+    /// discovery settled, or `Config::max_datagram_size` with it off.
+    #[serde(default)]
+    pub max_datagram_size: u64,
+    /// Path MTU probes sent.
+    #[serde(default)]
+    pub pmtu_probes_sent: u64,
+    /// Path MTU probes declared lost (the path did not carry their size).
+    #[serde(default)]
+    pub pmtu_probes_lost: u64,
+    /// Path MTU black holes detected: large packets vanished while smaller
+    /// ones passed, and the size fell back to 1200 bytes.
+    #[serde(default)]
+    pub pmtu_black_holes: u64,
     /// Congestion window, bytes.
     pub cwnd: u64,
     /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
@@ -191,6 +205,10 @@ impl Default for Stats {
             authentication_failures: 0,
             key_updates: 0,
             keep_alives_sent: 0,
+            max_datagram_size: 0,
+            pmtu_probes_sent: 0,
+            pmtu_probes_lost: 0,
+            pmtu_black_holes: 0,
             cwnd: 0,
             ssthresh: u64::MAX,
             bytes_in_flight: 0,

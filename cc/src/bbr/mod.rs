@@ -1086,6 +1086,11 @@ impl CongestionControl for Bbr {
         self.bound_bw_for_model();
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }
