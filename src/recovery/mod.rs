@@ -501,7 +501,9 @@ impl<F> Recovery<F> {
 
     /// A packet left. Call with the packet's final size.
     pub fn on_packet_sent(&mut self, space: SpaceId, mut packet: SentPacket<F>, now: Instant) {
-        packet.app_limited = self.app_limited;
+        // A probe says nothing of whether the sender fills its window: its
+        // acknowledgement must not grow the window (RFC 9002 §7.8).
+        packet.app_limited = self.app_limited || packet.pmtu_probe;
         if packet.in_flight {
             packet.delivery = self
                 .rate
