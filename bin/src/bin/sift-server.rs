@@ -108,6 +108,12 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
+    /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
+    /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
+    /// bytes throughout.
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    pmtud: OnOff,
     /// Versions to speak, most preferred first: sift/1 (split tags,
     /// corruption notices) and v1 (QUIC version 1: any QUIC client). A
     /// client that offers sift/1 is upgraded to it without a round trip.
@@ -264,6 +270,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         files = files.accepting_controllers(names);
     }
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
+    config.pmtud.enabled = args.pmtud.enabled();
     config.versions = args.versions.clone();
     config.trace = common::trace_sink(args.qlog.as_deref())?;
     if protection == Protection::Tls {
