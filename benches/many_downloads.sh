@@ -2,7 +2,8 @@
 # Many clients at once against one sift-server on loopback: N concurrent
 # downloads of one file, each its own connection, every byte checked.
 #
-#   benches/many_downloads.sh [--clients 1000] [--mb 1] [--bin DIR] [--load FILE] [-- server flags]
+#   benches/many_downloads.sh [--clients 1000] [--mb 1] [--server sift|sift-hq|quinn|quiche]
+#                             [--bin DIR] [--peer-bin DIR] [--load FILE] [-- server flags]
 #
 # Prints the wall time of the whole load (first connection attempt to last
 # verified byte, from the load generator), the server's peak thread count
@@ -11,24 +12,39 @@
 # (default target/release), --load the load generator (default
 # target/release/examples/many_gets: cargo build --release -p sift-bin
 # --example many_gets).
+#
+# --server picks what is measured: `sift` (sift-server, sift's file
+# protocol, the default), `sift-hq` (sift-server answering hq-interop in
+# QUIC v1), `quinn` or `quiche` (their hq-interop servers from interop/,
+# --peer-bin, default interop/target/release: cargo build --release
+# --manifest-path interop/Cargo.toml). The last three take the same load,
+# many_gets --hq, so only the server differs.
 set -euo pipefail
 
-clients=1000 mb=1
+clients=1000 mb=1 kind=sift
 top="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$top/target/release"
+peer_bin="$top/interop/target/release"
 load="$top/target/release/examples/many_gets"
 while [ $# -gt 0 ]; do
     case "$1" in
         --clients) clients=$2; shift 2 ;;
         --mb) mb=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
+        --peer-bin) peer_bin=$2; shift 2 ;;
+        --server) kind=$2; shift 2 ;;
         --load) load=$2; shift 2 ;;
         --) shift; break ;;
-        -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,22p "$0"; exit 0 ;;
         *) echo "many_downloads.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[ -x "$bin/sift-server" ] || { echo "many_downloads.sh: $bin/sift-server missing" >&2; exit 1; }
+case "$kind" in
+    sift|sift-hq) server_bin="$bin/sift-server" ;;
+    quinn|quiche) server_bin="$peer_bin/$kind-hq" ;;
+    *) echo "many_downloads.sh: --server is sift, sift-hq, quinn or quiche, not $kind" >&2; exit 2 ;;
+esac
+[ -x "$server_bin" ] || { echo "many_downloads.sh: $server_bin missing" >&2; exit 1; }
 [ -x "$load" ] || { echo "many_downloads.sh: $load missing" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/sift-many.XXXXXX)
@@ -39,15 +55,29 @@ mkdir -p "$work/root" "$work/state"
 head -c $((mb * 1000000)) /dev/urandom > "$work/root/f.bin"
 
 port=$((20000 + RANDOM % 20000))
-"$bin/sift-server" --listen "127.0.0.1:$port" --root "$work/root" --state-dir "$work/state" \
-    --max-clients $((clients + 64)) "$@" > "$work/server.log" 2>&1 &
+case "$kind" in
+    sift|sift-hq)
+        "$server_bin" --listen "127.0.0.1:$port" --root "$work/root" --state-dir "$work/state" \
+            --max-clients $((clients + 64)) "$@" > "$work/server.log" 2>&1 & ;;
+    *)
+        "$server_bin" server --listen "127.0.0.1:$port" --root "$work/root" "$@" \
+            > "$work/server.log" 2>&1 & ;;
+esac
 server=$!
 for _ in $(seq 100); do grep -q "^listening" "$work/server.log" && break; sleep 0.1; done
 grep -q "^listening" "$work/server.log" || { cat "$work/server.log" >&2; exit 1; }
-pin=$(grep -o 'SHA256:[0-9a-f]*' "$work/server.log" | head -1)
+if [ "$kind" = sift ] || [ "$kind" = sift-hq ]; then
+    pin=$(grep -o 'SHA256:[0-9a-f]*' "$work/server.log" | head -1)
+else
+    # The peer names the certificate it made; pin that one.
+    cert=$(sed -n 's/^listening on .*certificate \(.*\))$/\1/p' "$work/server.log" | head -1)
+    pin="SHA256:$(openssl x509 -in "$cert" -outform der | sha256sum | cut -d' ' -f1)"
+fi
+hq=()
+[ "$kind" = sift ] || hq=(--hq)
 threads_at_start=$(awk '/^Threads:/ {print $2}' "/proc/$server/status")
 
-"$load" --server "127.0.0.1:$port" --pin "$pin" --path f.bin --expect "$work/root/f.bin" \
+"$load" "${hq[@]}" --server "127.0.0.1:$port" --pin "$pin" --path f.bin --expect "$work/root/f.bin" \
     --clients "$clients" > "$work/load.out" 2> "$work/load.err" &
 loader=$!
 peak=0
@@ -64,5 +94,7 @@ cpu_s=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/pro
 if [ "$status" -ne 0 ]; then
     tail -5 "$work/load.err" >&2
 fi
-echo "$(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB server_cpu=${cpu_s}s"
+per_client=$(awk -v kb="$hwm_kb" -v cpu="$cpu_s" -v n="$clients" \
+    'BEGIN {printf "server_kb_per_client=%.0f server_cpu_ms_per_client=%.2f", kb / n, cpu * 1000 / n}')
+echo "server=$kind $(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB server_cpu=${cpu_s}s $per_client"
 exit "$status"

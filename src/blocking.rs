@@ -92,6 +92,26 @@ pub(crate) fn handshake_completed(connection: &crate::Connection) -> bool {
 /// 10 s, or the configured idle timeout if shorter. The connection-ID seed
 /// is drawn from the OS, whatever `config.rng_seed` says.
 pub fn connect(remote: SocketAddr, config: Config) -> Result<BlockingConnection, SiftIoError> {
+    connect_with(remote, config, false)
+}
+
+/// As [`connect`], but returns as soon as the connection can send 0-RTT
+/// data (it resumes a session whose ticket allows it: see
+/// `Config::tls.tickets`), so that a request on a stream opened with
+/// [`BlockingConnection::open_bi_replay_safe`] leaves with the first
+/// flight; otherwise it waits for the handshake as [`connect`] does.
+pub fn connect_early(
+    remote: SocketAddr,
+    config: Config,
+) -> Result<BlockingConnection, SiftIoError> {
+    connect_with(remote, config, true)
+}
+
+fn connect_with(
+    remote: SocketAddr,
+    config: Config,
+    early: bool,
+) -> Result<BlockingConnection, SiftIoError> {
     let shared = start_endpoint(any_address_for(remote), None, &config, 1)?;
     let timeout = handshake_timeout(&config);
     let config = Config {
@@ -123,6 +143,6 @@ pub fn connect(remote: SocketAddr, config: Config) -> Result<BlockingConnection,
             last_stats: Mutex::new(None),
         }),
     };
-    connection.wait_established(timeout)?;
+    connection.wait_ready(timeout, early)?;
     Ok(connection)
 }

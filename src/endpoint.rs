@@ -213,6 +213,13 @@ pub struct EndpointStats {
     /// connection validated (no Retry needed).
     #[serde(default)]
     pub validated_by_token: u64,
+    /// Connections that resumed from the path state in their client's
+    /// token (Careful Resume, RFC 9959).
+    #[serde(default)]
+    pub careful_resumes: u64,
+    /// NEW_TOKEN tokens issued with a saved path state.
+    #[serde(default)]
+    pub path_states_saved: u64,
     /// NEW_TOKEN tokens refused because they were used before (a replay),
     /// issued before this server started, or found the ledger full: their
     /// clients count as bringing no token.
@@ -277,6 +284,8 @@ impl Entry {
 pub struct Endpoint {
     local: SocketAddr,
     server: Option<Config>,
+    /// The connections whose timers the last `on_timeout` ran.
+    timed_out: Vec<ConnectionHandle>,
     max_connections: usize,
     handshake_timeout: Duration,
     /// A BTreeMap so iteration (timers, round-robin) is in handle order and
@@ -383,6 +392,7 @@ impl Endpoint {
             transmit_cursor: ConnectionHandle(0),
             incoming: VecDeque::new(),
             refusing: 0,
+            timed_out: Vec::new(),
             reset_tokens: HashMap::new(),
             stateless: VecDeque::new(),
             stateless_credit: MAX_STATELESS_PER_SECOND,
@@ -612,6 +622,20 @@ impl Endpoint {
             let store = entry.connection.token_store().unwrap_or(&self.tokens);
             store.insert(from, token);
         }
+        // Careful Resume: a server saves what it saw of the path in a fresh
+        // token whenever that grew (RFC 9959 §3.1), statelessly.
+        if let Some(saved) = entry.connection.path_state_to_save() {
+            let peer = entry.connection.remote();
+            if let Some(token) = self.address_token(peer, now, Some(saved)) {
+                if let Some(entry) = self.connections.get_mut(&handle) {
+                    entry.connection.send_new_token(token);
+                    self.stats.path_states_saved += 1;
+                }
+            }
+        }
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return Some(handle);
+        };
         let moved = entry.connection.remote() != entry.peer;
         self.apply_cid_changes(handle);
         if moved {
@@ -701,7 +725,7 @@ impl Endpoint {
             self.stats.dropped_small_initial += 1;
             return None;
         }
-        let full = self.len() >= self.max_connections;
+        let full = self.is_full();
         if full && self.refusing >= MAX_REFUSING {
             tracing::debug!(%from, limit = self.max_connections, "endpoint full: dropping a new client Initial");
             self.stats.dropped_connection_limit += 1;
@@ -798,13 +822,18 @@ impl Endpoint {
                     tracing::debug!(%from, "a client's address changed after our Retry");
                     connection.accept_retried(contents.original_dcid, contents.retry_scid, false)
                 }
-                Some(ValidToken::Address { .. }) => {
+                Some(ValidToken::Address { saved, .. }) => {
                     self.stats.validated_by_token += 1;
                     connection.accept_validated();
+                    // The token proved the client's IP: the path state it
+                    // carries was saved for this client (RFC 9959 §3.1).
+                    if saved.is_some_and(|saved| connection.resume_path(saved)) {
+                        self.stats.careful_resumes += 1;
+                    }
                 }
                 None => {}
             }
-            if let Some(token) = self.address_token(from, now) {
+            if let Some(token) = self.address_token(from, now, None) {
                 connection.send_new_token(token);
             }
         }
@@ -833,6 +862,21 @@ impl Endpoint {
     /// This worker's index, if it is one of a multi-worker server's.
     fn worker_index(&self) -> Option<usize> {
         self.cid_steering().map(CidSteering::index)
+    }
+
+    /// Whether a new client must be refused: this endpoint holds its
+    /// share of the connection limit and, for a worker, the workers
+    /// together hold the whole of it (`balance`: a share is a target).
+    fn is_full(&self) -> bool {
+        if self.len() < self.max_connections {
+            return false;
+        }
+        match (&self.loads, self.worker_index()) {
+            (Some(loads), Some(mine)) => {
+                self.len() + loads.serving_elsewhere(mine) >= loads.max_connections()
+            }
+            _ => true,
+        }
     }
 
     /// The worker a new client should go to instead of this one, if this
@@ -931,6 +975,7 @@ impl Endpoint {
     /// in time, and forgets busy refusals whose closing period is over.
     pub fn on_timeout(&mut self, now: Instant) {
         self.timers.refresh(&self.connections, now);
+        self.timed_out.clear();
         let mut expired = Vec::new();
         let mut refused = Vec::new();
         for handle in self.timers.take_due(now) {
@@ -938,6 +983,7 @@ impl Endpoint {
                 continue;
             };
             self.timers.touch(handle);
+            self.timed_out.push(handle);
             if entry.pending_handshake_deadline().is_some_and(|d| d <= now) {
                 expired.push(handle);
                 continue;
@@ -966,6 +1012,13 @@ impl Endpoint {
         for handle in refused {
             self.remove(handle);
         }
+    }
+
+    /// The connections whose timers the last [`Endpoint::on_timeout`] ran
+    /// (some may be gone since): the only ones a timer can have closed, so
+    /// a host looks at these instead of at every connection.
+    pub fn timed_out(&self) -> &[ConnectionHandle] {
+        &self.timed_out
     }
 
     /// The next connection a client opened to this server, not yet handed

@@ -314,6 +314,26 @@ fn a_client_that_rebinds_its_socket_mid_download_gets_every_byte() {
 }
 
 #[test]
+fn a_client_waits_for_a_spare_connection_id_then_moves_unlinkably() {
+    // Right after connect the server's spare connection IDs may not have
+    // arrived; a move before them would keep the old ID (RFC 9000 §9.5).
+    let (client, server) = pair(config());
+    client
+        .wait_can_migrate(Duration::from_secs(10))
+        .expect("the server gives spare connection IDs after the handshake");
+    assert!(client.can_migrate());
+    client.rebind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut send = client.open_uni().unwrap();
+    send.write_all(b"from the new port").unwrap();
+    send.finish().unwrap();
+    let mut recv = server.accept_uni().unwrap();
+    let mut got = Vec::new();
+    recv.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"from the new port");
+    assert_eq!(client.stats().connection_id_switches, 1);
+}
+
+#[test]
 fn a_server_connection_cannot_rebind_its_listeners_socket() {
     let (_client, server) = pair(config());
     let error = server.rebind("127.0.0.1:0".parse().unwrap()).unwrap_err();

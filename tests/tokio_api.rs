@@ -564,6 +564,33 @@ async fn connect_across_address_families_is_refused() {
 }
 
 #[tokio::test]
+async fn a_closed_connection_nobody_holds_leaves_room_for_the_next_client() {
+    // Room for one connection: the next client is answered only if the
+    // last one's connection was removed once its closing period ended.
+    bounded(async {
+        let mut endpoint_config = EndpointConfig::server(config());
+        endpoint_config.max_connections = 1;
+        let server = Endpoint::bind(localhost(), endpoint_config).unwrap();
+        let client = Endpoint::client(localhost(), config()).unwrap();
+        for round in 0..3 {
+            let (client_side, server_side) = tokio::join!(
+                client.connect(server.local_addr(), "localhost"),
+                server.accept()
+            );
+            let client_side = client_side.unwrap_or_else(|e| panic!("round {round}: {e}"));
+            let server_side = server_side.expect("the server accepts the client");
+            // The server closes: its closing period ends on a timer.
+            server_side.close(0, "done");
+            client_side.closed().await;
+            drop((client_side, server_side));
+            server.wait_idle().await;
+            client.wait_idle().await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
 async fn endpoint_close_ends_accept_and_connections_then_wait_idle_returns() {
     bounded(async {
         let (server, _client, client, server_side) = connected(config()).await;
@@ -794,6 +821,9 @@ async fn a_client_whose_address_changes_stays_with_the_worker_that_accepted_it()
             let client = Endpoint::client(localhost(), config()).unwrap();
             let connection = client.connect(port, "localhost").await.unwrap();
             let worker = ask(&connection, seed).await;
+            // Not before the server's spare connection ID is in (the move
+            // would keep the old one): the answer can outrun it.
+            connection.migratable().await.unwrap();
             let before = client.local_addr();
             assert_ne!(client.rebind(localhost()).unwrap(), before);
             assert_eq!(

@@ -1,10 +1,16 @@
-//! Load for measuring a `sift-server`: N clients at once, each its own
+//! Load for measuring a server: N clients at once, each its own
 //! connection downloading one file, every byte checked against a local
 //! copy. Prints the wall time from the first connection attempt to the
 //! last verified byte. See `benches/many_downloads.sh`.
 //!
+//! It speaks sift's file protocol to a `sift-server`, or with `--hq`
+//! hq-interop (HTTP/0.9 over QUIC v1) to any hq-interop server: the same
+//! load against `sift-server` and against quinn's or quiche's, so that
+//! only the server differs.
+//!
 //! ```text
 //! many_gets --server 127.0.0.1:4433 --pin SHA256:… --path f.bin --expect root/f.bin --clients 1000
+//! many_gets --hq --server 127.0.0.1:4433 --pin SHA256:… --path f.bin --expect root/f.bin
 //! ```
 
 use std::net::SocketAddr;
@@ -17,9 +23,11 @@ use clap::Parser;
 use sift::conn::Protection;
 use sift::crypto::{Fingerprint, ServerTrust, TlsConfig};
 use sift::tokio::Endpoint;
+use sift::wire::QUIC_V1;
 use sift_bin::cli::common::{transport_config, OnOff};
 use sift_bin::transfer::digest::{sha256, Sha256Hasher};
 use sift_bin::transfer::frame::read_frame_async;
+use sift_bin::transfer::hq;
 use sift_bin::transfer::{parse_response, Request, Status};
 use sift_cc::CcConfig;
 
@@ -45,6 +53,10 @@ struct Args {
     /// Client UDP sockets the connections are spread over.
     #[arg(long, default_value_t = 8)]
     sockets: usize,
+    /// Speak hq-interop (`GET /path`, the file to the stream's end) in
+    /// QUIC version 1, as any hq-interop server understands; needs --pin.
+    #[arg(long, requires = "pin")]
+    hq: bool,
 }
 
 #[tokio::main]
@@ -57,6 +69,10 @@ async fn main() -> anyhow::Result<()> {
         config.protection = Protection::Tls;
         config.tls = TlsConfig::client(ServerTrust::Pinned(vec![pin]));
     }
+    if args.hq {
+        config.tls.alpn_protocols = vec![hq::ALPN.to_vec()];
+        config.versions = vec![QUIC_V1];
+    }
     let any: SocketAddr = if args.server.is_ipv6() {
         "[::]:0".parse()?
     } else {
@@ -65,28 +81,34 @@ async fn main() -> anyhow::Result<()> {
     let endpoints = (0..args.sockets.max(1))
         .map(|_| Endpoint::client(any, config.clone()))
         .collect::<Result<Vec<_>, _>>()?;
-    let request = Arc::new(
+    let request = Arc::new(if args.hq {
+        hq::encode_request(&args.path)
+    } else {
         Request::Get {
             path: args.path.clone(),
             offset: 0,
             cc: None,
         }
-        .encode()?,
-    );
+        .encode()?
+    });
     let started = Instant::now();
     let mut downloads = tokio::task::JoinSet::new();
     for index in 0..args.clients {
         let endpoint = endpoints[index % endpoints.len()].clone();
-        let (server, request) = (args.server, Arc::clone(&request));
+        let (server, request, hq) = (args.server, Arc::clone(&request), args.hq);
         downloads.spawn(async move {
-            let connection = endpoint.connect(server, "").await?;
+            let name = if hq { "localhost" } else { "" };
+            let connection = endpoint.connect(server, name).await?;
             let (mut send, mut recv) = connection.open_bi().await?;
             send.write_all(&request).await?;
             send.finish()?;
-            let response = parse_response(&read_frame_async(&mut recv).await?)?;
-            if response.status != Status::Ok || response.size != size {
-                bail!("answered {:?} for {size} bytes", response);
+            if !hq {
+                let response = parse_response(&read_frame_async(&mut recv).await?)?;
+                if response.status != Status::Ok || response.size != size {
+                    bail!("answered {:?} for {size} bytes", response);
+                }
             }
+            // hq-interop has no header: the file is the stream, to its end.
             let mut hasher = Sha256Hasher::new();
             let mut buf = vec![0u8; 64 * 1024];
             let mut left = size;
@@ -98,8 +120,12 @@ async fn main() -> anyhow::Result<()> {
                 hasher.update(&buf[..n]);
                 left -= n as u64;
             }
-            // The digest frame (if the response had none) and the trailer.
-            recv.read_to_end(64 * 1024).await?;
+            // sift: the digest frame (if the response had none) and the
+            // trailer; hq: nothing more, or the file was longer.
+            let rest = recv.read_to_end(64 * 1024).await?;
+            if hq && !rest.is_empty() {
+                bail!("the stream went on past {size} bytes");
+            }
             connection.close(0, "done");
             Ok(hasher.finish())
         });

@@ -149,6 +149,7 @@ fn long_packet(version: u32, packet: &[u8]) -> Option<(LongType, usize)> {
             let parsed = SIFT_V1.parse(packet).ok()?;
             let ty = match parsed.ty {
                 PacketType::Initial => LongType::Initial,
+                PacketType::ZeroRtt => LongType::ZeroRtt,
                 PacketType::Handshake => LongType::Handshake,
                 PacketType::OneRtt => return None,
             };

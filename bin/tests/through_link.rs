@@ -448,3 +448,44 @@ fn link_stats_count_versions_handshakes_and_retries_per_direction() {
     assert!(received > 0 && sent <= 3 * received, "{json}");
     assert_eq!(json["forward_link"]["offered"], up["datagrams"]);
 }
+
+#[test]
+fn a_second_download_over_a_300ms_link_resumes_with_a_careful_resume_jump() {
+    // RFC 9959 end to end: the first download teaches the server the
+    // path, which it seals into the client's address token; the second,
+    // presenting that token, jumps to half the saved window.
+    let dir = TestDir::new("careful-resume");
+    let root = dir.subdir("root");
+    let state = dir.subdir("client-state");
+    let server = Server::start_on(IPV4, &root, &[]);
+    let link = Link::start(IPV4, server.addr, "delay 150ms", "delay 150ms", &[]);
+    let data = content(3_000_000, 5);
+    std::fs::write(root.join("big.bin"), &data).unwrap();
+    let url = format!("sift://{}/big.bin", link.addr);
+    let pin = server.pin();
+    let get = |name: &str| {
+        let out = dir.path().join(name);
+        let output = run_client(&[
+            "get",
+            &url,
+            "-o",
+            out.to_str().unwrap(),
+            &pin,
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--json",
+        ]);
+        let stdout = expect_success(&output);
+        assert_eq!(std::fs::read(&out).unwrap(), data, "byte-exact download");
+        json_report(&stdout)
+    };
+    let first = get("first.bin");
+    assert!(first.get("careful_resume").is_none(), "{first}");
+    let second = get("second.bin");
+    let resume = &second["careful_resume"];
+    assert_eq!(resume["jumped"], serde_json::json!(true), "{second}");
+    assert!(
+        resume["jump_cwnd"].as_u64().unwrap_or(0) > 100_000,
+        "{second}"
+    );
+}

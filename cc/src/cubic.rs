@@ -591,6 +591,23 @@ impl CongestionControl for Cubic {
         self.cwnd = self.cwnd.max(minimum_window(mss) as f64);
     }
 
+    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
+    /// change) as from a plateau: W_max = cwnd, a new epoch at the next
+    /// avoidance ACK.
+    fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        let cwnd = cwnd.max(crate::minimum_window(self.mss)) as f64;
+        self.cwnd = cwnd;
+        if let Some(ssthresh) = ssthresh {
+            self.ssthresh = ssthresh;
+        }
+        self.w_max = cwnd;
+        self.cwnd_prior = cwnd;
+        self.w_est = cwnd;
+        self.k_seconds = 0.0;
+        self.epoch = None;
+        self.undo = None;
+    }
+
     fn window(&self) -> u64 {
         self.cwnd.round() as u64
     }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub mod bbr;
+pub mod careful_resume;
 pub mod cubic;
 pub mod hystart;
 pub mod queue_estimate;
@@ -32,6 +33,10 @@ mod test_support;
 mod undo_tests;
 
 pub use bbr::{Bbr, BbrConfig};
+pub use careful_resume::{
+    CarefulResume, CarefulResumeChange, CarefulResumeConfig, CarefulResumePhase,
+    CarefulResumeStatus, CarefulResumeTrigger, SavedPath,
+};
 pub use cubic::{Cubic, CubicConfig};
 pub use queue_estimate::{BaseRttReset, QueueEstimate};
 pub use reno::{Reno, RenoConfig};
@@ -381,6 +386,28 @@ pub trait CongestionControl: Send + Debug {
 
     /// A snapshot for stats and time series.
     fn metrics(&self) -> Metrics;
+
+    /// Careful Resume (RFC 9959) hands the controller a window at a phase
+    /// change: it continues from `cwnd` bytes (and `ssthresh`, when given)
+    /// under its own rules, its growth state restarted from there. Every
+    /// controller of this crate takes it; the default ignores it, for a
+    /// controller that cannot run under Careful Resume.
+    fn set_window(&mut self, _cwnd: u64, _ssthresh: Option<u64>) {}
+
+    /// Careful Resume jumped from a saved path state: a model-based
+    /// controller (BBR) seeds its bandwidth (bytes per second) and minimum
+    /// RTT from it. Window-based controllers ignore it (the default).
+    fn seed_path_model(&mut self, _bandwidth: f64, _min_rtt: Duration) {}
+
+    /// Careful Resume's state, when this controller runs under it.
+    fn careful_resume(&self) -> Option<CarefulResumeStatus> {
+        None
+    }
+
+    /// Careful Resume's phase changes since the last call, oldest first.
+    fn drain_careful_resume_changes(&mut self) -> Vec<CarefulResumeChange> {
+        Vec::new()
+    }
 }
 
 /// Which controller to run and its parameters, with serde for scenario files

@@ -173,6 +173,11 @@ impl CongestionControl for VenoEnhanced {
         self.veno.set_mss(mss);
     }
 
+    /// Careful Resume's window: Veno's.
+    fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        self.veno.set_window(cwnd, ssthresh);
+    }
+
     fn window(&self) -> u64 {
         self.veno.window()
     }

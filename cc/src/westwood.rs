@@ -340,6 +340,17 @@ impl CongestionControl for Westwood {
         self.cwnd = self.cwnd.max(minimum_window(mss));
     }
 
+    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
+    /// change), additive increase restarted.
+    fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
+        if let Some(ssthresh) = ssthresh {
+            self.ssthresh = ssthresh;
+        }
+        self.increase = AdditiveIncrease::default();
+        self.undo = None;
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -136,13 +136,15 @@ impl std::fmt::Debug for BlockingConnection {
 }
 
 impl BlockingConnection {
-    pub(super) fn wait_established(&self, timeout: Duration) -> Result<(), SiftIoError> {
+    /// Waits for the handshake, or (`early`) only until the connection
+    /// can send 0-RTT data.
+    pub(super) fn wait_ready(&self, timeout: Duration, early: bool) -> Result<(), SiftIoError> {
         let remote = self.inner.remote;
         let result = self.inner.block_on(
             Instant::now().checked_add(timeout),
             &|| format!("no answer from {remote}"),
             &mut |connection| {
-                if handshake_completed(connection) {
+                if handshake_completed(connection) || (early && connection.early_data_possible()) {
                     Step::Ready(Ok(()))
                 } else if connection.is_closing() {
                     Step::Ready(Err(closed_error(connection)))
@@ -162,6 +164,10 @@ impl BlockingConnection {
     }
 
     fn open(&self, dir: Dir) -> Result<SiftStream, SiftIoError> {
+        self.open_marked(dir, false)
+    }
+
+    fn open_marked(&self, dir: Dir, replay_safe: bool) -> Result<SiftStream, SiftIoError> {
         let id = self.inner.block_on(
             None,
             &|| "no stream credit".to_string(),
@@ -171,7 +177,12 @@ impl BlockingConnection {
                     Dir::Uni => connection.stream_open_uni(),
                 };
                 match opened {
-                    Ok(id) => Step::Ready(Ok(id)),
+                    Ok(id) => {
+                        if replay_safe {
+                            connection.mark_replay_safe(id);
+                        }
+                        Step::Ready(Ok(id))
+                    }
                     // Wait for the peer to grant more streams.
                     Err(Error::Stream(StreamError::StreamsExhausted)) => Step::Pending,
                     Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
@@ -200,6 +211,13 @@ impl BlockingConnection {
     /// is reached. The peer sees it once something is written.
     pub fn open_bi(&self) -> Result<SiftStream, SiftIoError> {
         self.open(Dir::Bi)
+    }
+
+    /// Opens a bidirectional stream whose data may go out in 0-RTT, before
+    /// the handshake completes (see [`crate::Connection::mark_replay_safe`]):
+    /// only for a request whose replay does no harm.
+    pub fn open_bi_replay_safe(&self) -> Result<SiftStream, SiftIoError> {
+        self.open_marked(Dir::Bi, true)
     }
 
     /// Opens a unidirectional (send-only) stream.
@@ -341,6 +359,26 @@ impl BlockingConnection {
         self.inner
             .peek(|connection| connection.can_migrate())
             .unwrap_or(false)
+    }
+
+    /// Blocks until the client may move ([`Self::can_migrate`]), at most
+    /// `timeout`. Fails with [`SiftIoError::Timeout`] if the server gave no
+    /// spare connection ID by then, or with the close reason if the
+    /// connection closed while waiting.
+    pub fn wait_can_migrate(&self, timeout: Duration) -> Result<(), SiftIoError> {
+        self.inner.block_on(
+            Instant::now().checked_add(timeout),
+            &|| "no spare connection ID from the server".to_string(),
+            &mut |connection| {
+                if connection.can_migrate() {
+                    Step::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Step::Ready(Err(closed_error(connection)))
+                } else {
+                    Step::Pending
+                }
+            },
+        )
     }
 
     /// The handshake completed and the connection is not closing.

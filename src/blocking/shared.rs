@@ -52,13 +52,25 @@ pub(super) struct State {
 
 impl State {
     /// Drops connections that are closed and that nobody holds or waits
-    /// to accept.
-    fn remove_unheld_closed(&mut self) {
-        let pending: HashSet<ConnectionHandle> = self.pending_accept.iter().copied().collect();
-        let unheld: Vec<ConnectionHandle> = self
-            .endpoint
-            .handles()
-            .filter(|h| !self.held.contains(h) && !pending.contains(h))
+    /// to accept: every connection after a handle was let go (which one is
+    /// not known here), otherwise only those the last step touched (a
+    /// connection closes on a datagram or a timer), so that a step costs
+    /// what happened in it, not the number of connections.
+    fn remove_unheld_closed(&mut self, sweep_all: bool) {
+        let candidates: Vec<ConnectionHandle> = if sweep_all {
+            self.endpoint.handles().collect()
+        } else {
+            let progress = &self.progress;
+            progress
+                .routed
+                .iter()
+                .chain(&progress.timed_out)
+                .copied()
+                .collect()
+        };
+        let unheld: Vec<ConnectionHandle> = candidates
+            .into_iter()
+            .filter(|h| !self.held.contains(h) && !self.pending_accept.contains(h))
             .filter(|h| {
                 self.endpoint
                     .connection_ref(*h)
@@ -292,8 +304,8 @@ impl EndpointHost for Shared {
         // Whether a connection closed changes only with progress (arrivals,
         // timers) or when the application lets go of a handle.
         if progress || state.handle_released {
-            state.handle_released = false;
-            state.remove_unheld_closed();
+            let sweep_all = std::mem::take(&mut state.handle_released);
+            state.remove_unheld_closed(sweep_all);
         }
         state.turns += 1;
         state.driver_may_sleep = true;

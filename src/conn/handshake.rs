@@ -13,7 +13,7 @@
 //! transport parameters can name the client's original destination ID.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::IpAddr;
+use std::net::SocketAddr;
 
 use super::{Config, Protection};
 use crate::crypto::tls::TlsSetupError;
@@ -89,6 +89,8 @@ pub struct Progress {
     /// Server: the version chosen for the client (RFC 9368), once its
     /// hello was whole.
     pub negotiated_version: Option<u32>,
+    /// Server: 0-RTT keys, when it accepted the client's early data.
+    pub zero_rtt_keys: Option<Box<dyn PacketProtection>>,
 }
 
 /// How to make the session, kept until the server makes it.
@@ -96,7 +98,9 @@ pub struct Progress {
 struct SessionRecipe {
     protection: Protection,
     tls: TlsConfig,
-    remote: IpAddr,
+    remote: SocketAddr,
+    /// Client: the version it starts in (its tickets are scoped to it).
+    version: u32,
 }
 
 impl SessionRecipe {
@@ -109,9 +113,12 @@ impl SessionRecipe {
         params.encode(&mut encoded);
         Ok(match (self.protection, side) {
             (Protection::Null, _) => Box::new(NullSession::new(side, encoded)),
-            (Protection::Tls, Side::Client) => {
-                Box::new(TlsSession::client(&self.tls, self.remote, encoded)?)
-            }
+            (Protection::Tls, Side::Client) => Box::new(TlsSession::client_in_version(
+                &self.tls,
+                self.remote,
+                self.version,
+                encoded,
+            )?),
             (Protection::Tls, Side::Server) => Box::new(TlsSession::server(&self.tls, encoded)?),
         })
     }
@@ -133,21 +140,30 @@ pub struct Handshake {
     /// packets used (set before its first CRYPTO bytes arrive).
     server_versions: Vec<u32>,
     client_original_version: u32,
+    /// Bytes of the Handshake level reached the session: a TLS client's
+    /// peer parameters (in EncryptedExtensions) are the server's only
+    /// from then on; before, rustls reports those remembered with a ticket.
+    read_handshake_level: bool,
+    /// Server: the 0-RTT keys were handed out (or there are none).
+    zero_rtt_checked: bool,
 }
 
 impl Handshake {
-    /// A client makes its session (and hello) at once; a server makes it on
-    /// the client's hello (`Config::validate` has checked it can).
+    /// A client makes its session (and hello) at once, starting in
+    /// `version`; a server makes it on the client's hello
+    /// (`Config::validate` has checked it can).
     pub fn new(
         side: Side,
         config: &Config,
-        remote: IpAddr,
+        remote: SocketAddr,
+        version: u32,
         local_params: TransportParams,
     ) -> Result<Self, TlsSetupError> {
         let recipe = SessionRecipe {
             protection: config.protection,
             tls: config.tls.clone(),
             remote,
+            version,
         };
         let mut handshake = Self {
             side,
@@ -161,6 +177,8 @@ impl Handshake {
             complete: false,
             server_versions: config.versions.clone(),
             client_original_version: 0,
+            read_handshake_level: false,
+            zero_rtt_checked: false,
         };
         if side == Side::Client {
             handshake.session = Some(handshake.recipe.make(side, &handshake.local_params)?);
@@ -275,6 +293,38 @@ impl Handshake {
         self.session.as_ref()?.peer_certificate_fingerprint()
     }
 
+    /// Client: the 0-RTT keys of the ticket it resumes with, if it allows
+    /// early data.
+    pub fn zero_rtt_keys(&self) -> Option<Box<dyn PacketProtection>> {
+        self.session.as_ref()?.zero_rtt_keys()
+    }
+
+    /// Client: the server's parameters remembered with the ticket.
+    pub fn remembered_params(&self) -> Option<TransportParams> {
+        self.session.as_ref()?.remembered_params()
+    }
+
+    /// The server accepted the client's early data.
+    pub fn early_data_accepted(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|session| session.early_data_accepted())
+    }
+
+    /// The handshake resumed an earlier session.
+    pub fn is_resumed(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|session| session.is_resumed())
+    }
+
+    /// The connection settled on `version`: tickets are filed under it.
+    pub fn set_version(&mut self, version: u32) {
+        if let Some(session) = self.session.as_mut() {
+            session.set_version(version);
+        }
+    }
+
     /// The 1-RTT keys of the next key phase (TLS only).
     pub fn next_one_rtt_keys(&mut self) -> Option<Box<dyn PacketProtection>> {
         self.session.as_mut()?.next_one_rtt_keys()
@@ -355,11 +405,25 @@ impl Handshake {
             if let Some(session) = self.session.as_mut() {
                 session.read_handshake(read_level, &pending)?;
             }
+            self.read_handshake_level |= read_level == Level::Handshake;
             let written = self.drive_writes();
             progress.handshake_keys = written.handshake_keys.or(progress.handshake_keys);
             progress.one_rtt_keys = written.one_rtt_keys.or(progress.one_rtt_keys);
         }
-        if self.peer_params.is_none() {
+        if self.side == Side::Server && !self.zero_rtt_checked {
+            if let Some(session) = &self.session {
+                // Decided with the server's first flight, which reading
+                // the whole hello wrote.
+                if self.write_level != Level::Initial {
+                    self.zero_rtt_checked = true;
+                    progress.zero_rtt_keys = session.zero_rtt_keys();
+                }
+            }
+        }
+        let params_final = self.side == Side::Server
+            || self.recipe.protection == Protection::Null
+            || self.read_handshake_level;
+        if self.peer_params.is_none() && params_final {
             if let Some(session) = &self.session {
                 self.peer_params = session.peer_params()?;
                 progress.peer_params = self.peer_params.is_some();
@@ -377,7 +441,7 @@ impl Handshake {
 mod tests {
     use super::*;
     use crate::crypto::{ServerIdentity, TlsConfig};
-    use std::net::Ipv4Addr;
+    use std::net::{IpAddr, Ipv4Addr};
 
     fn drain(handshake: &mut Handshake, level: Level) -> Vec<(u64, Vec<u8>)> {
         std::iter::from_fn(|| handshake.poll_crypto(level, 7)).collect()
@@ -391,10 +455,24 @@ mod tests {
             ..Config::default()
         };
         let remote = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let client =
-            Handshake::new(Side::Client, &config, remote, TransportParams::default()).unwrap();
-        let server =
-            Handshake::new(Side::Server, &config, remote, TransportParams::default()).unwrap();
+        let remote = SocketAddr::new(remote, 4433);
+        let version = crate::wire::QUIC_V1;
+        let client = Handshake::new(
+            Side::Client,
+            &config,
+            remote,
+            version,
+            TransportParams::default(),
+        )
+        .unwrap();
+        let server = Handshake::new(
+            Side::Server,
+            &config,
+            remote,
+            version,
+            TransportParams::default(),
+        )
+        .unwrap();
         (client, server)
     }
 

@@ -18,6 +18,7 @@ mod path;
 pub mod pmtud;
 mod recv;
 mod repair;
+pub mod resume;
 pub mod retry_policy;
 mod send;
 mod skip;
@@ -25,6 +26,7 @@ mod stats;
 pub mod token_store;
 mod trace;
 pub mod version;
+mod zero_rtt;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -200,6 +202,15 @@ pub struct Config {
     /// qlog file per connection in a directory. `None` (the default): no
     /// tracing, at no cost.
     pub trace: Option<crate::trace::TraceSink>,
+    /// Careful Resume (RFC 9959) for the data this end sends: a connection
+    /// given a saved path state (`Connection::resume_path`; a server finds
+    /// one in the client's address token) jumps to half its window once the
+    /// path proves the same, and a server saves what it sees in the tokens
+    /// it issues. `None`: off (no state saved, none used). On by default:
+    /// nothing changes without a saved state from the same client IP, and
+    /// the RFC's checks (RTT within bounds, half the saved window, Safe
+    /// Retreat) bound what a stale one can cost.
+    pub careful_resume: Option<sift_cc::CarefulResumeConfig>,
 }
 
 impl Default for Config {
@@ -229,6 +240,7 @@ impl Default for Config {
             lie_about_losses: ReceiverLie::Honest,
             versions: version::SUPPORTED_VERSIONS.to_vec(),
             trace: None,
+            careful_resume: Some(sift_cc::CarefulResumeConfig::default()),
         }
     }
 }
@@ -422,6 +434,8 @@ pub struct Connection {
     pmtud: pmtud::Pmtud,
     /// Unpredictable PATH_CHALLENGE data (seeded: runs repeat).
     path_rng: ChaCha8Rng,
+    /// Careful Resume: the saved state used and the last one offered.
+    resume: resume::ResumeState,
     /// The source address of the datagram being processed, and its size.
     recv_from: SocketAddr,
     recv_datagram_len: usize,
@@ -466,6 +480,8 @@ pub struct Connection {
     counters: Counters,
     /// The observer of every event, when traced (`conn/trace.rs`).
     trace: Option<Box<trace::Tracing>>,
+    /// 0-RTT keys and what became of the early data (`zero_rtt`).
+    zero_rtt: zero_rtt::ZeroRtt,
 }
 
 fn space_of(level: Level) -> SpaceId {
@@ -556,10 +572,24 @@ impl Connection {
             ack_frequency::AckFrequency::new(config.ack_frequency, config.max_ack_delay);
         let versions = match side {
             Side::Client => {
-                let original = version::client_original(
-                    &config.versions,
-                    config.protection == Protection::Tls,
-                );
+                // A held ticket names the version to start in: 0-RTT goes
+                // out in the version a connection starts in, and a ticket
+                // resumes only in the version it came from (`crypto::tls`).
+                let resumable = match (&config.tls.tickets, config.protection) {
+                    (Some(tickets), Protection::Tls) => tickets.version_for(
+                        &config
+                            .tls
+                            .server_name
+                            .clone()
+                            .unwrap_or_else(|| remote.ip().to_string()),
+                        remote.port(),
+                        &config.versions,
+                    ),
+                    _ => None,
+                };
+                let original = resumable.unwrap_or_else(|| {
+                    version::client_original(&config.versions, config.protection == Protection::Tls)
+                });
                 version::Versions::client(original, &config.versions)
             }
             Side::Server => version::Versions::server(&config.versions),
@@ -591,7 +621,7 @@ impl Connection {
         let mss = config.max_datagram_size as u64;
         let recovery = Recovery::new(config.recovery.clone(), config.cc.build(mss), mss);
         let streams = Streams::new(side, config.streams.clone());
-        let handshake = Handshake::new(side, &config, remote.ip(), params)
+        let handshake = Handshake::new(side, &config, remote, versions.original(), params)
             .map_err(|error| Error::InvalidConfig(error.to_string()))?;
         // A server derives its Initial keys from the client's first Initial.
         let initial_keys = (side == Side::Client)
@@ -632,6 +662,7 @@ impl Connection {
                 canonical_peer(remote),
             ),
             path_rng: config.rng(PATH_LABEL[side as usize], PATH_SEED_SALT[side as usize]),
+            resume: resume::ResumeState::default(),
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
             integrity_limit: None,
@@ -672,9 +703,11 @@ impl Connection {
             now,
             counters: Counters::default(),
             trace: None,
+            zero_rtt: zero_rtt::ZeroRtt::default(),
             config,
         };
         conn.start_trace();
+        conn.start_zero_rtt();
         Ok(conn)
     }
 
@@ -758,6 +791,7 @@ impl Connection {
         let mss = self.pmtud.current() as u64;
         self.recovery.replace_controller(cc.build(mss), mss);
         self.config.cc = cc;
+        self.rewrap_resume();
         Ok(())
     }
 
@@ -989,6 +1023,9 @@ impl Connection {
     pub fn send_new_token(&mut self, token: Vec<u8>) {
         if self.side == Side::Server && !token.is_empty() {
             self.new_token_out = Some(token);
+            // After the handshake, a later token (one carrying a saved path
+            // state, RFC 9959) goes at once; before it, with HANDSHAKE_DONE.
+            self.new_token_pending |= self.handshake_confirmed;
         }
     }
 
@@ -1265,7 +1302,10 @@ impl Connection {
                     | SentFrame::NewConnectionId(_)
                     | SentFrame::RetireConnectionId(_)
                     | SentFrame::AckFrequency(_) => {}
-                    SentFrame::NewToken => self.new_token_out = None,
+                    // A newer token (a fresher saved path state) may be
+                    // waiting to go: only the one sent last is done.
+                    SentFrame::NewToken if !self.new_token_pending => self.new_token_out = None,
+                    SentFrame::NewToken => {}
                 }
             }
         }
@@ -1485,6 +1525,11 @@ impl Connection {
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
             retried: self.retry.is_some(),
+            resumed: self.handshake.is_resumed(),
+            zero_rtt_accepted: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Accepted,
+            zero_rtt_rejected: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Rejected,
+            zero_rtt_bytes: self.zero_rtt.stream_bytes,
+            zero_rtt_packets: self.zero_rtt.packets,
             connection_id_switches: self.cids.switches,
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,
@@ -1514,6 +1559,7 @@ impl Connection {
             srtt_us: rtt.smoothed().as_micros() as u64,
             min_rtt_us: rtt.min().as_micros() as u64,
             rttvar_us: rtt.variance().as_micros() as u64,
+            careful_resume: self.recovery.careful_resume(),
             cc: self.recovery.cc_metrics(),
         }
     }

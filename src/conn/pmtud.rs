@@ -364,7 +364,7 @@ impl Pmtud {
             in_flight: None,
         };
         self.settle_if_done(now);
-        (self.current != old).then(|| SizeChange {
+        (self.current != old).then_some(SizeChange {
             old,
             new: self.current,
             done: matches!(self.phase, Phase::Settled { .. }),
@@ -478,7 +478,7 @@ impl Pmtud {
         if self.enabled && self.phase != Phase::Idle {
             self.start_search(None, now);
         }
-        (old != self.current).then(|| SizeChange {
+        (old != self.current).then_some(SizeChange {
             old,
             new: self.current,
             done: false,

@@ -168,8 +168,14 @@ impl Connection {
         let level = match parsed.ty {
             PacketType::Initial => Level::Initial,
             PacketType::Handshake => Level::Handshake,
-            PacketType::OneRtt => Level::OneRtt,
+            PacketType::ZeroRtt | PacketType::OneRtt => Level::OneRtt,
         };
+        let zero_rtt = parsed.ty == PacketType::ZeroRtt;
+        if zero_rtt && (self.side == Side::Client || self.zero_rtt.keys.is_none()) {
+            // Not accepted (or no longer): RFC 9001 §4.6.2, dropped unread.
+            self.counters.undecryptable_dropped += 1;
+            return (packet_len, PacketOutcome::Continue);
+        }
         let space = space_of(level);
         if self.side == Side::Server && space == SpaceId::Initial && !self.peer_cid_learned {
             let keys = self.server_initial_keys(&parsed, &buf[..packet_len]);
@@ -204,7 +210,12 @@ impl Connection {
         }
         // Header protection (QUIC v1) is the same for every key phase: the
         // current keys remove it, and then the packet number chooses the phase.
-        let Some(header_keys) = self.keys[space.index()].as_deref() else {
+        let header_keys = if zero_rtt {
+            self.zero_rtt.keys.as_deref()
+        } else {
+            self.keys[space.index()].as_deref()
+        };
+        let Some(header_keys) = header_keys else {
             // Keys not yet available or already discarded.
             self.counters.undecryptable_dropped += 1;
             return (packet_len, PacketOutcome::Continue);
@@ -221,7 +232,12 @@ impl Connection {
             u64::from(parsed.truncated_pn),
             parsed.pn_len,
         );
-        let opening = if space == SpaceId::Data {
+        let opening = if zero_rtt {
+            self.zero_rtt
+                .keys
+                .as_deref()
+                .map(|keys| (keys, KeySlot::Current))
+        } else if space == SpaceId::Data {
             self.one_rtt_opening_keys(parsed.key_phase, packet_number)
         } else {
             self.keys[space.index()]
@@ -330,7 +346,18 @@ impl Connection {
             peer_scid,
             frames,
         } = opened;
-        if space == SpaceId::Data {
+        if ty == PacketType::ZeroRtt {
+            if let Some(frame) = parse_frames(frames)
+                .flatten()
+                .find(|frame| !super::zero_rtt::frame_allowed_in_zero_rtt(frame))
+            {
+                self.fail(TransportFailure::new(
+                    codes::PROTOCOL_VIOLATION,
+                    format!("{} frame in a 0-RTT packet", frame.name()),
+                ));
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
+        } else if space == SpaceId::Data {
             self.on_one_rtt_opened(key_slot, packet_number);
         }
         if self.acks[space.index()].is_duplicate(packet_number) {
@@ -356,6 +383,16 @@ impl Connection {
             }
         }
         self.counters.packets_received += 1;
+        if ty == PacketType::ZeroRtt {
+            self.zero_rtt.packets += 1;
+            self.zero_rtt.stream_bytes += parse_frames(frames)
+                .flatten()
+                .map(|frame| match frame {
+                    Frame::Stream { data, .. } => data.len() as u64,
+                    _ => 0,
+                })
+                .sum::<u64>();
+        }
         if let Some(tracing) = self.trace.as_mut() {
             tracing.observer.event(
                 now,
@@ -411,7 +448,7 @@ impl Connection {
         }
         match (self.side, ty) {
             // Until the client learns our CID it keeps using the one it made up.
-            (Side::Server, PacketType::Initial | PacketType::Handshake) => {
+            (Side::Server, PacketType::Initial | PacketType::ZeroRtt | PacketType::Handshake) => {
                 !self.peer_cid_learned && dcid.len() >= 8 || dcid == self.original_dcid.as_slice()
             }
             _ => false,
@@ -740,6 +777,9 @@ impl Connection {
             self.keys[SpaceId::Handshake.index()] = Some(keys);
             self.recovery.set_handshake_keys();
         }
+        if let Some(keys) = progress.zero_rtt_keys {
+            self.accept_zero_rtt(keys);
+        }
         if let Some(keys) = progress.one_rtt_keys {
             // A server gets them with its own flight (0.5-RTT data).
             self.install_one_rtt_keys(keys);
@@ -749,6 +789,9 @@ impl Connection {
         }
         if progress.complete {
             self.state = State::Established;
+            // Client: 1-RTT from now on, and the early data's fate is
+            // known. Server: 0-RTT packets are no longer opened.
+            self.settle_zero_rtt()?;
             if self.side == Side::Server {
                 // RFC 9001 §4.1.2: the server confirms on completion.
                 self.handshake_confirmed = true;
@@ -803,6 +846,9 @@ impl Connection {
                     TransportFailure::new(super::version::VERSION_NEGOTIATION_ERROR, reason)
                 })?;
         }
+        // Tickets that come later are for the version settled now.
+        self.handshake
+            .set_version(self.versions.current().version());
         self.cids.on_peer_params(
             params.active_connection_id_limit,
             params

@@ -113,7 +113,7 @@ impl Connection {
         plans.clear();
         let mut used = 0;
         for space in SpaceId::ALL {
-            if self.keys[space.index()].is_none() {
+            if self.sealing_keys(space).is_none() {
                 continue;
             }
             let room = limit - used;
@@ -139,8 +139,9 @@ impl Connection {
         let mut sent_handshake = false;
         for plan in plans.drain(..) {
             let header = self.header_for(plan.space, plan.packet_number);
-            let protection = self.keys[plan.space.index()]
-                .as_deref()
+            let zero_rtt = header.ty == PacketType::ZeroRtt;
+            let protection = self
+                .sealing_keys(plan.space)
                 .expect("a packet is planned only in a space with keys");
             let sealed = self.versions.current().seal_into(
                 &header,
@@ -179,7 +180,9 @@ impl Connection {
                 let probes = &mut self.probes[plan.space.index()];
                 *probes = probes.saturating_sub(1);
             }
-            if plan.space == SpaceId::Data {
+            if zero_rtt {
+                self.zero_rtt.packets += 1;
+            } else if plan.space == SpaceId::Data {
                 self.key_phases.on_sent(plan.packet_number);
                 // RFC 9002 §7.8: a window the sender does not fill must not
                 // grow. Whatever holds the sender back (the application, flow
@@ -366,6 +369,7 @@ impl Connection {
         let ty = match space {
             SpaceId::Initial => PacketType::Initial,
             SpaceId::Handshake => PacketType::Handshake,
+            SpaceId::Data if self.sending_zero_rtt() => PacketType::ZeroRtt,
             SpaceId::Data => PacketType::OneRtt,
         };
         Header {
@@ -394,7 +398,7 @@ impl Connection {
     /// in the format we send; `None` without keys for the space.
     fn sealed_len(&self, space: SpaceId, packet_number: u64, frames_len: usize) -> Option<usize> {
         let header = self.header_for(space, packet_number);
-        let protection = self.keys[space.index()].as_deref()?;
+        let protection = self.sealing_keys(space)?;
         Some(self.versions.current().sealed_len(
             &header,
             self.recovery.largest_acked(space),
@@ -513,6 +517,20 @@ impl Connection {
 
         let has_data = self.has_ack_eliciting_data(space) || self.probes[space.index()] > 0;
         let may_send = has_data && self.may_send_ack_eliciting(space, now);
+        let zero_rtt = space == SpaceId::Data && self.sending_zero_rtt();
+        if zero_rtt {
+            // RFC 9000 §12.4: a 0-RTT packet carries no ACK, and sift's
+            // carry only the streams marked replay-safe.
+            if may_send {
+                self.fill_zero_rtt(&mut plan, budget);
+            }
+            if plan.frames.is_empty() {
+                self.send_scratch.give_back(plan.frames);
+                return None;
+            }
+            self.next_packet_number[space.index()] += 1;
+            return Some(plan);
+        }
         let acks = &mut self.acks[space.index()];
         if acks.ack_due(now) || (may_send && acks.has_unacked()) {
             let notices = self.notices_negotiated && space == SpaceId::Data;
@@ -557,6 +575,22 @@ impl Connection {
         }
         self.next_packet_number[space.index()] += 1;
         Some(plan)
+    }
+
+    /// A 0-RTT packet's frames: replay-safe stream data (the streams layer
+    /// offers no other stream while in 0-RTT), or a PING for a probe.
+    fn fill_zero_rtt(&mut self, plan: &mut PlannedPacket, budget: usize) {
+        while budget.saturating_sub(plan.frames.len()) > STREAM_FRAME_OVERHEAD {
+            let room = budget - plan.frames.len() - STREAM_FRAME_OVERHEAD;
+            let Some(len) = self.write_stream_chunk(plan, room) else {
+                break;
+            };
+            self.zero_rtt.stream_bytes += len as u64;
+        }
+        if !plan.ack_eliciting && self.probes[SpaceId::Data.index()] > 0 {
+            Frame::Ping.encode(&mut plan.frames);
+            plan.ack_eliciting = true;
+        }
     }
 
     /// NEW_CONNECTION_ID and RETIRE_CONNECTION_ID frames still to send.
@@ -663,29 +697,34 @@ impl Connection {
             self.datagrams_out.pop_front();
         }
         while remaining(plan) > STREAM_FRAME_OVERHEAD {
-            let Some(chunk) = self
-                .streams
-                .poll_stream_chunk(remaining(plan) - STREAM_FRAME_OVERHEAD)
-            else {
-                break;
-            };
-            // The frame's head, then its bytes straight from the stream's
-            // send buffer (one copy).
-            let start = plan.frames.len();
-            encode_stream_header(
-                chunk.id,
-                chunk.offset,
-                chunk.len,
-                chunk.fin,
-                &mut plan.frames,
-            );
-            if !self.streams.chunk_data(&chunk, &mut plan.frames) {
-                plan.frames.truncate(start);
+            let room = remaining(plan) - STREAM_FRAME_OVERHEAD;
+            if self.write_stream_chunk(plan, room).is_none() {
                 break;
             }
-            plan.sent.push(SentFrame::Stream(chunk));
-            plan.ack_eliciting = true;
         }
+    }
+
+    /// One STREAM frame of at most `room` data bytes into `plan`: the
+    /// frame's head, then its bytes straight from the stream's send buffer
+    /// (one copy). Its data length, or `None` when no stream has data.
+    fn write_stream_chunk(&mut self, plan: &mut PlannedPacket, room: usize) -> Option<usize> {
+        let chunk = self.streams.poll_stream_chunk(room)?;
+        let start = plan.frames.len();
+        encode_stream_header(
+            chunk.id,
+            chunk.offset,
+            chunk.len,
+            chunk.fin,
+            &mut plan.frames,
+        );
+        if !self.streams.chunk_data(&chunk, &mut plan.frames) {
+            plan.frames.truncate(start);
+            return None;
+        }
+        let len = chunk.len;
+        plan.sent.push(SentFrame::Stream(chunk));
+        plan.ack_eliciting = true;
+        Some(len)
     }
 }
 

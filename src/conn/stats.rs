@@ -83,6 +83,22 @@ pub struct Stats {
     /// before it accepted the connection (no valid NEW_TOKEN token).
     #[serde(default)]
     pub retried: bool,
+    /// The TLS handshake resumed an earlier session with a ticket.
+    #[serde(default)]
+    pub resumed: bool,
+    /// The server read the client's 0-RTT data.
+    #[serde(default)]
+    pub zero_rtt_accepted: bool,
+    /// Client: it sent 0-RTT data the server refused; the data went
+    /// again in 1-RTT.
+    #[serde(default)]
+    pub zero_rtt_rejected: bool,
+    /// Stream bytes sent (client) or received (server) in 0-RTT packets.
+    #[serde(default)]
+    pub zero_rtt_bytes: u64,
+    /// 0-RTT packets sent (client) or opened (server).
+    #[serde(default)]
+    pub zero_rtt_packets: u64,
     /// Times we moved to another of the peer's connection IDs (after an
     /// address change, or when the peer retired ours).
     #[serde(default)]
@@ -164,6 +180,11 @@ pub struct Stats {
     pub rttvar_us: u64,
     /// The controller's own view.
     pub cc: Metrics,
+    /// Careful Resume (RFC 9959), when this connection resumed from a
+    /// saved path state: the phase, the saved and jump windows, whether it
+    /// jumped and whether it retreated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 impl Default for Stats {
@@ -190,6 +211,11 @@ impl Default for Stats {
             packet_numbers_skipped: 0,
             peer_migrations: 0,
             retried: false,
+            resumed: false,
+            zero_rtt_accepted: false,
+            zero_rtt_rejected: false,
+            zero_rtt_bytes: 0,
+            zero_rtt_packets: 0,
             connection_id_switches: 0,
             paths_validated: 0,
             paths_abandoned: 0,
@@ -216,6 +242,7 @@ impl Default for Stats {
             srtt_us: 0,
             min_rtt_us: 0,
             rttvar_us: 0,
+            careful_resume: None,
             cc: Metrics {
                 algorithm: String::new(),
                 cwnd: 0,

@@ -1643,3 +1643,5 @@ fn a_path_mtu_black_hole_falls_back_to_1200_and_the_transfer_completes() {
         stats.max_datagram_size
     );
 }
+
+mod resumption;

@@ -140,6 +140,18 @@ impl Connection {
                 .observer
                 .event(now, &Event::CongestionStateUpdated { old, new: phase });
         }
+        let changes = self.recovery.drain_careful_resume_changes();
+        if let Some(status) = self.recovery.careful_resume() {
+            for change in &changes {
+                tracing.observer.event(
+                    now,
+                    &Event::CarefulResumePhaseUpdated {
+                        change,
+                        status: &status,
+                    },
+                );
+            }
+        }
         if self.key_phases.updates != tracing.key_updates {
             tracing.key_updates = self.key_phases.updates;
             tracing.observer.event(

@@ -78,7 +78,9 @@ impl From<PacketType> for Level {
         match ty {
             PacketType::Initial => Level::Initial,
             PacketType::Handshake => Level::Handshake,
-            PacketType::OneRtt => Level::OneRtt,
+            // 0-RTT shares the application data space (RFC 9000 §12.3);
+            // its keys are the connection's concern.
+            PacketType::ZeroRtt | PacketType::OneRtt => Level::OneRtt,
         }
     }
 }

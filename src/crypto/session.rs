@@ -112,4 +112,32 @@ pub trait Session: Send + std::fmt::Debug {
     fn peer_certificate_fingerprint(&self) -> Option<super::Fingerprint> {
         None
     }
+
+    /// 0-RTT keys (RFC 9001 §4.6): on a client resuming with a ticket that
+    /// allows early data, from its hello on; on a server, once it has
+    /// accepted the client's early data. `None` otherwise (and in Null mode).
+    fn zero_rtt_keys(&self) -> Option<Box<dyn PacketProtection>> {
+        None
+    }
+
+    /// Client, resuming: the server's transport parameters remembered
+    /// with the ticket (RFC 9000 §7.4.1), until the server's own arrive.
+    fn remembered_params(&self) -> Option<TransportParams> {
+        None
+    }
+
+    /// The server accepted the client's 0-RTT data (client: known once the
+    /// handshake completed; server: once it read the client's hello).
+    fn early_data_accepted(&self) -> bool {
+        false
+    }
+
+    /// The handshake resumed an earlier session (a ticket, no certificate).
+    fn is_resumed(&self) -> bool {
+        false
+    }
+
+    /// The QUIC version the connection settled on: tickets received from
+    /// now on are filed under it.
+    fn set_version(&mut self, _version: u32) {}
 }

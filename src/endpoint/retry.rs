@@ -114,7 +114,7 @@ impl Endpoint {
             .and_then(|config| config.server_secret.as_ref())
             .ok_or(TokenError::NotOurs)?;
         let valid = open_token(secret, token, from, dcid, ledger.clock().unix_time(now))?;
-        if let ValidToken::Address { issued, name } = valid {
+        if let ValidToken::Address { issued, name, .. } = valid {
             let spend = ledger.spend(name, issued, now);
             if spend != Spend::Accepted {
                 tracing::debug!(%from, ?spend, "refusing an address token that was spent");
@@ -132,13 +132,20 @@ impl Endpoint {
             .get_or_insert_with(|| TokenLedger::new(TokenClock::new(now, Duration::ZERO)))
     }
 
-    /// A NEW_TOKEN token for a client at `client`, if we have a secret.
-    pub(super) fn address_token(&mut self, client: SocketAddr, now: Instant) -> Option<Vec<u8>> {
+    /// A NEW_TOKEN token for a client at `client`, carrying the path
+    /// state `saved` for its next connection (RFC 9959), if we have a
+    /// secret.
+    pub(super) fn address_token(
+        &mut self,
+        client: SocketAddr,
+        now: Instant,
+        saved: Option<sift_cc::SavedPath>,
+    ) -> Option<Vec<u8>> {
         let secret = self.server.as_ref()?.server_secret.clone()?;
         let mut nonce = [0u8; TOKEN_NONCE_LEN];
         self.rng.fill_bytes(&mut nonce);
         let issued = self.token_ledger(now).clock().unix_time(now);
-        Some(seal_address_token(&secret, nonce, client, issued))
+        Some(seal_address_token(&secret, nonce, client, issued, saved))
     }
 
     /// A Retry for one of our client connections still waiting for the

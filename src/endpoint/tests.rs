@@ -1666,6 +1666,38 @@ fn workers_share_out_the_connection_limit() {
 }
 
 #[test]
+fn a_worker_past_its_share_accepts_while_the_server_has_room() {
+    // Limit 2 over two workers (one each). Worker 0 cannot move clients
+    // (no server secret, so no Retry) and gets both; worker 1 is idle, so
+    // the server has room for the second, and only a third is refused.
+    let loads = WorkerLoads::new(2, 2);
+    let server = Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            cid_steering: crate::wire::CidSteering::new(0, 2),
+            ..config(1)
+        }),
+    )
+    .with_max_connections(2)
+    .with_worker_loads(Arc::clone(&loads));
+    assert_eq!(server.max_connections, 1);
+    let mut net = Net::new(vec![server]);
+    for (n, seed) in [(1002u16, 2u64), (1003, 3)] {
+        let mut client = Endpoint::new(addr(n), None);
+        let handle = client.connect(config(seed), addr(SERVER), net.now).unwrap();
+        net.endpoints.push(client);
+        let at = net.endpoints.len() - 1;
+        assert!(net.run_until(|e| established(&mut e[at], handle)));
+    }
+    assert_eq!(net.endpoints[0].stats().refused_busy, 0);
+    assert_eq!(loads.serving(0), 2);
+    let mut third = Endpoint::new(addr(1004), None);
+    third.connect(config(4), addr(SERVER), net.now).unwrap();
+    net.endpoints.push(third);
+    assert!(net.run_until(|e| e[0].stats().refused_busy == 1));
+}
+
+#[test]
 fn a_full_worker_refusing_a_client_still_counts_the_one_it_serves() {
     // Two workers with one connection each; worker 1 already serves its.
     let loads = WorkerLoads::new(2, 2);

@@ -38,6 +38,7 @@ use std::time::Duration;
 use super::ledger::TOKEN_NAME_LEN;
 use crate::crypto::{ServerSecret, TOKEN_NONCE_LEN};
 use crate::wire::{ConnectionId, Reader, MAX_CID_LEN};
+use sift_cc::SavedPath;
 
 /// How long a Retry token is good for: one round trip is all it needs;
 /// this allows for slow paths and retransmitted Initials.
@@ -79,16 +80,26 @@ fn bound_to_ip(client: SocketAddr) -> Vec<u8> {
 }
 
 /// Seals a token for the client's next connection (NEW_TOKEN), issued
-/// at `issued` (wall clock).
+/// at `issued` (wall clock), carrying the path state this server saw for
+/// the client when there is one (RFC 9959 §3.1: the saved window and
+/// minimum RTT; the issue time is the state's timestamp, so it expires
+/// with the token). The state is inside the AEAD: the client can neither
+/// read nor change it.
 pub fn seal_address_token(
     secret: &ServerSecret,
     nonce: [u8; TOKEN_NONCE_LEN],
     client: SocketAddr,
     issued: Duration,
+    saved: Option<SavedPath>,
 ) -> Vec<u8> {
-    let mut plain = Vec::with_capacity(9);
+    let mut plain = Vec::with_capacity(25);
     plain.push(ADDRESS_TOKEN_KIND);
     plain.extend_from_slice(&(issued.as_millis() as u64).to_be_bytes());
+    if let Some(saved) = saved {
+        plain.extend_from_slice(&saved.cwnd.to_be_bytes());
+        let rtt_us = u64::try_from(saved.min_rtt.as_micros()).unwrap_or(u64::MAX);
+        plain.extend_from_slice(&rtt_us.to_be_bytes());
+    }
     secret.seal_token(nonce, &plain, &bound_to_ip(client))
 }
 
@@ -111,6 +122,9 @@ pub enum ValidToken {
         issued: Duration,
         /// Its AEAD tag.
         name: [u8; TOKEN_NAME_LEN],
+        /// The path state the server saved for this client, if it did
+        /// (RFC 9959): bound, like the token, to the client's IP address.
+        saved: Option<SavedPath>,
     },
 }
 
@@ -132,9 +146,19 @@ pub fn open_token(
     let plain = secret
         .open_token(token, &bound_to_ip(client))
         .ok_or(TokenError::NotOurs)?;
-    let issued_ms = match plain.as_slice() {
-        [ADDRESS_TOKEN_KIND, time @ ..] => {
-            u64::from_be_bytes(time.try_into().map_err(|_| TokenError::NotOurs)?)
+    let word = |bytes: &[u8]| -> Result<u64, TokenError> {
+        Ok(u64::from_be_bytes(
+            bytes.try_into().map_err(|_| TokenError::NotOurs)?,
+        ))
+    };
+    let (issued_ms, saved) = match plain.as_slice() {
+        [ADDRESS_TOKEN_KIND, time @ ..] if time.len() == 8 => (word(time)?, None),
+        [ADDRESS_TOKEN_KIND, rest @ ..] if rest.len() == 24 => {
+            let saved = SavedPath {
+                cwnd: word(&rest[8..16])?,
+                min_rtt: Duration::from_micros(word(&rest[16..24])?),
+            };
+            (word(&rest[..8])?, Some(saved))
         }
         _ => return Err(TokenError::NotOurs),
     };
@@ -144,7 +168,11 @@ pub fn open_token(
     }
     let mut name = [0u8; TOKEN_NAME_LEN];
     name.copy_from_slice(&token[token.len() - TOKEN_NAME_LEN..]);
-    Ok(ValidToken::Address { issued, name })
+    Ok(ValidToken::Address {
+        issued,
+        name,
+        saved,
+    })
 }
 
 /// The bytes a Retry token is bound to: the client's address, in one spelling.
@@ -330,11 +358,15 @@ mod tests {
     fn an_address_token_is_good_from_the_same_ip_on_any_port_for_an_hour() {
         let secret = ServerSecret::new(&[3; SERVER_SECRET_LEN]);
         let at = Duration::from_secs(100);
-        let token = seal_address_token(&secret, [7; 12], addr(1), at);
+        let token = seal_address_token(&secret, [7; 12], addr(1), at, None);
         let open = |client, now| open_token(&secret, &token, client, &cid(9), now);
         let mut name = [0; TOKEN_NAME_LEN];
         name.copy_from_slice(&token[token.len() - TOKEN_NAME_LEN..]);
-        let good = Ok(ValidToken::Address { issued: at, name });
+        let good = Ok(ValidToken::Address {
+            issued: at,
+            name,
+            saved: None,
+        });
         assert_eq!(open(addr(1), at), good);
         assert_eq!(open(addr(2), at + ADDRESS_TOKEN_LIFETIME), good);
         assert_eq!(
@@ -367,6 +399,50 @@ mod tests {
         assert_eq!(
             open_retry_token(&secret, &token, other, &cid(2), Duration::ZERO),
             Ok(ValidToken::RetryFromNewAddress(contents()))
+        );
+    }
+
+    #[test]
+    fn an_address_token_carries_the_saved_path_state_only_intact_and_from_its_ip() {
+        let secret = ServerSecret::new(&[3; SERVER_SECRET_LEN]);
+        let at = Duration::from_secs(100);
+        let saved = SavedPath {
+            cwnd: 3_750_000,
+            min_rtt: Duration::from_millis(600),
+        };
+        let token = seal_address_token(&secret, [7; 12], addr(1), at, Some(saved));
+        let saved_in = |token: &[u8], client| match open_token(&secret, token, client, &cid(9), at)
+        {
+            Ok(ValidToken::Address { saved, .. }) => Ok(saved),
+            Ok(other) => panic!("not an address token: {other:?}"),
+            Err(error) => Err(error),
+        };
+        assert_eq!(saved_in(&token, addr(1)), Ok(Some(saved)));
+        // Another port of the same IP is the same client behind a NAT.
+        assert_eq!(saved_in(&token, addr(2)), Ok(Some(saved)));
+        // Another IP: the token, and so the state, is not honoured.
+        let elsewhere = SocketAddr::from(([192, 0, 2, 2], 1));
+        assert_eq!(saved_in(&token, elsewhere), Err(TokenError::NotOurs));
+        // Any flipped byte (the state included) and the token is ignored.
+        for i in 0..token.len() {
+            let mut tampered = token.clone();
+            tampered[i] ^= 0x40;
+            assert_eq!(
+                saved_in(&tampered, addr(1)),
+                Err(TokenError::NotOurs),
+                "{i}"
+            );
+        }
+        // Past the token's lifetime the state goes with it.
+        assert_eq!(
+            open_token(
+                &secret,
+                &token,
+                addr(1),
+                &cid(9),
+                at + ADDRESS_TOKEN_LIFETIME + Duration::from_secs(1)
+            ),
+            Err(TokenError::Stale)
         );
     }
 }

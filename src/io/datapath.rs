@@ -84,6 +84,8 @@ pub struct Progress {
     /// Connection timers fired: an idle timeout or the end of a closing
     /// period may have closed a connection.
     pub timers_fired: bool,
+    /// The connections whose timers fired ([`Endpoint::timed_out`]).
+    pub timed_out: Vec<ConnectionHandle>,
 }
 
 impl Progress {
@@ -379,6 +381,7 @@ impl Datapath {
         let control = host.with_endpoint(&mut |endpoint, progress| {
             progress.routed.clear();
             progress.timers_fired = false;
+            progress.timed_out.clear();
             for (mut datagram, from) in received.drain(..) {
                 if let Some(handle) = endpoint.recv(&mut datagram, from, now) {
                     if progress.routed.last() != Some(&handle) {
@@ -390,6 +393,7 @@ impl Datapath {
             if endpoint.timeout(now).is_some_and(|at| at <= now) {
                 endpoint.on_timeout(now);
                 progress.timers_fired = true;
+                progress.timed_out.extend_from_slice(endpoint.timed_out());
             }
             let mut collected = 0;
             while collected < room {

@@ -40,7 +40,10 @@ use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use sift_cc::{AckEvent, CongestionControl, LossVerdict, Metrics};
+use sift_cc::{
+    AckEvent, CarefulResume, CarefulResumeChange, CarefulResumeConfig, CarefulResumeStatus,
+    CongestionControl, LossVerdict, Metrics, SavedPath,
+};
 
 pub use notes::{LossTrigger, RecoveryNote};
 pub use pacer::Pacer;
@@ -279,6 +282,18 @@ pub struct Recovery<F> {
     /// Why the packets being declared lost are lost, when it is not the
     /// packet or time threshold.
     loss_trigger: Option<LossTrigger>,
+    /// What this connection saw of its path, for a later one (RFC 9959).
+    observed: PathObservation,
+}
+
+/// The capacity a connection saw on its path, for Careful Resume's saved
+/// state (RFC 9959 §3.1): the largest delivery rate of a sample that was
+/// not application-limited, and the largest flight that carried it.
+#[derive(Clone, Copy, Debug, Default)]
+struct PathObservation {
+    /// Bytes per second.
+    max_delivery_rate: f64,
+    max_bytes_in_flight: u64,
 }
 
 impl<F> Recovery<F> {
@@ -311,7 +326,44 @@ impl<F> Recovery<F> {
             stats: RecoveryStats::default(),
             notes: None,
             loss_trigger: None,
+            observed: PathObservation::default(),
         }
+    }
+
+    /// Runs the controller under Careful Resume from `saved` (RFC 9959):
+    /// Reconnaissance from its own initial window. Call before data flows.
+    pub fn resume_path(&mut self, saved: SavedPath, config: CarefulResumeConfig, mss: u64) {
+        let placeholder: Box<dyn CongestionControl> =
+            Box::new(sift_cc::Reno::new(sift_cc::RenoConfig::default(), mss));
+        let inner = std::mem::replace(&mut self.cc, placeholder);
+        self.cc = Box::new(CarefulResume::new(inner, saved, config, mss));
+    }
+
+    /// Careful Resume's state, when the controller runs under it.
+    pub fn careful_resume(&self) -> Option<CarefulResumeStatus> {
+        self.cc.careful_resume()
+    }
+
+    /// Careful Resume's phase changes since the last call, oldest first.
+    pub fn drain_careful_resume_changes(&mut self) -> Vec<CarefulResumeChange> {
+        self.cc.drain_careful_resume_changes()
+    }
+
+    /// What a later connection on this path may resume from (RFC 9959
+    /// §3.1): the path's demonstrated capacity as a window — the largest
+    /// delivery rate of a sample that was not application-limited times the
+    /// minimum RTT, no more than the largest flight that was acknowledged —
+    /// and the minimum RTT. `None` before any such sample.
+    pub fn observed_path(&self) -> Option<SavedPath> {
+        let min_rtt = self.rtt.min();
+        if self.observed.max_delivery_rate <= 0.0 || min_rtt.is_zero() {
+            return None;
+        }
+        let bdp = (self.observed.max_delivery_rate * min_rtt.as_secs_f64()) as u64;
+        Some(SavedPath {
+            cwnd: bdp.min(self.observed.max_bytes_in_flight),
+            min_rtt,
+        })
     }
 
     /// The pacer a controller asks for (Vegas H limits bursts).
@@ -681,6 +733,12 @@ impl<F> Recovery<F> {
         let rate = self
             .rate
             .on_ack(acked.iter().filter(|p| p.in_flight), now, self.rtt.min());
+        if let Some(sample) = rate.filter(|s| !s.is_app_limited) {
+            self.observed.max_delivery_rate =
+                self.observed.max_delivery_rate.max(sample.delivery_rate);
+            self.observed.max_bytes_in_flight =
+                self.observed.max_bytes_in_flight.max(sample.tx_in_flight);
+        }
         self.cc.on_ack(&AckEvent {
             now,
             acked_bytes,

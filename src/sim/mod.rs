@@ -30,6 +30,8 @@ pub mod transport;
 pub mod world;
 
 #[cfg(test)]
+mod careful_resume_tests;
+#[cfg(test)]
 mod end_to_end_tests;
 
 pub use clock::VirtualClock;

@@ -192,6 +192,10 @@ pub struct FlowReport {
     pub completion_s: Option<f64>,
     /// `bytes`·8 / `completion_s`; null when the flow did not complete.
     pub goodput_bps: Option<f64>,
+    /// Seconds from the start to the server reading the first payload
+    /// byte (time to first byte); null when none arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_s: Option<f64>,
     /// The sender's retransmitted packets.
     pub retransmitted_packets: u64,
     /// The sender's probe timeouts.

@@ -211,6 +211,27 @@ pub struct FlowSpec {
     /// Without it the client keeps its links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_path: Option<Bottleneck>,
+    /// Start when flow `after_flow` (its index among the expanded flows,
+    /// earlier than this one) completed, and not before `start_ms`: a
+    /// second connection on the same path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_flow: Option<usize>,
+    /// With `after_flow`: the sender (the client) resumes from the path
+    /// state the earlier flow's sender saw, as a client that keeps its own
+    /// saved state would (Careful Resume, RFC 9959).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resume_path: bool,
+    /// Careful Resume in this flow's connections (`Config::careful_resume`).
+    #[serde(default = "default_careful_resume")]
+    pub careful_resume: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn default_careful_resume() -> bool {
+    crate::conn::Config::default().careful_resume.is_some()
 }
 
 /// The simulator's default protection: Null (see [`FlowSpec::protection`]).
@@ -459,6 +480,21 @@ impl Scenario {
         let mut total_flows = 0usize;
         for (i, flow) in self.flows.iter().enumerate() {
             let key = |field: &str| format!("flow[{i}].{field}");
+            if let Some(after) = flow.after_flow {
+                if after >= total_flows {
+                    return invalid(
+                        &key("after_flow"),
+                        &after,
+                        "must name an earlier flow (its index among the expanded flows)",
+                    );
+                }
+            } else if flow.resume_path {
+                return invalid(
+                    &key("resume_path"),
+                    &true,
+                    "needs after_flow: the flow whose saved path state it resumes from",
+                );
+            }
             if flow.new_path.is_some() && flow.new_address_at_ms.is_none() {
                 return invalid(
                     &key("new_path"),

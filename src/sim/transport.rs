@@ -58,6 +58,14 @@ pub trait Transport: Sized {
     }
     /// Adds the simulator's `name` event to the connection's trace.
     fn annotate(&mut self, _now: Instant, _name: &'static str, _data: &serde_json::Value) {}
+    /// What this connection saw of its path, for a later one (RFC 9959).
+    fn observed_path(&self) -> Option<sift_cc::SavedPath> {
+        None
+    }
+    /// Runs Careful Resume from `saved`; whether it took effect.
+    fn resume_path(&mut self, _saved: sift_cc::SavedPath) -> bool {
+        false
+    }
 }
 
 impl Transport for Connection {
@@ -121,6 +129,14 @@ impl Transport for Connection {
 
     fn readable(&self) -> Vec<StreamId> {
         Connection::readable(self)
+    }
+
+    fn observed_path(&self) -> Option<sift_cc::SavedPath> {
+        Connection::observed_path(self)
+    }
+
+    fn resume_path(&mut self, saved: sift_cc::SavedPath) -> bool {
+        Connection::resume_path(self, saved)
     }
 
     fn stats(&self) -> Stats {

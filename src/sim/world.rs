@@ -174,6 +174,14 @@ struct SiftFlow<T> {
     samples: Vec<Sample>,
     /// The sender's loss verdicts scored against ground truth.
     verdicts: Verdicts,
+    /// Start after this flow completed (`FlowSpec::after_flow`).
+    after_flow: Option<usize>,
+    /// Resume from the path state `after_flow`'s sender saw.
+    resume_path: bool,
+    /// What this flow's sender saw of its path, taken when it completed.
+    observed: Option<sift_cc::SavedPath>,
+    /// When the server read the first payload byte.
+    first_byte_at: Option<Instant>,
 }
 
 impl<T> SiftFlow<T> {
@@ -330,8 +338,13 @@ impl<T: Transport> Simulation<T> {
                 if let Some(seconds) = spec.idle_timeout_s {
                     config.idle_timeout = ms_to_duration(seconds * 1e3);
                 }
+                if !spec.careful_resume {
+                    config.careful_resume = None;
+                }
                 let start = ms_to_duration(spec.start_ms);
-                events.push(clock.at(start), Event::FlowStart(index));
+                if spec.after_flow.is_none() {
+                    events.push(clock.at(start), Event::FlowStart(index));
+                }
                 for (at_ms, new_ip) in [(spec.rebind_at_ms, false), (spec.new_address_at_ms, true)]
                 {
                     if let Some(at_ms) = at_ms {
@@ -360,6 +373,10 @@ impl<T: Transport> Simulation<T> {
                     misrouted: 0,
                     samples: Vec::new(),
                     verdicts: Verdicts::default(),
+                    after_flow: spec.after_flow,
+                    resume_path: spec.resume_path,
+                    observed: None,
+                    first_byte_at: None,
                 }
             })
             .collect();
@@ -499,6 +516,17 @@ impl<T: Transport> Simulation<T> {
         flow.moved |= new_ip;
     }
 
+    /// Flow `index` completed at `now`: the flows that wait for it start,
+    /// at once or at their `start_ms`, whichever is later.
+    fn start_followers(&mut self, index: usize, now: Instant) {
+        for (follower, flow) in self.flows.iter().enumerate() {
+            if flow.after_flow == Some(index) {
+                let at = now.max(self.clock.at(flow.start));
+                self.events.push(at, Event::FlowStart(follower));
+            }
+        }
+    }
+
     fn start_flow(&mut self, index: usize) -> Result<(), SimError> {
         let now = self.clock.now();
         let Some(flow) = self.flows.get_mut(index) else {
@@ -521,6 +549,15 @@ impl<T: Transport> Simulation<T> {
         ) {
             Ok(conn) => flow.client.conn = Some(conn),
             Err(e) => flow.note_error(format!("client could not connect: {e}")),
+        }
+        let saved = match (flow.resume_path, flow.after_flow) {
+            (true, Some(earlier)) => self.flows.get(earlier).and_then(|f| f.observed),
+            _ => None,
+        };
+        if let (Some(saved), Some(flow)) = (saved, self.flows.get_mut(index)) {
+            if let Some(conn) = flow.client.conn.as_mut() {
+                conn.resume_path(saved);
+            }
         }
         self.service(EndpointRef {
             flow: index,
@@ -600,8 +637,13 @@ impl<T: Transport> Simulation<T> {
                 if let Some(conn) = flow.server.conn.as_mut() {
                     flow.receiver
                         .drain(conn, &mut self.read_buffer, &self.pattern);
+                    if flow.first_byte_at.is_none() && flow.receiver.bytes_received() > 0 {
+                        flow.first_byte_at = Some(now);
+                    }
                     if flow.completed_at.is_none() && flow.receiver.is_complete() {
                         flow.completed_at = Some(now);
+                        flow.observed = flow.client.conn.as_ref().and_then(T::observed_path);
+                        self.start_followers(endpoint.flow, now);
                     }
                 }
             }

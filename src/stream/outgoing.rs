@@ -149,6 +149,7 @@ impl Streams {
             .rotation()
             .find(|(&id, stream)| {
                 window.knows(id)
+                    && self.may_send_now(id)
                     && stream
                         .send
                         .as_ref()
@@ -159,6 +160,7 @@ impl Streams {
             self.rotation()
                 .find(|(&id, stream)| {
                     window.knows(id)
+                        && self.may_send_now(id)
                         && stream.send.as_ref().is_some_and(|send| {
                             let credit = send
                                 .credit
@@ -253,6 +255,7 @@ impl Streams {
         let connection_credit = self.connection_send.available();
         self.streams.iter().any(|(&id, stream)| {
             self.peer_stream_window.knows(id)
+                && self.may_send_now(id)
                 && stream.send.as_ref().is_some_and(|send| {
                     send.buffer.has_retransmission()
                         || send

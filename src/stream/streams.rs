@@ -210,6 +210,11 @@ pub struct Streams {
     /// (capped by `config.max_out_of_order_segments`).
     pub(super) out_of_order_segments: u64,
     pub(super) stats: StreamStats,
+    /// Streams whose data may go out in 0-RTT (the application said a
+    /// replay of it is harmless).
+    pub(super) replay_safe: BTreeSet<StreamId>,
+    /// Only `replay_safe` streams send now: the connection is in 0-RTT.
+    pub(super) early_data_only: bool,
 }
 
 impl Streams {
@@ -246,6 +251,8 @@ impl Streams {
             connection_consumed: 0,
             pending: BTreeSet::new(),
             last_served: None,
+            replay_safe: BTreeSet::new(),
+            early_data_only: false,
             send_buffer,
             connection_send_buffer,
             send_tally: SendTally::default(),
@@ -294,6 +301,21 @@ impl Streams {
             .saturating_add(self.config.send_beyond_credit)
             .saturating_sub(self.send_tally.unsent);
         buffer_room.min(credit_room)
+    }
+
+    /// Marks stream `id` replay-safe: its data may go out in 0-RTT.
+    pub fn mark_replay_safe(&mut self, id: StreamId) {
+        self.replay_safe.insert(id);
+    }
+
+    /// While `on`, only replay-safe streams send (0-RTT, RFC 9001 §4.6).
+    pub fn set_early_data_only(&mut self, on: bool) {
+        self.early_data_only = on;
+    }
+
+    /// Whether stream `id` may send now (see [`Self::set_early_data_only`]).
+    pub(super) fn may_send_now(&self, id: StreamId) -> bool {
+        !self.early_data_only || self.replay_safe.contains(&id)
     }
 
     /// Applies the peer's transport parameters, once the handshake delivers

@@ -125,7 +125,7 @@ impl Drop for ConnInner {
         if let Some(connection) = state.endpoint.connection(self.handle) {
             connection.close(0, "");
         }
-        state.handle_released = true;
+        state.released.push(self.handle);
         state.wake_driver();
     }
 }
@@ -311,6 +311,25 @@ impl Connection {
         to_wake.into_iter().for_each(std::task::Waker::wake);
     }
 
+    /// Waits until this client may move to a new address
+    /// ([`crate::Connection::can_migrate`]): the handshake is confirmed and
+    /// the server gave a spare connection ID, so that a move is not
+    /// linkable (RFC 9000 §9.5). Fails if the connection closes first.
+    pub async fn migratable(&self) -> Result<(), ConnectionError> {
+        poll_fn(|cx| {
+            self.inner.poll_with(cx, |connection, _| {
+                if connection.can_migrate() {
+                    Poll::Ready(Ok(()))
+                } else if connection.is_closing() {
+                    Poll::Ready(Err(self.inner.closed_error(connection)))
+                } else {
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
     /// Waits until the connection closes, for whatever reason, and says
     /// why.
     pub async fn closed(&self) -> ConnectionError {
@@ -349,6 +368,18 @@ impl Connection {
             .endpoint
             .connection_ref(self.inner.handle)?
             .peer_certificate_fingerprint()
+    }
+
+    /// Server: the client's 0-RTT data was accepted and the handshake has
+    /// not completed, so what was read so far may be a replay (see
+    /// [`crate::Connection::in_early_data`]). False once the connection
+    /// is gone.
+    pub fn in_early_data(&self) -> bool {
+        let state = self.inner.shared.lock();
+        state
+            .endpoint
+            .connection_ref(self.inner.handle)
+            .is_some_and(|connection| connection.in_early_data())
     }
 
     /// The ALPN protocol the TLS handshake agreed on (`None` under Null

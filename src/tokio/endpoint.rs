@@ -68,7 +68,7 @@ impl Drop for EndpointInner {
         let mut state = self.shared.lock();
         state.endpoint_held = false;
         state.refuse_incoming("server shutting down");
-        state.handle_released = true;
+        state.sweep_all = true;
         state.wake_driver();
     }
 }
@@ -325,7 +325,9 @@ impl Endpoint {
         }
     }
 
-    /// Waits for the next client whose handshake completed. `None` once
+    /// Waits for the next client whose handshake completed, or whose 0-RTT
+    /// data was accepted (its replay-safe requests are served half a round
+    /// trip earlier; [`Connection::in_early_data`] says which). `None` once
     /// the endpoint is closed, or at once for a client endpoint.
     pub async fn accept(&self) -> Option<Connection> {
         let shared = &self.inner.shared;
@@ -341,8 +343,7 @@ impl Endpoint {
                 .enumerate()
                 .find_map(|(index, handle)| {
                     let connection = endpoint.connection_ref(*handle)?;
-                    connection
-                        .is_established()
+                    (connection.is_established() || connection.in_early_data())
                         .then(|| (index, *handle, connection.remote()))
                 });
             let Some((index, handle, remote)) = ready else {

@@ -90,9 +90,12 @@ pub(super) struct State {
     pub(super) driver: Option<Waker>,
     /// Why the driver task ended, once it has.
     pub(super) stopped: Option<String>,
-    /// A handle was dropped since the driver last removed closed
-    /// connections.
-    pub(super) handle_released: bool,
+    /// Connections whose last handle was dropped since the driver last
+    /// removed closed connections.
+    pub(super) released: Vec<ConnectionHandle>,
+    /// Something closed connections the driver cannot name (the endpoint
+    /// handle dropped): look at every connection once.
+    pub(super) sweep_all: bool,
     /// What the driver's last step changed (kept to reuse its allocation).
     progress: Progress,
     /// A socket `Endpoint::rebind` bound, for the driver to move to.
@@ -173,12 +176,25 @@ impl State {
         let endpoint = &self.endpoint;
         self.incoming
             .retain(|h| endpoint.connection_ref(*h).is_some_and(|c| !c.is_closed()));
-        let unheld: Vec<ConnectionHandle> = endpoint
-            .handles()
-            .filter(|h| !self.held.contains_key(h) && !self.incoming.contains(h))
-            .filter(|h| endpoint.connection_ref(*h).is_some_and(|c| c.is_closed()))
-            .collect();
-        for handle in unheld {
+        // A connection closes on a datagram, on a timer or when its last
+        // handle goes: only those can have closed since the last look, so
+        // the cost follows what happened, not how many connections exist.
+        let mut candidates: Vec<ConnectionHandle> = if std::mem::take(&mut self.sweep_all) {
+            self.released.clear();
+            endpoint.handles().collect()
+        } else {
+            let progress = &self.progress;
+            let mut named = std::mem::take(&mut self.released);
+            named.extend_from_slice(&progress.routed);
+            named.extend_from_slice(&progress.timed_out);
+            named
+        };
+        candidates.retain(|h| {
+            !self.held.contains_key(h)
+                && !self.incoming.contains(h)
+                && endpoint.connection_ref(*h).is_some_and(|c| c.is_closed())
+        });
+        for handle in candidates {
             self.endpoint.remove(handle);
         }
     }
@@ -195,16 +211,17 @@ impl State {
             held.note_stops(connection);
             held.waiters.take_into(out);
         }
-        if progress.timers_fired {
-            // Timers change what an application sees only by closing.
-            for (handle, held) in &mut self.held {
-                if self
-                    .endpoint
-                    .connection_ref(*handle)
-                    .is_none_or(|c| c.is_closing())
-                {
-                    held.waiters.take_into(out);
-                }
+        // Timers change what an application sees only by closing.
+        for handle in &progress.timed_out {
+            let Some(held) = self.held.get_mut(handle) else {
+                continue;
+            };
+            if self
+                .endpoint
+                .connection_ref(*handle)
+                .is_none_or(|c| c.is_closing())
+            {
+                held.waiters.take_into(out);
             }
         }
         if !self.incoming.is_empty() {
@@ -238,7 +255,8 @@ impl Shared {
                 closed: false,
                 driver: None,
                 stopped: None,
-                handle_released: false,
+                released: Vec::new(),
+                sweep_all: false,
                 progress: Progress::default(),
                 rebind: None,
             }),
@@ -293,8 +311,7 @@ impl EndpointHost for Shared {
             }
             // Whether a connection closed changes only with progress
             // (arrivals, timers) or when the application lets go of one.
-            if progressed || state.handle_released {
-                state.handle_released = false;
+            if progressed || state.sweep_all || !state.released.is_empty() {
                 state.remove_unheld_closed();
             }
             if !state.endpoint_held && state.held.is_empty() && state.all_closed() {

@@ -106,6 +106,14 @@ pub enum Event<'a> {
         /// The phase now.
         new: Phase,
     },
+    /// Careful Resume (RFC 9959) changed phase (the event of
+    /// draft-ietf-tsvwg-careful-resume-qlog).
+    CarefulResumePhaseUpdated {
+        /// The change: old and new phase, trigger, window and pipe size.
+        change: &'a sift_cc::CarefulResumeChange,
+        /// The saved state the connection resumes from.
+        status: &'a sift_cc::CarefulResumeStatus,
+    },
     /// The 1-RTT keys changed phase (RFC 9001 §6).
     KeyUpdated {
         /// How many key updates so far, this one included.

@@ -352,6 +352,24 @@ impl Observer for QlogWriter {
                     trigger: None,
                 }),
             ),
+            Event::CarefulResumePhaseUpdated { change, status } => self.sift(
+                now,
+                "careful_resume_phase_updated",
+                json!({
+                    "old": change.old,
+                    "new": change.new,
+                    "trigger": change.trigger,
+                    "state_data": {
+                        "pipesize": change.pipesize,
+                        "congestion_window": change.cwnd,
+                        "jump_cwnd": status.jump_cwnd,
+                    },
+                    "restored_data": {
+                        "saved_congestion_window": status.saved_cwnd,
+                        "saved_rtt": status.saved_rtt_us as f64 / 1000.0,
+                    },
+                }),
+            ),
             Event::KeyUpdated { generation } => {
                 for key_type in [KeyType::Client1RttSecret, KeyType::Server1RttSecret] {
                     self.quic(

@@ -33,6 +33,8 @@ const FIXED_BIT: u8 = 0x40;
 const LONG_TYPE_SHIFT: u8 = 5;
 const LONG_TYPE_MASK: u8 = 0b11;
 const LONG_TYPE_INITIAL: u8 = 0b00;
+/// 0-RTT: the same type bits as QUIC v1's (RFC 9000 §17.2.3).
+const LONG_TYPE_ZERO_RTT: u8 = 0b01;
 const LONG_TYPE_HANDSHAKE: u8 = 0b10;
 /// Long-header flags bits 4-0: K (reserved) and four zero bits.
 const LONG_RESERVED_BITS: u8 = 0x1f;
@@ -46,6 +48,9 @@ const KEY_PHASE_BIT: u8 = 0x01;
 pub enum PacketType {
     /// Long header, carries the client's first flight and may carry a token.
     Initial,
+    /// Long header, the client's early data under 0-RTT keys (RFC 9001
+    /// §4.6); shares the application data packet-number space with 1-RTT.
+    ZeroRtt,
     /// Long header, the rest of the handshake.
     Handshake,
     /// Short header, application data.
@@ -87,13 +92,11 @@ impl Header<'_> {
     /// Appends every header byte before the header tag.
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self.ty {
-            PacketType::Initial | PacketType::Handshake => {
-                let type_bits = if self.ty == PacketType::Initial {
-                    LONG_TYPE_INITIAL
-                } else {
-                    LONG_TYPE_HANDSHAKE
-                };
-                put_u8(out, LONG_FORM_BIT | (type_bits << LONG_TYPE_SHIFT));
+            PacketType::Initial | PacketType::ZeroRtt | PacketType::Handshake => {
+                put_u8(
+                    out,
+                    LONG_FORM_BIT | (long_type_bits(self.ty) << LONG_TYPE_SHIFT),
+                );
                 put_u32(out, self.version);
                 for cid in [&self.dcid, &self.scid] {
                     // A ConnectionId is at most 20 bytes, so its length fits.
@@ -123,10 +126,31 @@ impl Header<'_> {
                     + varint_len(self.token.len() as u64)
                     + self.token.len()
             }
-            PacketType::Handshake => long_header_fixed_len(&self.dcid, &self.scid),
+            PacketType::ZeroRtt | PacketType::Handshake => {
+                long_header_fixed_len(&self.dcid, &self.scid)
+            }
             PacketType::OneRtt => 1 + self.dcid.len(),
         };
         type_specific + PACKET_NUMBER_LEN + varint_len(self.payload_len as u64)
+    }
+}
+
+/// The long-header type bits of `ty` (0 for a short header's).
+pub(crate) fn long_type_bits(ty: PacketType) -> u8 {
+    match ty {
+        PacketType::Initial | PacketType::OneRtt => LONG_TYPE_INITIAL,
+        PacketType::ZeroRtt => LONG_TYPE_ZERO_RTT,
+        PacketType::Handshake => LONG_TYPE_HANDSHAKE,
+    }
+}
+
+/// The packet type of long-header type bits `bits` (two bits).
+pub(crate) fn long_packet_type(bits: u8) -> Result<PacketType, WireError> {
+    match bits {
+        LONG_TYPE_INITIAL => Ok(PacketType::Initial),
+        LONG_TYPE_ZERO_RTT => Ok(PacketType::ZeroRtt),
+        LONG_TYPE_HANDSHAKE => Ok(PacketType::Handshake),
+        reserved => Err(WireError::UnsupportedPacketType(reserved)),
     }
 }
 
@@ -192,11 +216,7 @@ pub fn parse_header(datagram: &[u8]) -> Result<ParsedHeader<'_>, WireError> {
         if version != VERSION {
             return Err(WireError::UnsupportedVersion(version));
         }
-        let ty = match (flags >> LONG_TYPE_SHIFT) & LONG_TYPE_MASK {
-            LONG_TYPE_INITIAL => PacketType::Initial,
-            LONG_TYPE_HANDSHAKE => PacketType::Handshake,
-            reserved => return Err(WireError::UnsupportedPacketType(reserved)),
-        };
+        let ty = long_packet_type((flags >> LONG_TYPE_SHIFT) & LONG_TYPE_MASK)?;
         if flags & LONG_RESERVED_BITS != 0 {
             return Err(WireError::InvalidHeader(
                 "reserved long-header flag bits set",
@@ -433,21 +453,39 @@ mod tests {
     }
 
     #[test]
-    fn reserved_long_packet_types_are_rejected() {
-        for (flags, type_bits) in [(0xa0u8, 0b01u8), (0xe0, 0b11)] {
-            let mut bytes = packet(
-                &Header {
-                    ty: PacketType::Handshake,
-                    ..short_header(0, 0)
-                },
-                0,
-            );
-            bytes[0] = flags;
-            assert_eq!(
-                parse_header(&bytes),
-                Err(WireError::UnsupportedPacketType(type_bits))
-            );
-        }
+    fn reserved_long_packet_type_is_rejected() {
+        // 0b11 is Retry in QUIC v1; sift/1 has none in this layout.
+        let mut bytes = packet(
+            &Header {
+                ty: PacketType::Handshake,
+                ..short_header(0, 0)
+            },
+            0,
+        );
+        bytes[0] = 0xe0;
+        assert_eq!(
+            parse_header(&bytes),
+            Err(WireError::UnsupportedPacketType(0b11))
+        );
+    }
+
+    #[test]
+    fn zero_rtt_flags_carry_type_bits_01_and_no_token() {
+        let header = Header {
+            ty: PacketType::ZeroRtt,
+            version: VERSION,
+            dcid: cid(&[1; 8]),
+            scid: cid(&[2; 8]),
+            token: b"ignored",
+            packet_number: 7,
+            payload_len: 1,
+            key_phase: false,
+        };
+        let bytes = packet(&header, 0);
+        assert_eq!(bytes[0], 0xa0);
+        let parsed = parse_header(&bytes).unwrap();
+        assert_eq!(parsed.ty, PacketType::ZeroRtt);
+        assert!(parsed.token.is_empty());
     }
 
     #[test]
@@ -523,6 +561,7 @@ mod tests {
         fn any_header_parts()(
             ty in prop_oneof![
                 Just(PacketType::Initial),
+                Just(PacketType::ZeroRtt),
                 Just(PacketType::Handshake),
                 Just(PacketType::OneRtt)
             ],

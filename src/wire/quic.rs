@@ -31,8 +31,6 @@ pub const QUIC_V1: u32 = 0x0000_0001;
 const FIXED_BIT: u8 = 0x40;
 /// Long-header type bits 5-4.
 const LONG_TYPE_SHIFT: u8 = 4;
-const LONG_TYPE_INITIAL: u8 = 0b00;
-const LONG_TYPE_HANDSHAKE: u8 = 0b10;
 /// Protected bits of the first byte: reserved bits and packet number length
 /// (and the key phase in short headers).
 const LONG_RESERVED_BITS: u8 = 0x0c;
@@ -60,12 +58,8 @@ pub fn encode_quic_header(
     let start = out.len();
     let pn_bits = (pn_len - 1) as u8;
     match header.ty {
-        PacketType::Initial | PacketType::Handshake => {
-            let type_bits = if header.ty == PacketType::Initial {
-                LONG_TYPE_INITIAL
-            } else {
-                LONG_TYPE_HANDSHAKE
-            };
+        PacketType::Initial | PacketType::ZeroRtt | PacketType::Handshake => {
+            let type_bits = super::header::long_type_bits(header.ty);
             put_u8(
                 out,
                 LONG_FORM_BIT | FIXED_BIT | (type_bits << LONG_TYPE_SHIFT) | pn_bits,
@@ -109,7 +103,7 @@ pub fn quic_header_len(header: &Header<'_>, pn_len: usize, payload_len: usize) -
                 + header.token.len()
                 + varint_len((pn_len + payload_len) as u64)
         }
-        PacketType::Handshake => {
+        PacketType::ZeroRtt | PacketType::Handshake => {
             7 + header.dcid.len() + header.scid.len() + varint_len((pn_len + payload_len) as u64)
         }
         PacketType::OneRtt => 1 + header.dcid.len(),
@@ -140,11 +134,7 @@ pub fn parse_quic_header(
         if packet_version != version {
             return Err(WireError::UnsupportedVersion(packet_version));
         }
-        let ty = match (flags >> LONG_TYPE_SHIFT) & 0b11 {
-            LONG_TYPE_INITIAL => PacketType::Initial,
-            LONG_TYPE_HANDSHAKE => PacketType::Handshake,
-            other => return Err(WireError::UnsupportedPacketType(other)),
-        };
+        let ty = super::header::long_packet_type((flags >> LONG_TYPE_SHIFT) & 0b11)?;
         let dcid = read_cid(&mut reader)?;
         let scid = read_cid(&mut reader)?;
         let token = if ty == PacketType::Initial {
@@ -328,6 +318,7 @@ mod tests {
         fn headers_round_trip_through_parse_and_reveal(
             ty in prop_oneof![
                 Just(PacketType::Initial),
+                Just(PacketType::ZeroRtt),
                 Just(PacketType::Handshake),
                 Just(PacketType::OneRtt)
             ],

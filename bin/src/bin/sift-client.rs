@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args as ClapArgs, Parser, Subcommand};
+use sift::blocking::SiftIoError;
 use sift::conn::Protection;
 use sift::crypto::{Aead, Fingerprint};
 use sift_bin::cli::common::{self, OnOff};
@@ -145,12 +146,27 @@ struct Common {
     /// 9001 §6), to exercise a server's key update. TLS only.
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     key_update_every: Option<u64>,
+    /// Keep no TLS session tickets: every connection makes a full
+    /// handshake (and sends no 0-RTT). Tickets last one run: rustls cannot
+    /// save them (SECURITY.md), so only --repeat resumes.
+    #[arg(long, global = true)]
+    no_session_tickets: bool,
+    /// Resume sessions but send no 0-RTT data: requests wait for the
+    /// handshake.
+    #[arg(long, global = true)]
+    no_0rtt: bool,
+    /// Do the whole command this many times, each over a new connection:
+    /// the second and later resume the first's TLS session, and a get or
+    /// ls sends its request in 0-RTT (one round trip earlier). One report
+    /// per connection.
+    #[arg(long, global = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 enum Command {
     /// Download files: from a sift-server (sift://), or from any QUIC
     /// server speaking hq-interop (https://).
@@ -294,16 +310,41 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     config.trace = common::trace_sink(common.qlog.as_deref())?;
     let tokens = SavedTokens::load(common.state_dir.as_deref());
     config.token_store = Some(tokens.store());
+    if protection == Protection::Tls && !common.no_session_tickets {
+        // Shared by this run's connections (--repeat), used once each.
+        config.tls.tickets = Some(sift::crypto::tls::TicketStore::new());
+        config.tls.early_data = !common.no_0rtt;
+    }
     let wait = common
         .wait
         .map(|secs| seconds(secs, "--wait"))
         .transpose()?;
-    let dial = Dial {
-        config,
-        trust,
-        wait,
-    };
-    let result = match cli.command {
+    for _ in 0..common.repeat {
+        let dial = Dial {
+            config: config.clone(),
+            trust: trust.clone(),
+            wait,
+        };
+        let result = run_command(&cli.command, url, &urls, dial, requested, common.json);
+        if result.is_err() {
+            tokens.save();
+            return result;
+        }
+    }
+    tokens.save();
+    Ok(())
+}
+
+/// One run of the command over one connection made by `dial`.
+fn run_command(
+    command: &Command,
+    url: &SiftUrl,
+    urls: &[SiftUrl],
+    dial: Dial,
+    requested: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
+    match command.clone() {
         Command::Get {
             output,
             output_dir,
@@ -312,33 +353,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ..
         } => {
             if urls.len() == 1 && url.scheme == Scheme::Sift && output_dir.is_none() && !migrate {
-                get(url, dial, output, resume, requested, common.json)
+                get(url, dial, output, resume, requested, json)
             } else {
-                get_many(
-                    &urls,
-                    dial,
-                    output,
-                    output_dir,
-                    resume,
-                    migrate,
-                    common.json,
-                )
+                get_many(urls, dial, output, output_dir, resume, migrate, json)
             }
         }
-        Command::Put { file, .. } => put(url, dial, &file, common.json),
-        Command::Ls { .. } => ls(url, dial, common.json),
+        Command::Put { file, .. } => put(url, dial, &file, json),
+        Command::Ls { .. } => ls(url, dial, json),
         Command::Perf {
             time,
             interval,
             ndjson,
             reverse,
             ..
-        } => perf(url, dial, time, interval, ndjson || common.json, reverse),
-        // Answered above, before any URL.
-        Command::Id => id(common.state_dir.as_deref()),
-    };
-    tokens.save();
-    result
+        } => perf(url, dial, time, interval, ndjson || json, reverse),
+        // Answered before any URL.
+        Command::Id => Ok(()),
+    }
 }
 
 /// The first URL, once every URL is checked to name the same server by
@@ -434,10 +465,13 @@ fn get(
             )
         })?;
     let dest = output.unwrap_or(name);
+    let dialed = std::time::Instant::now();
     let connection = dial.connect(url)?;
     let report = session::download(&connection, &url.path, &dest, resume, controller, json);
     connection.close(CLOSE_DONE, "done");
-    print_report(&report?, json)
+    let mut report = report?;
+    report.first_byte_since(dialed);
+    print_report(&report, json)
 }
 
 /// Several files, or any hq-interop fetch: one connection, one stream per
@@ -460,12 +494,12 @@ fn get_many(
         // RFC 9000 §9: not before the handshake is confirmed, and to a
         // connection ID the server has not seen on the old path (§9.5).
         // The server sends both in its first 1-RTT packets.
-        let ready_by = std::time::Instant::now() + Duration::from_secs(5);
-        while !connection.can_migrate() && std::time::Instant::now() < ready_by {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        if !connection.can_migrate() {
-            eprintln!("sift-client: --migrate: the server gave no spare connection ID within 5 s; moving anyway (the move is linkable)");
+        match connection.wait_can_migrate(Duration::from_secs(5)) {
+            Ok(()) => {}
+            Err(SiftIoError::Timeout { .. }) => eprintln!(
+                "sift-client: --migrate: the server gave no spare connection ID within 5 s; moving anyway (the move is linkable)"
+            ),
+            Err(other) => return Err(other).context("waiting to migrate (--migrate)"),
         }
         let any = match connection.remote_addr() {
             std::net::SocketAddr::V4(_) => "0.0.0.0:0",
@@ -540,8 +574,9 @@ fn put(url: &SiftUrl, dial: Dial, file: &Path, json: bool) -> anyhow::Result<()>
 
 fn ls(url: &SiftUrl, dial: Dial, json: bool) -> anyhow::Result<()> {
     let connection = dial.connect(url)?;
+    // A listing is safe to replay: it may leave in 0-RTT.
     let entries = connection
-        .open_bi()
+        .open_bi_replay_safe()
         .map_err(anyhow::Error::new)
         .and_then(|mut stream| Ok(client::list(&mut stream, &url.path)?));
     connection.close(CLOSE_DONE, "done");

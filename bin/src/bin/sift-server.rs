@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use sift::conn::Protection;
+use sift::crypto::tls::SessionCache;
 use sift::crypto::TlsConfig;
 use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
 use sift::tokio::{BindError, Endpoint, EndpointConfig};
@@ -114,6 +115,12 @@ struct Args {
     /// bytes throughout.
     #[arg(long, value_name = "on|off", default_value = "on")]
     pmtud: OnOff,
+    /// Careful Resume (RFC 9959) for the files this server sends: save
+    /// the capacity and RTT seen for each client inside the address token
+    /// it gives it, and jump to half that window, paced, when the client
+    /// comes back from the same IP address with the token (within an hour).
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    careful_resume: OnOff,
     /// Versions to speak, most preferred first: sift/1 (split tags,
     /// corruption notices) and v1 (QUIC version 1: any QUIC client). A
     /// client that offers sift/1 is upgraded to it without a round trip.
@@ -160,6 +167,14 @@ struct Args {
     /// is needed). Without it the server is read-only.
     #[arg(long)]
     allow_put: bool,
+    /// Issue no TLS session tickets: every client handshake is a full one
+    /// (and no 0-RTT). Tickets live in this server's memory only.
+    #[arg(long)]
+    no_session_tickets: bool,
+    /// Issue session tickets but refuse 0-RTT data: resumed clients send
+    /// their requests after the handshake.
+    #[arg(long)]
+    no_0rtt: bool,
     /// With --allow-put: take uploads from any client, with a listed key or
     /// none. Anyone who reaches the server can then overwrite any file
     /// under --root. Under --insecure-null-crypto, where clients have no
@@ -272,6 +287,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
     config.pmtud.enabled = args.pmtud.enabled();
     config.versions = args.versions.clone();
+    if !args.careful_resume.enabled() {
+        config.careful_resume = None;
+    }
     config.trace = common::trace_sink(args.qlog.as_deref())?;
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;
@@ -287,6 +305,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         // sift's file protocol, and HTTP/0.9 for any QUIC client.
         config.tls.alpn_protocols = server_loop::server_alpns();
         config.tls.key_log = common::key_log();
+        if !args.no_session_tickets {
+            // One cache for every connection of this run (SECURITY.md:
+            // tickets are single-use handles into it, gone at restart).
+            config.tls.session_cache = Some(SessionCache::new(
+                sift::crypto::tls::DEFAULT_SESSION_CACHE,
+                !args.no_0rtt,
+            ));
+        }
         if args.allow_put && !args.allow_anonymous_put {
             let list = AuthorizedClientsFile::new(state.join(state::AUTHORIZED_CLIENTS_FILE));
             // A broken list stops the server now rather than refusing

@@ -194,7 +194,10 @@ fn fetch_one(connection: &BlockingConnection, fetch: &Fetch) -> Result<FetchedFi
     let local_path = fetch.dest.display().to_string();
     let (bytes, sha256, finished) = match fetch.url.scheme {
         Scheme::Https => {
-            let mut stream = connection.open_bi().map_err(|e| e.to_string())?;
+            // An HTTP/0.9 GET is safe to replay: it may leave in 0-RTT.
+            let mut stream = connection
+                .open_bi_replay_safe()
+                .map_err(|e| e.to_string())?;
             let outcome = hq::get(&mut stream, &fetch.url.path, &fetch.dest, &mut |_| {})
                 .map_err(|e| e.to_string())?;
             (

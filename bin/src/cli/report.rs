@@ -51,6 +51,23 @@ pub struct FlowReport {
     pub pmtu_black_holes: u64,
     /// SHA-256 of the whole file.
     pub sha256: String,
+    /// The TLS handshake resumed an earlier session (a ticket).
+    pub tls_resumed: bool,
+    /// What became of this client's 0-RTT data: "accepted", "rejected"
+    /// (sent again in 1-RTT) or "none" (not sent).
+    pub zero_rtt: &'static str,
+    /// Request bytes this client sent in 0-RTT packets.
+    pub zero_rtt_bytes: u64,
+    /// Seconds from starting the connection to the server's first byte
+    /// (its answer to the request), handshake included; 0 when not known.
+    pub time_to_first_byte_s: f64,
+    /// When the first byte arrived (not serialised).
+    #[serde(skip)]
+    pub first_byte_at: Option<std::time::Instant>,
+    /// The sender's Careful Resume (RFC 9959), when it resumed from a saved
+    /// path state (a `get` whose address token carried one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 /// The parts of a report that are not counters.
@@ -94,7 +111,41 @@ impl FlowReport {
             pmtu_probes_lost: sender.pmtu_probes_lost,
             pmtu_black_holes: sender.pmtu_black_holes,
             sha256: transfer.sha256,
+            tls_resumed: false,
+            zero_rtt: "none",
+            zero_rtt_bytes: 0,
+            time_to_first_byte_s: 0.0,
+            first_byte_at: None,
+            careful_resume: sender.careful_resume,
         }
+    }
+
+    /// Notes when the server's first byte arrived.
+    pub fn with_first_byte(mut self, at: Option<std::time::Instant>) -> Self {
+        self.first_byte_at = at;
+        self
+    }
+
+    /// Sets `time_to_first_byte_s` from when the connection started.
+    pub fn first_byte_since(&mut self, dialed: std::time::Instant) {
+        if let Some(at) = self.first_byte_at {
+            self.time_to_first_byte_s = at.saturating_duration_since(dialed).as_secs_f64();
+        }
+    }
+
+    /// Adds how this client's connection started: resumed or not, and its
+    /// 0-RTT's fate (from the client's own `stats`).
+    pub fn with_session(mut self, stats: &sift::Stats) -> Self {
+        self.tls_resumed = stats.resumed;
+        self.zero_rtt = if stats.zero_rtt_accepted {
+            "accepted"
+        } else if stats.zero_rtt_rejected {
+            "rejected"
+        } else {
+            "none"
+        };
+        self.zero_rtt_bytes = stats.zero_rtt_bytes;
+        self
     }
 
     /// The iperf3-like summary for a person.
@@ -112,6 +163,12 @@ impl FlowReport {
             format!("{} ({}){resumed}", self.bytes, format::bytes(self.bytes)),
         );
         row("time", format!("{:.2} s", self.completion_s));
+        if self.time_to_first_byte_s > 0.0 {
+            row(
+                "first byte",
+                format!("{:.3} s after connecting", self.time_to_first_byte_s),
+            );
+        }
         row("goodput", format::rate(self.goodput_bps));
         row(
             "retransmits",
@@ -133,6 +190,38 @@ impl FlowReport {
         }
         if !self.version.is_empty() {
             row("version", self.version.clone());
+        }
+        if self.tls_resumed || self.zero_rtt != "none" {
+            row(
+                "session",
+                format!(
+                    "{}, 0-RTT {} ({} bytes early)",
+                    if self.tls_resumed {
+                        "resumed"
+                    } else {
+                        "full handshake"
+                    },
+                    self.zero_rtt,
+                    self.zero_rtt_bytes
+                ),
+            );
+        }
+        if let Some(cr) = self.careful_resume {
+            let what = match (cr.jumped, cr.retreated) {
+                (false, _) => "did not jump".to_string(),
+                (true, false) => format!("jumped to {}", format::bytes(cr.jump_cwnd)),
+                (true, true) => format!(
+                    "jumped to {}, retreated (the path carried less)",
+                    format::bytes(cr.jump_cwnd)
+                ),
+            };
+            row(
+                "resume",
+                format!(
+                    "Careful Resume from {} saved: {what}",
+                    format::bytes(cr.saved_cwnd)
+                ),
+            );
         }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
@@ -170,6 +259,7 @@ mod tests {
                 pmtu_probes_sent: 7,
                 pmtu_probes_lost: 3,
                 pmtu_black_holes: 0,
+                careful_resume: None,
             },
         )
     }

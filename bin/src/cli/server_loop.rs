@@ -111,6 +111,10 @@ impl ServedConnection for Connection {
     fn client_key(&self) -> Option<sift::crypto::Fingerprint> {
         self.peer_certificate_fingerprint()
     }
+
+    fn in_early_data(&self) -> bool {
+        Connection::in_early_data(self)
+    }
 }
 
 /// What every worker of a server shares: the files and the caps on

@@ -84,7 +84,13 @@ fn connect_once(
     let remote = url.resolve().map_err(|e| Refusal::Other(e.into()))?;
     let tls = config.protection == sift::conn::Protection::Tls;
     let config = if tls { trust.apply(config) } else { config };
-    let connection = blocking::connect(remote, config).map_err(|e| match e {
+    // A resuming client returns at once when its request can go in 0-RTT.
+    let connect = if config.tls.tickets.is_some() {
+        blocking::connect_early
+    } else {
+        blocking::connect
+    };
+    let connection = connect(remote, config).map_err(|e| match e {
         SiftIoError::Closed(CloseReason::Peer {
             application: false,
             code: codes::CONNECTION_REFUSED,
@@ -130,16 +136,22 @@ pub fn download(
         "interrupted: partial download kept in {} — run again with --resume",
         partial.display()
     ));
-    let mut stream = connection.open_bi()?;
+    // A download is safe to replay: it may leave in 0-RTT.
+    let mut stream = connection.open_bi_replay_safe()?;
     let mut progress = Progress::new(remote_path, quiet);
     let started = Instant::now();
+    let mut first_byte = None;
     let outcome = client::get(
         &mut stream,
         remote_path,
         dest,
         resume,
         controller,
-        &mut |done, total| progress.update(done, total),
+        &mut |done, total| {
+            // The first call: the server's answer arrived.
+            first_byte.get_or_insert_with(Instant::now);
+            progress.update(done, total)
+        },
     );
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
@@ -165,7 +177,9 @@ pub fn download(
             sha256: outcome.sha256.to_string(),
         },
         &sender,
-    ))
+    )
+    .with_session(&connection.stats())
+    .with_first_byte(first_byte))
 }
 
 /// Uploads a prepared local file (`client::LocalUpload::prepare`, done
@@ -200,5 +214,6 @@ pub fn upload(
             sha256: outcome.sha256.to_string(),
         },
         &SenderReport::from_stats(&connection.stats()),
-    ))
+    )
+    .with_session(&connection.stats()))
 }

@@ -217,6 +217,11 @@ pub struct SenderReport {
     /// Path MTU black holes the sender detected.
     #[serde(default)]
     pub pmtu_black_holes: u64,
+    /// Careful Resume (RFC 9959), when the sender resumed from a saved
+    /// path state: its phase, the saved and jump windows, whether it
+    /// jumped and whether it retreated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
 }
 
 impl SenderReport {
@@ -235,6 +240,7 @@ impl SenderReport {
             pmtu_probes_sent: stats.pmtu_probes_sent,
             pmtu_probes_lost: stats.pmtu_probes_lost,
             pmtu_black_holes: stats.pmtu_black_holes,
+            careful_resume: stats.careful_resume,
         }
     }
 
@@ -365,6 +371,7 @@ mod tests {
             pmtu_probes_sent: 7,
             pmtu_probes_lost: 3,
             pmtu_black_holes: 0,
+            careful_resume: None,
         };
         assert_eq!(parse_trailer(&report.encode().unwrap()).unwrap(), report);
         let garbage = encode_frame(FrameKind::Trailer, b"{not json").unwrap();

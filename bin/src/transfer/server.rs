@@ -61,6 +61,11 @@ pub trait ServedConnection {
     fn client_key(&self) -> Option<Fingerprint> {
         None
     }
+    /// The request was read from 0-RTT data, before the handshake
+    /// completed: it may be a replay (SECURITY.md).
+    fn in_early_data(&self) -> bool {
+        false
+    }
 }
 
 /// A stream with no sift connection behind it (the protocol over a socket
@@ -458,6 +463,15 @@ impl FileServer {
                 self.get(stream, path, *offset, connection).await
             }
             Request::Put { path, size, sha256 } => {
+                // An upload is not idempotent: never from 0-RTT data,
+                // which an attacker may replay (sift-client never sends one
+                // there; SECURITY.md).
+                if connection.in_early_data() {
+                    return Err(Failure::Answer(
+                        Status::RefusedUpload,
+                        "an upload in 0-RTT data is refused: send it after the handshake".into(),
+                    ));
+                }
                 // Before anything touches the disk: who may write at all.
                 self.uploads
                     .admit(connection.client_key())

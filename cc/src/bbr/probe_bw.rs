@@ -49,6 +49,9 @@ impl Bbr {
 
     pub(super) fn start_probe_bw_cruise(&mut self) {
         self.state = BbrState::ProbeBwCruise;
+        self.cruise_since = Some(self.now());
+        self.previous_cruise_standing = self.standing_queue;
+        self.standing_queue = false;
         self.pacing_gain = PROBE_CRUISE_PACING_GAIN;
         self.cwnd_gain = DEFAULT_CWND_GAIN;
     }
@@ -176,7 +179,11 @@ impl Bbr {
     }
 
     fn raise_inflight_longterm_slope(&mut self) {
-        let growth_this_round = 1u64 << self.bw_probe_up_rounds;
+        let growth_this_round = if self.probes_additively() {
+            1
+        } else {
+            1u64 << self.bw_probe_up_rounds
+        };
         self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
         self.probe_up_acked_per_inc = (self.cwnd / growth_this_round).max(self.mss);
     }
@@ -219,7 +226,7 @@ impl Bbr {
             if self.inflight_longterm == u64::MAX {
                 return false;
             }
-            if rs.tx_in_flight > self.inflight_longterm {
+            if rs.tx_in_flight > self.inflight_longterm && !self.sent_before_queue_cut(rs) {
                 self.inflight_longterm = rs.tx_in_flight;
             }
             if self.state == BbrState::ProbeBwUp {

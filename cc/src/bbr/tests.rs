@@ -479,3 +479,63 @@ fn a_spurious_loss_episode_restores_the_model_and_the_probe_it_ended() {
     assert_eq!(bbr.metrics().fields["spurious_losses"], 1.0);
     assert_eq!(bbr.metrics().fields["congestive_losses"], 0.0);
 }
+
+#[test]
+fn loss_under_another_flows_standing_queue_cuts_inflight_longterm_to_seven_tenths() {
+    let t0 = Instant::now() + ms(1_000);
+    let lost = |bbr: &mut Bbr| {
+        bbr.on_packets_lost(&PacketsLost {
+            now: t0 + ms(10),
+            packets: vec![LostPacket {
+                packet_number: 7,
+                size: 1_000,
+                delivered: 1_000_000,
+                lost: 0,
+                tx_in_flight: 200_000,
+                is_app_limited: false,
+            }],
+            lost_total: 1_000,
+            delivered_total: 1_000_000,
+            bytes_in_flight: 199_000,
+        });
+    };
+    for (rule, expected) in [(true, 140_000), (false, u64::MAX)] {
+        let config = BbrConfig {
+            standing_queue_response: rule,
+            ..BbrConfig::default()
+        };
+        let mut bbr = cruising(t0, config);
+        // Two CRUISE phases whose rounds never came within min_rtt/8 of
+        // min_rtt: another flow's queue.
+        bbr.standing_queue = true;
+        bbr.previous_cruise_standing = true;
+        lost(&mut bbr);
+        // One loss in 200 packets (0.5%) is under LossThresh: the draft
+        // leaves the bound alone; the rule sets 0.7·200_000 = 140_000
+        // (above the BDP floor of 100_000).
+        assert_eq!(bbr.inflight_longterm(), expected, "rule {rule}");
+    }
+}
+
+#[test]
+fn a_queue_seen_in_one_cruise_phase_only_is_not_another_flows() {
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = cruising(t0, BbrConfig::default());
+    bbr.standing_queue = true;
+    bbr.previous_cruise_standing = false;
+    bbr.on_packets_lost(&PacketsLost {
+        now: t0 + ms(10),
+        packets: vec![LostPacket {
+            packet_number: 7,
+            size: 1_000,
+            delivered: 1_000_000,
+            lost: 0,
+            tx_in_flight: 200_000,
+            is_app_limited: false,
+        }],
+        lost_total: 1_000,
+        delivered_total: 1_000_000,
+        bytes_in_flight: 199_000,
+    });
+    assert_eq!(bbr.inflight_longterm(), u64::MAX);
+}

@@ -50,7 +50,7 @@ fn check_layout(data: &[u8], parsed: &ParsedHeader<'_>) {
             assert!(parsed.scid.is_empty() && parsed.token.is_empty());
             assert_eq!(parsed.version, VERSION);
         }
-        PacketType::Handshake => {
+        PacketType::ZeroRtt | PacketType::Handshake => {
             assert!(parsed.token.is_empty() && !parsed.key_phase);
         }
         PacketType::Initial => assert!(!parsed.key_phase),

@@ -131,7 +131,8 @@ impl Input {
         let ty = match kind & 0b11 {
             0 => PacketType::Initial,
             1 => PacketType::Handshake,
-            _ => PacketType::OneRtt,
+            2 => PacketType::OneRtt,
+            _ => PacketType::ZeroRtt,
         };
         let packet_number = u64::from_be_bytes(bytes.fixed()) & VARINT_MAX;
         let dcid_len = if ty == PacketType::OneRtt {
@@ -172,6 +173,7 @@ impl Input {
             PacketType::Initial => 0,
             PacketType::Handshake => 1,
             PacketType::OneRtt => 2,
+            PacketType::ZeroRtt => 3,
         };
         let mut out = vec![ty_bits | (u8::from(self.key_phase) << 2)];
         out.extend_from_slice(&self.packet_number.to_be_bytes());

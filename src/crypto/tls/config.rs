@@ -1,7 +1,8 @@
 //! The TLS settings of a [`Config`](crate::Config): the server's identity,
 //! how a client trusts servers, the server name and ALPN; and how they
 //! become rustls client and server configurations (ring provider, TLS 1.3
-//! only, no early data, no session tickets).
+//! only; session tickets and 0-RTT when [`TlsConfig::tickets`] (client)
+//! or [`TlsConfig::session_cache`] (server) is set: `resumption`).
 //!
 //! Trust choices, like ssh's and quinn's:
 //! - [`ServerTrust::Pinned`]: the end-entity certificate's SHA-256 must be
@@ -35,6 +36,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::identity::{Fingerprint, IdentityError, ServerIdentity};
+use super::resumption::{ConnectionTickets, SessionCache, TicketStore, TrustKey};
 
 /// The ALPN protocol sift offers and accepts unless the application sets
 /// its own.
@@ -135,6 +137,17 @@ pub struct TlsConfig {
     /// §5.2); a client offering only ChaCha20 tests a peer's other path
     /// (the interop runner's `chacha20` case).
     pub cipher_suites: Vec<super::Aead>,
+    /// Client: where session tickets are kept, to resume later handshakes
+    /// with the same server (name, port and QUIC version). `None` (the
+    /// default): every handshake is a full one.
+    pub tickets: Option<TicketStore>,
+    /// Client: send 0-RTT data when a ticket allows it (only on streams
+    /// the application marks replay-safe). On by default; without
+    /// `tickets` there is nothing to send it with.
+    pub early_data: bool,
+    /// Server: issue session tickets backed by this cache, and accept
+    /// 0-RTT if the cache says so. `None` (the default): no tickets.
+    pub session_cache: Option<SessionCache>,
 }
 
 impl Default for TlsConfig {
@@ -148,6 +161,9 @@ impl Default for TlsConfig {
             request_client_certificate: false,
             key_log: None,
             cipher_suites: Vec::new(),
+            tickets: None,
+            early_data: true,
+            session_cache: None,
         }
     }
 }
@@ -232,46 +248,109 @@ fn rustls_error(error: rustls::Error) -> TlsSetupError {
     TlsSetupError::Rustls(error.to_string())
 }
 
-/// The rustls client configuration for `config`.
-pub(super) fn client_config(config: &TlsConfig) -> Result<rustls::ClientConfig, TlsSetupError> {
+/// The rustls client configuration for `config`; with `tickets`, it
+/// resumes from and files tickets into that connection's store.
+pub(super) fn client_config(
+    config: &TlsConfig,
+    tickets: Option<ConnectionTickets>,
+) -> Result<rustls::ClientConfig, TlsSetupError> {
     let builder = rustls::ClientConfig::builder_with_provider(provider_with(&config.cipher_suites))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(rustls_error)?;
-    let builder = match config.trust.as_ref().ok_or(TlsSetupError::NoTrust)? {
-        ServerTrust::Roots(roots) => {
-            let mut store = rustls::RootCertStore::empty();
-            for root in roots {
-                store
-                    .add(CertificateDer::from(root.clone()))
-                    .map_err(rustls_error)?;
+    let trust = config.trust.as_ref().ok_or(TlsSetupError::NoTrust)?;
+    let make_verifier = || -> Result<Arc<dyn ServerCertVerifier>, TlsSetupError> {
+        Ok(match trust {
+            ServerTrust::Roots(roots) => {
+                let mut store = rustls::RootCertStore::empty();
+                for root in roots {
+                    store
+                        .add(CertificateDer::from(root.clone()))
+                        .map_err(rustls_error)?;
+                }
+                rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(store),
+                    provider(),
+                )
+                .build()
+                .map_err(|error| TlsSetupError::Rustls(error.to_string()))?
             }
-            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
-                Arc::new(store),
-                provider(),
-            )
-            .build()
-            .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
-            builder.with_webpki_verifier(verifier)
-        }
-        trust => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Verifier {
+            trust => Arc::new(Verifier {
                 trust: trust.clone(),
                 provider: provider(),
-            })),
+            }),
+        })
     };
-    let mut client = match &config.client_identity {
-        Some(identity) => builder.with_client_cert_resolver(Arc::new(
-            rustls::sign::SingleCertAndKey::from(identity.certified_key()),
-        )),
-        None => builder.with_no_client_auth(),
+    let make_resolver = || -> Arc<dyn rustls::client::ResolvesClientCert> {
+        match &config.client_identity {
+            Some(identity) => Arc::new(rustls::sign::SingleCertAndKey::from(
+                identity.certified_key(),
+            )),
+            None => Arc::new(NoClientCertificate),
+        }
     };
+    // rustls resumes a session only under the very verifier and client
+    // certificate resolver that made it: the ticket store hands out one of
+    // each per setting (`resumption`).
+    let (verifier, resolver) = match &config.tickets {
+        Some(store) if tickets.is_some() => (
+            store.verifier(trust_key(trust), make_verifier)?,
+            store.client_cert(
+                config
+                    .client_identity
+                    .as_ref()
+                    .map(ServerIdentity::fingerprint),
+                make_resolver,
+            ),
+        ),
+        _ => (make_verifier()?, make_resolver()),
+    };
+    let mut client = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_cert_resolver(resolver);
     client.alpn_protocols = config.alpn_protocols.clone();
-    client.enable_early_data = false;
+    match tickets {
+        Some(tickets) => {
+            client.resumption = rustls::client::Resumption::store(Arc::new(tickets));
+            client.enable_early_data = config.early_data;
+        }
+        // rustls's default in-memory cache, private to this one
+        // connection's config: it never resumes anything.
+        None => client.enable_early_data = false,
+    }
     if let Some(key_log) = &config.key_log {
         client.key_log = key_log.clone();
     }
     Ok(client)
+}
+
+/// The key under which a ticket store keeps the verifier of `trust`.
+fn trust_key(trust: &ServerTrust) -> TrustKey {
+    match trust {
+        ServerTrust::Pinned(pins) => TrustKey::Pinned(pins.clone()),
+        ServerTrust::Roots(roots) => TrustKey::Roots(roots.clone()),
+        ServerTrust::Custom(verifier) => {
+            TrustKey::Custom(Arc::as_ptr(verifier) as *const () as usize)
+        }
+    }
+}
+
+/// A client with no certificate: answers a server's request with none.
+#[derive(Debug)]
+struct NoClientCertificate;
+
+impl rustls::client::ResolvesClientCert for NoClientCertificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        None
+    }
+
+    fn has_certs(&self) -> bool {
+        false
+    }
 }
 
 /// The rustls server configuration for `config`.
@@ -293,9 +372,18 @@ pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, 
     if let Some(key_log) = &config.key_log {
         server.key_log = key_log.clone();
     }
-    // RFC 9001 §4.6.1: 0 means no early data; sift has no resumption either.
-    server.max_early_data_size = 0;
-    server.send_tls13_tickets = 0;
+    match &config.session_cache {
+        Some(cache) => {
+            server.session_storage = cache.storage();
+            // RFC 9001 §4.6.1: QUIC allows 0 (no early data) or 0xffffffff;
+            // flow control bounds 0-RTT, not TLS.
+            server.max_early_data_size = if cache.early_data { u32::MAX } else { 0 };
+        }
+        None => {
+            server.max_early_data_size = 0;
+            server.send_tls13_tickets = 0;
+        }
+    }
     Ok(server)
 }
 

@@ -9,12 +9,16 @@
 //!   from QUIC's: the schedule is what rustls offers and what reviewers know.
 //! - Transport parameters ride in the TLS extension, encoded as in Null mode
 //!   (RFC 9000 §18 TLV), `corruption_notices` among them.
-//! - TLS 1.3 only, no 0-RTT, no session tickets: nothing resumes.
+//! - TLS 1.3 only. Session tickets and 0-RTT when configured
+//!   ([`TicketStore`] on a client, [`SessionCache`] on a server):
+//!   `resumption` says how tickets are scoped, used once, and how the
+//!   server's pin survives a resumed handshake.
 
 mod client_hello;
 mod config;
 mod identity;
 mod protection;
+mod resumption;
 
 pub use client_hello::{peek_client_hello, ClientHelloPeek};
 pub use config::{
@@ -22,9 +26,11 @@ pub use config::{
 };
 pub use identity::{Fingerprint, IdentityError, ServerIdentity};
 pub use protection::{HeaderKeys, TlsProtection, HEADER_TAG_NONCE_BIT, TLS_PAYLOAD_TAG_LEN};
+pub use resumption::{SessionCache, TicketScope, TicketStore, DEFAULT_SESSION_CACHE};
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use rustls::quic::{self, Version};
@@ -36,6 +42,17 @@ use crate::Side;
 
 /// RFC 8446 §6: internal_error, for a failure rustls names no alert for.
 const ALERT_INTERNAL_ERROR: u8 = 80;
+/// RFC 8446 §6: bad_certificate.
+const ALERT_BAD_CERTIFICATE: u8 = 42;
+
+/// The name tickets are filed under: the configured server name, else
+/// the server's address (as the rustls server name is chosen).
+fn ticket_server_name(config: &TlsConfig, remote: IpAddr) -> String {
+    config
+        .server_name
+        .clone()
+        .unwrap_or_else(|| remote.to_string())
+}
 
 fn rustls_side(side: Side) -> rustls::Side {
     match side {
@@ -175,6 +192,12 @@ pub struct TlsSession {
     next_secrets: Option<quic::Secrets>,
     /// The 1-RTT header protection keys, which every key phase shares.
     one_rtt_header: Option<HeaderKeys>,
+    /// Client with a ticket store: where the version that new tickets are
+    /// filed under is set.
+    ticket_version: Option<Arc<AtomicU32>>,
+    /// Client with pinned trust: the pins, checked again when a resumed
+    /// handshake completes (rustls does not call the verifier then).
+    pins: Option<Vec<Fingerprint>>,
 }
 
 impl std::fmt::Debug for TlsSession {
@@ -187,20 +210,83 @@ impl std::fmt::Debug for TlsSession {
 
 impl TlsSession {
     /// A client session to `remote`, sending `params` (our encoded
-    /// transport parameters).
+    /// transport parameters). It neither resumes nor keeps tickets.
     pub fn client(
         config: &TlsConfig,
         remote: IpAddr,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
-        let client = config::client_config(config)?;
+        Self::make_client(config, remote, None, params)
+    }
+
+    /// A client session to `remote` starting in QUIC `version`: with
+    /// [`TlsConfig::tickets`] it resumes with a ticket of that server,
+    /// port and version if one is held (sending 0-RTT if allowed), and
+    /// files the tickets it gets under the version set last
+    /// ([`Session::set_version`]).
+    pub fn client_in_version(
+        config: &TlsConfig,
+        remote: SocketAddr,
+        version: u32,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
+        let scope = config.tickets.as_ref().map(|_| TicketScope {
+            server: ticket_server_name(config, remote.ip()),
+            port: remote.port(),
+            version,
+        });
+        Self::make_client(config, remote.ip(), scope, params)
+    }
+
+    fn make_client(
+        config: &TlsConfig,
+        remote: IpAddr,
+        scope: Option<TicketScope>,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
+        let tickets = match (&config.tickets, scope) {
+            (Some(store), Some(scope)) => Some(store.for_connection(scope)),
+            _ => None,
+        };
+        let ticket_version = tickets.as_ref().map(|t| t.version_handle());
+        let client = config::client_config(config, tickets)?;
         let name = config::server_name(config, remote)?;
         let connection = quic::ClientConnection::new(Arc::new(client), Version::V1, name, params)
             .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
+        let pins = match &config.trust {
+            Some(ServerTrust::Pinned(pins)) => Some(pins.clone()),
+            _ => None,
+        };
         Ok(Self {
             connection: connection.into(),
             next_secrets: None,
             one_rtt_header: None,
+            ticket_version,
+            pins,
+        })
+    }
+
+    fn directional(&self) -> Option<(quic::DirectionalKeys, quic::DirectionalKeys)> {
+        Some((
+            self.connection.zero_rtt_keys()?,
+            self.connection.zero_rtt_keys()?,
+        ))
+    }
+
+    /// The end-entity certificate a resumed handshake restored is still
+    /// one of the pins (a ticket is bound to the verifier that checked it,
+    /// so this holds unless rustls changes; checked anyway).
+    fn check_resumed_pin(&self) -> Result<(), HandshakeError> {
+        let (Some(pins), true) = (&self.pins, self.is_resumed()) else {
+            return Ok(());
+        };
+        let presented = self.peer_certificate_fingerprint();
+        if presented.is_some_and(|fingerprint| pins.contains(&fingerprint)) {
+            return Ok(());
+        }
+        Err(HandshakeError::Tls {
+            alert: ALERT_BAD_CERTIFICATE,
+            reason: "the resumed session's certificate is not pinned".to_string(),
         })
     }
 
@@ -213,6 +299,8 @@ impl TlsSession {
             connection: connection.into(),
             next_secrets: None,
             one_rtt_header: None,
+            ticket_version: None,
+            pins: None,
         })
     }
 
@@ -220,7 +308,7 @@ impl TlsSession {
     /// server refuses to start instead of failing every client.
     pub fn validate(config: &TlsConfig, side: Side) -> Result<(), TlsSetupError> {
         match side {
-            Side::Client => config::client_config(config).map(drop),
+            Side::Client => config::client_config(config, None).map(drop),
             Side::Server => config::server_config(config).map(drop),
         }
     }
@@ -230,6 +318,7 @@ impl Session for TlsSession {
     fn read_handshake(&mut self, _level: Level, data: &[u8]) -> Result<(), HandshakeError> {
         // rustls checks each message against the level it expects next;
         // the caller feeds each level's bytes in order.
+        let was_handshaking = self.connection.is_handshaking();
         self.connection
             .read_hs(data)
             .map_err(|error| HandshakeError::Tls {
@@ -238,7 +327,11 @@ impl Session for TlsSession {
                     .alert()
                     .map_or(ALERT_INTERNAL_ERROR, u8::from),
                 reason: describe(&error),
-            })
+            })?;
+        if was_handshaking && !self.connection.is_handshaking() {
+            self.check_resumed_pin()?;
+        }
+        Ok(())
     }
 
     fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<KeyChange> {
@@ -290,6 +383,48 @@ impl Session for TlsSession {
     fn peer_certificate_fingerprint(&self) -> Option<Fingerprint> {
         let end_entity = self.connection.peer_certificates()?.first()?;
         Some(Fingerprint::of_certificate(end_entity.as_ref()))
+    }
+
+    fn zero_rtt_keys(&self) -> Option<Box<dyn PacketProtection>> {
+        let (local, remote) = self.directional()?;
+        let header = HeaderKeys::new(local.header, remote.header);
+        Some(Box::new(TlsProtection::new(
+            local.packet,
+            remote.packet,
+            header,
+        )))
+    }
+
+    fn remembered_params(&self) -> Option<TransportParams> {
+        // Before the server's EncryptedExtensions, rustls reports the
+        // parameters remembered with the ticket being resumed.
+        match &self.connection {
+            quic::Connection::Client(client) if client.is_handshaking() => client
+                .quic_transport_parameters()
+                .and_then(|bytes| TransportParams::decode(bytes).ok()),
+            _ => None,
+        }
+    }
+
+    fn early_data_accepted(&self) -> bool {
+        match &self.connection {
+            quic::Connection::Client(client) => client.is_early_data_accepted(),
+            quic::Connection::Server(server) => server.zero_rtt_keys().is_some(),
+        }
+    }
+
+    fn is_resumed(&self) -> bool {
+        let kind = match &self.connection {
+            quic::Connection::Client(client) => client.handshake_kind(),
+            quic::Connection::Server(server) => server.handshake_kind(),
+        };
+        kind == Some(rustls::HandshakeKind::Resumed)
+    }
+
+    fn set_version(&mut self, version: u32) {
+        if let Some(handle) = &self.ticket_version {
+            handle.store(version, Ordering::Relaxed);
+        }
     }
 }
 

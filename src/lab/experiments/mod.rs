@@ -31,6 +31,7 @@ use crate::sim::{Report, RunReport, Scenario};
 pub mod cellular;
 pub mod hack;
 pub mod leaky_pipes;
+pub mod long_paths;
 pub mod reordering;
 pub mod vegas_factorial;
 pub mod veno_classification;
@@ -42,8 +43,8 @@ pub mod westwood;
 
 /// Every experiment, in the order `sift-lab list` shows them: the papers',
 /// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12;
-/// `veno-ns3` and `cellular`, issue 36).
-pub const ALL: [Experiment; 11] = [
+/// `veno-ns3` and `cellular`, issue 36; `long-paths`, issue 34).
+pub const ALL: [Experiment; 12] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -55,6 +56,7 @@ pub const ALL: [Experiment; 11] = [
     leaky_pipes::EXPERIMENT,
     veno_ns3::EXPERIMENT,
     cellular::EXPERIMENT,
+    long_paths::EXPERIMENT,
 ];
 
 /// The experiment named `name`.
@@ -197,6 +199,9 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         rebind_at_ms: None,
         new_address_at_ms: None,
         new_path: None,
+        after_flow: None,
+        resume_path: false,
+        careful_resume: true,
     }
 }
 

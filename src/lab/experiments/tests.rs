@@ -58,7 +58,8 @@ fn experiments_are_found_by_name() {
             "reordering",
             "leaky-pipes",
             "veno-ns3",
-            "cellular"
+            "cellular",
+            "long-paths"
         ]
     );
 }

@@ -44,6 +44,34 @@ pub struct RateStep {
     pub duration_ms: Duration,
 }
 
+/// One step of a [`LinkConfig::delay_steps`] schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelayStep {
+    /// The propagation delay while the step holds (replaces `delay_ms`).
+    #[serde(with = "duration_ms")]
+    pub delay_ms: Duration,
+    /// How long it holds.
+    #[serde(with = "duration_ms")]
+    pub duration_ms: Duration,
+}
+
+/// The delay in force `since` the epoch of a repeating `steps` schedule.
+pub fn delay_at(steps: &[DelayStep], since: Duration) -> Option<Duration> {
+    let period: u128 = steps.iter().map(|s| s.duration_ms.as_nanos()).sum();
+    if period == 0 {
+        return None;
+    }
+    let mut offset = since.as_nanos() % period;
+    for step in steps {
+        if offset < step.duration_ms.as_nanos() {
+            return Some(step.delay_ms);
+        }
+        offset -= step.duration_ms.as_nanos();
+    }
+    None
+}
+
 /// The rate in force `since` the epoch of a repeating `steps` schedule.
 pub fn rate_at(steps: &[RateStep], since: Duration) -> Option<u64> {
     let period: u128 = steps.iter().map(|s| s.duration_ms.as_nanos()).sum();
@@ -114,6 +142,14 @@ pub struct LinkConfig {
     /// `rate_bps` to the first step's rate (so the link keeps order as
     /// any rate-limited one).
     pub rate_steps: Vec<RateStep>,
+    /// A propagation delay that changes over time: each step's delay
+    /// replaces `delay_ms` (jitter still adds) for its duration, the list
+    /// repeating from the link's epoch — a LEO satellite handing over to
+    /// another, whose path is longer or shorter. A packet takes the delay
+    /// in force when it leaves the serializer; on a rate-limited link
+    /// packets keep their order (a shorter step waits behind a longer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delay_steps: Vec<DelayStep>,
     /// Seed for this link's randomness; overrides the seed given to `Link::new`.
     pub seed: Option<u64>,
     /// The largest IP packet the link carries, bytes (sift's `mtu BYTES`):
@@ -156,6 +192,7 @@ impl LinkConfig {
             outage: None,
             stall: None,
             rate_steps: Vec::new(),
+            delay_steps: Vec::new(),
             seed: None,
             mtu: None,
         }
@@ -305,6 +342,13 @@ impl LinkConfig {
         }
         if !self.rate_steps.is_empty() && self.rate_bps != Some(self.rate_steps[0].rate_bps) {
             return invalid("rate_steps", "rate_bps must be the first step's rate");
+        }
+        if self
+            .delay_steps
+            .iter()
+            .any(|step| step.duration_ms.is_zero())
+        {
+            return invalid("delay_steps", "every step needs a duration > 0");
         }
         Ok(())
     }

@@ -89,7 +89,7 @@ use std::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use config::{rate_at, LinkConfig, RateStep};
+pub use config::{delay_at, rate_at, DelayStep, LinkConfig, RateStep};
 pub use config::{LinkConfigError, MIN_MTU, PROBABILITY_SUM_SLACK};
 pub use corrupt::{BadRegion, CorruptBurst, CorruptRegion, Corruption, CorruptionConfig};
 pub use delay::{
@@ -484,7 +484,18 @@ impl Link {
             let ready = if head.send_immediately {
                 done
             } else {
-                let own = done + self.propagation.sample(&mut self.delay_rng);
+                let mut own = done + self.propagation.sample(&mut self.delay_rng);
+                let epoch = self.epoch.unwrap_or(done);
+                if let Some(delay) = delay_at(
+                    &self.config.delay_steps,
+                    done.saturating_duration_since(epoch),
+                ) {
+                    // The step's delay replaces the base delay; jitter stays.
+                    own = (own + delay)
+                        .checked_sub(self.config.delay_ms)
+                        .unwrap_or(done)
+                        .max(done);
+                }
                 let in_order = self.config.rate_bps.is_some() && !self.config.jitter_reorders;
                 let ready = match self.last_ready {
                     Some(last) if in_order => own.max(last),

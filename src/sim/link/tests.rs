@@ -260,6 +260,37 @@ fn rate_steps_serialize_at_the_rate_in_force() {
 }
 
 #[test]
+fn delay_steps_replace_the_propagation_delay_in_turn() {
+    let t0 = Instant::now();
+    // A LEO handover: 20 ms for 100 ms, then 60 ms for 100 ms, repeating.
+    let mut config = LinkConfig {
+        delay_ms: ms(20),
+        delay_steps: vec![
+            DelayStep {
+                delay_ms: ms(20),
+                duration_ms: ms(100),
+            },
+            DelayStep {
+                delay_ms: ms(60),
+                duration_ms: ms(100),
+            },
+        ],
+        ..LinkConfig::ideal()
+    };
+    config.seed = Some(1);
+    let mut l = Link::new(config, 1);
+    l.set_epoch(t0);
+    for (id, at) in [(1, 50), (2, 150), (3, 250)] {
+        l.send(t0 + ms(at), id, vec![0; 100]);
+    }
+    let times: Vec<Duration> = drain(&mut l)
+        .iter()
+        .map(|d| d.at.duration_since(t0))
+        .collect();
+    assert_eq!(times, vec![ms(70), ms(210), ms(270)]);
+}
+
+#[test]
 fn the_epoch_can_be_set_before_the_first_packet() {
     let t0 = Instant::now();
     let mut l = netem("outage 100ms 10ms", 1);

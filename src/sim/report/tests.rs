@@ -10,6 +10,7 @@ fn flow(id: usize, completion_s: Option<f64>) -> FlowReport {
         bytes: 4_000_000,
         streams: 4,
         start_s: 0.0,
+        first_byte_s: None,
         completion_s,
         goodput_bps: completion_s.map(|c| 4_000_000.0 * 8.0 / c),
         retransmitted_packets: 312,

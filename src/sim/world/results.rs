@@ -7,60 +7,66 @@ use super::*;
 impl<T: Transport> Simulation<T> {
     /// The results so far (final once the run has stopped).
     pub fn report(&self) -> RunReport {
-        let flows = self
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(id, flow)| {
-                let client_stats = flow
-                    .client
-                    .conn
-                    .as_ref()
-                    .map(Transport::stats)
-                    .unwrap_or_default();
-                let server_stats = flow
-                    .server
-                    .conn
-                    .as_ref()
-                    .map(Transport::stats)
-                    .unwrap_or_default();
-                let completion = flow
-                    .completed_at
-                    .zip(flow.started_at)
-                    .map(|(done, start)| done.saturating_duration_since(start).as_secs_f64());
-                let goodput_bps = completion
-                    .filter(|seconds| *seconds > 0.0)
-                    .map(|seconds| flow.bytes as f64 * 8.0 / seconds);
-                let mut error = flow.error.clone();
-                if flow.misrouted > 0 && error.is_none() {
-                    error = Some(format!(
-                        "{} datagrams addressed to an unknown host were dropped",
-                        flow.misrouted
-                    ));
-                }
-                FlowReport {
-                    id,
-                    cc: flow.cc_name.clone(),
-                    corruption_notices: flow.config.corruption_notices,
-                    bytes: flow.bytes,
-                    streams: flow.streams,
-                    start_s: flow.start.as_secs_f64(),
-                    completion_s: completion,
-                    goodput_bps,
-                    retransmitted_packets: client_stats.retransmitted_packets,
-                    ptos: client_stats.ptos,
-                    corruption_notices_received: client_stats.corruption_notices_received,
-                    verdicts: flow.verdicts,
-                    bytes_received: flow.receiver.bytes_received(),
-                    mismatched_bytes: flow.receiver.mismatched_bytes(),
-                    packets: self.truth.flow_counters(id).copied().unwrap_or_default(),
-                    error,
-                    client_stats,
-                    server_stats,
-                    timeseries: flow.samples.clone(),
-                }
-            })
-            .collect();
+        let flows =
+            self.flows
+                .iter()
+                .enumerate()
+                .map(|(id, flow)| {
+                    let client_stats = flow
+                        .client
+                        .conn
+                        .as_ref()
+                        .map(Transport::stats)
+                        .unwrap_or_default();
+                    let server_stats = flow
+                        .server
+                        .conn
+                        .as_ref()
+                        .map(Transport::stats)
+                        .unwrap_or_default();
+                    let completion = flow
+                        .completed_at
+                        .zip(flow.started_at)
+                        .map(|(done, start)| done.saturating_duration_since(start).as_secs_f64());
+                    let goodput_bps = completion
+                        .filter(|seconds| *seconds > 0.0)
+                        .map(|seconds| flow.bytes as f64 * 8.0 / seconds);
+                    let mut error = flow.error.clone();
+                    if flow.misrouted > 0 && error.is_none() {
+                        error = Some(format!(
+                            "{} datagrams addressed to an unknown host were dropped",
+                            flow.misrouted
+                        ));
+                    }
+                    FlowReport {
+                        id,
+                        cc: flow.cc_name.clone(),
+                        corruption_notices: flow.config.corruption_notices,
+                        bytes: flow.bytes,
+                        streams: flow.streams,
+                        start_s: flow
+                            .started_at
+                            .map_or(flow.start, |at| self.clock.offset_of(at))
+                            .as_secs_f64(),
+                        completion_s: completion,
+                        goodput_bps,
+                        first_byte_s: flow.first_byte_at.zip(flow.started_at).map(
+                            |(first, start)| first.saturating_duration_since(start).as_secs_f64(),
+                        ),
+                        retransmitted_packets: client_stats.retransmitted_packets,
+                        ptos: client_stats.ptos,
+                        corruption_notices_received: client_stats.corruption_notices_received,
+                        verdicts: flow.verdicts,
+                        bytes_received: flow.receiver.bytes_received(),
+                        mismatched_bytes: flow.receiver.mismatched_bytes(),
+                        packets: self.truth.flow_counters(id).copied().unwrap_or_default(),
+                        error,
+                        client_stats,
+                        server_stats,
+                        timeseries: flow.samples.clone(),
+                    }
+                })
+                .collect();
         let cbr = self
             .cbr
             .iter()

@@ -318,6 +318,9 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         rebind_at_ms: None,
         new_address_at_ms: None,
         new_path: None,
+        after_flow: None,
+        resume_path: false,
+        careful_resume: true,
     }
 }
 

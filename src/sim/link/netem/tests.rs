@@ -520,6 +520,7 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
             // Some MTU whenever there is a seed, so the round trip covers it.
             mtu: seed.map(|seed| 68 + (seed % 9000) as u32),
             rate_steps: Vec::new(),
+            delay_steps: Vec::new(),
             seed,
         }
     })

@@ -1,0 +1,540 @@
+//! Careful Resume (RFC 9959, "Convergence of Congestion Control from
+//! Retained State"): a sender that saw a path's capacity and RTT on an
+//! earlier connection jumps to half that capacity, paced over the current
+//! RTT, once the path proves to be the same, validates the jump, and
+//! retreats safely if it was too much.
+//!
+//! [`CarefulResume`] wraps any controller. It is transparent except while
+//! it holds the window (Unvalidated and Safe Retreat) or paces the jump
+//! (Unvalidated); at each phase change it hands the controller a window
+//! ([`CongestionControl::set_window`]) and the controller goes on under its
+//! own rules. A model-based controller (BBR) is also told the path's
+//! bandwidth and minimum RTT at the jump
+//! ([`CongestionControl::seed_path_model`]), as picoquic seeds its BBR.
+//!
+//! The phases, one transition function per event (RFC 9959 §3):
+//!
+//! ```text
+//!  Reconnaissance ──(RTT confirmed, cwnd-limited, jump > cwnd)──► Unvalidated
+//!        │ (loss, RTT not confirmed, jump ≤ cwnd)                    │
+//!        ▼                                                          │ (first unvalidated packet
+//!      Normal ◄──(last unvalidated packet acked)── Validating ◄─────┘  acked, or jump sent)
+//!        ▲                                           │
+//!        └──(last unvalidated packet acked)── Safe Retreat ◄── (congestive loss in
+//!                                                                Unvalidated or Validating)
+//! ```
+//!
+//! Packets are told apart by when they were sent, not by packet number (a
+//! controller never sees packet numbers on send): "the first unvalidated
+//! packet is acknowledged" is an ACK whose largest newly acknowledged
+//! packet was sent at or after the first send of the Unvalidated phase.
+//!
+//! One choice differs from the RFC's letter: a loss the wrapped controller
+//! judges *random* (Veno's, Westwood's or BBR's verdict) does not start
+//! Safe Retreat unless [`CarefulResumeConfig::retreat_on_random_loss`] is
+//! set. The RFC names "packet loss or ECN-CE" as congestion; sift's premise
+//! is that on a lossy radio path a loss the controller attributes to the
+//! link says nothing about the jump. Reno and CUBIC judge every loss
+//! congestive, so for them the behaviour is the RFC's exactly.
+//!
+//! No clock reads: every event carries `now`.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    minimum_window, scale_window, AckEvent, CongestionControl, CorruptionEvent, LossEvent,
+    LossVerdict, Metrics, PacketsLost, RecoveryPolicy, SpuriousCongestionEvent, VerdictBasis,
+};
+
+/// RFC 9959 §3.3: the jump is no more than half the saved window
+/// (`jump_cwnd ≤ saved_cwnd/2`), so that flows that started since the
+/// observation are not starved.
+pub const JUMP_FRACTION: (u64, u64) = (1, 2);
+/// RFC 9959 §3.5: on entering Safe Retreat the window is no more than half
+/// the validated pipe (`cwnd ≤ PipeSize/2`).
+pub const RETREAT_FRACTION: (u64, u64) = (1, 2);
+/// RFC 9959 §3.5: leaving Safe Retreat, ssthresh is the controller's loss
+/// reduction of the pipe, no more than the pipe; sift uses Reno's β = 1/2
+/// for every controller (the most conservative of them).
+pub const RETREAT_SSTHRESH_FRACTION: (u64, u64) = (1, 2);
+/// RFC 9959 §4.2.1: the path is another if the current RTT is below half
+/// the saved one...
+pub const RTT_LOWER_DIVISOR: u32 = 2;
+/// ...or above ten times it.
+pub const RTT_UPPER_FACTOR: u32 = 10;
+
+/// What a sender saved about a path at the end of (or during) an earlier
+/// connection: the capacity it saw, as a window in bytes, and the minimum
+/// RTT (RFC 9959 §3.1, `saved_cwnd` and `saved_rtt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedPath {
+    /// The window the path carried, bytes (`CR.saved_cwnd`).
+    pub cwnd: u64,
+    /// The path's minimum RTT (`CR.saved_rtt`).
+    pub min_rtt: Duration,
+}
+
+/// Careful Resume's knobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CarefulResumeConfig {
+    /// Start Safe Retreat on any loss during Unvalidated or Validating, as
+    /// the RFC's letter says, even one the controller judges random.
+    /// `false` (the default): only a loss judged congestive (every loss,
+    /// for Reno and CUBIC).
+    pub retreat_on_random_loss: bool,
+}
+
+/// The phases of RFC 9959 §3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CarefulResumePhase {
+    /// §3.2: the normal start (initial window) while the RTT is confirmed
+    /// against the saved one.
+    Reconnaissance,
+    /// §3.3: the window jumped to half the saved one, paced over the
+    /// current RTT; not yet acknowledged.
+    Unvalidated,
+    /// §3.4: waiting for the jump's packets to be acknowledged; the
+    /// controller runs from the flight size.
+    Validating,
+    /// §3.5: the jump met congestion: the window is half the validated
+    /// pipe until the jump's packets are acknowledged or lost.
+    SafeRetreat,
+    /// The controller alone, from here on.
+    Normal,
+}
+
+impl CarefulResumePhase {
+    /// A number for time series and metrics fields (0 = Reconnaissance …
+    /// 4 = Normal).
+    pub fn index(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Why the phase changed (the triggers of draft-ietf-tsvwg-careful-resume-qlog).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CarefulResumeTrigger {
+    /// The sender had more to send than its window allowed, with the RTT
+    /// confirmed: the jump.
+    CwndLimited,
+    /// The current RTT is outside the saved one's bounds (§4.2.1).
+    RttNotValidated,
+    /// The window already held at least the jump.
+    CwndLargerThanJump,
+    /// The first packet sent after the jump was acknowledged.
+    FirstUnvalidatedPacketAcknowledged,
+    /// The whole jump was sent.
+    LastUnvalidatedPacketSent,
+    /// The sender did not use the jump (flight size at or below the pipe).
+    RateLimited,
+    /// The last packet sent in Unvalidated was acknowledged.
+    LastUnvalidatedPacketAcknowledged,
+    /// A loss judged congestive (or any, see the config).
+    PacketLoss,
+    /// Safe Retreat is over: the jump's packets are acknowledged or lost.
+    ExitRecovery,
+}
+
+/// One phase change, for `Stats` and the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CarefulResumeChange {
+    /// When it happened.
+    #[serde(skip)]
+    pub at: Option<Instant>,
+    /// The phase left.
+    pub old: CarefulResumePhase,
+    /// The phase entered.
+    pub new: CarefulResumePhase,
+    /// Why.
+    pub trigger: CarefulResumeTrigger,
+    /// The window after the change, bytes.
+    pub cwnd: u64,
+    /// The pipe size (`CR.pipesize`) at the change, bytes.
+    pub pipesize: u64,
+}
+
+/// Careful Resume's state, for `Stats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarefulResumeStatus {
+    /// The phase now.
+    pub phase: CarefulResumePhase,
+    /// The saved state this connection resumes from.
+    pub saved_cwnd: u64,
+    /// The saved minimum RTT, microseconds.
+    pub saved_rtt_us: u64,
+    /// The window of the jump, bytes; zero until it happened.
+    pub jump_cwnd: u64,
+    /// Bytes acknowledged since the jump, the flight at the jump included
+    /// (`CR.pipesize`).
+    pub pipesize: u64,
+    /// The jump was taken.
+    pub jumped: bool,
+    /// Safe Retreat was entered.
+    pub retreated: bool,
+}
+
+/// A controller run under Careful Resume from a saved path state.
+#[derive(Debug)]
+pub struct CarefulResume {
+    inner: Box<dyn CongestionControl>,
+    config: CarefulResumeConfig,
+    saved: SavedPath,
+    mss: u64,
+    phase: CarefulResumePhase,
+    /// The window Careful Resume holds in Unvalidated and Safe Retreat.
+    held_cwnd: u64,
+    jump_cwnd: u64,
+    /// The current RTT confirmed in Reconnaissance (`current_rtt`).
+    current_rtt: Option<Duration>,
+    /// The last send found the window full: the sender is cwnd-limited.
+    cwnd_limited: bool,
+    pipesize: u64,
+    /// When the first packet of the Unvalidated phase left.
+    first_unvalidated_sent: Option<Instant>,
+    /// When the last packet of the Unvalidated phase left.
+    last_unvalidated_sent: Option<Instant>,
+    last_sent: Option<Instant>,
+    retreated: bool,
+    changes: Vec<CarefulResumeChange>,
+}
+
+impl CarefulResume {
+    /// `inner` resumed from `saved`, for packets of `mss` bytes: starts in
+    /// Reconnaissance with `inner`'s own initial window.
+    pub fn new(
+        inner: Box<dyn CongestionControl>,
+        saved: SavedPath,
+        config: CarefulResumeConfig,
+        mss: u64,
+    ) -> Self {
+        Self {
+            inner,
+            config,
+            saved,
+            mss,
+            phase: CarefulResumePhase::Reconnaissance,
+            held_cwnd: 0,
+            jump_cwnd: 0,
+            current_rtt: None,
+            cwnd_limited: false,
+            pipesize: 0,
+            first_unvalidated_sent: None,
+            last_unvalidated_sent: None,
+            last_sent: None,
+            retreated: false,
+            changes: Vec::new(),
+        }
+    }
+
+    /// The phase now.
+    pub fn phase(&self) -> CarefulResumePhase {
+        self.phase
+    }
+
+    fn enter(&mut self, new: CarefulResumePhase, trigger: CarefulResumeTrigger, at: Instant) {
+        let old = self.phase;
+        self.phase = new;
+        self.changes.push(CarefulResumeChange {
+            at: Some(at),
+            old,
+            new,
+            trigger,
+            cwnd: self.window(),
+            pipesize: self.pipesize,
+        });
+    }
+
+    /// §3.2 → §3.3: jump when the RTT is confirmed and the sender is
+    /// cwnd-limited; give up when the window already holds the jump.
+    fn try_jump(&mut self, now: Instant, bytes_in_flight: u64) {
+        let Some(current_rtt) = self.current_rtt else {
+            return;
+        };
+        if self.phase != CarefulResumePhase::Reconnaissance || !self.cwnd_limited {
+            return;
+        }
+        let jump = scale_window(self.saved.cwnd, JUMP_FRACTION);
+        if jump <= self.inner.window() {
+            self.enter(
+                CarefulResumePhase::Normal,
+                CarefulResumeTrigger::CwndLargerThanJump,
+                now,
+            );
+            return;
+        }
+        // PipeSize starts at the flight size: the window before the jump.
+        self.pipesize = bytes_in_flight;
+        self.jump_cwnd = jump;
+        self.held_cwnd = jump;
+        let rate = jump as f64 / current_rtt.as_secs_f64().max(1e-6);
+        self.inner.seed_path_model(rate, current_rtt);
+        self.enter(
+            CarefulResumePhase::Unvalidated,
+            CarefulResumeTrigger::CwndLimited,
+            now,
+        );
+    }
+
+    /// §3.3 → §3.4: the window becomes the flight size; a sender that did
+    /// not use the jump (flight at or below the pipe) goes to Normal with
+    /// the pipe as its window.
+    fn leave_unvalidated(
+        &mut self,
+        now: Instant,
+        bytes_in_flight: u64,
+        trigger: CarefulResumeTrigger,
+    ) {
+        if self.last_unvalidated_sent.is_none() {
+            self.last_unvalidated_sent = self.last_sent;
+        }
+        if bytes_in_flight <= self.pipesize {
+            let cwnd = self.pipesize.max(minimum_window(self.mss));
+            self.inner.set_window(cwnd, None);
+            self.enter(
+                CarefulResumePhase::Normal,
+                CarefulResumeTrigger::RateLimited,
+                now,
+            );
+            return;
+        }
+        self.inner.set_window(bytes_in_flight, None);
+        self.enter(CarefulResumePhase::Validating, trigger, now);
+    }
+
+    /// §3.5: half the validated pipe, until the jump's packets are
+    /// acknowledged.
+    fn retreat(&mut self, now: Instant) {
+        if self.last_unvalidated_sent.is_none() {
+            self.last_unvalidated_sent = self.last_sent;
+        }
+        self.held_cwnd =
+            scale_window(self.pipesize, RETREAT_FRACTION).max(minimum_window(self.mss));
+        self.retreated = true;
+        self.inner.set_window(self.held_cwnd, None);
+        self.enter(
+            CarefulResumePhase::SafeRetreat,
+            CarefulResumeTrigger::PacketLoss,
+            now,
+        );
+    }
+
+    fn unvalidated_packet_acked(&self, sent: Option<Instant>, ack: &AckEvent) -> bool {
+        sent.is_some_and(|sent| ack.largest_acked_sent_time >= sent)
+    }
+}
+
+impl CongestionControl for CarefulResume {
+    fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
+        self.inner.on_sent(now, bytes, bytes_in_flight);
+        self.last_sent = Some(now);
+        match self.phase {
+            CarefulResumePhase::Reconnaissance => {
+                self.cwnd_limited = bytes_in_flight + self.mss > self.inner.window();
+                self.try_jump(now, bytes_in_flight);
+            }
+            CarefulResumePhase::Unvalidated => {
+                self.first_unvalidated_sent.get_or_insert(now);
+                self.last_unvalidated_sent = Some(now);
+                // "FS = CWND": the whole jump is in flight.
+                if bytes_in_flight + self.mss > self.held_cwnd {
+                    self.leave_unvalidated(
+                        now,
+                        bytes_in_flight,
+                        CarefulResumeTrigger::LastUnvalidatedPacketSent,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent) {
+        self.inner.on_ack(ack);
+        match self.phase {
+            CarefulResumePhase::Reconnaissance => {
+                if !ack.rtt_sampled && self.current_rtt.is_none() {
+                    return;
+                }
+                let current = ack.rtt.min;
+                let saved = self.saved.min_rtt;
+                if current < saved / RTT_LOWER_DIVISOR || current > saved * RTT_UPPER_FACTOR {
+                    self.enter(
+                        CarefulResumePhase::Normal,
+                        CarefulResumeTrigger::RttNotValidated,
+                        ack.now,
+                    );
+                    return;
+                }
+                self.current_rtt = Some(current);
+                if ack.app_limited {
+                    self.cwnd_limited = false;
+                }
+                self.try_jump(ack.now, ack.bytes_in_flight);
+            }
+            CarefulResumePhase::Unvalidated => {
+                self.pipesize += ack.acked_bytes;
+                if self.unvalidated_packet_acked(self.first_unvalidated_sent, ack) {
+                    self.leave_unvalidated(
+                        ack.now,
+                        ack.bytes_in_flight,
+                        CarefulResumeTrigger::FirstUnvalidatedPacketAcknowledged,
+                    );
+                }
+            }
+            CarefulResumePhase::Validating => {
+                self.pipesize += ack.acked_bytes;
+                if self.unvalidated_packet_acked(self.last_unvalidated_sent, ack) {
+                    self.enter(
+                        CarefulResumePhase::Normal,
+                        CarefulResumeTrigger::LastUnvalidatedPacketAcknowledged,
+                        ack.now,
+                    );
+                }
+            }
+            CarefulResumePhase::SafeRetreat => {
+                self.pipesize += ack.acked_bytes;
+                if self.unvalidated_packet_acked(self.last_unvalidated_sent, ack) {
+                    let ssthresh = scale_window(self.pipesize, RETREAT_SSTHRESH_FRACTION)
+                        .max(minimum_window(self.mss));
+                    self.inner.set_window(self.held_cwnd, Some(ssthresh));
+                    self.enter(
+                        CarefulResumePhase::Normal,
+                        CarefulResumeTrigger::ExitRecovery,
+                        ack.now,
+                    );
+                }
+            }
+            CarefulResumePhase::Normal => {}
+        }
+    }
+
+    fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
+        let verdict = self.inner.on_congestion(ev);
+        let congestive = verdict == LossVerdict::Congestive || self.config.retreat_on_random_loss;
+        match self.phase {
+            CarefulResumePhase::Reconnaissance if congestive => {
+                // §3.2: congestion before the jump: no Careful Resume.
+                self.enter(
+                    CarefulResumePhase::Normal,
+                    CarefulResumeTrigger::PacketLoss,
+                    ev.now,
+                );
+            }
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::Validating if ev.persistent => {
+                // Persistent congestion: the controller has collapsed its
+                // window, which is below any retreat.
+                self.retreated = true;
+                self.enter(
+                    CarefulResumePhase::Normal,
+                    CarefulResumeTrigger::PacketLoss,
+                    ev.now,
+                );
+            }
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::Validating if congestive => {
+                self.retreat(ev.now);
+            }
+            _ => {}
+        }
+        verdict
+    }
+
+    fn on_corruption(&mut self, ev: &CorruptionEvent) {
+        self.inner.on_corruption(ev);
+    }
+
+    fn on_packets_lost(&mut self, ev: &PacketsLost) {
+        self.inner.on_packets_lost(ev);
+    }
+
+    fn on_spurious_congestion(&mut self, ev: &SpuriousCongestionEvent) {
+        self.inner.on_spurious_congestion(ev);
+    }
+
+    fn verdict_basis(&self) -> Option<VerdictBasis> {
+        self.inner.verdict_basis()
+    }
+
+    fn window(&self) -> u64 {
+        match self.phase {
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::SafeRetreat => self.held_cwnd,
+            _ => self.inner.window(),
+        }
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.inner.ssthresh()
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        match (self.phase, self.current_rtt) {
+            // §3.3: the jump is paced over the current RTT.
+            (CarefulResumePhase::Unvalidated, Some(rtt)) => {
+                let rtt_us = rtt.as_micros().max(1);
+                Some((u128::from(self.jump_cwnd) * 1_000_000 / rtt_us) as u64)
+            }
+            _ => self.inner.pacing_rate(),
+        }
+    }
+
+    fn recovery_policy(&self) -> RecoveryPolicy {
+        self.inner.recovery_policy()
+    }
+
+    fn metrics(&self) -> Metrics {
+        let mut metrics = self.inner.metrics();
+        metrics.cwnd = self.window();
+        metrics
+            .fields
+            .insert("careful_resume_phase".into(), f64::from(self.phase.index()));
+        metrics
+            .fields
+            .insert("careful_resume_pipesize".into(), self.pipesize as f64);
+        metrics
+    }
+
+    /// Packets of a new size (path MTU discovery): the inner controller
+    /// counts in them, and a held window keeps its floor in them. The
+    /// saved and jump windows are bytes and stay as they are.
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.inner.set_mss(mss);
+        self.held_cwnd = match self.phase {
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::SafeRetreat => {
+                self.held_cwnd.max(minimum_window(mss))
+            }
+            _ => self.held_cwnd,
+        };
+    }
+
+    fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        self.inner.set_window(cwnd, ssthresh);
+    }
+
+    fn seed_path_model(&mut self, bandwidth: f64, min_rtt: Duration) {
+        self.inner.seed_path_model(bandwidth, min_rtt);
+    }
+
+    fn careful_resume(&self) -> Option<CarefulResumeStatus> {
+        Some(CarefulResumeStatus {
+            phase: self.phase,
+            saved_cwnd: self.saved.cwnd,
+            saved_rtt_us: self.saved.min_rtt.as_micros() as u64,
+            jump_cwnd: self.jump_cwnd,
+            pipesize: self.pipesize,
+            jumped: self.jump_cwnd > 0,
+            retreated: self.retreated,
+        })
+    }
+
+    fn drain_careful_resume_changes(&mut self) -> Vec<CarefulResumeChange> {
+        std::mem::take(&mut self.changes)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,368 @@
+//! One test per arrow of RFC 9959's phase diagram, on Reno (whose rules
+//! are simplest to compute by hand) with 1000-byte packets: the saved path
+//! carried 400 packets at 600 ms, so the jump is 200 packets.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::test_support::{ack, loss, ms, MSS};
+use crate::{CcConfig, Reno, RenoConfig, RttSample};
+
+const SAVED_CWND: u64 = 400 * MSS;
+const JUMP: u64 = 200 * MSS;
+
+fn saved() -> SavedPath {
+    SavedPath {
+        cwnd: SAVED_CWND,
+        min_rtt: ms(600),
+    }
+}
+
+fn rtt_of(min_ms: u64) -> RttSample {
+    RttSample {
+        latest: ms(min_ms),
+        min: ms(min_ms),
+        smoothed: ms(min_ms),
+        variance: ms(min_ms) / 4,
+    }
+}
+
+fn resumed(config: CarefulResumeConfig) -> CarefulResume {
+    let reno = Reno::new(RenoConfig::default(), MSS);
+    CarefulResume::new(Box::new(reno), saved(), config, MSS)
+}
+
+/// Sends the 10-packet initial window at `t0`, filling it (cwnd-limited),
+/// then an ACK with an RTT of `rtt_ms` for the first packet.
+fn reconnaissance(rtt_ms: u64) -> (CarefulResume, Instant) {
+    let t0 = Instant::now();
+    let mut cr = resumed(CarefulResumeConfig::default());
+    for i in 1..=10 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    let now = t0 + ms(rtt_ms);
+    // One packet acked: Reno's slow start makes cwnd 11 packets; 9 remain
+    // in flight.
+    cr.on_ack(&ack(now, t0, 1, rtt_of(rtt_ms), 9 * MSS));
+    (cr, now)
+}
+
+fn phases(cr: &mut CarefulResume) -> Vec<(CarefulResumePhase, CarefulResumeTrigger)> {
+    cr.drain_careful_resume_changes()
+        .into_iter()
+        .map(|c| (c.new, c.trigger))
+        .collect()
+}
+
+#[test]
+fn reconnaissance_jumps_to_half_the_saved_window_when_rtt_confirmed_and_cwnd_limited() {
+    let (mut cr, _) = reconnaissance(600);
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    // jump_cwnd = saved_cwnd/2 = 200 packets.
+    assert_eq!(cr.window(), JUMP);
+    assert_eq!(
+        phases(&mut cr),
+        vec![(
+            CarefulResumePhase::Unvalidated,
+            CarefulResumeTrigger::CwndLimited
+        )]
+    );
+    // PipeSize starts at the flight size at the jump: 9 packets.
+    assert_eq!(cr.careful_resume().unwrap().pipesize, 9 * MSS);
+}
+
+#[test]
+fn the_jump_is_paced_over_the_current_rtt() {
+    let (cr, _) = reconnaissance(500);
+    // 200_000 bytes over 0.5 s = 400_000 B/s.
+    assert_eq!(cr.pacing_rate(), Some(400_000));
+}
+
+#[test]
+fn no_jump_while_the_sender_is_not_cwnd_limited() {
+    let t0 = Instant::now();
+    let mut cr = resumed(CarefulResumeConfig::default());
+    // Three packets under a 10-packet window: the data does not warrant a jump.
+    for i in 1..=3 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    cr.on_ack(&ack(t0 + ms(600), t0, 1, rtt_of(600), 2 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Reconnaissance);
+    assert_eq!(cr.window(), 11 * MSS);
+}
+
+#[test]
+fn an_rtt_below_half_the_saved_one_goes_to_normal() {
+    let (mut cr, _) = reconnaissance(299);
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    assert_eq!(
+        phases(&mut cr),
+        vec![(
+            CarefulResumePhase::Normal,
+            CarefulResumeTrigger::RttNotValidated
+        )]
+    );
+    assert_eq!(cr.window(), 11 * MSS);
+}
+
+#[test]
+fn an_rtt_above_ten_times_the_saved_one_goes_to_normal() {
+    let (cr, _) = reconnaissance(6001);
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+}
+
+#[test]
+fn an_rtt_at_the_bounds_is_confirmed() {
+    assert_eq!(
+        reconnaissance(300).0.phase(),
+        CarefulResumePhase::Unvalidated
+    );
+    assert_eq!(
+        reconnaissance(6000).0.phase(),
+        CarefulResumePhase::Unvalidated
+    );
+}
+
+#[test]
+fn a_loss_in_reconnaissance_goes_to_normal_without_a_jump() {
+    let t0 = Instant::now();
+    let mut cr = resumed(CarefulResumeConfig::default());
+    cr.on_sent(t0, MSS, MSS);
+    cr.on_congestion(&loss(t0 + ms(700), rtt_of(600), false));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    // Reno's own response: 10 packets halved.
+    assert_eq!(cr.window(), 5 * MSS);
+}
+
+#[test]
+fn a_window_already_at_the_jump_goes_to_normal() {
+    let t0 = Instant::now();
+    let reno = Reno::new(
+        RenoConfig {
+            initial_window_packets: 200,
+            ..RenoConfig::default()
+        },
+        MSS,
+    );
+    let mut cr = CarefulResume::new(Box::new(reno), saved(), CarefulResumeConfig::default(), MSS);
+    for i in 1..=200 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    cr.on_ack(&ack(t0 + ms(600), t0, 1, rtt_of(600), 199 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    assert_eq!(
+        phases(&mut cr),
+        vec![(
+            CarefulResumePhase::Normal,
+            CarefulResumeTrigger::CwndLargerThanJump
+        )]
+    );
+}
+
+/// Unvalidated with the jump sent from `now` on: `packets` packets, 1 ms
+/// apart, on top of the 9 in flight.
+fn send_jump(cr: &mut CarefulResume, now: Instant, packets: u64) -> Instant {
+    let mut t = now;
+    for i in 1..=packets {
+        t = now + Duration::from_millis(i);
+        cr.on_sent(t, MSS, (9 + i) * MSS);
+    }
+    t
+}
+
+#[test]
+fn sending_the_whole_jump_enters_validating_with_the_flight_size() {
+    let (mut cr, now) = reconnaissance(600);
+    // 191 more packets make the flight 200 packets, the whole jump.
+    send_jump(&mut cr, now, 191);
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    // cwnd = flight size, handed to Reno.
+    assert_eq!(cr.window(), 200 * MSS);
+    assert_eq!(
+        phases(&mut cr).last(),
+        Some(&(
+            CarefulResumePhase::Validating,
+            CarefulResumeTrigger::LastUnvalidatedPacketSent
+        ))
+    );
+}
+
+#[test]
+fn the_first_unvalidated_packet_acked_enters_validating() {
+    let (mut cr, now) = reconnaissance(600);
+    let first = now + ms(1);
+    send_jump(&mut cr, now, 50);
+    // An ACK of a packet sent before the jump keeps Unvalidated...
+    cr.on_ack(&ack(now + ms(10), now - ms(1), 1, rtt_of(600), 58 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    // ...the first packet of the jump moves on: cwnd = flight (57 packets).
+    cr.on_ack(&ack(first + ms(600), first, 1, rtt_of(600), 57 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    assert_eq!(cr.window(), 57 * MSS);
+}
+
+#[test]
+fn a_sender_that_did_not_use_the_jump_goes_to_normal_with_the_pipe() {
+    let (mut cr, now) = reconnaissance(600);
+    let first = now + ms(1);
+    send_jump(&mut cr, now, 1);
+    // PipeSize = 9 (flight at the jump) + 9 + 1 acked = 19 packets; the
+    // flight (0) is below it: rate-limited.
+    cr.on_ack(&ack(first + ms(600), first, 10, rtt_of(600), 0));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    assert_eq!(cr.window(), 19 * MSS);
+    assert_eq!(
+        phases(&mut cr).last(),
+        Some(&(
+            CarefulResumePhase::Normal,
+            CarefulResumeTrigger::RateLimited
+        ))
+    );
+}
+
+#[test]
+fn the_last_unvalidated_packet_acked_enters_normal() {
+    let (mut cr, now) = reconnaissance(600);
+    let last = send_jump(&mut cr, now, 191);
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    cr.on_ack(&ack(
+        last + ms(599),
+        last - ms(1),
+        1,
+        rtt_of(600),
+        199 * MSS,
+    ));
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    cr.on_ack(&ack(last + ms(600), last, 1, rtt_of(600), 198 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    assert_eq!(
+        phases(&mut cr).last(),
+        Some(&(
+            CarefulResumePhase::Normal,
+            CarefulResumeTrigger::LastUnvalidatedPacketAcknowledged
+        ))
+    );
+}
+
+#[test]
+fn a_loss_while_validating_retreats_to_half_the_pipe() {
+    let (mut cr, now) = reconnaissance(600);
+    let last = send_jump(&mut cr, now, 191);
+    // 100 packets acked: PipeSize = 9 + 100 = 109 packets.
+    cr.on_ack(&ack(last + ms(300), now, 100, rtt_of(600), 100 * MSS));
+    cr.on_congestion(&loss(last + ms(301), rtt_of(600), false));
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+    // cwnd = PipeSize/2 = 54.5 packets, in bytes 54_500.
+    assert_eq!(cr.window(), 54_500);
+    assert!(cr.careful_resume().unwrap().retreated);
+}
+
+#[test]
+fn a_loss_while_unvalidated_retreats() {
+    let (mut cr, now) = reconnaissance(600);
+    send_jump(&mut cr, now, 20);
+    cr.on_congestion(&loss(now + ms(50), rtt_of(600), false));
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+    // PipeSize = 9 packets: half is 4.5, above the 2-packet minimum.
+    assert_eq!(cr.window(), 4_500);
+}
+
+#[test]
+fn safe_retreat_ends_when_the_jump_is_acked_with_ssthresh_from_the_pipe() {
+    let (mut cr, now) = reconnaissance(600);
+    let last = send_jump(&mut cr, now, 191);
+    cr.on_ack(&ack(last + ms(300), now, 100, rtt_of(600), 100 * MSS));
+    cr.on_congestion(&loss(last + ms(301), rtt_of(600), false));
+    // ACKs during the retreat add to the pipe but not to the window.
+    cr.on_ack(&ack(
+        last + ms(400),
+        last - ms(2),
+        50,
+        rtt_of(600),
+        40 * MSS,
+    ));
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+    assert_eq!(cr.window(), 54_500);
+    cr.on_ack(&ack(last + ms(601), last, 1, rtt_of(600), 39 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    // PipeSize = 109 + 50 + 1 = 160 packets; ssthresh = 160/2 = 80 packets,
+    // the window stays where the retreat put it (54.5 packets, now Reno's).
+    assert_eq!(cr.ssthresh(), 80 * MSS);
+    assert_eq!(cr.window(), 54_500);
+    assert_eq!(
+        phases(&mut cr).last(),
+        Some(&(
+            CarefulResumePhase::Normal,
+            CarefulResumeTrigger::ExitRecovery
+        ))
+    );
+}
+
+#[test]
+fn a_random_loss_verdict_does_not_retreat_unless_configured() {
+    // Veno judges a loss random when its backlog N is below β: here no
+    // queue (RTT = base RTT), so N = 0.
+    let build = |config| {
+        let veno: CcConfig = "veno".parse().unwrap();
+        CarefulResume::new(veno.build(MSS), saved(), config, MSS)
+    };
+    for (config, retreats) in [
+        (CarefulResumeConfig::default(), false),
+        (
+            CarefulResumeConfig {
+                retreat_on_random_loss: true,
+            },
+            true,
+        ),
+    ] {
+        let mut cr = build(config);
+        let t0 = Instant::now();
+        for i in 1..=10 {
+            cr.on_sent(t0, MSS, i * MSS);
+        }
+        let now = t0 + ms(600);
+        cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+        assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+        send_jump(&mut cr, now, 20);
+        let verdict = cr.on_congestion(&loss(now + ms(50), rtt_of(600), false));
+        assert_eq!(verdict, LossVerdict::Random);
+        assert_eq!(
+            cr.phase() == CarefulResumePhase::SafeRetreat,
+            retreats,
+            "{config:?}"
+        );
+    }
+}
+
+#[test]
+fn every_window_controller_continues_from_the_handed_window() {
+    for name in CcConfig::NAMES {
+        let mut cc = name.parse::<CcConfig>().unwrap().build(MSS);
+        cc.set_window(123 * MSS, Some(100 * MSS));
+        assert_eq!(cc.window(), 123 * MSS, "{name}");
+    }
+}
+
+#[test]
+fn a_new_packet_size_reaches_the_controller_it_wraps() {
+    let mut cr = resumed(CarefulResumeConfig::default());
+    assert_eq!(cr.window(), 10 * MSS);
+    // Path MTU discovery: packets nine times larger. Reno's floor of two
+    // packets is now above its initial window of ten small ones.
+    cr.set_mss(9 * MSS);
+    assert_eq!(cr.window(), crate::minimum_window(9 * MSS));
+}
+
+#[test]
+fn the_jump_stays_half_the_saved_bytes_after_the_packet_size_grows() {
+    let t0 = Instant::now();
+    let mut cr = resumed(CarefulResumeConfig::default());
+    cr.set_mss(2 * MSS);
+    for i in 1..=10 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    let now = t0 + ms(600);
+    cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    assert_eq!(cr.window(), JUMP);
+}

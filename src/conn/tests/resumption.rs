@@ -1,0 +1,221 @@
+//! Session resumption and 0-RTT (`conn::zero_rtt`, `crypto::tls`), on the
+//! two-endpoint harness: a first connection leaves a ticket, a second one
+//! resumes with it.
+
+use super::*;
+use crate::crypto::tls::{process_loopback_config, SessionCache, TicketScope, TicketStore};
+use crate::crypto::{ServerIdentity, ServerTrust, TlsConfig};
+use crate::wire::QUIC_V1;
+
+/// A client keeping tickets in `store`, a server issuing them from `cache`.
+fn resumable(store: &TicketStore, cache: &SessionCache) -> (Config, Config) {
+    let tls = process_loopback_config();
+    let client = Config {
+        tls: TlsConfig {
+            tickets: Some(store.clone()),
+            ..tls.clone()
+        },
+        ..Config::default()
+    };
+    let server = Config {
+        tls: TlsConfig {
+            session_cache: Some(cache.clone()),
+            ..tls
+        },
+        ..Config::default()
+    };
+    (client, server)
+}
+
+/// The scope of the harness's server (127.0.0.1 port 2) in `version`.
+fn scope(version: u32) -> TicketScope {
+    TicketScope {
+        server: "127.0.0.1".to_string(),
+        port: 2,
+        version,
+    }
+}
+
+/// A full handshake that leaves the client's tickets in `store`.
+fn first_connection(client: Config, server: Config, store: &TicketStore) {
+    let mut pair = Pair::new(client, server);
+    pair.handshake();
+    assert!(!pair.client.is_resumed());
+    let got = pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| {
+        !store.is_empty()
+    });
+    assert!(got, "the server sent no session ticket");
+}
+
+/// Opens a stream on the client, marks it replay-safe if `replay_safe`,
+/// and writes `request` with FIN, before the client sent anything.
+fn early_request(pair: &mut Pair, request: &[u8], replay_safe: bool) -> StreamId {
+    let id = pair.client.stream_open_bi().unwrap();
+    if replay_safe {
+        pair.client.mark_replay_safe(id);
+    }
+    assert_eq!(
+        pair.client.stream_send(id, request, true).unwrap(),
+        request.len()
+    );
+    id
+}
+
+/// Steps until the server has read a whole request; returns it and
+/// whether the server's handshake was still incomplete then.
+fn server_reads_request(pair: &mut Pair) -> (Vec<u8>, bool) {
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    for _ in 0..10_000 {
+        while let Some(stream) = pair.server.readable().first().copied() {
+            let (n, fin) = pair.server.stream_recv(stream, &mut buf).unwrap();
+            received.extend_from_slice(&buf[..n]);
+            if fin {
+                return (received, !pair.server.is_established());
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        assert!(pair.step(&mut deliver_all), "the request never arrived");
+    }
+    panic!("the request never arrived");
+}
+
+#[test]
+fn second_connection_resumes_and_its_request_arrives_in_zero_rtt() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+
+    let mut pair = Pair::new(client, server);
+    early_request(&mut pair, b"GET /a.bin", true);
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"GET /a.bin");
+    // Read half a round trip after the client started: 0-RTT, not 1-RTT.
+    assert!(early, "the request waited for the handshake");
+    assert!(pair.server.in_early_data());
+    pair.handshake();
+    assert!(!pair.server.in_early_data());
+    let (client, server) = (pair.client.stats(), pair.server.stats());
+    assert!(client.resumed && server.resumed);
+    assert!(client.zero_rtt_accepted && !client.zero_rtt_rejected);
+    assert_eq!(client.zero_rtt_bytes, 10);
+    assert_eq!(server.zero_rtt_bytes, 10);
+    assert!(client.zero_rtt_packets >= 1);
+}
+
+#[test]
+fn a_stream_not_marked_replay_safe_waits_for_one_rtt() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+
+    let mut pair = Pair::new(client, server);
+    // An upload: not replay-safe.
+    early_request(&mut pair, b"PUT /up.bin", false);
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"PUT /up.bin");
+    assert!(!early, "a PUT was read before the handshake completed");
+    let stats = pair.client.stats();
+    assert!(stats.resumed);
+    assert_eq!(stats.zero_rtt_bytes, 0);
+    assert_eq!(pair.server.stats().zero_rtt_bytes, 0);
+}
+
+#[test]
+fn zero_rtt_refused_by_a_restarted_server_is_sent_again_in_one_rtt() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server, &store);
+
+    // A new cache: the server restarted and knows no ticket.
+    let (_, restarted) = resumable(&store, &SessionCache::new(16, true));
+    let mut pair = Pair::new(client, restarted);
+    early_request(&mut pair, b"GET /a.bin", true);
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"GET /a.bin", "the request was not resent whole");
+    assert!(!early);
+    pair.handshake();
+    let stats = pair.client.stats();
+    assert!(!stats.resumed && stats.zero_rtt_rejected && !stats.zero_rtt_accepted);
+    assert_eq!(stats.zero_rtt_bytes, 10);
+    // Refused unread: no congestion signal.
+    assert_eq!(stats.congestion_events, 0);
+}
+
+#[test]
+fn zero_rtt_refused_by_a_server_without_early_data_is_sent_again_in_one_rtt() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server, &store);
+
+    let mut no_early_data = cache.clone();
+    no_early_data.early_data = false;
+    let (_, no_early) = resumable(&store, &no_early_data);
+    let mut pair = Pair::new(client, no_early);
+    early_request(&mut pair, b"GET /a.bin", true);
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"GET /a.bin");
+    assert!(!early);
+    pair.handshake();
+    let stats = pair.client.stats();
+    // Resumed (the ticket is good), but the early data was refused.
+    assert!(stats.resumed && stats.zero_rtt_rejected);
+}
+
+#[test]
+fn a_ticket_resumes_once() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+    let held = store.count(&scope(crate::wire::VERSION));
+    assert!(held >= 1, "tickets are filed under sift/1, the version run");
+
+    let mut pair = Pair::new(client, server);
+    assert_eq!(store.count(&scope(crate::wire::VERSION)), held - 1);
+    pair.handshake();
+    assert!(pair.client.is_resumed());
+}
+
+#[test]
+fn a_sift1_ticket_is_not_used_to_start_quic_v1() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+    assert_eq!(store.count(&scope(QUIC_V1)), 0);
+
+    let v1_only = Config {
+        versions: vec![QUIC_V1],
+        ..client
+    };
+    let mut pair = Pair::new(v1_only, server);
+    early_request(&mut pair, b"GET /a.bin", true);
+    pair.handshake();
+    let stats = pair.client.stats();
+    assert!(!stats.resumed && stats.zero_rtt_packets == 0);
+    assert!(store.count(&scope(crate::wire::VERSION)) >= 1);
+}
+
+#[test]
+fn resumption_does_not_bypass_the_pin() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+
+    // Same store, pinned to another key: the ticket got under the first
+    // pin must not vouch for this server.
+    let other = ServerIdentity::self_signed(&["localhost"]).unwrap();
+    let mut pinned_elsewhere = client;
+    pinned_elsewhere.tls.trust = Some(ServerTrust::Pinned(vec![other.fingerprint()]));
+    let mut pair = Pair::new(pinned_elsewhere, server);
+    let ok = pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
+        p.client.is_established() || p.client.is_closing() || p.client.is_closed()
+    });
+    assert!(ok);
+    assert!(
+        !pair.client.is_established(),
+        "a resumed session skipped the pin"
+    );
+    assert!(!pair.client.is_resumed());
+}

@@ -1,0 +1,193 @@
+//! 0-RTT (RFC 9001 §4.6, RFC 9000 §7.4.1): the client's early data on a
+//! resumed connection, and the server's acceptance of it.
+//!
+//! - The client sends 0-RTT packets (long header type 0x1, in v1 and
+//!   sift/1 alike) in the application data packet-number space, under the
+//!   keys rustls derives from the ticket, until its 1-RTT keys arrive. Only
+//!   streams the application marked replay-safe send in 0-RTT
+//!   ([`Connection::mark_replay_safe`]): a GET or a listing may be
+//!   replayed harmlessly, an upload may not and waits for 1-RTT.
+//! - Until the server's parameters arrive, the client sends within the
+//!   limits remembered with the ticket (RFC 9000 §7.4.1). A server that
+//!   accepted 0-RTT and then announces smaller limits breaks the rule:
+//!   PROTOCOL_VIOLATION.
+//! - A server that rejects 0-RTT never reads those packets: the client
+//!   learns it when the handshake completes, counts every 0-RTT packet
+//!   lost (without a congestion signal: nothing was congested) and sends
+//!   their data again in 1-RTT.
+//! - A server opens 0-RTT packets from the moment it accepted the client's
+//!   early data until its handshake completes; 0-RTT packets may carry no
+//!   ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN, PATH_RESPONSE or
+//!   RETIRE_CONNECTION_ID (RFC 9000 §12.4).
+//!
+//! No clock reads: like the rest of `conn`.
+
+use super::error::{codes, TransportFailure};
+use super::Connection;
+use crate::crypto::PacketProtection;
+use crate::recovery::SpaceId;
+use crate::stream::{PeerLimits, StreamId};
+use crate::wire::Frame;
+use crate::Side;
+
+/// What became of a client's 0-RTT.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum EarlyOutcome {
+    /// No 0-RTT keys: nothing was offered.
+    #[default]
+    NotOffered,
+    /// Keys in hand, answer not yet known.
+    Offered,
+    /// The server read the early data.
+    Accepted,
+    /// The server refused it; the data went again in 1-RTT.
+    Rejected,
+}
+
+/// The connection's 0-RTT state.
+#[derive(Debug, Default)]
+pub(super) struct ZeroRtt {
+    /// Client: seals 0-RTT packets. Server: opens them.
+    pub keys: Option<Box<dyn PacketProtection>>,
+    pub outcome: EarlyOutcome,
+    /// Client: the limits remembered with the ticket, used for 0-RTT.
+    pub remembered: Option<PeerLimits>,
+    /// Stream bytes sent (client) or received (server) in 0-RTT packets.
+    pub stream_bytes: u64,
+    /// 0-RTT packets sent (client) or opened (server).
+    pub packets: u64,
+}
+
+/// RFC 9000 §12.4, Table 3: the frames a 0-RTT packet may not carry.
+pub(super) fn frame_allowed_in_zero_rtt(frame: &Frame<'_>) -> bool {
+    !matches!(
+        frame,
+        Frame::Ack(_)
+            | Frame::Crypto { .. }
+            | Frame::HandshakeDone
+            | Frame::NewToken { .. }
+            | Frame::PathResponse { .. }
+            | Frame::RetireConnectionId { .. }
+    )
+}
+
+/// Whether `actual` reduces any limit of `remembered` (RFC 9000 §7.4.1).
+fn reduces(remembered: &PeerLimits, actual: &PeerLimits) -> bool {
+    actual.initial_max_data < remembered.initial_max_data
+        || actual.initial_max_stream_data_bidi_local < remembered.initial_max_stream_data_bidi_local
+        || actual.initial_max_stream_data_bidi_remote
+            < remembered.initial_max_stream_data_bidi_remote
+        || actual.initial_max_stream_data_uni < remembered.initial_max_stream_data_uni
+        || actual.initial_max_streams_bidi < remembered.initial_max_streams_bidi
+        || actual.initial_max_streams_uni < remembered.initial_max_streams_uni
+}
+
+impl Connection {
+    /// Client, at creation: takes the 0-RTT keys and the remembered
+    /// limits if the handshake resumes with a ticket that allows early
+    /// data, and lets replay-safe streams send within those limits.
+    pub(super) fn start_zero_rtt(&mut self) {
+        if self.side != Side::Client || !self.config.tls.early_data {
+            return;
+        }
+        let Some(keys) = self.handshake.zero_rtt_keys() else {
+            return;
+        };
+        let Some(params) = self.handshake.remembered_params() else {
+            return;
+        };
+        let limits = Self::peer_limits(&params);
+        self.streams.set_peer_limits(&limits);
+        self.streams.set_early_data_only(true);
+        self.zero_rtt.remembered = Some(limits);
+        self.zero_rtt.keys = Some(keys);
+        self.zero_rtt.outcome = EarlyOutcome::Offered;
+        tracing::debug!(remote = %self.remote, "resuming with 0-RTT");
+    }
+
+    /// Client: 0-RTT packets go out now (keys, and no 1-RTT keys yet).
+    pub(super) fn sending_zero_rtt(&self) -> bool {
+        self.side == Side::Client
+            && self.zero_rtt.keys.is_some()
+            && self.keys[SpaceId::Data.index()].is_none()
+    }
+
+    /// The keys packets of `space` are sealed with now.
+    pub(super) fn sealing_keys(&self, space: SpaceId) -> Option<&dyn PacketProtection> {
+        if space == SpaceId::Data && self.sending_zero_rtt() {
+            return self.zero_rtt.keys.as_deref();
+        }
+        self.keys[space.index()].as_deref()
+    }
+
+    /// Client, when its handshake completes: did the server take the
+    /// early data? If not, everything sent in 0-RTT goes again in 1-RTT;
+    /// if so, the server's limits must not have shrunk.
+    pub(super) fn settle_zero_rtt(&mut self) -> Result<(), TransportFailure> {
+        self.zero_rtt.keys = None;
+        self.streams.set_early_data_only(false);
+        if self.side != Side::Client || self.zero_rtt.outcome != EarlyOutcome::Offered {
+            return Ok(());
+        }
+        if self.handshake.early_data_accepted() {
+            self.zero_rtt.outcome = EarlyOutcome::Accepted;
+            let actual = self.handshake.peer_params().map(Self::peer_limits);
+            if let (Some(remembered), Some(actual)) = (&self.zero_rtt.remembered, &actual) {
+                if reduces(remembered, actual) {
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "the server accepted 0-RTT but reduced the limits remembered with its ticket",
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        self.zero_rtt.outcome = EarlyOutcome::Rejected;
+        // Every Data packet outstanding now is a 0-RTT packet: 1-RTT keys
+        // arrived with this very step.
+        let unread = self.recovery.discard_space(SpaceId::Data);
+        tracing::debug!(
+            remote = %self.remote,
+            packets = unread.len(),
+            "the server rejected 0-RTT: sending its data again in 1-RTT"
+        );
+        self.on_packets_lost(SpaceId::Data, unread);
+        Ok(())
+    }
+
+    /// Marks stream `id` replay-safe: until the handshake completes, its
+    /// data may go out in 0-RTT packets, which an attacker can replay to
+    /// the server (RFC 8446 §8). Mark only requests whose repetition does
+    /// no harm (a download, a listing); other streams wait for 1-RTT.
+    pub fn mark_replay_safe(&mut self, id: StreamId) {
+        self.streams.mark_replay_safe(id);
+    }
+
+    /// Client: the connection sends 0-RTT now (it resumes with a ticket
+    /// that allows early data, and the handshake has not completed):
+    /// replay-safe streams may be written at once.
+    pub fn early_data_possible(&self) -> bool {
+        self.sending_zero_rtt()
+    }
+
+    /// The handshake resumed an earlier TLS session (a ticket).
+    pub fn is_resumed(&self) -> bool {
+        self.handshake.is_resumed()
+    }
+
+    /// Server: the client's 0-RTT data was accepted and the handshake has
+    /// not completed yet, so what arrived so far may be a replay (RFC 8446
+    /// §8). An application acts on a non-idempotent request only once
+    /// this is false.
+    pub fn in_early_data(&self) -> bool {
+        self.side == Side::Server
+            && self.zero_rtt.outcome == EarlyOutcome::Accepted
+            && !self.handshake.is_complete()
+    }
+
+    /// Server: the client's hello was read and its early data accepted.
+    pub(super) fn accept_zero_rtt(&mut self, keys: Box<dyn PacketProtection>) {
+        self.zero_rtt.keys = Some(keys);
+        self.zero_rtt.outcome = EarlyOutcome::Accepted;
+    }
+}

@@ -1,0 +1,117 @@
+//! Careful Resume (RFC 9959) end to end on the simulator: a second
+//! connection on a satellite-like path resumes from what the first one's
+//! sender saw, and retreats when the path lost capacity in between.
+
+use std::time::Instant;
+
+use sift_cc::CarefulResumePhase;
+
+use super::report::{FlowReport, RunReport, StopReason};
+use super::scenario::Scenario;
+use super::world::Simulation;
+
+/// 20 Mb/s, 150 ms each way (300 ms RTT), a drop-tail queue of `queue`
+/// packets (555 of 1350 bytes are one BDP), no random loss; `rate_steps`
+/// may change the data direction later. Flow 0 moves 10 MB; flow 1 moves 10 MB once flow 0 is done and
+/// not before `second_start_ms`, resuming from flow 0's path state when
+/// `resume` is set.
+fn two_connections(
+    cc: &str,
+    resume: bool,
+    queue: usize,
+    forward_extra: &str,
+    second_start_ms: u64,
+) -> Scenario {
+    let text = format!(
+        r#"
+name = "careful-resume-{cc}"
+time_limit_s = 300
+sample_interval_ms = 100
+[bottleneck.forward]
+delay_ms = 150.0
+rate_bps = 20_000_000
+queue = {{ packets = {queue} }}
+{forward_extra}
+[bottleneck.reverse]
+delay_ms = 150.0
+rate_bps = 20_000_000
+[[flow]]
+cc = "{cc}"
+bytes = 10_000_000
+[[flow]]
+cc = "{cc}"
+bytes = 10_000_000
+after_flow = 0
+start_ms = {second_start_ms}
+resume_path = {resume}
+"#
+    );
+    Scenario::from_toml_str(&text, "careful-resume").expect("a valid scenario")
+}
+
+fn run(scenario: &Scenario) -> RunReport {
+    let mut simulation = Simulation::new(scenario, 1, Instant::now()).expect("a valid scenario");
+    simulation.run().expect("the run ends cleanly");
+    simulation.report()
+}
+
+fn completed(report: &RunReport) -> &FlowReport {
+    assert_eq!(report.stop_reason, Some(StopReason::AllFlowsCompleted));
+    let second = &report.flows[1];
+    assert_eq!(second.bytes_received, 10_000_000);
+    assert_eq!(second.mismatched_bytes, 0, "every byte arrives as sent");
+    second
+}
+
+#[test]
+fn a_resumed_connection_reaches_half_the_saved_window_within_three_rtts() {
+    let report = run(&two_connections("reno", true, 555, "", 0));
+    let second = completed(&report);
+    let status = second
+        .client_stats
+        .careful_resume
+        .expect("the second connection resumed");
+    assert!(status.jumped && !status.retreated, "{status:?}");
+    assert_eq!(status.phase, CarefulResumePhase::Normal);
+    // The first connection's sender saw (about) the path's BDP: 20 Mb/s ·
+    // 300 ms = 750 kB, less than two of it.
+    assert!(
+        (500_000..1_500_000).contains(&status.saved_cwnd),
+        "{status:?}"
+    );
+    // Within three RTTs (900 ms) of its start the window holds the jump,
+    // saved_cwnd/2, where slow start from 10 packets would need ~5 RTTs.
+    let start = second.start_s;
+    let reached = second
+        .timeseries
+        .iter()
+        .find(|s| s.cwnd >= status.saved_cwnd / 2)
+        .map(|s| s.t_s - start);
+    assert!(reached.is_some_and(|t| t <= 0.9), "reached at {reached:?}");
+    // And the transfer is faster than the same connection without it.
+    let fresh = run(&two_connections("reno", false, 555, "", 0));
+    let fresh_second = completed(&fresh);
+    assert!(fresh_second.client_stats.careful_resume.is_none());
+    assert!(
+        second.completion_s.unwrap() < fresh_second.completion_s.unwrap(),
+        "resumed {:?} s, fresh {:?} s",
+        second.completion_s,
+        fresh_second.completion_s
+    );
+}
+
+#[test]
+fn a_resumed_connection_retreats_when_the_path_lost_capacity() {
+    // The data direction drops to 5 Mb/s at 40 s, before the second
+    // connection starts at 41 s: the jump (half of ~750 kB paced over 300
+    // ms, 10 Mb/s) is twice what the path now carries, and the 100-packet
+    // queue (0.2 s at 5 Mb/s) cannot hide it.
+    let steps = "rate_steps = [{ rate_bps = 20_000_000, duration_ms = 40_000 }, \
+                 { rate_bps = 5_000_000, duration_ms = 10_000_000 }]";
+    let report = run(&two_connections("reno", true, 100, steps, 41_000));
+    assert!(report.flows[0].completion_s.unwrap() < 40.0);
+    let second = completed(&report);
+    let status = second.client_stats.careful_resume.expect("resumed");
+    assert!(status.jumped && status.retreated, "{status:?}");
+    assert_eq!(status.phase, CarefulResumePhase::Normal);
+}
