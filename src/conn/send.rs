@@ -261,12 +261,15 @@ impl Connection {
 
     /// A path MTU probe, if the search wants one now (`conn::pmtud`): a
     /// 1-RTT packet of exactly the probed size, PING then PADDING, alone
-    /// in its datagram. Only once the handshake is confirmed, one in
-    /// flight, and only in window room (it counts in flight like any
-    /// packet; its loss is no congestion signal, `recovery`).
+    /// in its datagram. Only once the handshake is confirmed and the path
+    /// validated (a probe would break the anti-amplification limit of a
+    /// new path, RFC 9000 §8.1, §9.3), one in flight, and only in window
+    /// room (it counts in flight like any packet; its loss is no
+    /// congestion signal, `recovery`).
     fn send_pmtu_probe(&mut self, out: &mut [u8], now: Instant) -> Option<(usize, SendInfo)> {
         if self.state != State::Established
             || !self.handshake_confirmed
+            || !self.address_validated
             || self.close_frame.is_some()
         {
             return None;
