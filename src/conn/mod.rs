@@ -1466,11 +1466,22 @@ impl Connection {
 
     // ---- datagrams -----------------------------------------------------------
 
-    /// The largest datagram the peer accepts, once known.
+    /// The largest datagram (RFC 9221) that can be sent now, once the peer
+    /// said it takes them: its `max_datagram_frame_size` counts the whole
+    /// frame (type, length and payload), and one frame must fit a 1-RTT
+    /// packet of the datagram size path MTU discovery is at now. That size
+    /// can fall (a black hole, a new path); a datagram queued for a larger
+    /// one is then dropped unsent (`Stats::datagrams_dropped`).
     pub fn max_datagram_len(&self) -> Option<usize> {
-        let peer = self.peer_max_datagram_frame_size? as usize;
-        // One DATAGRAM frame must fit a packet with its overhead.
-        Some(peer.min(self.config.max_datagram_size.saturating_sub(64)))
+        let peer = self.peer_max_datagram_frame_size?;
+        Some(max_datagram_payload(peer).min(self.datagram_payload_room()))
+    }
+
+    /// The largest DATAGRAM payload a packet of the current size holds.
+    fn datagram_payload_room(&self) -> usize {
+        self.pmtud
+            .current()
+            .saturating_sub(DATAGRAM_PACKET_OVERHEAD)
     }
 
     /// Queues an unreliable datagram (RFC 9221).
@@ -1549,6 +1560,7 @@ impl Connection {
             key_updates: self.key_phases.updates,
             keep_alives_sent: self.counters.keep_alives_sent,
             max_datagram_size: self.pmtud.current() as u64,
+            datagrams_dropped: c.datagrams_dropped,
             pmtu_probes_sent: self.pmtud.counters().probes_sent,
             pmtu_probes_lost: self.pmtud.counters().probes_lost,
             pmtu_black_holes: self.pmtud.counters().black_holes,
@@ -1574,6 +1586,22 @@ impl Connection {
             initial_max_streams_uni: params.initial_max_streams_uni,
         }
     }
+}
+
+/// Bytes of a 1-RTT packet that a DATAGRAM frame's payload cannot use: the
+/// short header (a 20-byte connection ID, a 4-byte packet number), the
+/// AEAD tag(s), the frame's type and length, and room for an ACK frame.
+const DATAGRAM_PACKET_OVERHEAD: usize = 64;
+
+/// The largest payload of a DATAGRAM frame (type 0x31, with a length) of
+/// at most `frame_size` bytes: RFC 9221 §3's `max_datagram_frame_size`.
+fn max_datagram_payload(frame_size: u64) -> usize {
+    let mut payload = frame_size.saturating_sub(1);
+    while payload > 0 && 1 + crate::wire::varint::varint_len(payload) as u64 + payload > frame_size
+    {
+        payload -= 1;
+    }
+    usize::try_from(payload).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

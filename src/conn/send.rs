@@ -690,7 +690,16 @@ impl Connection {
             plan.sent.push(SentFrame::Control(control));
             plan.ack_eliciting = true;
         }
+        let room = self.datagram_payload_room();
         while let Some(front) = self.datagrams_out.front() {
+            if front.len() > room {
+                // Queued for a larger packet than the path takes now (a
+                // black hole, a new path): it would block the queue for
+                // good. Unreliable: drop it and count it (as quinn does).
+                self.datagrams_out.pop_front();
+                self.counters.datagrams_dropped += 1;
+                continue;
+            }
             let frame = Frame::Datagram { data: front };
             if frame.encoded_len() > remaining(plan) {
                 break;

@@ -26,6 +26,7 @@ pub(crate) struct Counters {
     pub authentication_failures: u64,
     pub keep_alives_sent: u64,
     pub checksum_free_datagrams: u64,
+    pub datagrams_dropped: u64,
 }
 
 /// A snapshot of a connection, for `--json`, reports and logs. Field names
@@ -151,6 +152,10 @@ pub struct Stats {
     /// discovery settled, or `Config::max_datagram_size` with it off.
     #[serde(default)]
     pub max_datagram_size: u64,
+    /// Unreliable datagrams (RFC 9221) dropped unsent: queued for a larger
+    /// packet than the path took by the time they could leave.
+    #[serde(default)]
+    pub datagrams_dropped: u64,
     /// Path MTU probes sent.
     #[serde(default)]
     pub pmtu_probes_sent: u64,
@@ -232,6 +237,7 @@ impl Default for Stats {
             key_updates: 0,
             keep_alives_sent: 0,
             max_datagram_size: 0,
+            datagrams_dropped: 0,
             pmtu_probes_sent: 0,
             pmtu_probes_lost: 0,
             pmtu_black_holes: 0,

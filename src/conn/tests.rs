@@ -1644,4 +1644,66 @@ fn a_path_mtu_black_hole_falls_back_to_1200_and_the_transfer_completes() {
     );
 }
 
+/// A path of 1500 bytes for the first 400 datagrams each way, then a
+/// tunnel of 1300 that drops larger packets without a word.
+fn black_hole_after_400(_: bool, index: u64, bytes: &[u8]) -> PathAction {
+    let mtu = if index < 400 { 1500 } else { 1300 };
+    if bytes.len() + 28 > mtu {
+        PathAction::Drop
+    } else {
+        PathAction::Deliver
+    }
+}
+
+#[test]
+fn after_a_black_hole_a_datagram_of_the_announced_length_still_leaves() {
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(3_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut black_hole_after_400), data);
+    assert!(pair.client.stats().pmtu_black_holes >= 1);
+    // What the connection says fits now must fit the smaller packets, and
+    // a datagram behind it must not wait for ever.
+    let max = pair.client.max_datagram_len().unwrap();
+    pair.client.send_datagram(&vec![7; max]).unwrap();
+    pair.client.send_datagram(b"behind it").unwrap();
+    let ok = pair.run_until(Duration::from_secs(5), &mut black_hole_after_400, |p| {
+        p.server.datagrams_in.len() == 2
+    });
+    assert!(ok, "the datagrams did not arrive");
+    assert_eq!(pair.server.recv_datagram().unwrap().len(), max);
+    assert_eq!(pair.server.recv_datagram().unwrap(), b"behind it");
+}
+
+#[test]
+fn a_datagram_queued_for_larger_packets_than_the_path_now_takes_is_dropped_and_counted() {
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(2_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut mtu_path(1500)), data);
+    let large = pair.client.max_datagram_len().unwrap();
+    assert!(large > 1350, "{large}: the search raised the size");
+    pair.client.send_datagram(&vec![7; large]).unwrap();
+    pair.client.send_datagram(b"behind it").unwrap();
+    // Before they leave, the client moves to another network: the path
+    // MTU starts over from 1350.
+    pair.client
+        .on_local_address_changed(SocketAddr::from(([127, 0, 0, 2], 1)));
+    let ok = pair.run_until(Duration::from_secs(5), &mut mtu_path(1500), |p| {
+        !p.server.datagrams_in.is_empty()
+    });
+    assert!(ok, "the queue stayed blocked");
+    assert_eq!(pair.server.recv_datagram().unwrap(), b"behind it");
+    assert_eq!(pair.client.stats().datagrams_dropped, 1);
+}
+
+#[test]
+fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
+    // RFC 9221 §3: the limit counts the frame's type and length too.
+    assert_eq!(super::max_datagram_payload(65_535), 65_535 - 1 - 4);
+    assert_eq!(super::max_datagram_payload(1200), 1200 - 1 - 2);
+    assert_eq!(super::max_datagram_payload(64), 64 - 1 - 1);
+    assert_eq!(super::max_datagram_payload(1), 0);
+}
+
 mod resumption;
