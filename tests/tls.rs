@@ -102,6 +102,7 @@ cc = "reno"
 bytes = 2_000_000
 protection = "{protection}"
 max_datagram_size = {datagram}
+pmtud = false
 recovery = {{ pacing = false }}
 repair_damaged_headers = false
 "#

@@ -489,3 +489,56 @@ fn a_second_download_over_a_300ms_link_resumes_with_a_careful_resume_jump() {
         "{second}"
     );
 }
+
+/// A download of `data` from `server`, straight or through `via` (a
+/// sift-link's address): the sender's report, after checking the file.
+fn download_report(
+    dir: &TestDir,
+    server: &Server,
+    via: Option<&str>,
+    data: &[u8],
+) -> serde_json::Value {
+    let root_name = "pmtud.bin";
+    let address = via.map_or_else(|| server.addr.to_string(), str::to_string);
+    let url = format!("sift://{address}/{root_name}");
+    let out = dir.path().join(format!("got-{}", via.is_some()));
+    let output = run_client(&[
+        "get",
+        &url,
+        "-o",
+        out.to_str().unwrap(),
+        &server.pin(),
+        "--json",
+    ]);
+    let report = json_report(&expect_success(&output));
+    assert_eq!(std::fs::read(&out).unwrap(), data, "byte-exact download");
+    report
+}
+
+on_both_loopbacks!(path_mtu_discovery_settles_on_the_largest_datagram_a_1500_byte_link_carries);
+fn path_mtu_discovery_settles_on_the_largest_datagram_a_1500_byte_link_carries(loopback: IpAddr) {
+    let dir = TestDir::new("pmtud");
+    let root = dir.subdir("root");
+    let data = content(3_000_000, 11);
+    std::fs::write(root.join("pmtud.bin"), &data).unwrap();
+    let server = Server::start_on(loopback, &root, &[]);
+    // Ethernet both ways: IP packets above 1500 bytes are dropped.
+    let link = Link::start(loopback, server.addr, "mtu 1500", "mtu 1500", &[]);
+    let through = download_report(&dir, &server, Some(&link.addr), &data);
+    // The UDP payload of a 1500-byte IP packet: 1472 under IPv4's 20+8
+    // header bytes, 1452 under IPv6's 40+8.
+    let largest = if loopback.is_ipv6() { 1452 } else { 1472 };
+    assert_eq!(through["max_datagram_size"], largest, "{through}");
+    assert!(
+        through["pmtu_probes_lost"].as_u64().unwrap() > 0,
+        "{through}"
+    );
+    assert_eq!(through["pmtu_black_holes"], 0, "{through}");
+    // Bare loopback (64 KiB MTU) carries the configured maximum.
+    let direct = download_report(&dir, &server, None, &data);
+    assert_eq!(
+        direct["max_datagram_size"],
+        sift::conn::pmtud::DEFAULT_MAX_DATAGRAM_SIZE,
+        "{direct}"
+    );
+}

@@ -497,6 +497,20 @@ impl CongestionControl for CarefulResume {
         metrics
     }
 
+    /// Packets of a new size (path MTU discovery): the inner controller
+    /// counts in them, and a held window keeps its floor in them. The
+    /// saved and jump windows are bytes and stay as they are.
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.inner.set_mss(mss);
+        self.held_cwnd = match self.phase {
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::SafeRetreat => {
+                self.held_cwnd.max(minimum_window(mss))
+            }
+            _ => self.held_cwnd,
+        };
+    }
+
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
         self.inner.set_window(cwnd, ssthresh);
     }

@@ -586,6 +586,11 @@ impl CongestionControl for Cubic {
         self.undo_congestion();
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(minimum_window(mss) as f64);
+    }
+
     /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
     /// change) as from a plateau: W_max = cwnd, a new epoch at the next
     /// avoidance ACK.

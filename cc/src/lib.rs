@@ -358,6 +358,15 @@ pub trait CongestionControl: Send + Debug {
         None
     }
 
+    /// The connection's packets now carry up to `mss` bytes (path MTU
+    /// discovery raised the datagram size, or fell back after a black
+    /// hole). The window stays in bytes; what the controller counts in
+    /// packets (growth per round trip, minimum and timeout windows,
+    /// thresholds in packets) uses the new size from now on, and the
+    /// window is at least the new minimum. quinn's `on_mtu_update`. The
+    /// default ignores it, for a controller that keeps no packet size.
+    fn set_mss(&mut self, _mss: u64) {}
+
     /// The congestion window, in bytes.
     fn window(&self) -> u64;
 

@@ -169,6 +169,10 @@ impl CongestionControl for VenoEnhanced {
         }
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.veno.set_mss(mss);
+    }
+
     /// Careful Resume's window: Veno's.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
         self.veno.set_window(cwnd, ssthresh);

@@ -618,6 +618,11 @@ impl CongestionControl for WestwoodA {
         self.verdicts.withdraw(undo.verdict);
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(minimum_window(mss));
+    }
+
     /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
     /// change), additive increase restarted.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {

@@ -357,7 +357,7 @@ pub(super) fn start_endpoint(
     max_connections: usize,
 ) -> Result<Arc<Shared>, SiftIoError> {
     let options = socket_options(template);
-    let driver = Driver::bind(bind, options, template.max_datagram_size)?;
+    let driver = Driver::bind(bind, options, template.largest_datagram_size())?;
     start_driver(
         driver,
         server,
@@ -390,8 +390,12 @@ pub(super) fn start_workers(
     max_connections: usize,
 ) -> Result<Vec<Arc<Shared>>, SiftIoError> {
     let options = socket_options(template);
-    let datapaths =
-        Datapath::bind_workers(bind, options, template.max_datagram_size, servers.len())?;
+    let datapaths = Datapath::bind_workers(
+        bind,
+        options,
+        template.largest_datagram_size(),
+        servers.len(),
+    )?;
     let loads = WorkerLoads::new(servers.len(), max_connections);
     // One clock and one record of spent tokens for every worker.
     let ledger = server_ledger();
@@ -468,7 +472,7 @@ fn start_driver(
         waker: driver.waker(),
         socket_fd: Mutex::new(socket_fd),
         options,
-        max_datagram: template.max_datagram_size,
+        max_datagram: template.largest_datagram_size(),
     });
     let host = Arc::clone(&shared);
     thread::Builder::new().name(thread_name).spawn(move || {

@@ -15,6 +15,7 @@ mod handshake;
 mod keys;
 mod liar;
 mod path;
+pub mod pmtud;
 mod recv;
 mod repair;
 pub mod resume;
@@ -47,6 +48,7 @@ pub use crate::Side;
 pub use error::{codes, CloseReason, Error};
 pub use liar::ReceiverLie;
 pub use path::canonical_peer;
+pub use pmtud::PmtudConfig;
 pub use stats::Stats;
 
 use ack::AckState;
@@ -122,8 +124,17 @@ pub struct Config {
     pub key_update_interval: Option<u64>,
     /// Offer corruption notices (the HACK option). Both peers must offer it.
     pub corruption_notices: bool,
-    /// Largest UDP payload this endpoint sends, in bytes (≥ 1200).
+    /// Largest UDP payload this endpoint sends from the start, in bytes
+    /// (≥ 1200). With path MTU discovery on, the size the search starts
+    /// from (quinn's `initial_mtu`); off, the only size.
     pub max_datagram_size: usize,
+    /// Path MTU discovery (`conn::pmtud`, RFC 8899 as RFC 9000 §14.3
+    /// applies it): on by default, it probes above `max_datagram_size` up
+    /// to what the path, the interface and the peer allow (1472 bytes on
+    /// an IPv4 Ethernet path, 1452 on IPv6, up to 8972 on loopback), and
+    /// falls back to 1200 on a black hole. `PmtudConfig::disabled()` keeps
+    /// every datagram at `max_datagram_size`.
+    pub pmtud: PmtudConfig,
     /// Close after this long without hearing from the peer (zero: never).
     pub idle_timeout: Duration,
     /// How long we may delay an ACK (sent to the peer as max_ack_delay).
@@ -213,6 +224,7 @@ impl Default for Config {
             key_update_interval: None,
             corruption_notices: true,
             max_datagram_size: 1350,
+            pmtud: PmtudConfig::default(),
             idle_timeout: Duration::from_secs(30),
             max_ack_delay: DEFAULT_MAX_ACK_DELAY,
             ack_frequency: true,
@@ -241,6 +253,16 @@ impl Config {
         match &self.entropy {
             Some(entropy) => entropy.rng(label),
             None => ChaCha8Rng::seed_from_u64(self.rng_seed ^ salt),
+        }
+    }
+
+    /// The largest datagram a connection with this config may send or
+    /// announce it takes, bytes: what a driver's buffers must hold.
+    pub fn largest_datagram_size(&self) -> usize {
+        if self.pmtud.enabled {
+            self.max_datagram_size.max(self.pmtud.max_datagram_size)
+        } else {
+            self.max_datagram_size
         }
     }
 
@@ -408,6 +430,8 @@ pub struct Connection {
     loss_reader: Option<liar::LossReader>,
     /// Path validation after the peer moved (RFC 9000 §8.2, §9).
     path: PathValidation,
+    /// Path MTU discovery: the datagram size in force and its search.
+    pmtud: pmtud::Pmtud,
     /// Unpredictable PATH_CHALLENGE data (seeded: runs repeat).
     path_rng: ChaCha8Rng,
     /// Careful Resume: the saved state used and the last one offered.
@@ -577,7 +601,7 @@ impl Connection {
             original_destination_connection_id: None,
             initial_source_connection_id: Some(local_cid),
             max_idle_timeout_ms: config.idle_timeout.as_millis() as u64,
-            max_udp_payload_size: config.max_datagram_size as u64,
+            max_udp_payload_size: config.largest_datagram_size() as u64,
             initial_max_data: config.streams.initial_max_data,
             initial_max_stream_data_bidi_local: config.streams.initial_max_stream_data,
             initial_max_stream_data_bidi_remote: config.streams.initial_max_stream_data,
@@ -632,6 +656,11 @@ impl Connection {
             loss_reader: (config.lie_about_losses == ReceiverLie::RealLosses)
                 .then(liar::LossReader::default),
             path: PathValidation::default(),
+            pmtud: pmtud::Pmtud::new(
+                &config.pmtud,
+                config.max_datagram_size,
+                canonical_peer(remote),
+            ),
             path_rng: config.rng(PATH_LABEL[side as usize], PATH_SEED_SALT[side as usize]),
             resume: resume::ResumeState::default(),
             recv_from: canonical_peer(remote),
@@ -759,7 +788,7 @@ impl Connection {
     pub fn set_congestion_control(&mut self, cc: CcConfig) -> Result<(), Error> {
         cc.validate()
             .map_err(|e| Error::InvalidConfig(e.to_string()))?;
-        let mss = self.config.max_datagram_size as u64;
+        let mss = self.pmtud.current() as u64;
         self.recovery.replace_controller(cc.build(mss), mss);
         self.config.cc = cc;
         self.rewrap_resume();
@@ -886,13 +915,22 @@ impl Connection {
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
             if !path::only_port_changed(old, local) {
-                let mss = self.config.max_datagram_size as u64;
-                self.recovery.on_new_path(self.config.cc.build(mss), mss);
+                self.start_new_path();
             }
             self.switch_peer_cid();
             let probes = &mut self.probes[SpaceId::Data.index()];
             *probes = (*probes).max(1);
         }
+    }
+
+    /// A new network path: congestion control, the RTT estimate and the
+    /// path MTU start over (RFC 9000 §9.4, §14.3).
+    fn start_new_path(&mut self) {
+        if let Some(change) = self.pmtud.on_new_path(self.remote, self.now) {
+            self.on_datagram_size_changed(change);
+        }
+        let mss = self.pmtud.current() as u64;
+        self.recovery.on_new_path(self.config.cc.build(mss), mss);
     }
 
     /// The peer's highest-numbered packet came from `to`: send there from
@@ -903,8 +941,7 @@ impl Connection {
         self.path.migrations += 1;
         self.switch_peer_cid();
         if !path::only_port_changed(old, to) {
-            let mss = self.config.max_datagram_size as u64;
-            self.recovery.on_new_path(self.config.cc.build(mss), mss);
+            self.start_new_path();
         }
         let was_validated = self.address_validated;
         // Unvalidated again: three times what arrived on it, until the
@@ -1205,6 +1242,7 @@ impl Connection {
     ) {
         if space == SpaceId::Data && !packets.is_empty() {
             self.checksums.on_impairment(self.now);
+            self.pmtud_on_lost(&packets);
         }
         for packet in packets {
             let mut retransmits = false;
@@ -1247,6 +1285,7 @@ impl Connection {
             if let Some(largest) = packets.iter().map(|p| p.packet_number).max() {
                 self.key_phases.on_acked(largest);
             }
+            self.pmtud_on_acked(&packets);
         }
         for packet in packets {
             for frame in packet.frames {
@@ -1269,6 +1308,64 @@ impl Connection {
                     SentFrame::NewToken => {}
                 }
             }
+        }
+    }
+
+    /// Path MTU discovery learns from 1-RTT losses: a probe's, or a run of
+    /// large packets' (a black hole).
+    fn pmtud_on_lost(&mut self, packets: &[crate::recovery::SentPacket<SentFrame>]) {
+        let now = self.now;
+        for probe in packets.iter().filter(|p| p.pmtu_probe) {
+            self.pmtud
+                .on_probe_lost(probe.packet_number, probe.size as usize, now);
+        }
+        let ordinary = packets
+            .iter()
+            .filter(|p| !p.pmtu_probe && p.ack_eliciting)
+            .map(|p| (p.packet_number, p.size as usize));
+        if let Some(change) = self.pmtud.on_lost(ordinary, now) {
+            tracing::debug!(
+                from = change.old,
+                to = change.new,
+                "large packets vanish while smaller ones pass: a path MTU black hole"
+            );
+            self.on_datagram_size_changed(change);
+        }
+    }
+
+    /// ... and from acknowledgements: a probe's raises the size.
+    fn pmtud_on_acked(&mut self, packets: &[crate::recovery::SentPacket<SentFrame>]) {
+        let now = self.now;
+        self.pmtud.on_acked(
+            packets
+                .iter()
+                .filter(|p| !p.pmtu_probe)
+                .map(|p| (p.packet_number, p.size as usize)),
+        );
+        for probe in packets.iter().filter(|p| p.pmtu_probe) {
+            if let Some(change) =
+                self.pmtud
+                    .on_probe_acked(probe.packet_number, probe.size as usize, now)
+            {
+                tracing::debug!(from = change.old, to = change.new, "path MTU raised");
+                self.on_datagram_size_changed(change);
+            }
+        }
+    }
+
+    /// The datagram size changed: the controller and pacer count packets
+    /// of the new size, and a trace says so.
+    fn on_datagram_size_changed(&mut self, change: pmtud::SizeChange) {
+        self.recovery.set_mss(change.new as u64);
+        if let Some(tracing) = self.trace.as_mut() {
+            tracing.observer.event(
+                self.now,
+                &crate::trace::Event::MtuUpdated {
+                    old: change.old as u64,
+                    new: change.new as u64,
+                    done: change.done,
+                },
+            );
         }
     }
 
@@ -1369,11 +1466,22 @@ impl Connection {
 
     // ---- datagrams -----------------------------------------------------------
 
-    /// The largest datagram the peer accepts, once known.
+    /// The largest datagram (RFC 9221) that can be sent now, once the peer
+    /// said it takes them: its `max_datagram_frame_size` counts the whole
+    /// frame (type, length and payload), and one frame must fit a 1-RTT
+    /// packet of the datagram size path MTU discovery is at now. That size
+    /// can fall (a black hole, a new path); a datagram queued for a larger
+    /// one is then dropped unsent (`Stats::datagrams_dropped`).
     pub fn max_datagram_len(&self) -> Option<usize> {
-        let peer = self.peer_max_datagram_frame_size? as usize;
-        // One DATAGRAM frame must fit a packet with its overhead.
-        Some(peer.min(self.config.max_datagram_size.saturating_sub(64)))
+        let peer = self.peer_max_datagram_frame_size?;
+        Some(max_datagram_payload(peer).min(self.datagram_payload_room()))
+    }
+
+    /// The largest DATAGRAM payload a packet of the current size holds.
+    fn datagram_payload_room(&self) -> usize {
+        self.pmtud
+            .current()
+            .saturating_sub(DATAGRAM_PACKET_OVERHEAD)
     }
 
     /// Queues an unreliable datagram (RFC 9221).
@@ -1451,6 +1559,11 @@ impl Connection {
             authentication_failures: c.authentication_failures,
             key_updates: self.key_phases.updates,
             keep_alives_sent: self.counters.keep_alives_sent,
+            max_datagram_size: self.pmtud.current() as u64,
+            datagrams_dropped: c.datagrams_dropped,
+            pmtu_probes_sent: self.pmtud.counters().probes_sent,
+            pmtu_probes_lost: self.pmtud.counters().probes_lost,
+            pmtu_black_holes: self.pmtud.counters().black_holes,
             cwnd: self.recovery.window(),
             ssthresh: self.recovery.ssthresh(),
             bytes_in_flight: self.recovery.bytes_in_flight(),
@@ -1473,6 +1586,22 @@ impl Connection {
             initial_max_streams_uni: params.initial_max_streams_uni,
         }
     }
+}
+
+/// Bytes of a 1-RTT packet that a DATAGRAM frame's payload cannot use: the
+/// short header (a 20-byte connection ID, a 4-byte packet number), the
+/// AEAD tag(s), the frame's type and length, and room for an ACK frame.
+const DATAGRAM_PACKET_OVERHEAD: usize = 64;
+
+/// The largest payload of a DATAGRAM frame (type 0x31, with a length) of
+/// at most `frame_size` bytes: RFC 9221 §3's `max_datagram_frame_size`.
+fn max_datagram_payload(frame_size: u64) -> usize {
+    let mut payload = frame_size.saturating_sub(1);
+    while payload > 0 && 1 + crate::wire::varint::varint_len(payload) as u64 + payload > frame_size
+    {
+        payload -= 1;
+    }
+    usize::try_from(payload).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

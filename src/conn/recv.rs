@@ -605,7 +605,7 @@ impl Connection {
                     // decide here, not per datagram sent.
                     self.ack_frequency.update(super::ack_frequency::PathView {
                         window: self.recovery.window(),
-                        mss: self.config.max_datagram_size as u64,
+                        mss: self.pmtud.current() as u64,
                         srtt: self.recovery.rtt().smoothed(),
                         packet_threshold: self.recovery.packet_threshold(),
                     });
@@ -869,6 +869,8 @@ impl Connection {
         self.trace_peer_params(&params);
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
         self.peer_max_udp_payload = params.max_udp_payload_size;
+        self.pmtud
+            .on_peer_limit(params.max_udp_payload_size, self.remote);
         self.peer_ack_delay_exponent = params.ack_delay_exponent;
         let ours = self.config.idle_timeout;
         let theirs = Duration::from_millis(params.max_idle_timeout_ms);

@@ -44,7 +44,8 @@ impl Connection {
         {
             return false;
         }
-        let mss = self.config.max_datagram_size as u64;
+        // The datagram size now (path MTU discovery may have raised it).
+        let mss = self.recovery.mss();
         self.recovery.resume_path(saved, config, mss);
         self.resume.saved = Some(saved);
         true
@@ -95,7 +96,8 @@ impl Connection {
         {
             return;
         }
-        let mss = self.config.max_datagram_size as u64;
+        // The datagram size now (path MTU discovery may have raised it).
+        let mss = self.recovery.mss();
         self.recovery.resume_path(saved, config, mss);
     }
 }

@@ -83,7 +83,10 @@ impl Connection {
             _ => {}
         }
         self.maybe_initiate_key_update();
-        let mut limit = out.len().min(self.config.max_datagram_size);
+        if let Some(sent) = self.send_pmtu_probe(out, now) {
+            return Ok(Some(sent));
+        }
+        let mut limit = out.len().min(self.pmtud.current());
         if self.handshake.is_complete() {
             limit = limit.min(self.peer_max_udp_payload as usize);
         }
@@ -92,6 +95,14 @@ impl Connection {
             let allowance =
                 (3 * self.amplification_received).saturating_sub(self.amplification_sent);
             limit = limit.min(allowance as usize);
+        }
+        if self.probes[SpaceId::Data.index()] > 0 && self.recovery.pto_count() > 0 {
+            if let Some(size) = self.pmtud.pto_probe_size() {
+                // A probe timeout with large packets outstanding may be a
+                // black hole: a probe of the base size gets through one,
+                // and its acknowledgement shows the large ones lost.
+                limit = limit.min(size);
+            }
         }
         if limit < MIN_PACKET_ROOM {
             return Ok(None);
@@ -192,6 +203,7 @@ impl Connection {
                     ack_eliciting: plan.ack_eliciting,
                     in_flight: plan.ack_eliciting || plan.padded,
                     app_limited: false,
+                    pmtu_probe: false,
                     delivery: Default::default(),
                     frames: plan.sent,
                 },
@@ -245,6 +257,115 @@ impl Connection {
                 checksum_free,
             },
         )))
+    }
+
+    /// A path MTU probe, if the search wants one now (`conn::pmtud`): a
+    /// 1-RTT packet of exactly the probed size, PING then PADDING, alone
+    /// in its datagram. Only once the handshake is confirmed and the path
+    /// validated (a probe would break the anti-amplification limit of a
+    /// new path, RFC 9000 §8.1, §9.3), one in flight, and only in window
+    /// room (it counts in flight like any packet; its loss is no
+    /// congestion signal, `recovery`).
+    fn send_pmtu_probe(&mut self, out: &mut [u8], now: Instant) -> Option<(usize, SendInfo)> {
+        if self.state != State::Established
+            || !self.handshake_confirmed
+            || !self.address_validated
+            || self.close_frame.is_some()
+        {
+            return None;
+        }
+        let space = SpaceId::Data;
+        self.keys[space.index()].as_ref()?;
+        let size = self.pmtud.poll_probe(now)?;
+        if size > out.len()
+            || self.recovery.bytes_in_flight() + size as u64 > self.recovery.window()
+        {
+            return None;
+        }
+        let packet_number = self
+            .skips
+            .next_packet_number(&mut self.next_packet_number[space.index()]);
+        // Frames that make the sealed packet exactly `size` bytes; the
+        // length varint may shrink as the frames do, so settle in rounds.
+        let mut frames_len = size;
+        for _ in 0..3 {
+            let sealed = self.sealed_len(space, packet_number, frames_len)?;
+            if sealed == size {
+                break;
+            }
+            frames_len = (frames_len + size).checked_sub(sealed)?;
+        }
+        let mut frames = self.send_scratch.take_frames(frames_len);
+        Frame::Ping.encode(&mut frames);
+        frames.resize(frames_len.max(frames.len()), 0); // PADDING
+        let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
+        let header = self.header_for(space, packet_number);
+        let protection = self.keys[space.index()].as_deref()?;
+        let sealed = self.versions.current().seal_into(
+            &header,
+            self.recovery.largest_acked(space),
+            &frames,
+            protection,
+            &mut header_scratch,
+            out,
+        );
+        self.send_scratch.header = header_scratch;
+        if let (Some(tracing), Ok(len)) = (self.trace.as_mut(), &sealed) {
+            tracing.observer.event(
+                now,
+                &crate::trace::Event::PacketSent {
+                    space,
+                    packet_number,
+                    size: *len as u64,
+                    frames: &frames,
+                },
+            );
+        }
+        self.send_scratch.give_back(frames);
+        let len = sealed.ok()?;
+        self.next_packet_number[space.index()] += 1;
+        self.key_phases.on_sent(packet_number);
+        self.recovery.on_packet_sent(
+            space,
+            SentPacket {
+                packet_number,
+                time_sent: now,
+                size: len as u64,
+                ack_eliciting: true,
+                in_flight: true,
+                app_limited: false,
+                pmtu_probe: true,
+                delivery: Default::default(),
+                frames: Vec::new(),
+            },
+            now,
+        );
+        self.pmtud.on_probe_sent(packet_number);
+        tracing::trace!(size = len, packet_number, "path MTU probe");
+        self.counters.packets_sent += 1;
+        self.counters.datagrams_sent += 1;
+        self.counters.bytes_sent += len as u64;
+        if !self.ack_eliciting_since_activity {
+            self.last_activity = now;
+            self.ack_eliciting_since_activity = true;
+        }
+        let checksum_free = self.checksums.checksum_free(
+            self.notices_negotiated,
+            now,
+            self.recovery.rtt().smoothed(),
+        );
+        self.counters.checksum_free_datagrams += u64::from(checksum_free);
+        self.trace_checksum_free(checksum_free);
+        self.trace_flush();
+        Some((
+            len,
+            SendInfo {
+                from: self.local,
+                to: self.remote,
+                at: now,
+                checksum_free,
+            },
+        ))
     }
 
     fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'_> {
@@ -343,7 +464,7 @@ impl Connection {
         if self.probes[space.index()] > 0 {
             return true;
         }
-        let packet = self.config.max_datagram_size as u64;
+        let packet = self.pmtud.current() as u64;
         if self.recovery.bytes_in_flight() + packet > self.recovery.window() {
             return false;
         }
@@ -569,7 +690,16 @@ impl Connection {
             plan.sent.push(SentFrame::Control(control));
             plan.ack_eliciting = true;
         }
+        let room = self.datagram_payload_room();
         while let Some(front) = self.datagrams_out.front() {
+            if front.len() > room {
+                // Queued for a larger packet than the path takes now (a
+                // black hole, a new path): it would block the queue for
+                // good. Unreliable: drop it and count it (as quinn does).
+                self.datagrams_out.pop_front();
+                self.counters.datagrams_dropped += 1;
+                continue;
+            }
             let frame = Frame::Datagram { data: front };
             if frame.encoded_len() > remaining(plan) {
                 break;

@@ -26,6 +26,7 @@ pub(crate) struct Counters {
     pub authentication_failures: u64,
     pub keep_alives_sent: u64,
     pub checksum_free_datagrams: u64,
+    pub datagrams_dropped: u64,
 }
 
 /// A snapshot of a connection, for `--json`, reports and logs. Field names
@@ -147,6 +148,24 @@ pub struct Stats {
     /// Keep-alive PINGs sent because the peer had gone quiet.
     #[serde(default)]
     pub keep_alives_sent: u64,
+    /// The largest datagram (UDP payload) sent now, bytes: where path MTU
+    /// discovery settled, or `Config::max_datagram_size` with it off.
+    #[serde(default)]
+    pub max_datagram_size: u64,
+    /// Unreliable datagrams (RFC 9221) dropped unsent: queued for a larger
+    /// packet than the path took by the time they could leave.
+    #[serde(default)]
+    pub datagrams_dropped: u64,
+    /// Path MTU probes sent.
+    #[serde(default)]
+    pub pmtu_probes_sent: u64,
+    /// Path MTU probes declared lost (the path did not carry their size).
+    #[serde(default)]
+    pub pmtu_probes_lost: u64,
+    /// Path MTU black holes detected: large packets vanished while smaller
+    /// ones passed, and the size fell back to 1200 bytes.
+    #[serde(default)]
+    pub pmtu_black_holes: u64,
     /// Congestion window, bytes.
     pub cwnd: u64,
     /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
@@ -217,6 +236,11 @@ impl Default for Stats {
             authentication_failures: 0,
             key_updates: 0,
             keep_alives_sent: 0,
+            max_datagram_size: 0,
+            datagrams_dropped: 0,
+            pmtu_probes_sent: 0,
+            pmtu_probes_lost: 0,
+            pmtu_black_holes: 0,
             cwnd: 0,
             ssthresh: u64::MAX,
             bytes_in_flight: 0,

@@ -47,6 +47,17 @@ struct Pair {
     max_datagrams_per_flush: usize,
 }
 
+/// The default config but for path MTU discovery, off: most tests here
+/// were written for 1350-byte datagrams throughout, and their loopback
+/// addresses would let the search reach 8972 (with probes the first
+/// large datagrams, and stream bytes a smaller share of what arrives).
+fn fixed_size() -> Config {
+    Config {
+        pmtud: PmtudConfig::disabled(),
+        ..Config::default()
+    }
+}
+
 /// A config with no TLS identity or trust gets the process's loopback
 /// identity, so every test runs under TLS unless it asks for Null.
 fn with_test_tls(config: Config) -> Config {
@@ -77,7 +88,14 @@ impl Pair {
         }
     }
 
+    /// `fixed_size` configs at both ends. Path MTU tests use
+    /// `with_pmtud`.
     fn default() -> Self {
+        Self::new(fixed_size(), fixed_size())
+    }
+
+    /// Default configs, path MTU discovery on.
+    fn with_pmtud() -> Self {
         Self::new(Config::default(), Config::default())
     }
 
@@ -527,7 +545,7 @@ fn a_repaired_header_is_traced_with_the_packet_number_it_repaired() {
 fn without_header_repair_a_corrupted_header_takes_the_loss_path() {
     let (client, server) = upload_with_a_damaged_header(Config {
         repair_damaged_headers: false,
-        ..Config::default()
+        ..fixed_size()
     });
     assert_eq!(server.header_corrupt_dropped, 1);
     assert_eq!(client.corruption_notices_received, 0);
@@ -539,7 +557,7 @@ fn without_header_repair_a_corrupted_header_takes_the_loss_path() {
 fn without_notices_corruption_is_a_drop() {
     let config = Config {
         corruption_notices: false,
-        ..Config::default()
+        ..fixed_size()
     };
     let mut pair = Pair::new(config.clone(), config);
     pair.handshake();
@@ -841,10 +859,10 @@ fn tail_loss_is_recovered_by_pto() {
 
 #[test]
 fn flow_control_blocks_then_unblocks_as_the_reader_reads() {
-    let mut server = Config::default();
+    let mut server = fixed_size();
     server.streams.initial_max_data = 16 * 1024;
     server.streams.initial_max_stream_data = 8 * 1024;
-    let mut pair = Pair::new(Config::default(), server);
+    let mut pair = Pair::new(fixed_size(), server);
     pair.handshake();
     let data = pattern(64 * 1024);
     let id = pair.client.stream_open_bi().unwrap();
@@ -1300,9 +1318,9 @@ fn a_client_that_moves_to_another_ip_restarts_congestion_control_but_not_for_a_n
 fn acks_for_a_fast_upload(sender_asks: bool) -> u64 {
     let sender = Config {
         ack_frequency: sender_asks,
-        ..Config::default()
+        ..fixed_size()
     };
-    let mut pair = Pair::new(sender, Config::default());
+    let mut pair = Pair::new(sender, fixed_size());
     pair.one_way = Duration::from_micros(50);
     pair.handshake();
     let before = pair.datagrams_to_client;
@@ -1545,6 +1563,147 @@ fn the_server_answers_in_its_most_preferred_version_the_client_offers() {
         assert_eq!(pair.client.version(), server_versions[0]);
         assert_eq!(pair.server.version(), server_versions[0]);
     }
+}
+
+// ---- path MTU discovery ------------------------------------------------------
+
+/// A path whose links carry IP packets of at most `mtu` bytes (IPv4:
+/// 28 header bytes on top of the datagram): larger datagrams vanish.
+fn mtu_path(mtu: usize) -> impl FnMut(bool, u64, &[u8]) -> PathAction {
+    move |_, _, bytes: &[u8]| {
+        if bytes.len() + 28 > mtu {
+            PathAction::Drop
+        } else {
+            PathAction::Deliver
+        }
+    }
+}
+
+#[test]
+fn pmtud_settles_on_the_largest_datagram_a_1500_byte_path_carries() {
+    // Loopback addresses: the interface allows 8972, the path 1472.
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(2_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut mtu_path(1500)), data);
+    let stats = pair.client.stats();
+    assert_eq!(stats.max_datagram_size, 1472);
+    assert_eq!(stats.pmtu_probes_lost, 3, "8972 lost three times");
+    // Lost probes are neither losses nor congestion.
+    assert_eq!(stats.packets_lost, 0);
+    assert_eq!(stats.congestion_events, 0);
+    assert_eq!(stats.pmtu_black_holes, 0);
+}
+
+#[test]
+fn pmtud_raises_the_controllers_packet_size_with_the_datagrams() {
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(300_000);
+    assert_eq!(transfer(&mut pair, &data, &mut mtu_path(1500)), data);
+    assert_eq!(pair.client.recovery.mss(), 1472);
+}
+
+#[test]
+fn pmtud_off_keeps_every_datagram_at_the_configured_size() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let data = pattern(500_000);
+    let mut largest = 0;
+    let mut path = |_: bool, _: u64, bytes: &[u8]| {
+        largest = largest.max(bytes.len());
+        PathAction::Deliver
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    assert!((1300..=1350).contains(&largest), "{largest}");
+    let stats = pair.client.stats();
+    assert_eq!((stats.max_datagram_size, stats.pmtu_probes_sent), (1350, 0));
+}
+
+#[test]
+fn a_path_mtu_black_hole_falls_back_to_1200_and_the_transfer_completes() {
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    // 1500 bytes at first; from the 400th datagram on, a tunnel of 1300.
+    let mut path = |_: bool, index: u64, bytes: &[u8]| {
+        let mtu = if index < 400 { 1500 } else { 1300 };
+        if bytes.len() + 28 > mtu {
+            PathAction::Drop
+        } else {
+            PathAction::Deliver
+        }
+    };
+    let data = pattern(3_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut path), data);
+    let stats = pair.client.stats();
+    assert!(stats.pmtu_black_holes >= 1, "{stats:?}");
+    assert!(
+        (1200..=1272).contains(&stats.max_datagram_size),
+        "settled at {} on a 1300-byte path",
+        stats.max_datagram_size
+    );
+}
+
+/// A path of 1500 bytes for the first 400 datagrams each way, then a
+/// tunnel of 1300 that drops larger packets without a word.
+fn black_hole_after_400(_: bool, index: u64, bytes: &[u8]) -> PathAction {
+    let mtu = if index < 400 { 1500 } else { 1300 };
+    if bytes.len() + 28 > mtu {
+        PathAction::Drop
+    } else {
+        PathAction::Deliver
+    }
+}
+
+#[test]
+fn after_a_black_hole_a_datagram_of_the_announced_length_still_leaves() {
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(3_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut black_hole_after_400), data);
+    assert!(pair.client.stats().pmtu_black_holes >= 1);
+    // What the connection says fits now must fit the smaller packets, and
+    // a datagram behind it must not wait for ever.
+    let max = pair.client.max_datagram_len().unwrap();
+    pair.client.send_datagram(&vec![7; max]).unwrap();
+    pair.client.send_datagram(b"behind it").unwrap();
+    let ok = pair.run_until(Duration::from_secs(5), &mut black_hole_after_400, |p| {
+        p.server.datagrams_in.len() == 2
+    });
+    assert!(ok, "the datagrams did not arrive");
+    assert_eq!(pair.server.recv_datagram().unwrap().len(), max);
+    assert_eq!(pair.server.recv_datagram().unwrap(), b"behind it");
+}
+
+#[test]
+fn a_datagram_queued_for_larger_packets_than_the_path_now_takes_is_dropped_and_counted() {
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(2_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut mtu_path(1500)), data);
+    let large = pair.client.max_datagram_len().unwrap();
+    assert!(large > 1350, "{large}: the search raised the size");
+    pair.client.send_datagram(&vec![7; large]).unwrap();
+    pair.client.send_datagram(b"behind it").unwrap();
+    // Before they leave, the client moves to another network: the path
+    // MTU starts over from 1350.
+    pair.client
+        .on_local_address_changed(SocketAddr::from(([127, 0, 0, 2], 1)));
+    let ok = pair.run_until(Duration::from_secs(5), &mut mtu_path(1500), |p| {
+        !p.server.datagrams_in.is_empty()
+    });
+    assert!(ok, "the queue stayed blocked");
+    assert_eq!(pair.server.recv_datagram().unwrap(), b"behind it");
+    assert_eq!(pair.client.stats().datagrams_dropped, 1);
+}
+
+#[test]
+fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
+    // RFC 9221 §3: the limit counts the frame's type and length too.
+    assert_eq!(super::max_datagram_payload(65_535), 65_535 - 1 - 4);
+    assert_eq!(super::max_datagram_payload(1200), 1200 - 1 - 2);
+    assert_eq!(super::max_datagram_payload(64), 64 - 1 - 1);
+    assert_eq!(super::max_datagram_payload(1), 0);
 }
 
 mod resumption;

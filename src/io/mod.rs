@@ -31,8 +31,9 @@ pub use batch::{
 pub use datapath::{Control, Datapath, EndpointHost, Progress, Turn};
 pub use driver::Driver;
 pub use socket::{
-    bind_udp, checksums_disabled, ipv6_loopback_available, zero_checksums_accepted, SocketOptions,
-    SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK, UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
+    bind_udp, checksums_disabled, ipv6_loopback_available, mtu_discover_mode,
+    zero_checksums_accepted, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,
+    UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
 };
 pub use steering::{attach_cid_steering, bind_reuseport_group, SO_ATTACH_REUSEPORT_CBPF};
 pub use timer::Timer;

@@ -15,6 +15,12 @@
 //!   IPv4 code, which reads `SO_NO_CHECK` and ignores `UDP_NO_CHECK6_TX`.
 //!   A kernel that refuses is logged, not fatal: notices then only help
 //!   against corruption the UDP checksum misses.
+//! - The kernel neither fragments nor caps what sift sends at its cached
+//!   path MTU: `IP_MTU_DISCOVER` = `IP_PMTUDISC_PROBE` (and the IPv6
+//!   twin, with `IPV6_DONTFRAG`). Datagrams leave with Don't Fragment, so
+//!   a path MTU probe larger than the path is lost, not fragmented into a
+//!   false success (`conn::pmtud`); one larger than the interface fails
+//!   with `EMSGSIZE`, which the datapath counts as a lost datagram.
 //! - Receiving, the families differ: IPv4 always accepts a zero checksum
 //!   ("no checksum", RFC 768), IPv6 only with `UDP_NO_CHECK6_RX` (RFC 6936
 //!   makes zero-checksum IPv6 an opt-in). A relay that must pass on what a
@@ -122,6 +128,7 @@ pub fn bind_udp(
     if options.reuse_port {
         socket.set_reuse_port(true)?;
     }
+    forbid_fragmentation(&socket, addr.is_ipv6());
     socket.bind(&addr.into())?;
     let ipv6 = addr.is_ipv6();
     let report = SocketReport {
@@ -172,6 +179,39 @@ pub fn set_checksum_free_sends(
 }
 
 /// Sets a checksum option to 1, logging (not failing) if the kernel refuses.
+/// Don't Fragment on every datagram, and no cap at the kernel's cached
+/// path MTU (`IP_PMTUDISC_PROBE`): path MTU discovery is sift's own
+/// (RFC 8899 §3, "the PL ... sets the DF bit"). A dual-stack socket gets
+/// the IPv4 option too, for its mapped traffic. A refusal is logged: the
+/// search may then overestimate through fragmentation.
+fn forbid_fragmentation(socket: &Socket, ipv6: bool) {
+    let mut options = vec![(
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_PROBE,
+        "IP_MTU_DISCOVER",
+    )];
+    if ipv6 {
+        options.push((
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_PROBE,
+            "IPV6_MTU_DISCOVER",
+        ));
+        options.push((libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1, "IPV6_DONTFRAG"));
+    }
+    for (level, name, value, label) in options {
+        if let Err(error) = set_int_option(socket, level, name, value) {
+            tracing::warn!(%error, option = label, "the kernel refused to stop fragmenting: path MTU probes may pass by fragmentation");
+        }
+    }
+}
+
+/// The `IP_MTU_DISCOVER` mode of `socket` (`IP_PMTUDISC_*`), read back.
+pub fn mtu_discover_mode(socket: &impl AsRawFd) -> io::Result<libc::c_int> {
+    get_int_option(socket, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER)
+}
+
 fn request_option(socket: &Socket, level: libc::c_int, name: libc::c_int, label: &str) {
     if let Err(error) = set_int_option(socket, level, name, 1) {
         tracing::warn!(
@@ -274,6 +314,13 @@ mod tests {
         let (socket, report) = bind_udp("127.0.0.1:0".parse().unwrap(), options).unwrap();
         assert!(report.checksums_disabled);
         assert!(checksums_disabled(&socket, false).unwrap());
+    }
+
+    #[test]
+    fn sockets_send_with_dont_fragment_past_the_cached_path_mtu() {
+        let (socket, _) =
+            bind_udp("127.0.0.1:0".parse().unwrap(), SocketOptions::default()).unwrap();
+        assert_eq!(mtu_discover_mode(&socket).unwrap(), libc::IP_PMTUDISC_PROBE);
     }
 
     #[test]

@@ -107,7 +107,12 @@ impl<F> Recovery<F> {
             // No second cut, but the episode is undone only if these
             // arrive too.
             if let Some(episode) = self.episode.as_mut() {
-                episode.add_losses(space, lost.iter().map(|p| p.packet_number));
+                episode.add_losses(
+                    space,
+                    lost.iter()
+                        .filter(|p| !p.pmtu_probe)
+                        .map(|p| p.packet_number),
+                );
             }
             return;
         }
@@ -128,6 +133,12 @@ impl<F> Recovery<F> {
         let largest_acked = self.spaces[space.index()].largest_acked;
         let packet_threshold = self.reordering.packet_threshold();
         for packet in lost {
+            if packet.pmtu_probe {
+                if packet.in_flight {
+                    self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
+                }
+                continue;
+            }
             if self.noting() {
                 let trigger = self.loss_trigger.unwrap_or_else(|| {
                     let by_count = largest_acked.is_some_and(|largest| {
@@ -184,7 +195,11 @@ impl<F> Recovery<F> {
         if persistent {
             self.stats.persistent_congestion_events += 1;
         }
-        let lost_packets: Vec<u64> = lost.iter().map(|p| p.packet_number).collect();
+        let lost_packets: Vec<u64> = lost
+            .iter()
+            .filter(|p| !p.pmtu_probe)
+            .map(|p| p.packet_number)
+            .collect();
         let verdict = self.cc.on_congestion(&LossEvent {
             now,
             lost_packets: lost_packets.clone(),
@@ -226,7 +241,7 @@ impl<F> Recovery<F> {
         let mut run: Option<(u64, Instant)> = None; // (previous pn, run start time)
         for packet in lost
             .iter()
-            .filter(|p| p.ack_eliciting && p.time_sent > first_sample)
+            .filter(|p| p.ack_eliciting && !p.pmtu_probe && p.time_sent > first_sample)
         {
             run = match run {
                 Some((previous, start)) if packet.packet_number == previous + 1 => {

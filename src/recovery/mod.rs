@@ -254,6 +254,9 @@ pub struct Recovery<F> {
     pto_count: u32,
     recovery_start: Option<Instant>,
     pacer: Pacer,
+    /// The largest packet the connection sends, bytes (what the pacer's
+    /// burst and the controller count packets in).
+    mss: u64,
     rate: DeliveryRateSampler,
     app_limited: bool,
     /// The peer's max_ack_delay (RFC 9000 §18.2), applied once confirmed.
@@ -310,6 +313,7 @@ impl<F> Recovery<F> {
             pto_count: 0,
             recovery_start: None,
             pacer,
+            mss,
             rate: DeliveryRateSampler::default(),
             app_limited: false,
             max_ack_delay: Duration::from_millis(25),
@@ -379,7 +383,26 @@ impl<F> Recovery<F> {
     /// learns the path again.
     pub fn replace_controller(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
         self.pacer = Self::pacer_for(cc.as_ref(), mss);
+        self.mss = mss;
         self.cc = cc;
+    }
+
+    /// Packets now carry up to `mss` bytes (path MTU discovery changed the
+    /// datagram size): the controller counts packets of the new size and
+    /// the pacer's burst holds as many of them. The window stays in bytes,
+    /// so what is in flight is still counted right.
+    pub fn set_mss(&mut self, mss: u64) {
+        if mss == self.mss || mss == 0 {
+            return;
+        }
+        self.cc.set_mss(mss);
+        self.pacer.rescale(self.mss, mss);
+        self.mss = mss;
+    }
+
+    /// The largest packet size the controller counts in, bytes.
+    pub fn mss(&self) -> u64 {
+        self.mss
     }
 
     /// The peer moved to a new network path (a new IP address, RFC 9000
@@ -530,7 +553,9 @@ impl<F> Recovery<F> {
 
     /// A packet left. Call with the packet's final size.
     pub fn on_packet_sent(&mut self, space: SpaceId, mut packet: SentPacket<F>, now: Instant) {
-        packet.app_limited = self.app_limited;
+        // A probe says nothing of whether the sender fills its window: its
+        // acknowledgement must not grow the window (RFC 9002 §7.8).
+        packet.app_limited = self.app_limited || packet.pmtu_probe;
         if packet.in_flight {
             packet.delivery = self
                 .rate

@@ -39,6 +39,13 @@ impl Pacer {
         self.tokens = self.tokens.min(self.capacity);
     }
 
+    /// Packets are now `new_mss` bytes instead of `old_mss`: the bucket
+    /// holds as many packets as before, of the new size.
+    pub fn rescale(&mut self, old_mss: u64, new_mss: u64) {
+        self.capacity = self.capacity / old_mss.max(1) * new_mss;
+        self.tokens = self.tokens.min(self.capacity);
+    }
+
     /// The pacing rate for a window: bytes per second.
     pub fn rate_for(cwnd: u64, srtt: Duration) -> u64 {
         let (num, den) = PACING_GAIN;

@@ -181,7 +181,7 @@ impl<F> Recovery<F> {
     pub(super) fn report_lost(&mut self, lost: &[SentPacket<F>], now: Instant) {
         let packets: Vec<LostPacket> = lost
             .iter()
-            .filter(|p| p.in_flight)
+            .filter(|p| p.in_flight && !p.pmtu_probe)
             .map(|p| {
                 self.rate.on_lost(p.size);
                 LostPacket {
@@ -230,6 +230,7 @@ mod tests {
             ack_eliciting: true,
             in_flight: true,
             app_limited: false,
+            pmtu_probe: false,
             delivery: sampler.on_packet_sent(now, in_flight, 1000),
             frames: Vec::new(),
         }

@@ -24,6 +24,11 @@ pub struct SentPacket<F> {
     pub in_flight: bool,
     /// The sender had nothing more to send when this left (RFC 9002 §7.8).
     pub app_limited: bool,
+    /// A path MTU probe (`conn::pmtud`): its loss says the packet was too
+    /// big for the path, not that the path is congested (RFC 9000 §14.4),
+    /// so it only leaves flight: no congestion event, no loss count, no
+    /// spurious-loss memory.
+    pub pmtu_probe: bool,
     /// The delivery-rate state when it left (`rate`); the recovery facade
     /// fills it in, so a new packet starts with the default.
     pub delivery: DeliverySnapshot,

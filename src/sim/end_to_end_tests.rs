@@ -160,3 +160,48 @@ streams = 4
     assert_eq!(first, json(1), "same seed, same bytes");
     assert_ne!(first, json(2), "another seed, another run");
 }
+
+/// A 2 MB upload over 50 Mb/s, 50 ms each way, whose links carry IP
+/// packets of at most `mtu` bytes; the sender's stats.
+fn upload_through_mtu(mtu: u32, pmtud: bool) -> crate::conn::Stats {
+    let text = format!(
+        r#"
+name = "pmtu"
+[bottleneck]
+forward = "delay 50ms rate 50mbit limit 1000 mtu {mtu}"
+reverse = "delay 50ms rate 50mbit mtu {mtu}"
+[[flow]]
+cc = "cubic"
+bytes = 2_000_000
+pmtud = {pmtud}
+"#
+    );
+    let report = run(&Scenario::from_toml_str(&text, "pmtu").unwrap());
+    let flow = &report.flows[0];
+    assert_eq!(flow.bytes_received, 2_000_000, "{:?}", flow.error);
+    assert_eq!(flow.mismatched_bytes, 0);
+    flow.client_stats.clone()
+}
+
+#[test]
+fn pmtud_settles_on_the_largest_datagram_a_1500_byte_path_carries() {
+    // Ethernet hosts, a 1500-byte path: 1500 − 20 (IPv4) − 8 (UDP).
+    let stats = upload_through_mtu(1500, true);
+    assert_eq!(stats.max_datagram_size, 1472);
+    assert_eq!(stats.pmtu_probes_lost, 0, "nothing above 1472 is tried");
+}
+
+#[test]
+fn pmtud_finds_a_tunnels_smaller_mtu_without_a_loss_counted() {
+    // A 1400-byte tunnel: 1372 passes, 1392 is lost three times.
+    let stats = upload_through_mtu(1400, true);
+    assert_eq!(stats.max_datagram_size, 1372);
+    assert_eq!(stats.pmtu_probes_lost, 3);
+    assert_eq!(stats.congestion_events, 0, "{stats:?}");
+}
+
+#[test]
+fn without_pmtud_the_datagrams_stay_at_1350() {
+    let stats = upload_through_mtu(1500, false);
+    assert_eq!((stats.max_datagram_size, stats.pmtu_probes_sent), (1350, 0));
+}

@@ -77,7 +77,9 @@ impl TrueCause {
     pub fn of(fate: Option<Fate>) -> Option<TrueCause> {
         Some(match fate? {
             Fate::QueueDrop => TrueCause::Congestive,
-            Fate::RandomLoss | Fate::OutageDrop | Fate::Corrupted { .. } => TrueCause::Random,
+            Fate::RandomLoss | Fate::OutageDrop | Fate::TooBig | Fate::Corrupted { .. } => {
+                TrueCause::Random
+            }
             Fate::Delivered | Fate::Duplicated => TrueCause::NotLost,
         })
     }

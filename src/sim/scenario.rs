@@ -25,7 +25,9 @@
 //! start_ms = 0               # when the client connects (default 0)
 //! count = 1                  # identical copies of this flow (default 1)
 //! access_delay_ms = 0        # extra one-way delay on this client's access link
-//! # max_datagram_size = 1350 # optional: the connection's datagram size
+//! # max_datagram_size = 1350 # optional: the connection's datagram size (to start with)
+//! pmtud = true               # path MTU discovery above it (default true; hosts are
+//!                            # on Ethernet: 1472 at most, less if a link's `mtu` is less)
 //! protection = "null"        # "null" (default, fast) or "tls" (TLS 1.3, as on real links)
 //! # key_update_interval = 300 # optional, TLS: update keys every N packets
 //! # lying_receiver = true   # optional: the server names every gap corrupted (SECURITY.md);
@@ -155,6 +157,12 @@ pub struct FlowSpec {
     /// The connection's largest datagram; the connection default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_datagram_size: Option<usize>,
+    /// Path MTU discovery (`conn::pmtud`) from `max_datagram_size` up to
+    /// what the links and the hosts' Ethernet interfaces (1500-byte MTU)
+    /// carry. On by default, as in the connection; the papers'
+    /// experiments turn it off to keep their packet size.
+    #[serde(default = "default_pmtud")]
+    pub pmtud: bool,
     /// Loss-recovery knobs (RFC 9002 defaults): e.g. `timeout = "rto"` and
     /// `pacing = false` for the 2002 testbeds' classic TCP behaviour.
     #[serde(default)]
@@ -269,6 +277,10 @@ fn default_time_limit_s() -> f64 {
 
 fn default_sample_interval_ms() -> u64 {
     DEFAULT_SAMPLE_INTERVAL_MS
+}
+
+fn default_pmtud() -> bool {
+    crate::conn::Config::default().pmtud.enabled
 }
 
 fn default_corruption_notices() -> bool {

@@ -331,6 +331,10 @@ impl<T: Transport> Simulation<T> {
                 if let Some(size) = spec.max_datagram_size {
                     config.max_datagram_size = size;
                 }
+                // The simulated hosts sit on Ethernet; their 127/8
+                // addresses are only labels, not a loopback interface.
+                config.pmtud.enabled = spec.pmtud;
+                config.pmtud.interface_mtu = Some(crate::conn::pmtud::ETHERNET_MTU);
                 if let Some(seconds) = spec.idle_timeout_s {
                     config.idle_timeout = ms_to_duration(seconds * 1e3);
                 }

@@ -119,7 +119,10 @@ impl Endpoint {
             disable_checksums: configs().any(|c| c.corruption_notices),
             ..SocketOptions::default()
         };
-        let max_datagram = configs().map(|c| c.max_datagram_size).max().unwrap_or(0);
+        let max_datagram = configs()
+            .map(|c| c.largest_datagram_size())
+            .max()
+            .unwrap_or(0);
         let datapath = Datapath::bind(addr, options, max_datagram)
             .map_err(|source| BindError::Io { addr, source })?;
         let server = config.server.clone().map(|server| Config {
@@ -174,8 +177,8 @@ impl Endpoint {
             ..SocketOptions::default()
         };
         let max_datagram = server
-            .max_datagram_size
-            .max(config.client.max_datagram_size);
+            .largest_datagram_size()
+            .max(config.client.largest_datagram_size());
         let datapaths = Datapath::bind_workers(addr, options, max_datagram, workers)
             .map_err(|source| BindError::Io { addr, source })?;
         let loads = WorkerLoads::new(workers, config.max_connections);

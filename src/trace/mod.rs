@@ -119,6 +119,16 @@ pub enum Event<'a> {
         /// How many key updates so far, this one included.
         generation: u64,
     },
+    /// Path MTU discovery changed the largest datagram sent (qlog's
+    /// `quic:mtu_updated`).
+    MtuUpdated {
+        /// The size before, bytes (UDP payload).
+        old: u64,
+        /// The size now, bytes.
+        new: u64,
+        /// The search is over.
+        done: bool,
+    },
     /// Datagrams now leave without (true) or with a UDP checksum.
     ChecksumFreeChanged {
         /// Without a checksum from now on.

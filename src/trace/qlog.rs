@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use qlog::events::quic::{
     AckRange, CongestionStateUpdated, ConnectionClosed, ErrorSpace, KeyType, KeyUpdated,
-    PacketHeader, PacketLost, PacketLostTrigger, PacketReceived, PacketSent, PacketType,
-    ParametersSet, QuicFrame, RecoveryMetricsUpdated, StreamType, TransportInitiator,
+    MtuUpdated, PacketHeader, PacketLost, PacketLostTrigger, PacketReceived, PacketSent,
+    PacketType, ParametersSet, QuicFrame, RecoveryMetricsUpdated, StreamType, TransportInitiator,
 };
 use qlog::events::{EventData, EventImportance, JsonEvent, RawInfo};
 use qlog::streamer::{EventTimePrecision, QlogStreamer};
@@ -384,6 +384,14 @@ impl Observer for QlogWriter {
                     );
                 }
             }
+            Event::MtuUpdated { old, new, done } => self.quic(
+                now,
+                EventData::QuicMtuUpdated(MtuUpdated {
+                    old: u32::try_from(*old).ok(),
+                    new: u32::try_from(*new).unwrap_or(u32::MAX),
+                    done: Some(*done),
+                }),
+            ),
             Event::ChecksumFreeChanged { checksum_free } => self.sift(
                 now,
                 "checksum_free_datagrams",

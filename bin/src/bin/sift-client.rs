@@ -95,6 +95,12 @@ struct Common {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
+    /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
+    /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
+    /// bytes throughout.
+    #[arg(long, global = true, value_name = "on|off", default_value = "on")]
+    pmtud: OnOff,
     /// Versions to speak, most preferred first: sift/1 (split tags,
     /// corruption notices) and v1 (QUIC version 1). The client starts in v1
     /// and a sift server upgrades it to sift/1 without a round trip.
@@ -287,6 +293,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
+    config.pmtud.enabled = common.pmtud.enabled();
     config.versions = common.versions.clone();
     config.key_update_interval = common.key_update_every;
     config.tls.cipher_suites = common.ciphers.clone();

@@ -33,7 +33,7 @@ Examples:
   sift-demo --size 20000000 --link \"delay 25ms loss 2% corrupt 1% corrupt-where payload\" --json";
 
 /// The demo's link, each direction (tc netem syntax).
-const DEFAULT_LINK: &str = "delay 25ms rate 20mbit loss 1% corrupt 1%";
+const DEFAULT_LINK: &str = "delay 25ms rate 20mbit loss 1% corrupt 1% mtu 1500";
 
 /// Transfer a generated file through an emulated lossy link, all on loopback.
 ///

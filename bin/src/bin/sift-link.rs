@@ -75,7 +75,8 @@ Examples:
 
 Impairment specs use tc-netem syntax (delay, distribution, loss random|state|gemodel,
 corrupt, duplicate, reorder … gap, rate, limit, slot, seed) plus sift's ber, corrupt-gemodel,
-corrupt-burst, corrupt-where, outage, stall, rate-steps and jitter-reorder. Unlike netem,
+corrupt-burst, corrupt-where, outage, stall, rate-steps, jitter-reorder and mtu BYTES (drop
+datagrams whose IP packet exceeds BYTES, as a path with a smaller MTU does). Unlike netem,
 corrupted datagrams are delivered, over IPv4 and IPv6 alike: zero-checksum datagrams (sift
 with corruption notices on) are accepted. As in netem, jitter behind a rate keeps packet order; add
 jitter-reorder for per-packet delays (netem over a separate tbf), e.g.
@@ -714,6 +715,16 @@ fn parse_spec(which: &str, spec: &str) -> Result<LinkConfig> {
     LinkConfig::from_netem(spec).with_context(|| format!("bad --{which} spec {spec:?}"))
 }
 
+/// `mtu` counts IP packets: the relayed datagrams carry IPv6's 48 header
+/// bytes when the server is reached over IPv6 (the link's default is
+/// IPv4's 28).
+fn mtu_family(mut link: Link, server: SocketAddr) -> Link {
+    if server.is_ipv6() {
+        link.set_ip_headers(sift::conn::pmtud::IPV6_UDP_HEADERS);
+    }
+    link
+}
+
 fn run(args: Args) -> Result<()> {
     let forward_config = parse_spec("forward", &args.forward)?;
     let reverse_config = parse_spec("reverse", &args.reverse)?;
@@ -745,8 +756,8 @@ fn run(args: Args) -> Result<()> {
         listen,
         server,
         socket_options,
-        forward: Link::new(forward_config, args.seed),
-        reverse: Link::new(reverse_config, args.seed.wrapping_add(1)),
+        forward: mtu_family(Link::new(forward_config, args.seed), server),
+        reverse: mtu_family(Link::new(reverse_config, args.seed.wrapping_add(1)), server),
         sessions: HashMap::new(),
         session_of_client: HashMap::new(),
         next_session: 0,

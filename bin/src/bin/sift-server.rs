@@ -109,6 +109,12 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
+    /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
+    /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
+    /// bytes throughout.
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    pmtud: OnOff,
     /// Careful Resume (RFC 9959) for the files this server sends: save
     /// the capacity and RTT seen for each client inside the address token
     /// it gives it, and jump to half that window, paced, when the client
@@ -279,6 +285,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         files = files.accepting_controllers(names);
     }
     let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
+    config.pmtud.enabled = args.pmtud.enabled();
     config.versions = args.versions.clone();
     if !args.careful_resume.enabled() {
         config.careful_resume = None;

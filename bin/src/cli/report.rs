@@ -41,6 +41,14 @@ pub struct FlowReport {
     pub corruption_notices_received: u64,
     pub srtt_us: u64,
     pub cwnd: u64,
+    /// The largest datagram the sender sent at the end, bytes: where path
+    /// MTU discovery settled (UDP payload).
+    pub max_datagram_size: u64,
+    /// Path MTU probes the sender sent, and of them lost.
+    pub pmtu_probes_sent: u64,
+    pub pmtu_probes_lost: u64,
+    /// Path MTU black holes the sender detected.
+    pub pmtu_black_holes: u64,
     /// SHA-256 of the whole file.
     pub sha256: String,
     /// The TLS handshake resumed an earlier session (a ticket).
@@ -98,6 +106,10 @@ impl FlowReport {
             corruption_notices_received: sender.corruption_notices_received,
             srtt_us: sender.srtt_us,
             cwnd: sender.cwnd,
+            max_datagram_size: sender.max_datagram_size,
+            pmtu_probes_sent: sender.pmtu_probes_sent,
+            pmtu_probes_lost: sender.pmtu_probes_lost,
+            pmtu_black_holes: sender.pmtu_black_holes,
             sha256: transfer.sha256,
             tls_resumed: false,
             zero_rtt: "none",
@@ -243,6 +255,10 @@ mod tests {
                 corruption_notices_received: 0,
                 cwnd: 40_000,
                 srtt_us: 120_000,
+                max_datagram_size: 1472,
+                pmtu_probes_sent: 7,
+                pmtu_probes_lost: 3,
+                pmtu_black_holes: 0,
                 careful_resume: None,
             },
         )
@@ -269,6 +285,10 @@ mod tests {
             "version",
             "sha256",
             "path",
+            "max_datagram_size",
+            "pmtu_probes_sent",
+            "pmtu_probes_lost",
+            "pmtu_black_holes",
         ] {
             assert!(json.get(field).is_some(), "missing {field}");
         }

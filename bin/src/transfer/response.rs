@@ -205,6 +205,18 @@ pub struct SenderReport {
     pub cwnd: u64,
     /// Smoothed RTT at the end, microseconds.
     pub srtt_us: u64,
+    /// The largest datagram the sender sent at the end, bytes (where path
+    /// MTU discovery settled). 0 from a sender that did not say.
+    #[serde(default)]
+    pub max_datagram_size: u64,
+    /// Path MTU probes the sender sent, and of them lost.
+    #[serde(default)]
+    pub pmtu_probes_sent: u64,
+    #[serde(default)]
+    pub pmtu_probes_lost: u64,
+    /// Path MTU black holes the sender detected.
+    #[serde(default)]
+    pub pmtu_black_holes: u64,
     /// Careful Resume (RFC 9959), when the sender resumed from a saved
     /// path state: its phase, the saved and jump windows, whether it
     /// jumped and whether it retreated.
@@ -224,6 +236,10 @@ impl SenderReport {
             corruption_notices_received: stats.corruption_notices_received,
             cwnd: stats.cwnd,
             srtt_us: stats.srtt_us,
+            max_datagram_size: stats.max_datagram_size,
+            pmtu_probes_sent: stats.pmtu_probes_sent,
+            pmtu_probes_lost: stats.pmtu_probes_lost,
+            pmtu_black_holes: stats.pmtu_black_holes,
             careful_resume: stats.careful_resume,
         }
     }
@@ -351,6 +367,10 @@ mod tests {
             corruption_notices_received: 3,
             cwnd: 40_000,
             srtt_us: 51_000,
+            max_datagram_size: 1472,
+            pmtu_probes_sent: 7,
+            pmtu_probes_lost: 3,
+            pmtu_black_holes: 0,
             careful_resume: None,
         };
         assert_eq!(parse_trailer(&report.encode().unwrap()).unwrap(), report);

@@ -1145,6 +1145,11 @@ impl CongestionControl for Bbr {
         self.bound_bw_for_model();
     }
 
+    fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
+    }
+
     /// Careful Resume's window (RFC 9959 phase change). With `ssthresh`
     /// (the end of a Safe Retreat) the seeded bandwidth is dropped: the
     /// model restarts from what the retreat window carries per min RTT.

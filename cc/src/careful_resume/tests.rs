@@ -342,3 +342,27 @@ fn every_window_controller_continues_from_the_handed_window() {
         assert_eq!(cc.window(), 123 * MSS, "{name}");
     }
 }
+
+#[test]
+fn a_new_packet_size_reaches_the_controller_it_wraps() {
+    let mut cr = resumed(CarefulResumeConfig::default());
+    assert_eq!(cr.window(), 10 * MSS);
+    // Path MTU discovery: packets nine times larger. Reno's floor of two
+    // packets is now above its initial window of ten small ones.
+    cr.set_mss(9 * MSS);
+    assert_eq!(cr.window(), crate::minimum_window(9 * MSS));
+}
+
+#[test]
+fn the_jump_stays_half_the_saved_bytes_after_the_packet_size_grows() {
+    let t0 = Instant::now();
+    let mut cr = resumed(CarefulResumeConfig::default());
+    cr.set_mss(2 * MSS);
+    for i in 1..=10 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    let now = t0 + ms(600);
+    cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    assert_eq!(cr.window(), JUMP);
+}

@@ -117,6 +117,10 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         corruption_notices_received: 3,
         cwnd: 64_000,
         srtt_us: 120_000,
+        max_datagram_size: 1472,
+        pmtu_probes_sent: 7,
+        pmtu_probes_lost: 3,
+        pmtu_black_holes: 0,
         careful_resume: None,
     };
     seeds.push((

@@ -288,6 +288,7 @@ fn apply(
                     ack_eliciting: *ack_eliciting,
                     in_flight,
                     app_limited: false,
+                    pmtu_probe: false,
                     delivery: Default::default(),
                     frames: vec![packet_number],
                 },

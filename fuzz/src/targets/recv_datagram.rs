@@ -420,7 +420,7 @@ fn check_sent_datagram(
     check_counters(before, after);
     assert!(!datagram.is_empty(), "{side:?} sent an empty datagram");
     assert!(
-        datagram.len() <= Config::default().max_datagram_size,
+        datagram.len() <= Config::default().largest_datagram_size(),
         "{side:?} sent {} bytes",
         datagram.len()
     );

@@ -130,6 +130,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                 };
                 let mut transfer = flow(paper_stack(with_windows(config, 2, 1)), condition.bytes);
                 transfer.max_datagram_size = Some(1460);
+                transfer.pmtud = false; // the paper's packet size throughout
                 transfer.recovery = classic_recovery();
                 // A burst can damage several backed-off retransmissions in a
                 // row; give the connection the minutes TCP would retry for.

@@ -189,6 +189,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         count: 1,
         access_delay_ms: 0.0,
         max_datagram_size: None,
+        pmtud: true,
         recovery: RecoveryConfig::default(),
         idle_timeout_s: None,
         protection: crate::sim::scenario::simulated_protection(),

@@ -289,6 +289,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                     }
                     for f in &mut flows {
                         f.max_datagram_size = Some(SEGMENT_BYTES);
+                        f.pmtud = false; // the paper's packet size throughout
                         f.recovery = classic_recovery();
                     }
                     let mut s = scenario(

@@ -60,6 +60,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
         .filter_map(|kbps| {
             let mut transfer = flow(paper_stack(with_windows(controller("veno")?, 1, 1)), bytes);
             transfer.max_datagram_size = Some(1460);
+            transfer.pmtud = false; // the paper's packet size throughout
             transfer.recovery = classic_recovery();
             let mut s = scenario(
                 format!("udp-{kbps}kbps"),

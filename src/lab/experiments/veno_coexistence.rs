@@ -51,6 +51,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
                     let mut transfer =
                         flow(paper_stack(with_windows(controller(cc)?, 1, 1)), bytes);
                     transfer.max_datagram_size = Some(1460);
+                    transfer.pmtud = false; // the paper's packet size throughout
                     transfer.recovery = classic_recovery();
                     transfer.start_ms = i as f64 * START_GAP_MS;
                     Some(transfer)

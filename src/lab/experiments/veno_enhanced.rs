@@ -109,6 +109,7 @@ fn light_load(
         UNBOUNDED_BYTES,
     );
     transfer.max_datagram_size = Some(DATAGRAM_BYTES);
+    transfer.pmtud = false; // the paper's packet size throughout
     transfer.recovery = classic_recovery();
     transfer.access_delay_ms = ACCESS_DELAY_MS;
     transfer.count = flows;

@@ -88,6 +88,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             };
             let mut transfer = flow(config, bytes);
             transfer.max_datagram_size = Some(MSS_BYTES);
+            transfer.pmtud = false; // the paper's packet size throughout
             transfer.recovery = classic_recovery();
             let mut s = scenario(
                 format!("row-{index}-loss-{}", name_number(loss)),

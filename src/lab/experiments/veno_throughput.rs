@@ -56,6 +56,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             };
             let mut transfer = flow(paper_stack(with_windows(config, 1, 1)), bytes);
             transfer.max_datagram_size = Some(MSS_BYTES);
+            transfer.pmtud = false; // the paper's packet size throughout
             transfer.recovery = classic_recovery();
             let mut s = scenario(
                 format!("{cc}-loss-{}", name_number(loss)),

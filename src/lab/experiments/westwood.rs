@@ -107,6 +107,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
             };
             let mut transfer = flow(paper_stack(with_windows(config, 1, 1)), UNBOUNDED_BYTES);
             transfer.max_datagram_size = Some(DATAGRAM_BYTES);
+            transfer.pmtud = false; // the paper's packet size throughout
             transfer.recovery = classic_recovery();
             transfer.access_delay_ms = point.wired_delay_ms;
             let mut s = scenario(

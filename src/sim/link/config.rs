@@ -30,6 +30,9 @@ use super::slot::Slot;
 /// 30% + 70% need not add to exactly 1.0 in binary.
 pub const PROBABILITY_SUM_SLACK: f64 = 1e-9;
 
+/// The smallest `mtu` accepted: every IPv4 link carries 68 bytes (RFC 791).
+pub const MIN_MTU: u32 = 68;
+
 /// One step of a [`LinkConfig::rate_steps`] schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +152,13 @@ pub struct LinkConfig {
     pub delay_steps: Vec<DelayStep>,
     /// Seed for this link's randomness; overrides the seed given to `Link::new`.
     pub seed: Option<u64>,
+    /// The largest IP packet the link carries, bytes (sift's `mtu BYTES`):
+    /// a datagram whose UDP payload plus the IP and UDP headers
+    /// (`Link::set_ip_headers`, IPv4's 28 by default) exceeds it is
+    /// dropped, as a router with Don't Fragment set drops it (no ICMP is
+    /// modelled: path MTU discovery must find it by probing). `None`: no
+    /// limit.
+    pub mtu: Option<u32>,
 }
 
 impl Default for LinkConfig {
@@ -184,6 +194,7 @@ impl LinkConfig {
             rate_steps: Vec::new(),
             delay_steps: Vec::new(),
             seed: None,
+            mtu: None,
         }
     }
 
@@ -225,6 +236,9 @@ impl LinkConfig {
             if self.jitter_reorders {
                 return invalid("jitter_reorders", "needs jitter_ms > 0");
             }
+        }
+        if self.mtu.is_some_and(|mtu| mtu < MIN_MTU) {
+            return invalid("mtu", "must be at least 68 bytes (RFC 791's minimum)");
         }
         if self.rate_bps == Some(0) {
             return invalid("rate_bps", "must be > 0 (omit it for an unlimited rate)");

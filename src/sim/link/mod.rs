@@ -90,7 +90,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 pub use config::{delay_at, rate_at, DelayStep, LinkConfig, RateStep};
-pub use config::{LinkConfigError, PROBABILITY_SUM_SLACK};
+pub use config::{LinkConfigError, MIN_MTU, PROBABILITY_SUM_SLACK};
 pub use corrupt::{BadRegion, CorruptBurst, CorruptRegion, Corruption, CorruptionConfig};
 pub use delay::{
     standard_normal_quantile, Distribution, UnknownDistribution, DISTRIBUTION_CLIP_SIGMAS,
@@ -116,6 +116,10 @@ use slot::SlotGate;
 /// Finds the length of the header region of a datagram (for `corrupt-where`),
 /// or `None` if it cannot tell; sift plugs in `sift::wire::header_region_len`.
 pub type HeaderLenFn = fn(&[u8]) -> Option<usize>;
+
+/// IPv4 (20) and UDP (8) header bytes: what `mtu` adds to a datagram by
+/// default.
+pub const IPV4_UDP_HEADERS: usize = 28;
 
 /// The default header hook: no header region, everything is payload.
 fn no_header(_: &[u8]) -> Option<usize> {
@@ -143,6 +147,8 @@ pub enum Fate {
     Duplicated,
     /// Dropped because the link was in an outage.
     OutageDrop,
+    /// Dropped because the IP packet was larger than the link's `mtu`.
+    TooBig,
 }
 
 /// A packet leaving the link.
@@ -174,6 +180,8 @@ pub struct LinkCounters {
     pub random_losses: u64,
     /// Packets dropped during an outage.
     pub outage_drops: u64,
+    /// Packets dropped for exceeding the link's MTU.
+    pub mtu_drops: u64,
     /// Packets admitted with flipped bits (they are delivered).
     pub corrupted: u64,
     /// Corrupted packets with a flipped bit in the header region.
@@ -244,6 +252,8 @@ struct Arrived {
 /// One direction of a link.
 pub struct Link {
     config: LinkConfig,
+    /// IP and UDP header bytes added to a datagram for the MTU check.
+    ip_headers: usize,
     header_len: HeaderLenFn,
     /// Origin of the outage windows.
     epoch: Option<Instant>,
@@ -281,6 +291,7 @@ impl Link {
             distribution: config.distribution,
         };
         Self {
+            ip_headers: IPV4_UDP_HEADERS,
             header_len: no_header,
             epoch: None,
             loss: LossProcess::new(&config.loss),
@@ -319,6 +330,12 @@ impl Link {
         self.header_len = header_len;
     }
 
+    /// Sets the IP and UDP header bytes a datagram's packet carries, for
+    /// `mtu` (28, IPv4's, by default; 48 for IPv6).
+    pub fn set_ip_headers(&mut self, bytes: usize) {
+        self.ip_headers = bytes;
+    }
+
     /// Sets the origin of the outage windows; by default it is the `now` of
     /// the first `send`.
     pub fn set_epoch(&mut self, epoch: Instant) {
@@ -333,6 +350,15 @@ impl Link {
         self.advance(now);
         let epoch = *self.epoch.get_or_insert(now);
         self.counters.offered += 1;
+        if self
+            .config
+            .mtu
+            .is_some_and(|mtu| bytes.len() + self.ip_headers > mtu as usize)
+        {
+            // First: a router refuses the packet before any impairment.
+            self.counters.mtu_drops += 1;
+            return Fate::TooBig;
+        }
         if let Some(outage) = &self.config.outage {
             if outage.is_down(epoch, now) {
                 self.counters.outage_drops += 1;

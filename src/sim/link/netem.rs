@@ -21,6 +21,7 @@
 //! stall EVERY DURATION                   the serializer pauses for DURATION every EVERY
 //! rate-steps RATE TIME [RATE TIME]...    the rate changes on a repeating schedule
 //! jitter-reorder                         jitter reorders even behind a rate
+//! mtu BYTES                              drop datagrams whose IP packet exceeds BYTES
 //! ```
 //!
 //! Units follow tc: times take `s`/`sec`/`secs`, `ms`/`msec`/`msecs`,
@@ -54,7 +55,7 @@ use units::format_time;
 pub(crate) use units::{format_fraction, parse_probability};
 
 /// Every option keyword the parser knows, in canonical order.
-pub const OPTIONS: [&str; 21] = [
+pub const OPTIONS: [&str; 22] = [
     "limit",
     "limit-bytes",
     "delay",
@@ -74,6 +75,7 @@ pub const OPTIONS: [&str; 21] = [
     "stall",
     "rate-steps",
     "jitter-reorder",
+    "mtu",
     "seed",
     "latency",
 ];
@@ -384,6 +386,15 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
                 seen.first("jitter-reorder", option)?;
                 config.jitter_reorders = true;
                 jitter_reorder_word = Some(option);
+            }
+            "mtu" => {
+                seen.first("mtu", option)?;
+                let n = words.argument(option, "BYTES")?;
+                let mtu: u32 = parse_count(n)?;
+                if mtu < super::config::MIN_MTU {
+                    return Err(n.error("an MTU below 68 bytes (RFC 791's minimum)"));
+                }
+                config.mtu = Some(mtu);
             }
             "seed" => {
                 seen.first("seed", option)?;
@@ -758,6 +769,9 @@ pub fn format(config: &LinkConfig) -> String {
     }
     if config.jitter_reorders {
         parts.push("jitter-reorder".to_string());
+    }
+    if let Some(mtu) = config.mtu {
+        parts.push(format!("mtu {mtu}"));
     }
     if let Some(seed) = config.seed {
         parts.push(format!("seed {seed}"));

@@ -308,6 +308,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         count: 1,
         access_delay_ms: 0.0,
         max_datagram_size: None,
+        pmtud: true,
         recovery: Default::default(),
         idle_timeout_s: None,
         protection: crate::sim::scenario::simulated_protection(),

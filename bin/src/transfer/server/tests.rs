@@ -232,6 +232,10 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
         corruption_notices_received: 2,
         cwnd: 12_000,
         srtt_us: 40_000,
+        max_datagram_size: 1472,
+        pmtu_probes_sent: 7,
+        pmtu_probes_lost: 3,
+        pmtu_black_holes: 0,
         careful_resume: None,
     };
     let response = Response::ok(data.len() as u64, Some(sha256(&data)))

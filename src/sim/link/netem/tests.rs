@@ -517,6 +517,8 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
                 every_ms: every * 2,
                 duration_ms: every.mul_f64(share).max(Duration::from_nanos(1)).min(every),
             }),
+            // Some MTU whenever there is a seed, so the round trip covers it.
+            mtu: seed.map(|seed| 68 + (seed % 9000) as u32),
             rate_steps: Vec::new(),
             delay_steps: Vec::new(),
             seed,
