@@ -39,7 +39,11 @@ bytes = 1_099_511_627_776
         .map(|&seed| {
             let report = run(&link, seed);
             for flow in &report.flows {
-                assert_eq!(flow.mismatched_bytes, 0, "{} delivers what was sent", flow.cc);
+                assert_eq!(
+                    flow.mismatched_bytes, 0,
+                    "{} delivers what was sent",
+                    flow.cc
+                );
                 assert!(flow.error.is_none(), "{}: {:?}", flow.cc, flow.error);
             }
             let cubic = report.flows[0].bytes_received as f64;
@@ -51,6 +55,7 @@ bytes = 1_099_511_627_776
         .collect()
 }
 
+/// The middle of `values` (three seeds: the second smallest).
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -67,7 +72,10 @@ fn assert_shares_fairly(challenger: &str) {
         (0.3..=0.7).contains(&share),
         "{challenger}'s median share {share:.3} outside [0.3, 0.7]: {runs:?}"
     );
-    assert!(jain >= 0.9, "{challenger}'s median Jain {jain:.3} < 0.9: {runs:?}");
+    assert!(
+        jain >= 0.9,
+        "{challenger}'s median Jain {jain:.3} < 0.9: {runs:?}"
+    );
 }
 
 #[test]
