@@ -23,7 +23,9 @@
 //!   jitter, §6.4.1, gain 1/16), which a standing or slowly building queue
 //!   barely moves and packet-to-packet jitter sets. On a clean path the
 //!   allowance is a fraction of a millisecond and the estimate is the
-//!   paper's measured at the round's floor.
+//!   paper's measured at the round's floor. Vegas's diff, decided once a
+//!   round, also takes its BaseRTT from the recent rounds' floors
+//!   ([`RoundFloors`]); Veno's and Enhanced Veno's keep the rule below.
 //!
 //! BaseRTT follows [`BaseRttReset`]: forgotten at every loss (`at-loss`, the
 //! Veno paper's rule) or kept for the connection (`never`, Linux's
