@@ -23,7 +23,9 @@
 //!   jitter, §6.4.1, gain 1/16), which a standing or slowly building queue
 //!   barely moves and packet-to-packet jitter sets. On a clean path the
 //!   allowance is a fraction of a millisecond and the estimate is the
-//!   paper's measured at the round's floor.
+//!   paper's measured at the round's floor. Vegas's diff, decided once a
+//!   round, also takes its BaseRTT from the recent rounds' floors
+//!   ([`RoundFloors`]); Veno's and Enhanced Veno's keep the rule below.
 //!
 //! BaseRTT follows [`BaseRttReset`]: forgotten at every loss (`at-loss`, the
 //! Veno paper's rule) or kept for the connection (`never`, Linux's
@@ -32,6 +34,7 @@
 //! No clock reads: rounds are delimited by the ACKs' send times
 //! ([`RoundTracker`]).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +55,14 @@ pub const JITTER_GAIN: f64 = 1.0 / 16.0;
 /// against 0.77 without jitter, which no factor changes (a clean path's
 /// jitter is a fraction of a millisecond).
 pub const JITTER_ALLOWANCE_FACTOR: f64 = 3.0;
+
+/// Rounds over which Vegas's jitter-robust diff takes its BaseRTT
+/// ([`RoundFloors`]). Measured with `sift-lab run` on issue 36's path (1%
+/// loss, 5 ms in-order normal jitter, seeds 1–3, median fraction of
+/// capacity·(1 − p)): the connection's minimum 0.163 with jitter, 10 rounds
+/// 0.181, 30 rounds 0.176, 100 rounds 0.168, against 0.210 without jitter,
+/// which none changes.
+pub const BASE_WINDOW_ROUNDS: usize = 10;
 
 /// Which RTT the queue estimate compares with BaseRTT.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +118,45 @@ impl JitterMeter {
     /// queue: [`JITTER_ALLOWANCE_FACTOR`] times the jitter.
     pub fn allowance(&self) -> Duration {
         self.jitter().mul_f64(JITTER_ALLOWANCE_FACTOR)
+    }
+}
+
+/// The smallest RTT of each of the last [`BASE_WINDOW_ROUNDS`] rounds, from
+/// which Vegas's jitter-robust diff takes its BaseRTT. Under in-order jitter
+/// the connection's smallest sample is a deep low tail of the jitter (9 ms
+/// under the typical round's floor on issue 36's path, 31 against 40 ms), so
+/// round minimum − allowance still sits above it in a tenth of the rounds
+/// and diff holds the window there. The recent rounds' floor is the jitter's
+/// typical low, but a queue that stands for ten rounds would pass into it
+/// and Vegas would grow it without end (60 s on a clean 20 Mb/s path: RTT
+/// 42 → 126 ms), so it may lift BaseRTT by at most the jitter allowance:
+/// on a clean path, where the allowance is a fraction of a millisecond,
+/// BaseRTT is the connection's minimum as in the paper.
+#[derive(Clone, Debug, Default)]
+pub struct RoundFloors {
+    floors: VecDeque<Duration>,
+}
+
+impl RoundFloors {
+    /// Takes the smallest sample of a round that just ended.
+    pub fn push(&mut self, round_min: Duration) {
+        self.floors.push_back(round_min);
+        if self.floors.len() > BASE_WINDOW_ROUNDS {
+            self.floors.pop_front();
+        }
+    }
+
+    /// BaseRTT for the diff: the recent rounds' floor, no more than
+    /// `allowance` above the connection's minimum `base_rtt` and never
+    /// below it.
+    pub fn base_rtt(&self, base_rtt: Duration, allowance: Duration) -> Duration {
+        self.floors
+            .iter()
+            .min()
+            .map_or(base_rtt, |&floor| {
+                floor.min(base_rtt.saturating_add(allowance))
+            })
+            .max(base_rtt)
     }
 }
 
@@ -284,6 +334,31 @@ mod tests {
         // N = 30·18.034/60 = 9.017.
         let n = est.backlog_packets(30 * MSS, MSS, ms(60)).unwrap();
         assert!((n - 9.017).abs() < 1e-3, "N = {n}");
+    }
+
+    #[test]
+    fn round_floors_lift_base_rtt_by_at_most_the_allowance() {
+        let mut floors = RoundFloors::default();
+        assert_eq!(floors.base_rtt(ms(31), ms(9)), ms(31));
+        for floor in [44, 41, 43] {
+            floors.push(ms(floor));
+        }
+        // Recent floor 41 ms, above 31 + 9: capped at 40.
+        assert_eq!(floors.base_rtt(ms(31), ms(9)), ms(40));
+        // A larger allowance lets the recent floor through.
+        assert_eq!(floors.base_rtt(ms(31), ms(12)), ms(41));
+        // Clean path: no allowance, the connection's minimum.
+        assert_eq!(floors.base_rtt(ms(31), Duration::ZERO), ms(31));
+    }
+
+    #[test]
+    fn round_floors_forget_rounds_older_than_the_window() {
+        let mut floors = RoundFloors::default();
+        floors.push(ms(35));
+        for _ in 0..BASE_WINDOW_ROUNDS {
+            floors.push(ms(42));
+        }
+        assert_eq!(floors.base_rtt(ms(30), ms(20)), ms(42));
     }
 
     #[test]

@@ -19,6 +19,11 @@
 //!   smallest sample less three times the measured jitter, never below
 //!   BaseRTT (`queue_estimate.rs`): in-order delay jitter otherwise reads
 //!   as packets queued, and diff > β shrinks the window every round;
+//!   and BaseRTT is then the floor of the last ten rounds, at most the
+//!   jitter allowance above the connection's minimum (`RoundFloors`: the
+//!   connection's minimum is a deep tail of the jitter, and diff held the
+//!   window in a tenth of the rounds: 0.78 → 0.86 of the jitter-free
+//!   figure on issue 36's path);
 //! - BaseRTT is the smallest RTT sample of the connection: Vegas′ disables
 //!   the released code's reset when a round carried one segment (§VII-B);
 //! - after a timeout, and on every ACK for data sent before it, the round
@@ -57,7 +62,7 @@ pub use round::RoundEstimate;
 
 use round::Round;
 
-use crate::queue_estimate::{JitterMeter, QueueEstimate};
+use crate::queue_estimate::{JitterMeter, QueueEstimate, RoundFloors};
 use crate::reno::LOSS_REDUCTION;
 use crate::{
     minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
@@ -114,6 +119,8 @@ pub struct Vegas {
     round: Round,
     /// Packet-to-packet RTT variation, for the jitter-robust diff.
     jitter: JitterMeter,
+    /// The last rounds' RTT floors, for the jitter-robust diff's BaseRTT.
+    round_floors: RoundFloors,
     last_estimate: Option<RoundEstimate>,
     /// A: whether this slow-start round may grow the window.
     slow_start_growing: bool,
@@ -146,6 +153,7 @@ impl Vegas {
             base_rtt: None,
             round: Round::default(),
             jitter: JitterMeter::default(),
+            round_floors: RoundFloors::default(),
             last_estimate: None,
             slow_start_growing: true,
             avoidance: AvoidanceMode::Increase,
@@ -206,9 +214,16 @@ impl Vegas {
         let window_size = ack.bytes_in_flight.saturating_add(ack.acked_bytes);
         let allowance = (self.config.queue_estimate == QueueEstimate::JitterRobust)
             .then(|| self.jitter.allowance());
+        let mut base_rtt = self.base_rtt;
+        if let Some(allowance) = allowance {
+            if let Some(round_min) = self.round.rtt_min() {
+                self.round_floors.push(round_min);
+            }
+            base_rtt = base_rtt.map(|base| self.round_floors.base_rtt(base, allowance));
+        }
         let Some(estimate) = self
             .round
-            .finish(window_size, self.base_rtt, self.mss, allowance)
+            .finish(window_size, base_rtt, self.mss, allowance)
         else {
             return;
         };

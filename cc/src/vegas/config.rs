@@ -71,8 +71,9 @@ pub struct VegasConfig {
     pub timeout_window_packets: u64,
     /// How diff's rtt is taken: `paper` (the mean of the round's samples)
     /// or `jitter-robust` (the round's minimum less a jitter allowance,
-    /// never below BaseRTT; `queue_estimate.rs`), so that in-order delay
-    /// jitter does not read as queued packets.
+    /// never below BaseRTT, with BaseRTT the last ten rounds' floor capped
+    /// at the connection's minimum plus that allowance; `queue_estimate.rs`),
+    /// so that in-order delay jitter does not read as queued packets.
     pub queue_estimate: QueueEstimate,
 }
 

@@ -58,6 +58,11 @@ impl Round {
             .is_some_and(|marker| acked_sent_at >= marker)
     }
 
+    /// The smallest RTT sample of the round so far.
+    pub(crate) fn rtt_min(&self) -> Option<Duration> {
+        self.rtt_min
+    }
+
     /// Ends the round: the estimate for `window_size` bytes in transit and
     /// BaseRTT `base_rtt` (None without a BaseRTT or an RTT sample), and a
     /// fresh round that opens with the next packet sent. With
