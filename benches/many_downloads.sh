@@ -8,8 +8,9 @@
 # Prints the wall time of the whole load (first connection attempt to last
 # verified byte, from the load generator), the server's peak thread count
 # (/proc/PID/status Threads, sampled every 20 ms), its peak resident
-# memory (VmHWM) and its CPU time (user + system). --bin names the directory of the sift-server to measure
-# (default target/release), --load the load generator (default
+# memory (VmHWM), its CPU time (user + system) and the datagrams the
+# kernel dropped at its socket for want of receive buffer (/proc/net/udp).
+# --bin names the directory of the sift-server to measure (default target/release), --load the load generator (default
 # target/release/examples/many_gets: cargo build --release -p sift-bin
 # --example many_gets).
 #
@@ -89,6 +90,11 @@ done
 status=0
 wait "$loader" || status=$?
 hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server/status")
+# Datagrams the kernel dropped on the server's socket because its receive
+# buffer was full (the last column of /proc/net/udp, summed over the
+# sockets bound to the port), and the buffer size it had (rx_queue is live).
+hexport=$(printf '%04X' "$port")
+drops=$(awk -v p=":$hexport" '$2 ~ p"$" {d += $NF} END {print d + 0}' /proc/net/udp)
 # User + system CPU seconds of the server for the whole load.
 cpu_s=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$server/stat")
 if [ "$status" -ne 0 ]; then
@@ -96,5 +102,5 @@ if [ "$status" -ne 0 ]; then
 fi
 per_client=$(awk -v kb="$hwm_kb" -v cpu="$cpu_s" -v n="$clients" \
     'BEGIN {printf "server_kb_per_client=%.0f server_cpu_ms_per_client=%.2f", kb / n, cpu * 1000 / n}')
-echo "server=$kind $(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB server_cpu=${cpu_s}s $per_client"
+echo "server=$kind $(cat "$work/load.out") server_threads_start=$threads_at_start server_threads_peak=$peak server_vmhwm=$((hwm_kb / 1024))MB server_cpu=${cpu_s}s server_udp_drops=$drops $per_client"
 exit "$status"

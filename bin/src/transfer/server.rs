@@ -191,13 +191,26 @@ struct CachedDigest {
     digest: Sha256Digest,
 }
 
+/// A digest pass under way for one version of a file: its result arrives
+/// on `result` (`None` until then; the channel closes if the pass failed).
+struct PendingDigest {
+    version: FileVersion,
+    result: tokio::sync::watch::Receiver<Option<Sha256Digest>>,
+}
+
 /// Serves GET, PUT, LIST and PERF under one root. Shared by every
 /// connection's tasks.
 pub struct FileServer {
     root: Root,
     /// Whole-file digests, so resumes and repeated downloads do not re-read
     /// the file; an entry counts only while size, mtime and inode agree.
-    digests: Mutex<HashMap<PathBuf, CachedDigest>>,
+    digests: Arc<Mutex<HashMap<PathBuf, CachedDigest>>>,
+    /// Digests being taken: one pass per version of a file however many
+    /// downloads of it run at once; each waits for that pass's result.
+    hashing: Arc<Mutex<HashMap<PathBuf, PendingDigest>>>,
+    /// Tests: shared digest passes started.
+    #[cfg(test)]
+    digest_passes: Arc<std::sync::atomic::AtomicUsize>,
     /// Controllers a client may ask for its downloads (`--cc` names).
     accepted_controllers: Vec<String>,
     /// Who may upload: nobody unless the server says otherwise.
@@ -217,7 +230,10 @@ impl FileServer {
     pub fn new(root: Root) -> Self {
         Self {
             root,
-            digests: Mutex::new(HashMap::new()),
+            digests: Arc::default(),
+            hashing: Arc::default(),
+            #[cfg(test)]
+            digest_passes: Arc::default(),
             accepted_controllers: CcConfig::NAMES.iter().map(|n| n.to_string()).collect(),
             uploads: UploadPolicy::ReadOnly,
             upload_budget: UploadBudget::default(),
@@ -431,7 +447,7 @@ impl FileServer {
             })
             .await??
         };
-        let (sent, _) = send_file(&Arc::new(file), 0, stream, size, None).await?;
+        let sent = send_file(&Arc::new(file), 0, stream, size).await?;
         if sent < size {
             // A short file would read as a whole one: never end it cleanly.
             stream.abort(hq::abort_codes::INTERNAL);
@@ -507,19 +523,23 @@ impl FileServer {
                 format!("offset {offset} is past the end of the {size}-byte file {path:?}"),
             ));
         }
-        // A whole file whose digest is not known yet is hashed as it is
-        // sent, the digest following the data; a resume needs the digest of
-        // bytes it does not send, so it is taken first.
+        // A whole file whose digest is not known yet is sent at once, the
+        // digest following the data: one pass on the blocking pool hashes
+        // each version of a file, shared by every download running at the
+        // same time (a thousand concurrent GETs of a new file hash it once).
+        // A resume needs the digest of bytes it does not send, so it waits.
         let file = Arc::new(file);
         let known = match self.cached_digest(&resolved, version) {
             Some(digest) => Some(digest),
             None if offset > 0 => Some(self.digest_of(&resolved, &file, version).await?),
             None => None,
         };
+        let pending = known
+            .is_none()
+            .then(|| self.pending_digest(&resolved, &file, version));
         send_response(stream, &Response::ok(size, known)).await?;
         let wanted = size - offset;
-        let hasher = known.is_none().then(Sha256Hasher::new);
-        let (sent, hasher) = send_file(&file, offset, stream, wanted, hasher).await?;
+        let sent = send_file(&file, offset, stream, wanted).await?;
         if sent < wanted {
             // The file shrank under us: never let the client see a clean end.
             stream.abort(abort_codes::SOURCE_FAILED);
@@ -527,9 +547,17 @@ impl FileServer {
                 "{path:?} shrank while being sent ({sent} of {wanted} bytes)"
             )));
         }
-        if let Some(hasher) = hasher {
-            let digest = hasher.finish();
-            self.remember_digest(&resolved, version, digest);
+        if let Some(mut pending) = pending {
+            let shared = pending
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|d| *d);
+            let digest = match shared {
+                Some(digest) => digest,
+                // The shared pass failed: take one of our own.
+                None => self.digest_of(&resolved, &file, version).await?,
+            };
             let frame = encode_digest(digest)
                 .map_err(|e| Failure::Broken(format!("encoding the digest: {e}")))?;
             send(stream, &frame).await?;
@@ -566,6 +594,54 @@ impl FileServer {
         }
     }
 
+    /// Where this version's digest will arrive: the pass already under way
+    /// for it, or a new one started on the blocking pool. The pass keeps
+    /// the digest in the cache when it is done.
+    fn pending_digest(
+        &self,
+        path: &Path,
+        file: &Arc<File>,
+        version: FileVersion,
+    ) -> tokio::sync::watch::Receiver<Option<Sha256Digest>> {
+        let Ok(mut hashing) = self.hashing.lock() else {
+            // A poisoned map: a closed channel makes the caller hash alone.
+            return tokio::sync::watch::channel(None).1;
+        };
+        if let Some(pending) = hashing.get(path) {
+            // A closed channel is a pass that failed: start another.
+            if pending.version == version && pending.result.has_changed().is_ok() {
+                return pending.result.clone();
+            }
+        }
+        let (sender, result) = tokio::sync::watch::channel(None);
+        hashing.insert(
+            path.to_path_buf(),
+            PendingDigest {
+                version,
+                result: result.clone(),
+            },
+        );
+        #[cfg(test)]
+        self.digest_passes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (digests, hashing) = (Arc::clone(&self.digests), Arc::clone(&self.hashing));
+        let (path, file) = (path.to_path_buf(), Arc::clone(file));
+        tokio::task::spawn_blocking(move || {
+            if let Ok(digest) = hash_whole(&file) {
+                if let Ok(mut cache) = digests.lock() {
+                    cache.insert(path.clone(), CachedDigest { version, digest });
+                }
+                sender.send_replace(Some(digest));
+            }
+            if let Ok(mut hashing) = hashing.lock() {
+                if hashing.get(&path).is_some_and(|p| p.version == version) {
+                    hashing.remove(&path);
+                }
+            }
+        });
+        result
+    }
+
     /// The whole file's digest, from the cache when the file is unchanged,
     /// else read and hashed on the blocking pool.
     async fn digest_of(
@@ -578,14 +654,7 @@ impl FileServer {
             return Ok(digest);
         }
         let file = Arc::clone(file);
-        let digest = blocking(move || -> Result<_, Failure> {
-            let mut reader: &File = &file;
-            reader.seek(SeekFrom::Start(0)).map_err(internal)?;
-            let mut hasher = Sha256Hasher::new();
-            hasher.update_from(&mut reader).map_err(internal)?;
-            Ok(hasher.finish())
-        })
-        .await??;
+        let digest = blocking(move || hash_whole(&file).map_err(internal)).await??;
         self.remember_digest(path, version, digest);
         Ok(digest)
     }
@@ -825,8 +894,7 @@ async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
     offset: u64,
     writer: &mut W,
     limit: u64,
-    mut hasher: Option<Sha256Hasher>,
-) -> Result<(u64, Option<Sha256Hasher>), Failure> {
+) -> Result<u64, Failure> {
     let mut buf = vec![0u8; CHUNK_LEN];
     let mut sent = 0u64;
     while sent < limit {
@@ -834,12 +902,9 @@ async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
         let file = Arc::clone(file);
         let at = offset + sent;
         let read;
-        (buf, hasher, read) = blocking(move || {
+        (buf, read) = blocking(move || {
             let read = read_at(&file, &mut buf[..want], at);
-            if let (Ok(n), Some(hasher)) = (&read, hasher.as_mut()) {
-                hasher.update(&buf[..*n]);
-            }
-            (buf, hasher, read)
+            (buf, read)
         })
         .await?;
         let n = read.map_err(internal)?;
@@ -852,7 +917,16 @@ async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
             .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
         sent += n as u64;
     }
-    Ok((sent, hasher))
+    Ok(sent)
+}
+
+/// The digest of the whole of `file`, read from its start.
+fn hash_whole(file: &File) -> io::Result<Sha256Digest> {
+    let mut reader: &File = file;
+    reader.seek(SeekFrom::Start(0))?;
+    let mut hasher = Sha256Hasher::new();
+    hasher.update_from(&mut reader)?;
+    Ok(hasher.finish())
 }
 
 /// One positioned read, retrying on EINTR.

@@ -109,7 +109,12 @@ impl Server {
             bail!("--root {} is not a directory", options.root.display());
         }
         let config = server_config(&options.cert, &options.key)?;
-        let endpoint = quinn::Endpoint::server(config, options.listen)
+        // The socket asks for sift's receive buffer, as the bulk pair and
+        // quiche's do: quinn's own bind keeps the kernel default (212992
+        // bytes here), which overflows under a thousand connections'
+        // handshakes and acknowledgements.
+        let socket = crate::quinn_peer::config::socket(options.listen)?;
+        let endpoint = crate::quinn_peer::config::endpoint(socket, Some(config))
             .with_context(|| format!("cannot listen on {}", options.listen))?;
         Ok(Self {
             endpoint,

@@ -293,6 +293,37 @@ fn a_file_not_hashed_yet_is_hashed_as_it_is_sent_and_announced_next_time() {
 }
 
 #[test]
+fn downloads_of_a_new_file_at_once_share_one_digest_pass() {
+    // Every download gets the right digest (up front or after the data),
+    // and however they interleave the file is hashed once: a download that
+    // starts while a pass is under way waits for it, one that starts after
+    // it finds the digest kept.
+    let root = TestDir::new("srv-digest-shared");
+    let data = content(4_000_000, 7);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let server = server_with(&root);
+    let digest = sha256(&data);
+    let frame = encode_digest(digest).unwrap();
+    std::thread::scope(|scope| {
+        let gets: Vec<_> = (0..6)
+            .map(|_| scope.spawn(|| raw_get(&server, "f.bin")))
+            .collect();
+        for get in gets {
+            let (response, rest) = get.join().unwrap();
+            assert_eq!(&rest[..data.len()], &data[..]);
+            match response.sha256 {
+                Some(up_front) => assert_eq!(up_front, digest),
+                None => assert_eq!(&rest[data.len()..], &frame[..]),
+            }
+        }
+    });
+    let passes = server
+        .digest_passes
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(passes, 1, "one pass over the file");
+}
+
+#[test]
 fn a_download_whose_digest_never_comes_keeps_its_partial() {
     let out = TestDir::new("srv-nodigest-out");
     let data = content(10_000, 6);
