@@ -204,7 +204,9 @@ impl Shared {
         if let Some(error) = self.stopped_error(&state) {
             return Err(error);
         }
-        state.endpoint.set_local_addr(bound);
+        // The connections move now, not when the driver next looks (see the
+        // tokio endpoint's `rebind`).
+        state.endpoint.rebound(bound);
         state.rebind = Some(datapath);
         *self.socket_fd.lock().unwrap_or_else(|p| p.into_inner()) = fd;
         state.driver_may_sleep = true; // force a wake: the driver must move

@@ -110,7 +110,8 @@ pub trait EndpointHost {
     fn on_flushed(&self) {}
 
     /// A socket the application bound for the endpoint to move to (a
-    /// client changing networks), taken once by the driver.
+    /// client changing networks), taken once by the driver. The host has
+    /// already told the endpoint (`Endpoint::rebound`).
     fn take_rebind(&self) -> Option<Datapath> {
         None
     }

@@ -97,7 +97,7 @@ impl Driver {
     pub fn run(&mut self, host: &dyn EndpointHost) -> io::Result<()> {
         loop {
             if let Some(datapath) = host.take_rebind() {
-                self.move_to(datapath, host)?;
+                self.move_to(datapath)?;
             }
             let turn = self.datapath.turn(host);
             if turn.stop {
@@ -123,9 +123,9 @@ impl Driver {
     }
 
     /// Carries on over `datapath` (see [`EndpointHost::take_rebind`]): the
-    /// old socket leaves the poll and closes with its datapath, and every
-    /// connection says something from the new address at once.
-    fn move_to(&mut self, datapath: Datapath, host: &dyn EndpointHost) -> io::Result<()> {
+    /// old socket leaves the poll and closes with its datapath. The host
+    /// moved its connections when it asked (`Endpoint::rebound`).
+    fn move_to(&mut self, datapath: Datapath) -> io::Result<()> {
         let registry = self.poll.registry();
         registry.deregister(&mut SourceFd(&self.datapath.socket().as_raw_fd()))?;
         registry.register(
@@ -135,7 +135,6 @@ impl Driver {
         )?;
         let local = datapath.local_addr();
         self.datapath = datapath;
-        host.with_endpoint(&mut |endpoint, _| endpoint.rebound(local));
         tracing::debug!(%local, "the endpoint moved to a new socket");
         Ok(())
     }

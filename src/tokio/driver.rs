@@ -82,7 +82,7 @@ impl EndpointDriver {
         let local = datapath.local_addr();
         self.socket = socket;
         self.datapath = datapath;
-        self.shared.lock().endpoint.rebound(local);
+        // The endpoint's connections moved when `rebind` was called.
         tracing::debug!(%local, "the endpoint moved to a new socket");
         Ok(())
     }

@@ -248,7 +248,10 @@ impl Endpoint {
         let bound = datapath.local_addr();
         let mut state = self.inner.shared.lock();
         state.rebind = Some(datapath);
-        state.endpoint.set_local_addr(bound);
+        // The connections move now, not when the driver next looks: a turn
+        // already under way could otherwise answer the next request on the
+        // old path and connection ID.
+        state.endpoint.rebound(bound);
         state.wake_driver();
         Ok(bound)
     }
