@@ -534,6 +534,8 @@ mod tests {
             server.on_crypto(Level::Initial, end, b"more").unwrap_err(),
             HandshakeError::StaleLevel(Level::Initial)
         );
+        // RFC 9001 §4.1.3: closed as a protocol violation.
+        assert_eq!(HandshakeError::StaleLevel(Level::Initial).error_code(), 0xa);
     }
 
     #[test]

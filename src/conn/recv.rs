@@ -153,6 +153,16 @@ impl Connection {
         // Drop the header's borrow of `buf` (its token) so the packet can be
         // opened in place.
         let mut parsed = match format.parse(buf) {
+            // RFC 9000 §17.2.2: only clients send tokens; a client discards
+            // an Initial that carries one.
+            Ok(parsed)
+                if self.side == Side::Client
+                    && parsed.ty == PacketType::Initial
+                    && !parsed.token.is_empty() =>
+            {
+                self.counters.malformed_dropped += 1;
+                return (parsed.packet_len, PacketOutcome::Continue);
+            }
             Ok(parsed) => parsed.without_token(),
             Err(_) => {
                 // A bit error can break a 1-RTT header's parse (its flags or
@@ -502,6 +512,13 @@ impl Connection {
         payload: &[u8],
         now: Instant,
     ) -> Result<bool, TransportFailure> {
+        if payload.is_empty() {
+            // RFC 9000 §12.4.
+            return Err(TransportFailure::new(
+                codes::PROTOCOL_VIOLATION,
+                "a packet with no frames",
+            ));
+        }
         for frame in parse_frames(payload) {
             let frame = frame
                 .map_err(|e| TransportFailure::new(codes::FRAME_ENCODING_ERROR, e.to_string()))?;

@@ -1707,3 +1707,66 @@ fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
 }
 
 mod resumption;
+
+#[test]
+fn a_packet_with_no_frames_closes_the_connection() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    server_sends_forged(&mut pair, &[]);
+    match pair.client.close_reason() {
+        // RFC 9000 §12.4.
+        Some(CloseReason::Local { code, .. }) => assert_eq!(*code, codes::PROTOCOL_VIOLATION),
+        other => panic!("unexpected close: {other:?}"),
+    }
+}
+
+#[test]
+fn a_client_discards_a_server_initial_that_carries_a_token() {
+    let mut pair = Pair::default();
+    // The client's first flight reaches the server; nothing comes back yet.
+    let reached = pair.run_until(
+        Duration::from_secs(1),
+        &mut |to_server, _, _| {
+            if to_server {
+                PathAction::Deliver
+            } else {
+                PathAction::Drop
+            }
+        },
+        |p| p.datagrams_to_server > 0 && p.in_flight.is_empty(),
+    );
+    assert!(reached);
+    let mut frames = Vec::new();
+    Frame::Ping.encode(&mut frames);
+    let header = Header {
+        ty: PacketType::Initial,
+        version: pair.server.versions.current().version(),
+        dcid: pair.client.local_cid(),
+        scid: pair.server.local_cid(),
+        token: b"only clients send tokens",
+        packet_number: 0,
+        payload_len: 0,
+        key_phase: false,
+    };
+    let keys = pair.server.keys[SpaceId::Initial.index()]
+        .as_deref()
+        .expect("the server has Initial keys");
+    let mut datagram = Vec::new();
+    let format = pair.server.versions.current();
+    datagram.resize(2000, 0);
+    let mut scratch = Vec::new();
+    let len = format
+        .seal_into(&header, None, &frames, keys, &mut scratch, &mut datagram)
+        .unwrap();
+    datagram.truncate(len);
+    let before = pair.client.stats().malformed_dropped;
+    let info = RecvInfo {
+        from: addr(2),
+        to: addr(1),
+        now: pair.now,
+    };
+    let _ = pair.client.recv(&mut datagram, info);
+    // RFC 9000 §17.2.2: discarded, not acted on.
+    assert_eq!(pair.client.stats().malformed_dropped, before + 1);
+    assert!(!pair.client.is_closing());
+}

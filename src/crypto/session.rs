@@ -21,6 +21,8 @@ const ALERT_HANDSHAKE_FAILURE: u8 = 40;
 const VERSION_NEGOTIATION_ERROR: u64 = 0x11;
 /// RFC 9000 §20.1 TRANSPORT_PARAMETER_ERROR.
 const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
+/// RFC 9000 §20.1 PROTOCOL_VIOLATION.
+const PROTOCOL_VIOLATION: u64 = 0xa;
 
 /// What went wrong in the handshake; closes the connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,6 +56,8 @@ impl HandshakeError {
         match self {
             HandshakeError::TransportParameters(_) => TRANSPORT_PARAMETER_ERROR,
             HandshakeError::VersionNegotiation(_) => VERSION_NEGOTIATION_ERROR,
+            // RFC 9001 §4.1.3: a protocol violation, not a TLS failure.
+            HandshakeError::StaleLevel(_) => PROTOCOL_VIOLATION,
             HandshakeError::Tls { alert, .. } => CRYPTO_ERROR_BASE + u64::from(*alert),
             _ => CRYPTO_ERROR_BASE + u64::from(ALERT_HANDSHAKE_FAILURE),
         }
