@@ -235,28 +235,32 @@ impl Connection {
         if len == 0 {
             return Ok(None);
         }
+        Ok(Some((len, self.datagram_leaves(len, now))))
+    }
+
+    /// Accounting for a datagram of `len` bytes about to leave: counters,
+    /// the amplification budget, whether it goes without a UDP checksum,
+    /// and the trace; returns how it is sent.
+    fn datagram_leaves(&mut self, len: usize, now: Instant) -> SendInfo {
         let checksum_free = self.checksums.checksum_free(
             self.notices_negotiated,
             now,
             self.recovery.rtt().smoothed(),
         );
         self.counters.datagrams_sent += 1;
-        self.counters.checksum_free_datagrams += u64::from(checksum_free);
-        self.trace_checksum_free(checksum_free);
-        self.trace_flush();
         self.counters.bytes_sent += len as u64;
+        self.counters.checksum_free_datagrams += u64::from(checksum_free);
         if !self.address_validated {
             self.amplification_sent += len as u64;
         }
-        Ok(Some((
-            len,
-            SendInfo {
-                from: self.local,
-                to: self.remote,
-                at: now,
-                checksum_free,
-            },
-        )))
+        self.trace_checksum_free(checksum_free);
+        self.trace_flush();
+        SendInfo {
+            from: self.local,
+            to: self.remote,
+            at: now,
+            checksum_free,
+        }
     }
 
     /// A path MTU probe, if the search wants one now (`conn::pmtud`): a
@@ -343,29 +347,11 @@ impl Connection {
         self.pmtud.on_probe_sent(packet_number);
         tracing::trace!(size = len, packet_number, "path MTU probe");
         self.counters.packets_sent += 1;
-        self.counters.datagrams_sent += 1;
-        self.counters.bytes_sent += len as u64;
         if !self.ack_eliciting_since_activity {
             self.last_activity = now;
             self.ack_eliciting_since_activity = true;
         }
-        let checksum_free = self.checksums.checksum_free(
-            self.notices_negotiated,
-            now,
-            self.recovery.rtt().smoothed(),
-        );
-        self.counters.checksum_free_datagrams += u64::from(checksum_free);
-        self.trace_checksum_free(checksum_free);
-        self.trace_flush();
-        Some((
-            len,
-            SendInfo {
-                from: self.local,
-                to: self.remote,
-                at: now,
-                checksum_free,
-            },
-        ))
+        Some((len, self.datagram_leaves(len, now)))
     }
 
     fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'_> {
