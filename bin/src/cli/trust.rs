@@ -93,6 +93,10 @@ pub struct HostCheck {
     rule: Rule,
     presented: Mutex<Option<Fingerprint>>,
     refusal: Mutex<Option<String>>,
+    /// On first contact, the key this run stored: later connections of
+    /// the run (`--repeat`, `--reconnect`) must present it again, and it
+    /// is stored once.
+    stored: Mutex<Option<Fingerprint>>,
 }
 
 impl CertificateVerifier for HostCheck {
@@ -124,6 +128,19 @@ impl CertificateVerifier for HostCheck {
                 entry.line,
                 file.display()
             )),
+            Rule::FirstContact { file } => self
+                .stored
+                .lock()
+                .ok()
+                .and_then(|stored| *stored)
+                .filter(|stored| *stored != presented)
+                .map(|stored| {
+                    format!(
+                        "the key of {} changed during this run: this run stored {stored} in {}, the server now presented {presented}",
+                        self.host,
+                        file.display()
+                    )
+                }),
             _ => None,
         };
         match refusal {
@@ -200,6 +217,7 @@ impl ClientTrust {
             rule,
             presented: Mutex::new(None),
             refusal: Mutex::new(None),
+            stored: Mutex::new(None),
         });
         Ok(Self {
             tls: TlsConfig {
@@ -255,7 +273,16 @@ impl ClientTrust {
         let Some(presented) = check.presented.lock().ok().and_then(|slot| *slot) else {
             return Ok(());
         };
+        let Ok(mut stored) = check.stored.lock() else {
+            return Ok(());
+        };
+        if stored.is_some() {
+            // An earlier connection of this run stored it (and `verify`
+            // held this one to it).
+            return Ok(());
+        }
         append_known_host(file, &check.host, presented)?;
+        *stored = Some(presented);
         eprintln!(
             "sift-client: first contact with {}: stored its key {presented} in {}",
             check.host,
@@ -359,6 +386,37 @@ mod tests {
         )
         .unwrap();
         assert!(other.check.unwrap().verify(new, &[], "h").is_ok());
+    }
+
+    #[test]
+    fn connections_of_one_run_store_a_first_contact_once_and_hold_to_it() {
+        let dir = TestDir::new("known-hosts-run");
+        let file = dir.path().join("known_hosts");
+        let trust = ClientTrust::from_options(&url("h"), &[], None, Some(&file), None).unwrap();
+        // --repeat and --reconnect clone the trust for each connection.
+        let (first, second) = (trust.clone(), trust.clone());
+        first
+            .check
+            .as_ref()
+            .unwrap()
+            .verify(b"cert", &[], "h")
+            .unwrap();
+        first.on_connected().unwrap();
+        // A resumed handshake presents no certificate: nothing new to store.
+        second.on_connected().unwrap();
+        let stored = fs::read_to_string(&file).unwrap();
+        assert_eq!(stored.lines().count(), 1, "{stored}");
+        let check = second.check.as_ref().unwrap();
+        assert!(check.verify(b"cert", &[], "h").is_ok());
+        assert!(check.verify(b"another cert", &[], "h").is_err());
+        assert!(
+            second
+                .refusal()
+                .unwrap()
+                .contains("changed during this run"),
+            "{:?}",
+            second.refusal()
+        );
     }
 
     #[test]
