@@ -34,7 +34,9 @@ Examples:
   # From any QUIC server speaking hq-interop (quiche, quinn, ...):
   sift-client get https://127.0.0.1:4433/index.html
   # Offer only ChaCha20, update keys every 100 packets, move port once connected:
-  sift-client get https://host/f.bin --ciphers chacha20 --key-update-every 100 --migrate";
+  sift-client get https://host/f.bin --ciphers chacha20 --key-update-every 100 --migrate
+  # a.bin over a first connection, b.bin and c.bin over a resumed one, in 0-RTT:
+  sift-client get https://host/a.bin https://host/b.bin https://host/c.bin --reconnect";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -193,6 +195,12 @@ enum Command {
         /// migration, RFC 9000 §9).
         #[arg(long)]
         migrate: bool,
+        /// Fetch the first URL over one connection, then the others over a
+        /// second one that resumes its TLS session, requests in 0-RTT
+        /// unless --no-0rtt (quic-interop-runner's resumption and zerortt
+        /// cases). One report per connection.
+        #[arg(long, conflicts_with = "resume")]
+        reconnect: bool,
     },
     /// Upload a file (to a server started with --allow-put that knows this
     /// client's key: see `sift-client id`).
@@ -348,6 +356,36 @@ fn run_command(
         Command::Get {
             output,
             output_dir,
+            migrate,
+            reconnect: true,
+            ..
+        } => {
+            let [first, rest @ ..] = urls else {
+                anyhow::bail!("no URL given");
+            };
+            if rest.is_empty() {
+                anyhow::bail!("--reconnect needs two URLs or more: the first goes over one connection, the others over a second that resumes it");
+            }
+            if output.is_some() {
+                anyhow::bail!("-o names one file: with --reconnect use --output-dir");
+            }
+            // The second dial shares the first's ticket store (the config's
+            // `tls.tickets`), so it resumes the session the first was given.
+            let again = dial.clone();
+            get_many(
+                std::slice::from_ref(first),
+                dial,
+                None,
+                output_dir.clone(),
+                false,
+                migrate,
+                json,
+            )?;
+            get_many(rest, again, None, output_dir, false, migrate, json)
+        }
+        Command::Get {
+            output,
+            output_dir,
             resume,
             migrate,
             ..
@@ -423,6 +461,7 @@ fn client_key(
 }
 
 /// How to reach the server: transport settings and certificate trust.
+#[derive(Clone)]
 struct Dial {
     config: sift::Config,
     trust: ClientTrust,

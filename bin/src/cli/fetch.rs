@@ -12,9 +12,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use sift::blocking::BlockingConnection;
+use sift::blocking::{BlockingConnection, SiftStream};
 
 use super::format;
+use super::report;
 use super::session;
 use super::url::{Scheme, SiftUrl};
 use crate::transfer::hq;
@@ -72,6 +73,13 @@ pub struct FetchReport {
     pub srtt_us: u64,
     /// Packets this client sent again (acknowledgements and requests).
     pub retransmitted_packets: u64,
+    /// The connection resumed a TLS session.
+    pub tls_resumed: bool,
+    /// What became of the requests sent in 0-RTT: "accepted", "rejected"
+    /// or "none".
+    pub zero_rtt: &'static str,
+    /// Request bytes sent in 0-RTT packets.
+    pub zero_rtt_bytes: u64,
     pub files: Vec<FetchedFile>,
     pub failed: Vec<FailedFile>,
 }
@@ -95,6 +103,12 @@ impl FetchReport {
             self.protocol,
             if self.migrated { ", migrated" } else { "" },
         );
+        if self.tls_resumed || self.zero_rtt != "none" {
+            out.push_str(&format!(
+                "  resumed a TLS session, 0-RTT {} ({} bytes early)\n",
+                self.zero_rtt, self.zero_rtt_bytes
+            ));
+        }
         for file in &self.files {
             out.push_str(&format!(
                 "  {}  {}  {:.2} s  sha256 {}\n",
@@ -119,6 +133,14 @@ pub fn fetch_all(
     migrated: bool,
 ) -> FetchReport {
     let started = Instant::now();
+    // The first requests leave from here, before any thread starts: on a
+    // resumed connection they go in 0-RTT, beside the first flight, where a
+    // thread pool's start-up let the handshake finish first on a fast path.
+    let requested: Vec<Mutex<Option<Result<SiftStream, String>>>> = fetches
+        .iter()
+        .take(MAX_PARALLEL)
+        .map(|fetch| Mutex::new(send_request(connection, fetch)))
+        .collect();
     let next = AtomicUsize::new(0);
     let outcomes = Mutex::new(vec![None; fetches.len()]);
     std::thread::scope(|scope| {
@@ -128,7 +150,10 @@ pub fn fetch_all(
                 let Some(fetch) = fetches.get(index) else {
                     break;
                 };
-                let outcome = fetch_one(connection, fetch);
+                let sent = requested
+                    .get(index)
+                    .and_then(|slot| slot.lock().ok()?.take());
+                let outcome = fetch_one(connection, fetch, sent);
                 if let Ok(mut outcomes) = outcomes.lock() {
                     outcomes[index] = Some(outcome);
                 }
@@ -183,22 +208,46 @@ fn report(
         },
         srtt_us: stats.srtt_us,
         retransmitted_packets: stats.retransmitted_packets,
+        tls_resumed: stats.resumed,
+        zero_rtt: report::zero_rtt_fate(&stats),
+        zero_rtt_bytes: stats.zero_rtt_bytes,
         files,
         failed,
     }
 }
 
-/// One file over a stream of its own.
-fn fetch_one(connection: &BlockingConnection, fetch: &Fetch) -> Result<FetchedFile, String> {
+/// For an hq-interop fetch, a stream with its request sent; `None` for
+/// sift:// (its request goes with the download).
+fn send_request(
+    connection: &BlockingConnection,
+    fetch: &Fetch,
+) -> Option<Result<SiftStream, String>> {
+    (fetch.url.scheme == Scheme::Https).then(|| request_stream(connection, &fetch.url.path))
+}
+
+/// A new stream carrying the hq-interop request for `path`.
+fn request_stream(connection: &BlockingConnection, path: &str) -> Result<SiftStream, String> {
+    // An HTTP/0.9 GET is safe to replay: it may leave in 0-RTT.
+    let mut stream = connection
+        .open_bi_replay_safe()
+        .map_err(|e| e.to_string())?;
+    hq::request(&mut stream, path).map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
+/// One file over a stream of its own: `sent`, when its request went
+/// already (see [`send_request`]).
+fn fetch_one(
+    connection: &BlockingConnection,
+    fetch: &Fetch,
+    sent: Option<Result<SiftStream, String>>,
+) -> Result<FetchedFile, String> {
     let started = Instant::now();
     let local_path = fetch.dest.display().to_string();
     let (bytes, sha256, finished) = match fetch.url.scheme {
         Scheme::Https => {
-            // An HTTP/0.9 GET is safe to replay: it may leave in 0-RTT.
-            let mut stream = connection
-                .open_bi_replay_safe()
-                .map_err(|e| e.to_string())?;
-            let outcome = hq::get(&mut stream, &fetch.url.path, &fetch.dest, &mut |_| {})
+            let mut stream = sent.unwrap_or_else(|| request_stream(connection, &fetch.url.path))?;
+            let outcome = hq::get_requested(&mut stream, &fetch.url.path, &fetch.dest, &mut |_| {})
                 .map_err(|e| e.to_string())?;
             (
                 outcome.bytes,

@@ -137,13 +137,7 @@ impl FlowReport {
     /// 0-RTT's fate (from the client's own `stats`).
     pub fn with_session(mut self, stats: &sift::Stats) -> Self {
         self.tls_resumed = stats.resumed;
-        self.zero_rtt = if stats.zero_rtt_accepted {
-            "accepted"
-        } else if stats.zero_rtt_rejected {
-            "rejected"
-        } else {
-            "none"
-        };
+        self.zero_rtt = zero_rtt_fate(stats);
         self.zero_rtt_bytes = stats.zero_rtt_bytes;
         self
     }
@@ -228,6 +222,18 @@ impl FlowReport {
         row("cc", self.cc.clone());
         row("sha256", self.sha256.clone());
         out
+    }
+}
+
+/// What became of a client's 0-RTT data: "accepted", "rejected" or
+/// "none" (it sent none).
+pub fn zero_rtt_fate(stats: &sift::Stats) -> &'static str {
+    if stats.zero_rtt_accepted {
+        "accepted"
+    } else if stats.zero_rtt_rejected {
+        "rejected"
+    } else {
+        "none"
     }
 }
 

@@ -195,10 +195,49 @@ pub fn get<S: Duplex + ?Sized>(
     let part = download_part_path(dest);
     let local = |context: String| move |error| HqError::Local { context, error };
     let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
+    let result = request(stream, path).and_then(|()| receive(stream, path, file, &part, progress));
+    finish_part(result, &part, dest)
+}
+
+/// As [`get`], on a stream whose request [`request`] already sent.
+pub fn get_requested<S: Duplex + ?Sized>(
+    stream: &mut S,
+    path: &str,
+    dest: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<HqOutcome, HqError> {
+    let part = download_part_path(dest);
+    let local = |context: String| move |error| HqError::Local { context, error };
+    let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
     let result = receive(stream, path, file, &part, progress);
+    finish_part(result, &part, dest)
+}
+
+/// Sends the request line for `path` and closes our direction. A server
+/// that has the line may stop our direction before it sees our FIN
+/// (STOP_SENDING, code 0 from sift): the answer still comes, so only
+/// reading the answer decides.
+pub fn request<S: Duplex + ?Sized>(stream: &mut S, path: &str) -> Result<(), HqError> {
+    let sent = stream
+        .write_all(&encode_request(path))
+        .and_then(|()| stream.finish());
+    match sent {
+        Err(error) if !is_stopped(&error) => Err(interrupted(path, 0)(error)),
+        _ => Ok(()),
+    }
+}
+
+/// The `.sift-part` file renamed to `dest` when the download is whole,
+/// removed when it is not.
+fn finish_part(
+    result: Result<HqOutcome, HqError>,
+    part: &Path,
+    dest: &Path,
+) -> Result<HqOutcome, HqError> {
+    let local = |context: String| move |error| HqError::Local { context, error };
     match result {
         Ok(outcome) => {
-            std::fs::rename(&part, dest).map_err(local(format!(
+            std::fs::rename(part, dest).map_err(local(format!(
                 "renaming {} to {}",
                 part.display(),
                 dest.display()
@@ -206,9 +245,25 @@ pub fn get<S: Duplex + ?Sized>(
             Ok(outcome)
         }
         Err(error) => {
-            let _ = std::fs::remove_file(&part);
+            let _ = std::fs::remove_file(part);
             Err(error)
         }
+    }
+}
+
+/// How a stream error `received` bytes into `path` reads: the server's
+/// refusal (a reset with its code), or an interruption.
+fn interrupted(path: &str, received: u64) -> impl FnOnce(io::Error) -> HqError + '_ {
+    move |error: io::Error| match reset_code(&error) {
+        Some(code) => HqError::Refused {
+            path: path.to_string(),
+            code,
+        },
+        None => HqError::Interrupted {
+            path: path.to_string(),
+            received,
+            reason: error.to_string(),
+        },
     }
 }
 
@@ -219,30 +274,6 @@ fn receive<S: Duplex + ?Sized>(
     part: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<HqOutcome, HqError> {
-    let cut = |received: u64| {
-        move |error: io::Error| match reset_code(&error) {
-            Some(code) => HqError::Refused {
-                path: path.to_string(),
-                code,
-            },
-            None => HqError::Interrupted {
-                path: path.to_string(),
-                received,
-                reason: error.to_string(),
-            },
-        }
-    };
-    // A server that has the request line may stop our direction before it
-    // sees our FIN (STOP_SENDING, code 0 from sift): the answer still
-    // comes, so only reading the answer decides.
-    let sent = stream
-        .write_all(&encode_request(path))
-        .and_then(|()| stream.finish());
-    if let Err(error) = sent {
-        if !is_stopped(&error) {
-            return Err(cut(0)(error));
-        }
-    }
     let mut out = BufWriter::with_capacity(CHUNK_LEN, file);
     let mut hasher = Sha256Hasher::new();
     let mut buf = vec![0u8; CHUNK_LEN];
@@ -251,7 +282,7 @@ fn receive<S: Duplex + ?Sized>(
         let n = match stream.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(cut(received)(e)),
+            Err(e) => return Err(interrupted(path, received)(e)),
         };
         if n == 0 {
             break;
