@@ -77,7 +77,7 @@ pub struct SavedPath {
 }
 
 /// Careful Resume's knobs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CarefulResumeConfig {
     /// Start Safe Retreat on any loss during Unvalidated or Validating, as
@@ -85,6 +85,25 @@ pub struct CarefulResumeConfig {
     /// `false` (the default): only a loss judged congestive (every loss,
     /// for Reno and CUBIC).
     pub retreat_on_random_loss: bool,
+    /// At the jump, tell a controller with a Startup (BBR) the saved
+    /// path's bandwidth (`saved_cwnd / saved_rtt`), so that it ends
+    /// Startup once its own estimate reaches 7/8 of it
+    /// ([`CongestionControl::set_startup_target`]). The RFC leaves the
+    /// controller alone after the jump; BBR then goes on in Startup from
+    /// the seeded half rate, at Startup's gain of 2.77, and overfills a
+    /// one-BDP queue before its three-round plateau test ends it. A path
+    /// that lost capacity never reaches the target, and Startup ends as
+    /// the draft says. `true` by default; `false` is the RFC's letter.
+    pub startup_exit_at_saved_rate: bool,
+}
+
+impl Default for CarefulResumeConfig {
+    fn default() -> Self {
+        Self {
+            retreat_on_random_loss: false,
+            startup_exit_at_saved_rate: true,
+        }
+    }
 }
 
 /// The phases of RFC 9959 §3.
@@ -273,6 +292,11 @@ impl CarefulResume {
         self.held_cwnd = jump;
         let rate = jump as f64 / current_rtt.as_secs_f64().max(1e-6);
         self.inner.seed_path_model(rate, current_rtt);
+        if self.config.startup_exit_at_saved_rate {
+            let saved_rtt = self.saved.min_rtt.as_secs_f64().max(1e-6);
+            self.inner
+                .set_startup_target(self.saved.cwnd as f64 / saved_rtt);
+        }
         self.enter(
             CarefulResumePhase::Unvalidated,
             CarefulResumeTrigger::CwndLimited,
@@ -517,6 +541,10 @@ impl CongestionControl for CarefulResume {
 
     fn seed_path_model(&mut self, bandwidth: f64, min_rtt: Duration) {
         self.inner.seed_path_model(bandwidth, min_rtt);
+    }
+
+    fn set_startup_target(&mut self, bandwidth: f64) {
+        self.inner.set_startup_target(bandwidth);
     }
 
     fn careful_resume(&self) -> Option<CarefulResumeStatus> {

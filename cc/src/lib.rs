@@ -399,6 +399,12 @@ pub trait CongestionControl: Send + Debug {
     /// RTT from it. Window-based controllers ignore it (the default).
     fn seed_path_model(&mut self, _bandwidth: f64, _min_rtt: Duration) {}
 
+    /// Careful Resume validated its jump: a controller with a Startup
+    /// (BBR) may end it once its bandwidth estimate reaches `bandwidth`
+    /// (bytes per second), the saved path's, instead of probing past it.
+    /// Others ignore it (the default).
+    fn set_startup_target(&mut self, _bandwidth: f64) {}
+
     /// Careful Resume's state, when this controller runs under it.
     fn careful_resume(&self) -> Option<CarefulResumeStatus> {
         None

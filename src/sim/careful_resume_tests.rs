@@ -22,6 +22,19 @@ fn two_connections(
     forward_extra: &str,
     second_start_ms: u64,
 ) -> Scenario {
+    two_connections_with(cc, resume, queue, forward_extra, second_start_ms, "")
+}
+
+/// [`two_connections`] whose second flow carries `flow_extra` (e.g. its
+/// `careful_resume_config`).
+fn two_connections_with(
+    cc: &str,
+    resume: bool,
+    queue: usize,
+    forward_extra: &str,
+    second_start_ms: u64,
+    flow_extra: &str,
+) -> Scenario {
     let text = format!(
         r#"
 name = "careful-resume-{cc}"
@@ -44,6 +57,7 @@ bytes = 10_000_000
 after_flow = 0
 start_ms = {second_start_ms}
 resume_path = {resume}
+{flow_extra}
 "#
     );
     Scenario::from_toml_str(&text, "careful-resume").expect("a valid scenario")
@@ -114,4 +128,28 @@ fn a_resumed_connection_retreats_when_the_path_lost_capacity() {
     let status = second.client_stats.careful_resume.expect("resumed");
     assert!(status.jumped && status.retreated, "{status:?}");
     assert_eq!(status.phase, CarefulResumePhase::Normal);
+}
+
+#[test]
+fn bbr_resumed_under_the_rfc_letter_builds_a_deeper_queue_than_the_saved_rate_exit() {
+    // BBR left in Startup after the jump paces at 2.77 times its estimate
+    // until its three-round plateau test ends it, and queues what the
+    // path cannot carry; ending Startup at the saved rate (the default)
+    // queues less. The peak smoothed RTT of the second connection shows it.
+    let peak_srtt_ms = |flow_extra: &str| {
+        let report = run(&two_connections_with("bbr", true, 555, "", 0, flow_extra));
+        let second = completed(&report);
+        assert!(second.client_stats.careful_resume.expect("resumed").jumped);
+        second
+            .timeseries
+            .iter()
+            .map(|s| s.srtt_ms)
+            .fold(0.0, f64::max)
+    };
+    let default = peak_srtt_ms("");
+    let letter = peak_srtt_ms("careful_resume_config = { startup_exit_at_saved_rate = false }");
+    assert!(
+        default + 10.0 < letter,
+        "peak srtt: default {default} ms, RFC letter {letter} ms"
+    );
 }

@@ -224,6 +224,11 @@ pub struct FlowSpec {
     /// Careful Resume in this flow's connections (`Config::careful_resume`).
     #[serde(default = "default_careful_resume")]
     pub careful_resume: bool,
+    /// Careful Resume's knobs when it is on (`sift_cc::CarefulResumeConfig`),
+    /// e.g. `{ startup_exit_at_saved_rate = false }` for the RFC's letter;
+    /// sift's defaults without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub careful_resume_config: Option<sift_cc::CarefulResumeConfig>,
 }
 
 fn is_false(value: &bool) -> bool {

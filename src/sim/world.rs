@@ -340,6 +340,8 @@ impl<T: Transport> Simulation<T> {
                 }
                 if !spec.careful_resume {
                     config.careful_resume = None;
+                } else if let Some(knobs) = spec.careful_resume_config {
+                    config.careful_resume = Some(knobs);
                 }
                 let start = ms_to_duration(spec.start_ms);
                 if spec.after_flow.is_none() {

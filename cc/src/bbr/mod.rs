@@ -133,6 +133,13 @@ pub const QUEUE_FREE_RTT_DIVISOR: u32 = 8;
 /// sift's leaky-pipe rule: at most 10% loss is taken as the link's; above
 /// that BBR behaves as the draft whatever the link.
 pub const MAX_BACKGROUND_LOSS_RATE: f64 = 0.1;
+/// sift's long-path rule: a sample within min_rtt/64 of the ProbeRTT
+/// minimum confirms it (9.4 ms at 600 ms, 0.3 ms at 20 ms).
+pub const MIN_RTT_CONFIRM_DIVISOR: u32 = 64;
+/// Careful Resume: Startup ends once max_bw reaches this share of the saved
+/// path's bandwidth (7/8: a max filter's samples sit just under the rate
+/// that filled it).
+pub const RESUME_TARGET_SHARE: f64 = 0.875;
 /// RFC 9002 §7.2 initial window, in packets.
 pub const INITIAL_WINDOW_PACKETS: u64 = 10;
 
@@ -171,6 +178,14 @@ pub struct BbrConfig {
     /// stops a probe, so that BBR yields to a loss-based flow as that flow
     /// yields to it.
     pub standing_queue_response: bool,
+    /// sift's long-path rule (on by default; off is the draft): an RTT
+    /// sample within min_rtt/[`MIN_RTT_CONFIRM_DIVISOR`] of the ProbeRTT
+    /// minimum renews that minimum's stamp, as a lower sample does. Such a
+    /// sample ran over no queue of ours, so it is what ProbeRTT would
+    /// measure; without the rule a path whose RTT never drops below its
+    /// first sample enters ProbeRTT every 5 s, which at 600 ms halves the
+    /// window for a round trip in mid-Startup.
+    pub queue_free_samples_renew_min_rtt: bool,
 }
 
 impl Default for BbrConfig {
@@ -180,6 +195,7 @@ impl Default for BbrConfig {
             loss_threshold: LOSS_THRESH,
             background_loss_tolerance: true,
             standing_queue_response: true,
+            queue_free_samples_renew_min_rtt: true,
         }
     }
 }
@@ -308,6 +324,9 @@ pub struct Bbr {
     probe_rtt_min_delay: Option<Duration>,
     probe_rtt_min_stamp: Option<Instant>,
     probe_rtt_expired: bool,
+    /// Careful Resume: the saved path's bandwidth; Startup ends when
+    /// max_bw reaches [`RESUME_TARGET_SHARE`] of it.
+    resume_target_bw: Option<f64>,
 
     // Aggregation.
     extra_acked_filter: WindowedMax,
@@ -440,6 +459,7 @@ impl Bbr {
             probe_rtt_min_delay: None,
             probe_rtt_min_stamp: None,
             probe_rtt_expired: false,
+            resume_target_bw: None,
             extra_acked_filter: WindowedMax::default(),
             extra_acked: 0.0,
             extra_acked_interval_start: None,
@@ -729,6 +749,15 @@ impl Bbr {
     }
 
     fn check_full_bw_reached(&mut self, rs: &RateSample) {
+        if let Some(target) = self.resume_target_bw {
+            if self.state == BbrState::Startup && self.max_bw >= RESUME_TARGET_SHARE * target {
+                // The path carries what it carried before: the pipe is full.
+                self.resume_target_bw = None;
+                self.full_bw_now = true;
+                self.full_bw_reached = true;
+                return;
+            }
+        }
         if self.full_bw_now || !self.round_start || rs.is_app_limited {
             return;
         }
@@ -822,6 +851,16 @@ impl Bbr {
             if self.probe_rtt_min_delay.is_none_or(|m| rtt < m) || self.probe_rtt_expired {
                 self.probe_rtt_min_delay = Some(rtt);
                 self.probe_rtt_min_stamp = Some(now);
+            } else if self.config.queue_free_samples_renew_min_rtt
+                && self
+                    .probe_rtt_min_delay
+                    .is_some_and(|m| rtt <= m + m / MIN_RTT_CONFIRM_DIVISOR)
+            {
+                // As good as what ProbeRTT would see: renew the stamps.
+                self.probe_rtt_min_stamp = Some(now);
+                if self.min_rtt == self.probe_rtt_min_delay {
+                    self.min_rtt_stamp = Some(now);
+                }
             }
         }
         let min_rtt_expired = self
@@ -1156,6 +1195,7 @@ impl CongestionControl for Bbr {
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
         self.cwnd = cwnd.max(self.mss * MIN_PIPE_CWND_PACKETS);
         if ssthresh.is_some() {
+            self.resume_target_bw = None;
             let rtt = self.min_rtt.map_or(1.0, |rtt| rtt.as_secs_f64().max(1e-6));
             self.max_bw_filter = WindowedMax::default();
             self.max_bw =
@@ -1174,6 +1214,15 @@ impl CongestionControl for Bbr {
         if self.min_rtt.is_none_or(|known| min_rtt < known) {
             self.min_rtt = Some(min_rtt);
             self.min_rtt_stamp = self.now;
+        }
+    }
+
+    /// Careful Resume validated its jump: Startup ends once max_bw reaches
+    /// (7/8 of) the saved path's bandwidth instead of overshooting it by
+    /// Startup's gain for the three rounds its plateau test needs.
+    fn set_startup_target(&mut self, bandwidth: f64) {
+        if self.state == BbrState::Startup && !self.full_bw_reached && bandwidth > 0.0 {
+            self.resume_target_bw = Some(bandwidth);
         }
     }
 

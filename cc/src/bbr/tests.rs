@@ -539,3 +539,93 @@ fn a_queue_seen_in_one_cruise_phase_only_is_not_another_flows() {
     });
     assert_eq!(bbr.inflight_longterm(), u64::MAX);
 }
+
+/// Samples every 500 ms for 6 s, each `rtt_ms`: whether ProbeRTT came.
+fn probe_rtt_within_six_seconds_of_samples(config: BbrConfig, rtt_ms: u64) -> bool {
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = cruising(t0, config);
+    bbr.bw_probe_wait = Duration::from_secs(100); // no bandwidth probe here
+    let mut delivered = 1_000_000;
+    let mut probed = false;
+    for step in 1..=12 {
+        bbr.on_ack(&ack(
+            t0 + ms(500 * step),
+            rtt_ms,
+            BW,
+            delivered,
+            delivered + 1_000,
+        ));
+        delivered += 1_000;
+        probed |= bbr.state() == BbrState::ProbeRtt;
+    }
+    probed
+}
+
+#[test]
+fn samples_at_the_minimum_rtt_renew_it_so_probe_rtt_does_not_come() {
+    // 101 ms is within 100/64 ms of the 100 ms minimum: no queue of ours,
+    // what ProbeRTT would measure.
+    assert!(!probe_rtt_within_six_seconds_of_samples(
+        BbrConfig::default(),
+        101
+    ));
+}
+
+#[test]
+fn samples_above_the_minimum_rtt_by_more_than_a_64th_still_lead_to_probe_rtt() {
+    assert!(probe_rtt_within_six_seconds_of_samples(
+        BbrConfig::default(),
+        102
+    ));
+}
+
+#[test]
+fn the_draft_enters_probe_rtt_after_five_seconds_even_of_samples_at_the_minimum() {
+    let draft = BbrConfig {
+        queue_free_samples_renew_min_rtt: false,
+        ..BbrConfig::default()
+    };
+    assert!(probe_rtt_within_six_seconds_of_samples(draft, 100));
+}
+
+/// A BBR in Startup at 100 kB/s (min RTT 100 ms) told `target`, then one
+/// round-start ACK with a rate sample of `rate`.
+fn startup_after_sample(target: Option<f64>, rate: f64) -> Bbr {
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = Bbr::new(BbrConfig::default(), MSS);
+    bbr.on_ack(&ack(t0, 100, 100_000.0, 0, 1_000));
+    if let Some(target) = target {
+        bbr.set_startup_target(target);
+    }
+    bbr.on_ack(&ack(t0 + ms(100), 100, rate, 1_000, 2_000));
+    bbr
+}
+
+#[test]
+fn startup_ends_once_max_bw_reaches_seven_eighths_of_the_saved_bandwidth() {
+    // 880 kB/s ≥ 7/8 of 1 MB/s: the pipe holds what it held before.
+    let bbr = startup_after_sample(Some(BW), 880_000.0);
+    assert!(bbr.full_bw_reached);
+    assert_ne!(bbr.state(), BbrState::Startup);
+}
+
+#[test]
+fn startup_goes_on_below_the_saved_bandwidth_or_without_one() {
+    // 870 kB/s < 875 kB/s: a path that lost capacity never gets there.
+    let below = startup_after_sample(Some(BW), 870_000.0);
+    assert!(!below.full_bw_reached);
+    assert_eq!(below.state(), BbrState::Startup);
+    let without = startup_after_sample(None, 880_000.0);
+    assert_eq!(without.state(), BbrState::Startup);
+}
+
+#[test]
+fn a_safe_retreat_forgets_the_saved_bandwidth() {
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = Bbr::new(BbrConfig::default(), MSS);
+    bbr.on_ack(&ack(t0, 100, 100_000.0, 0, 1_000));
+    bbr.set_startup_target(BW);
+    bbr.set_window(20_000, Some(20_000));
+    bbr.on_ack(&ack(t0 + ms(100), 100, 880_000.0, 1_000, 2_000));
+    assert_eq!(bbr.state(), BbrState::Startup);
+}

@@ -311,6 +311,7 @@ fn a_random_loss_verdict_does_not_retreat_unless_configured() {
         (
             CarefulResumeConfig {
                 retreat_on_random_loss: true,
+                ..CarefulResumeConfig::default()
             },
             true,
         ),
@@ -365,4 +366,47 @@ fn the_jump_stays_half_the_saved_bytes_after_the_packet_size_grows() {
     cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
     assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
     assert_eq!(cr.window(), JUMP);
+}
+
+/// BBR resumed from `saved()` (400 packets per 600 ms: 666_667 B/s) under
+/// `config`: the jump, then an ACK of a jumped packet whose rate sample
+/// shows 600_000 B/s (0.9 of the saved rate). BBR's state index after it.
+fn bbr_state_after_a_saved_rate_sample(config: CarefulResumeConfig) -> f64 {
+    let bbr: CcConfig = "bbr".parse().unwrap();
+    let mut cr = CarefulResume::new(bbr.build(MSS), saved(), config, MSS);
+    let t0 = Instant::now();
+    for i in 1..=10 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    let now = t0 + ms(600);
+    cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    let sent = send_jump(&mut cr, now, 20);
+    let mut event = ack(sent + ms(600), sent, 1, rtt_of(600), 20 * MSS);
+    event.rate = Some(crate::RateSample {
+        delivery_rate: 600_000.0,
+        interval: ms(600),
+        delivered: MSS,
+        prior_delivered: 10 * MSS,
+        delivered_total: 11 * MSS,
+        tx_in_flight: 20 * MSS,
+        ..crate::RateSample::default()
+    });
+    cr.on_ack(&event);
+    cr.metrics().fields["state"]
+}
+
+#[test]
+fn bbr_leaves_startup_once_it_measures_the_saved_rate() {
+    let state = bbr_state_after_a_saved_rate_sample(CarefulResumeConfig::default());
+    assert_ne!(state, 0.0, "Startup is state 0");
+}
+
+#[test]
+fn under_the_rfc_letter_bbr_stays_in_startup_at_the_saved_rate() {
+    let letter = CarefulResumeConfig {
+        startup_exit_at_saved_rate: false,
+        ..CarefulResumeConfig::default()
+    };
+    assert_eq!(bbr_state_after_a_saved_rate_sample(letter), 0.0);
 }

@@ -202,6 +202,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         after_flow: None,
         resume_path: false,
         careful_resume: true,
+        careful_resume_config: None,
     }
 }
 

@@ -321,6 +321,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         after_flow: None,
         resume_path: false,
         careful_resume: true,
+        careful_resume_config: None,
     }
 }
 
