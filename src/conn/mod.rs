@@ -914,6 +914,8 @@ impl Connection {
     pub fn on_local_address_changed(&mut self, local: SocketAddr) {
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
+            self.pmtud
+                .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
             if !path::only_port_changed(old, local) {
                 self.start_new_path();
             }
@@ -924,7 +926,8 @@ impl Connection {
     }
 
     /// A new network path: congestion control, the RTT estimate and the
-    /// path MTU start over (RFC 9000 §9.4, §14.3).
+    /// path MTU start over (RFC 9000 §9.4, §14.3; the MTU from 1200 bytes,
+    /// `pmtud::Pmtud::on_new_path`).
     fn start_new_path(&mut self) {
         if let Some(change) = self.pmtud.on_new_path(self.remote, self.now) {
             self.on_datagram_size_changed(change);
@@ -940,6 +943,8 @@ impl Connection {
         self.remote = to;
         self.path.migrations += 1;
         self.switch_peer_cid();
+        self.pmtud
+            .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
         if !path::only_port_changed(old, to) {
             self.start_new_path();
         }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::error::{codes, TransportFailure};
 use super::handshake::Progress;
 use super::keys::KeySlot;
+use super::path::ResponseOutcome;
 use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
 use crate::crypto::{Level, OpenError, PacketFormat};
 use crate::recovery::SpaceId;
@@ -731,13 +732,24 @@ impl Connection {
                 }
                 self.acks[space.index()].request_immediate();
             }
-            Frame::PathChallenge { data } => self.path.on_challenge(data),
-            Frame::PathResponse { data } => {
-                if self.path.on_response(data) {
+            Frame::PathChallenge { data } => {
+                self.path
+                    .on_challenge(data, self.recv_from, self.recv_datagram_len)
+            }
+            Frame::PathResponse { data } => match self.path.on_response(data) {
+                ResponseOutcome::NotOurs => {}
+                ResponseOutcome::Validated => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated");
                     self.address_validated = true;
                 }
-            }
+                ResponseOutcome::AddressOnly => {
+                    tracing::debug!(remote = %self.remote, "the peer's new address is validated, not yet its path MTU");
+                    self.address_validated = true;
+                    let mut data = [0u8; 8];
+                    rand::RngCore::fill_bytes(&mut self.path_rng, &mut data);
+                    self.path.challenge_mtu(data);
+                }
+            },
             Frame::HandshakeDone => {
                 if self.side == Side::Server {
                     return Err(TransportFailure::new(
