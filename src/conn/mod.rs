@@ -471,6 +471,8 @@ pub struct Connection {
     close_pending: bool,
     close_reason: Option<CloseReason>,
     peer_max_datagram_frame_size: Option<u64>,
+    /// The peer sent disable_active_migration (RFC 9000 §18.2).
+    peer_disables_migration: bool,
     peer_max_udp_payload: u64,
     /// The peer's ACK delays are in units of 2^this µs (RFC 9000 §18.2).
     peer_ack_delay_exponent: u64,
@@ -696,6 +698,7 @@ impl Connection {
             close_pending: false,
             close_reason: None,
             peer_max_datagram_frame_size: None,
+            peer_disables_migration: false,
             peer_max_udp_payload: MIN_INITIAL_DATAGRAM as u64,
             peer_ack_delay_exponent: crate::wire::transport_params::DEFAULT_ACK_DELAY_EXPONENT,
             datagrams_out: VecDeque::new(),
@@ -747,6 +750,7 @@ impl Connection {
             && self.handshake_confirmed
             && self.state == State::Established
             && self.cids.has_spare()
+            && !self.peer_disables_migration
     }
 
     /// The connection is draining or closed and will send nothing more.

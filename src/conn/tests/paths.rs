@@ -208,3 +208,62 @@ fn a_path_response_goes_back_on_the_path_its_challenge_came_on() {
     assert_eq!(responses.len(), 1, "{responses:?}");
     assert!(responses[0] >= 1200, "expanded: {responses:?}");
 }
+
+#[test]
+fn new_connection_id_from_a_peer_with_zero_length_ids_is_a_protocol_violation() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let frame = |sequence| Frame::NewConnectionId {
+        sequence,
+        retire_prior_to: 0,
+        cid: ConnectionId::new(&[9; 8]).unwrap(),
+        reset_token: [3; 16],
+    };
+    let now = pair.now;
+    // A peer with IDs may give more.
+    assert!(pair
+        .server
+        .process_frame(SpaceId::Data, frame(7), now)
+        .is_ok());
+    // One that asked for zero-length IDs (RFC 9000 §19.15) may not.
+    pair.server.peer_cid = ConnectionId::new(&[]).unwrap();
+    let error = pair
+        .server
+        .process_frame(SpaceId::Data, frame(8), now)
+        .unwrap_err();
+    assert_eq!(error.code, codes::PROTOCOL_VIOLATION);
+}
+
+#[test]
+fn a_client_may_not_send_a_preferred_address() {
+    use super::recv::has_server_only_params;
+    use crate::wire::TransportParams;
+    assert!(!has_server_only_params(&TransportParams::default()));
+    let preferred = TransportParams {
+        preferred_address: Some(vec![0; 41]),
+        ..TransportParams::default()
+    };
+    assert!(has_server_only_params(&preferred));
+}
+
+/// Whether the client may move once it holds a spare connection ID, with
+/// the server's disable_active_migration set or not.
+fn client_may_move(server_disables_migration: bool) -> bool {
+    let mut pair = Pair::default();
+    pair.server
+        .handshake
+        .local_params_mut()
+        .disable_active_migration = server_disables_migration;
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        p.client.cids.has_spare()
+    });
+    assert!(pair.client.cids.has_spare());
+    pair.client.can_migrate()
+}
+
+#[test]
+fn a_client_does_not_move_when_the_server_disables_active_migration() {
+    assert!(client_may_move(false));
+    assert!(!client_may_move(true));
+}
