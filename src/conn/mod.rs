@@ -471,6 +471,8 @@ pub struct Connection {
     close_pending: bool,
     close_reason: Option<CloseReason>,
     peer_max_datagram_frame_size: Option<u64>,
+    /// The peer sent disable_active_migration (RFC 9000 §18.2).
+    peer_disables_migration: bool,
     peer_max_udp_payload: u64,
     /// The peer's ACK delays are in units of 2^this µs (RFC 9000 §18.2).
     peer_ack_delay_exponent: u64,
@@ -696,6 +698,7 @@ impl Connection {
             close_pending: false,
             close_reason: None,
             peer_max_datagram_frame_size: None,
+            peer_disables_migration: false,
             peer_max_udp_payload: MIN_INITIAL_DATAGRAM as u64,
             peer_ack_delay_exponent: crate::wire::transport_params::DEFAULT_ACK_DELAY_EXPONENT,
             datagrams_out: VecDeque::new(),
@@ -747,6 +750,7 @@ impl Connection {
             && self.handshake_confirmed
             && self.state == State::Established
             && self.cids.has_spare()
+            && !self.peer_disables_migration
     }
 
     /// The connection is draining or closed and will send nothing more.
@@ -914,6 +918,8 @@ impl Connection {
     pub fn on_local_address_changed(&mut self, local: SocketAddr) {
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
+            self.pmtud
+                .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
             if !path::only_port_changed(old, local) {
                 self.start_new_path();
             }
@@ -924,7 +930,8 @@ impl Connection {
     }
 
     /// A new network path: congestion control, the RTT estimate and the
-    /// path MTU start over (RFC 9000 §9.4, §14.3).
+    /// path MTU start over (RFC 9000 §9.4, §14.3; the MTU from 1200 bytes,
+    /// `pmtud::Pmtud::on_new_path`).
     fn start_new_path(&mut self) {
         if let Some(change) = self.pmtud.on_new_path(self.remote, self.now) {
             self.on_datagram_size_changed(change);
@@ -940,6 +947,8 @@ impl Connection {
         self.remote = to;
         self.path.migrations += 1;
         self.switch_peer_cid();
+        self.pmtud
+            .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
         if !path::only_port_changed(old, to) {
             self.start_new_path();
         }

@@ -35,6 +35,34 @@ use std::net::SocketAddr;
 /// the latest few only.
 const MAX_PENDING_RESPONSES: usize = 4;
 
+/// A peer's PATH_CHALLENGE still to echo, and where it came from: the
+/// response goes back on that path (RFC 9000 §8.2.2), whatever the peer's
+/// address is by then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PendingResponse {
+    /// The challenge's data.
+    pub data: [u8; 8],
+    /// The address the challenge came from.
+    pub from: SocketAddr,
+    /// The size of the datagram that carried it: three times this bounds
+    /// the response's datagram on a path not validated (RFC 9000 §8.1).
+    pub datagram_len: usize,
+}
+
+/// What a PATH_RESPONSE did to our path validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ResponseOutcome {
+    /// It echoes no challenge outstanding.
+    NotOurs,
+    /// The path is validated, its MTU of 1200 bytes included.
+    Validated,
+    /// The peer's address is validated, but a copy of the challenge went
+    /// in a datagram under 1200 bytes (the anti-amplification limit), so
+    /// the path's MTU is not: challenge again in a full-size datagram
+    /// (RFC 9000 §8.2.1, §8.2.3).
+    AddressOnly,
+}
+
 /// Path validation state: the challenge we sent on the current path, and
 /// the peer's challenges we still have to echo.
 #[derive(Debug, Default)]
@@ -44,7 +72,13 @@ pub(super) struct PathValidation {
     /// The challenge still has to be sent (first time, or after a loss).
     pub challenge_pending: bool,
     /// The peer's challenges to echo, oldest first.
-    pub responses: VecDeque<[u8; 8]>,
+    pub responses: VecDeque<PendingResponse>,
+    /// Every copy of the outstanding challenge left in a datagram of at
+    /// least 1200 bytes (so far).
+    pub challenge_expanded: bool,
+    /// This validation already counted in `validated` (its address
+    /// passed; a second challenge checks the path's MTU).
+    pub address_counted: bool,
     /// The peer moved to another address, this many times.
     pub migrations: u64,
     /// Paths validated by an echoed challenge.
@@ -75,8 +109,21 @@ impl PathValidation {
     ) {
         self.challenge = Some(data);
         self.challenge_pending = true;
+        self.challenge_expanded = true;
+        self.address_counted = false;
+        self.repeat_at = None;
         self.deadline = Some(deadline);
         self.previous = previous;
+    }
+
+    /// The address passed but not the MTU (`ResponseOutcome::AddressOnly`):
+    /// challenge again with `data`, by the same deadline, and still go
+    /// back to the previous address if this one never carries 1200 bytes.
+    pub fn challenge_mtu(&mut self, data: [u8; 8]) {
+        self.challenge = Some(data);
+        self.challenge_pending = true;
+        self.challenge_expanded = true;
+        self.repeat_at = None;
     }
 
     /// The challenge went unanswered until its deadline: stop asking, and
@@ -90,33 +137,60 @@ impl PathValidation {
         self.previous.take()
     }
 
-    /// The peer echoed `data`: whether it answers our challenge.
-    pub fn on_response(&mut self, data: [u8; 8]) -> bool {
+    /// The peer echoed `data`: what that validates.
+    pub fn on_response(&mut self, data: [u8; 8]) -> ResponseOutcome {
         if self.challenge != Some(data) {
-            return false;
+            return ResponseOutcome::NotOurs;
         }
         self.challenge = None;
         self.challenge_pending = false;
-        self.deadline = None;
         self.repeat_at = None;
+        if !self.address_counted {
+            self.address_counted = true;
+            self.validated += 1;
+        }
+        if !self.challenge_expanded {
+            return ResponseOutcome::AddressOnly;
+        }
+        self.deadline = None;
         self.previous = None;
-        self.validated += 1;
-        true
+        ResponseOutcome::Validated
     }
 
-    /// The peer challenged us: echo it.
-    pub fn on_challenge(&mut self, data: [u8; 8]) {
+    /// The peer challenged us from `from`, in a datagram of
+    /// `datagram_len` bytes: echo it there.
+    pub fn on_challenge(&mut self, data: [u8; 8], from: SocketAddr, datagram_len: usize) {
         if self.responses.len() == MAX_PENDING_RESPONSES {
             self.responses.pop_front();
         }
-        self.responses.push_back(data);
+        self.responses.push_back(PendingResponse {
+            data,
+            from,
+            datagram_len,
+        });
     }
 
-    /// The outstanding challenge went out; unanswered, it is repeated at
-    /// `repeat_at` (RFC 9000 §8.2.1: no more often than an Initial would be,
-    /// once a PTO).
-    pub fn on_challenge_sent(&mut self, repeat_at: std::time::Instant) {
+    /// The oldest challenge to echo that came from `remote` (the path the
+    /// connection sends on).
+    pub fn pop_on_path(&mut self, remote: SocketAddr) -> Option<[u8; 8]> {
+        let index = self.responses.iter().position(|r| r.from == remote)?;
+        self.responses.remove(index).map(|r| r.data)
+    }
+
+    /// The oldest challenge to echo that came from another address than
+    /// `remote`: its response leaves alone, to that address.
+    pub fn pop_off_path(&mut self, remote: SocketAddr) -> Option<PendingResponse> {
+        let index = self.responses.iter().position(|r| r.from != remote)?;
+        self.responses.remove(index)
+    }
+
+    /// The outstanding challenge went out, in a datagram of at least 1200
+    /// bytes or not (`expanded`); unanswered, it is repeated at
+    /// `repeat_at` (RFC 9000 §8.2.1: no more often than an Initial would
+    /// be, once a PTO).
+    pub fn on_challenge_sent(&mut self, repeat_at: std::time::Instant, expanded: bool) {
         self.repeat_at = Some(repeat_at);
+        self.challenge_expanded &= expanded;
     }
 
     /// The repeat time passed with no answer: send the challenge again.
@@ -159,6 +233,57 @@ pub fn canonical_peer(address: SocketAddr) -> SocketAddr {
 mod tests {
     use super::*;
     use std::net::{Ipv6Addr, SocketAddrV6};
+
+    fn address(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 7], port))
+    }
+
+    #[test]
+    fn a_response_to_a_challenge_sent_small_validates_the_address_only() {
+        let now = std::time::Instant::now();
+        let mut path = PathValidation::default();
+        path.challenge([1; 8], now, Some(address(1)));
+        // Held to three times what arrived: under 1200 bytes.
+        path.on_challenge_sent(now, false);
+        assert_eq!(path.on_response([1; 8]), ResponseOutcome::AddressOnly);
+        assert_eq!(path.validated, 1);
+        assert!(
+            path.deadline.is_some(),
+            "the MTU check has the same deadline"
+        );
+        path.challenge_mtu([2; 8]);
+        path.on_challenge_sent(now, true);
+        assert_eq!(path.on_response([1; 8]), ResponseOutcome::NotOurs);
+        assert_eq!(path.on_response([2; 8]), ResponseOutcome::Validated);
+        assert_eq!(path.validated, 1, "one path, counted once");
+        assert_eq!((path.deadline, path.previous), (None, None));
+    }
+
+    #[test]
+    fn a_response_to_a_challenge_sent_full_size_validates_the_path() {
+        let now = std::time::Instant::now();
+        let mut path = PathValidation::default();
+        path.challenge([1; 8], now, None);
+        path.on_challenge_sent(now, true);
+        path.on_challenge_sent(now, true);
+        assert_eq!(path.on_response([1; 8]), ResponseOutcome::Validated);
+    }
+
+    #[test]
+    fn responses_are_sorted_by_the_path_their_challenge_came_on() {
+        let mut path = PathValidation::default();
+        path.on_challenge([1; 8], address(1), 1200);
+        path.on_challenge([2; 8], address(2), 60);
+        path.on_challenge([3; 8], address(1), 1200);
+        assert_eq!(path.pop_on_path(address(1)), Some([1; 8]));
+        let off = path.pop_off_path(address(1)).unwrap();
+        assert_eq!(
+            (off.data, off.from, off.datagram_len),
+            ([2; 8], address(2), 60)
+        );
+        assert_eq!(path.pop_off_path(address(1)), None);
+        assert_eq!(path.pop_on_path(address(1)), Some([3; 8]));
+    }
 
     #[test]
     fn a_mapped_ipv4_address_becomes_plain_ipv4_with_its_port() {

@@ -199,6 +199,9 @@ pub struct Pmtud {
     largest_acked_large: Option<u64>,
     /// Large packets lost since then (black-hole suspicion).
     suspicious_losses: u32,
+    /// The first packet number sent on the current path: packets numbered
+    /// below it went on a path left behind (`on_path_change`).
+    path_start: u64,
     counters: PmtudCounters,
 }
 
@@ -219,6 +222,7 @@ impl Pmtud {
             phase: Phase::Idle,
             largest_acked_large: None,
             suspicious_losses: 0,
+            path_start: 0,
             counters: PmtudCounters::default(),
         };
         pmtud.set_ceiling(peer);
@@ -409,7 +413,7 @@ impl Pmtud {
 
     /// Ordinary packets (not probes) were acknowledged: `(number, size)`.
     pub fn on_acked(&mut self, packets: impl Iterator<Item = (u64, usize)>) {
-        for (packet_number, size) in packets {
+        for (packet_number, size) in packets.filter(|&(number, _)| number >= self.path_start) {
             if size > BASE_DATAGRAM_SIZE {
                 self.largest_acked_large = self.largest_acked_large.max(Some(packet_number));
                 self.suspicious_losses = 0;
@@ -432,7 +436,7 @@ impl Pmtud {
             return None;
         }
         let mut suspicious = 0;
-        for (packet_number, size) in packets {
+        for (packet_number, size) in packets.filter(|&(number, _)| number >= self.path_start) {
             if size <= BASE_DATAGRAM_SIZE {
                 self.suspicious_losses = 0;
                 return None;
@@ -467,12 +471,34 @@ impl Pmtud {
         (self.enabled && self.current > BASE_DATAGRAM_SIZE).then_some(BASE_DATAGRAM_SIZE)
     }
 
-    /// The path changed (a new peer or local IP address): what was learnt
-    /// does not hold. Back to the start size; search again at once.
+    /// One end moved (a new port, or a new path): packets numbered below
+    /// `first_packet` went where the connection no longer is, so their
+    /// fate says nothing about where it is now (RFC 9000 §9.4: packets
+    /// sent on the old path do not count for the new one). Their losses
+    /// are no black hole, and a probe among them neither passes nor fails.
+    pub fn on_path_change(&mut self, first_packet: u64) {
+        self.path_start = first_packet;
+        self.largest_acked_large = None;
+        self.suspicious_losses = 0;
+        if let Phase::Searching { in_flight, .. } = &mut self.phase {
+            *in_flight = None;
+        }
+    }
+
+    /// The path changed (a new peer or local IP address; `on_path_change`
+    /// first): what was learnt does not hold. With discovery on, back to
+    /// the base size, the one every path carries and the one a padded
+    /// PATH_CHALLENGE proves (RFC 8899 §5.2: a new path starts from
+    /// BASE_PLPMTU; RFC 9000 §8.2.1, §14); search again once the path is
+    /// validated. Off, the only size stays.
     pub fn on_new_path(&mut self, peer: SocketAddr, now: Instant) -> Option<SizeChange> {
         let old = self.current;
         self.set_ceiling(peer);
-        self.current = self.initial;
+        self.current = if self.enabled {
+            BASE_DATAGRAM_SIZE
+        } else {
+            self.initial
+        };
         self.largest_acked_large = None;
         self.suspicious_losses = 0;
         if self.enabled && self.phase != Phase::Idle {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::error::{codes, TransportFailure};
 use super::handshake::Progress;
 use super::keys::KeySlot;
+use super::path::ResponseOutcome;
 use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
 use crate::crypto::{Level, OpenError, PacketFormat};
 use crate::recovery::SpaceId;
@@ -65,6 +66,15 @@ fn frame_allowed(space: SpaceId, frame: &Frame<'_>) -> bool {
                     ..
                 }
         )
+}
+
+/// RFC 9000 §18.2: parameters only a server may send, which a client's
+/// transport parameters must not carry (TRANSPORT_PARAMETER_ERROR).
+pub(super) fn has_server_only_params(params: &crate::wire::TransportParams) -> bool {
+    params.original_destination_connection_id.is_some()
+        || params.retry_source_connection_id.is_some()
+        || params.stateless_reset_token.is_some()
+        || params.preferred_address.is_some()
 }
 
 /// RFC 9000 §9.1: a packet of only these frames probes a path; it does not
@@ -576,7 +586,7 @@ impl Connection {
         Ok(())
     }
 
-    fn process_frame(
+    pub(super) fn process_frame(
         &mut self,
         space: SpaceId,
         frame: Frame<'_>,
@@ -678,6 +688,14 @@ impl Connection {
                 cid,
                 reset_token,
             } => {
+                if self.peer_cid.as_slice().is_empty() {
+                    // RFC 9000 §19.15: a peer that sends to us with a
+                    // zero-length ID has no IDs to give.
+                    return Err(TransportFailure::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "NEW_CONNECTION_ID from a peer that uses zero-length connection IDs",
+                    ));
+                }
                 let switched = self.cids.on_new_connection_id(
                     sequence,
                     retire_prior_to,
@@ -731,13 +749,24 @@ impl Connection {
                 }
                 self.acks[space.index()].request_immediate();
             }
-            Frame::PathChallenge { data } => self.path.on_challenge(data),
-            Frame::PathResponse { data } => {
-                if self.path.on_response(data) {
+            Frame::PathChallenge { data } => {
+                self.path
+                    .on_challenge(data, self.recv_from, self.recv_datagram_len)
+            }
+            Frame::PathResponse { data } => match self.path.on_response(data) {
+                ResponseOutcome::NotOurs => {}
+                ResponseOutcome::Validated => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated");
                     self.address_validated = true;
                 }
-            }
+                ResponseOutcome::AddressOnly => {
+                    tracing::debug!(remote = %self.remote, "the peer's new address is validated, not yet its path MTU");
+                    self.address_validated = true;
+                    let mut data = [0u8; 8];
+                    rand::RngCore::fill_bytes(&mut self.path_rng, &mut data);
+                    self.path.challenge_mtu(data);
+                }
+            },
             Frame::HandshakeDone => {
                 if self.side == Side::Server {
                     return Err(TransportFailure::new(
@@ -846,12 +875,7 @@ impl Connection {
                 "retry_source_connection_id does not match the Retry received",
             ));
         }
-        // RFC 9000 §18.2: only a server sends these.
-        if self.side == Side::Server
-            && (params.original_destination_connection_id.is_some()
-                || params.retry_source_connection_id.is_some()
-                || params.stateless_reset_token.is_some())
-        {
+        if self.side == Side::Server && has_server_only_params(&params) {
             return Err(param_error(
                 "a client sent a server-only transport parameter",
             ));
@@ -885,6 +909,8 @@ impl Connection {
             && self.versions.current().names_corrupted_packets();
         self.trace_peer_params(&params);
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
+        // RFC 9000 §9: a client does not move while the server says so.
+        self.peer_disables_migration = params.disable_active_migration;
         self.peer_max_udp_payload = params.max_udp_payload_size;
         self.pmtud
             .on_peer_limit(params.max_udp_payload_size, self.remote);

@@ -65,6 +65,11 @@ struct PlannedPacket {
     sent: Vec<SentFrame>,
     ack_eliciting: bool,
     padded: bool,
+    /// Carries PATH_CHALLENGE or PATH_RESPONSE: its datagram is expanded
+    /// to 1200 bytes (RFC 9000 §8.2.1, §8.2.2).
+    path_frames: bool,
+    /// Carries our PATH_CHALLENGE.
+    challenge: bool,
 }
 
 impl Connection {
@@ -83,6 +88,9 @@ impl Connection {
             _ => {}
         }
         self.maybe_initiate_key_update();
+        if let Some(sent) = self.send_off_path_response(out, now) {
+            return Ok(Some(sent));
+        }
         if let Some(sent) = self.send_pmtu_probe(out, now) {
             return Ok(Some(sent));
         }
@@ -130,6 +138,13 @@ impl Connection {
             return Ok(None);
         }
         self.pad_initial_datagram(&mut plans, limit);
+        if plans.iter().any(|p| p.path_frames) {
+            // RFC 9000 §8.2.1, §8.2.2: 1200 bytes prove the path carries
+            // QUIC's smallest datagram both ways, unless the anti-amplification
+            // limit (in `limit`) allows less.
+            self.pad_last_packet(&mut plans, MIN_INITIAL_DATAGRAM.min(limit));
+        }
+        let challenge_sent = plans.iter().any(|p| p.challenge);
 
         // Each packet is sealed straight into `out`: the plans were sized
         // to fit `limit`, which `out` holds.
@@ -235,6 +250,11 @@ impl Connection {
         if len == 0 {
             return Ok(None);
         }
+        if challenge_sent {
+            let repeat = self.recovery.pto_period(SpaceId::Data);
+            self.path
+                .on_challenge_sent(now + repeat, len >= MIN_INITIAL_DATAGRAM);
+        }
         Ok(Some((len, self.datagram_leaves(len, now))))
     }
 
@@ -261,6 +281,82 @@ impl Connection {
             at: now,
             checksum_free,
         }
+    }
+
+    /// A PATH_RESPONSE to a challenge that came from another address than
+    /// the peer's (a path it probes, RFC 9000 §9.1), alone in a datagram
+    /// to that address: a response goes on the path its challenge came on
+    /// (RFC 9000 §8.2.2). Expanded to 1200 bytes as far as three times the
+    /// challenge's datagram allows (the address is not validated, §8.1).
+    /// Not in recovery's ledger: a response is never resent (§8.2.2), and
+    /// its fate says nothing about the path the connection uses.
+    fn send_off_path_response(
+        &mut self,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<(usize, SendInfo)> {
+        if self.state != State::Established || self.close_frame.is_some() {
+            return None;
+        }
+        let space = SpaceId::Data;
+        self.keys[space.index()].as_ref()?;
+        let response = self.path.pop_off_path(self.remote)?;
+        let size = MIN_INITIAL_DATAGRAM
+            .min(response.datagram_len.saturating_mul(3))
+            .min(out.len());
+        let packet_number = self
+            .skips
+            .next_packet_number(&mut self.next_packet_number[space.index()]);
+        let overhead = self
+            .sealed_len(space, packet_number, size)?
+            .checked_sub(size)?;
+        let mut frames = self.send_scratch.take_frames(size);
+        Frame::PathResponse {
+            data: response.data,
+        }
+        .encode(&mut frames);
+        let padded = size.saturating_sub(overhead).max(frames.len());
+        frames.resize(padded, 0); // PADDING
+        let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
+        let header = self.header_for(space, packet_number);
+        let protection = self.keys[space.index()].as_deref()?;
+        let sealed = self.versions.current().seal_into(
+            &header,
+            self.recovery.largest_acked(space),
+            &frames,
+            protection,
+            &mut header_scratch,
+            out,
+        );
+        self.send_scratch.header = header_scratch;
+        if let (Some(tracing), Ok(len)) = (self.trace.as_mut(), &sealed) {
+            tracing.observer.event(
+                now,
+                &crate::trace::Event::PacketSent {
+                    space,
+                    packet_number,
+                    size: *len as u64,
+                    frames: &frames,
+                },
+            );
+        }
+        self.send_scratch.give_back(frames);
+        let len = sealed.ok()?;
+        self.next_packet_number[space.index()] += 1;
+        self.key_phases.on_sent(packet_number);
+        self.counters.packets_sent += 1;
+        self.counters.datagrams_sent += 1;
+        self.counters.bytes_sent += len as u64;
+        self.trace_flush();
+        Some((
+            len,
+            SendInfo {
+                from: self.local,
+                to: response.from,
+                at: now,
+                checksum_free: false,
+            },
+        ))
     }
 
     /// A path MTU probe, if the search wants one now (`conn::pmtud`): a
@@ -403,10 +499,14 @@ impl Connection {
         let needs_padding = plans
             .iter()
             .any(|p| p.space == SpaceId::Initial && (p.ack_eliciting || self.side == Side::Client));
-        if !needs_padding {
-            return;
+        if needs_padding {
+            self.pad_last_packet(plans, MIN_INITIAL_DATAGRAM.min(limit));
         }
-        let target = MIN_INITIAL_DATAGRAM.min(limit);
+    }
+
+    /// Pads the datagram of `plans` to `target` bytes with PADDING inside
+    /// its last packet.
+    fn pad_last_packet(&self, plans: &mut [PlannedPacket], target: usize) {
         let others: usize = plans[..plans.len() - 1]
             .iter()
             .map(|p| self.sealed_size(p))
@@ -478,6 +578,8 @@ impl Connection {
             sent: Vec::new(),
             ack_eliciting: false,
             padded: false,
+            path_frames: false,
+            challenge: false,
         };
 
         if let Some(close) = self.close_frame.clone() {
@@ -531,14 +633,17 @@ impl Connection {
             plan.sent.push(SentFrame::Ack { largest });
         }
         // Echo the peer's path challenges at once, window or not: they
-        // are small, and the peer's path validation waits for them.
+        // are small, and the peer's path validation waits for them. Only
+        // those that came on the path we send on: the others leave alone,
+        // on theirs (`send_off_path_response`).
         if space == SpaceId::Data {
             while budget.saturating_sub(plan.frames.len()) >= 9 {
-                let Some(data) = self.path.responses.pop_front() else {
+                let Some(data) = self.path.pop_on_path(self.remote) else {
                     break;
                 };
                 Frame::PathResponse { data }.encode(&mut plan.frames);
                 plan.ack_eliciting = true;
+                plan.path_frames = true;
             }
         }
 
@@ -618,8 +723,8 @@ impl Connection {
                 Frame::PathChallenge { data }.encode(&mut plan.frames);
                 plan.sent.push(SentFrame::PathChallenge(data));
                 plan.ack_eliciting = true;
-                let repeat = self.recovery.pto_period(SpaceId::Data);
-                self.path.on_challenge_sent(self.now + repeat);
+                plan.path_frames = true;
+                plan.challenge = true;
             }
             self.path.challenge_pending = false;
         }

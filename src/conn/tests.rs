@@ -17,6 +17,9 @@ fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
+/// A datagram's source and destination addresses.
+type Route = (SocketAddr, SocketAddr);
+
 /// What the path does to one datagram.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum PathAction {
@@ -39,8 +42,11 @@ struct Pair {
     now: Instant,
     /// Latency of each hop.
     one_way: Duration,
-    in_flight: Vec<(Instant, bool, Vec<u8>)>, // (arrival, to_server, bytes)
-    held: [Option<Vec<u8>>; 2],               // per direction, for SwapWithNext
+    /// (arrival, to_server, bytes, (from, to)): a datagram reaches its
+    /// side only if sent to the address that side is at when it arrives
+    /// (a socket left behind by a move receives nothing).
+    in_flight: Vec<(Instant, bool, Vec<u8>, Route)>,
+    held: [Option<(Vec<u8>, Route)>; 2], // per direction, for SwapWithNext
     datagrams_to_server: u64,
     datagrams_to_client: u64,
     /// At most this many datagrams per side per flush (a slow driver).
@@ -109,9 +115,10 @@ impl Pair {
                 } else {
                     &mut self.server
                 };
-                let Ok(Some((len, _))) = conn.send(&mut buf, self.now) else {
+                let Ok(Some((len, info))) = conn.send(&mut buf, self.now) else {
                     break;
                 };
+                let route = (info.from, info.to);
                 let index = if to_server {
                     self.datagrams_to_server += 1;
                     self.datagrams_to_server
@@ -126,11 +133,15 @@ impl Pair {
                     PathAction::Drop => continue,
                     PathAction::Deliver => {}
                     PathAction::Duplicate => {
-                        self.in_flight.push((arrival, to_server, bytes.clone()))
+                        self.in_flight
+                            .push((arrival, to_server, bytes.clone(), route))
                     }
                     PathAction::SwapWithNext => {
-                        if let Some(earlier) = self.held[direction].replace(bytes) {
-                            self.in_flight.push((arrival, to_server, earlier));
+                        if let Some((earlier, held_route)) =
+                            self.held[direction].replace((bytes, route))
+                        {
+                            self.in_flight
+                                .push((arrival, to_server, earlier, held_route));
                         }
                         continue;
                     }
@@ -140,9 +151,9 @@ impl Pair {
                     }
                     PathAction::DamageHeader => bytes[2] ^= 0x01,
                 }
-                self.in_flight.push((arrival, to_server, bytes));
-                if let Some(held) = self.held[direction].take() {
-                    self.in_flight.push((arrival, to_server, held));
+                self.in_flight.push((arrival, to_server, bytes, route));
+                if let Some((held, held_route)) = self.held[direction].take() {
+                    self.in_flight.push((arrival, to_server, held, held_route));
                 }
             }
         }
@@ -161,7 +172,7 @@ impl Pair {
         deadline: Option<Instant>,
     ) -> bool {
         self.flush(path);
-        let next_delivery = self.in_flight.iter().map(|(t, _, _)| *t).min();
+        let next_delivery = self.in_flight.iter().map(|(t, _, _, _)| *t).min();
         let timers = [self.client.timeout(self.now), self.server.timeout(self.now)]
             .into_iter()
             .flatten()
@@ -177,15 +188,18 @@ impl Pair {
         let (mut due, later): (Vec<_>, Vec<_>) = self
             .in_flight
             .drain(..)
-            .partition(|(t, _, _)| *t <= self.now);
-        due.sort_by_key(|(t, _, _)| *t);
+            .partition(|(t, _, _, _)| *t <= self.now);
+        due.sort_by_key(|(t, _, _, _)| *t);
         self.in_flight = later;
-        for (_, to_server, mut bytes) in due {
-            let (conn, from, to) = if to_server {
-                (&mut self.server, addr(1), addr(2))
+        for (_, to_server, mut bytes, (from, to)) in due {
+            let conn = if to_server {
+                &mut self.server
             } else {
-                (&mut self.client, addr(2), addr(1))
+                &mut self.client
             };
+            if to != conn.local() {
+                continue; // the socket it was sent to is gone
+            }
             let _ = conn.recv(
                 &mut bytes,
                 RecvInfo {
@@ -1706,6 +1720,7 @@ fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
     assert_eq!(super::max_datagram_payload(1), 0);
 }
 
+mod paths;
 mod resumption;
 
 #[test]

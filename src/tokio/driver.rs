@@ -90,11 +90,17 @@ impl EndpointDriver {
     /// Runs turns until one finds nothing to do (`Pending`, with wakers
     /// registered for the socket and the timer) or the endpoint stops.
     fn drive(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let rebind = self.shared.lock().rebind.take();
-        if let Some(datapath) = rebind {
-            self.move_to(datapath)?;
-        }
         for _ in 0..TURNS_PER_POLL {
+            // Every turn, not once a poll: the connections moved when
+            // `rebind` was called, possibly from another thread while this
+            // poll was turning, and each turn more on the old socket would
+            // carry their traffic on the path they left (a download could
+            // finish there, and the server meet the new address only in the
+            // client's CONNECTION_CLOSE).
+            let rebind = self.shared.lock().rebind.take();
+            if let Some(datapath) = rebind {
+                self.move_to(datapath)?;
+            }
             if let Poll::Ready(guard) = self.timer.poll_read_ready_mut(cx) {
                 let mut guard = guard?;
                 guard.get_inner_mut().acknowledge();

@@ -25,6 +25,8 @@ mod id {
     pub const INITIAL_MAX_STREAMS_UNI: u64 = 0x09;
     pub const ACK_DELAY_EXPONENT: u64 = 0x0a;
     pub const MAX_ACK_DELAY: u64 = 0x0b;
+    pub const DISABLE_ACTIVE_MIGRATION: u64 = 0x0c;
+    pub const PREFERRED_ADDRESS: u64 = 0x0d;
     pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
@@ -106,7 +108,21 @@ pub struct TransportParams {
     /// RFC 9368 compatible version negotiation: the version the sender
     /// chose and the versions it would use.
     pub version_information: Option<VersionInformation>,
+    /// The sender does not take part in active migration (RFC 9000 §18.2
+    /// disable_active_migration): a client must not move to a new local
+    /// address while it sends to the address the handshake used (§9).
+    pub disable_active_migration: bool,
+    /// Server only: the value of a preferred_address parameter, as sent
+    /// (RFC 9000 §18.2; at least its fixed fields, 41 bytes). sift does
+    /// not move to it (a client may ignore it, §9.6); it is kept so a
+    /// client's can be refused.
+    pub preferred_address: Option<Vec<u8>>,
 }
+
+/// The shortest preferred_address value: IPv4 address and port, IPv6
+/// address and port, a connection ID length of 0 and a reset token
+/// (RFC 9000 §18.2, Figure 22).
+const MIN_PREFERRED_ADDRESS_LEN: usize = 4 + 2 + 16 + 2 + 1 + RESET_TOKEN_LEN;
 
 /// Versions listed in a `version_information` parameter, at most.
 pub const MAX_AVAILABLE_VERSIONS: usize = 64;
@@ -144,6 +160,8 @@ impl Default for TransportParams {
             corruption_notices: false,
             min_ack_delay_micros: None,
             version_information: None,
+            disable_active_migration: false,
+            preferred_address: None,
         }
     }
 }
@@ -256,6 +274,15 @@ impl TransportParams {
         if let Some(delay) = self.min_ack_delay_micros {
             put_integer(out, id::MIN_ACK_DELAY, delay);
         }
+        if self.disable_active_migration {
+            put_varint(out, id::DISABLE_ACTIVE_MIGRATION);
+            put_varint(out, 0);
+        }
+        if let Some(value) = &self.preferred_address {
+            put_varint(out, id::PREFERRED_ADDRESS);
+            put_varint(out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
         if let Some(info) = &self.version_information {
             let versions = 1 + info.available.len().min(MAX_AVAILABLE_VERSIONS);
             put_varint(out, id::VERSION_INFORMATION);
@@ -340,6 +367,24 @@ impl TransportParams {
                     params.corruption_notices = true;
                 }
                 id::MIN_ACK_DELAY => params.min_ack_delay_micros = Some(integer(param, value)?),
+                id::DISABLE_ACTIVE_MIGRATION => {
+                    if !value.is_empty() {
+                        return Err(WireError::MalformedTransportParameter {
+                            id: param,
+                            reason: "disable_active_migration must be empty",
+                        });
+                    }
+                    params.disable_active_migration = true;
+                }
+                id::PREFERRED_ADDRESS => {
+                    if value.len() < MIN_PREFERRED_ADDRESS_LEN {
+                        return Err(WireError::MalformedTransportParameter {
+                            id: param,
+                            reason: "preferred_address is shorter than its fixed fields",
+                        });
+                    }
+                    params.preferred_address = Some(value.to_vec());
+                }
                 id::VERSION_INFORMATION => {
                     params.version_information = Some(version_information(param, value)?)
                 }
@@ -662,6 +707,27 @@ mod tests {
     }
 
     #[test]
+    fn disable_active_migration_and_preferred_address_are_read() {
+        let preferred = vec![7; MIN_PREFERRED_ADDRESS_LEN];
+        let mut out = Vec::new();
+        TransportParams {
+            disable_active_migration: true,
+            preferred_address: Some(preferred.clone()),
+            ..TransportParams::default()
+        }
+        .encode(&mut out);
+        let params = TransportParams::decode(&out).unwrap();
+        assert!(params.disable_active_migration);
+        assert_eq!(params.preferred_address, Some(preferred));
+        for bad in [&[0x0c, 1, 0][..], &[0x0d, 2, 0, 0]] {
+            assert!(matches!(
+                TransportParams::decode(bad),
+                Err(WireError::MalformedTransportParameter { .. })
+            ));
+        }
+    }
+
+    #[test]
     fn version_information_has_rfc_9368_layout_and_refuses_version_zero() {
         let params = TransportParams {
             version_information: Some(VersionInformation {
@@ -711,6 +777,10 @@ mod tests {
             versions in proptest::option::of(
                 proptest::collection::vec(1u32.., 1..=MAX_AVAILABLE_VERSIONS + 1)
             ),
+            disable_active_migration in any::<bool>(),
+            preferred_address in proptest::option::of(
+                proptest::collection::vec(any::<u8>(), MIN_PREFERRED_ADDRESS_LEN..64)
+            ),
         ) -> TransportParams {
             TransportParams {
                 original_destination_connection_id,
@@ -736,6 +806,8 @@ mod tests {
                     chosen: versions[0],
                     available: versions[1..].to_vec(),
                 }),
+                disable_active_migration,
+                preferred_address,
             }
         }
     }

@@ -64,6 +64,8 @@ pub fn seeds() -> Vec<Seed> {
             chosen: sift::wire::QUIC_V1,
             available: vec![sift::wire::VERSION, sift::wire::QUIC_V1],
         }),
+        disable_active_migration: false,
+        preferred_address: None,
     };
     let server = TransportParams {
         original_destination_connection_id: Some(ConnectionId::new(&[0xd0; 8]).expect("8 bytes")),

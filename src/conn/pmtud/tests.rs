@@ -212,11 +212,50 @@ fn disabled_never_probes_nor_falls_back() {
 }
 
 #[test]
-fn a_new_path_starts_over_from_the_start_size() {
+fn a_new_path_starts_over_from_the_base_size() {
     let mut pmtud = search(remote_v4());
     let now = Instant::now();
     run(&mut pmtud, 1472, now, &mut 0);
     let change = pmtud.on_new_path(remote_v6(), now);
-    assert_eq!(change.map(|c| c.new), Some(1350));
-    assert_eq!(pmtud.poll_probe(now), Some(1352));
+    assert_eq!(change.map(|c| c.new), Some(BASE_DATAGRAM_SIZE));
+    // IPv6's minimum link MTU less 48 bytes of headers.
+    assert_eq!(pmtud.poll_probe(now), Some(1232));
+}
+
+#[test]
+fn losses_from_before_a_move_are_no_black_hole_nor_a_failed_probe() {
+    let mut pmtud = search(remote_v4());
+    let now = Instant::now();
+    let mut pn = 0;
+    // A tunnel: the search settles below Ethernet's 1472.
+    run(&mut pmtud, 1400, now, &mut pn);
+    let settled = pmtud.current();
+    assert!(settled > BASE_DATAGRAM_SIZE && settled < 1472, "{settled}");
+    // A later search has a probe in flight when the peer moves.
+    let later = now + DEFAULT_SEARCH_INTERVAL;
+    let probe = pmtud.poll_probe(later).expect("a new search");
+    pmtud.on_probe_sent(pn);
+    let lost_before = pmtud.counters().probes_lost;
+    pmtud.on_path_change(pn + 10);
+    // Everything in flight to the old address is lost.
+    let before_the_move = (pn..pn + 10).map(|number| (number, settled));
+    assert_eq!(pmtud.on_lost(before_the_move, later), None);
+    pmtud.on_probe_lost(pn, probe, later);
+    assert_eq!(pmtud.current(), settled, "no black hole");
+    assert_eq!(
+        pmtud.counters().probes_lost,
+        lost_before,
+        "the probe's loss is not counted"
+    );
+    assert_eq!(
+        pmtud.poll_probe(later),
+        Some(probe),
+        "probed again on the new path"
+    );
+    // Large packets sent since the move still count.
+    let after_the_move = (pn + 10..pn + 13).map(|number| (number, settled));
+    assert!(
+        pmtud.on_lost(after_the_move, later).is_some(),
+        "a black hole"
+    );
 }

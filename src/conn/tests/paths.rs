@@ -1,0 +1,269 @@
+//! Path validation and migration (`conn::path`, RFC 9000 §8.2, §9) on the
+//! two-endpoint harness: the harness delivers a datagram only to the
+//! address its receiver is at, so a response or data sent to where a peer
+//! was is lost, as a socket left behind by a move would lose it.
+
+use super::*;
+use crate::wire::parse_frames;
+
+/// What a traced connection sent that validates paths: (PATH_CHALLENGE
+/// or PATH_RESPONSE, packet size), and the datagram sizes path MTU
+/// discovery moved to.
+#[derive(Debug, Default)]
+struct PathLog {
+    challenges: Vec<u64>,
+    responses: Vec<u64>,
+    mtu_updates: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct PathLogger(std::sync::Arc<std::sync::Mutex<PathLog>>);
+
+impl crate::trace::Observer for PathLogger {
+    fn event(&mut self, _now: Instant, event: &crate::trace::Event<'_>) {
+        use crate::trace::Event;
+        let mut log = self.0.lock().unwrap();
+        match *event {
+            Event::PacketSent {
+                space: SpaceId::Data,
+                size,
+                frames,
+                ..
+            } => {
+                for frame in parse_frames(frames).flatten() {
+                    match frame {
+                        Frame::PathChallenge { .. } => log.challenges.push(size),
+                        Frame::PathResponse { .. } => log.responses.push(size),
+                        _ => {}
+                    }
+                }
+            }
+            Event::MtuUpdated { new, .. } => log.mtu_updates.push(new),
+            _ => {}
+        }
+    }
+}
+
+fn logged(conn: &mut Connection) -> std::sync::Arc<std::sync::Mutex<PathLog>> {
+    let log = std::sync::Arc::default();
+    conn.set_observer(Box::new(PathLogger(std::sync::Arc::clone(&log))));
+    log
+}
+
+/// The server sends `data` on a stream; once the client has read
+/// `move_after` bytes it moves to `to` (`on_local_address_changed`, as a
+/// rebound socket does). Returns what the client read and the server's
+/// datagram size just before the move.
+fn download_with_a_move(
+    pair: &mut Pair,
+    data: &[u8],
+    move_after: usize,
+    to: SocketAddr,
+) -> (Vec<u8>, u64) {
+    let id = pair.server.stream_open_uni().unwrap();
+    let mut written = 0;
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    let mut size_before = None;
+    let start = pair.now;
+    loop {
+        assert!(
+            pair.now - start < Duration::from_secs(60),
+            "download stalled at {} bytes: {:?}",
+            received.len(),
+            pair.server.stats()
+        );
+        if written < data.len() {
+            let end = (written + 64 * 1024).min(data.len());
+            // Blocked (a full send buffer) is no error: try again later.
+            if let Ok(accepted) =
+                pair.server
+                    .stream_send(id, &data[written..end], end == data.len())
+            {
+                written += accepted;
+            }
+        }
+        while let Some(stream) = pair.client.readable().first().copied() {
+            let (n, fin) = pair.client.stream_recv(stream, &mut buf).unwrap();
+            received.extend_from_slice(&buf[..n]);
+            if fin {
+                return (received, size_before.expect("moved"));
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        if size_before.is_none() && received.len() >= move_after {
+            size_before = Some(pair.server.stats().max_datagram_size);
+            pair.client.on_local_address_changed(to);
+        }
+        assert!(pair.step(&mut deliver_all), "nothing left to do");
+    }
+}
+
+#[test]
+fn a_client_that_rebinds_mid_download_keeps_its_path_mtu_and_is_validated() {
+    // Loopback: path MTU discovery settles on 8972-byte datagrams. The
+    // move strands a window of them on the old port: lost, but not to a
+    // black hole, which would drop the server to 1200 bytes and search
+    // its way back (to 1472, its table's last step below a jumbo frame).
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let data = pattern(6_000_000);
+    let new_port = SocketAddr::new(addr(1).ip(), 3);
+    let (received, size_before) = download_with_a_move(&mut pair, &data, 2_000_000, new_port);
+    assert!(received == data, "the download differs");
+    assert_eq!(size_before, 8972);
+    let server = pair.server.stats();
+    assert_eq!(server.peer_migrations, 1, "{server:?}");
+    assert_eq!(server.paths_validated, 1, "{server:?}");
+    assert!(
+        server.packets_lost > 0,
+        "the move stranded packets: {server:?}"
+    );
+    assert_eq!(server.pmtu_black_holes, 0, "{server:?}");
+    assert_eq!(server.max_datagram_size, 8972, "{server:?}");
+}
+
+#[test]
+fn a_client_that_moves_to_another_ip_is_sent_1200_byte_datagrams_until_the_search_rises() {
+    // A new IP address is a new path whose MTU is unknown: the server
+    // starts again from the size every path carries (RFC 9000 §14).
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    let log = logged(&mut pair.server);
+    let data = pattern(3_000_000);
+    let new_ip = SocketAddr::from(([127, 0, 0, 9], 1));
+    let (received, _) = download_with_a_move(&mut pair, &data, 1_000_000, new_ip);
+    assert!(received == data, "the download differs");
+    let server = pair.server.stats();
+    assert_eq!((server.peer_migrations, server.paths_validated), (1, 1));
+    let log = log.lock().unwrap();
+    let moved = log
+        .mtu_updates
+        .iter()
+        .position(|&size| size == pmtud::BASE_DATAGRAM_SIZE as u64);
+    assert!(moved.is_some(), "{:?}", log.mtu_updates);
+    assert_eq!(log.mtu_updates.last(), Some(&8972), "searched up again");
+}
+
+#[test]
+fn path_challenges_and_responses_go_in_1200_byte_datagrams_where_the_limit_allows() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let (server_log, client_log) = (logged(&mut pair.server), logged(&mut pair.client));
+    let data = pattern(2_000_000);
+    let new_port = SocketAddr::new(addr(1).ip(), 3);
+    let (received, _) = download_with_a_move(&mut pair, &data, 500_000, new_port);
+    assert!(received == data, "the download differs");
+    let server = pair.server.stats();
+    assert_eq!((server.peer_migrations, server.paths_validated), (1, 1));
+    let (server_log, client_log) = (server_log.lock().unwrap(), client_log.lock().unwrap());
+    // The first challenge: all the client had sent from its new port was
+    // an ACK, and three times that is under 1200 bytes (RFC 9000 §8.1).
+    let first = server_log.challenges[0];
+    assert!(first < 1200, "{:?}", server_log.challenges);
+    // Its answer validated the address, not the path's MTU: a second
+    // challenge goes full size (RFC 9000 §8.2.1).
+    let last = *server_log.challenges.last().unwrap();
+    assert!(last >= 1200, "{:?}", server_log.challenges);
+    // The client, not held by any limit, answers full size.
+    assert!(!client_log.responses.is_empty());
+    assert!(
+        client_log.responses.iter().all(|&size| size >= 1200),
+        "{:?}",
+        client_log.responses
+    );
+}
+
+#[test]
+fn a_path_response_goes_back_on_the_path_its_challenge_came_on() {
+    // The client probes a new address (RFC 9000 §9.1): a packet of only
+    // PATH_CHALLENGE and PADDING, which moves nothing. The server's answer
+    // must go there, not to the address the connection uses: only then
+    // does the client learn the new path works both ways.
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let server_log = logged(&mut pair.server);
+    let probe_from = SocketAddr::new(addr(1).ip(), 3);
+    pair.client.local = probe_from;
+    let now = pair.now;
+    // Nothing left to acknowledge (written away as if sent), so the probe
+    // carries only PATH_CHALLENGE and PADDING: a probing packet (§9.1).
+    pair.client.acks[SpaceId::Data.index()].write(now, false, &mut Vec::new());
+    pair.client
+        .path
+        .challenge([7; 8], now + Duration::from_secs(5), None);
+    let answered = pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        p.client.stats().paths_validated == 1
+    });
+    assert!(answered, "the response went elsewhere");
+    assert_eq!(
+        pair.server.stats().peer_migrations,
+        0,
+        "a probe moves nothing"
+    );
+    let responses = &server_log.lock().unwrap().responses;
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    assert!(responses[0] >= 1200, "expanded: {responses:?}");
+}
+
+#[test]
+fn new_connection_id_from_a_peer_with_zero_length_ids_is_a_protocol_violation() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    let frame = |sequence| Frame::NewConnectionId {
+        sequence,
+        retire_prior_to: 0,
+        cid: ConnectionId::new(&[9; 8]).unwrap(),
+        reset_token: [3; 16],
+    };
+    let now = pair.now;
+    // A peer with IDs may give more.
+    assert!(pair
+        .server
+        .process_frame(SpaceId::Data, frame(7), now)
+        .is_ok());
+    // One that asked for zero-length IDs (RFC 9000 §19.15) may not.
+    pair.server.peer_cid = ConnectionId::new(&[]).unwrap();
+    let error = pair
+        .server
+        .process_frame(SpaceId::Data, frame(8), now)
+        .unwrap_err();
+    assert_eq!(error.code, codes::PROTOCOL_VIOLATION);
+}
+
+#[test]
+fn a_client_may_not_send_a_preferred_address() {
+    use super::recv::has_server_only_params;
+    use crate::wire::TransportParams;
+    assert!(!has_server_only_params(&TransportParams::default()));
+    let preferred = TransportParams {
+        preferred_address: Some(vec![0; 41]),
+        ..TransportParams::default()
+    };
+    assert!(has_server_only_params(&preferred));
+}
+
+/// Whether the client may move once it holds a spare connection ID, with
+/// the server's disable_active_migration set or not.
+fn client_may_move(server_disables_migration: bool) -> bool {
+    let mut pair = Pair::default();
+    pair.server
+        .handshake
+        .local_params_mut()
+        .disable_active_migration = server_disables_migration;
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        p.client.cids.has_spare()
+    });
+    assert!(pair.client.cids.has_spare());
+    pair.client.can_migrate()
+}
+
+#[test]
+fn a_client_does_not_move_when_the_server_disables_active_migration() {
+    assert!(client_may_move(false));
+    assert!(!client_may_move(true));
+}
