@@ -118,8 +118,8 @@ impl Runner {
         timeout: Duration,
         link: Option<(&LinkSpec, u64)>,
     ) -> anyhow::Result<Outcome> {
-        let home = dir.join("home");
-        let mut server = Running::spawn("server", self.server_command(variant, dir, &home)?)?;
+        let on_link = link.is_some();
+        let mut server = Running::spawn("server", self.server_command(variant, dir, on_link)?)?;
         let server_address = server.listening_address()?;
         let mut relay = match link {
             Some((spec, seed)) => {
@@ -155,7 +155,7 @@ impl Runner {
         let started = Instant::now();
         let mut client = Running::spawn(
             "client",
-            self.client_command(variant, dir, &home, target, &source.name, &output)?,
+            self.client_command(variant, dir, target, &source.name, &output, on_link)?,
         )?;
         let ended = client.wait(timeout)?;
         let wall_s = started.elapsed().as_secs_f64();
@@ -209,8 +209,9 @@ impl Runner {
         &self,
         variant: &Variant,
         dir: &Path,
-        home: &Path,
+        on_link: bool,
     ) -> anyhow::Result<Command> {
+        let home = dir.join("home");
         let mut command;
         match variant.stack {
             Stack::Sift => {
@@ -218,7 +219,7 @@ impl Runner {
                 command
                     .args(["--listen", "127.0.0.1:0", "--root"])
                     .arg(&self.served);
-                sift_options(&mut command, variant);
+                sift_options(&mut command, variant, on_link);
             }
             peer => {
                 // Every peer's server takes the quiche server's options.
@@ -232,7 +233,7 @@ impl Runner {
             }
         }
         // Each run starts with no remembered server keys or state.
-        command.env("HOME", home);
+        command.env("HOME", &home);
         Ok(command)
     }
 
@@ -240,11 +241,12 @@ impl Runner {
         &self,
         variant: &Variant,
         dir: &Path,
-        home: &Path,
         target: SocketAddr,
         name: &str,
         output: &Path,
+        on_link: bool,
     ) -> anyhow::Result<Command> {
+        let home = dir.join("home");
         let mut command;
         match variant.stack {
             Stack::Sift => {
@@ -255,7 +257,7 @@ impl Runner {
                     .arg("-o")
                     .arg(output)
                     .arg("--json");
-                sift_options(&mut command, variant);
+                sift_options(&mut command, variant, on_link);
             }
             peer => {
                 // Every peer's client takes the quiche client's options.
@@ -270,7 +272,7 @@ impl Runner {
                     .arg(dir.join("cert").join("cert.pem"));
             }
         }
-        command.env("HOME", home);
+        command.env("HOME", &home);
         Ok(command)
     }
 
@@ -309,9 +311,18 @@ struct Outcome {
     link: Option<super::results::LinkCounters>,
 }
 
-/// The options both sift binaries take: controller, notices, protection.
-fn sift_options(command: &mut Command, variant: &Variant) {
+/// The options both sift binaries take: controller, notices, protection,
+/// and on an emulated link the peers' datagram size. sift-link carries
+/// what loopback carries (8972-byte datagrams after path MTU discovery),
+/// no Internet path does, and the peers are held to 1350 bytes there; so
+/// sift is too (`--pmtud off`), or its fewer, larger datagrams would meet
+/// a per-datagram loss rate and a queue counted in datagrams that no real
+/// path gives. Loopback keeps sift's defaults.
+fn sift_options(command: &mut Command, variant: &Variant, on_link: bool) {
     command.args(["--cc", &variant.cc]);
+    if on_link {
+        command.args(["--pmtud", "off"]);
+    }
     if let Some(notices) = variant.notices {
         command.args(["--corruption-notices", if notices { "on" } else { "off" }]);
     }
