@@ -256,6 +256,7 @@ mod tests {
                 (Stack::Quinn, vec!["newreno".into()]),
             ],
             &["veno".into()],
+            &[true, false],
             Protection::Null,
         );
         let spec = LinkSpec {
@@ -319,6 +320,7 @@ mod tests {
         let variants = link_variants(
             &[(Stack::Quinn, vec!["bbr".into()])],
             &["bbr".into()],
+            &[true, false],
             Protection::Default,
         );
         let spec = |data: &str| LinkSpec {
