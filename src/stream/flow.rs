@@ -108,11 +108,14 @@ impl ReceiveWindow {
     }
 
     /// Whether a peer's report that it was blocked at `limit`, below the
-    /// limit we grant now, arrived within `srtt` of our last update: that
-    /// update was still on its way when the sender ran out (it blocked
-    /// less than half a round trip before the update reached it), so the
-    /// window, not the reader, held it. A report that comes later than a
-    /// round trip after the update says the update was lost instead. On a
+    /// limit we grant now, arrived within [`WINDOW_TRIGGER_FACTOR`]
+    /// smoothed RTTs of our last update: that update was still on its way
+    /// when the sender ran out (it blocked shortly before the update
+    /// reached it), so the window, not the reader, held it. The report
+    /// travels the data direction behind the queue the sender keeps, so it
+    /// can take well over one round trip (150 ms at an srtt of 115 ms,
+    /// measured on the path below); a report later than that says the
+    /// update was lost instead. On a
     /// long lossy path the reader's in-order bytes trail what was sent by
     /// the flight plus a round trip or two of holes, so a window that
     /// seemed ample (4 MiB at 50 Mb/s over 100 ms) runs out just before
@@ -120,9 +123,9 @@ impl ReceiveWindow {
     /// [`update`](Self::update) never fires (issue 37, `loss1-50m-100ms`).
     pub fn update_was_late(&self, limit: u64, now: Instant, srtt: Duration) -> bool {
         limit < self.limit
-            && self
-                .last_update
-                .is_some_and(|last| now.saturating_duration_since(last) <= srtt)
+            && self.last_update.is_some_and(|last| {
+                now.saturating_duration_since(last) <= srtt.saturating_mul(WINDOW_TRIGGER_FACTOR)
+            })
     }
 
     /// For the connection window: stays [`CONNECTION_WINDOW_FACTOR`] times

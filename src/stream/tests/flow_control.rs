@@ -266,10 +266,10 @@ fn blocked_hint_resends_a_credit_update_the_peer_missed() {
         vec![ControlFrame::MaxStreamData { id: 2, max: 2000 }]
     );
     // The update is lost in transit and the peer says it is stuck at 1000,
-    // more than a round trip after the update left: the current limit
+    // more than two round trips after the update left: the current limit
     // goes out again, the window stays.
     server
-        .on_stream_data_blocked(2, 1000, t0 + 2 * SRTT, SRTT)
+        .on_stream_data_blocked(2, 1000, t0 + 3 * SRTT, SRTT)
         .unwrap();
     assert_eq!(
         drain_control(&mut server),
@@ -296,11 +296,11 @@ fn a_sender_blocked_just_before_an_update_reached_it_gets_a_larger_window() {
     let mut server = reader_caught_up_at_2000(t0);
     // The reader keeps pace, but the sender used the whole window before
     // the update to 2000 (sent at t0) reached it: its report of being
-    // blocked at 1000 arrives under a round trip later. The window, not
-    // the reader, held it: the window doubles, the limit moves to
-    // 1000 + 2000 at once.
+    // blocked at 1000 arrives 1.5 round trips later, behind the data
+    // queue. The window, not the reader, held it: the window doubles, the
+    // limit moves to 1000 + 2000 at once.
     server
-        .on_stream_data_blocked(2, 1000, t0 + SRTT / 2, SRTT)
+        .on_stream_data_blocked(2, 1000, t0 + SRTT * 3 / 2, SRTT)
         .unwrap();
     assert_eq!(
         drain_control(&mut server),
