@@ -666,7 +666,8 @@ impl Connection {
                 .on_max_streams(if bidi { Dir::Bi } else { Dir::Uni }, max)?,
             Frame::DataBlocked(limit) => self.streams.on_data_blocked(limit),
             Frame::StreamDataBlocked { id, limit } => {
-                self.streams.on_stream_data_blocked(id, limit)?
+                let srtt = self.recovery.rtt().smoothed();
+                self.streams.on_stream_data_blocked(id, limit, now, srtt)?
             }
             Frame::StreamsBlocked { bidi, limit } => self
                 .streams

@@ -16,9 +16,6 @@ use crate::stream::ControlFrame;
 use crate::wire::{encode_stream_header, Frame, Header, PacketType};
 use crate::{Error, SendInfo, Side};
 
-/// STREAM frame overhead assumed when sizing a chunk: type, 8-byte id and
-/// offset varints, 2-byte length.
-const STREAM_FRAME_OVERHEAD: usize = 1 + 8 + 8 + 2;
 /// CRYPTO frame overhead: type, 8-byte offset, 2-byte length.
 const CRYPTO_FRAME_OVERHEAD: usize = 1 + 8 + 2;
 /// Largest encoding of any control frame (type + three 8-byte varints).
@@ -674,8 +671,13 @@ impl Connection {
     /// A 0-RTT packet's frames: replay-safe stream data (the streams layer
     /// offers no other stream while in 0-RTT), or a PING for a probe.
     fn fill_zero_rtt(&mut self, plan: &mut PlannedPacket, budget: usize) {
-        while budget.saturating_sub(plan.frames.len()) > STREAM_FRAME_OVERHEAD {
-            let room = budget - plan.frames.len() - STREAM_FRAME_OVERHEAD;
+        loop {
+            let left = budget.saturating_sub(plan.frames.len());
+            let overhead = self.streams.stream_frame_overhead(left);
+            if left <= overhead {
+                break;
+            }
+            let room = left - overhead;
             let Some(len) = self.write_stream_chunk(plan, room) else {
                 break;
             };
@@ -799,8 +801,14 @@ impl Connection {
             plan.ack_eliciting = true;
             self.datagrams_out.pop_front();
         }
-        while remaining(plan) > STREAM_FRAME_OVERHEAD {
-            let room = remaining(plan) - STREAM_FRAME_OVERHEAD;
+        loop {
+            // Sized by the frame head this chunk can need at most.
+            let left = remaining(plan);
+            let overhead = self.streams.stream_frame_overhead(left);
+            if left <= overhead {
+                break;
+            }
+            let room = left - overhead;
             if self.write_stream_chunk(plan, room).is_none() {
                 break;
             }

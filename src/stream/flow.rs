@@ -99,7 +99,33 @@ impl ReceiveWindow {
     /// did not move.
     pub fn grow_for_blocked_sender(&mut self, consumed: u64) -> Option<u64> {
         self.grow();
+        // One growth per update: a second report of the same episode (a
+        // repeat, or the connection's beside the stream's) finds no recent
+        // update to call late, and the next read's update is not taken
+        // for a quick successor of this one.
+        self.last_update = None;
         self.raise(consumed)
+    }
+
+    /// Whether a peer's report that it was blocked at `limit`, below the
+    /// limit we grant now, arrived within [`WINDOW_TRIGGER_FACTOR`]
+    /// smoothed RTTs of our last update: that update was still on its way
+    /// when the sender ran out (it blocked shortly before the update
+    /// reached it), so the window, not the reader, held it. The report
+    /// travels the data direction behind the queue the sender keeps, so it
+    /// can take well over one round trip (150 ms at an srtt of 115 ms,
+    /// measured on the path below); a report later than that says the
+    /// update was lost instead. On a
+    /// long lossy path the reader's in-order bytes trail what was sent by
+    /// the flight plus a round trip or two of holes, so a window that
+    /// seemed ample (4 MiB at 50 Mb/s over 100 ms) runs out just before
+    /// each update lands, while reads keep pace and the `2·srtt` rule of
+    /// [`update`](Self::update) never fires (issue 37, `loss1-50m-100ms`).
+    pub fn update_was_late(&self, limit: u64, now: Instant, srtt: Duration) -> bool {
+        limit < self.limit
+            && self.last_update.is_some_and(|last| {
+                now.saturating_duration_since(last) <= srtt.saturating_mul(WINDOW_TRIGGER_FACTOR)
+            })
     }
 
     /// For the connection window: stays [`CONNECTION_WINDOW_FACTOR`] times

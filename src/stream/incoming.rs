@@ -4,6 +4,8 @@
 //! (but the reassembly limit, see `on_stream_frame`); an `Err` is a
 //! protocol violation that closes the connection.
 
+use std::time::{Duration, Instant};
+
 use super::control::PendingControl;
 use super::error::TransportError;
 use super::id::{
@@ -241,14 +243,18 @@ impl Streams {
         }
     }
 
-    /// A STREAM_DATA_BLOCKED frame for `id` at `limit`: as
-    /// [`on_data_blocked`](Self::on_data_blocked), for one stream. A stream
-    /// window grown here keeps the connection window ahead of it, as reads
-    /// do.
+    /// A STREAM_DATA_BLOCKED frame for `id` at `limit`, arriving at `now`
+    /// on a path of smoothed RTT `srtt`: as
+    /// [`on_data_blocked`](Self::on_data_blocked), for one stream, and
+    /// also when the report names a limit we raised less than a round trip
+    /// before it came (`ReceiveWindow::update_was_late`). A stream window
+    /// grown here keeps the connection window ahead of it, as reads do.
     pub fn on_stream_data_blocked(
         &mut self,
         id: StreamId,
         limit: u64,
+        now: Instant,
+        srtt: Duration,
     ) -> Result<(), TransportError> {
         if !self.admit_frame(id, Half::Receiving)? {
             return Ok(());
@@ -259,8 +265,14 @@ impl Streams {
         if !recv.buffer.wants_credit() {
             return Ok(());
         }
-        // Blocked at our limit with nothing left to read: the window held it.
-        let window_held_it = recv.window.limit() == limit && !recv.buffer.is_readable();
+        // Blocked at our limit while the reader keeps up (under a quarter
+        // of the window waits unread: a reader on its own thread always
+        // has a little), or at the last limit while the update that
+        // raised it was in flight: the window held it. A slow reader
+        // leaves half the window or more unread when its sender blocks.
+        let reader_keeps_up = recv.buffer.unread_in_order() < recv.window.window() / 4;
+        let window_held_it = (recv.window.limit() == limit && reader_keeps_up)
+            || recv.window.update_was_late(limit, now, srtt);
         if window_held_it
             && recv
                 .window

@@ -11,6 +11,7 @@ use super::control::{ControlFrame, ControlReadiness, PendingControl, StreamChunk
 use super::send::SendClosure;
 use super::streams::{SendTally, StreamState, Streams};
 use super::StreamId;
+use crate::wire::varint::varint_len;
 
 impl Streams {
     /// Pops the next control frame to send, if any.
@@ -194,6 +195,20 @@ impl Streams {
             len: plan.len,
             fin: plan.fin,
         })
+    }
+
+    /// The most bytes the head of the next STREAM frame (type, stream ID,
+    /// offset, length) can take when it carries at most `room` bytes: the
+    /// highest stream that exists, an offset no higher than the peer's
+    /// connection credit (no stream's offset can pass it), a length of
+    /// `room`. Sizing chunks by the real head rather than the largest
+    /// possible one (19 bytes) leaves no unused tail in a full packet:
+    /// 11 bytes of every 1350-byte datagram went unused before (issue 37).
+    pub fn stream_frame_overhead(&self, room: usize) -> usize {
+        let highest_id = self.streams.keys().next_back().copied().unwrap_or(0);
+        1 + varint_len(highest_id)
+            + varint_len(self.connection_send.limit())
+            + varint_len(room as u64)
     }
 
     /// Streams in round-robin order, starting after the last one served.

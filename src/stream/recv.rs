@@ -109,6 +109,11 @@ impl RecvBuffer {
         self.final_size.is_none() && !self.stopped && self.reset.is_none()
     }
 
+    /// Bytes that arrived in order and wait for the application.
+    pub fn unread_in_order(&self) -> u64 {
+        self.ordered.len() as u64
+    }
+
     /// Whether a read would return something: bytes, the end of the
     /// stream, or the peer's reset.
     pub fn is_readable(&self) -> bool {

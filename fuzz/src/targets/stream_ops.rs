@@ -502,6 +502,7 @@ impl World {
     /// The peer of `from` receives `message`; honest peers never violate
     /// the protocol.
     fn deliver(&mut self, from: Endpoint, message: &Message) {
+        let now = self.now;
         let to = &mut self.streams[from.peer().index()];
         let result = match message {
             Message::Chunk { chunk, data } => {
@@ -525,7 +526,7 @@ impl World {
                     Ok(())
                 }
                 ControlFrame::StreamDataBlocked { id, limit } => {
-                    to.on_stream_data_blocked(id, limit)
+                    to.on_stream_data_blocked(id, limit, now, SRTT)
                 }
                 ControlFrame::StreamsBlocked { dir, limit } => to.on_streams_blocked(dir, limit),
             },

@@ -28,7 +28,8 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
     /// quinn congestion controller for the data the server sends: cubic,
-    /// newreno, bbr.
+    /// newreno, bbr, or bbr-iw10 (its BBR started at ten datagrams, not
+    /// quinn's 240 kB).
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
     /// Where to write the certificate (cert.pem) and key (key.pem)

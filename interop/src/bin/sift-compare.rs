@@ -98,6 +98,10 @@ struct RunArgs {
     /// sift controllers [default: all that `sift-client --help` lists].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     sift_cc: Vec<String>,
+    /// sift's corruption-notice settings on the links, `on`, `off` or
+    /// `on,off` (each sift controller runs once per setting).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values = ["on", "off"], value_parser = parse_on_off)]
+    sift_notices: Vec<bool>,
     /// Bytes per loopback efficiency download (0: none). Suffixes: kB, MB, GB, KiB, MiB, GiB.
     #[arg(long, default_value = "1GiB", value_parser = parse_size)]
     loopback_bytes: u64,
@@ -240,7 +244,7 @@ fn run_in(
     let loopback_peers: Vec<Stack> = peers.iter().map(|(stack, _)| *stack).collect();
     let plan = Plan {
         links,
-        variants: link_variants(&peers, &sift_ccs, protection),
+        variants: link_variants(&peers, &sift_ccs, &args.sift_notices, protection),
         loopback_variants: if args.loopback_bytes > 0 {
             loopback_variants(&loopback_peers, protection == Protection::Default)
         } else {
@@ -391,6 +395,15 @@ fn write_report(results: &Results, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `on` or `off`, as the sift binaries spell a switch.
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("expected on or off, not {other:?}")),
+    }
+}
+
 /// The controllers asked for: all of `known` when none were named, none for
 /// `none`.
 fn controllers(asked: &[String], known: &[&str]) -> Vec<String> {
@@ -433,6 +446,21 @@ mod tests {
         assert_eq!(parse_size("0"), Ok(0));
         assert!(parse_size("1 parsec").is_err());
         assert!(parse_size("99999999999GiB").is_err());
+    }
+
+    #[test]
+    fn notice_settings_read_on_and_off_only() {
+        let args = Cli::try_parse_from(["sift-compare", "run"]).unwrap();
+        let Command::Run(run) = args.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.sift_notices, [true, false]);
+        let args = Cli::try_parse_from(["sift-compare", "run", "--sift-notices", "on"]).unwrap();
+        let Command::Run(run) = args.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.sift_notices, [true]);
+        assert!(Cli::try_parse_from(["sift-compare", "run", "--sift-notices", "yes"]).is_err());
     }
 
     #[test]

@@ -163,6 +163,7 @@ mod tests {
                 max: g * 1.1,
             }),
             vs_best_peer: None,
+            vs_ceiling: None,
             retransmitted_packets: None,
             ptos: None,
             corruption_notices_received: None,

@@ -6,7 +6,8 @@
 //! same seed; then the loopback efficiency runs. [`execute`] runs one unit
 //! as real processes (`sift-link` between a server and a client, exactly as
 //! a user would run them) and [`results`] keeps what happened; [`summary`]
-//! turns runs into medians and ratios, [`report`] into markdown and
+//! turns runs into medians and ratios (and, with [`ceiling`], into shares
+//! of the most a link allows), [`report`] into markdown and
 //! [`chart`] into SVG. `--shard K/N` runs every N-th unit
 //! (`sift::lab::Shard`); `merge` joins shard results into the same report.
 //!
@@ -14,6 +15,7 @@
 //! binaries ([`binaries`]) and their `--json` lines (`crate::flow`).
 
 pub mod binaries;
+pub mod ceiling;
 pub mod chart;
 pub mod execute;
 pub mod links;

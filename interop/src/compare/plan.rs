@@ -179,12 +179,14 @@ impl Plan {
 }
 
 /// The link variants: every controller of every peer (in the order given),
-/// then every sift controller with notices on and off, all with default
+/// then every sift controller with each corruption-notice setting of
+/// `sift_notices` (on and off unless asked otherwise), all with default
 /// protection (`sift_protection` where the sift binaries cannot run by
 /// default yet).
 pub fn link_variants(
     peers: &[(Stack, Vec<String>)],
     sift_ccs: &[String],
+    sift_notices: &[bool],
     sift_protection: Protection,
 ) -> Vec<Variant> {
     let peer_variants = peers.iter().flat_map(|(stack, ccs)| {
@@ -196,7 +198,7 @@ pub fn link_variants(
         })
     });
     let sift = sift_ccs.iter().flat_map(|cc| {
-        [true, false].map(|notices| Variant {
+        sift_notices.iter().map(|&notices| Variant {
             stack: Stack::Sift,
             cc: cc.clone(),
             notices: Some(notices),
@@ -262,6 +264,7 @@ mod tests {
                     (Stack::Quinn, vec!["bbr".into()]),
                 ],
                 &["reno".into(), "veno".into()],
+                &[true, false],
                 Protection::Null,
             ),
             loopback_variants: loopback_variants(&[Stack::Quiche], false),

@@ -108,7 +108,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
     }
     let _ = writeln!(
         md,
-        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best peer\" divides by the best peer variant's median on the same link (any stack but sift). Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
+        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best peer\" divides by the best peer variant's median on the same link (any stack but sift). \"Ceiling\" is the most goodput a download of that size can reach on the link: a ten-datagram start that doubles each round trip until the link is full, then the link's payload capacity × (1 − p), p the share of datagrams lost or corrupted, 1350-byte datagrams with 35 bytes of headers, tag and frame header, the handshake outside as it is outside every client's clock (`interop/src/compare/ceiling.rs`); \"of ceiling\" divides the median by it. Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
     );
     if !summary.links.is_empty() {
         let _ = writeln!(md, "## Summary\n");
@@ -116,9 +116,15 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
         for stack in &peers {
             let _ = write!(header, " best {stack} |");
         }
-        header.push_str(" best sift | sift/best peer |");
+        header.push_str(
+            " best sift | sift/best peer | ceiling | best sift/ceiling | best peer/ceiling |",
+        );
         let _ = writeln!(md, "{header}");
-        let _ = writeln!(md, "|---|{}---|---|", "---|".repeat(peers.len()));
+        let _ = writeln!(
+            md,
+            "|---|{}---|---|---|---|---|",
+            "---|".repeat(peers.len())
+        );
         let cell = |best: Option<&(super::plan::Variant, f64)>,
                     name: fn(&super::plan::Variant) -> String| {
             best.map_or("—".to_string(), |(v, g)| {
@@ -135,10 +141,16 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
                 (Some((_, p)), Some((_, s))) if *p > 0.0 => format!("{:.2}×", s / p),
                 _ => "—".into(),
             };
+            let of_ceiling = |best: Option<&(super::plan::Variant, f64)>| {
+                ratio(link.ceiling_bps.zip(best).map(|(c, (_, g))| g / c))
+            };
             let _ = write!(
                 line,
-                " {} | {versus} |",
-                cell(link.best_sift.as_ref(), short_sift_label)
+                " {} | {versus} | {} | {} | {} |",
+                cell(link.best_sift.as_ref(), short_sift_label),
+                link.ceiling_bps.map_or("—".into(), rate),
+                of_ceiling(link.best_sift.as_ref()),
+                of_ceiling(link.best_peer.as_ref()),
             );
             let _ = writeln!(md, "{line}");
         }
@@ -155,22 +167,31 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
             bytes(spec.file_bytes),
             spec.timeout_s
         );
-        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best peer | retx | PTOs | notices rcvd | cwnd at end | queue drops | random losses | corrupted |");
+        if let Some(ceiling) = link.ceiling_bps {
+            let _ = writeln!(
+                md,
+                "Ceiling for {}: {}.\n",
+                bytes(spec.file_bytes),
+                rate(ceiling)
+            );
+        }
+        let _ = writeln!(md, "| stack | controller | notices | ok | goodput | spread | vs best peer | of ceiling | retx | PTOs | notices rcvd | cwnd at end | queue drops | random losses | corrupted |");
         let _ = writeln!(
             md,
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for row in &link.rows {
             let (median, spread) = spread_rate(row.goodput_bps);
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {}/{} | {median} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {}/{} | {median} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 row.variant.stack,
                 row.variant.cc,
                 notices(row),
                 row.ok,
                 row.runs,
                 ratio(row.vs_best_peer),
+                ratio(row.vs_ceiling),
                 count(row.retransmitted_packets),
                 count(row.ptos),
                 count(row.corruption_notices_received),

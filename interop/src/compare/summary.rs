@@ -1,11 +1,13 @@
 //! From runs to the numbers a reader compares: per link and variant, the
 //! median goodput and its spread, the ratio to the best peer (any release
 //! of quiche, quinn) on that link, and the medians of the counters that explain a difference
-//! (retransmissions, PTOs, notices, what the link dropped); per loopback
-//! variant, throughput and CPU seconds per GiB.
+//! (retransmissions, PTOs, notices, what the link dropped), and the
+//! link's ceiling for the download's size (`ceiling`) with each median's
+//! share of it; per loopback variant, throughput and CPU seconds per GiB.
 
 use serde::Serialize;
 
+use super::ceiling;
 use super::links::LinkSpec;
 use super::plan::{Stack, Unit, Variant};
 use super::results::{Results, RunRecord};
@@ -51,6 +53,8 @@ pub struct Row {
     pub goodput_bps: Option<Spread>,
     /// Median goodput ÷ the best peer variant's median on this link.
     pub vs_best_peer: Option<f64>,
+    /// Median goodput ÷ the link's ceiling for the download's size.
+    pub vs_ceiling: Option<f64>,
     pub retransmitted_packets: Option<f64>,
     pub ptos: Option<f64>,
     pub corruption_notices_received: Option<f64>,
@@ -77,6 +81,10 @@ pub struct LinkSummary {
     pub best_peer: Option<(Variant, f64)>,
     /// The sift variant with the highest median goodput.
     pub best_sift: Option<(Variant, f64)>,
+    /// The most goodput a download of the link's size can reach on it
+    /// ([`ceiling::Path::ceiling_bps`]), bits per second; `None` for a
+    /// link the ceiling does not model.
+    pub ceiling_bps: Option<f64>,
 }
 
 /// The whole comparison in numbers.
@@ -121,6 +129,13 @@ pub fn summarize(results: &Results) -> Summary {
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .cloned();
             let best_sift = best(Stack::Sift);
+            let ceiling_bps = ceiling::Path::of_link(&link.data, &link.ack)
+                .map(|path| path.ceiling_bps(link.file_bytes));
+            if let Some(ceiling) = ceiling_bps.filter(|c| *c > 0.0) {
+                for row in &mut rows {
+                    row.vs_ceiling = row.goodput_bps.map(|g| g.median / ceiling);
+                }
+            }
             if let Some((_, reference)) = &best_peer {
                 for row in &mut rows {
                     row.vs_best_peer = row
@@ -135,6 +150,7 @@ pub fn summarize(results: &Results) -> Summary {
                 best_of_peers,
                 best_peer,
                 best_sift,
+                ceiling_bps,
             }
         })
         .collect();
@@ -173,6 +189,7 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
         ok: ok.len(),
         goodput_bps: Spread::of(&flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>()),
         vs_best_peer: None,
+        vs_ceiling: None,
         retransmitted_packets: flow_median(|f| f.retransmitted_packets),
         ptos: flow_median(|f| f.ptos),
         corruption_notices_received: flow_median(|f| f.corruption_notices_received),
@@ -239,6 +256,7 @@ mod tests {
                 (Stack::Quinn, vec!["newreno".into()]),
             ],
             &["veno".into()],
+            &[true, false],
             Protection::Null,
         );
         let spec = LinkSpec {
@@ -295,5 +313,66 @@ mod tests {
         assert_eq!(failing.failures, ["timed out after 9 s"]);
         // 1.5 CPU seconds for exactly one GiB.
         assert_eq!(veno.cpu_s_per_gib.unwrap().median, 1.5);
+    }
+
+    #[test]
+    fn a_modelled_link_carries_its_ceiling_and_each_median_its_share_of_it() {
+        let variants = link_variants(
+            &[(Stack::Quinn, vec!["bbr".into()])],
+            &["bbr".into()],
+            &[true, false],
+            Protection::Default,
+        );
+        let spec = |data: &str| LinkSpec {
+            name: "l".into(),
+            title: "t".into(),
+            data: data.into(),
+            ack: "delay 50ms".into(),
+            file_bytes: 20_000_000,
+            timeout_s: 9,
+        };
+        let results = |spec: LinkSpec| Results {
+            tool: "sift-compare".into(),
+            sift_version: "0".into(),
+            quiche_version: QUICHE_VERSION.into(),
+            peer_versions: vec![],
+            sift_protection: "default".into(),
+            plan: Plan {
+                links: vec![spec],
+                variants: variants.clone(),
+                loopback_variants: vec![],
+                loopback_bytes: 0,
+                reps: 1,
+                seed: 1,
+            },
+            shards: vec!["1/1".into()],
+            machines: vec![],
+            commands: vec![],
+            runs: vec![
+                run("l", 1, &variants[0], 30e6, true),
+                run("l", 1, &variants[1], 40e6, true),
+            ],
+        };
+        let lossy = "delay 50ms rate 50mbit limit 500 loss 1%";
+        let summary = summarize(&results(spec(lossy)));
+        let link = &summary.links[0];
+        let ceiling = ceiling::Path::of_link(lossy, "delay 50ms")
+            .unwrap()
+            .ceiling_bps(20_000_000);
+        assert_eq!(link.ceiling_bps, Some(ceiling));
+        assert_eq!(link.rows[0].vs_ceiling, Some(30e6 / ceiling));
+        assert_eq!(link.rows[1].vs_ceiling, Some(40e6 / ceiling));
+        let markdown = crate::compare::report::markdown(&results(spec(lossy)), &summary);
+        assert!(
+            markdown.contains(&format!(
+                "Ceiling for 20 MB: {}.",
+                crate::compare::report::rate(ceiling)
+            )),
+            "{markdown}"
+        );
+        // No fixed rate: no ceiling, no shares.
+        let unmodelled = summarize(&results(spec("delay 50ms")));
+        assert_eq!(unmodelled.links[0].ceiling_bps, None);
+        assert_eq!(unmodelled.links[0].rows[1].vs_ceiling, None);
     }
 }

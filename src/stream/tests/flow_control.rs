@@ -265,9 +265,12 @@ fn blocked_hint_resends_a_credit_update_the_peer_missed() {
         update,
         vec![ControlFrame::MaxStreamData { id: 2, max: 2000 }]
     );
-    // The update is lost in transit and the peer says it is stuck at 1000:
-    // the current limit goes out again.
-    server.on_stream_data_blocked(2, 1000).unwrap();
+    // The update is lost in transit and the peer says it is stuck at 1000,
+    // more than two round trips after the update left: the current limit
+    // goes out again, the window stays.
+    server
+        .on_stream_data_blocked(2, 1000, t0 + 3 * SRTT, SRTT)
+        .unwrap();
     assert_eq!(
         drain_control(&mut server),
         vec![ControlFrame::MaxStreamData { id: 2, max: 2000 }]
@@ -288,8 +291,35 @@ fn reader_caught_up_at_2000(t0: Instant) -> Streams {
 }
 
 #[test]
+fn a_sender_blocked_just_before_an_update_reached_it_gets_a_larger_window() {
+    let t0 = Instant::now();
+    let mut server = reader_caught_up_at_2000(t0);
+    // The reader keeps pace, but the sender used the whole window before
+    // the update to 2000 (sent at t0) reached it: its report of being
+    // blocked at 1000 arrives 1.5 round trips later, behind the data
+    // queue. The window, not the reader, held it: the window doubles, the
+    // limit moves to 1000 + 2000 at once.
+    server
+        .on_stream_data_blocked(2, 1000, t0 + SRTT * 3 / 2, SRTT)
+        .unwrap();
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
+    );
+    // The same report again (a retransmission) grows nothing more.
+    server
+        .on_stream_data_blocked(2, 1000, t0 + SRTT / 2, SRTT)
+        .unwrap();
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
+    );
+}
+
+#[test]
 fn a_sender_blocked_while_the_reader_waits_gets_a_larger_window_at_once() {
-    let mut server = reader_caught_up_at_2000(Instant::now());
+    let t0 = Instant::now();
+    let mut server = reader_caught_up_at_2000(t0);
     // A hole at 1000 (a corrupted packet being resent) holds the reader
     // back while the sender has sent up to the limit and says so: the
     // window, not the reader, stopped it. It doubles, and the new limit
@@ -297,13 +327,39 @@ fn a_sender_blocked_while_the_reader_waits_gets_a_larger_window_at_once() {
     server
         .on_stream_frame(2, 1500, &pattern(500), false)
         .unwrap();
-    server.on_stream_data_blocked(2, 2000).unwrap();
+    server
+        .on_stream_data_blocked(2, 2000, t0 + SRTT / 2, SRTT)
+        .unwrap();
     assert_eq!(
         drain_control(&mut server),
         vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
     );
     // A stale report (below the current limit) only repeats the limit.
-    server.on_stream_data_blocked(2, 2000).unwrap();
+    server
+        .on_stream_data_blocked(2, 2000, t0 + SRTT / 2, SRTT)
+        .unwrap();
+    assert_eq!(
+        drain_control(&mut server),
+        vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
+    );
+}
+
+#[test]
+fn a_sender_blocked_while_the_reader_has_a_little_unread_gets_a_larger_window() {
+    let t0 = Instant::now();
+    let mut server = reader_caught_up_at_2000(t0);
+    // A reader on its own thread always has a few bytes waiting: 100 of
+    // a 1000-byte window, in order, then a hole at 1100. Blocked at our
+    // current limit, the sender was held by the window, not the reader.
+    server
+        .on_stream_frame(2, 1000, &pattern(100), false)
+        .unwrap();
+    server
+        .on_stream_frame(2, 1500, &pattern(500), false)
+        .unwrap();
+    server
+        .on_stream_data_blocked(2, 2000, t0 + 10 * SRTT, SRTT)
+        .unwrap();
     assert_eq!(
         drain_control(&mut server),
         vec![ControlFrame::MaxStreamData { id: 2, max: 3000 }]
@@ -319,7 +375,9 @@ fn a_sender_blocked_by_a_slow_reader_gets_nothing_more() {
         .unwrap();
     // Stuck at our current limit with bytes the application has not read:
     // flow control is doing its job, nothing to give until it reads.
-    server.on_stream_data_blocked(2, 2000).unwrap();
+    server
+        .on_stream_data_blocked(2, 2000, t0 + SRTT / 2, SRTT)
+        .unwrap();
     assert!(!server.has_control());
     // The window stayed at 1000: a read long after the last update (no
     // auto-tuning) moves the limit to 2000 + 1000.

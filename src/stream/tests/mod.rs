@@ -54,7 +54,11 @@ pub(super) fn apply_control(to: &mut Streams, frame: ControlFrame) -> Result<(),
             to.on_data_blocked(limit);
             Ok(())
         }
-        ControlFrame::StreamDataBlocked { id, limit } => to.on_stream_data_blocked(id, limit),
+        // No round trip is known here, so no report looks like the answer
+        // to a late update.
+        ControlFrame::StreamDataBlocked { id, limit } => {
+            to.on_stream_data_blocked(id, limit, Instant::now(), Duration::ZERO)
+        }
         ControlFrame::StreamsBlocked { dir, limit } => to.on_streams_blocked(dir, limit),
     }
 }
