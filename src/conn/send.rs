@@ -314,33 +314,7 @@ impl Connection {
         .encode(&mut frames);
         let padded = size.saturating_sub(overhead).max(frames.len());
         frames.resize(padded, 0); // PADDING
-        let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
-        let header = self.header_for(space, packet_number);
-        let protection = self.keys[space.index()].as_deref()?;
-        let sealed = self.versions.current().seal_into(
-            &header,
-            self.recovery.largest_acked(space),
-            &frames,
-            protection,
-            &mut header_scratch,
-            out,
-        );
-        self.send_scratch.header = header_scratch;
-        if let (Some(tracing), Ok(len)) = (self.trace.as_mut(), &sealed) {
-            tracing.observer.event(
-                now,
-                &crate::trace::Event::PacketSent {
-                    space,
-                    packet_number,
-                    size: *len as u64,
-                    frames: &frames,
-                },
-            );
-        }
-        self.send_scratch.give_back(frames);
-        let len = sealed.ok()?;
-        self.next_packet_number[space.index()] += 1;
-        self.key_phases.on_sent(packet_number);
+        let len = self.seal_alone(space, packet_number, frames, out, now)?;
         self.counters.packets_sent += 1;
         self.counters.datagrams_sent += 1;
         self.counters.bytes_sent += len as u64;
@@ -395,33 +369,7 @@ impl Connection {
         let mut frames = self.send_scratch.take_frames(frames_len);
         Frame::Ping.encode(&mut frames);
         frames.resize(frames_len.max(frames.len()), 0); // PADDING
-        let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
-        let header = self.header_for(space, packet_number);
-        let protection = self.keys[space.index()].as_deref()?;
-        let sealed = self.versions.current().seal_into(
-            &header,
-            self.recovery.largest_acked(space),
-            &frames,
-            protection,
-            &mut header_scratch,
-            out,
-        );
-        self.send_scratch.header = header_scratch;
-        if let (Some(tracing), Ok(len)) = (self.trace.as_mut(), &sealed) {
-            tracing.observer.event(
-                now,
-                &crate::trace::Event::PacketSent {
-                    space,
-                    packet_number,
-                    size: *len as u64,
-                    frames: &frames,
-                },
-            );
-        }
-        self.send_scratch.give_back(frames);
-        let len = sealed.ok()?;
-        self.next_packet_number[space.index()] += 1;
-        self.key_phases.on_sent(packet_number);
+        let len = self.seal_alone(space, packet_number, frames, out, now)?;
         self.recovery.on_packet_sent(
             space,
             SentPacket {
@@ -445,6 +393,54 @@ impl Connection {
             self.ack_eliciting_since_activity = true;
         }
         Some((len, self.datagram_leaves(len, now)))
+    }
+
+    /// Seals `frames` as packet `packet_number` of `space`, the only packet
+    /// of its datagram in `out` (a PMTU probe, an off-path PATH_RESPONSE),
+    /// traces it and moves the packet number on; the sealed length, or
+    /// `None` when it cannot be sealed. Its accounting is the caller's.
+    fn seal_alone(
+        &mut self,
+        space: SpaceId,
+        packet_number: u64,
+        frames: Vec<u8>,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<usize> {
+        let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
+        let header = self.header_for(space, packet_number);
+        let sealed = match self.keys[space.index()].as_deref() {
+            Some(protection) => self
+                .versions
+                .current()
+                .seal_into(
+                    &header,
+                    self.recovery.largest_acked(space),
+                    &frames,
+                    protection,
+                    &mut header_scratch,
+                    out,
+                )
+                .ok(),
+            None => None,
+        };
+        self.send_scratch.header = header_scratch;
+        if let (Some(tracing), Some(len)) = (self.trace.as_mut(), sealed) {
+            tracing.observer.event(
+                now,
+                &crate::trace::Event::PacketSent {
+                    space,
+                    packet_number,
+                    size: len as u64,
+                    frames: &frames,
+                },
+            );
+        }
+        self.send_scratch.give_back(frames);
+        let len = sealed?;
+        self.next_packet_number[space.index()] += 1;
+        self.key_phases.on_sent(packet_number);
+        Some(len)
     }
 
     fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'_> {
