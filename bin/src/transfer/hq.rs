@@ -182,24 +182,12 @@ pub struct HqOutcome {
     pub finished_at: Instant,
 }
 
-/// Downloads `path` (without its leading `/`) over `stream` to `dest`:
-/// into `dest`'s `.sift-part` file, renamed to `dest` once the server's
-/// FIN arrived. A reset or a broken stream removes the partial file (there
-/// is no resume without a length), and says how far it got.
-pub fn get<S: Duplex + ?Sized>(
-    stream: &mut S,
-    path: &str,
-    dest: &Path,
-    progress: &mut dyn FnMut(u64),
-) -> Result<HqOutcome, HqError> {
-    let part = download_part_path(dest);
-    let local = |context: String| move |error| HqError::Local { context, error };
-    let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
-    let result = request(stream, path).and_then(|()| receive(stream, path, file, &part, progress));
-    finish_part(result, &part, dest)
-}
-
-/// As [`get`], on a stream whose request [`request`] already sent.
+/// Downloads `path` (without its leading `/`) over `stream`, whose
+/// request [`request`] already sent, to `dest`: into `dest`'s
+/// `.sift-part` file, renamed to `dest` once the server's FIN arrived. A
+/// reset or a broken stream removes the partial file (there is no resume
+/// without a length), and says how far it got. The request goes apart so
+/// that several can leave at once, before any answer is read (0-RTT).
 pub fn get_requested<S: Duplex + ?Sized>(
     stream: &mut S,
     path: &str,
