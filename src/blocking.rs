@@ -100,6 +100,11 @@ pub fn connect(remote: SocketAddr, config: Config) -> Result<BlockingConnection,
 /// `Config::tls.tickets`), so that a request on a stream opened with
 /// [`BlockingConnection::open_bi_replay_safe`] leaves with the first
 /// flight; otherwise it waits for the handshake as [`connect`] does.
+///
+/// When it returns early, nothing has been sent yet: the first flight
+/// waits for the first write on a stream, or for the first call that
+/// waits on the peer (a read, an accept, a finish that waits), so the
+/// request is in it however soon the handshake would have completed.
 pub fn connect_early(
     remote: SocketAddr,
     config: Config,
@@ -130,6 +135,14 @@ fn connect_with(
                 return Err(error.into());
             }
         };
+        if early {
+            // The request the caller writes next leaves with the
+            // ClientHello; the first flight goes at the latest when the
+            // caller waits for anything (see `ConnInner::block_on_until`).
+            if let Some(connection) = state.endpoint.connection(handle) {
+                connection.hold_first_flight();
+            }
+        }
         state.held.insert(handle);
         shared.wake_driver(&mut state);
         handle

@@ -68,7 +68,16 @@ impl ConnInner {
                 return result;
             }
             // A pending attempt changed nothing, so the driver has nothing
-            // new to do: waking it would only make it notify us again.
+            // new to do: waking it would only make it notify us again —
+            // unless the first flight was held for a write that never
+            // came (see `connect_early`): waiting on the peer lets it go.
+            let released = state
+                .endpoint
+                .connection(self.handle)
+                .is_some_and(|connection| connection.release_first_flight());
+            if released {
+                self.shared.wake_driver(&mut state);
+            }
             if let Some(error) = self.shared.stopped_error(&state) {
                 return Err(error);
             }

@@ -1090,6 +1090,7 @@ impl Connection {
 
     /// Closes the connection with an application error code and reason.
     pub fn close(&mut self, code: u64, reason: &str) {
+        self.release_first_flight();
         self.start_closing(CloseFrame {
             application: true,
             code,
@@ -1417,7 +1418,11 @@ impl Connection {
     pub fn stream_send(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, Error> {
         self.check_open()?;
         self.streams.size_send_buffer(self.recovery.window());
-        Ok(self.streams.write(id, data, fin)?)
+        let written = self.streams.write(id, data, fin)?;
+        if written > 0 || fin {
+            self.release_first_flight();
+        }
+        Ok(written)
     }
 
     /// Reads in-order bytes from a stream: `(bytes read, fin reached)`.

@@ -84,6 +84,9 @@ impl Connection {
             State::Closing { .. } if !self.close_pending => return Ok(None),
             _ => {}
         }
+        if self.first_flight_held() {
+            return Ok(None);
+        }
         self.maybe_initiate_key_update();
         if let Some(sent) = self.send_off_path_response(out, now) {
             return Ok(Some(sent));

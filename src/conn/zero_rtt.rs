@@ -56,6 +56,9 @@ pub(super) struct ZeroRtt {
     pub stream_bytes: u64,
     /// 0-RTT packets sent (client) or opened (server).
     pub packets: u64,
+    /// Client: the first flight waits for the application's first write
+    /// ([`Connection::hold_first_flight`]).
+    pub first_flight_held: bool,
 }
 
 /// RFC 9000 §12.4, Table 3: the frames a 0-RTT packet may not carry.
@@ -161,6 +164,32 @@ impl Connection {
     /// no harm (a download, a listing); other streams wait for 1-RTT.
     pub fn mark_replay_safe(&mut self, id: StreamId) {
         self.streams.mark_replay_safe(id);
+    }
+
+    /// Client, before anything was sent: keeps the first flight back until
+    /// the application writes on a stream, closes, or calls
+    /// [`Connection::release_first_flight`], so that a request written
+    /// right after connecting leaves in 0-RTT beside the ClientHello. A
+    /// driver that sends the moment a connection exists would otherwise
+    /// race its application: on a short path the handshake completes
+    /// before the request is written, and the round trip 0-RTT saves is
+    /// lost. Does nothing unless 0-RTT is possible.
+    pub fn hold_first_flight(&mut self) {
+        if self.sending_zero_rtt() && self.counters.packets_sent == 0 {
+            self.zero_rtt.first_flight_held = true;
+        }
+    }
+
+    /// Lets a held first flight go ([`Connection::hold_first_flight`]);
+    /// true if it was held. A driver's application calls it before it
+    /// waits for anything from the peer.
+    pub fn release_first_flight(&mut self) -> bool {
+        std::mem::take(&mut self.zero_rtt.first_flight_held)
+    }
+
+    /// Whether the first flight is held back.
+    pub(super) fn first_flight_held(&self) -> bool {
+        self.zero_rtt.first_flight_held
     }
 
     /// Client: the connection sends 0-RTT now (it resumes with a ticket

@@ -106,6 +106,48 @@ fn second_connection_resumes_and_its_request_arrives_in_zero_rtt() {
 }
 
 #[test]
+fn a_held_first_flight_leaves_with_the_request_written_after_it() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+
+    let mut pair = Pair::new(client, server);
+    pair.client.hold_first_flight();
+    let mut buf = vec![0u8; 65_535];
+    assert!(
+        pair.client.send(&mut buf, pair.now).unwrap().is_none(),
+        "a held first flight went out"
+    );
+    early_request(&mut pair, b"GET /a.bin", true);
+    // The write let it go: the ClientHello and the request go together.
+    assert!(!pair.client.release_first_flight(), "still held after a write");
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"GET /a.bin");
+    assert!(early, "the request waited for the handshake");
+    assert_eq!(pair.client.stats().zero_rtt_bytes, 10);
+}
+
+#[test]
+fn a_first_flight_is_held_only_when_it_could_carry_zero_rtt() {
+    // No ticket: nothing could go early, so nothing is held.
+    let mut pair = Pair::default();
+    pair.client.hold_first_flight();
+    assert!(!pair.client.release_first_flight());
+    pair.handshake();
+
+    // Released by a wait, with no write: the handshake runs as usual.
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+    let mut pair = Pair::new(client, server);
+    pair.client.hold_first_flight();
+    assert!(pair.client.release_first_flight());
+    assert!(!pair.client.release_first_flight(), "released twice");
+    pair.handshake();
+    assert!(pair.client.stats().resumed);
+}
+
+#[test]
 fn a_stream_not_marked_replay_safe_waits_for_one_rtt() {
     let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
     let (client, server) = resumable(&store, &cache);
