@@ -333,6 +333,58 @@ fn perf_ndjson_prints_parseable_intervals_and_a_summary(loopback: IpAddr) {
 
 /// `get --cc NAME` asks the server to send the file under NAME: the data
 /// flows server → client, so the server's controller is the one that counts.
+/// `--initial-window` starts the server's window, and that of a controller
+/// a client asks for, at the given size: a 100 kB download on loopback
+/// (under 90 packets, no loss) ends with the window it started from, far
+/// above where slow start from ten packets gets.
+#[test]
+fn a_server_started_with_a_large_initial_window_sends_from_it() {
+    let dir = TestDir::new("initial-window");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let original = content(100_000, 5);
+    std::fs::write(root.join("f.bin"), &original).unwrap();
+    let window_after = |server: &Server, cc: Option<&str>| {
+        let dest = local.join("f.bin");
+        let url = server.url("f.bin");
+        let pin = server.pin();
+        let mut args = vec!["get", &url, "-o", dest.to_str().unwrap(), "--json", &pin];
+        if let Some(cc) = cc {
+            args.extend(["--cc", cc]);
+        }
+        let report = json_report(&expect_success(&run_client(&args)));
+        assert_eq!(std::fs::read(&dest).unwrap(), original);
+        report["cwnd"].as_u64().unwrap()
+    };
+    let packets = 300 * 1200;
+
+    // Without path MTU discovery the packet size stays put, so the window
+    // counts packets as the flag does.
+    let server = Server::start(
+        &root,
+        &["--cc", "cubic", "--pmtud", "off", "--initial-window", "300"],
+    );
+    assert!(window_after(&server, None) >= packets);
+    assert!(window_after(&server, Some("bbr")) >= packets);
+    drop(server);
+
+    let server = Server::start(&root, &["--cc", "cubic", "--pmtud", "off"]);
+    assert!(window_after(&server, None) < packets);
+}
+
+#[test]
+fn an_initial_window_out_of_range_is_refused_in_one_line() {
+    for bad in ["0", "1001", "many"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sift-server"))
+            .args(["--root", ".", "--initial-window", bad])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let error = stderr_of(&out);
+        assert!(error.contains("--initial-window"), "{error}");
+    }
+}
+
 /// A server limited by `--accept-cc` refuses anything else in one clear line
 /// and no file appears.
 #[test]

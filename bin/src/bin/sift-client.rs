@@ -94,6 +94,12 @@ struct Common {
     /// server's own), and fails if the server does not offer it.
     #[arg(long, global = true, value_name = "NAME", value_parser = common::parse_cc)]
     cc: Option<CcConfig>,
+    /// Start the window of what this client sends (an upload, a `perf`
+    /// run without -R) at this many packets instead of RFC 9002's ten; a
+    /// download starts from the server's (`sift-server
+    /// --initial-window`). For long paths whose bottleneck is yours.
+    #[arg(long, global = true, value_name = "PACKETS", value_parser = common::parse_initial_window)]
+    initial_window: Option<u64>,
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
@@ -300,6 +306,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .cc
         .clone()
         .unwrap_or(CcConfig::Cubic(Default::default()));
+    let local_cc = match common.initial_window {
+        Some(packets) => local_cc.with_initial_window(packets),
+        None => local_cc,
+    };
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
     config.pmtud.enabled = common.pmtud.enabled();
     config.versions = common.versions.clone();

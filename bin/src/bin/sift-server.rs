@@ -106,6 +106,12 @@ struct Args {
     /// message. Default: every controller.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = common::parse_cc)]
     accept_cc: Option<Vec<CcConfig>>,
+    /// Start every connection's window (its controller's, or the one a
+    /// client asks for) at this many packets instead of RFC 9002's ten:
+    /// for long paths whose bottleneck is yours (a satellite hop), where
+    /// slow start from ten costs seconds. quinn's BBR starts at 200.
+    #[arg(long, value_name = "PACKETS", value_parser = common::parse_initial_window)]
+    initial_window: Option<u64>,
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
@@ -276,7 +282,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         Err(error) if protection == Protection::Tls => return Err(error),
         Err(_) => {}
     }
-    let cc_name = args.cc.name();
+    let cc_name = match args.initial_window {
+        Some(packets) => format!("{} from {packets} packets", args.cc.name()),
+        None => args.cc.name().to_string(),
+    };
     let mut files = FileServer::new(root)
         .with_upload_budget(UploadBudget::new(args.max_upload_bytes, FREE_SPACE_MARGIN))
         .with_request_timeout(request_timeout);
@@ -284,7 +293,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         let names = accepted.iter().map(|cc| cc.name().to_string()).collect();
         files = files.accepting_controllers(names);
     }
-    let mut config = common::transport_config(protection, args.cc, args.corruption_notices);
+    if let Some(packets) = args.initial_window {
+        files = files.with_initial_window(packets);
+    }
+    let cc = match args.initial_window {
+        Some(packets) => args.cc.with_initial_window(packets),
+        None => args.cc,
+    };
+    let mut config = common::transport_config(protection, cc, args.corruption_notices);
     config.pmtud.enabled = args.pmtud.enabled();
     config.versions = args.versions.clone();
     if !args.careful_resume.enabled() {

@@ -46,6 +46,25 @@ pub fn parse_cc(name: &str) -> Result<CcConfig, String> {
     CcConfig::from_str(name).map_err(|e| e.to_string())
 }
 
+/// The largest `--initial-window` a tool takes, in packets (1.2 MB of
+/// 1200-byte packets): beyond it a first flight is a flood, not a start.
+pub const MAX_INITIAL_WINDOW_PACKETS: u64 = 1000;
+
+/// clap value parser for `--initial-window`: packets, 1 to
+/// [`MAX_INITIAL_WINDOW_PACKETS`].
+pub fn parse_initial_window(text: &str) -> Result<u64, String> {
+    let packets: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of packets"))?;
+    if !(1..=MAX_INITIAL_WINDOW_PACKETS).contains(&packets) {
+        return Err(format!(
+            "{packets} packets is out of range: 1 to {MAX_INITIAL_WINDOW_PACKETS}"
+        ));
+    }
+    Ok(packets)
+}
+
 /// clap value parser for one entry of `--versions` (comma-separated,
 /// most preferred first): `sift/1`, or `v1` for QUIC version 1.
 pub fn parse_version(name: &str) -> Result<u32, String> {

@@ -213,6 +213,9 @@ pub struct FileServer {
     digest_passes: Arc<std::sync::atomic::AtomicUsize>,
     /// Controllers a client may ask for its downloads (`--cc` names).
     accepted_controllers: Vec<String>,
+    /// The initial window of the controllers clients ask for, in packets
+    /// (`None`: each controller's default).
+    initial_window: Option<u64>,
     /// Who may upload: nobody unless the server says otherwise.
     uploads: UploadPolicy,
     /// Bytes being uploaded at once, reserved per upload.
@@ -235,6 +238,7 @@ impl FileServer {
             #[cfg(test)]
             digest_passes: Arc::default(),
             accepted_controllers: CcConfig::NAMES.iter().map(|n| n.to_string()).collect(),
+            initial_window: None,
             uploads: UploadPolicy::ReadOnly,
             upload_budget: UploadBudget::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -253,6 +257,13 @@ impl FileServer {
     /// Accepts client requests for these controllers only (`--cc` names).
     pub fn accepting_controllers(mut self, names: Vec<String>) -> Self {
         self.accepted_controllers = names;
+        self
+    }
+
+    /// Starts the controllers clients ask for at `packets` packets, as
+    /// the server's own (`--initial-window`).
+    pub fn with_initial_window(mut self, packets: u64) -> Self {
+        self.initial_window = Some(packets);
         self
     }
 
@@ -299,7 +310,10 @@ impl FileServer {
         if !self.accepted_controllers.iter().any(|n| n == config.name()) {
             return Err(refuse());
         }
-        Ok(config)
+        Ok(match self.initial_window {
+            Some(packets) => config.with_initial_window(packets),
+            None => config,
+        })
     }
 
     /// The served root.

@@ -95,7 +95,9 @@ struct RunArgs {
     /// quiche 0.24 controllers [default: cubic, reno, bbr2; `none`: none].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     quiche_0_24_cc: Vec<String>,
-    /// sift controllers [default: all that `sift-client --help` lists].
+    /// sift controllers [default: all that `sift-client --help` lists];
+    /// `NAME-iwN` runs NAME from an initial window of N packets
+    /// (`--initial-window N`), e.g. `bbr-iw200` beside quinn's BBR.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     sift_cc: Vec<String>,
     /// sift's corruption-notice settings on the links, `on`, `off` or

@@ -312,7 +312,7 @@ struct Outcome {
 /// a per-datagram loss rate and a queue counted in datagrams that no real
 /// path gives. Loopback keeps sift's defaults.
 fn sift_options(command: &mut Command, variant: &Variant, on_link: bool) {
-    command.args(["--cc", &variant.cc]);
+    command.args(sift_controller_options(&variant.cc));
     if on_link {
         command.args(["--pmtud", "off"]);
     }
@@ -321,6 +321,22 @@ fn sift_options(command: &mut Command, variant: &Variant, on_link: bool) {
     }
     if variant.protection == Protection::Null {
         command.arg("--insecure-null-crypto");
+    }
+}
+
+/// `--cc NAME`, and `--initial-window N` for a `NAME-iwN` variant.
+fn sift_controller_options(cc: &str) -> Vec<String> {
+    let started_at = cc.rsplit_once("-iw").and_then(|(name, packets)| {
+        packets.parse::<u64>().ok().map(|packets| (name, packets))
+    });
+    match started_at {
+        Some((name, packets)) => vec![
+            "--cc".into(),
+            name.into(),
+            "--initial-window".into(),
+            packets.to_string(),
+        ],
+        None => vec!["--cc".into(), cc.into()],
     }
 }
 
@@ -384,5 +400,16 @@ mod tests {
         assert_eq!(std::fs::metadata(dir.join("a")).unwrap().len(), 100_003);
         assert_ne!(write_incompressible(&dir.join("c"), 100_004).unwrap(), a);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_sift_variant_named_with_an_initial_window_passes_it_to_the_binaries() {
+        assert_eq!(
+            sift_controller_options("bbr-iw200"),
+            ["--cc", "bbr", "--initial-window", "200"]
+        );
+        assert_eq!(sift_controller_options("westwood-a"), ["--cc", "westwood-a"]);
+        // Not a number after -iw: a controller's own name, passed whole.
+        assert_eq!(sift_controller_options("x-iwy"), ["--cc", "x-iwy"]);
     }
 }
