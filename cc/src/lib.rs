@@ -28,11 +28,11 @@ pub mod westwood;
 pub mod westwood_a;
 
 #[cfg(test)]
+mod config_tests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod undo_tests;
-#[cfg(test)]
-mod config_tests;
 
 pub use bbr::{Bbr, BbrConfig};
 pub use careful_resume::{

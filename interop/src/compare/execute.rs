@@ -326,9 +326,9 @@ fn sift_options(command: &mut Command, variant: &Variant, on_link: bool) {
 
 /// `--cc NAME`, and `--initial-window N` for a `NAME-iwN` variant.
 fn sift_controller_options(cc: &str) -> Vec<String> {
-    let started_at = cc.rsplit_once("-iw").and_then(|(name, packets)| {
-        packets.parse::<u64>().ok().map(|packets| (name, packets))
-    });
+    let started_at = cc
+        .rsplit_once("-iw")
+        .and_then(|(name, packets)| packets.parse::<u64>().ok().map(|packets| (name, packets)));
     match started_at {
         Some((name, packets)) => vec![
             "--cc".into(),
@@ -408,7 +408,10 @@ mod tests {
             sift_controller_options("bbr-iw200"),
             ["--cc", "bbr", "--initial-window", "200"]
         );
-        assert_eq!(sift_controller_options("westwood-a"), ["--cc", "westwood-a"]);
+        assert_eq!(
+            sift_controller_options("westwood-a"),
+            ["--cc", "westwood-a"]
+        );
         // Not a number after -iw: a controller's own name, passed whole.
         assert_eq!(sift_controller_options("x-iwy"), ["--cc", "x-iwy"]);
     }
