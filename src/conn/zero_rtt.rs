@@ -7,6 +7,9 @@
 //!   streams the application marked replay-safe send in 0-RTT
 //!   ([`Connection::mark_replay_safe`]): a GET or a listing may be
 //!   replayed harmlessly, an upload may not and waits for 1-RTT.
+//! - A driver may hold the client's first flight until the application
+//!   writes its request ([`Connection::hold_first_flight`]), so the request
+//!   goes with the ClientHello however short the path.
 //! - Until the server's parameters arrive, the client sends within the
 //!   limits remembered with the ticket (RFC 9000 §7.4.1). A server that
 //!   accepted 0-RTT and then announces smaller limits breaks the rule:
