@@ -211,6 +211,10 @@ pub struct FileReport {
     pub bytes: u64,
     /// SHA-256 of what was written, lowercase hex.
     pub sha256: String,
+    /// Microseconds from the request to the last byte written (sift's
+    /// `completion_s`, in whole microseconds); 0 from a report without it.
+    #[serde(default)]
+    pub elapsed_us: u64,
 }
 
 /// The certificate and key a server presents: the given files, or a fresh
@@ -239,10 +243,13 @@ pub struct Download {
     file: std::fs::File,
     digest: ring::digest::Context,
     bytes: u64,
+    /// When the request left (the download is made with it).
+    requested: std::time::Instant,
 }
 
 impl Download {
-    /// Creates the output file for `path` under `dir` (and its folders).
+    /// Creates the output file for `path` under `dir` (and its folders),
+    /// as its request leaves.
     pub fn create(dir: &Path, path: &str) -> anyhow::Result<Self> {
         let output = output_path(dir, path)?;
         if let Some(parent) = output.parent() {
@@ -257,6 +264,7 @@ impl Download {
             file,
             digest: ring::digest::Context::new(&ring::digest::SHA256),
             bytes: 0,
+            requested: std::time::Instant::now(),
         })
     }
 
@@ -281,6 +289,7 @@ impl Download {
             path: self.path,
             bytes: self.bytes,
             sha256: crate::baseline::client::hex(self.digest.finish().as_ref()),
+            elapsed_us: self.requested.elapsed().as_micros() as u64,
         }
     }
 }
