@@ -120,7 +120,10 @@ fn a_held_first_flight_leaves_with_the_request_written_after_it() {
     );
     early_request(&mut pair, b"GET /a.bin", true);
     // The write let it go: the ClientHello and the request go together.
-    assert!(!pair.client.release_first_flight(), "still held after a write");
+    assert!(
+        !pair.client.release_first_flight(),
+        "still held after a write"
+    );
     let (request, early) = server_reads_request(&mut pair);
     assert_eq!(request, b"GET /a.bin");
     assert!(early, "the request waited for the handshake");
