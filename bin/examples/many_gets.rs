@@ -177,7 +177,10 @@ fn trailer(mut rest: &[u8]) -> Option<SenderReport> {
 }
 
 /// The servers' counters summed over the downloads that sent a trailer
-/// (sift's file protocol only): why a run cost what it did.
+/// (sift's file protocol only): why a run cost what it did. The
+/// checksum-free counts are what the connections asked for; to a loopback
+/// client the datapath sends those datagrams with a checksum all the same
+/// (`sift::io` datapath), and a server older than the field reports 0.
 #[derive(Default)]
 struct SenderTotals {
     reports: u64,
@@ -209,7 +212,7 @@ impl SenderTotals {
             return String::new();
         }
         format!(
-            " trailers={} senders_retransmitting={} retransmitted={} ptos={} pmtu_probes_lost={} senders_checksum_free={} checksum_free_datagrams={}",
+            " trailers={} senders_retransmitting={} retransmitted={} ptos={} pmtu_probes_lost={} senders_asking_checksum_free={} checksum_free_asked={}",
             self.reports,
             self.with_retransmissions,
             self.retransmitted_packets,
