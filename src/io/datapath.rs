@@ -40,6 +40,10 @@
 //! arrive one per read, and the extra work overflows the buffers again
 //! (issue 37: 922 of 1000 senders went checksum-free, the server's CPU
 //! per client rose by half and its socket dropped thousands of datagrams).
+//! The one setup this gives up: `tc netem corrupt` on the `lo` device
+//! itself, whose damaged datagrams the receiving kernel then drops as
+//! bad-checksum ones; impair a veth pair (`interop/netem`) or relay
+//! through `sift-link` instead.
 //!
 //! The runtime tells the datapath when the socket became readable or
 //! writable and, when a turn says it is not busy, sleeps until then or
