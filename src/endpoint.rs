@@ -139,6 +139,8 @@ pub struct Transmit {
     /// notices and its path has lately lost or damaged packets, so a
     /// corrupted copy must reach the peer to be named. Otherwise send it
     /// with a checksum, which lets Linux batch it with segmentation offload.
+    /// (`io`'s datapath keeps the checksum to a loopback peer, where it
+    /// costs nothing and hides nothing.)
     pub checksum_free: bool,
     /// The connection it belongs to; `None` for the endpoint's own
     /// (stateless resets). A segmentation-offload batch holds one

@@ -26,9 +26,9 @@ use sift::tokio::Endpoint;
 use sift::wire::QUIC_V1;
 use sift_bin::cli::common::{transport_config, OnOff};
 use sift_bin::transfer::digest::{sha256, Sha256Hasher};
-use sift_bin::transfer::frame::read_frame_async;
+use sift_bin::transfer::frame::{read_frame, read_frame_async};
 use sift_bin::transfer::hq;
-use sift_bin::transfer::{parse_response, Request, Status};
+use sift_bin::transfer::{parse_response, parse_trailer, Request, SenderReport, Status};
 use sift_cc::CcConfig;
 
 /// Download one file N times at once from a sift-server and check every byte.
@@ -127,13 +127,17 @@ async fn main() -> anyhow::Result<()> {
                 bail!("the stream went on past {size} bytes");
             }
             connection.close(0, "done");
-            Ok(hasher.finish())
+            Ok((hasher.finish(), trailer(&rest)))
         });
     }
     let (mut exact, mut failed) = (0, 0);
+    let mut senders = SenderTotals::default();
     while let Some(done) = downloads.join_next().await {
         match done? {
-            Ok(got) if got == digest => exact += 1,
+            Ok((got, report)) if got == digest => {
+                exact += 1;
+                senders.add(report.as_ref());
+            }
             Ok(_) => {
                 failed += 1;
                 eprintln!("many_gets: a download's bytes differ");
@@ -149,12 +153,73 @@ async fn main() -> anyhow::Result<()> {
         endpoint.wait_idle().await;
     }
     println!(
-        "clients={} bytes_each={size} byte_exact={exact} failed={failed} wall={:.2}s",
+        "clients={} bytes_each={size} byte_exact={exact} failed={failed} wall={:.2}s{}",
         args.clients,
-        wall.as_secs_f64()
+        wall.as_secs_f64(),
+        senders.fields()
     );
     if failed > 0 {
         bail!("{failed} of {} downloads failed", args.clients);
     }
     Ok(())
+}
+
+/// The server's trailer among the frames after a sift download's data
+/// (the digest frame, when the response had none, comes first).
+fn trailer(mut rest: &[u8]) -> Option<SenderReport> {
+    while !rest.is_empty() {
+        let frame = read_frame(&mut rest).ok()?;
+        if let Ok(report) = parse_trailer(&frame) {
+            return Some(report);
+        }
+    }
+    None
+}
+
+/// The servers' counters summed over the downloads that sent a trailer
+/// (sift's file protocol only): why a run cost what it did. The
+/// checksum-free counts are what the connections asked for; to a loopback
+/// client the datapath sends those datagrams with a checksum all the same
+/// (`sift::io` datapath), and a server older than the field reports 0.
+#[derive(Default)]
+struct SenderTotals {
+    reports: u64,
+    with_retransmissions: u64,
+    retransmitted_packets: u64,
+    ptos: u64,
+    pmtu_probes_lost: u64,
+    with_checksum_free: u64,
+    checksum_free_datagrams: u64,
+}
+
+impl SenderTotals {
+    fn add(&mut self, report: Option<&SenderReport>) {
+        let Some(report) = report else {
+            return;
+        };
+        self.reports += 1;
+        self.with_retransmissions += u64::from(report.retransmitted_packets > 0);
+        self.retransmitted_packets += report.retransmitted_packets;
+        self.ptos += report.ptos;
+        self.pmtu_probes_lost += report.pmtu_probes_lost;
+        self.with_checksum_free += u64::from(report.checksum_free_datagrams > 0);
+        self.checksum_free_datagrams += report.checksum_free_datagrams;
+    }
+
+    /// ` key=value` fields for the result line; none without trailers.
+    fn fields(&self) -> String {
+        if self.reports == 0 {
+            return String::new();
+        }
+        format!(
+            " trailers={} senders_retransmitting={} retransmitted={} ptos={} pmtu_probes_lost={} senders_asking_checksum_free={} checksum_free_asked={}",
+            self.reports,
+            self.with_retransmissions,
+            self.retransmitted_packets,
+            self.ptos,
+            self.pmtu_probes_lost,
+            self.with_checksum_free,
+            self.checksum_free_datagrams
+        )
+    }
 }

@@ -108,7 +108,7 @@ fn chacha20_key_updates_and_a_port_move_do_what_they_say() {
         "--ciphers",
         "chacha20",
         "--key-update-every",
-        "20",
+        "5",
         "--migrate",
         "--json",
         &server.pin(),
@@ -117,7 +117,8 @@ fn chacha20_key_updates_and_a_port_move_do_what_they_say() {
     assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
     assert_eq!(report["cipher"], "chacha20");
     // The client sends only acknowledgements and one request: a few dozen
-    // packets; each update waits for the last one's acknowledgement.
+    // packets, fewer when the server's datagrams arrive in long GRO runs
+    // (a loaded host); each update waits for the last one's acknowledgement.
     assert!(report["key_updates"].as_u64().unwrap() >= 1, "{report}");
     assert_eq!(report["migrated"], true);
     // The server followed the client to its new port.

@@ -14,7 +14,12 @@
 //! - a packet declared lost or named corrupted (in the data space) makes
 //!   every datagram checksum-free for a hold of max(2 s, 16·srtt) from the
 //!   latest such event; a path that keeps impairing packets keeps renewing
-//!   it, one that stays clean for the whole hold gets offloads back.
+//!   it, one that stays clean for the whole hold gets offloads back. A lost
+//!   path MTU probe is no such event: the search expects to lose probes
+//!   larger than the path, which would otherwise cost every connection on
+//!   a path narrower than its interface its offloads after each search.
+//!   (The io datapath also keeps checksums to a loopback peer, whatever
+//!   the connection asks: `io::datapath`.)
 //!
 //! The price: on a path that has been clean for a hold, the first corrupted
 //! datagram is dropped by the receiver's kernel and recovered as a loss

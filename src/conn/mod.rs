@@ -1251,7 +1251,11 @@ impl Connection {
         packets: Vec<crate::recovery::SentPacket<SentFrame>>,
     ) {
         if space == SpaceId::Data && !packets.is_empty() {
-            self.checksums.on_impairment(self.now);
+            // A lost path MTU probe was too big for the path, which says
+            // nothing of damage: only other losses start a checksum-free hold.
+            if packets.iter().any(|p| !p.pmtu_probe) {
+                self.checksums.on_impairment(self.now);
+            }
             self.pmtud_on_lost(&packets);
         }
         for packet in packets {

@@ -1636,6 +1636,21 @@ fn pmtud_settles_on_the_largest_datagram_a_1500_byte_path_carries() {
 }
 
 #[test]
+fn a_lost_path_mtu_probe_keeps_udp_checksums() {
+    // Corruption notices offered on both sides; the 8972-byte probes are
+    // too big for the path, not damaged: they must not cost the transfer
+    // its checksums (and with them the sender's segmentation offload).
+    let mut pair = Pair::with_pmtud();
+    pair.handshake();
+    assert!(pair.client.stats().corruption_notices_negotiated);
+    let data = pattern(1_000_000);
+    assert_eq!(transfer(&mut pair, &data, &mut mtu_path(1500)), data);
+    let stats = pair.client.stats();
+    assert!(stats.pmtu_probes_lost > 0);
+    assert_eq!(stats.checksum_free_datagrams, 0);
+}
+
+#[test]
 fn pmtud_raises_the_controllers_packet_size_with_the_datagrams() {
     let mut pair = Pair::with_pmtud();
     pair.handshake();

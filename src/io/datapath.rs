@@ -27,6 +27,24 @@
 //! delivers corrupted bytes to be named. Switches are counted
 //! (`checksum_switches`); one per batch at most.
 //!
+//! Except to a loopback peer (127.0.0.0/8, `::1`, IPv4-mapped or not):
+//! there a datagram always keeps its checksum ([`checksum_free_to`]).
+//! Nothing between two sockets on loopback can damage a datagram, and the
+//! receiving kernel does not verify a checksum the sending one offloaded,
+//! so a checksum-free send would change nothing that arrives (damage done
+//! in user space before the send, as `sift-link` does, reaches the
+//! receiver either way) and would only cost GSO and GRO. Under load that
+//! cost feeds itself: 1000 downloads on loopback lose packets to full
+//! socket buffers, each loss starts a connection's checksum-free hold
+//! (`conn::checksums`), the datagrams leave one per system call and
+//! arrive one per read, and the extra work overflows the buffers again
+//! (issue 37: 922 of 1000 senders went checksum-free, the server's CPU
+//! per client rose by half and its socket dropped thousands of datagrams).
+//! The one setup this gives up: `tc netem corrupt` on the `lo` device
+//! itself, whose damaged datagrams the receiving kernel then drops as
+//! bad-checksum ones; impair a veth pair (`interop/netem`) or relay
+//! through `sift-link` instead.
+//!
 //! The runtime tells the datapath when the socket became readable or
 //! writable and, when a turn says it is not busy, sleeps until then or
 //! until the turn's next timer.
@@ -158,7 +176,7 @@ impl Outgoing {
             data,
             segment_size: transmit.len,
             segments: 1,
-            checksum_free: transmit.checksum_free,
+            checksum_free: checksum_free_to(&transmit),
         }
     }
 
@@ -616,6 +634,13 @@ impl Datapath {
     }
 }
 
+/// Whether `transmit` leaves without a UDP checksum: as its connection
+/// asks, except to a loopback peer, where a checksum costs nothing and
+/// hides nothing (see the module docs).
+fn checksum_free_to(transmit: &Transmit) -> bool {
+    transmit.checksum_free && !transmit.to.ip().to_canonical().is_loopback()
+}
+
 /// Asks the endpoint for one datagram and queues it, into the last GSO
 /// batch when it is the batch's connection's and fits there. The batch's
 /// connection is asked first, so its batch fills before the endpoint turns
@@ -641,7 +666,10 @@ fn collect_one(
             return collect_new(endpoint, now, outgoing, spare, max_datagram);
         };
         last.data.truncate(start + transmit.len);
-        if transmit.to == last.to && transmit.len <= last.segment_size && !transmit.checksum_free {
+        if transmit.to == last.to
+            && transmit.len <= last.segment_size
+            && !checksum_free_to(&transmit)
+        {
             last.segments += 1;
             return true;
         }
@@ -779,6 +807,38 @@ mod tests {
         assert_ne!(first[0], second[0]);
         for batch in [&first, &second] {
             assert!(batch.iter().all(|dcid| *dcid == batch[0]), "{batch:?}");
+        }
+    }
+
+    fn transmit_to(to: &str, checksum_free: bool) -> Transmit {
+        Transmit {
+            len: 1200,
+            to: to.parse().unwrap(),
+            checksum_free,
+            connection: None,
+        }
+    }
+
+    #[test]
+    fn datagrams_to_a_loopback_peer_keep_their_checksum() {
+        for peer in [
+            "127.0.0.1:4433",
+            "127.3.2.1:4433",
+            "[::1]:4433",
+            "[::ffff:127.0.0.1]:4433",
+        ] {
+            assert!(!checksum_free_to(&transmit_to(peer, true)), "{peer}");
+            // ... and so may open a GSO batch.
+            assert!(Outgoing::single(transmit_to(peer, true), vec![0; 1200]).is_open(1200));
+        }
+        for peer in [
+            "192.0.2.7:4433",
+            "[2001:db8::7]:4433",
+            "[::ffff:192.0.2.7]:4433",
+        ] {
+            assert!(checksum_free_to(&transmit_to(peer, true)), "{peer}");
+            assert!(!Outgoing::single(transmit_to(peer, true), vec![0; 1200]).is_open(1200));
+            assert!(!checksum_free_to(&transmit_to(peer, false)), "{peer}");
         }
     }
 }

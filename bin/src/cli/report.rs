@@ -265,6 +265,7 @@ mod tests {
                 pmtu_probes_sent: 7,
                 pmtu_probes_lost: 3,
                 pmtu_black_holes: 0,
+                checksum_free_datagrams: 0,
                 careful_resume: None,
             },
         )

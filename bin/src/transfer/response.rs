@@ -217,6 +217,11 @@ pub struct SenderReport {
     /// Path MTU black holes the sender detected.
     #[serde(default)]
     pub pmtu_black_holes: u64,
+    /// Datagrams the sender sent without a UDP checksum (corruption
+    /// notices negotiated and the path impaired: `conn::checksums`); such
+    /// datagrams leave one per system call, without segmentation offload.
+    #[serde(default)]
+    pub checksum_free_datagrams: u64,
     /// Careful Resume (RFC 9959), when the sender resumed from a saved
     /// path state: its phase, the saved and jump windows, whether it
     /// jumped and whether it retreated.
@@ -240,6 +245,7 @@ impl SenderReport {
             pmtu_probes_sent: stats.pmtu_probes_sent,
             pmtu_probes_lost: stats.pmtu_probes_lost,
             pmtu_black_holes: stats.pmtu_black_holes,
+            checksum_free_datagrams: stats.checksum_free_datagrams,
             careful_resume: stats.careful_resume,
         }
     }
@@ -371,6 +377,7 @@ mod tests {
             pmtu_probes_sent: 7,
             pmtu_probes_lost: 3,
             pmtu_black_holes: 0,
+            checksum_free_datagrams: 0,
             careful_resume: None,
         };
         assert_eq!(parse_trailer(&report.encode().unwrap()).unwrap(), report);

@@ -121,6 +121,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         pmtu_probes_sent: 7,
         pmtu_probes_lost: 3,
         pmtu_black_holes: 0,
+        checksum_free_datagrams: 0,
         careful_resume: None,
     };
     seeds.push((

@@ -236,6 +236,7 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
         pmtu_probes_sent: 7,
         pmtu_probes_lost: 3,
         pmtu_black_holes: 0,
+        checksum_free_datagrams: 0,
         careful_resume: None,
     };
     let response = Response::ok(data.len() as u64, Some(sha256(&data)))
