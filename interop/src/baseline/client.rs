@@ -41,6 +41,8 @@ pub struct GetOptions {
     pub cc: String,
     /// The server's certificate to trust (PEM); `None` verifies nothing.
     pub ca: Option<PathBuf>,
+    /// The largest UDP payload either way (`tls::config`).
+    pub max_datagram: usize,
 }
 
 /// `quic://HOST[:PORT]/PATH` → (host, address, path).
@@ -119,7 +121,7 @@ pub fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
         "[::]:0".parse()?
     };
     let mut udp = UdpLoop::bind(bind).context("cannot open a UDP socket")?;
-    let mut config = tls::config(&options.cc)?;
+    let mut config = tls::config(&options.cc, options.max_datagram)?;
     tls::trust(&mut config, options.ca.as_deref())?;
     let mut scid = [0u8; quiche::MAX_CONN_ID_LEN];
     ring::rand::SystemRandom::new()
@@ -138,7 +140,7 @@ pub fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
     let file = File::create(&options.output)
         .with_context(|| format!("cannot create {}", options.output.display()))?;
     let mut sink = Sink::new(file);
-    let mut outbox = Outbox::default();
+    let mut outbox = Outbox::new(options.max_datagram);
     let mut phase = Phase::Handshake;
     let mut closing_since: Option<Instant> = None;
     loop {

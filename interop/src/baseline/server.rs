@@ -34,6 +34,8 @@ pub struct ServerOptions {
     pub cc: String,
     /// Where the self-signed certificate and key are written.
     pub cert_dir: PathBuf,
+    /// The largest UDP payload either way (`tls::config`).
+    pub max_datagram: usize,
 }
 
 /// A bound server, ready to run.
@@ -72,7 +74,7 @@ struct Response {
 impl Server {
     /// Makes the certificate, configures quiche and binds the socket.
     pub fn bind(options: ServerOptions) -> anyhow::Result<Self> {
-        let mut config = tls::config(&options.cc)?;
+        let mut config = tls::config(&options.cc, options.max_datagram)?;
         Certificate::generate(&options.cert_dir)?.install(&mut config)?;
         if !options.root.is_dir() {
             anyhow::bail!("--root {} is not a directory", options.root.display());
@@ -169,7 +171,7 @@ impl Server {
         }
         self.sessions[slot] = Some(Session {
             conn,
-            outbox: Outbox::default(),
+            outbox: Outbox::new(self.options.max_datagram),
             streams: HashMap::new(),
             ids,
             peer: from,

@@ -127,14 +127,19 @@ pub struct Outbox {
 
 impl Default for Outbox {
     fn default() -> Self {
-        Self {
-            packet: vec![0; MAX_DATAGRAM_SIZE],
-            held: None,
-        }
+        Self::new(MAX_DATAGRAM_SIZE)
     }
 }
 
 impl Outbox {
+    /// An outbox for packets of up to `max_datagram` bytes.
+    pub fn new(max_datagram: usize) -> Self {
+        Self {
+            packet: vec![0; max_datagram],
+            held: None,
+        }
+    }
+
     /// Sends `conn`'s packets that are due, in order, and stops at the first
     /// one that is not (or when quiche has none).
     pub fn flush(

@@ -29,9 +29,30 @@ pub const IDLE_TIMEOUT_MS: u64 = 30_000;
 /// alias of it in quiche 0.28, so it is not listed twice).
 pub const CONTROLLERS: &[&str] = &["cubic", "reno", "bbr2"];
 
-/// A quiche configuration with the settings both endpoints share and the
-/// controller `cc` (a name quiche knows: see [`CONTROLLERS`]).
-pub fn config(cc: &str) -> anyhow::Result<quiche::Config> {
+/// The largest `--max-datagram` the peers' bulk binaries take: loopback's
+/// jumbo size, where sift's path MTU discovery settles.
+pub const LARGEST_DATAGRAM_SIZE: usize = 8972;
+
+/// clap value parser for the peers' `--max-datagram`: 1200 to
+/// [`LARGEST_DATAGRAM_SIZE`] bytes of UDP payload.
+pub fn parse_max_datagram(text: &str) -> Result<usize, String> {
+    let bytes: usize = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of bytes"))?;
+    if !(1200..=LARGEST_DATAGRAM_SIZE).contains(&bytes) {
+        return Err(format!(
+            "{bytes} is out of range: 1200 to {LARGEST_DATAGRAM_SIZE} bytes"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// A quiche configuration with the settings both endpoints share, the
+/// controller `cc` (a name quiche knows: see [`CONTROLLERS`]) and UDP
+/// payloads of up to `max_datagram` bytes both ways ([`MAX_DATAGRAM_SIZE`]
+/// on the links; loopback carries [`LARGEST_DATAGRAM_SIZE`], which sift's
+/// and quinn's path MTU discovery reach there).
+pub fn config(cc: &str, max_datagram: usize) -> anyhow::Result<quiche::Config> {
     let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).context("quiche config")?;
     config
         .set_application_protos(&[ALPN])
@@ -43,8 +64,8 @@ pub fn config(cc: &str) -> anyhow::Result<quiche::Config> {
         )
     })?;
     config.set_max_idle_timeout(IDLE_TIMEOUT_MS);
-    config.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
-    config.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
+    config.set_max_recv_udp_payload_size(max_datagram);
+    config.set_max_send_udp_payload_size(max_datagram);
     config.set_initial_max_data(MAX_DATA);
     config.set_initial_max_stream_data_bidi_local(MAX_STREAM_DATA);
     config.set_initial_max_stream_data_bidi_remote(MAX_STREAM_DATA);
@@ -133,15 +154,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn max_datagram_takes_1200_to_loopback_size_and_sets_both_directions() {
+        assert_eq!(parse_max_datagram("8972"), Ok(LARGEST_DATAGRAM_SIZE));
+        assert_eq!(parse_max_datagram("1200"), Ok(1200));
+        for bad in ["1199", "8973", "big"] {
+            assert!(parse_max_datagram(bad).is_err(), "{bad}");
+        }
+        assert!(config("cubic", LARGEST_DATAGRAM_SIZE).is_ok());
+    }
+
+    #[test]
     fn every_listed_controller_is_one_quiche_accepts() {
         for cc in CONTROLLERS {
-            assert!(config(cc).is_ok(), "quiche refused {cc}");
+            assert!(config(cc, MAX_DATAGRAM_SIZE).is_ok(), "quiche refused {cc}");
         }
     }
 
     #[test]
     fn an_unknown_controller_is_refused_with_the_known_ones_named() {
-        let error = config("veno").err().unwrap().to_string();
+        let error = config("veno", MAX_DATAGRAM_SIZE).err().unwrap().to_string();
         assert!(error.contains("veno") && error.contains("cubic"), "{error}");
     }
 
@@ -149,7 +180,7 @@ mod tests {
     fn a_generated_certificate_loads_into_a_server_config() {
         let dir = std::env::temp_dir().join(format!("sift-interop-cert-{}", std::process::id()));
         let cert = Certificate::generate(&dir).unwrap();
-        let mut config = config("cubic").unwrap();
+        let mut config = config("cubic", MAX_DATAGRAM_SIZE).unwrap();
         cert.install(&mut config).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }

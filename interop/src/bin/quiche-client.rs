@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use sift_interop::baseline::client::{self, GetOptions};
+use sift_interop::baseline::tls::{parse_max_datagram, MAX_DATAGRAM_SIZE};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -52,6 +53,10 @@ enum Command {
         /// path) instead of the summary.
         #[arg(long)]
         json: bool,
+        /// The largest UDP payload, both ways, 1200 to 8972 bytes (as the
+        /// server's --max-datagram).
+        #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
+        max_datagram: usize,
     },
 }
 
@@ -74,6 +79,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         insecure_no_verify: _,
         server_name,
         json,
+        max_datagram,
     } = args.command;
     let (_, server, path) = client::parse_url(&url)?;
     let output = output.unwrap_or_else(|| PathBuf::from(path.rsplit('/').next().unwrap_or(&path)));
@@ -84,6 +90,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         output: output.clone(),
         cc,
         ca,
+        max_datagram,
     })?;
     if json {
         println!("{}", serde_json::to_string(&report)?);

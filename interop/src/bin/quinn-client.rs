@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use sift_interop::baseline::client::parse_url;
+use sift_interop::baseline::tls::{parse_max_datagram, MAX_DATAGRAM_SIZE};
 use sift_interop::quinn_peer::client::{self, GetOptions};
 
 const EXAMPLES: &str = "\
@@ -45,6 +46,10 @@ enum Command {
         /// path) instead of the summary.
         #[arg(long)]
         json: bool,
+        /// The largest UDP payload, both ways, 1200 to 8972 bytes (as the
+        /// server's --max-datagram).
+        #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
+        max_datagram: usize,
     },
 }
 
@@ -66,6 +71,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         ca,
         server_name,
         json,
+        max_datagram,
     } = args.command;
     let (_, server, path) = parse_url(&url)?;
     let output = output.unwrap_or_else(|| PathBuf::from(path.rsplit('/').next().unwrap_or(&path)));
@@ -76,6 +82,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         output: output.clone(),
         cc,
         ca,
+        max_datagram,
     };
     let report = tokio::runtime::Runtime::new()?.block_on(client::get(&options))?;
     if json {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use sift_interop::baseline::tls::{parse_max_datagram, MAX_DATAGRAM_SIZE};
 use sift_interop::quinn_peer::server::{Server, ServerOptions};
 
 const EXAMPLES: &str = "\
@@ -36,6 +37,12 @@ struct Args {
     /// [default: a new directory under the system's temp dir].
     #[arg(long, value_name = "DIR")]
     cert_dir: Option<PathBuf>,
+    /// The largest UDP payload, both ways, 1200 to 8972 bytes. 1350 (the
+    /// links' size) by default; loopback carries 8972, which sift's path
+    /// MTU discovery reaches there, and sift-compare asks for it on
+    /// loopback.
+    #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
+    max_datagram: usize,
 }
 
 fn main() -> ExitCode {
@@ -59,6 +66,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             root: args.root.clone(),
             cc: args.cc.clone(),
             cert_dir: cert_dir.clone(),
+            max_datagram: args.max_datagram,
         })?;
         println!(
             "listening on {} (root {}, cc {}, certificate {})",

@@ -223,6 +223,7 @@ impl Runner {
                     .arg(&self.served)
                     .args(["--cc", &variant.cc, "--cert-dir"])
                     .arg(dir.join("cert"));
+                peer_datagram_options(&mut command, on_link);
             }
         }
         // Each run starts with no remembered server keys or state.
@@ -263,6 +264,7 @@ impl Runner {
                     .arg(output)
                     .args(["--cc", &variant.cc, "--json", "--ca"])
                     .arg(dir.join("cert").join("cert.pem"));
+                peer_datagram_options(&mut command, on_link);
             }
         }
         command.env("HOME", &home);
@@ -321,6 +323,20 @@ fn sift_options(command: &mut Command, variant: &Variant, on_link: bool) {
     }
     if variant.protection == Protection::Null {
         command.arg("--insecure-null-crypto");
+    }
+}
+
+/// A peer's datagram size: the links' 1350 bytes (its binaries' default),
+/// as sift runs `--pmtud off` there; on loopback up to what sift's path
+/// MTU discovery reaches (8972 bytes): quinn searches up to it, quiche is
+/// set to it. Held at 1350 there, a peer pays per datagram what sift pays
+/// per six or seven (`results/2026-11-27-loopback/analysis.md`).
+fn peer_datagram_options(command: &mut Command, on_link: bool) {
+    if !on_link {
+        command.args([
+            "--max-datagram",
+            &crate::baseline::tls::LARGEST_DATAGRAM_SIZE.to_string(),
+        ]);
     }
 }
 

@@ -33,6 +33,8 @@ pub struct GetOptions {
     pub cc: String,
     /// The server's certificate to trust (PEM).
     pub ca: PathBuf,
+    /// The largest UDP payload either way (`config::transport`).
+    pub max_datagram: usize,
 }
 
 /// Downloads `options.path` into `options.output` and returns the report
@@ -45,7 +47,7 @@ pub async fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
         "[::]:0".parse()?
     };
     let endpoint = config::endpoint(config::socket(bind)?, None)?;
-    let client = config::client(&options.ca, &options.cc)?;
+    let client = config::client(&options.ca, &options.cc, options.max_datagram)?;
     let conn = endpoint
         .connect_with(client, options.server, &options.server_name)
         .context("quinn connect")?

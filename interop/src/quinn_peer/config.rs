@@ -13,7 +13,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::baseline::protocol::ALPN;
-use crate::baseline::tls::{IDLE_TIMEOUT_MS, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA};
+use crate::baseline::tls::{
+    IDLE_TIMEOUT_MS, LARGEST_DATAGRAM_SIZE, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA,
+};
 
 /// The controllers quinn 0.11 has, by the names `--cc` takes, in the order
 /// the runner tries them (`bbr` is quinn's experimental BBR).
@@ -49,8 +51,11 @@ pub fn controller(cc: &str) -> anyhow::Result<Arc<dyn ControllerFactory + Send +
     })
 }
 
-/// The transport settings both endpoints share, with controller `cc`.
-pub fn transport(cc: &str) -> anyhow::Result<TransportConfig> {
+/// The transport settings both endpoints share, with controller `cc`:
+/// 1350-byte datagrams ([`MAX_DATAGRAM_SIZE`], the links' size), or, when
+/// `max_datagram` is larger, quinn's path MTU discovery from there up to it
+/// (loopback, where sift's reaches 8972).
+pub fn transport(cc: &str, max_datagram: usize) -> anyhow::Result<TransportConfig> {
     let mut transport = TransportConfig::default();
     let idle = IdleTimeout::try_from(Duration::from_millis(IDLE_TIMEOUT_MS))
         .context("idle timeout out of range")?;
@@ -59,7 +64,11 @@ pub fn transport(cc: &str) -> anyhow::Result<TransportConfig> {
         .max_idle_timeout(Some(idle))
         .initial_mtu(payload)
         .min_mtu(payload)
-        .mtu_discovery_config(None)
+        .mtu_discovery_config((max_datagram > MAX_DATAGRAM_SIZE).then(|| {
+            let mut discovery = quinn::MtuDiscoveryConfig::default();
+            discovery.upper_bound(u16::try_from(max_datagram).unwrap_or(u16::MAX));
+            discovery
+        }))
         .receive_window(VarInt::from_u64(MAX_DATA).context("window out of range")?)
         .stream_receive_window(VarInt::from_u64(MAX_STREAM_DATA).context("window out of range")?)
         .send_window(MAX_DATA)
@@ -75,7 +84,12 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// A server configuration presenting the certificate and key in these PEM
 /// files, with controller `cc`.
-pub fn server(cert_pem: &Path, key_pem: &Path, cc: &str) -> anyhow::Result<quinn::ServerConfig> {
+pub fn server(
+    cert_pem: &Path,
+    key_pem: &Path,
+    cc: &str,
+    max_datagram: usize,
+) -> anyhow::Result<quinn::ServerConfig> {
     let cert = CertificateDer::from_pem_file(cert_pem)
         .with_context(|| format!("cannot read {}", cert_pem.display()))?;
     let key = PrivateKeyDer::from_pem_file(key_pem)
@@ -90,13 +104,13 @@ pub fn server(cert_pem: &Path, key_pem: &Path, cc: &str) -> anyhow::Result<quinn
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
         .context("rustls configuration unfit for QUIC")?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(Arc::new(transport(cc)?));
+    config.transport_config(Arc::new(transport(cc, max_datagram)?));
     Ok(config)
 }
 
 /// A client configuration trusting exactly the certificate in `ca_pem`,
 /// with controller `cc`.
-pub fn client(ca_pem: &Path, cc: &str) -> anyhow::Result<quinn::ClientConfig> {
+pub fn client(ca_pem: &Path, cc: &str, max_datagram: usize) -> anyhow::Result<quinn::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca_pem)
         .with_context(|| format!("cannot read {}", ca_pem.display()))?
@@ -115,7 +129,7 @@ pub fn client(ca_pem: &Path, cc: &str) -> anyhow::Result<quinn::ClientConfig> {
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .context("rustls configuration unfit for QUIC")?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(Arc::new(transport(cc)?));
+    config.transport_config(Arc::new(transport(cc, max_datagram)?));
     Ok(config)
 }
 
@@ -140,13 +154,14 @@ pub fn endpoint(
     socket: std::net::UdpSocket,
     server: Option<quinn::ServerConfig>,
 ) -> anyhow::Result<quinn::Endpoint> {
-    quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        server,
-        socket,
-        Arc::new(quinn::TokioRuntime),
-    )
-    .context("cannot start a quinn endpoint")
+    // Accept datagrams up to loopback's jumbo size (quinn's default is
+    // 1472), so a peer's path MTU discovery can go as far as sift's.
+    let mut config = quinn::EndpointConfig::default();
+    config
+        .max_udp_payload_size(LARGEST_DATAGRAM_SIZE as u16)
+        .context("quinn refuses the datagram size")?;
+    quinn::Endpoint::new(config, server, socket, Arc::new(quinn::TokioRuntime))
+        .context("cannot start a quinn endpoint")
 }
 
 #[cfg(test)]
@@ -156,13 +171,19 @@ mod tests {
     #[test]
     fn every_listed_controller_is_one_quinn_builds() {
         for cc in CONTROLLERS.iter().chain(EXTRA_CONTROLLERS) {
-            assert!(transport(cc).is_ok(), "quinn refused {cc}");
+            assert!(
+                transport(cc, MAX_DATAGRAM_SIZE).is_ok(),
+                "quinn refused {cc}"
+            );
         }
     }
 
     #[test]
     fn an_unknown_controller_is_refused_with_the_known_ones_named() {
-        let error = transport("bbr2").err().unwrap().to_string();
+        let error = transport("bbr2", MAX_DATAGRAM_SIZE)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             error.contains("bbr2") && error.contains("newreno") && error.contains("bbr-iw10"),
             "{error}"

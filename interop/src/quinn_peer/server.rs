@@ -28,6 +28,8 @@ pub struct ServerOptions {
     pub cc: String,
     /// Where the self-signed certificate and key are written.
     pub cert_dir: PathBuf,
+    /// The largest UDP payload either way (`config::transport`).
+    pub max_datagram: usize,
 }
 
 /// A bound server, ready to run.
@@ -41,7 +43,12 @@ impl Server {
     /// Must be called inside a tokio runtime.
     pub fn bind(options: &ServerOptions) -> anyhow::Result<Self> {
         let cert = Certificate::generate(&options.cert_dir)?;
-        let server = config::server(&cert.cert_pem, &cert.key_pem, &options.cc)?;
+        let server = config::server(
+            &cert.cert_pem,
+            &cert.key_pem,
+            &options.cc,
+            options.max_datagram,
+        )?;
         let endpoint = config::endpoint(config::socket(options.listen)?, Some(server))?;
         Ok(Self {
             endpoint,
