@@ -35,8 +35,12 @@ fn resumed(config: CarefulResumeConfig) -> CarefulResume {
 /// Sends the 10-packet initial window at `t0`, filling it (cwnd-limited),
 /// then an ACK with an RTT of `rtt_ms` for the first packet.
 fn reconnaissance(rtt_ms: u64) -> (CarefulResume, Instant) {
+    reconnaissance_of(resumed(CarefulResumeConfig::default()), rtt_ms)
+}
+
+/// [`reconnaissance`] for a given resumed controller.
+fn reconnaissance_of(mut cr: CarefulResume, rtt_ms: u64) -> (CarefulResume, Instant) {
     let t0 = Instant::now();
-    let mut cr = resumed(CarefulResumeConfig::default());
     for i in 1..=10 {
         cr.on_sent(t0, MSS, i * MSS);
     }
@@ -316,13 +320,7 @@ fn a_random_loss_verdict_does_not_retreat_unless_configured() {
             true,
         ),
     ] {
-        let mut cr = build(config);
-        let t0 = Instant::now();
-        for i in 1..=10 {
-            cr.on_sent(t0, MSS, i * MSS);
-        }
-        let now = t0 + ms(600);
-        cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+        let (mut cr, now) = reconnaissance_of(build(config), 600);
         assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
         send_jump(&mut cr, now, 20);
         let verdict = cr.on_congestion(&loss(now + ms(50), rtt_of(600), false));
@@ -356,14 +354,9 @@ fn a_new_packet_size_reaches_the_controller_it_wraps() {
 
 #[test]
 fn the_jump_stays_half_the_saved_bytes_after_the_packet_size_grows() {
-    let t0 = Instant::now();
     let mut cr = resumed(CarefulResumeConfig::default());
     cr.set_mss(2 * MSS);
-    for i in 1..=10 {
-        cr.on_sent(t0, MSS, i * MSS);
-    }
-    let now = t0 + ms(600);
-    cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+    let (cr, _) = reconnaissance_of(cr, 600);
     assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
     assert_eq!(cr.window(), JUMP);
 }
@@ -373,13 +366,8 @@ fn the_jump_stays_half_the_saved_bytes_after_the_packet_size_grows() {
 /// shows 600_000 B/s (0.9 of the saved rate). BBR's state index after it.
 fn bbr_state_after_a_saved_rate_sample(config: CarefulResumeConfig) -> f64 {
     let bbr: CcConfig = "bbr".parse().unwrap();
-    let mut cr = CarefulResume::new(bbr.build(MSS), saved(), config, MSS);
-    let t0 = Instant::now();
-    for i in 1..=10 {
-        cr.on_sent(t0, MSS, i * MSS);
-    }
-    let now = t0 + ms(600);
-    cr.on_ack(&ack(now, t0, 1, rtt_of(600), 9 * MSS));
+    let cr = CarefulResume::new(bbr.build(MSS), saved(), config, MSS);
+    let (mut cr, now) = reconnaissance_of(cr, 600);
     assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
     let sent = send_jump(&mut cr, now, 20);
     let mut event = ack(sent + ms(600), sent, 1, rtt_of(600), 20 * MSS);
