@@ -30,7 +30,8 @@ struct Args {
     root: PathBuf,
     /// quinn congestion controller for the data the server sends: cubic,
     /// newreno, bbr, or bbr-iw10 (its BBR started at ten datagrams, not
-    /// quinn's 240 kB).
+    /// quinn's 240 kB; either way it sends against its ProbeRtt window
+    /// from the first ACK, see --cc-log).
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
     /// Where to write the certificate (cert.pem) and key (key.pem)
@@ -43,6 +44,11 @@ struct Args {
     /// loopback.
     #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
     max_datagram: usize,
+    /// Write the sender's state every 5 ms of each connection to FILE, one
+    /// JSON object a line: the window quinn sends against, BBR's mode and
+    /// own window, packets, datagrams and bytes sent, losses, RTT.
+    #[arg(long, value_name = "FILE")]
+    cc_log: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -67,6 +73,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             cc: args.cc.clone(),
             cert_dir: cert_dir.clone(),
             max_datagram: args.max_datagram,
+            cc_log: args.cc_log.clone(),
         })?;
         println!(
             "listening on {} (root {}, cc {}, certificate {})",

@@ -5,7 +5,8 @@
 //! like the quiche pair.
 //!
 //! Owns quinn's transport and TLS configuration ([`config`]), the socket it
-//! runs on, and the two endpoints ([`server`], [`client`]). Choices made to
+//! runs on, the two endpoints ([`server`], [`client`]) and the server's
+//! sender sampler ([`trace`]). Choices made to
 //! compare like with like (each also in the README):
 //! - 1350-byte UDP payloads and no path MTU discovery, as the quiche pair
 //!   and sift's default `max_datagram_size`.
@@ -20,3 +21,4 @@
 pub mod client;
 pub mod config;
 pub mod server;
+pub mod trace;

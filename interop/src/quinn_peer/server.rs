@@ -11,6 +11,7 @@ use anyhow::Context;
 use tokio::io::AsyncReadExt;
 
 use super::config;
+use super::trace::CcLog;
 use crate::baseline::protocol::{self, Request, SenderCounters, MAX_REQUEST_BYTES};
 use crate::baseline::tls::Certificate;
 
@@ -30,12 +31,16 @@ pub struct ServerOptions {
     pub cert_dir: PathBuf,
     /// The largest UDP payload either way (`config::transport`).
     pub max_datagram: usize,
+    /// Where to write every connection's sender samples, if anywhere
+    /// ([`super::trace`]).
+    pub cc_log: Option<PathBuf>,
 }
 
 /// A bound server, ready to run.
 pub struct Server {
     endpoint: quinn::Endpoint,
     root: Arc<PathBuf>,
+    cc_log: Option<CcLog>,
 }
 
 impl Server {
@@ -50,9 +55,11 @@ impl Server {
             options.max_datagram,
         )?;
         let endpoint = config::endpoint(config::socket(options.listen)?, Some(server))?;
+        let cc_log = options.cc_log.as_deref().map(CcLog::create).transpose()?;
         Ok(Self {
             endpoint,
             root: Arc::new(options.root.clone()),
+            cc_log,
         })
     }
 
@@ -67,9 +74,13 @@ impl Server {
     pub async fn run(self) {
         while let Some(incoming) = self.endpoint.accept().await {
             let root = self.root.clone();
+            let cc_log = self.cc_log.clone();
             tokio::spawn(async move {
                 // A handshake that fails ends only that connection.
                 if let Ok(conn) = incoming.await {
+                    if let Some(log) = cc_log {
+                        tokio::spawn(log.record(conn.clone()));
+                    }
                     serve(conn, root).await;
                 }
             });
