@@ -34,6 +34,17 @@ fn ratio(value: Option<f64>) -> String {
     value.map_or("—".into(), |v| format!("{v:.2}×"))
 }
 
+/// A median's share of the ceiling, marked ↑ when above it: the ceiling
+/// bounds only senders that start at ten datagrams and at most double each
+/// round trip, and a share above 1 says this one did not (the legend says
+/// so), not that the ceiling is wrong.
+fn ceiling_share(value: Option<f64>) -> String {
+    match value {
+        Some(v) if v > 1.0 => format!("{v:.2}× ↑"),
+        other => ratio(other),
+    }
+}
+
 fn notices(row: &Row) -> &'static str {
     match row.variant.notices {
         Some(true) => "on",
@@ -108,7 +119,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
     }
     let _ = writeln!(
         md,
-        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best peer\" divides by the best peer variant's median on the same link (any stack but sift). \"Ceiling\" is the most goodput a download of that size can reach on the link: a ten-datagram start that doubles each round trip until the link is full, then the link's payload capacity × (1 − p), p the share of datagrams lost or corrupted, 1350-byte datagrams with 35 bytes of headers, tag and frame header, the handshake outside as it is outside every client's clock (`interop/src/compare/ceiling.rs`); \"of ceiling\" divides the median by it. Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
+        "\nGoodput: the file's bytes × 8 over the time from sending the request to the verified file, as each client reports it; median of the runs that finished byte-exact, spread min – max. \"vs best peer\" divides by the best peer variant's median on the same link (any stack but sift). \"Ceiling\" is the most goodput a download of that size can reach on the link for a sender that starts with ten datagrams and at most doubles its window each round trip: that start until the link is full, then the link's payload capacity × (1 − p), p the share of datagrams lost or corrupted, 1350-byte datagrams with 35 bytes of headers, tag and frame header, the handshake outside as it is outside every client's clock (`interop/src/compare/ceiling.rs`); \"of ceiling\" divides the median by it. A share marked ↑ is above the ceiling: that sender started above ten datagrams (a `-iwN` variant of sift) or grew faster than doubling (quinn 0.11's BBR, whatever its initial window, sends against 0.75 × its bandwidth estimate × min RTT from its first ACK on: `interop/results/2026-11-27-quinn-start/`). Retransmissions, PTOs and the congestion window at the end are the data sender's (the server's); drops, random losses and corruptions are what sift-link did to the data direction (medians).\n"
     );
     if !summary.links.is_empty() {
         let _ = writeln!(md, "## Summary\n");
@@ -142,7 +153,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
                 _ => "—".into(),
             };
             let of_ceiling = |best: Option<&(super::plan::Variant, f64)>| {
-                ratio(link.ceiling_bps.zip(best).map(|(c, (_, g))| g / c))
+                ceiling_share(link.ceiling_bps.zip(best).map(|(c, (_, g))| g / c))
             };
             let _ = write!(
                 line,
@@ -191,7 +202,7 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
                 row.ok,
                 row.runs,
                 ratio(row.vs_best_peer),
-                ratio(row.vs_ceiling),
+                ceiling_share(row.vs_ceiling),
                 count(row.retransmitted_packets),
                 count(row.ptos),
                 count(row.corruption_notices_received),
@@ -307,5 +318,13 @@ mod tests {
         assert_eq!(bytes(1 << 30), "1 GiB");
         assert_eq!(bytes(20_000_000), "20 MB");
         assert_eq!(bytes(1_500), "1.5 kB");
+    }
+
+    #[test]
+    fn a_share_above_the_ceiling_is_marked_and_one_at_or_below_is_not() {
+        assert_eq!(ceiling_share(Some(1.55)), "1.55× ↑");
+        assert_eq!(ceiling_share(Some(1.0)), "1.00×");
+        assert_eq!(ceiling_share(Some(0.84)), "0.84×");
+        assert_eq!(ceiling_share(None), "—");
     }
 }

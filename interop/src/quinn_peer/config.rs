@@ -24,8 +24,11 @@ pub const CONTROLLERS: &[&str] = &["cubic", "newreno", "bbr"];
 /// Also taken by name, not run unless asked: `bbr-iw10`, quinn's BBR with
 /// RFC 9002's initial window of ten datagrams. quinn 0.11's `BbrConfig`
 /// starts at 200 × 1200 bytes (240 kB, 178 of our 1350-byte datagrams),
-/// where its CUBIC and NewReno start at 14 720 bytes; this variant tells
-/// what that start is worth on a link (issue 37).
+/// where its CUBIC and NewReno start at 14 720 bytes. The initial window
+/// governs only the first round trip: quinn-proto 0.11.19's BBR enters
+/// ProbeRtt at its first ACK that is not application-limited, and sends
+/// against 0.75 × bandwidth estimate × min RTT from then on for a round
+/// trip or more (`results/2026-11-27-quinn-start/`, issue 37).
 pub const EXTRA_CONTROLLERS: &[&str] = &["bbr-iw10"];
 
 /// quinn's controller factory named `cc` (one of [`CONTROLLERS`]).
