@@ -1299,7 +1299,6 @@ impl Connection {
             if let Some(largest) = packets.iter().map(|p| p.packet_number).max() {
                 self.key_phases.on_acked(largest);
             }
-            self.pmtud_on_acked(&packets);
         }
         for packet in packets {
             for frame in packet.frames {
@@ -1347,8 +1346,9 @@ impl Connection {
         }
     }
 
-    /// ... and from acknowledgements: a probe's raises the size.
-    fn pmtud_on_acked(&mut self, packets: &[crate::recovery::SentPacket<SentFrame>]) {
+    /// ... and from acknowledgements (heard before the same ACK's losses):
+    /// a probe's raises the size.
+    pub(super) fn pmtud_on_acked(&mut self, packets: &[crate::recovery::SentPacket<SentFrame>]) {
         let now = self.now;
         self.pmtud.on_acked(
             packets

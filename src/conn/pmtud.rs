@@ -44,11 +44,19 @@ pub const MAX_PROBES: u32 = 3;
 /// too): how long after a search ends the next one starts, in case the
 /// path now carries more.
 pub const DEFAULT_SEARCH_INTERVAL: Duration = Duration::from_secs(600);
-/// Packets larger than the base, lost while no larger packet sent after
-/// them was acknowledged and no packet of the base size or smaller was
-/// lost with them, before the path counts as a black hole (quinn's
-/// `BLACK_HOLE_THRESHOLD` counts such loss bursts; sift counts packets).
+/// Bursts of packets larger than the base (runs of consecutive packet
+/// numbers), lost while no large packet sent after them was acknowledged
+/// and no packet of the base size or smaller was lost with them, before the
+/// path counts as a black hole (quinn's `BLACK_HOLE_THRESHOLD` counts such
+/// bursts too). Bursts, not packets: a full queue or receive buffer drops
+/// hundreds of packets in a row while the small ones behind them (ACK-only
+/// packets) pass, which one burst cannot tell from a black hole; a black
+/// hole keeps swallowing every large packet, one burst per probe timeout.
 pub const BLACK_HOLE_THRESHOLD: u32 = 3;
+/// Packet numbers this far apart or closer belong to one loss burst: sift
+/// skips a packet number now and then (`conn::skip`), which must not split
+/// a burst in two.
+const BURST_GAP: u64 = 2;
 /// The binary search stops when the gap between what passed and what
 /// failed is this small, bytes (quinn's `BINARY_SEARCH_MINIMUM_CHANGE`).
 pub const MIN_STEP: usize = 20;
@@ -197,8 +205,10 @@ pub struct Pmtud {
     /// the base: losses of large packets sent before it are not a black
     /// hole (a later large one got through).
     largest_acked_large: Option<u64>,
-    /// Large packets lost since then (black-hole suspicion).
-    suspicious_losses: u32,
+    /// Bursts of large packets lost since then (black-hole suspicion).
+    suspicious_bursts: u32,
+    /// The number of the last large packet counted in a suspicious burst.
+    last_suspicious: Option<u64>,
     /// The first packet number sent on the current path: packets numbered
     /// below it went on a path left behind (`on_path_change`).
     path_start: u64,
@@ -221,7 +231,8 @@ impl Pmtud {
             search_interval: config.search_interval,
             phase: Phase::Idle,
             largest_acked_large: None,
-            suspicious_losses: 0,
+            suspicious_bursts: 0,
+            last_suspicious: None,
             path_start: 0,
             counters: PmtudCounters::default(),
         };
@@ -413,20 +424,21 @@ impl Pmtud {
 
     /// Ordinary packets (not probes) were acknowledged: `(number, size)`.
     pub fn on_acked(&mut self, packets: impl Iterator<Item = (u64, usize)>) {
-        for (packet_number, size) in packets.filter(|&(number, _)| number >= self.path_start) {
+        let path_start = self.path_start;
+        for (packet_number, size) in packets.filter(|&(number, _)| number >= path_start) {
             if size > BASE_DATAGRAM_SIZE {
                 self.largest_acked_large = self.largest_acked_large.max(Some(packet_number));
-                self.suspicious_losses = 0;
+                self.forget_suspicion();
             }
         }
     }
 
     /// Ordinary ack-eliciting packets (not probes) were declared lost
-    /// together: `(number, size)`. Counts large packets lost with no
-    /// later large one acknowledged; a small one lost among them means
-    /// loss, not a too-small path. At [`BLACK_HOLE_THRESHOLD`] the path is
-    /// a black hole: back to the base size, and search again below the
-    /// size that vanished.
+    /// together: `(number, size)`. Counts the bursts of large packets lost
+    /// with no later large one acknowledged; a small one lost among them
+    /// means loss, not a too-small path. At [`BLACK_HOLE_THRESHOLD`] bursts
+    /// the path is a black hole: back to the base size, and search again
+    /// below the size that vanished.
     pub fn on_lost(
         &mut self,
         packets: impl Iterator<Item = (u64, usize)>,
@@ -435,26 +447,36 @@ impl Pmtud {
         if !self.enabled || self.current <= BASE_DATAGRAM_SIZE {
             return None;
         }
-        let mut suspicious = 0;
-        for (packet_number, size) in packets.filter(|&(number, _)| number >= self.path_start) {
+        let path_start = self.path_start;
+        let mut suspicious = Vec::new();
+        for (packet_number, size) in packets.filter(|&(number, _)| number >= path_start) {
             if size <= BASE_DATAGRAM_SIZE {
-                self.suspicious_losses = 0;
+                self.forget_suspicion();
                 return None;
             }
             if self
                 .largest_acked_large
                 .is_none_or(|largest| packet_number > largest)
             {
-                suspicious += 1;
+                suspicious.push(packet_number);
             }
         }
-        self.suspicious_losses += suspicious;
-        if self.suspicious_losses < BLACK_HOLE_THRESHOLD {
+        suspicious.sort_unstable();
+        for packet_number in suspicious {
+            let same_burst = self
+                .last_suspicious
+                .is_some_and(|last| packet_number.abs_diff(last) <= BURST_GAP);
+            if !same_burst {
+                self.suspicious_bursts += 1;
+            }
+            self.last_suspicious = Some(packet_number);
+        }
+        if self.suspicious_bursts < BLACK_HOLE_THRESHOLD {
             return None;
         }
         let old = self.current;
         self.counters.black_holes += 1;
-        self.suspicious_losses = 0;
+        self.forget_suspicion();
         self.current = BASE_DATAGRAM_SIZE;
         self.start_search(Some(old), now);
         Some(SizeChange {
@@ -462,6 +484,13 @@ impl Pmtud {
             new: self.current,
             done: matches!(self.phase, Phase::Settled { .. }),
         })
+    }
+
+    /// A large packet got through, or a small one was lost with the large
+    /// ones: what was lost so far says nothing of the path's size.
+    fn forget_suspicion(&mut self) {
+        self.suspicious_bursts = 0;
+        self.last_suspicious = None;
     }
 
     /// A black hole is suspected (large packets outstanding past a probe
@@ -479,7 +508,7 @@ impl Pmtud {
     pub fn on_path_change(&mut self, first_packet: u64) {
         self.path_start = first_packet;
         self.largest_acked_large = None;
-        self.suspicious_losses = 0;
+        self.forget_suspicion();
         if let Phase::Searching { in_flight, .. } = &mut self.phase {
             *in_flight = None;
         }
@@ -500,7 +529,7 @@ impl Pmtud {
             self.initial
         };
         self.largest_acked_large = None;
-        self.suspicious_losses = 0;
+        self.forget_suspicion();
         if self.enabled && self.phase != Phase::Idle {
             self.start_search(None, now);
         }

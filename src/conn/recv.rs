@@ -625,6 +625,13 @@ impl Connection {
                 let outcome = self
                     .recovery
                     .on_ack_received(space, ack.ranges.iter(), delay, now);
+                if space == SpaceId::Data {
+                    // Path MTU discovery hears what this ACK acknowledged
+                    // before what it declared lost: large packets
+                    // acknowledged after a dropped burst show that the path
+                    // carries their size (a full queue, not a black hole).
+                    self.pmtud_on_acked(&outcome.acked);
+                }
                 self.on_packets_lost(space, outcome.lost);
                 self.on_packets_acked(space, outcome.acked);
                 if space == SpaceId::Data && self.handshake_confirmed {

@@ -150,11 +150,14 @@ fn a_black_hole_falls_back_to_the_base_and_searches_below_the_lost_size() {
     let mut pn = 0;
     run(&mut pmtud, 1472, now, &mut pn);
     pmtud.on_acked([(100, 1472)].into_iter());
-    // The path now carries 1400-byte IP packets: three full-size packets
-    // sent after the last acknowledged one vanish.
+    // The path now carries 1400-byte IP packets: every full-size packet
+    // sent after the last acknowledged one vanishes, in one burst per
+    // probe timeout (the small probes between them pass).
     let change = pmtud.on_lost([(101, 1472), (102, 1472)].into_iter(), now);
-    assert_eq!(change, None, "two are not yet a black hole");
-    let change = pmtud.on_lost([(103, 1472)].into_iter(), now);
+    assert_eq!(change, None, "one burst is not yet a black hole");
+    let change = pmtud.on_lost([(106, 1472), (107, 1472)].into_iter(), now);
+    assert_eq!(change, None, "two are not either");
+    let change = pmtud.on_lost([(111, 1472)].into_iter(), now);
     assert_eq!(
         change.map(|c| (c.old, c.new)),
         Some((1472, BASE_DATAGRAM_SIZE))
@@ -175,6 +178,27 @@ fn losses_that_take_a_small_packet_too_are_not_a_black_hole() {
     let lost = [(101, 1472), (102, 1472), (103, 1472), (104, 900)];
     assert_eq!(pmtud.on_lost(lost.into_iter(), now), None);
     assert_eq!(pmtud.current(), 1472);
+}
+
+#[test]
+fn one_long_burst_of_large_losses_is_not_a_black_hole() {
+    // A receive buffer overflowing: hundreds of full-size packets in a
+    // row, a skipped packet number among them, then an ACK-only packet
+    // acknowledged behind them.
+    let mut pmtud = search(remote_v4());
+    let now = Instant::now();
+    run(&mut pmtud, 1472, now, &mut 0);
+    pmtud.on_acked([(100, 1472)].into_iter());
+    let burst = (101..400u64).filter(|&pn| pn != 250).map(|pn| (pn, 1472));
+    assert_eq!(pmtud.on_lost(burst, now), None);
+    // Declared in two parts (the packet threshold, then the time one):
+    // still one burst.
+    assert_eq!(
+        pmtud.on_lost([(400, 1472), (401, 1472)].into_iter(), now),
+        None
+    );
+    assert_eq!(pmtud.current(), 1472);
+    assert_eq!(pmtud.counters().black_holes, 0);
 }
 
 #[test]
@@ -252,10 +276,10 @@ fn losses_from_before_a_move_are_no_black_hole_nor_a_failed_probe() {
         Some(probe),
         "probed again on the new path"
     );
-    // Large packets sent since the move still count.
-    let after_the_move = (pn + 10..pn + 13).map(|number| (number, settled));
+    // Large packets sent since the move still count: three bursts of them.
+    let after_the_move = [pn + 10, pn + 14, pn + 18].map(|number| (number, settled));
     assert!(
-        pmtud.on_lost(after_the_move, later).is_some(),
+        pmtud.on_lost(after_the_move.into_iter(), later).is_some(),
         "a black hole"
     );
 }
