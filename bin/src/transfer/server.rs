@@ -9,7 +9,9 @@
 //! credit or for its data holds no thread. Every file-system call (open,
 //! stat, read, write, hash, rename, list) runs on the runtime's bounded
 //! blocking pool, one chunk at a time, so a slow disk delays the streams
-//! that use it and never the runtime's few threads.
+//! that use it and never the runtime's few threads. The one exception is a
+//! read of what the page cache already holds (`cached_read`), which cannot
+//! wait for the disk.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::cached_read::read_cached_at;
 use super::confine::{open_regular_file, PathError, Root, UPLOAD_PART_MARKER};
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
 use super::duplex::{abort_codes, AsyncDuplex};
@@ -915,12 +918,20 @@ async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
         let want = (limit - sent).min(CHUNK_LEN as u64) as usize;
         let file = Arc::clone(file);
         let at = offset + sent;
-        let read;
-        (buf, read) = blocking(move || {
-            let read = read_at(&file, &mut buf[..want], at);
-            (buf, read)
-        })
-        .await?;
+        // What the page cache holds is read here; only a read that would
+        // wait for the disk goes to the blocking pool.
+        let read = match read_cached_at(&file, &mut buf[..want], at) {
+            Some(read) => read,
+            None => {
+                let read;
+                (buf, read) = blocking(move || {
+                    let read = read_at(&file, &mut buf[..want], at);
+                    (buf, read)
+                })
+                .await?;
+                read
+            }
+        };
         let n = read.map_err(internal)?;
         if n == 0 {
             break;
