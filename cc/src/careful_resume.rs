@@ -349,9 +349,9 @@ impl CarefulResume {
             return;
         }
         if wait
-            && !self
+            && self
                 .reconnaissance_window
-                .is_some_and(|window| self.reconnaissance_acked >= window)
+                .is_none_or(|window| self.reconnaissance_acked < window)
         {
             // The window that filled is not acknowledged yet: a loss among
             // it would be congestion before the jump.
