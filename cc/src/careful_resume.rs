@@ -123,8 +123,9 @@ pub struct CarefulResumeConfig {
     /// is before any data could be acknowledged, and the initial window's
     /// losses show only once the whole jump is in flight
     /// (`docs/experiments.md`, `long-paths`). `true` by default; `false` is
-    /// the RFC's letter, which asks for an RTT sample and no congestion
-    /// seen in Reconnaissance, not for its data to be acknowledged.
+    /// how sift jumped before, and as sift reads the RFC its letter: a
+    /// confirmed RTT and no congestion seen in Reconnaissance, not its
+    /// data acknowledged (picoquic waits for its first ten packets).
     pub jump_after_reconnaissance_acked: bool,
     /// A current RTT above this many times the saved one means another
     /// path (§4.2.1): Normal, no jump. The RFC's bound is
