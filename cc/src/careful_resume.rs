@@ -29,13 +29,23 @@
 //! packet is acknowledged" is an ACK whose largest newly acknowledged
 //! packet was sent at or after the first send of the Unvalidated phase.
 //!
-//! One choice differs from the RFC's letter: a loss the wrapped controller
-//! judges *random* (Veno's, Westwood's or BBR's verdict) does not start
-//! Safe Retreat unless [`CarefulResumeConfig::retreat_on_random_loss`] is
-//! set. The RFC names "packet loss or ECN-CE" as congestion; sift's premise
-//! is that on a lossy radio path a loss the controller attributes to the
-//! link says nothing about the jump. Reno and CUBIC judge every loss
-//! congestive, so for them the behaviour is the RFC's exactly.
+//! Three choices differ from the RFC's letter, each a
+//! [`CarefulResumeConfig`] field whose other value is the letter:
+//! - a loss the wrapped controller judges *random* (Veno's, Westwood's or
+//!   BBR's verdict) does not start Safe Retreat unless
+//!   [`CarefulResumeConfig::retreat_on_random_loss`] is set. The RFC names
+//!   "packet loss or ECN-CE" as congestion; sift's premise is that on a
+//!   lossy radio path a loss the controller attributes to the link says
+//!   nothing about the jump. Reno and CUBIC judge every loss congestive.
+//! - a current RTT above twice the saved one is another path
+//!   ([`CarefulResumeConfig::rtt_upper_factor`]; the RFC's bound is ten
+//!   times): an RTT grown by another flow's standing queue passed the
+//!   RFC's check, and the jump landed in that queue.
+//! - over an RTT above 5/4 of the saved one, the jump waits until the
+//!   initial window is acknowledged
+//!   ([`CarefulResumeConfig::jump_after_reconnaissance_acked`]), so that its
+//!   losses count as congestion in Reconnaissance; the handshake's RTT
+//!   sample alone let the jump leave with the initial window.
 //!
 //! No clock reads: every event carries `now`.
 
@@ -62,8 +72,14 @@ pub const RETREAT_SSTHRESH_FRACTION: (u64, u64) = (1, 2);
 /// RFC 9959 §4.2.1: the path is another if the current RTT is below half
 /// the saved one...
 pub const RTT_LOWER_DIVISOR: u32 = 2;
-/// ...or above ten times it.
+/// ...or above ten times it ([`CarefulResumeConfig::rtt_upper_factor`]
+/// sets sift's bound; this is the RFC's).
 pub const RTT_UPPER_FACTOR: u32 = 10;
+/// A current RTT above 5/4 of the saved minimum shows a queue the saved
+/// path did not have (or a longer path): with
+/// [`CarefulResumeConfig::jump_after_reconnaissance_acked`] the jump then
+/// waits for the initial window's fate.
+pub const QUEUED_RTT_FRACTION: (u32, u32) = (5, 4);
 
 /// What a sender saved about a path at the end of (or during) an earlier
 /// connection: the capacity it saw, as a window in bytes, and the minimum
@@ -95,6 +111,30 @@ pub struct CarefulResumeConfig {
     /// that lost capacity never reaches the target, and Startup ends as
     /// the draft says. `true` by default; `false` is the RFC's letter.
     pub startup_exit_at_saved_rate: bool,
+    /// When the current RTT is above [`QUEUED_RTT_FRACTION`] of the saved
+    /// one (a queue the saved path did not have), jump only once the
+    /// window that filled in Reconnaissance (the flight when the sender
+    /// was first cwnd-limited: the initial window) has been acknowledged in
+    /// full, so that a loss among it is seen as congestion in
+    /// Reconnaissance (§3.2: no jump) before the jump, not after. `false`
+    /// (and any RTT within the fraction) jumps as soon as the RTT is
+    /// confirmed by any sample, the handshake's included, and the sender
+    /// is cwnd-limited: on a path whose queue another flow keeps full that
+    /// is before any data could be acknowledged, and the initial window's
+    /// losses show only once the whole jump is in flight
+    /// (`docs/experiments.md`, `long-paths`). `true` by default; `false` is
+    /// how sift jumped before, and as sift reads the RFC its letter: a
+    /// confirmed RTT and no congestion seen in Reconnaissance, not its
+    /// data acknowledged (picoquic waits for its first ten packets).
+    pub jump_after_reconnaissance_acked: bool,
+    /// A current RTT above this many times the saved one means another
+    /// path (§4.2.1): Normal, no jump. The RFC's bound is
+    /// [`RTT_UPPER_FACTOR`] (10), wide enough for a path whose RTT grew
+    /// fourfold with a standing queue of other flows to pass as the saved
+    /// one; the jump then lands in that queue (`docs/experiments.md`,
+    /// `long-paths`). The default is 2: a path whose RTT doubled is not
+    /// the one whose window was saved. `10` is the RFC's letter.
+    pub rtt_upper_factor: u32,
 }
 
 impl Default for CarefulResumeConfig {
@@ -102,6 +142,8 @@ impl Default for CarefulResumeConfig {
         Self {
             retreat_on_random_loss: false,
             startup_exit_at_saved_rate: true,
+            jump_after_reconnaissance_acked: true,
+            rtt_upper_factor: 2,
         }
     }
 }
@@ -212,6 +254,13 @@ pub struct CarefulResume {
     current_rtt: Option<Duration>,
     /// The last send found the window full: the sender is cwnd-limited.
     cwnd_limited: bool,
+    /// The flight when the window first filled in Reconnaissance, bytes.
+    reconnaissance_window: Option<u64>,
+    /// Bytes acknowledged in Reconnaissance since the window first filled.
+    reconnaissance_acked: u64,
+    /// The last ACK in Reconnaissance acknowledged a packet sent while the
+    /// application had nothing more to send.
+    app_limited: bool,
     pipesize: u64,
     /// When the first packet of the Unvalidated phase left.
     first_unvalidated_sent: Option<Instant>,
@@ -241,6 +290,9 @@ impl CarefulResume {
             jump_cwnd: 0,
             current_rtt: None,
             cwnd_limited: false,
+            reconnaissance_window: None,
+            reconnaissance_acked: 0,
+            app_limited: false,
             pipesize: 0,
             first_unvalidated_sent: None,
             last_unvalidated_sent: None,
@@ -274,7 +326,18 @@ impl CarefulResume {
         let Some(current_rtt) = self.current_rtt else {
             return;
         };
-        if self.phase != CarefulResumePhase::Reconnaissance || !self.cwnd_limited {
+        let (num, den) = QUEUED_RTT_FRACTION;
+        let wait = self.config.jump_after_reconnaissance_acked
+            && current_rtt > self.saved.min_rtt * num / den;
+        // Waiting, the sender that filled its window once still has more
+        // to send unless it became application-limited: when the window's
+        // last ACK comes, its flight is what slow start sent since.
+        let limited = if wait {
+            self.reconnaissance_window.is_some() && !self.app_limited
+        } else {
+            self.cwnd_limited
+        };
+        if self.phase != CarefulResumePhase::Reconnaissance || !limited {
             return;
         }
         let jump = scale_window(self.saved.cwnd, JUMP_FRACTION);
@@ -284,6 +347,15 @@ impl CarefulResume {
                 CarefulResumeTrigger::CwndLargerThanJump,
                 now,
             );
+            return;
+        }
+        if wait
+            && self
+                .reconnaissance_window
+                .is_none_or(|window| self.reconnaissance_acked < window)
+        {
+            // The window that filled is not acknowledged yet: a loss among
+            // it would be congestion before the jump.
             return;
         }
         // PipeSize starts at the flight size: the window before the jump.
@@ -359,6 +431,9 @@ impl CongestionControl for CarefulResume {
         match self.phase {
             CarefulResumePhase::Reconnaissance => {
                 self.cwnd_limited = bytes_in_flight + self.mss > self.inner.window();
+                if self.cwnd_limited && self.reconnaissance_window.is_none() {
+                    self.reconnaissance_window = Some(bytes_in_flight);
+                }
                 self.try_jump(now, bytes_in_flight);
             }
             CarefulResumePhase::Unvalidated => {
@@ -381,12 +456,16 @@ impl CongestionControl for CarefulResume {
         self.inner.on_ack(ack);
         match self.phase {
             CarefulResumePhase::Reconnaissance => {
+                if self.reconnaissance_window.is_some() {
+                    self.reconnaissance_acked += ack.acked_bytes;
+                }
                 if !ack.rtt_sampled && self.current_rtt.is_none() {
                     return;
                 }
                 let current = ack.rtt.min;
                 let saved = self.saved.min_rtt;
-                if current < saved / RTT_LOWER_DIVISOR || current > saved * RTT_UPPER_FACTOR {
+                let upper = self.config.rtt_upper_factor.max(1);
+                if current < saved / RTT_LOWER_DIVISOR || current > saved * upper {
                     self.enter(
                         CarefulResumePhase::Normal,
                         CarefulResumeTrigger::RttNotValidated,
@@ -395,6 +474,7 @@ impl CongestionControl for CarefulResume {
                     return;
                 }
                 self.current_rtt = Some(current);
+                self.app_limited = ack.app_limited;
                 if ack.app_limited {
                     self.cwnd_limited = false;
                 }

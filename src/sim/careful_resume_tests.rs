@@ -153,3 +153,74 @@ fn bbr_resumed_under_the_rfc_letter_builds_a_deeper_queue_than_the_saved_rate_ex
         "peak srtt: default {default} ms, RFC letter {letter} ms"
     );
 }
+
+/// The path of [`two_connections`] halved at 30 s, with a CUBIC flow that
+/// joins at 10 s and keeps its 555-packet queue full; the second
+/// connection (2 MB, resuming) starts at 40 s with `flow_extra`.
+fn behind_a_full_queue(flow_extra: &str) -> RunReport {
+    let text = format!(
+        r#"
+name = "careful-resume-behind-a-full-queue"
+time_limit_s = 70
+sample_interval_ms = 100
+[bottleneck.forward]
+delay_ms = 150.0
+rate_bps = 20_000_000
+queue = {{ packets = 555 }}
+rate_steps = [{{ rate_bps = 20_000_000, duration_ms = 30_000 }}, {{ rate_bps = 10_000_000, duration_ms = 10_000_000 }}]
+[bottleneck.reverse]
+delay_ms = 150.0
+rate_bps = 20_000_000
+[[flow]]
+cc = "cubic"
+bytes = 10_000_000
+[[flow]]
+cc = "cubic"
+bytes = 2_000_000
+after_flow = 0
+start_ms = 40_000
+resume_path = true
+{flow_extra}
+[[flow]]
+cc = "cubic"
+bytes = 1_000_000_000_000
+start_ms = 10_000
+"#
+    );
+    let scenario = Scenario::from_toml_str(&text, "careful-resume").expect("a valid scenario");
+    run(&scenario)
+}
+
+#[test]
+fn a_resumed_connection_does_not_jump_into_a_queue_another_flow_keeps_full() {
+    // The competitor's queue shows in the handshake's RTT (well above twice
+    // the saved 300 ms): the path is not the one that was saved, and the
+    // connection starts as a fresh one would.
+    let report = behind_a_full_queue("");
+    let second = &report.flows[1];
+    assert_eq!(second.bytes_received, 2_000_000);
+    let status = second.client_stats.careful_resume.expect("resumed");
+    assert!(!status.jumped && !status.retreated, "{status:?}");
+    // Under RFC 9959's letter (an RTT up to ten times the saved one
+    // confirms the path; the jump need not wait for the initial window)
+    // it jumps into that queue and loses more.
+    let letter = behind_a_full_queue(
+        "careful_resume_config = { rtt_upper_factor = 10, jump_after_reconnaissance_acked = false }",
+    );
+    let letter_second = &letter.flows[1];
+    assert!(
+        letter_second
+            .client_stats
+            .careful_resume
+            .expect("resumed")
+            .jumped,
+        "{:?}",
+        letter_second.client_stats.careful_resume
+    );
+    assert!(
+        letter_second.client_stats.packets_lost > second.client_stats.packets_lost,
+        "lost: RFC letter {}, default {}",
+        letter_second.client_stats.packets_lost,
+        second.client_stats.packets_lost
+    );
+}

@@ -75,6 +75,66 @@ fn reconnaissance_jumps_to_half_the_saved_window_when_rtt_confirmed_and_cwnd_lim
     assert_eq!(cr.careful_resume().unwrap().pipesize, 9 * MSS);
 }
 
+/// Sends the 10-packet initial window at `t0` (cwnd-limited), then an ACK
+/// with an RTT of `rtt_ms` for its first three packets only.
+fn initial_window_partly_acked(
+    config: CarefulResumeConfig,
+    rtt_ms: u64,
+) -> (CarefulResume, Instant) {
+    let t0 = Instant::now();
+    let mut cr = resumed(config);
+    for i in 1..=10 {
+        cr.on_sent(t0, MSS, i * MSS);
+    }
+    let now = t0 + ms(rtt_ms);
+    cr.on_ack(&ack(now, t0, 3, rtt_of(rtt_ms), 7 * MSS));
+    (cr, now)
+}
+
+#[test]
+fn over_a_queued_path_the_jump_waits_until_the_initial_window_is_acknowledged() {
+    // 1000 ms against the saved 600 ms: a queue the saved path did not have.
+    let (mut cr, now) = initial_window_partly_acked(CarefulResumeConfig::default(), 1000);
+    // RTT confirmed and cwnd-limited, but 7 packets of the window that
+    // filled are not acknowledged yet.
+    assert_eq!(cr.phase(), CarefulResumePhase::Reconnaissance);
+    // Their ACK comes after slow start sent more (not cwnd-limited now):
+    // the window filled once and the sender is not application-limited.
+    cr.on_sent(now, MSS, 8 * MSS);
+    cr.on_ack(&ack(now + ms(1), now - ms(1000), 7, rtt_of(1000), MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    assert_eq!(cr.window(), JUMP);
+}
+
+#[test]
+fn at_the_saved_rtt_the_jump_does_not_wait_for_the_initial_window() {
+    // 740 ms is within 5/4 of the saved 600 ms: the first ACK jumps.
+    let (cr, _) = initial_window_partly_acked(CarefulResumeConfig::default(), 740);
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+}
+
+#[test]
+fn a_loss_of_the_initial_window_found_after_its_first_ack_prevents_the_jump() {
+    // Packets of the initial window were dropped at a full queue (the RTT,
+    // 1000 ms, shows it); the ACK of the first three comes before the loss
+    // can be declared.
+    let (mut cr, now) = initial_window_partly_acked(CarefulResumeConfig::default(), 1000);
+    cr.on_congestion(&loss(now + ms(10), rtt_of(1000), false));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    let status = cr.careful_resume().unwrap();
+    assert!(!status.jumped && !status.retreated, "{status:?}");
+    // Without the wait the first ACK jumps, and the same loss comes only
+    // after the jump is on its way: Safe Retreat.
+    let earlier = CarefulResumeConfig {
+        jump_after_reconnaissance_acked: false,
+        ..CarefulResumeConfig::default()
+    };
+    let (mut cr, now) = initial_window_partly_acked(earlier, 1000);
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    cr.on_congestion(&loss(now + ms(10), rtt_of(1000), false));
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+}
+
 #[test]
 fn the_jump_is_paced_over_the_current_rtt() {
     let (cr, _) = reconnaissance(500);
@@ -109,20 +169,43 @@ fn an_rtt_below_half_the_saved_one_goes_to_normal() {
     assert_eq!(cr.window(), 11 * MSS);
 }
 
-#[test]
-fn an_rtt_above_ten_times_the_saved_one_goes_to_normal() {
-    let (cr, _) = reconnaissance(6001);
-    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+/// RFC 9959's own bounds and nothing more: the RTT within [saved/2,
+/// 10·saved] confirms the path, and the first ACK may jump.
+fn rfc_letter() -> CarefulResumeConfig {
+    CarefulResumeConfig {
+        jump_after_reconnaissance_acked: false,
+        rtt_upper_factor: RTT_UPPER_FACTOR,
+        ..CarefulResumeConfig::default()
+    }
 }
 
 #[test]
-fn an_rtt_at_the_bounds_is_confirmed() {
+fn under_the_rfc_letter_an_rtt_up_to_ten_times_the_saved_one_is_confirmed() {
+    let at = |rtt_ms| reconnaissance_of(resumed(rfc_letter()), rtt_ms).0.phase();
+    assert_eq!(at(300), CarefulResumePhase::Unvalidated);
+    assert_eq!(at(6000), CarefulResumePhase::Unvalidated);
+    assert_eq!(at(6001), CarefulResumePhase::Normal);
+}
+
+#[test]
+fn an_rtt_above_twice_the_saved_one_goes_to_normal() {
+    let (mut cr, _) = reconnaissance(1201);
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
     assert_eq!(
-        reconnaissance(300).0.phase(),
-        CarefulResumePhase::Unvalidated
+        phases(&mut cr),
+        vec![(
+            CarefulResumePhase::Normal,
+            CarefulResumeTrigger::RttNotValidated
+        )]
+    );
+    // Twice the saved RTT is still the path; it queues, so the jump waits
+    // for the rest of the initial window.
+    assert_eq!(
+        reconnaissance(1200).0.phase(),
+        CarefulResumePhase::Reconnaissance
     );
     assert_eq!(
-        reconnaissance(6000).0.phase(),
+        reconnaissance(300).0.phase(),
         CarefulResumePhase::Unvalidated
     );
 }
