@@ -448,7 +448,7 @@ impl Pmtud {
             return None;
         }
         let path_start = self.path_start;
-        let mut suspicious = Vec::new();
+        // In packet-number order, as the recovery ledger declares them.
         for (packet_number, size) in packets.filter(|&(number, _)| number >= path_start) {
             if size <= BASE_DATAGRAM_SIZE {
                 self.forget_suspicion();
@@ -456,13 +456,10 @@ impl Pmtud {
             }
             if self
                 .largest_acked_large
-                .is_none_or(|largest| packet_number > largest)
+                .is_some_and(|largest| packet_number <= largest)
             {
-                suspicious.push(packet_number);
+                continue;
             }
-        }
-        suspicious.sort_unstable();
-        for packet_number in suspicious {
             let same_burst = self
                 .last_suspicious
                 .is_some_and(|last| packet_number.abs_diff(last) <= BURST_GAP);

@@ -916,13 +916,13 @@ async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
     let mut sent = 0u64;
     while sent < limit {
         let want = (limit - sent).min(CHUNK_LEN as u64) as usize;
-        let file = Arc::clone(file);
         let at = offset + sent;
         // What the page cache holds is read here; only a read that would
         // wait for the disk goes to the blocking pool.
-        let read = match read_cached_at(&file, &mut buf[..want], at) {
+        let read = match read_cached_at(file, &mut buf[..want], at) {
             Some(read) => read,
             None => {
+                let file = Arc::clone(file);
                 let read;
                 (buf, read) = blocking(move || {
                     let read = read_at(&file, &mut buf[..want], at);
