@@ -212,6 +212,7 @@ fn a_stream_past_a_cap_waits_for_a_place_instead_of_being_served() {
                 "1",
                 cap,
                 "1",
+                "-v",
             ],
         );
         runtime().block_on(async {
@@ -221,6 +222,11 @@ fn a_stream_past_a_cap_waits_for_a_place_instead_of_being_served() {
             // The first stream takes the only place with half a request...
             let (held, _held_recv) = open_with(&first, &request[..4], false).await;
             held.acknowledged().await.expect("the server has it");
+            // Acknowledged is not yet served: wait until the server says
+            // the stream holds its place, or the second could take it.
+            wait_for_line(&server.stderr, "the first stream's place", |line| {
+                line.contains("stream has its place")
+            });
             // ...so a complete request after it, from the same client or
             // another, is served only once the first stream's deadline
             // freed the place.

@@ -208,14 +208,16 @@ async fn serve_connection(connection: Connection, service: Arc<Service>, lines: 
             place = take_place(&places) => place,
             reason = connection.closed() => break reason,
         };
-        let stream = match connection.accept_bi().await {
-            Ok(halves) => AsyncSiftStream::new(halves),
+        let (send, recv) = match connection.accept_bi().await {
+            Ok(halves) => halves,
             Err(reason) => break reason,
         };
         let server_place = tokio::select! {
             place = take_place(&service.streams) => place,
             reason = connection.closed() => break reason,
         };
+        tracing::debug!(%client, stream = %send.id(), "stream has its place");
+        let stream = AsyncSiftStream::new((send, recv));
         let permits = (client_place, server_place);
         tokio::spawn(serve_stream(
             stream,
