@@ -186,6 +186,15 @@ pub struct BbrConfig {
     /// first sample enters ProbeRTT every 5 s, which at 600 ms halves the
     /// window for a round trip in mid-Startup.
     pub queue_free_samples_renew_min_rtt: bool,
+    /// sift's probe-first rule (off by default; off is the draft): a
+    /// ProbeRTT that falls due while ProbeBW_REFILL or ProbeBW_UP runs waits
+    /// until the probe ends (ProbeBW_DOWN). The draft enters ProbeRTT from
+    /// any state and its exit restarts the cycle at CRUISE with a new 2–3 s
+    /// wait; at a 1.9 s RTT beside a loss-based flow's standing queue (which
+    /// ProbeRTT cannot drain, so the 5 s timer keeps running out) every UP
+    /// was cut within 1.5 rounds and `inflight_longterm` grew two packets
+    /// in 33 s (docs/experiments.md, "Path changed").
+    pub probe_rtt_waits_for_bw_probe: bool,
 }
 
 impl Default for BbrConfig {
@@ -196,6 +205,7 @@ impl Default for BbrConfig {
             background_loss_tolerance: true,
             standing_queue_response: true,
             queue_free_samples_renew_min_rtt: true,
+            probe_rtt_waits_for_bw_probe: false,
         }
     }
 }
@@ -324,6 +334,9 @@ pub struct Bbr {
     probe_rtt_min_delay: Option<Duration>,
     probe_rtt_min_stamp: Option<Instant>,
     probe_rtt_expired: bool,
+    /// ProbeRTT fell due during a bandwidth probe and waits for its end
+    /// (probe-first rule).
+    probe_rtt_pending: bool,
     /// Careful Resume: the saved path's bandwidth; Startup ends when
     /// max_bw reaches [`RESUME_TARGET_SHARE`] of it.
     resume_target_bw: Option<f64>,
@@ -459,6 +472,7 @@ impl Bbr {
             probe_rtt_min_delay: None,
             probe_rtt_min_stamp: None,
             probe_rtt_expired: false,
+            probe_rtt_pending: false,
             resume_target_bw: None,
             extra_acked_filter: WindowedMax::default(),
             extra_acked: 0.0,
@@ -875,7 +889,11 @@ impl Bbr {
     }
 
     fn check_probe_rtt(&mut self, rs: &RateSample) {
-        if self.state != BbrState::ProbeRtt && self.probe_rtt_expired && !self.idle_restart {
+        let due = self.probe_rtt_expired || self.probe_rtt_pending;
+        if self.state != BbrState::ProbeRtt && due && !self.idle_restart && self.probe_rtt_waits() {
+            self.probe_rtt_pending = true;
+        } else if self.state != BbrState::ProbeRtt && due && !self.idle_restart {
+            self.probe_rtt_pending = false;
             self.enter_probe_rtt();
             self.save_cwnd();
             self.probe_rtt_done_stamp = None;
@@ -888,6 +906,13 @@ impl Bbr {
         if rs.delivered > 0 {
             self.idle_restart = false;
         }
+    }
+
+    /// Whether a due ProbeRTT waits for the bandwidth probe in progress
+    /// (probe-first rule): ProbeBW_DOWN, where the probe ends, lets it in.
+    fn probe_rtt_waits(&self) -> bool {
+        self.config.probe_rtt_waits_for_bw_probe
+            && matches!(self.state, BbrState::ProbeBwRefill | BbrState::ProbeBwUp)
     }
 
     fn enter_probe_rtt(&mut self) {

@@ -629,3 +629,56 @@ fn a_safe_retreat_forgets_the_saved_bandwidth() {
     bbr.on_ack(&ack(t0 + ms(100), 100, 880_000.0, 1_000, 2_000));
     assert_eq!(bbr.state(), BbrState::Startup);
 }
+
+/// A BBR in ProbeBW_UP whose ProbeRTT timer ran out a second ago, then an
+/// ACK every 100 ms (each a round, at the bandwidth it has, RTT 110 ms:
+/// above the minimum, so nothing renews it): the ACK (1–6) at which it
+/// entered ProbeRTT and the state it left for it.
+fn probe_rtt_entry_after_it_falls_due_in_up(config: BbrConfig) -> Option<(u64, BbrState)> {
+    let t0 = Instant::now() + ms(10_000);
+    let mut bbr = cruising(t0, config);
+    bbr.probe_rtt_min_stamp = Some(t0 - ms(6_000));
+    bbr.start_probe_bw_refill();
+    bbr.start_probe_bw_up(&RateSample {
+        delivery_rate: BW,
+        ..RateSample::default()
+    });
+    let mut delivered = 1_000_000;
+    for step in 1..=6 {
+        let before = bbr.state();
+        bbr.on_ack(&ack(
+            t0 + ms(100 * step),
+            110,
+            BW,
+            delivered,
+            delivered + 1_000,
+        ));
+        delivered += 1_000;
+        if bbr.state() == BbrState::ProbeRtt {
+            return Some((step, before));
+        }
+    }
+    None
+}
+
+#[test]
+fn the_draft_cuts_a_bandwidth_probe_short_for_probe_rtt() {
+    assert_eq!(
+        probe_rtt_entry_after_it_falls_due_in_up(BbrConfig::default()),
+        Some((1, BbrState::ProbeBwUp))
+    );
+}
+
+#[test]
+fn under_the_probe_first_rule_probe_rtt_waits_until_the_probe_ends() {
+    let config = BbrConfig {
+        probe_rtt_waits_for_bw_probe: true,
+        ..BbrConfig::default()
+    };
+    // UP ends at its third round without a quarter more bandwidth, and
+    // ProbeRTT comes on that ACK: deferred, not skipped.
+    assert_eq!(
+        probe_rtt_entry_after_it_falls_due_in_up(config),
+        Some((3, BbrState::ProbeBwUp))
+    );
+}
