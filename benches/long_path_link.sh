@@ -49,7 +49,8 @@ want=$(sha256sum "$work/root/f.bin" | cut -d' ' -f1)
 half=$((rtt_ms / 2))
 # One BDP of 1350-byte datagrams.
 queue=$((rate_mbit * 1000000 / 8 * rtt_ms / 1000 / 1350))
-forward="delay ${half}ms rate ${rate_mbit}mbit limit $queue loss $loss"
+# The download runs server → client: sift-link's --reverse direction.
+data="delay ${half}ms rate ${rate_mbit}mbit limit $queue loss $loss"
 
 listening() {
     for _ in $(seq 100); do
@@ -61,12 +62,14 @@ listening() {
     exit 1
 }
 
-# Starts sift-link in front of $1 with seed $2; prints its address.
+# Starts sift-link in front of $1 with seed $2; sets $link to its address.
+# Not called in a command substitution: its subshell would keep the link's
+# pid from stop_all, and every link would outlive its run.
 start_link() {
     "$bin/sift-link" --listen 127.0.0.1:0 --to "$1" --seed "$2" \
-        --forward "$forward" --reverse "delay ${half}ms" > "$work/link.log" 2>&1 &
+        --forward "delay ${half}ms" --reverse "$data" > "$work/link.log" 2>&1 &
     pids+=($!)
-    listening "$work/link.log"
+    link=$(listening "$work/link.log")
 }
 
 # Prints "STACK CC CONNECTION MBPS BYTE-EXACT NOTE" for each download.
@@ -79,7 +82,7 @@ run_sift() {
     local server pin link
     server=$(listening "$work/server.log")
     pin=$(grep -o 'SHA256:[0-9a-f]*' "$work/server.log" | head -1)
-    link=$(start_link "$server" "$seed")
+    start_link "$server" "$seed"
     HOME="$work/home" "$bin/sift-client" get "sift://$link/f.bin" -o "$work/out.bin" \
         --json --repeat 2 --pmtud off --pin "$pin" > "$work/reports.json"
     stop_all
@@ -101,7 +104,7 @@ run_quiche() {
     pids+=($!)
     local server link
     server=$(listening "$work/server.log")
-    link=$(start_link "$server" "$seed")
+    start_link "$server" "$seed"
     rm -rf "$work/out"
     "$peer_bin/quiche-hq" client "https://$link/f.bin" "https://$link/f.bin" --output-dir "$work/out" \
         --insecure --resume --json > "$work/report.json"
@@ -117,7 +120,7 @@ for n, f in enumerate(r["files"], 1):
 ' "$want" "$work/report.json"
 }
 
-echo "# sift-link: data \"$forward\", ACKs \"delay ${half}ms\"; $mb MB; $reps reps (seeds 1-$reps)"
+echo "# sift-link: data (server → client) \"$data\", requests and ACKs \"delay ${half}ms\"; $mb MB; $reps reps (seeds 1-$reps)"
 echo "# stack cc connection goodput_mbps byte_exact note"
 : > "$work/rows"
 for rep in $(seq "$reps"); do

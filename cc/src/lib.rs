@@ -376,7 +376,8 @@ pub trait CongestionControl: Send + Debug {
     fn ssthresh(&self) -> u64;
 
     /// A pacing rate in bytes per second, if the controller wants one; the
-    /// recovery module otherwise paces at 1.25·cwnd/srtt.
+    /// recovery module otherwise paces at 1.25·cwnd/srtt (2·cwnd/srtt in
+    /// slow start, `RecoveryConfig::slow_start_pacing`).
     fn pacing_rate(&self) -> Option<u64> {
         None
     }

@@ -2,7 +2,9 @@
 //! slow-start burst does not overflow a shallow bottleneck queue.
 //!
 //! The rate is the controller's `pacing_rate()` if it has one, else
-//! `PACING_GAIN`·cwnd/srtt (RFC 9002 §7.7 suggests N = 1.25). The bucket holds
+//! `PACING_GAIN`·cwnd/srtt (RFC 9002 §7.7 suggests N = 1.25), or
+//! `SLOW_START_PACING_GAIN`·cwnd/srtt in slow start (recovery's
+//! `slow_start_pacing`). The bucket holds
 //! at most `MAX_BURST_PACKETS` packets, so idle periods do not bank credit for
 //! a line-rate burst later.
 
@@ -11,6 +13,9 @@ use std::time::{Duration, Instant};
 /// RFC 9002 §7.7: pace at N·cwnd/srtt with N slightly above 1, so pacing
 /// never limits a window-limited sender.
 pub const PACING_GAIN: (u64, u64) = (5, 4);
+/// The gain in slow start (Linux's `sk_pacing_ss_ratio`, 200%): the window
+/// doubles each round trip, so a round's packets must leave within it.
+pub const SLOW_START_PACING_GAIN: (u64, u64) = (2, 1);
 /// Largest burst sent back-to-back (quinn and Linux both allow ~10 packets).
 pub const MAX_BURST_PACKETS: u64 = 10;
 
@@ -48,7 +53,15 @@ impl Pacer {
 
     /// The pacing rate for a window: bytes per second.
     pub fn rate_for(cwnd: u64, srtt: Duration) -> u64 {
-        let (num, den) = PACING_GAIN;
+        Self::rate_with_gain(cwnd, srtt, PACING_GAIN)
+    }
+
+    /// The pacing rate for a window in slow start: bytes per second.
+    pub fn slow_start_rate_for(cwnd: u64, srtt: Duration) -> u64 {
+        Self::rate_with_gain(cwnd, srtt, SLOW_START_PACING_GAIN)
+    }
+
+    fn rate_with_gain(cwnd: u64, srtt: Duration, (num, den): (u64, u64)) -> u64 {
         let srtt_us = srtt.as_micros().max(1) as u64;
         ((cwnd as u128 * num as u128 * 1_000_000) / (den as u128 * srtt_us as u128)) as u64
     }

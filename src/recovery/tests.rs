@@ -644,3 +644,48 @@ fn a_clients_anti_deadlock_timer_runs_from_its_last_packet_and_fires() {
     // Without the anti-deadlock rule (a server), nothing is armed.
     assert_eq!(r.loss_detection_timer(armed, false), None);
 }
+
+#[test]
+fn slow_start_paces_at_twice_the_window_per_round_trip() {
+    // Slow start doubles the window each round trip; at 1.25·cwnd/srtt a
+    // round's packets would take longer than the round trip to leave.
+    let t0 = Instant::now();
+    for (slow_start_pacing, gain_x4) in [(true, 8), (false, 5)] {
+        let mut r = recovery(RecoveryConfig {
+            slow_start_pacing,
+            ..RecoveryConfig::default()
+        });
+        send(&mut r, 0, t0);
+        r.on_ack_received(
+            SpaceId::Data,
+            [0..=0].into_iter(),
+            Duration::ZERO,
+            t0 + ms(100),
+        );
+        // Reno slow start: IW 10_000 + 1_000 acked; srtt 100 ms.
+        assert_eq!(r.window(), 11_000);
+        assert_eq!(
+            r.current_pacing_rate(),
+            11_000 * 10 * gain_x4 / 4,
+            "slow_start_pacing {slow_start_pacing}"
+        );
+    }
+}
+
+#[test]
+fn congestion_avoidance_paces_at_five_quarters_of_the_window() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    for pn in 0..10 {
+        send(&mut r, pn, t0);
+    }
+    // Packet 0 is lost (three acked above it): ssthresh = cwnd = 5_000.
+    r.on_ack_received(
+        SpaceId::Data,
+        [3..=3].into_iter(),
+        Duration::ZERO,
+        t0 + ms(100),
+    );
+    assert_eq!((r.window(), r.ssthresh()), (5_000, 5_000));
+    assert_eq!(r.current_pacing_rate(), 5_000 * 10 * 5 / 4);
+}
