@@ -673,9 +673,12 @@ fn slow_start_paces_at_twice_the_window_per_round_trip() {
 }
 
 #[test]
-fn congestion_avoidance_paces_at_five_quarters_of_the_window() {
+fn congestion_avoidance_paces_at_five_quarters_of_the_window_even_with_slow_start_pacing() {
     let t0 = Instant::now();
-    let mut r = recovery(RecoveryConfig::default());
+    let mut r = recovery(RecoveryConfig {
+        slow_start_pacing: true,
+        ..RecoveryConfig::default()
+    });
     for pn in 0..10 {
         send(&mut r, pn, t0);
     }
