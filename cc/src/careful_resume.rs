@@ -21,7 +21,8 @@
 //!      Normal ◄──(last unvalidated packet acked)── Validating ◄─────┘  acked, or jump sent)
 //!        ▲                                           │
 //!        └──(last unvalidated packet acked)── Safe Retreat ◄── (congestive loss in
-//!                                                                Unvalidated or Validating)
+//!                                                                Unvalidated or Validating,
+//!                                                                > 2% of the jump lost)
 //! ```
 //!
 //! Packets are told apart by when they were sent, not by packet number (a
@@ -43,8 +44,10 @@
 //!   since it: a jump that overfills the path's queue loses a burst, while
 //!   a sprinkle of random loss (1% on a radio path: about seven packets of
 //!   a 700-packet jump, one of them near-certain before validation ends)
-//!   says nothing about the jump. Each such loss still reaches the wrapped
-//!   controller (CUBIC's ordinary decrease); `0` is the letter.
+//!   says nothing about the jump. An RTT since the jump above 5/4 of the
+//!   saved one (a queue) makes any congestive loss count. Each loss below
+//!   the share still reaches the wrapped controller (CUBIC's ordinary
+//!   decrease); `0` is the letter.
 //! - a current RTT above twice the saved one is another path
 //!   ([`CarefulResumeConfig::rtt_upper_factor`]; the RFC's bound is ten
 //!   times): an RTT grown by another flow's standing queue passed the
@@ -107,7 +110,8 @@ pub struct CarefulResumeConfig {
     /// Start Safe Retreat on any loss during Unvalidated or Validating, as
     /// the RFC's letter says, even one the controller judges random.
     /// `false` (the default): only a loss judged congestive (every loss,
-    /// for Reno and CUBIC).
+    /// for Reno and CUBIC), and then only past
+    /// [`Self::retreat_loss_permille`].
     pub retreat_on_random_loss: bool,
     /// At the jump, tell a controller with a Startup (BBR) the saved
     /// path's bandwidth (`saved_cwnd / saved_rtt`), so that it ends
@@ -151,9 +155,12 @@ pub struct CarefulResumeConfig {
     /// connection almost always retreated, to half its validated pipe,
     /// and ran slower than a fresh one (`docs/experiments.md`,
     /// `long-paths`). A jump that overfills a one-BDP queue loses far more
-    /// than 2% of it in a burst; 2% is also BBR's `loss_threshold`. A loss
-    /// below the share still reaches the controller as usual. The default
-    /// is 20 (2%); `0` is the RFC's letter (any loss).
+    /// than 2% of it in a burst; 2% is also BBR's `loss_threshold`. An RTT
+    /// since the jump above [`QUEUED_RTT_FRACTION`] of the saved one shows
+    /// a queue, and then any congestive loss retreats: a jump into
+    /// another flow's standing queue is seen by its RTT before its losses
+    /// add up. A loss below the share still reaches the controller as
+    /// usual. The default is 20 (2%); `0` is the RFC's letter (any loss).
     pub retreat_loss_permille: u32,
 }
 
@@ -293,6 +300,9 @@ pub struct CarefulResume {
     jump_sent: u64,
     /// Bytes declared lost in Unvalidated and Validating.
     jump_lost: u64,
+    /// The largest RTT seen from the jump on: the confirmed one, then
+    /// each ACK's latest sample in Unvalidated and Validating.
+    jump_max_rtt: Duration,
     /// A loss judged congestive came in Unvalidated or Validating below
     /// the retreat share: later declarations of the same recovery period
     /// (which reach only `on_packets_lost`) may still cross it.
@@ -329,6 +339,7 @@ impl CarefulResume {
             retreated: false,
             jump_sent: 0,
             jump_lost: 0,
+            jump_max_rtt: Duration::ZERO,
             congestion_seen: false,
             changes: Vec::new(),
         }
@@ -394,6 +405,7 @@ impl CarefulResume {
         self.pipesize = bytes_in_flight;
         self.jump_cwnd = jump;
         self.held_cwnd = jump;
+        self.jump_max_rtt = current_rtt;
         let rate = jump as f64 / current_rtt.as_secs_f64().max(1e-6);
         self.inner.seed_path_model(rate, current_rtt);
         if self.config.startup_exit_at_saved_rate {
@@ -452,10 +464,16 @@ impl CarefulResume {
     }
 
     /// The losses since the jump say it overfilled the path
-    /// ([`CarefulResumeConfig::retreat_loss_permille`]).
+    /// ([`CarefulResumeConfig::retreat_loss_permille`]), or an RTT since
+    /// it shows a queue the saved path did not have (above
+    /// [`QUEUED_RTT_FRACTION`] of the saved one), in which any congestive
+    /// loss is the queue's.
     fn jump_overfilled(&self) -> bool {
         let permille = u128::from(self.config.retreat_loss_permille);
-        permille == 0 || u128::from(self.jump_lost) * 1000 > permille * u128::from(self.jump_sent)
+        let (num, den) = QUEUED_RTT_FRACTION;
+        permille == 0
+            || self.jump_max_rtt > self.saved.min_rtt * num / den
+            || u128::from(self.jump_lost) * 1000 > permille * u128::from(self.jump_sent)
     }
 
     fn validating(&self) -> bool {
@@ -531,6 +549,7 @@ impl CongestionControl for CarefulResume {
             }
             CarefulResumePhase::Unvalidated => {
                 self.pipesize += ack.acked_bytes;
+                self.jump_max_rtt = self.jump_max_rtt.max(ack.rtt.latest);
                 if self.unvalidated_packet_acked(self.first_unvalidated_sent, ack) {
                     self.leave_unvalidated(
                         ack.now,
@@ -541,6 +560,7 @@ impl CongestionControl for CarefulResume {
             }
             CarefulResumePhase::Validating => {
                 self.pipesize += ack.acked_bytes;
+                self.jump_max_rtt = self.jump_max_rtt.max(ack.rtt.latest);
                 if self.unvalidated_packet_acked(self.last_unvalidated_sent, ack) {
                     self.enter(
                         CarefulResumePhase::Normal,

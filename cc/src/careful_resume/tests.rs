@@ -576,3 +576,16 @@ fn under_the_rfc_letter_one_loss_in_a_700_packet_jump_retreats() {
     lose(&mut cr, last + ms(300), 1, true);
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
 }
+
+#[test]
+fn one_loss_retreats_once_an_rtt_since_the_jump_shows_a_queue() {
+    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+    // An ACK of a jumped packet 800 ms after it left: above 5/4 of the
+    // saved 600 ms, the jump is sitting in a queue.
+    let mut queued = rtt_of(600);
+    queued.latest = ms(800);
+    cr.on_ack(&ack(last + ms(200), last - ms(600), 1, queued, 699 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    lose(&mut cr, last + ms(300), 1, true);
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+}
