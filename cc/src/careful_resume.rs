@@ -22,7 +22,8 @@
 //!        ▲                                           │
 //!        └──(last unvalidated packet acked)── Safe Retreat ◄── (congestive loss in
 //!                                                                Unvalidated or Validating,
-//!                                                                > 2% of the jump lost)
+//!                                                                > 2% of the jump lost or
+//!                                                                an RTT > 5/4 the saved one)
 //! ```
 //!
 //! Packets are told apart by when they were sent, not by packet number (a
