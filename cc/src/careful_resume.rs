@@ -21,7 +21,9 @@
 //!      Normal ◄──(last unvalidated packet acked)── Validating ◄─────┘  acked, or jump sent)
 //!        ▲                                           │
 //!        └──(last unvalidated packet acked)── Safe Retreat ◄── (congestive loss in
-//!                                                                Unvalidated or Validating)
+//!                                                                Unvalidated or Validating,
+//!                                                                > 2% of the jump lost or
+//!                                                                an RTT > 5/4 the saved one)
 //! ```
 //!
 //! Packets are told apart by when they were sent, not by packet number (a
@@ -29,7 +31,7 @@
 //! packet is acknowledged" is an ACK whose largest newly acknowledged
 //! packet was sent at or after the first send of the Unvalidated phase.
 //!
-//! Three choices differ from the RFC's letter, each a
+//! Four choices differ from the RFC's letter, each a
 //! [`CarefulResumeConfig`] field whose other value is the letter:
 //! - a loss the wrapped controller judges *random* (Veno's, Westwood's or
 //!   BBR's verdict) does not start Safe Retreat unless
@@ -37,6 +39,16 @@
 //!   "packet loss or ECN-CE" as congestion; sift's premise is that on a
 //!   lossy radio path a loss the controller attributes to the link says
 //!   nothing about the jump. Reno and CUBIC judge every loss congestive.
+//! - even a congestive loss starts Safe Retreat only once the bytes
+//!   declared lost since the jump exceed
+//!   [`CarefulResumeConfig::retreat_loss_permille`] (2%) of the bytes sent
+//!   since it: a jump that overfills the path's queue loses a burst, while
+//!   a sprinkle of random loss (1% on a radio path: about seven packets of
+//!   a 700-packet jump, one of them near-certain before validation ends)
+//!   says nothing about the jump. An RTT since the jump above 5/4 of the
+//!   saved one (a queue) makes any congestive loss count. Each loss below
+//!   the share still reaches the wrapped controller (CUBIC's ordinary
+//!   decrease); `0` is the letter.
 //! - a current RTT above twice the saved one is another path
 //!   ([`CarefulResumeConfig::rtt_upper_factor`]; the RFC's bound is ten
 //!   times): an RTT grown by another flow's standing queue passed the
@@ -99,7 +111,8 @@ pub struct CarefulResumeConfig {
     /// Start Safe Retreat on any loss during Unvalidated or Validating, as
     /// the RFC's letter says, even one the controller judges random.
     /// `false` (the default): only a loss judged congestive (every loss,
-    /// for Reno and CUBIC).
+    /// for Reno and CUBIC), and then only past
+    /// [`Self::retreat_loss_permille`].
     pub retreat_on_random_loss: bool,
     /// At the jump, tell a controller with a Startup (BBR) the saved
     /// path's bandwidth (`saved_cwnd / saved_rtt`), so that it ends
@@ -135,6 +148,21 @@ pub struct CarefulResumeConfig {
     /// `long-paths`). The default is 2: a path whose RTT doubled is not
     /// the one whose window was saved. `10` is the RFC's letter.
     pub rtt_upper_factor: u32,
+    /// Safe Retreat needs, besides a loss judged congestive in
+    /// Unvalidated or Validating, the bytes declared lost since the jump
+    /// to exceed this many thousandths of the bytes sent since it. The
+    /// RFC retreats on any loss; Reno and CUBIC judge every loss
+    /// congestive, so on a path with 1% random loss a resumed CUBIC
+    /// connection almost always retreated, to half its validated pipe,
+    /// and ran slower than a fresh one (`docs/experiments.md`,
+    /// `long-paths`). A jump that overfills a one-BDP queue loses far more
+    /// than 2% of it in a burst; 2% is also BBR's `loss_threshold`. An RTT
+    /// since the jump above [`QUEUED_RTT_FRACTION`] of the saved one shows
+    /// a queue, and then any congestive loss retreats: a jump into
+    /// another flow's standing queue is seen by its RTT before its losses
+    /// add up. A loss below the share still reaches the controller as
+    /// usual. The default is 20 (2%); `0` is the RFC's letter (any loss).
+    pub retreat_loss_permille: u32,
 }
 
 impl Default for CarefulResumeConfig {
@@ -144,6 +172,7 @@ impl Default for CarefulResumeConfig {
             startup_exit_at_saved_rate: true,
             jump_after_reconnaissance_acked: true,
             rtt_upper_factor: 2,
+            retreat_loss_permille: 20,
         }
     }
 }
@@ -268,6 +297,17 @@ pub struct CarefulResume {
     last_unvalidated_sent: Option<Instant>,
     last_sent: Option<Instant>,
     retreated: bool,
+    /// Bytes sent since the jump, in Unvalidated and Validating.
+    jump_sent: u64,
+    /// Bytes declared lost in Unvalidated and Validating.
+    jump_lost: u64,
+    /// The largest RTT seen from the jump on: the confirmed one, then
+    /// each ACK's latest sample in Unvalidated and Validating.
+    jump_max_rtt: Duration,
+    /// A loss judged congestive came in Unvalidated or Validating below
+    /// the retreat share: later declarations of the same recovery period
+    /// (which reach only `on_packets_lost`) may still cross it.
+    congestion_seen: bool,
     changes: Vec<CarefulResumeChange>,
 }
 
@@ -298,6 +338,10 @@ impl CarefulResume {
             last_unvalidated_sent: None,
             last_sent: None,
             retreated: false,
+            jump_sent: 0,
+            jump_lost: 0,
+            jump_max_rtt: Duration::ZERO,
+            congestion_seen: false,
             changes: Vec::new(),
         }
     }
@@ -362,6 +406,7 @@ impl CarefulResume {
         self.pipesize = bytes_in_flight;
         self.jump_cwnd = jump;
         self.held_cwnd = jump;
+        self.jump_max_rtt = current_rtt;
         let rate = jump as f64 / current_rtt.as_secs_f64().max(1e-6);
         self.inner.seed_path_model(rate, current_rtt);
         if self.config.startup_exit_at_saved_rate {
@@ -419,6 +464,26 @@ impl CarefulResume {
         );
     }
 
+    /// The losses since the jump say it overfilled the path
+    /// ([`CarefulResumeConfig::retreat_loss_permille`]), or an RTT since
+    /// it shows a queue the saved path did not have (above
+    /// [`QUEUED_RTT_FRACTION`] of the saved one), in which any congestive
+    /// loss is the queue's.
+    fn jump_overfilled(&self) -> bool {
+        let permille = u128::from(self.config.retreat_loss_permille);
+        let (num, den) = QUEUED_RTT_FRACTION;
+        permille == 0
+            || self.jump_max_rtt > self.saved.min_rtt * num / den
+            || u128::from(self.jump_lost) * 1000 > permille * u128::from(self.jump_sent)
+    }
+
+    fn validating(&self) -> bool {
+        matches!(
+            self.phase,
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::Validating
+        )
+    }
+
     fn unvalidated_packet_acked(&self, sent: Option<Instant>, ack: &AckEvent) -> bool {
         sent.is_some_and(|sent| ack.largest_acked_sent_time >= sent)
     }
@@ -428,6 +493,9 @@ impl CongestionControl for CarefulResume {
     fn on_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
         self.inner.on_sent(now, bytes, bytes_in_flight);
         self.last_sent = Some(now);
+        if self.validating() {
+            self.jump_sent += bytes;
+        }
         match self.phase {
             CarefulResumePhase::Reconnaissance => {
                 self.cwnd_limited = bytes_in_flight + self.mss > self.inner.window();
@@ -482,6 +550,7 @@ impl CongestionControl for CarefulResume {
             }
             CarefulResumePhase::Unvalidated => {
                 self.pipesize += ack.acked_bytes;
+                self.jump_max_rtt = self.jump_max_rtt.max(ack.rtt.latest);
                 if self.unvalidated_packet_acked(self.first_unvalidated_sent, ack) {
                     self.leave_unvalidated(
                         ack.now,
@@ -492,6 +561,7 @@ impl CongestionControl for CarefulResume {
             }
             CarefulResumePhase::Validating => {
                 self.pipesize += ack.acked_bytes;
+                self.jump_max_rtt = self.jump_max_rtt.max(ack.rtt.latest);
                 if self.unvalidated_packet_acked(self.last_unvalidated_sent, ack) {
                     self.enter(
                         CarefulResumePhase::Normal,
@@ -540,7 +610,11 @@ impl CongestionControl for CarefulResume {
                 );
             }
             CarefulResumePhase::Unvalidated | CarefulResumePhase::Validating if congestive => {
-                self.retreat(ev.now);
+                if self.jump_overfilled() {
+                    self.retreat(ev.now);
+                } else {
+                    self.congestion_seen = true;
+                }
             }
             _ => {}
         }
@@ -553,6 +627,15 @@ impl CongestionControl for CarefulResume {
 
     fn on_packets_lost(&mut self, ev: &PacketsLost) {
         self.inner.on_packets_lost(ev);
+        if !self.validating() {
+            return;
+        }
+        self.jump_lost += ev.packets.iter().map(|p| p.size).sum::<u64>();
+        // Declarations within a recovery period the controller already
+        // judged congestive reach only here.
+        if self.congestion_seen && self.jump_overfilled() {
+            self.retreat(ev.now);
+        }
     }
 
     fn on_spurious_congestion(&mut self, ev: &SpuriousCongestionEvent) {

@@ -131,7 +131,8 @@ fn a_loss_of_the_initial_window_found_after_its_first_ack_prevents_the_jump() {
     };
     let (mut cr, now) = initial_window_partly_acked(earlier, 1000);
     assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
-    cr.on_congestion(&loss(now + ms(10), rtt_of(1000), false));
+    // Seven of the initial window's packets, before any of the jump left.
+    lose(&mut cr, now + ms(10), 7, true);
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
 }
 
@@ -175,6 +176,7 @@ fn rfc_letter() -> CarefulResumeConfig {
     CarefulResumeConfig {
         jump_after_reconnaissance_acked: false,
         rtt_upper_factor: RTT_UPPER_FACTOR,
+        retreat_loss_permille: 0,
         ..CarefulResumeConfig::default()
     }
 }
@@ -257,6 +259,36 @@ fn send_jump(cr: &mut CarefulResume, now: Instant, packets: u64) -> Instant {
     t
 }
 
+/// `packets` packets declared lost at `now` as the recovery module does
+/// it: every declaration to `on_packets_lost`, then one congestion event
+/// (when `congestion`, the first of a recovery period). Returns the
+/// verdict of the event, if any.
+fn lose(
+    cr: &mut CarefulResume,
+    now: Instant,
+    packets: u64,
+    congestion: bool,
+) -> Option<LossVerdict> {
+    let lost = (0..packets)
+        .map(|pn| crate::LostPacket {
+            packet_number: pn,
+            size: MSS,
+            delivered: 0,
+            lost: 0,
+            tx_in_flight: 0,
+            is_app_limited: false,
+        })
+        .collect();
+    cr.on_packets_lost(&PacketsLost {
+        now,
+        packets: lost,
+        lost_total: packets * MSS,
+        delivered_total: 0,
+        bytes_in_flight: 0,
+    });
+    congestion.then(|| cr.on_congestion(&loss(now, rtt_of(600), false)))
+}
+
 #[test]
 fn sending_the_whole_jump_enters_validating_with_the_flight_size() {
     let (mut cr, now) = reconnaissance(600);
@@ -337,7 +369,8 @@ fn a_loss_while_validating_retreats_to_half_the_pipe() {
     let last = send_jump(&mut cr, now, 191);
     // 100 packets acked: PipeSize = 9 + 100 = 109 packets.
     cr.on_ack(&ack(last + ms(300), now, 100, rtt_of(600), 100 * MSS));
-    cr.on_congestion(&loss(last + ms(301), rtt_of(600), false));
+    // 20 of the 191 jumped packets lost (10%): the jump overfilled.
+    lose(&mut cr, last + ms(301), 20, true);
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
     // cwnd = PipeSize/2 = 54.5 packets, in bytes 54_500.
     assert_eq!(cr.window(), 54_500);
@@ -348,7 +381,7 @@ fn a_loss_while_validating_retreats_to_half_the_pipe() {
 fn a_loss_while_unvalidated_retreats() {
     let (mut cr, now) = reconnaissance(600);
     send_jump(&mut cr, now, 20);
-    cr.on_congestion(&loss(now + ms(50), rtt_of(600), false));
+    lose(&mut cr, now + ms(50), 2, true);
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
     // PipeSize = 9 packets: half is 4.5, above the 2-packet minimum.
     assert_eq!(cr.window(), 4_500);
@@ -359,7 +392,7 @@ fn safe_retreat_ends_when_the_jump_is_acked_with_ssthresh_from_the_pipe() {
     let (mut cr, now) = reconnaissance(600);
     let last = send_jump(&mut cr, now, 191);
     cr.on_ack(&ack(last + ms(300), now, 100, rtt_of(600), 100 * MSS));
-    cr.on_congestion(&loss(last + ms(301), rtt_of(600), false));
+    lose(&mut cr, last + ms(301), 20, true);
     // ACKs during the retreat add to the pipe but not to the window.
     cr.on_ack(&ack(
         last + ms(400),
@@ -406,8 +439,9 @@ fn a_random_loss_verdict_does_not_retreat_unless_configured() {
         let (mut cr, now) = reconnaissance_of(build(config), 600);
         assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
         send_jump(&mut cr, now, 20);
-        let verdict = cr.on_congestion(&loss(now + ms(50), rtt_of(600), false));
-        assert_eq!(verdict, LossVerdict::Random);
+        // 2 of the 20 jumped packets (10%): only the verdict decides.
+        let verdict = lose(&mut cr, now + ms(50), 2, true);
+        assert_eq!(verdict, Some(LossVerdict::Random));
         assert_eq!(
             cr.phase() == CarefulResumePhase::SafeRetreat,
             retreats,
@@ -480,4 +514,78 @@ fn under_the_rfc_letter_bbr_stays_in_startup_at_the_saved_rate() {
         ..CarefulResumeConfig::default()
     };
     assert_eq!(bbr_state_after_a_saved_rate_sample(letter), 0.0);
+}
+
+/// A 700-packet jump: the saved path carried 1400 packets.
+fn resumed_700(config: CarefulResumeConfig) -> (CarefulResume, Instant) {
+    let reno = Reno::new(RenoConfig::default(), MSS);
+    let saved = SavedPath {
+        cwnd: 1400 * MSS,
+        min_rtt: ms(600),
+    };
+    let (mut cr, now) =
+        reconnaissance_of(CarefulResume::new(Box::new(reno), saved, config, MSS), 600);
+    assert_eq!(cr.phase(), CarefulResumePhase::Unvalidated);
+    // 691 more packets: the whole jump is in flight.
+    let last = send_jump(&mut cr, now, 691);
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    (cr, last)
+}
+
+#[test]
+fn one_random_loss_in_a_700_packet_jump_does_not_retreat() {
+    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+    let before = cr.window();
+    // Reno judges it congestive, and it is Reno's loss as usual...
+    let verdict = lose(&mut cr, last + ms(300), 1, true);
+    assert_eq!(verdict, Some(LossVerdict::Congestive));
+    // ...but one packet in 700 says nothing about the jump.
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    assert!(!cr.careful_resume().unwrap().retreated);
+    // Reno halved the flight size it was handed.
+    assert_eq!(cr.window(), before / 2);
+    // A sprinkle more in the same recovery period (1% of the jump, only
+    // `on_packets_lost`) is still below 2%.
+    lose(&mut cr, last + ms(310), 6, false);
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    cr.on_ack(&ack(last + ms(600), last, 1, rtt_of(600), 600 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+    assert!(!cr.careful_resume().unwrap().retreated);
+}
+
+#[test]
+fn a_jump_that_loses_a_tenth_retreats_within_the_recovery_period() {
+    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+    // The overflow's first declaration: 3 packets, below 2%...
+    lose(&mut cr, last + ms(300), 3, true);
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    // ...the rest of the burst arrives in the same recovery period: 70
+    // packets in all, 10% of the jump.
+    lose(&mut cr, last + ms(305), 67, false);
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+    assert!(cr.careful_resume().unwrap().retreated);
+}
+
+#[test]
+fn under_the_rfc_letter_one_loss_in_a_700_packet_jump_retreats() {
+    let letter = CarefulResumeConfig {
+        retreat_loss_permille: 0,
+        ..CarefulResumeConfig::default()
+    };
+    let (mut cr, last) = resumed_700(letter);
+    lose(&mut cr, last + ms(300), 1, true);
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+}
+
+#[test]
+fn one_loss_retreats_once_an_rtt_since_the_jump_shows_a_queue() {
+    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+    // An ACK of a jumped packet 800 ms after it left: above 5/4 of the
+    // saved 600 ms, the jump is sitting in a queue.
+    let mut queued = rtt_of(600);
+    queued.latest = ms(800);
+    cr.on_ack(&ack(last + ms(200), last - ms(600), 1, queued, 699 * MSS));
+    assert_eq!(cr.phase(), CarefulResumePhase::Validating);
+    lose(&mut cr, last + ms(300), 1, true);
+    assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
 }
