@@ -336,7 +336,9 @@ fn perf_ndjson_prints_parseable_intervals_and_a_summary(loopback: IpAddr) {
 /// `--initial-window` starts the server's window, and that of a controller
 /// a client asks for, at the given size: a 100 kB download on loopback
 /// (under 90 packets, no loss) ends with the window it started from, far
-/// above where slow start from ten packets gets.
+/// above where slow start from ten packets gets. Window controllers only:
+/// BBR's window is its model's once Startup ends, and on a loaded machine
+/// a 100 kB download can end Startup (a window of one send quantum).
 #[test]
 fn a_server_started_with_a_large_initial_window_sends_from_it() {
     let dir = TestDir::new("initial-window");
@@ -365,7 +367,7 @@ fn a_server_started_with_a_large_initial_window_sends_from_it() {
         &["--cc", "cubic", "--pmtud", "off", "--initial-window", "300"],
     );
     assert!(window_after(&server, None) >= packets);
-    assert!(window_after(&server, Some("bbr")) >= packets);
+    assert!(window_after(&server, Some("reno")) >= packets);
     drop(server);
 
     let server = Server::start(&root, &["--cc", "cubic", "--pmtud", "off"]);
