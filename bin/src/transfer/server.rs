@@ -630,6 +630,12 @@ impl FileServer {
                 return pending.result.clone();
             }
         }
+        // A pass may have ended since the caller looked in the cache: it
+        // keeps its digest there before it leaves `hashing`, so under this
+        // lock the cache has it.
+        if let Some(digest) = self.cached_digest(path, version) {
+            return tokio::sync::watch::channel(Some(digest)).1;
+        }
         let (sender, result) = tokio::sync::watch::channel(None);
         hashing.insert(
             path.to_path_buf(),
