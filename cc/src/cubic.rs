@@ -1028,23 +1028,7 @@ mod tests {
 
     /// Declares `count` more packets lost during the recovery period.
     fn lose_more(cubic: &mut Cubic, now: Instant, count: u64) {
-        let packets = (0..count)
-            .map(|i| crate::LostPacket {
-                packet_number: 100 + i,
-                size: MSS,
-                delivered: 0,
-                lost: 0,
-                tx_in_flight: 0,
-                is_app_limited: false,
-            })
-            .collect();
-        cubic.on_packets_lost(&crate::PacketsLost {
-            now,
-            packets,
-            lost_total: 0,
-            delivered_total: 0,
-            bytes_in_flight: 0,
-        });
+        cubic.on_packets_lost(&crate::test_support::packets_lost(now, 100, count));
     }
 
     /// A CUBIC of `config` out of slow start at 100 packets, cut by one

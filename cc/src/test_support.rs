@@ -4,7 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::{AckEvent, CorruptionEvent, LossEvent, RttSample, SpuriousCongestionEvent};
+use crate::{
+    AckEvent, CorruptionEvent, LossEvent, LostPacket, PacketsLost, RttSample,
+    SpuriousCongestionEvent,
+};
 
 /// The packet size every controller test uses, so windows read as packets × 1000.
 pub(crate) const MSS: u64 = 1000;
@@ -58,6 +61,28 @@ pub(crate) fn loss(now: Instant, rtt: RttSample, persistent: bool) -> LossEvent 
         bytes_in_flight: 0,
         rtt,
         persistent,
+    }
+}
+
+/// `count` packets of `MSS` bytes from number `first` declared lost at
+/// `now` (the recovery module's `on_packets_lost` call).
+pub(crate) fn packets_lost(now: Instant, first: u64, count: u64) -> PacketsLost {
+    let packets = (first..first + count)
+        .map(|packet_number| LostPacket {
+            packet_number,
+            size: MSS,
+            delivered: 0,
+            lost: 0,
+            tx_in_flight: 0,
+            is_app_limited: false,
+        })
+        .collect();
+    PacketsLost {
+        now,
+        packets,
+        lost_total: count * MSS,
+        delivered_total: 0,
+        bytes_in_flight: 0,
     }
 }
 

@@ -269,23 +269,7 @@ fn lose(
     packets: u64,
     congestion: bool,
 ) -> Option<LossVerdict> {
-    let lost = (0..packets)
-        .map(|pn| crate::LostPacket {
-            packet_number: pn,
-            size: MSS,
-            delivered: 0,
-            lost: 0,
-            tx_in_flight: 0,
-            is_app_limited: false,
-        })
-        .collect();
-    cr.on_packets_lost(&PacketsLost {
-        now,
-        packets: lost,
-        lost_total: packets * MSS,
-        delivered_total: 0,
-        bytes_in_flight: 0,
-    });
+    cr.on_packets_lost(&crate::test_support::packets_lost(now, 0, packets));
     congestion.then(|| cr.on_congestion(&loss(now, rtt_of(600), false)))
 }
 
