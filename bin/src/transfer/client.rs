@@ -16,7 +16,7 @@ use super::duplex::{abort_codes, Duplex};
 use super::error::ProtocolError;
 use super::frame::read_frame;
 use super::listing::ListEntry;
-use super::part_file::download_part_path;
+use super::part_file::{download_part_path, download_writes_in_place};
 use super::request::Request;
 use super::response::{
     parse_digest, parse_response, parse_trailer, Response, SenderReport, Status,
@@ -144,7 +144,7 @@ pub fn get<S: Duplex + ?Sized>(
     controller: Option<&str>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<GetOutcome, ClientError> {
-    let in_place = std::fs::metadata(dest).is_ok_and(|meta| !meta.is_file() && !meta.is_dir());
+    let in_place = download_writes_in_place(dest);
     let partial = if in_place {
         dest.to_path_buf()
     } else {

@@ -14,7 +14,7 @@
 //! The server side is [`super::FileServer::serve_hq`], beside sift's own
 //! protocol, so that path confinement and file reading are one code.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::digest::{Sha256Digest, Sha256Hasher};
 use super::duplex::Duplex;
-use super::part_file::download_part_path;
+use super::part_file::{download_part_path, download_writes_in_place};
 use super::server::CHUNK_LEN;
 
 /// The ALPN of hq-interop.
@@ -186,16 +186,25 @@ pub struct HqOutcome {
 /// request [`request`] already sent, to `dest`: into `dest`'s
 /// `.sift-part` file, renamed to `dest` once the server's FIN arrived. A
 /// reset or a broken stream removes the partial file (there is no resume
-/// without a length), and says how far it got. The request goes apart so
-/// that several can leave at once, before any answer is read (0-RTT).
+/// without a length), and says how far it got. A `dest` that is a device
+/// or a FIFO (`/dev/null`) is written in place and left in place. The
+/// request goes apart so that several can leave at once, before any
+/// answer is read (0-RTT).
 pub fn get_requested<S: Duplex + ?Sized>(
     stream: &mut S,
     path: &str,
     dest: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<HqOutcome, HqError> {
-    let part = download_part_path(dest);
     let local = |context: String| move |error| HqError::Local { context, error };
+    if download_writes_in_place(dest) {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(dest)
+            .map_err(local(format!("opening {}", dest.display())))?;
+        return receive(stream, path, file, dest, progress);
+    }
+    let part = download_part_path(dest);
     let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
     let result = receive(stream, path, file, &part, progress);
     finish_part(result, &part, dest)
@@ -373,5 +382,41 @@ mod tests {
         };
         assert!(is_stopped(&io::Error::from(stopped)));
         assert!(!is_stopped(&other));
+    }
+
+    #[test]
+    fn a_download_to_a_fifo_writes_into_it_and_leaves_it_in_place() {
+        // `sift-client get https://… -o /dev/null` must not rename a
+        // partial file over the device (as root it replaced /dev/null). A
+        // FIFO stands in for it here.
+        use std::os::unix::fs::FileTypeExt;
+        use std::os::unix::net::UnixStream;
+        let dir = crate::transfer::test_dir::TestDir::new("hq-fifo");
+        let fifo = dir.path().join("pipe");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let (mut server, mut client) = UnixStream::pair().unwrap();
+        let sender = {
+            let data = data.clone();
+            std::thread::spawn(move || {
+                server.write_all(&data).unwrap();
+                server.shutdown(std::net::Shutdown::Write).unwrap();
+            })
+        };
+        let outcome = get_requested(&mut client, "f.bin", &fifo, &mut |_| {}).unwrap();
+        sender.join().unwrap();
+        assert_eq!(outcome.bytes, data.len() as u64);
+        // Checked before joining: a replaced FIFO would leave the reader
+        // waiting for a writer forever.
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "still a FIFO: {kind:?}");
+        assert!(!download_part_path(&fifo).exists());
+        assert_eq!(reader.join().unwrap(), data);
     }
 }

@@ -22,6 +22,15 @@ pub fn download_part_path(dest: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Whether a download to `dest` goes straight into it rather than through
+/// its `.sift-part` file: `dest` exists and is neither a file nor a
+/// directory (`/dev/null`, a FIFO, a terminal). Renaming a partial file
+/// over such a `dest` would replace the device or the pipe with a regular
+/// file (as root, `/dev/null` itself).
+pub fn download_writes_in_place(dest: &Path) -> bool {
+    std::fs::metadata(dest).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+}
+
 /// Whether an I/O error means the disk (or the user's quota) is full.
 pub fn is_disk_full(error: &io::Error) -> bool {
     matches!(
