@@ -104,6 +104,11 @@ struct RunArgs {
     /// `on,off` (each sift controller runs once per setting).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_values = ["on", "off"], value_parser = parse_on_off)]
     sift_notices: Vec<bool>,
+    /// Also run sift over hq-interop on loopback (`https://`, sift's
+    /// defaults): the peers' work on the server, which hashes nothing, where
+    /// sift's own protocol sends an end-to-end SHA-256 after the data.
+    #[arg(long)]
+    sift_hq: bool,
     /// Bytes per loopback efficiency download (0: none). Suffixes: kB, MB, GB, KiB, MiB, GiB.
     #[arg(long, default_value = "1GiB", value_parser = parse_size)]
     loopback_bytes: u64,
@@ -248,7 +253,11 @@ fn run_in(
         links,
         variants: link_variants(&peers, &sift_ccs, &args.sift_notices, protection),
         loopback_variants: if args.loopback_bytes > 0 {
-            loopback_variants(&loopback_peers, protection == Protection::Default)
+            loopback_variants(
+                &loopback_peers,
+                protection == Protection::Default,
+                args.sift_hq,
+            )
         } else {
             Vec::new()
         },
@@ -293,6 +302,12 @@ fn run_in(
         let elapsed = started.elapsed().as_secs_f64();
         let eta = elapsed / done as f64 * (units.len() - done) as f64;
         let outcome = match (&record.flow, &record.error) {
+            // hq-interop has no trailer: the server's counters are unknown.
+            (Some(flow), None) if unit.variant().hq => format!(
+                "{} in {:.1} s (hq-interop: no sender counters)",
+                rate(flow.goodput_bps),
+                flow.completion_s
+            ),
             (Some(flow), None) => format!(
                 "{} in {:.1} s ({} retx, {} PTOs{})",
                 rate(flow.goodput_bps),

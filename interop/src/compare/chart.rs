@@ -154,6 +154,7 @@ mod tests {
                 cc: cc.into(),
                 notices: (stack == Stack::Sift).then_some(true),
                 protection: Protection::Default,
+                hq: false,
             },
             runs: 3,
             ok: if goodput.is_some() { 3 } else { 0 },
@@ -172,6 +173,8 @@ mod tests {
             link_random_losses: None,
             link_corrupted: None,
             cpu_s_per_gib: None,
+            cpu_client_s_per_gib: None,
+            cpu_server_s_per_gib: None,
             failures: vec![],
         }
     }

@@ -185,7 +185,12 @@ impl Runner {
                     .rev()
                     .find(|l| l.starts_with('{'))
                     .unwrap_or("");
-                match serde_json::from_str::<FlowReport>(line) {
+                let flow = if variant.hq {
+                    hq_flow_report(line, &variant.cc)
+                } else {
+                    serde_json::from_str::<FlowReport>(line).map_err(|e| e.to_string())
+                };
+                match flow {
                     Ok(flow) => outcome.flow = Some(flow),
                     Err(e) => outcome.error = Some(format!("client printed no JSON report ({e})")),
                 }
@@ -244,10 +249,11 @@ impl Runner {
         let mut command;
         match variant.stack {
             Stack::Sift => {
+                let scheme = if variant.hq { "https" } else { "sift" };
                 command = Command::new(&self.binaries.sift_client);
                 command
                     .arg("get")
-                    .arg(format!("sift://{target}/{name}"))
+                    .arg(format!("{scheme}://{target}/{name}"))
                     .arg("-o")
                     .arg(output)
                     .arg("--json");
@@ -340,6 +346,46 @@ fn peer_datagram_options(command: &mut Command, on_link: bool) {
     }
 }
 
+/// What `sift-client get https://… --json` prints for one file: the
+/// connection's figures and one entry per file.
+#[derive(serde::Deserialize)]
+struct HqReport {
+    bytes: u64,
+    completion_s: f64,
+    goodput_bps: f64,
+    #[serde(default)]
+    srtt_us: u64,
+    files: Vec<HqFile>,
+}
+
+#[derive(serde::Deserialize)]
+struct HqFile {
+    sha256: String,
+}
+
+/// An hq-interop download's report as a [`FlowReport`]. hq-interop has no
+/// trailer, so the server's counters (retransmissions, probe timeouts,
+/// window) stay at zero, unknown; `cc` is the one the server was started
+/// with.
+fn hq_flow_report(line: &str, cc: &str) -> Result<FlowReport, String> {
+    let report: HqReport = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let [file] = &report.files[..] else {
+        return Err(format!(
+            "{} files in an hq-interop report of one download",
+            report.files.len()
+        ));
+    };
+    Ok(FlowReport {
+        cc: cc.to_string(),
+        bytes: report.bytes,
+        completion_s: report.completion_s,
+        goodput_bps: report.goodput_bps,
+        srtt_us: report.srtt_us,
+        sha256: file.sha256.clone(),
+        ..FlowReport::default()
+    })
+}
+
 /// `--cc NAME`, and `--initial-window N` for a `NAME-iwN` variant.
 fn sift_controller_options(cc: &str) -> Vec<String> {
     let started_at = cc
@@ -416,6 +462,18 @@ mod tests {
         assert_eq!(std::fs::metadata(dir.join("a")).unwrap().len(), 100_003);
         assert_ne!(write_incompressible(&dir.join("c"), 100_004).unwrap(), a);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_hq_interop_report_reads_as_the_flow_of_its_one_file() {
+        // What `sift-client get https://… -o /dev/null --json` printed.
+        let line = r#"{"protocol":"hq-interop","version":"sift/1","cipher":"aes128","key_updates":0,"migrated":false,"bytes":3000000,"completion_s":0.0182,"goodput_bps":1313487989.2,"srtt_us":4345,"retransmitted_packets":0,"tls_resumed":false,"zero_rtt":"none","zero_rtt_bytes":0,"files":[{"url":"https://127.0.0.1:56744/f.bin","local_path":"/dev/null","bytes":3000000,"sha256":"ba58","completion_s":0.0176}],"failed":[]}"#;
+        let flow = hq_flow_report(line, "cubic").unwrap();
+        assert_eq!((flow.bytes, flow.sha256.as_str()), (3_000_000, "ba58"));
+        assert_eq!((flow.cc.as_str(), flow.srtt_us), ("cubic", 4345));
+        assert_eq!(flow.goodput_bps, 1313487989.2);
+        let failed = line.replace(r#""files":[{"#, r#""files":[],"x":[{"#);
+        assert!(hq_flow_report(&failed, "cubic").is_err());
     }
 
     #[test]

@@ -64,6 +64,17 @@ pub struct Variant {
     /// for the peers, which have none.
     pub notices: Option<bool>,
     pub protection: Protection,
+    /// sift over hq-interop (`https://`) instead of its own file protocol:
+    /// the server sends the file and a FIN and hashes nothing, as the
+    /// peers' bulk servers do; the client still hashes what it receives.
+    /// sift's own protocol also hashes on the server (the digest it sends
+    /// after the data, DESIGN §9), work no peer's server does.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hq: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 impl Variant {
@@ -77,6 +88,9 @@ impl Variant {
         }
         if self.protection == Protection::Null {
             label.push_str(" null");
+        }
+        if self.hq {
+            label.push_str(" hq-interop");
         }
         label
     }
@@ -195,6 +209,7 @@ pub fn link_variants(
             cc: cc.clone(),
             notices: None,
             protection: Protection::Default,
+            hq: false,
         })
     });
     let sift = sift_ccs.iter().flat_map(|cc| {
@@ -203,6 +218,7 @@ pub fn link_variants(
             cc: cc.clone(),
             notices: Some(notices),
             protection: sift_protection,
+            hq: false,
         })
     });
     peer_variants.chain(sift).collect()
@@ -211,9 +227,14 @@ pub fn link_variants(
 /// The loopback variants: each peer's CUBIC (in the order given); sift with its
 /// default protection (when the binaries have one) and with Null
 /// protection, each with corruption notices on (the binaries' default, which
-/// turns UDP checksums and so GSO off: DESIGN §5) and off. All CUBIC, both
-/// stacks' default.
-pub fn loopback_variants(peers: &[Stack], sift_default_available: bool) -> Vec<Variant> {
+/// turns UDP checksums and so GSO off: DESIGN §5) and off; with `sift_hq`,
+/// and the binaries' defaults, sift over hq-interop too, the peers' work on
+/// the server ([`Variant::hq`]). All CUBIC, both stacks' default.
+pub fn loopback_variants(
+    peers: &[Stack],
+    sift_default_available: bool,
+    sift_hq: bool,
+) -> Vec<Variant> {
     let mut variants: Vec<Variant> = peers
         .iter()
         .map(|&stack| Variant {
@@ -221,6 +242,7 @@ pub fn loopback_variants(peers: &[Stack], sift_default_available: bool) -> Vec<V
             cc: "cubic".into(),
             notices: None,
             protection: Protection::Default,
+            hq: false,
         })
         .collect();
     let mut protections = vec![Protection::Null];
@@ -234,8 +256,18 @@ pub fn loopback_variants(peers: &[Stack], sift_default_available: bool) -> Vec<V
                 cc: "cubic".into(),
                 notices: Some(notices),
                 protection,
+                hq: false,
             });
         }
+    }
+    if sift_hq && sift_default_available {
+        variants.push(Variant {
+            stack: Stack::Sift,
+            cc: "cubic".into(),
+            notices: Some(true),
+            protection: Protection::Default,
+            hq: true,
+        });
     }
     variants
 }
@@ -267,7 +299,7 @@ mod tests {
                 &[true, false],
                 Protection::Null,
             ),
-            loopback_variants: loopback_variants(&[Stack::Quiche], false),
+            loopback_variants: loopback_variants(&[Stack::Quiche], false, false),
             loopback_bytes: 1 << 30,
             reps: 3,
             seed: 7,
@@ -315,9 +347,33 @@ mod tests {
     }
 
     #[test]
+    fn an_hq_interop_row_runs_sift_defaults_and_only_when_asked_and_available() {
+        let hq_rows = |available, asked| -> Vec<String> {
+            loopback_variants(&[Stack::Quiche], available, asked)
+                .iter()
+                .filter(|v| v.hq)
+                .map(Variant::label)
+                .collect()
+        };
+        assert_eq!(hq_rows(true, true), ["sift cubic notices on hq-interop"]);
+        assert!(hq_rows(true, false).is_empty());
+        assert!(hq_rows(false, true).is_empty(), "hq-interop needs TLS");
+    }
+
+    #[test]
+    fn a_variant_without_hq_reads_and_writes_as_before_the_field() {
+        // results.json of earlier runs has no `hq`: they must still merge
+        // and report, and their variants must compare equal to new ones.
+        let old = r#"{"stack":"sift","cc":"cubic","notices":true,"protection":"default"}"#;
+        let variant: Variant = serde_json::from_str(old).unwrap();
+        assert!(!variant.hq);
+        assert_eq!(serde_json::to_string(&variant).unwrap(), old);
+    }
+
+    #[test]
     fn loopback_has_a_sift_default_row_only_when_the_binaries_have_one() {
         let labels = |available| -> Vec<String> {
-            loopback_variants(&[Stack::Quiche], available)
+            loopback_variants(&[Stack::Quiche], available, false)
                 .iter()
                 .map(Variant::label)
                 .collect()
@@ -340,11 +396,14 @@ mod tests {
 
     #[test]
     fn every_peer_given_has_a_cubic_loopback_row_and_its_own_label() {
-        let labels: Vec<String> =
-            loopback_variants(&[Stack::Quiche, Stack::Quiche024, Stack::Quinn], false)
-                .iter()
-                .map(Variant::label)
-                .collect();
+        let labels: Vec<String> = loopback_variants(
+            &[Stack::Quiche, Stack::Quiche024, Stack::Quinn],
+            false,
+            false,
+        )
+        .iter()
+        .map(Variant::label)
+        .collect();
         assert_eq!(
             labels[..3],
             ["quiche cubic", "quiche-0.24 cubic", "quinn cubic"]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::plan::{Protection, Stack};
+use super::plan::{Protection, Stack, Variant};
 use super::results::Results;
 use super::summary::{Row, Spread, Summary};
 
@@ -59,6 +59,16 @@ fn protection(row: &Row) -> &'static str {
         (Stack::Quinn, _) => "TLS 1.3 (rustls)",
         (Stack::Sift, Protection::Default) => "default",
         (Stack::Sift, Protection::Null) => "Null",
+    }
+}
+
+/// The stack column: `sift, hq-interop` for sift serving what the peers
+/// serve.
+fn stack_label(variant: &Variant) -> String {
+    if variant.hq {
+        format!("{}, hq-interop", variant.stack)
+    } else {
+        variant.stack.to_string()
     }
 }
 
@@ -224,8 +234,14 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
             md,
             "CPU: user + system seconds of client and server together, per GiB moved. Each client hashes what it receives and writes it to /dev/null, so the page cache and fsync stay out of the numbers; its hash is checked against the file's.\n"
         );
-        let _ = writeln!(md, "| stack | controller | protection | notices | ok | throughput | spread | CPU s/GiB | spread |");
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+        if summary.loopback.iter().any(|row| row.variant.hq) {
+            let _ = writeln!(
+                md,
+                "sift's own file protocol also hashes every byte on the server (the SHA-256 it sends after the data); no peer's server hashes. The `sift, hq-interop` row is sift's transport serving what the peers' servers serve: the file and a FIN.\n"
+            );
+        }
+        let _ = writeln!(md, "| stack | controller | protection | notices | ok | throughput | spread | CPU s/GiB | spread | client | server |");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
         for row in &summary.loopback {
             let (median, spread) = spread_rate(row.goodput_bps);
             let (cpu, cpu_spread) = match row.cpu_s_per_gib {
@@ -235,15 +251,18 @@ pub fn markdown(results: &Results, summary: &Summary) -> String {
                 ),
                 None => ("—".into(), "—".into()),
             };
+            let share = |s: Option<f64>| s.map_or("—".into(), |s| format!("{s:.2}"));
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {}/{} | {median} | {spread} | {cpu} | {cpu_spread} |",
-                row.variant.stack,
+                "| {} | {} | {} | {} | {}/{} | {median} | {spread} | {cpu} | {cpu_spread} | {} | {} |",
+                stack_label(&row.variant),
                 row.variant.cc,
                 protection(row),
                 notices(row),
                 row.ok,
-                row.runs
+                row.runs,
+                share(row.cpu_client_s_per_gib),
+                share(row.cpu_server_s_per_gib),
             );
         }
         md.push('\n');

@@ -205,7 +205,7 @@ mod tests {
         let plan = Plan {
             links: vec![],
             variants: vec![],
-            loopback_variants: loopback_variants(&[Stack::Quiche, Stack::Quinn], false),
+            loopback_variants: loopback_variants(&[Stack::Quiche, Stack::Quinn], false, false),
             loopback_bytes: 1,
             reps: 2,
             seed: 1,

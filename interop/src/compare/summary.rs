@@ -65,6 +65,9 @@ pub struct Row {
     pub link_corrupted: Option<f64>,
     /// User + system CPU seconds of client and server per GiB moved.
     pub cpu_s_per_gib: Option<Spread>,
+    /// The medians of the client's and of the server's share of it.
+    pub cpu_client_s_per_gib: Option<f64>,
+    pub cpu_server_s_per_gib: Option<f64>,
     /// Distinct reasons of failed runs.
     pub failures: Vec<String>,
 }
@@ -180,6 +183,14 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
         median(flows.iter().map(|&f| counter(f) as f64).collect())
     };
     let links: Vec<_> = ok.iter().filter_map(|run| run.link).collect();
+    let per_gib = |cpu_s: fn(&RunRecord) -> f64| -> Vec<f64> {
+        ok.iter()
+            .filter_map(|&run| {
+                let bytes = run.flow.as_ref()?.bytes as f64;
+                (bytes > 0.0).then(|| cpu_s(run) * GIB / bytes)
+            })
+            .collect()
+    };
     let mut failures: Vec<String> = runs.iter().filter_map(|run| run.error.clone()).collect();
     failures.sort();
     failures.dedup();
@@ -197,14 +208,9 @@ fn row(variant: &Variant, runs: &[&RunRecord]) -> Row {
         link_queue_drops: median(links.iter().map(|l| l.queue_drops as f64).collect()),
         link_random_losses: median(links.iter().map(|l| l.random_losses as f64).collect()),
         link_corrupted: median(links.iter().map(|l| l.corrupted as f64).collect()),
-        cpu_s_per_gib: Spread::of(
-            &ok.iter()
-                .filter_map(|run| {
-                    let bytes = run.flow.as_ref()?.bytes as f64;
-                    (bytes > 0.0).then(|| (run.cpu_client_s + run.cpu_server_s) * GIB / bytes)
-                })
-                .collect::<Vec<_>>(),
-        ),
+        cpu_s_per_gib: Spread::of(&per_gib(|run| run.cpu_client_s + run.cpu_server_s)),
+        cpu_client_s_per_gib: median(per_gib(|run| run.cpu_client_s)),
+        cpu_server_s_per_gib: median(per_gib(|run| run.cpu_server_s)),
         failures,
     }
 }
