@@ -139,10 +139,13 @@ pub struct RecoveryConfig {
     /// Measured over sift-link at 600 ms (docs/experiments.md, "Over real
     /// sockets"): each round of a 20 MB download spread over 640–800 ms,
     /// 657 ms behind an unpaced sender by the 2550th packet. Off (the
-    /// default): RFC 9002 §7.7's N = 1.25 throughout. Off until the lab's
-    /// paced experiments (leaky-pipes, reordering, cellular, long-paths:
-    /// their non-BBR rows) are re-run with it; over the real satellite
-    /// path it changed nothing (random loss ends slow start first).
+    /// default): RFC 9002 §7.7's N = 1.25 throughout. Kept off after the
+    /// lab's paced experiments ran both ways (docs/experiments.md,
+    /// "Slow-start pacing"): it lifts clean first slow starts (Vegas
+    /// 0.33 → 0.81 in leaky-pipes), but costs CUBIC on lossy long paths,
+    /// where `small_loss_rollback` restores slow start after almost every
+    /// loss (long-paths resumed cubic 0.497 → 0.448, seeds 1–10), and
+    /// shifts sharing with BBR (0.48 → 0.61 of the link to BBR).
     /// Controllers with their own rate (BBR) are not affected.
     pub slow_start_pacing: bool,
     /// Widen the packet and time thresholds when a packet declared lost is
