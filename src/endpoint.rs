@@ -290,6 +290,9 @@ pub struct Endpoint {
     timed_out: Vec<ConnectionHandle>,
     max_connections: usize,
     handshake_timeout: Duration,
+    /// Payload bytes the socket's receive buffer holds, for connections
+    /// whose config names none (`StreamConfig::socket_receive_bytes`).
+    socket_receive_bytes: Option<u64>,
     /// A BTreeMap so iteration (timers, round-robin) is in handle order and
     /// runs repeat exactly.
     connections: BTreeMap<ConnectionHandle, Entry>,
@@ -387,6 +390,7 @@ impl Endpoint {
             server,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            socket_receive_bytes: None,
             connections: BTreeMap::new(),
             routes: HashMap::new(),
             peers: HashMap::new(),
@@ -437,6 +441,16 @@ impl Endpoint {
     /// the endpoint holds; further client Initials are dropped.
     pub fn with_max_connections(mut self, max_connections: usize) -> Self {
         self.max_connections = max_connections;
+        self
+    }
+
+    /// Tells the connections this endpoint makes that its socket's receive
+    /// buffer holds `bytes` of payload, unless their config says otherwise:
+    /// their receive windows then grow past it only by what the path holds
+    /// (`StreamConfig::socket_receive_bytes`). The I/O layer calls it with
+    /// what the kernel granted.
+    pub fn with_socket_receive_bytes(mut self, bytes: u64) -> Self {
+        self.socket_receive_bytes = Some(bytes);
         self
     }
 
@@ -521,13 +535,14 @@ impl Endpoint {
         let handle = ConnectionHandle(self.next_handle);
         let store = config.token_store.as_ref().unwrap_or(&self.tokens);
         let token = store.take(remote);
-        let config = Config {
+        let mut config = Config {
             rng_seed: mix_seed(config.rng_seed, handle),
             entropy: config
                 .entropy
                 .map(|entropy| entropy.derive(b"connection", handle.0)),
             ..config
         };
+        self.bound_by_socket(&mut config);
         let mut connection = Connection::connect(config, self.local, remote, now)?;
         if let Some(token) = token {
             connection.use_token(token);
@@ -535,6 +550,12 @@ impl Endpoint {
         // A client's handshake wait is its application's business.
         self.insert(handle, connection, None, None, false)?;
         Ok(handle)
+    }
+
+    /// Gives `config` this endpoint's socket bound, unless it names one.
+    fn bound_by_socket(&self, config: &mut Config) {
+        let streams = &mut config.streams;
+        streams.socket_receive_bytes = streams.socket_receive_bytes.or(self.socket_receive_bytes);
     }
 
     fn insert(
@@ -789,13 +810,14 @@ impl Endpoint {
         }
         let template = self.server.as_ref()?;
         let handle = ConnectionHandle(self.next_handle);
-        let config = Config {
+        let mut config = Config {
             rng_seed: mix_seed(template.rng_seed, handle),
             entropy: template
                 .entropy
                 .map(|entropy| entropy.derive(b"connection", handle.0)),
             ..template.clone()
         };
+        self.bound_by_socket(&mut config);
         let mut connection = match Connection::accept(config, self.local, from, now) {
             Ok(connection) => connection,
             Err(error) => {

@@ -447,7 +447,8 @@ fn start_driver(
     let listening = server.is_some();
     let mut endpoint = Endpoint::new(local, server)
         .with_max_connections(max_connections)
-        .with_token_ledger(ledger);
+        .with_token_ledger(ledger)
+        .with_socket_receive_bytes(driver.socket_report().receive_payload_bytes());
     let thread_name = match worker {
         Some(Worker { index, loads }) => {
             endpoint = endpoint.with_worker_loads(loads);

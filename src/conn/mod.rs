@@ -1435,6 +1435,7 @@ impl Connection {
             return Err(Error::Closed);
         }
         let srtt = self.recovery.rtt().smoothed();
+        self.streams.set_min_rtt(self.recovery.rtt().min());
         Ok(self.streams.read(id, buf, self.now, srtt)?)
     }
 

@@ -94,6 +94,18 @@ pub struct SocketReport {
     pub dual_stack: bool,
 }
 
+impl SocketReport {
+    /// Payload bytes the receive buffer holds: half what `getsockopt`
+    /// reports. Linux doubles the size asked for and charges each datagram
+    /// its memory's true size against it (the `sk_buff`, page rounding:
+    /// a little over the payload for a GRO run on loopback), and a reader
+    /// hands freed memory back in batches of up to a quarter of the
+    /// buffer, so the doubled figure is never all payload.
+    pub fn receive_payload_bytes(&self) -> u64 {
+        self.recv_buffer_bytes as u64 / 2
+    }
+}
+
 /// A non-blocking UDP socket bound to `addr`, with `options` applied. An
 /// IPv6 `addr` gives a dual-stack socket: bound to `[::]` it also carries
 /// IPv4.

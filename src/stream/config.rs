@@ -56,6 +56,14 @@ pub struct StreamConfig {
     /// connection error (PROTOCOL_VIOLATION, RFC 9000 §21.9). An honest
     /// peer leaves at most one per packet lost in flight.
     pub max_out_of_order_segments: u64,
+    /// Bytes of payload the receiving socket's buffer holds, when a socket
+    /// is known (the I/O layer fills it in from what the kernel granted:
+    /// `Endpoint::with_socket_receive_bytes`): auto-tuning then grows the
+    /// receive windows past it only by what the path holds (delivery rate
+    /// × min RTT, `stream::flow`), so a sender cannot fill the socket until
+    /// the kernel drops datagrams. `None`: only the ceilings above bound
+    /// the windows (the simulator, which has no socket).
+    pub socket_receive_bytes: Option<u64>,
 }
 
 impl Default for StreamConfig {
@@ -92,6 +100,7 @@ impl Default for StreamConfig {
             max_connection_send_buffer: 32 * MIB,
             send_beyond_credit: 64 * KIB,
             max_out_of_order_segments: 65_536,
+            socket_receive_bytes: None,
         }
     }
 }

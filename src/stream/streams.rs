@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{PeerLimits, StreamConfig};
 use super::control::PendingControl;
 use super::error::StreamError;
-use super::flow::{ReceiveWindow, SendCredit};
+use super::flow::{ReceiveWindow, SendCredit, CONNECTION_WINDOW_FACTOR};
 use super::id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
@@ -173,6 +173,10 @@ pub struct Streams {
     pub(super) config: StreamConfig,
     /// The peer's transport parameters, once the handshake delivered them.
     pub(super) peer_limits: Option<PeerLimits>,
+    /// The path's minimum RTT as the connection last reported it
+    /// ([`set_min_rtt`](Self::set_min_rtt)): sizes what the path holds
+    /// for windows bounded by their socket.
+    pub(super) min_rtt: Duration,
     pub(super) streams: BTreeMap<StreamId, StreamState>,
     /// Index of the next stream we open, per direction.
     pub(super) next_local: [u64; 2],
@@ -222,8 +226,13 @@ impl Streams {
     /// `config` says. Nothing is sent on streams until
     /// [`set_peer_limits`](Self::set_peer_limits).
     pub fn new(side: Side, config: StreamConfig) -> Self {
+        // The connection window stays 1.5× ahead of a stream's (see
+        // `flow::CONNECTION_WINDOW_FACTOR`), its bound too: one stream
+        // held by both limits at once waits for two updates.
+        let (num, den) = CONNECTION_WINDOW_FACTOR;
         let connection_recv =
-            ReceiveWindow::new(config.initial_max_data, config.max_receive_window);
+            ReceiveWindow::new(config.initial_max_data, config.max_receive_window)
+                .bounded_by_socket(config.socket_receive_bytes.map(|bytes| bytes * num / den));
         let send_buffer = config.send_buffer;
         let connection_send_buffer = config.send_buffer.min(config.max_connection_send_buffer);
         let local_max_streams = [
@@ -234,6 +243,7 @@ impl Streams {
             side,
             config,
             peer_limits: None,
+            min_rtt: Duration::ZERO,
             streams: BTreeMap::new(),
             next_local: [0; 2],
             peer_stream_window: PeerStreamWindow {
@@ -259,6 +269,13 @@ impl Streams {
             out_of_order_segments: 0,
             stats: StreamStats::default(),
         }
+    }
+
+    /// The path's minimum RTT now, for receive windows bounded by their
+    /// socket (`StreamConfig::socket_receive_bytes`): the connection
+    /// reports it before reads.
+    pub fn set_min_rtt(&mut self, min_rtt: Duration) {
+        self.min_rtt = min_rtt;
     }
 
     /// Sizes each stream's send buffer for a congestion window of
@@ -397,7 +414,8 @@ impl Streams {
             window: ReceiveWindow::new(
                 self.config.initial_max_stream_data,
                 self.config.max_stream_receive_window,
-            ),
+            )
+            .bounded_by_socket(self.config.socket_receive_bytes),
             stop_error_code: None,
         });
         StreamState { send, recv }
@@ -477,7 +495,10 @@ impl Streams {
         let consumed = recv.buffer.consumed();
         if recv.buffer.wants_credit()
             && recv.window.update_due(consumed)
-            && recv.window.update(consumed, now, srtt).is_some()
+            && recv
+                .window
+                .update(consumed, now, srtt, self.min_rtt)
+                .is_some()
         {
             self.pending.insert(PendingControl::MaxStreamData(id));
             self.connection_recv.stay_ahead_of(recv.window.window());
@@ -487,7 +508,7 @@ impl Streams {
         if self.connection_recv.update_due(self.connection_consumed)
             && self
                 .connection_recv
-                .update(self.connection_consumed, now, srtt)
+                .update(self.connection_consumed, now, srtt, self.min_rtt)
                 .is_some()
         {
             self.pending.insert(PendingControl::MaxData);

@@ -132,7 +132,8 @@ impl Endpoint {
         });
         let endpoint = crate::Endpoint::new(datapath.local_addr(), server)
             .with_max_connections(config.max_connections)
-            .with_token_ledger(TokenLedger::new(token_clock()));
+            .with_token_ledger(TokenLedger::new(token_clock()))
+            .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());
         Self::start(&runtime, datapath, endpoint, &config, options, max_datagram)
     }
 
@@ -197,7 +198,8 @@ impl Endpoint {
                 let endpoint = crate::Endpoint::new(datapath.local_addr(), Some(server))
                     .with_max_connections(config.max_connections)
                     .with_worker_loads(Arc::clone(&loads))
-                    .with_token_ledger(ledger.clone());
+                    .with_token_ledger(ledger.clone())
+                    .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());
                 Self::start(&runtime, datapath, endpoint, &config, options, max_datagram)
             })
             .collect()

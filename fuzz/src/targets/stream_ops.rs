@@ -115,6 +115,7 @@ impl Limits {
             send_beyond_credit: u64::from(self.send_buffer % 2048),
             // No cap: the ops deliver valid frames, however fragmented.
             max_out_of_order_segments: u64::MAX,
+            socket_receive_bytes: None,
         }
     }
 }

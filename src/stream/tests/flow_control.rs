@@ -203,6 +203,31 @@ fn auto_tuning_doubles_the_window_when_reads_keep_up() {
 }
 
 #[test]
+fn a_socket_bound_keeps_quick_reads_from_growing_the_windows_past_the_socket() {
+    // The reads of `auto_tuning_doubles_the_window_when_reads_keep_up`
+    // behind a socket that holds 10 000 bytes, on a path of no length
+    // (min RTT zero, as on loopback): the stream window stays at the
+    // socket, the connection's at 1.5 times it, so no more than the socket
+    // holds can be granted and unread (issue 37's loopback drops).
+    let t0 = Instant::now();
+    let server_config = StreamConfig {
+        socket_receive_bytes: Some(10_000),
+        ..server_granting(15_000, 10_000)
+    };
+    let (_client, mut server) = pair(StreamConfig::default(), server_config);
+    server.set_min_rtt(Duration::ZERO);
+    let mut offset = 0;
+    let mut at = t0;
+    let mut limit = 0;
+    for _ in 0..6 {
+        at += Duration::from_millis(50);
+        limit = consume_half_window(&mut server, &mut offset, 5000, at);
+    }
+    assert_eq!(limit, offset + 10_000);
+    assert_eq!(server.stats().connection_receive_window, 15_000);
+}
+
+#[test]
 fn auto_tuning_keeps_the_window_when_reads_are_slow() {
     let t0 = Instant::now();
     let (_client, mut server) = pair(StreamConfig::default(), server_granting(1 << 30, 10_000));
