@@ -109,6 +109,66 @@ pub enum TimeoutMode {
     Rto,
 }
 
+/// When the window-based pacing rate is 2·cwnd/srtt instead of RFC 9002's
+/// 1.25·cwnd/srtt (`RecoveryConfig::slow_start_pacing`). Both apply only
+/// while the window is below half of ssthresh, as Linux's
+/// `sk_pacing_ss_ratio`.
+///
+/// In scenario TOML: `"off"`, `"first-slow-start"` or `"always"`; the
+/// booleans of earlier files still read (`false` is off, `true` always),
+/// and off and always are written as those booleans, so results of runs
+/// that predate the third mode keep their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SlowStartPacing {
+    /// RFC 9002 §7.7's N = 1.25 throughout.
+    Off,
+    /// 2× only in the connection's first slow start: until its first
+    /// congestion event that stands, or until a Careful Resume jump. The
+    /// default.
+    #[default]
+    FirstSlowStart,
+    /// 2× in every slow start, as Linux.
+    Always,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SlowStartPacingRepr {
+    Bool(bool),
+    Name(SlowStartPacingName),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum SlowStartPacingName {
+    Off,
+    FirstSlowStart,
+    Always,
+}
+
+impl Serialize for SlowStartPacing {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Off => SlowStartPacingRepr::Bool(false),
+            Self::FirstSlowStart => SlowStartPacingRepr::Name(SlowStartPacingName::FirstSlowStart),
+            Self::Always => SlowStartPacingRepr::Bool(true),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SlowStartPacing {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match SlowStartPacingRepr::deserialize(deserializer)? {
+            SlowStartPacingRepr::Bool(false)
+            | SlowStartPacingRepr::Name(SlowStartPacingName::Off) => Self::Off,
+            SlowStartPacingRepr::Name(SlowStartPacingName::FirstSlowStart) => Self::FirstSlowStart,
+            SlowStartPacingRepr::Bool(true)
+            | SlowStartPacingRepr::Name(SlowStartPacingName::Always) => Self::Always,
+        })
+    }
+}
+
 /// Every knob of loss recovery. Defaults are RFC 9002's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -138,16 +198,20 @@ pub struct RecoveryConfig {
     /// ~1.07 srtt), so the pacer, not the window, sets the growth.
     /// Measured over sift-link at 600 ms (docs/experiments.md, "Over real
     /// sockets"): each round of a 20 MB download spread over 640–800 ms,
-    /// 657 ms behind an unpaced sender by the 2550th packet. Off (the
-    /// default): RFC 9002 §7.7's N = 1.25 throughout. Kept off after the
-    /// lab's paced experiments ran both ways (docs/experiments.md,
-    /// "Slow-start pacing"): it lifts clean first slow starts (Vegas
-    /// 0.33 → 0.81 in leaky-pipes), but costs CUBIC on lossy long paths,
-    /// where `small_loss_rollback` restores slow start after almost every
-    /// loss (long-paths resumed cubic 0.497 → 0.448, seeds 1–10), and
-    /// shifts sharing with BBR (0.48 → 0.61 of the link to BBR).
+    /// 657 ms behind an unpaced sender by the 2550th packet. `Always`
+    /// lifts clean first slow starts (Vegas 0.33 → 0.81 in leaky-pipes)
+    /// but costs CUBIC on lossy long paths, where `small_loss_rollback`
+    /// restores slow start after almost every loss (long-paths resumed
+    /// cubic 0.497 → 0.448, seeds 1–10). `FirstSlowStart`, the default,
+    /// keeps the first, is within 0.012 of off on the long-paths CUBIC
+    /// cells over 10 seeds (resumed 0.486) and within a few per cent in
+    /// mean on the lossy CUBIC cells of reordering and cellular over 20;
+    /// it moves CUBIC's sharing with BBR
+    /// (leaky-pipes 0.48 → 0.61 of the link to BBR, inside issue 12's
+    /// 0.25–0.75) as `Always` does (docs/experiments.md, "Slow-start
+    /// pacing"). The paper experiments pin `Off` (`classic_recovery`).
     /// Controllers with their own rate (BBR) are not affected.
-    pub slow_start_pacing: bool,
+    pub slow_start_pacing: SlowStartPacing,
     /// Widen the packet and time thresholds when a packet declared lost is
     /// acknowledged after all (RACK-TLP's adaptive reordering window, RFC
     /// 8985 §6.2, as RFC 9002 §6.1 allows). Off: the thresholds stay fixed.
@@ -168,7 +232,7 @@ impl Default for RecoveryConfig {
             min_rto: Duration::from_millis(200),
             max_timeout: MAX_TIMEOUT,
             pacing: true,
-            slow_start_pacing: false,
+            slow_start_pacing: SlowStartPacing::FirstSlowStart,
             adaptive_reordering: true,
             undo_spurious_congestion: true,
         }
@@ -558,12 +622,38 @@ impl<F> Recovery<F> {
         self.cc.pacing_rate().unwrap_or_else(|| {
             let window = self.cc.window();
             let srtt = self.rtt.smoothed();
-            if self.config.slow_start_pacing && window < self.cc.ssthresh() / 2 {
+            if self.slow_start_pacing_applies() && window < self.cc.ssthresh() / 2 {
                 Pacer::slow_start_rate_for(window, srtt)
             } else {
                 Pacer::rate_for(window, srtt)
             }
         })
+    }
+
+    /// Whether `slow_start_pacing` allows 2·cwnd/srtt now (the window test
+    /// aside).
+    ///
+    /// The first slow start ends at the first congestion event, and is
+    /// back when that event is undone (`recovery_start` is cleared): an
+    /// undone event was spurious, the controller gets its window and
+    /// ssthresh back, and the path showed no congestion, so it is the same
+    /// slow start. A controller's own rollback of a real loss (CUBIC's
+    /// `small_loss_rollback`) is no undo here: with 2× after each of those
+    /// rollbacks, CUBIC lost on lossy long paths (docs/experiments.md,
+    /// "Slow-start pacing"). A Careful Resume jump ends it too: the jump
+    /// has CR's own pace, and after it the window is near the saved
+    /// capacity, so 2·cwnd/srtt would send at about twice the path's rate
+    /// rather than help a small window grow. A new path (`on_new_path`)
+    /// starts a new first slow start.
+    fn slow_start_pacing_applies(&self) -> bool {
+        match self.config.slow_start_pacing {
+            SlowStartPacing::Off => false,
+            SlowStartPacing::Always => true,
+            SlowStartPacing::FirstSlowStart => {
+                self.recovery_start.is_none()
+                    && !self.cc.careful_resume().is_some_and(|status| status.jumped)
+            }
+        }
     }
 
     /// When a packet of `bytes` may leave; `now` if at once.

@@ -1,5 +1,5 @@
 use super::*;
-use sift_cc::{CcConfig, RenoConfig};
+use sift_cc::{CarefulResumeConfig, CarefulResumePhase, CcConfig, RenoConfig, SavedPath};
 
 const MSS: u64 = 1000;
 
@@ -650,9 +650,13 @@ fn slow_start_paces_at_twice_the_window_per_round_trip() {
     // Slow start doubles the window each round trip; at 1.25·cwnd/srtt a
     // round's packets would take longer than the round trip to leave.
     let t0 = Instant::now();
-    for (slow_start_pacing, gain_x4) in [(true, 8), (false, 5)] {
+    for (mode, gain_x4) in [
+        (SlowStartPacing::Always, 8),
+        (SlowStartPacing::FirstSlowStart, 8),
+        (SlowStartPacing::Off, 5),
+    ] {
         let mut r = recovery(RecoveryConfig {
-            slow_start_pacing,
+            slow_start_pacing: mode,
             ..RecoveryConfig::default()
         });
         send(&mut r, 0, t0);
@@ -667,16 +671,135 @@ fn slow_start_paces_at_twice_the_window_per_round_trip() {
         assert_eq!(
             r.current_pacing_rate(),
             11_000 * 10 * gain_x4 / 4,
-            "slow_start_pacing {slow_start_pacing}"
+            "slow_start_pacing {mode:?}"
         );
     }
+}
+
+#[test]
+fn first_slow_start_pacing_ends_at_the_first_congestion_event() {
+    // A timeout collapses the window to two packets under ssthresh 5_500:
+    // slow start again, with room to grow. Linux's rule paces it at 2×;
+    // the first-slow-start rule no longer does.
+    let t0 = Instant::now();
+    for (mode, gain_x4) in [
+        (SlowStartPacing::Always, 8),
+        (SlowStartPacing::FirstSlowStart, 5),
+    ] {
+        let mut r = recovery(RecoveryConfig {
+            slow_start_pacing: mode,
+            timeout: TimeoutMode::Rto,
+            ..RecoveryConfig::default()
+        });
+        let t1 = connected_with_flight(&mut r, t0, 10);
+        let at = r.loss_detection_timer(t1, false).unwrap();
+        assert_eq!(r.on_loss_detection_timeout(at).lost.len(), 10);
+        assert_eq!((r.window(), r.ssthresh()), (2_000, 5_500));
+        assert_eq!(
+            r.current_pacing_rate(),
+            2_000 * 10 * gain_x4 / 4,
+            "slow_start_pacing {mode:?}"
+        );
+    }
+}
+
+#[test]
+fn an_undone_congestion_event_gives_the_first_slow_start_back() {
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig {
+        slow_start_pacing: SlowStartPacing::FirstSlowStart,
+        ..RecoveryConfig::default()
+    });
+    let t1 = connected_with_flight(&mut r, t0, 10);
+    ack(&mut r, 4..=10, t1 + ms(110));
+    let srtt = r.rtt().smoothed();
+    assert_eq!(r.current_pacing_rate(), Pacer::rate_for(r.window(), srtt));
+    // 1..=3 arrive after all: the cut is undone, and Reno is back in the
+    // slow start it was in, ssthresh unset.
+    ack(&mut r, 1..=10, t1 + ms(112));
+    assert_eq!(r.stats().undone_congestion_events, 1);
+    assert_eq!(r.ssthresh(), u64::MAX);
+    let srtt = r.rtt().smoothed();
+    assert_eq!(
+        r.current_pacing_rate(),
+        Pacer::slow_start_rate_for(r.window(), srtt)
+    );
+}
+
+#[test]
+fn a_careful_resume_jump_ends_the_first_slow_start() {
+    // After the jump the window is the saved path's; 2·cwnd/srtt would be
+    // about twice the path's rate.
+    let t0 = Instant::now();
+    for mode in [SlowStartPacing::Always, SlowStartPacing::FirstSlowStart] {
+        let mut r = recovery(RecoveryConfig {
+            slow_start_pacing: mode,
+            ..RecoveryConfig::default()
+        });
+        let saved = SavedPath {
+            cwnd: 100_000,
+            min_rtt: ms(100),
+        };
+        r.resume_path(saved, CarefulResumeConfig::default(), MSS);
+        for pn in 0..10 {
+            send(&mut r, pn, t0);
+        }
+        ack(&mut r, 0..=9, t0 + ms(100));
+        let status = r.careful_resume().unwrap();
+        assert_eq!(status.phase, CarefulResumePhase::Unvalidated);
+        let t1 = t0 + ms(100);
+        for pn in 10..50 {
+            send(&mut r, pn, t1);
+        }
+        ack(&mut r, 10..=10, t1 + ms(100));
+        assert_eq!(
+            r.careful_resume().unwrap().phase,
+            CarefulResumePhase::Validating
+        );
+        assert_eq!((r.window(), r.ssthresh()), (39_000, u64::MAX));
+        let srtt = r.rtt().smoothed();
+        let expected = match mode {
+            SlowStartPacing::Always => Pacer::slow_start_rate_for(39_000, srtt),
+            _ => Pacer::rate_for(39_000, srtt),
+        };
+        assert_eq!(r.current_pacing_rate(), expected, "{mode:?}");
+    }
+}
+
+#[test]
+fn slow_start_pacing_reads_names_and_the_old_booleans() {
+    let read = |text: &str| {
+        toml::from_str::<RecoveryConfig>(text)
+            .unwrap()
+            .slow_start_pacing
+    };
+    assert_eq!(read("slow_start_pacing = \"off\""), SlowStartPacing::Off);
+    assert_eq!(read("slow_start_pacing = false"), SlowStartPacing::Off);
+    assert_eq!(
+        read("slow_start_pacing = \"first-slow-start\""),
+        SlowStartPacing::FirstSlowStart
+    );
+    assert_eq!(
+        read("slow_start_pacing = \"always\""),
+        SlowStartPacing::Always
+    );
+    assert_eq!(read("slow_start_pacing = true"), SlowStartPacing::Always);
+    assert!(toml::from_str::<RecoveryConfig>("slow_start_pacing = \"on\"").is_err());
+    // Off and always are written as the booleans earlier results hold.
+    let json = |mode| serde_json::to_string(&mode).unwrap();
+    assert_eq!(json(SlowStartPacing::Off), "false");
+    assert_eq!(json(SlowStartPacing::Always), "true");
+    assert_eq!(
+        json(SlowStartPacing::FirstSlowStart),
+        "\"first-slow-start\""
+    );
 }
 
 #[test]
 fn congestion_avoidance_paces_at_five_quarters_of_the_window_even_with_slow_start_pacing() {
     let t0 = Instant::now();
     let mut r = recovery(RecoveryConfig {
-        slow_start_pacing: true,
+        slow_start_pacing: SlowStartPacing::Always,
         ..RecoveryConfig::default()
     });
     for pn in 0..10 {

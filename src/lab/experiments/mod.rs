@@ -23,7 +23,7 @@ use sift_cc::{
 };
 
 use super::Experiment;
-use crate::recovery::{RecoveryConfig, TimeoutMode};
+use crate::recovery::{RecoveryConfig, SlowStartPacing, TimeoutMode};
 use crate::sim::link::{LinkConfig, LossModel, QueueLimit};
 use crate::sim::scenario::{Bottleneck, FlowSpec};
 use crate::sim::{Report, RunReport, Scenario};
@@ -77,6 +77,8 @@ pub fn classic_recovery() -> RecoveryConfig {
     RecoveryConfig {
         timeout: TimeoutMode::Rto,
         pacing: false,
+        // Unpaced anyway; pinned so the default cannot reach the papers.
+        slow_start_pacing: SlowStartPacing::Off,
         adaptive_reordering: false,
         undo_spurious_congestion: false,
         ..RecoveryConfig::default()
