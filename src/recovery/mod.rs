@@ -121,11 +121,10 @@ pub enum TimeoutMode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SlowStartPacing {
     /// RFC 9002 §7.7's N = 1.25 throughout.
+    #[default]
     Off,
     /// 2× only in the connection's first slow start: until its first
-    /// congestion event that stands, or until a Careful Resume jump. The
-    /// default.
-    #[default]
+    /// congestion event that stands, or until a Careful Resume jump.
     FirstSlowStart,
     /// 2× in every slow start, as Linux.
     Always,
@@ -202,14 +201,8 @@ pub struct RecoveryConfig {
     /// lifts clean first slow starts (Vegas 0.33 → 0.81 in leaky-pipes)
     /// but costs CUBIC on lossy long paths, where `small_loss_rollback`
     /// restores slow start after almost every loss (long-paths resumed
-    /// cubic 0.497 → 0.448, seeds 1–10). `FirstSlowStart`, the default,
-    /// keeps the first, is within 0.012 of off on the long-paths CUBIC
-    /// cells over 10 seeds (resumed 0.486) and within a few per cent in
-    /// mean on the lossy CUBIC cells of reordering and cellular over 20;
-    /// it moves CUBIC's sharing with BBR
-    /// (leaky-pipes 0.48 → 0.61 of the link to BBR, inside issue 12's
-    /// 0.25–0.75) as `Always` does (docs/experiments.md, "Slow-start
-    /// pacing"). The paper experiments pin `Off` (`classic_recovery`).
+    /// cubic 0.497 → 0.448, seeds 1–10); `FirstSlowStart` keeps the first
+    /// and not the second (docs/experiments.md, "Slow-start pacing").
     /// Controllers with their own rate (BBR) are not affected.
     pub slow_start_pacing: SlowStartPacing,
     /// Widen the packet and time thresholds when a packet declared lost is
@@ -232,7 +225,7 @@ impl Default for RecoveryConfig {
             min_rto: Duration::from_millis(200),
             max_timeout: MAX_TIMEOUT,
             pacing: true,
-            slow_start_pacing: SlowStartPacing::FirstSlowStart,
+            slow_start_pacing: SlowStartPacing::Off,
             adaptive_reordering: true,
             undo_spurious_congestion: true,
         }
