@@ -133,6 +133,11 @@ pub struct CubicConfig {
     /// delay jitter (a cellular link) does not read as a queue. Off: the
     /// latest 16 samples' test alone.
     pub rollback_jitter_robust: bool,
+    /// With `rollback_jitter_robust`: take that round's minimum over the
+    /// last min_rtt of ACKs, so a queue built within the last round (a
+    /// slow start overflowing the queue) counts ([`RecentRttFloor`]). Off:
+    /// the last completed round's minimum, which began before such a queue.
+    pub rollback_floor_over_min_rtt: bool,
 }
 
 impl Default for CubicConfig {
@@ -147,6 +152,7 @@ impl Default for CubicConfig {
             small_loss_rollback: true,
             rollback_only_without_queue: true,
             rollback_jitter_robust: true,
+            rollback_floor_over_min_rtt: true,
         }
     }
 }
@@ -429,9 +435,13 @@ impl Cubic {
     }
 
     /// The queueing delay by the round floor (`rollback_jitter_robust`): the
-    /// least RTT of the last min_rtt of ACKs over BaseRTT, less the jitter
+    /// least RTT of the last min_rtt of ACKs (`rollback_floor_over_min_rtt`)
+    /// or of the last completed round over BaseRTT, less the jitter
     /// allowance (`queue_estimate.rs`).
-    fn round_floor_queue(&self) -> Option<Duration> {
+    fn round_floor_queue(&self, smoothed: Duration) -> Option<Duration> {
+        if !self.config.rollback_floor_over_min_rtt {
+            return self.queue.queueing(smoothed).map(|(_, queueing)| queueing);
+        }
         let base = self.queue.base_rtt()?;
         let allowance = self.queue.jitter().mul_f64(JITTER_ALLOWANCE_FACTOR);
         Some(
@@ -630,7 +640,7 @@ impl CongestionControl for Cubic {
         let threshold = rtt_rise_threshold(ev.rtt.min);
         let recent_floor = self.standing_queue(ev) < threshold + 4 * ev.rtt.variance;
         let round_floor = self
-            .round_floor_queue()
+            .round_floor_queue(ev.rtt.smoothed)
             .is_some_and(|queue| queue < threshold);
         self.loss_without_queue =
             recent_floor || (self.config.rollback_jitter_robust && round_floor);
@@ -1245,9 +1255,23 @@ mod tests {
     fn a_queue_built_within_the_last_round_is_congestion_and_keeps_its_cut() {
         // Slow start overflowing a drop-tail queue (leaky-pipes'
         // `sharing-cubic-bbr`, seed 1): min_rtt 100 ms, one ACK every 5 ms.
+        for (over_min_rtt, rolled_back) in [(true, false), (false, true)] {
+            let config = CubicConfig {
+                rollback_floor_over_min_rtt: over_min_rtt,
+                ..CubicConfig::default()
+            };
+            let rollbacks = slow_start_overflow_rollbacks(config);
+            assert_eq!(rollbacks, u64::from(rolled_back), "{over_min_rtt}");
+        }
+    }
+
+    /// Rollbacks of a CUBIC of `config` in slow start whose queue fills
+    /// within one round and overflows: one packet lost, under the
+    /// rollback's threshold, the latest 16 samples 100 ms over min_rtt.
+    fn slow_start_overflow_rollbacks(config: CubicConfig) -> u64 {
         let ms = Duration::from_millis;
         let t0 = Instant::now();
-        let mut cubic = Cubic::new(CubicConfig::default(), MSS);
+        let mut cubic = Cubic::new(config, MSS);
         cubic.cwnd = (100 * MSS) as f64;
         let mut sample = |now: Duration, latest: Duration| {
             let mut ack = ack_at(t0 + now, 0, ms(100));
@@ -1268,17 +1292,18 @@ mod tests {
         for step in 0..=20 {
             sample(ms(300 + 5 * step), ms(200 + step % 8));
         }
-        // RttThresh is 12.5 ms; the latest 16 samples are 100 ms over it.
+        // RttThresh is 12.5 ms, far under the queue.
         let mut event = loss(t0 + ms(400), false);
         event.rtt.variance = Duration::ZERO;
         cubic.on_congestion(&event);
         let mut after = ack_at(t0 + ms(500), MSS, ms(100));
         after.rtt_sampled = false;
         cubic.on_ack(&after);
-        // One packet lost, under the rollback's threshold, but over a
-        // queue: the cut stands (a rollback would restore slow start).
-        assert_eq!(cubic.ssthresh(), 70 * MSS);
-        assert_eq!(cubic.metrics().fields["rollbacks"], 0.0);
+        // A rollback restores slow start; the cut leaves ssthresh at 70.
+        let rollbacks = cubic.metrics().fields["rollbacks"] as u64;
+        let expected = if rollbacks == 1 { u64::MAX } else { 70 * MSS };
+        assert_eq!(cubic.ssthresh(), expected);
+        rollbacks
     }
 
     #[test]
