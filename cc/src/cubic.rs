@@ -145,7 +145,7 @@ pub struct CubicConfig {
     /// guard's intent but costs random loss: measured with `sift-lab`
     /// (docs/experiments.md, "CUBIC's rollback over a queue"), leaky-pipes
     /// 0.5% loss at 100 ms 0.747 → 0.716 of capacity·(1 − p) (seeds 1–10),
-    /// and CUBIC's share beside BBR 0.497 → 0.404 (seeds 1–3).
+    /// and CUBIC's share beside BBR 0.505 → 0.407 (seeds 1–10).
     pub rollback_floor_over_min_rtt: bool,
 }
 
