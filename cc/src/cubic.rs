@@ -561,8 +561,11 @@ impl CongestionControl for Cubic {
         if ack.rtt_sampled {
             self.recent_rtts[self.rtt_samples % QUEUE_SAMPLES] = ack.rtt.latest;
             self.rtt_samples = self.rtt_samples.wrapping_add(1);
-            self.recent_floor
-                .on_sample(ack.now, ack.rtt.latest, ack.rtt.min);
+            if self.config.rollback_floor_over_min_rtt {
+                // A window's worth of samples at most: kept only when read.
+                self.recent_floor
+                    .on_sample(ack.now, ack.rtt.latest, ack.rtt.min);
+            }
         }
         self.queue.on_ack(ack);
         if ack.in_recovery {
