@@ -139,7 +139,7 @@ pub struct CubicConfig {
     pub rollback_jitter_robust: bool,
     /// With `rollback_jitter_robust`: take that round's minimum over the
     /// last min_rtt of ACKs, so a queue built within the last round (a
-    /// slow start overflowing the queue) counts ([`RecentRttFloor`]). Off
+    /// slow start overflowing the queue) counts (`RecentRttFloor`). Off
     /// (the default): the last completed round's minimum, which began
     /// before such a queue, so the rollback passes over it. On keeps the
     /// guard's intent but costs random loss: measured with `sift-lab`
