@@ -1434,9 +1434,9 @@ impl Connection {
         if matches!(self.state, State::Closed) && self.streams.readable().next().is_none() {
             return Err(Error::Closed);
         }
-        let srtt = self.recovery.rtt().smoothed();
-        self.streams.set_min_rtt(self.recovery.rtt().min());
-        Ok(self.streams.read(id, buf, self.now, srtt)?)
+        let rtt = self.recovery.rtt();
+        let (srtt, min_rtt) = (rtt.smoothed(), rtt.min());
+        Ok(self.streams.read(id, buf, self.now, srtt, min_rtt)?)
     }
 
     /// Abandons sending on a stream (RESET_STREAM with `error_code`).

@@ -173,10 +173,6 @@ pub struct Streams {
     pub(super) config: StreamConfig,
     /// The peer's transport parameters, once the handshake delivered them.
     pub(super) peer_limits: Option<PeerLimits>,
-    /// The path's minimum RTT as the connection last reported it
-    /// ([`set_min_rtt`](Self::set_min_rtt)): sizes what the path holds
-    /// for windows bounded by their socket.
-    pub(super) min_rtt: Duration,
     pub(super) streams: BTreeMap<StreamId, StreamState>,
     /// Index of the next stream we open, per direction.
     pub(super) next_local: [u64; 2],
@@ -243,7 +239,6 @@ impl Streams {
             side,
             config,
             peer_limits: None,
-            min_rtt: Duration::ZERO,
             streams: BTreeMap::new(),
             next_local: [0; 2],
             peer_stream_window: PeerStreamWindow {
@@ -269,13 +264,6 @@ impl Streams {
             out_of_order_segments: 0,
             stats: StreamStats::default(),
         }
-    }
-
-    /// The path's minimum RTT now, for receive windows bounded by their
-    /// socket (`StreamConfig::socket_receive_bytes`): the connection
-    /// reports it before reads.
-    pub fn set_min_rtt(&mut self, min_rtt: Duration) {
-        self.min_rtt = min_rtt;
     }
 
     /// Sizes each stream's send buffer for a congestion window of
@@ -464,8 +452,9 @@ impl Streams {
     /// reset the stream (unread data is dropped at once).
     ///
     /// Reading frees receive window: once half the window is consumed a
-    /// MAX_STREAM_DATA / MAX_DATA is queued, auto-tuned with `now` and the
-    /// connection's smoothed RTT `srtt` (see `flow.rs`). A peer stream read
+    /// MAX_STREAM_DATA / MAX_DATA is queued, auto-tuned with `now`, the
+    /// connection's smoothed RTT `srtt` and, for windows bounded by their
+    /// socket, its minimum RTT `min_rtt` (see `flow.rs`). A peer stream read
     /// to its end (and whose sending half, if any, is done) is retired and
     /// MAX_STREAMS credit is queued.
     pub fn read(
@@ -474,6 +463,7 @@ impl Streams {
         buf: &mut [u8],
         now: Instant,
         srtt: Duration,
+        min_rtt: Duration,
     ) -> Result<(usize, bool), StreamError> {
         let recv = recv_half(&mut self.streams, id)?;
         if recv.buffer.is_stopped() {
@@ -495,10 +485,7 @@ impl Streams {
         let consumed = recv.buffer.consumed();
         if recv.buffer.wants_credit()
             && recv.window.update_due(consumed)
-            && recv
-                .window
-                .update(consumed, now, srtt, self.min_rtt)
-                .is_some()
+            && recv.window.update(consumed, now, srtt, min_rtt).is_some()
         {
             self.pending.insert(PendingControl::MaxStreamData(id));
             self.connection_recv.stay_ahead_of(recv.window.window());
@@ -508,7 +495,7 @@ impl Streams {
         if self.connection_recv.update_due(self.connection_consumed)
             && self
                 .connection_recv
-                .update(self.connection_consumed, now, srtt, self.min_rtt)
+                .update(self.connection_consumed, now, srtt, min_rtt)
                 .is_some()
         {
             self.pending.insert(PendingControl::MaxData);

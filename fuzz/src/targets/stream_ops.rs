@@ -443,7 +443,9 @@ impl World {
 
     fn read(&mut self, on: Endpoint, id: StreamId, len: usize) {
         let mut buf = vec![0u8; len];
-        let Ok((count, fin)) = self.streams[on.index()].read(id, &mut buf, self.now, SRTT) else {
+        let Ok((count, fin)) =
+            self.streams[on.index()].read(id, &mut buf, self.now, SRTT, Duration::ZERO)
+        else {
             return;
         };
         assert!(count <= len);

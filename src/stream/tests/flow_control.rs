@@ -132,10 +132,12 @@ fn reading_half_the_window_queues_max_stream_data() {
     let (_client, mut server) = pair(StreamConfig::default(), server_granting(2000, 1000));
     server.on_stream_frame(2, 0, &pattern(600), false).unwrap();
     let mut buf = [0u8; 499];
-    server.read(2, &mut buf, t0, SRTT).unwrap();
+    server.read(2, &mut buf, t0, SRTT, Duration::ZERO).unwrap();
     // 1000 − 499 = 501 left > 1000/2: no update yet.
     assert!(!server.has_control());
-    server.read(2, &mut buf[..1], t0, SRTT).unwrap();
+    server
+        .read(2, &mut buf[..1], t0, SRTT, Duration::ZERO)
+        .unwrap();
     // 1000 − 500 = 500 ≤ 500: new limit 500 + 1000 = 1500. The connection
     // (2000 − 500 = 1500 > 1000) needs nothing yet.
     assert_eq!(
@@ -215,7 +217,6 @@ fn a_socket_bound_keeps_quick_reads_from_growing_the_windows_past_the_socket() {
         ..server_granting(15_000, 10_000)
     };
     let (_client, mut server) = pair(StreamConfig::default(), server_config);
-    server.set_min_rtt(Duration::ZERO);
     let mut offset = 0;
     let mut at = t0;
     let mut limit = 0;
@@ -443,10 +444,14 @@ fn a_lost_credit_update_is_resent_with_the_latest_value() {
     let (_client, mut server) = pair(StreamConfig::default(), server_granting(1 << 20, 1000));
     server.on_stream_frame(2, 0, &pattern(1000), false).unwrap();
     let mut buf = [0u8; 500];
-    server.read(2, &mut buf, t0, Duration::ZERO).unwrap();
+    server
+        .read(2, &mut buf, t0, Duration::ZERO, Duration::ZERO)
+        .unwrap();
     let old = drain_control(&mut server);
     assert_eq!(old, vec![ControlFrame::MaxStreamData { id: 2, max: 1500 }]);
-    server.read(2, &mut buf, t0 + SRTT, Duration::ZERO).unwrap();
+    server
+        .read(2, &mut buf, t0 + SRTT, Duration::ZERO, Duration::ZERO)
+        .unwrap();
     let new = drain_control(&mut server);
     assert_eq!(new, vec![ControlFrame::MaxStreamData { id: 2, max: 2000 }]);
     // Losing the superseded 1500 resends nothing; losing 2000 resends it.

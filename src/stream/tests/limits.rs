@@ -1,7 +1,7 @@
 //! Stream-count limits and stream states: MAX_STREAMS in both directions,
 //! implicit opening, retiring, and frames for streams that cannot carry them.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::*;
 
@@ -203,7 +203,7 @@ fn application_misuse_is_refused_with_the_stream_named() {
     let mut buf = [0u8; 8];
     let uni = client.open(Dir::Uni).unwrap();
     assert_eq!(
-        client.read(uni, &mut buf, now, SRTT),
+        client.read(uni, &mut buf, now, SRTT, Duration::ZERO),
         Err(StreamError::WrongDirection(uni))
     );
     assert_eq!(
@@ -212,7 +212,7 @@ fn application_misuse_is_refused_with_the_stream_named() {
     );
     let bi = client.open(Dir::Bi).unwrap();
     assert_eq!(
-        client.read(bi, &mut buf, now, SRTT),
+        client.read(bi, &mut buf, now, SRTT, Duration::ZERO),
         Err(StreamError::Blocked)
     );
     assert_eq!(client.write(bi, b"", true), Ok(0));

@@ -104,7 +104,7 @@ pub(super) fn read_ready(streams: &mut Streams, id: StreamId, now: Instant) -> (
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        match streams.read(id, &mut buf, now, SRTT) {
+        match streams.read(id, &mut buf, now, SRTT, Duration::ZERO) {
             Ok((n, fin)) => {
                 out.extend_from_slice(&buf[..n]);
                 if fin {

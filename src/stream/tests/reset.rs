@@ -1,7 +1,7 @@
 //! Abandoning streams: RESET_STREAM from either side, STOP_SENDING and the
 //! final-size rules of RFC 9000 §4.5.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::*;
 
@@ -65,7 +65,7 @@ fn reading_a_reset_stream_reports_the_error() {
     );
     let mut buf = [0u8; 64];
     assert_eq!(
-        server.read(2, &mut buf, now, SRTT),
+        server.read(2, &mut buf, now, SRTT, Duration::ZERO),
         Err(StreamError::Reset {
             id: 2,
             error_code: 42
@@ -73,7 +73,7 @@ fn reading_a_reset_stream_reports_the_error() {
     );
     // Reported: the peer's stream is retired and one more is granted.
     assert_eq!(
-        server.read(2, &mut buf, now, SRTT),
+        server.read(2, &mut buf, now, SRTT, Duration::ZERO),
         Err(StreamError::UnknownStream(2))
     );
     assert!(
@@ -115,7 +115,7 @@ fn stop_sending_makes_the_sender_reset() {
     assert_eq!(stop, vec![ControlFrame::StopSending { id, error_code: 9 }]);
     let mut buf = [0u8; 16];
     assert_eq!(
-        server.read(id, &mut buf, Instant::now(), SRTT),
+        server.read(id, &mut buf, Instant::now(), SRTT, Duration::ZERO),
         Err(StreamError::ReceiveStopped(id))
     );
 
@@ -138,7 +138,7 @@ fn stop_sending_makes_the_sender_reset() {
     apply_control(&mut server, reset[0]).unwrap();
     assert_eq!(server.readable().count(), 0);
     assert_eq!(
-        server.read(id, &mut buf, Instant::now(), SRTT),
+        server.read(id, &mut buf, Instant::now(), SRTT, Duration::ZERO),
         Err(StreamError::UnknownStream(id))
     );
 }

@@ -128,7 +128,7 @@ fn transfer(total: u64, receiver: StreamConfig, path: &Path) -> Outcome {
         }
         // The stream exists at the receiver once its first frame arrived.
         while receiver.readable().any(|readable| readable == id) {
-            match receiver.read(id, &mut buf, now, path.rtt) {
+            match receiver.read(id, &mut buf, now, path.rtt, Duration::ZERO) {
                 Ok((n, fin)) => {
                     assert!(
                         buf[..n]
