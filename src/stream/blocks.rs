@@ -11,6 +11,46 @@ use std::collections::VecDeque;
 /// ends cost little beside a stream's data; large enough that a 32 MiB
 /// buffer is 2048 blocks.
 pub const BLOCK_BYTES: usize = 16 * 1024;
+/// Emptied blocks of one connection, kept for the next writes of any of
+/// its streams (the module's doc says why).
+#[derive(Debug, Default)]
+pub struct SpareBlocks {
+    blocks: Vec<Vec<u8>>,
+}
+
+impl SpareBlocks {
+    /// A block to fill: a kept one, or a new empty one (allocated as it is
+    /// filled).
+    fn take(&mut self) -> Vec<u8> {
+        self.blocks.pop().unwrap_or_default()
+    }
+
+    /// Keeps an emptied block, or frees it if it never grew to a whole
+    /// block.
+    fn keep(&mut self, mut block: Vec<u8>) {
+        if block.capacity() == BLOCK_BYTES {
+            block.clear();
+            self.blocks.push(block);
+        }
+    }
+
+    /// Frees kept blocks beyond `room` bytes.
+    pub fn trim(&mut self, room: u64) {
+        let keep = usize::try_from(room / BLOCK_BYTES as u64).unwrap_or(usize::MAX);
+        self.blocks.truncate(keep);
+    }
+
+    /// Frees every kept block.
+    pub fn clear(&mut self) {
+        self.blocks = Vec::new();
+    }
+
+    /// Bytes allocated in kept blocks.
+    #[cfg(test)]
+    pub fn allocated(&self) -> usize {
+        self.blocks.iter().map(Vec::capacity).sum()
+    }
+}
 
 /// A queue of bytes: appended at the back, dropped from the front, copied
 /// out by position.
@@ -43,14 +83,15 @@ impl ByteBlocks {
         self.blocks.iter().map(Vec::capacity).sum()
     }
 
-    /// Appends `data`. A new block grows by doubling up to [`BLOCK_BYTES`],
-    /// so a short stream allocates about what it writes.
-    pub fn extend(&mut self, mut data: &[u8]) {
+    /// Appends `data`, into blocks from `spare` first. A new block grows by
+    /// doubling up to [`BLOCK_BYTES`], so a short stream allocates about
+    /// what it writes.
+    pub fn extend(&mut self, mut data: &[u8], spare: &mut SpareBlocks) {
         while !data.is_empty() {
             let last = match self.blocks.back_mut() {
                 Some(last) if last.len() < BLOCK_BYTES => last,
                 _ => {
-                    self.blocks.push_back(Vec::new());
+                    self.blocks.push_back(spare.take());
                     match self.blocks.back_mut() {
                         Some(last) => last,
                         None => return,
@@ -71,25 +112,29 @@ impl ByteBlocks {
     }
 
     /// Drops the first `count` bytes (all of them if fewer are held),
-    /// freeing every block they emptied.
-    pub fn drop_front(&mut self, count: usize) {
+    /// handing every block they emptied to `spare`.
+    pub fn drop_front(&mut self, count: usize, spare: &mut SpareBlocks) {
         let count = count.min(self.len);
         self.len -= count;
         if self.len == 0 {
-            self.clear();
+            self.clear(spare);
             return;
         }
         self.front_skip += count;
         while self.front_skip >= BLOCK_BYTES {
             // Bytes remain, so this block is full and not the last one.
-            self.blocks.pop_front();
+            if let Some(block) = self.blocks.pop_front() {
+                spare.keep(block);
+            }
             self.front_skip -= BLOCK_BYTES;
         }
     }
 
-    /// Drops everything and frees every block.
-    pub fn clear(&mut self) {
-        self.blocks = VecDeque::new();
+    /// Drops everything, handing every block to `spare`.
+    pub fn clear(&mut self, spare: &mut SpareBlocks) {
+        for block in std::mem::take(&mut self.blocks) {
+            spare.keep(block);
+        }
         self.front_skip = 0;
         self.len = 0;
     }
@@ -125,31 +170,73 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn dropped_blocks_are_freed_at_once() {
+    fn dropped_blocks_leave_the_queue_at_once_for_the_spare() {
+        let mut spare = SpareBlocks::default();
         let mut queue = ByteBlocks::new();
-        queue.extend(&vec![1; 10 * BLOCK_BYTES]);
+        queue.extend(&vec![1; 10 * BLOCK_BYTES], &mut spare);
         assert_eq!(queue.allocated(), 10 * BLOCK_BYTES);
-        queue.drop_front(9 * BLOCK_BYTES + 10);
+        queue.drop_front(9 * BLOCK_BYTES + 10, &mut spare);
         // One block holds the rest: a VecDeque would still hold ten.
         assert_eq!(queue.len(), BLOCK_BYTES - 10);
         assert_eq!(queue.allocated(), BLOCK_BYTES);
-        queue.drop_front(BLOCK_BYTES);
+        assert_eq!(spare.allocated(), 9 * BLOCK_BYTES);
+        queue.drop_front(BLOCK_BYTES, &mut spare);
         assert_eq!(queue.allocated(), 0);
+        assert_eq!(spare.allocated(), 10 * BLOCK_BYTES);
+        spare.clear();
+        assert_eq!(spare.allocated(), 0);
+    }
+
+    #[test]
+    fn new_writes_fill_spare_blocks_before_allocating() {
+        let mut spare = SpareBlocks::default();
+        let mut first = ByteBlocks::new();
+        first.extend(&vec![1; 3 * BLOCK_BYTES], &mut spare);
+        let kept: Vec<*const u8> = first.blocks.iter().map(|b| b.as_ptr()).collect();
+        first.drop_front(3 * BLOCK_BYTES, &mut spare);
+        // Another stream of the connection writes into the very blocks.
+        let mut second = ByteBlocks::new();
+        second.extend(&vec![2; 3 * BLOCK_BYTES], &mut spare);
+        assert_eq!(spare.allocated(), 0);
+        for block in &second.blocks {
+            assert!(kept.contains(&block.as_ptr()));
+            assert_eq!(block.capacity(), BLOCK_BYTES);
+        }
+        let mut out = Vec::new();
+        assert!(second.copy_to(0, second.len(), &mut out));
+        assert!(out.iter().all(|&b| b == 2));
+    }
+
+    #[test]
+    fn the_spare_keeps_whole_blocks_within_the_room_it_is_trimmed_to() {
+        let mut spare = SpareBlocks::default();
+        let mut queue = ByteBlocks::new();
+        queue.extend(&vec![1; 10 * BLOCK_BYTES], &mut spare);
+        queue.drop_front(queue.len(), &mut spare);
+        assert_eq!(spare.allocated(), 10 * BLOCK_BYTES);
+        spare.trim(4 * BLOCK_BYTES as u64 + 100);
+        assert_eq!(spare.allocated(), 4 * BLOCK_BYTES);
+        spare.clear();
+        // A short stream's block never grew whole: freed, not kept.
+        queue.extend(b"GET /file", &mut spare);
+        queue.drop_front(queue.len(), &mut spare);
+        assert_eq!(spare.allocated(), 0);
     }
 
     #[test]
     fn a_short_write_allocates_about_its_size() {
         let mut queue = ByteBlocks::new();
-        queue.extend(b"GET /file");
+        queue.extend(b"GET /file", &mut SpareBlocks::default());
         assert!(queue.allocated() < 64, "{}", queue.allocated());
     }
 
     #[test]
     fn copies_span_block_boundaries() {
         let data: Vec<u8> = (0..3 * BLOCK_BYTES).map(|i| (i % 251) as u8).collect();
+        let mut spare = SpareBlocks::default();
         let mut queue = ByteBlocks::new();
-        queue.extend(&data);
-        queue.drop_front(100);
+        queue.extend(&data, &mut spare);
+        queue.drop_front(100, &mut spare);
         let mut out = Vec::new();
         assert!(queue.copy_to(BLOCK_BYTES - 200, 2 * BLOCK_BYTES, &mut out));
         assert_eq!(out, data[BLOCK_BYTES - 100..2 * BLOCK_BYTES + 100]);
@@ -161,11 +248,14 @@ mod tests {
 
     proptest! {
         /// Against a plain VecDeque: the same bytes after any writes and
-        /// drops, and never more than two blocks allocated beyond them.
+        /// drops, never more than two blocks allocated beyond them, and
+        /// what is kept spare no more than what was dropped.
         #[test]
         fn behaves_like_a_deque_and_allocates_what_it_holds(
             ops in proptest::collection::vec((any::<bool>(), 0usize..40_000), 1..60)
         ) {
+            let mut spare = SpareBlocks::default();
+            let mut peak = 0;
             let mut queue = ByteBlocks::new();
             let mut model: VecDeque<u8> = VecDeque::new();
             let mut next = 0u8;
@@ -174,14 +264,16 @@ mod tests {
                     let data: Vec<u8> = (0..amount)
                         .map(|_| { next = next.wrapping_add(7); next })
                         .collect();
-                    queue.extend(&data);
+                    queue.extend(&data, &mut spare);
                     model.extend(&data);
+                    peak = peak.max(queue.len());
                 } else {
-                    queue.drop_front(amount);
+                    queue.drop_front(amount, &mut spare);
                     model.drain(..amount.min(model.len()));
                 }
                 prop_assert_eq!(queue.len(), model.len());
                 prop_assert!(queue.allocated() <= queue.len() + 2 * BLOCK_BYTES);
+                prop_assert!(spare.allocated() + queue.len() <= peak + 2 * BLOCK_BYTES);
                 let mut out = Vec::new();
                 prop_assert!(queue.copy_to(0, queue.len(), &mut out));
                 prop_assert!(out.iter().eq(model.iter()));

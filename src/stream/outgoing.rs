@@ -292,8 +292,10 @@ impl Streams {
         };
         let end = chunk.offset.saturating_add(chunk.len as u64);
         let before = SendTally::of(&send.buffer);
-        send.buffer.on_acked(chunk.offset..end, chunk.fin);
+        send.buffer
+            .on_acked(chunk.offset..end, chunk.fin, &mut self.spare_blocks);
         self.send_tally.replace(before, SendTally::of(&send.buffer));
+        self.trim_spare();
         self.retire_if_done(chunk.id);
     }
 

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use super::blocks::ByteBlocks;
+use super::blocks::{ByteBlocks, SpareBlocks};
 use super::ranges::RangeSet;
 
 /// How the sending half was closed, if it was.
@@ -129,10 +129,10 @@ impl SendBuffer {
         !self.fin_written && self.closure == SendClosure::Open && self.stopped_by_peer.is_none()
     }
 
-    /// Appends `data`. The caller checks [`is_writable`](Self::is_writable)
-    /// and the buffer limit.
-    pub fn write(&mut self, data: &[u8]) {
-        self.bytes.extend(data);
+    /// Appends `data`, into the connection's `spare` blocks first. The
+    /// caller checks [`is_writable`](Self::is_writable) and the buffer limit.
+    pub fn write(&mut self, data: &[u8], spare: &mut SpareBlocks) {
+        self.bytes.extend(data, spare);
         self.written_offset += data.len() as u64;
     }
 
@@ -279,8 +279,9 @@ impl SendBuffer {
     }
 
     /// The peer acknowledged `range` (and the FIN if `fin`): drop the
-    /// acknowledged prefix, forget any queued resend of it.
-    pub fn on_acked(&mut self, range: Range<u64>, fin: bool) {
+    /// acknowledged prefix (its emptied blocks to `spare`), forget any
+    /// queued resend of it.
+    pub fn on_acked(&mut self, range: Range<u64>, fin: bool, spare: &mut SpareBlocks) {
         if self.closure != SendClosure::Open {
             return;
         }
@@ -300,7 +301,7 @@ impl SendBuffer {
             }
             self.acked.remove(first.clone());
             let drop = (first.end - self.acked_offset) as usize;
-            self.bytes.drop_front(drop);
+            self.bytes.drop_front(drop, spare);
             self.acked_offset = first.end;
         }
     }
@@ -329,7 +330,7 @@ impl SendBuffer {
     /// Abandons sending (RFC 9000 §3.1 "Reset Sent"): drops every byte and
     /// returns the final size, the highest offset sent. `None` when there is
     /// nothing to reset (already reset, or everything acknowledged).
-    pub fn reset(&mut self, error_code: u64) -> Option<u64> {
+    pub fn reset(&mut self, error_code: u64, spare: &mut SpareBlocks) -> Option<u64> {
         if self.closure != SendClosure::Open || self.is_all_acked() {
             return None;
         }
@@ -339,7 +340,7 @@ impl SendBuffer {
             final_size,
             acked: false,
         };
-        self.bytes.clear();
+        self.bytes.clear(spare);
         self.acked = RangeSet::new();
         self.retransmit = RangeSet::new();
         self.fin_lost = false;
@@ -365,7 +366,7 @@ mod tests {
 
     fn written(data: &[u8], fin: bool) -> SendBuffer {
         let mut buffer = SendBuffer::new();
-        buffer.write(data);
+        buffer.write(data, &mut SpareBlocks::default());
         if fin {
             buffer.write_fin();
         }
@@ -440,9 +441,9 @@ mod tests {
         for _ in 0..3 {
             buffer.next_new_data(100, u64::MAX);
         }
-        buffer.on_acked(100..200, false);
+        buffer.on_acked(100..200, false, &mut SpareBlocks::default());
         assert_eq!(buffer.buffered(), 300, "a hole at 0..100 keeps everything");
-        buffer.on_acked(0..100, false);
+        buffer.on_acked(0..100, false, &mut SpareBlocks::default());
         assert_eq!(buffer.buffered(), 100, "0..200 acknowledged and dropped");
     }
 
@@ -451,7 +452,7 @@ mod tests {
         let mut buffer = written(&[1; 200], false);
         buffer.next_new_data(100, u64::MAX);
         buffer.next_new_data(100, u64::MAX);
-        buffer.on_acked(50..100, false);
+        buffer.on_acked(50..100, false, &mut SpareBlocks::default());
         // Lost 0..150: only 0..50 and 100..150 are missing at the peer.
         assert_eq!(buffer.on_lost(0..150, false), 100);
         assert_eq!(
@@ -476,10 +477,10 @@ mod tests {
     #[test]
     fn copy_spans_the_ring_boundary() {
         let mut buffer = SendBuffer::new();
-        buffer.write(&(0..=255).collect::<Vec<u8>>());
+        buffer.write(&(0..=255).collect::<Vec<u8>>(), &mut SpareBlocks::default());
         buffer.next_new_data(200, u64::MAX);
-        buffer.on_acked(0..200, false);
-        buffer.write(&(0..=255).collect::<Vec<u8>>());
+        buffer.on_acked(0..200, false, &mut SpareBlocks::default());
+        buffer.write(&(0..=255).collect::<Vec<u8>>(), &mut SpareBlocks::default());
         let mut out = Vec::new();
         assert!(buffer.copy_range(250..260, &mut out));
         assert_eq!(out, vec![250, 251, 252, 253, 254, 255, 0, 1, 2, 3]);
@@ -490,12 +491,16 @@ mod tests {
     fn reset_final_size_is_the_highest_offset_sent() {
         let mut buffer = written(&[0; 1000], false);
         buffer.next_new_data(300, u64::MAX);
-        assert_eq!(buffer.reset(9), Some(300));
+        assert_eq!(buffer.reset(9, &mut SpareBlocks::default()), Some(300));
         assert_eq!(
             buffer.next_new_data(100, u64::MAX),
             None,
             "nothing more is sent"
         );
-        assert_eq!(buffer.reset(9), None, "only once");
+        assert_eq!(
+            buffer.reset(9, &mut SpareBlocks::default()),
+            None,
+            "only once"
+        );
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::blocks::SpareBlocks;
 use super::config::{PeerLimits, StreamConfig};
 use super::control::PendingControl;
 use super::error::StreamError;
@@ -206,6 +207,10 @@ pub struct Streams {
     pub(super) connection_send_buffer: u64,
     /// What the send buffers of all streams hold.
     pub(super) send_tally: SendTally,
+    /// Blocks the send buffers emptied, for their next writes: no more than
+    /// the room left in `connection_send_buffer` ([`Self::trim_spare`]),
+    /// and none once a stream retires and no other holds anything.
+    pub(super) spare_blocks: SpareBlocks,
     /// Runs of received bytes held beyond a gap, all streams together
     /// (capped by `config.max_out_of_order_segments`).
     pub(super) out_of_order_segments: u64,
@@ -261,6 +266,7 @@ impl Streams {
             send_buffer,
             connection_send_buffer,
             send_tally: SendTally::default(),
+            spare_blocks: SpareBlocks::default(),
             out_of_order_segments: 0,
             stats: StreamStats::default(),
         }
@@ -289,6 +295,17 @@ impl Streams {
         self.connection_send_buffer = windows
             .max(floor)
             .min(self.config.max_connection_send_buffer);
+        self.trim_spare();
+    }
+
+    /// Frees spare send blocks beyond the room left in the connection's
+    /// send buffer, so that what the streams hold and keep together stays
+    /// within it.
+    pub(super) fn trim_spare(&mut self) {
+        self.spare_blocks.trim(
+            self.connection_send_buffer
+                .saturating_sub(self.send_tally.held),
+        );
     }
 
     /// Bytes all streams together may take from the application now: room
@@ -438,7 +455,10 @@ impl Streams {
             return Err(StreamError::Blocked);
         }
         let before = SendTally::of(&send.buffer);
-        send.buffer.write(data.get(..accepted).unwrap_or_default());
+        send.buffer.write(
+            data.get(..accepted).unwrap_or_default(),
+            &mut self.spare_blocks,
+        );
         if fin && accepted == data.len() {
             send.buffer.write_fin();
         }
@@ -513,10 +533,15 @@ impl Streams {
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         let send = send_half(&mut self.streams, id)?;
         let before = SendTally::of(&send.buffer);
-        if send.buffer.reset(error_code).is_some() {
+        if send
+            .buffer
+            .reset(error_code, &mut self.spare_blocks)
+            .is_some()
+        {
             self.pending.insert(PendingControl::ResetStream(id));
         }
         self.send_tally.replace(before, SendTally::of(&send.buffer));
+        self.trim_spare();
         Ok(())
     }
 
@@ -684,6 +709,9 @@ impl Streams {
                 self.out_of_order_segments = self
                     .out_of_order_segments
                     .saturating_sub(recv.buffer.out_of_order_segments());
+            }
+            if self.send_tally.held == 0 {
+                self.spare_blocks.clear();
             }
         }
         if stream_initiator(id) != self.side {

@@ -231,3 +231,48 @@ fn filled_gaps_and_resets_give_their_segments_back() {
             .unwrap();
     }
 }
+
+#[test]
+fn emptied_send_blocks_are_reused_within_the_connection_send_buffer_and_freed_at_retirement() {
+    let buffer = 256 * KIB;
+    let client_config = StreamConfig {
+        send_buffer: buffer,
+        max_connection_send_buffer: buffer,
+        ..StreamConfig::default()
+    };
+    let (mut client, mut server) = pair(client_config, StreamConfig::default());
+    let id = client.open(Dir::Uni).unwrap();
+    let data = pattern(buffer as usize);
+    assert_eq!(write_until_blocked(&mut client, id, &data), buffer);
+    deliver_chunks(&mut client, &mut server);
+    // Everything acknowledged: the blocks are kept, up to the whole buffer.
+    assert_eq!(client.stats().send_buffered, 0);
+    assert_eq!(client.spare_blocks.allocated() as u64, buffer);
+
+    // The next writes fill the kept blocks: nothing new is allocated.
+    assert_eq!(write_until_blocked(&mut client, id, &data), buffer);
+    assert_eq!(client.spare_blocks.allocated(), 0);
+    // Acknowledged piece by piece and written again as room opens: what is
+    // held and kept together never exceeds the buffer.
+    let mut rewrites = 0;
+    while let Some((chunk, bytes)) = poll_chunk(&mut client, 5000) {
+        server
+            .on_stream_frame(chunk.id, chunk.offset, &bytes, chunk.fin)
+            .unwrap();
+        client.on_chunk_acked(&chunk);
+        let kept = client.spare_blocks.allocated() as u64;
+        assert!(kept + client.stats().send_buffered <= buffer);
+        if rewrites < 100 {
+            write_until_blocked(&mut client, id, &data[..5000]);
+            rewrites += 1;
+            let kept = client.spare_blocks.allocated() as u64;
+            assert!(kept + client.stats().send_buffered <= buffer);
+        }
+    }
+
+    // The stream ends and retires with nothing held anywhere: freed.
+    client.write(id, b"", true).unwrap();
+    while !deliver_chunks(&mut client, &mut server).is_empty() {}
+    assert_eq!(client.stats().send_buffered, 0);
+    assert_eq!(client.spare_blocks.allocated(), 0);
+}
