@@ -23,6 +23,15 @@ use super::response::{
 };
 use super::server::CHUNK_LEN;
 
+/// How much a download asks for per read. The connection's driver runs on
+/// its own thread, and a read that finds nothing waiting puts the reading
+/// thread to sleep until the driver wakes it; reads four times the 64 KiB
+/// the server sends per call take what arrived in fewer calls and sleeps.
+/// Loopback, 1 GiB over hq-interop, five interleaved pairs: the client's
+/// context switches 8.5 → 5.8 thousand, its CPU 1.19 → 1.12 s, goodput
+/// 6.56 → 6.88 Gb/s (medians; `interop/results/2026-11-27-spare-blocks/`).
+pub const DOWNLOAD_READ_LEN: usize = 256 * 1024;
+
 /// A listing larger than this is refused rather than held in memory.
 pub const MAX_LISTING_LEN: u64 = 64 * 1024 * 1024;
 
@@ -192,10 +201,10 @@ pub fn get<S: Duplex + ?Sized>(
     progress(offset, size);
 
     let wanted = size.saturating_sub(offset);
-    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut buf = vec![0u8; DOWNLOAD_READ_LEN];
     let mut received = 0u64;
     while received < wanted {
-        let want = (wanted - received).min(CHUNK_LEN as u64) as usize;
+        let want = (wanted - received).min(DOWNLOAD_READ_LEN as u64) as usize;
         let interrupted = |reason: String| ClientError::Interrupted {
             received: offset + received,
             expected: size,

@@ -22,6 +22,7 @@ use std::time::Instant;
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::client::DOWNLOAD_READ_LEN;
 use super::digest::{Sha256Digest, Sha256Hasher};
 use super::duplex::Duplex;
 use super::part_file::{download_part_path, download_writes_in_place};
@@ -273,7 +274,7 @@ fn receive<S: Duplex + ?Sized>(
 ) -> Result<HqOutcome, HqError> {
     let mut out = BufWriter::with_capacity(CHUNK_LEN, file);
     let mut hasher = Sha256Hasher::new();
-    let mut buf = vec![0u8; CHUNK_LEN];
+    let mut buf = vec![0u8; DOWNLOAD_READ_LEN];
     let mut received = 0u64;
     loop {
         let n = match stream.read(&mut buf) {

@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::client::DOWNLOAD_READ_LEN;
 use super::client::{read_ok_response, send_request, ClientError};
 use super::duplex::Duplex;
 use super::request::{PerfDirection, PerfLimit, Request};
-use super::server::{perf_pattern, CHUNK_LEN};
+use super::server::perf_pattern;
 
 /// What to measure.
 #[derive(Clone, Copy, Debug)]
@@ -185,7 +186,7 @@ pub fn run_perf<S: Duplex + ?Sized>(
             super::client::finish_request(stream)?;
             read_ok_response(stream)?;
             let mut meter = IntervalMeter::new(options.interval, sample);
-            let mut buf = vec![0u8; CHUNK_LEN];
+            let mut buf = vec![0u8; DOWNLOAD_READ_LEN];
             let mut received = 0u64;
             loop {
                 match stream.read(&mut buf) {
