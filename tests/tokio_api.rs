@@ -848,6 +848,102 @@ async fn a_client_whose_address_changes_stays_with_the_worker_that_accepted_it()
     .await
 }
 
+/// Current-thread runtimes, each on a thread of its own until dropped.
+struct RuntimeThreads {
+    handles: Vec<tokio::runtime::Handle>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl RuntimeThreads {
+    fn start(count: usize) -> Self {
+        let mut all = Self {
+            handles: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+        };
+        for _ in 0..count {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            all.handles.push(runtime.handle().clone());
+            let stop = Arc::clone(&all.stop);
+            all.threads.push(std::thread::spawn(move || {
+                runtime.block_on(async {
+                    while !stop.load(Ordering::Relaxed) {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                });
+            }));
+        }
+        all
+    }
+}
+
+impl Drop for RuntimeThreads {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_workers_driver_runs_on_the_runtime_it_was_given() {
+    bounded(async {
+        // What sift-server does: a current-thread runtime per worker, so
+        // no scheduler moves a busy driver between threads.
+        let runtimes = RuntimeThreads::start(2);
+        let here = tokio::runtime::Handle::current();
+        let tasks_here = here.metrics().num_alive_tasks();
+        let workers = Endpoint::bind_workers_on(
+            localhost(),
+            EndpointConfig::server(config()),
+            &runtimes.handles,
+        )
+        .unwrap();
+        for runtime in &runtimes.handles {
+            assert_eq!(runtime.metrics().num_alive_tasks(), 1, "its driver");
+        }
+        assert_eq!(
+            here.metrics().num_alive_tasks(),
+            tasks_here,
+            "no driver here"
+        );
+        // Served from this runtime's tasks, whichever worker a client lands on.
+        let port = workers[0].local_addr();
+        for worker in &workers {
+            let worker = worker.clone();
+            tokio::spawn(async move {
+                while let Some(connection) = worker.accept().await {
+                    tokio::spawn(async move {
+                        let (mut send, mut recv) = connection.accept_bi().await.unwrap();
+                        let request = recv.read_to_end(1 << 20).await.unwrap();
+                        send.write_all(&request).await.unwrap();
+                        send.finish().unwrap();
+                        connection.closed().await;
+                    });
+                }
+            });
+        }
+        for seed in 0..4u64 {
+            let client = Endpoint::client(localhost(), config()).unwrap();
+            let connection = client.connect(port, "localhost").await.unwrap();
+            let (mut send, mut recv) = connection.open_bi().await.unwrap();
+            let request = generated(seed, 300_000);
+            send.write_all(&request).await.unwrap();
+            send.finish().unwrap();
+            assert_eq!(recv.read_to_end(1 << 20).await.unwrap(), request);
+            connection.close(0, "done");
+        }
+        let none = Endpoint::bind_workers_on(localhost(), EndpointConfig::server(config()), &[]);
+        assert!(matches!(none, Err(BindError::Config(_))));
+    })
+    .await
+}
+
 #[tokio::test]
 async fn workers_need_a_server_configuration() {
     let error = Endpoint::bind_workers(localhost(), EndpointConfig::client(config()), 2);

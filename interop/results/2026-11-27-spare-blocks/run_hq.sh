@@ -5,10 +5,10 @@ OUT=/tmp/lbp/out/$TAG; rm -rf $OUT; mkdir -p $OUT/home
 export HOME=$OUT/home
 PORT=$((20000 + RANDOM % 20000))
 if [ -n "$PERF" ]; then SP="perf record -F 2000 -o $OUT/server.perf --"; CP="perf record -F 2000 -o $OUT/client.perf --"; fi
-/usr/bin/time -f "%R %U %S" -o $OUT/server.time $SP $BIN/sift-server --listen 127.0.0.1:$PORT --root /tmp/lbp/root > $OUT/server.out 2> $OUT/server.err &
+/usr/bin/time -f "%w %c %R %U %S" -o $OUT/server.time $SP $BIN/sift-server --listen 127.0.0.1:$PORT --root /tmp/lbp/root > $OUT/server.out 2> $OUT/server.err &
 SPID=$!
 sleep 0.5
-/usr/bin/time -f "%R %U %S" -o $OUT/client.time $CP $BIN/sift-client get https://127.0.0.1:$PORT/file -o /dev/null --json > $OUT/client.json 2> $OUT/client.err
+/usr/bin/time -f "%w %c %R %U %S" -o $OUT/client.time $CP $BIN/sift-client get https://127.0.0.1:$PORT/file -o /dev/null --json > $OUT/client.json 2> $OUT/client.err
 sleep 0.2
 SRV=$(pgrep -P $SPID); kill -TERM $SRV; wait $SPID
 python3 - $OUT <<'PY'
