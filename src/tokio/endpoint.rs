@@ -144,33 +144,15 @@ impl Endpoint {
     /// busier worker sends a new client to a lighter one with a Retry (which
     /// needs `server_secret`). `max_connections` is shared out among them.
     /// Accept on every returned endpoint: each hands out its own clients.
-    /// This is the blocking API's `Listener::bind_workers` for tokio; on a
-    /// multi-threaded runtime the driver tasks run in parallel, but the
-    /// runtime moves them between its threads (see
-    /// [`bind_workers_on`](Self::bind_workers_on)).
+    /// This is `sift-server --workers N` (and the blocking API's
+    /// `Listener::bind_workers`) for tokio; on a multi-threaded runtime the
+    /// driver tasks run in parallel.
     pub fn bind_workers(
         addr: SocketAddr,
         config: EndpointConfig,
         workers: usize,
     ) -> Result<Vec<Self>, BindError> {
         let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
-        Self::bind_workers_on(addr, config, &vec![runtime; workers])
-    }
-
-    /// [`bind_workers`](Self::bind_workers) with worker `i`'s driver task
-    /// on `runtimes[i]`, one worker per runtime given. Give each worker a
-    /// current-thread runtime on a thread of its own (what `sift-server
-    /// --workers N` does): a multi-threaded runtime's scheduler moves a busy
-    /// driver task between its threads and wakes idle threads to steal it,
-    /// which on a 1 GiB loopback download cost the server a fifth of its
-    /// CPU in context switches (`interop/results/2026-11-27-spare-blocks/`).
-    /// Each runtime needs I/O and time enabled.
-    pub fn bind_workers_on(
-        addr: SocketAddr,
-        config: EndpointConfig,
-        runtimes: &[::tokio::runtime::Handle],
-    ) -> Result<Vec<Self>, BindError> {
-        let workers = runtimes.len();
         let invalid = |what: String| BindError::Config(crate::conn::Error::InvalidConfig(what));
         let Some(server) = &config.server else {
             return Err(invalid(
@@ -205,9 +187,8 @@ impl Endpoint {
         let ledger = TokenLedger::new(token_clock());
         datapaths
             .into_iter()
-            .zip(runtimes)
             .enumerate()
-            .map(|(index, (datapath, runtime))| {
+            .map(|(index, datapath)| {
                 let server = Config {
                     rng_seed: os_seed(),
                     entropy: Some(os_entropy()),
@@ -219,7 +200,7 @@ impl Endpoint {
                     .with_worker_loads(Arc::clone(&loads))
                     .with_token_ledger(ledger.clone())
                     .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());
-                Self::start(runtime, datapath, endpoint, &config, options, max_datagram)
+                Self::start(&runtime, datapath, endpoint, &config, options, max_datagram)
             })
             .collect()
     }
@@ -235,9 +216,6 @@ impl Endpoint {
     ) -> Result<Self, BindError> {
         let local = datapath.local_addr();
         let shared = Arc::new(Shared::new(endpoint));
-        // The socket and timer register with the reactor of the runtime the
-        // driver runs on.
-        let _entered = runtime.enter();
         let driver =
             EndpointDriver::new(Arc::clone(&shared), datapath).map_err(|source| BindError::Io {
                 addr: local,

@@ -375,12 +375,22 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Each worker's endpoint driver (its socket, every packet of its
     // clients) gets a thread of its own, as it is busy whenever any of
     // its clients is: among thousands of stream tasks on the serving
-    // threads it would wait its turn behind all of them. One
-    // current-thread runtime each, not one runtime of `workers` threads,
-    // whose scheduler would move the drivers between its threads
-    // (`Endpoint::bind_workers_on`).
-    let drivers = WorkerThreads::start(workers)?;
-    let endpoints = listen(args.listen, config, args.max_clients, drivers.handles())?;
+    // threads it would wait its turn behind all of them.
+    let drivers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .max_blocking_threads(1)
+        .thread_name_fn({
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            move || {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                format!("sift-worker {index}")
+            }
+        })
+        .enable_all()
+        .build()
+        .context("starting the workers' threads")?;
+    let endpoints =
+        drivers.block_on(async { listen(args.listen, config, args.max_clients, workers) })?;
     let local = endpoints[0].local_addr();
     println!(
         "listening on {} (root {}, versions {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
@@ -409,61 +419,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Tasks still waiting on a client are dropped with the runtime; a
     // file call in progress gets a moment to end.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
-    drivers.stop();
+    drivers.shutdown_timeout(SHUTDOWN_GRACE);
     outcome
-}
-
-/// The workers' threads: one current-thread runtime each, running its
-/// endpoint's driver until [`stop`](Self::stop).
-struct WorkerThreads {
-    handles: Vec<tokio::runtime::Handle>,
-    stops: Vec<tokio::sync::oneshot::Sender<()>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl WorkerThreads {
-    fn start(workers: usize) -> anyhow::Result<Self> {
-        let mut threads = Self {
-            handles: Vec::new(),
-            stops: Vec::new(),
-            threads: Vec::new(),
-        };
-        for index in 0..workers {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .max_blocking_threads(1)
-                .enable_all()
-                .build()
-                .context("starting the workers' threads")?;
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            threads.handles.push(runtime.handle().clone());
-            threads.stops.push(stop);
-            let thread = std::thread::Builder::new()
-                .name(format!("sift-worker {index}"))
-                .spawn(move || {
-                    // A dropped sender (the server failing to start) ends
-                    // the thread too.
-                    let _ = runtime.block_on(stopped);
-                    runtime.shutdown_timeout(SHUTDOWN_GRACE);
-                })
-                .context("starting the workers' threads")?;
-            threads.threads.push(thread);
-        }
-        Ok(threads)
-    }
-
-    fn handles(&self) -> &[tokio::runtime::Handle] {
-        &self.handles
-    }
-
-    /// Ends every driver, giving each `SHUTDOWN_GRACE` to finish.
-    fn stop(self) {
-        for stop in self.stops {
-            let _ = stop.send(());
-        }
-        for thread in self.threads {
-            let _ = thread.join();
-        }
-    }
 }
 
 /// How long Ctrl-C waits for clients to hear that the server is closing.
@@ -537,24 +494,21 @@ const DEFAULT_LISTEN_IPV4: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNS
 
 /// Binds `--listen`, or the dual-stack default, falling back to IPv4 only
 /// where the kernel has no IPv6 at all: one endpoint, or one per worker
-/// sharing the address (and `max_clients` shared out among them), each
-/// driven on its worker's runtime.
+/// sharing the address (and `max_clients` shared out among them). Runs
+/// inside the runtime, which drives the endpoints.
 fn listen(
     address: Option<SocketAddr>,
     config: sift::Config,
     max_clients: usize,
-    workers: &[tokio::runtime::Handle],
+    workers: usize,
 ) -> anyhow::Result<Vec<Endpoint>> {
     let endpoint_config = EndpointConfig {
         max_connections: max_clients,
         ..EndpointConfig::server(config)
     };
     let try_bind = |address: SocketAddr| match workers {
-        [one] => {
-            let _entered = one.enter();
-            Endpoint::bind(address, endpoint_config.clone()).map(|endpoint| vec![endpoint])
-        }
-        all => Endpoint::bind_workers_on(address, endpoint_config.clone(), all),
+        1 => Endpoint::bind(address, endpoint_config.clone()).map(|endpoint| vec![endpoint]),
+        n => Endpoint::bind_workers(address, endpoint_config.clone(), n),
     };
     let bind = |address: SocketAddr| {
         try_bind(address).with_context(|| format!("cannot listen on {address}"))
