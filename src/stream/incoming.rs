@@ -185,15 +185,10 @@ impl Streams {
         };
         let before = SendTally::of(&send.buffer);
         send.buffer.set_stopped_by_peer(error_code);
-        if send
-            .buffer
-            .reset(error_code, &mut self.spare_blocks)
-            .is_some()
-        {
+        if send.buffer.reset(error_code).is_some() {
             self.pending.insert(PendingControl::ResetStream(id));
         }
         self.send_tally.replace(before, SendTally::of(&send.buffer));
-        self.trim_spare();
         Ok(())
     }
 

@@ -292,9 +292,12 @@ impl Streams {
         };
         let end = chunk.offset.saturating_add(chunk.len as u64);
         let before = SendTally::of(&send.buffer);
-        send.buffer
-            .on_acked(chunk.offset..end, chunk.fin, &mut self.spare_blocks);
+        let spare = self.writer_waiting.then_some(&mut self.spare_blocks);
+        send.buffer.on_acked(chunk.offset..end, chunk.fin, spare);
         self.send_tally.replace(before, SendTally::of(&send.buffer));
+        if self.send_tally.held == 0 {
+            self.writer_waiting = false;
+        }
         self.trim_spare();
         self.retire_if_done(chunk.id);
     }

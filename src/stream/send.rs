@@ -279,9 +279,9 @@ impl SendBuffer {
     }
 
     /// The peer acknowledged `range` (and the FIN if `fin`): drop the
-    /// acknowledged prefix (its emptied blocks to `spare`), forget any
-    /// queued resend of it.
-    pub fn on_acked(&mut self, range: Range<u64>, fin: bool, spare: &mut SpareBlocks) {
+    /// acknowledged prefix (its emptied blocks to `spare`, or freed if
+    /// none), forget any queued resend of it.
+    pub fn on_acked(&mut self, range: Range<u64>, fin: bool, mut spare: Option<&mut SpareBlocks>) {
         if self.closure != SendClosure::Open {
             return;
         }
@@ -301,7 +301,7 @@ impl SendBuffer {
             }
             self.acked.remove(first.clone());
             let drop = (first.end - self.acked_offset) as usize;
-            self.bytes.drop_front(drop, spare);
+            self.bytes.drop_front(drop, spare.as_deref_mut());
             self.acked_offset = first.end;
         }
     }
@@ -330,7 +330,7 @@ impl SendBuffer {
     /// Abandons sending (RFC 9000 §3.1 "Reset Sent"): drops every byte and
     /// returns the final size, the highest offset sent. `None` when there is
     /// nothing to reset (already reset, or everything acknowledged).
-    pub fn reset(&mut self, error_code: u64, spare: &mut SpareBlocks) -> Option<u64> {
+    pub fn reset(&mut self, error_code: u64) -> Option<u64> {
         if self.closure != SendClosure::Open || self.is_all_acked() {
             return None;
         }
@@ -340,7 +340,7 @@ impl SendBuffer {
             final_size,
             acked: false,
         };
-        self.bytes.clear(spare);
+        self.bytes.clear(None);
         self.acked = RangeSet::new();
         self.retransmit = RangeSet::new();
         self.fin_lost = false;
@@ -441,9 +441,9 @@ mod tests {
         for _ in 0..3 {
             buffer.next_new_data(100, u64::MAX);
         }
-        buffer.on_acked(100..200, false, &mut SpareBlocks::default());
+        buffer.on_acked(100..200, false, None);
         assert_eq!(buffer.buffered(), 300, "a hole at 0..100 keeps everything");
-        buffer.on_acked(0..100, false, &mut SpareBlocks::default());
+        buffer.on_acked(0..100, false, None);
         assert_eq!(buffer.buffered(), 100, "0..200 acknowledged and dropped");
     }
 
@@ -452,7 +452,7 @@ mod tests {
         let mut buffer = written(&[1; 200], false);
         buffer.next_new_data(100, u64::MAX);
         buffer.next_new_data(100, u64::MAX);
-        buffer.on_acked(50..100, false, &mut SpareBlocks::default());
+        buffer.on_acked(50..100, false, None);
         // Lost 0..150: only 0..50 and 100..150 are missing at the peer.
         assert_eq!(buffer.on_lost(0..150, false), 100);
         assert_eq!(
@@ -479,7 +479,7 @@ mod tests {
         let mut buffer = SendBuffer::new();
         buffer.write(&(0..=255).collect::<Vec<u8>>(), &mut SpareBlocks::default());
         buffer.next_new_data(200, u64::MAX);
-        buffer.on_acked(0..200, false, &mut SpareBlocks::default());
+        buffer.on_acked(0..200, false, None);
         buffer.write(&(0..=255).collect::<Vec<u8>>(), &mut SpareBlocks::default());
         let mut out = Vec::new();
         assert!(buffer.copy_range(250..260, &mut out));
@@ -491,16 +491,12 @@ mod tests {
     fn reset_final_size_is_the_highest_offset_sent() {
         let mut buffer = written(&[0; 1000], false);
         buffer.next_new_data(300, u64::MAX);
-        assert_eq!(buffer.reset(9, &mut SpareBlocks::default()), Some(300));
+        assert_eq!(buffer.reset(9), Some(300));
         assert_eq!(
             buffer.next_new_data(100, u64::MAX),
             None,
             "nothing more is sent"
         );
-        assert_eq!(
-            buffer.reset(9, &mut SpareBlocks::default()),
-            None,
-            "only once"
-        );
+        assert_eq!(buffer.reset(9), None, "only once");
     }
 }

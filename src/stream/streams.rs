@@ -207,10 +207,17 @@ pub struct Streams {
     pub(super) connection_send_buffer: u64,
     /// What the send buffers of all streams hold.
     pub(super) send_tally: SendTally,
-    /// Blocks the send buffers emptied, for their next writes: no more than
-    /// the room left in `connection_send_buffer` ([`Self::trim_spare`]),
-    /// and none once a stream retires and no other holds anything.
+    /// Blocks the send buffers emptied, for their next writes: kept only
+    /// while `writer_waiting`, no more than the room left in
+    /// `connection_send_buffer` ([`Self::trim_spare`]), and none once a
+    /// stream retires and no other holds anything.
     pub(super) spare_blocks: SpareBlocks,
+    /// A write found the send buffer (or the peer's credit) full since
+    /// the buffers last held nothing: the application writes faster than
+    /// the path drains, and emptied blocks will be filled again at once.
+    /// A connection whose writes all fit (a server's short responses)
+    /// frees blocks as they empty, as it did before blocks were kept.
+    pub(super) writer_waiting: bool,
     /// Runs of received bytes held beyond a gap, all streams together
     /// (capped by `config.max_out_of_order_segments`).
     pub(super) out_of_order_segments: u64,
@@ -267,6 +274,7 @@ impl Streams {
             connection_send_buffer,
             send_tally: SendTally::default(),
             spare_blocks: SpareBlocks::default(),
+            writer_waiting: false,
             out_of_order_segments: 0,
             stats: StreamStats::default(),
         }
@@ -451,6 +459,7 @@ impl Streams {
             .write_room(buffer_limit, beyond_credit)
             .min(connection_room);
         let accepted = usize::try_from(room).unwrap_or(usize::MAX).min(data.len());
+        self.writer_waiting |= accepted < data.len();
         if accepted == 0 && !data.is_empty() {
             return Err(StreamError::Blocked);
         }
@@ -533,15 +542,10 @@ impl Streams {
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
         let send = send_half(&mut self.streams, id)?;
         let before = SendTally::of(&send.buffer);
-        if send
-            .buffer
-            .reset(error_code, &mut self.spare_blocks)
-            .is_some()
-        {
+        if send.buffer.reset(error_code).is_some() {
             self.pending.insert(PendingControl::ResetStream(id));
         }
         self.send_tally.replace(before, SendTally::of(&send.buffer));
-        self.trim_spare();
         Ok(())
     }
 

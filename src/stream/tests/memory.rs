@@ -233,7 +233,7 @@ fn filled_gaps_and_resets_give_their_segments_back() {
 }
 
 #[test]
-fn emptied_send_blocks_are_reused_within_the_connection_send_buffer_and_freed_at_retirement() {
+fn a_waiting_writer_reuses_emptied_send_blocks_within_the_connection_send_buffer() {
     let buffer = 256 * KIB;
     let client_config = StreamConfig {
         send_buffer: buffer,
@@ -242,7 +242,8 @@ fn emptied_send_blocks_are_reused_within_the_connection_send_buffer_and_freed_at
     };
     let (mut client, mut server) = pair(client_config, StreamConfig::default());
     let id = client.open(Dir::Uni).unwrap();
-    let data = pattern(buffer as usize);
+    // More than the buffer takes: the writer waits for room.
+    let data = pattern(2 * buffer as usize);
     assert_eq!(write_until_blocked(&mut client, id, &data), buffer);
     deliver_chunks(&mut client, &mut server);
     // Everything acknowledged: the blocks are kept, up to the whole buffer.
@@ -275,4 +276,27 @@ fn emptied_send_blocks_are_reused_within_the_connection_send_buffer_and_freed_at
     while !deliver_chunks(&mut client, &mut server).is_empty() {}
     assert_eq!(client.stats().send_buffered, 0);
     assert_eq!(client.spare_blocks.allocated(), 0);
+}
+
+#[test]
+fn writes_that_all_fit_free_their_send_blocks_as_they_empty() {
+    // A server's responses that fit its send buffer: nothing waits for
+    // room, so nothing is kept for writes that will not come.
+    let (mut server, mut client) = default_pair();
+    for _ in 0..3 {
+        let id = server.open(Dir::Uni).unwrap();
+        assert_eq!(
+            server.write(id, &pattern(1_000_000), true).unwrap(),
+            1_000_000
+        );
+        let mut acked = 0;
+        while let Some((chunk, bytes)) = poll_chunk(&mut server, 50_000) {
+            client
+                .on_stream_frame(chunk.id, chunk.offset, &bytes, chunk.fin)
+                .unwrap();
+            server.on_chunk_acked(&chunk);
+            acked += chunk.len;
+            assert_eq!(server.spare_blocks.allocated(), 0, "after {acked} bytes");
+        }
+    }
 }
