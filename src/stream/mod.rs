@@ -26,9 +26,12 @@
 //!   peer's credit for it plus `send_beyond_credit`; all streams together
 //!   up to the connection's send buffer (sized the same way, at most
 //!   `max_connection_send_buffer`) and the peer's connection credit plus
-//!   `send_beyond_credit`. Acknowledged bytes are freed at once, in
-//!   blocks (`blocks.rs`). Defaults: 64 KiB for a peer that grants no
-//!   credit, 32 MiB for any peer.
+//!   `send_beyond_credit`. Acknowledged bytes leave their stream at once,
+//!   in blocks (`blocks.rs`); emptied blocks are kept for the next writes
+//!   only while the application waits for room, and only within the room
+//!   left in the connection's send buffer, so held and kept together stay
+//!   within it. Defaults: 64 KiB for a peer that grants no credit, 32 MiB
+//!   for any peer.
 //! - Receiving: only what our windows grant is accepted, at most
 //!   `max_stream_receive_window` per stream and `max_receive_window` per
 //!   connection (64 MiB), in at most `max_out_of_order_segments` pieces
