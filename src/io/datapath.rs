@@ -236,7 +236,8 @@ pub struct Datapath {
     received: Vec<Received>,
     /// How many datagrams `received` holds (a GRO run holds several).
     received_datagrams: usize,
-    /// Buffers a GRO run is read into, full size, kept for the next runs.
+    /// Buffers a GRO run is read into, full size, kept for the next runs:
+    /// at most `RECV_BATCH / 2` (a run holds two datagrams or more).
     run_buffers: Vec<Vec<u8>>,
     /// Collected, not yet written (WouldBlock keeps them for later).
     outgoing: VecDeque<Outgoing>,

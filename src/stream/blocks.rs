@@ -13,16 +13,16 @@
 //! faults per GiB on a loopback server, which spent a fifth more CPU than
 //! with the blocks kept: `interop/results/2026-11-27-spare-blocks/`). So
 //! the connection keeps them for any stream's next writes, the block
-//! emptied last first, and:
+//! emptied last first:
 //! - only while its application waits for room (a write found the send
 //!   buffer full since it last held nothing): a server whose responses all
 //!   fit frees blocks as they empty, and a thousand of them do not each
 //!   hold a whole response until it ends (peak memory 530 → 930 MB for
 //!   1000 concurrent 1 MB downloads, when every emptied block was kept);
-//! - trims them to the room left in its send buffer, so what its streams
+//! - only within the room left in its send buffer, so what its streams
 //!   hold and keep together stays within the buffer's cap (plus two blocks
 //!   a stream);
-//! - frees them all when a stream retires and no other holds anything.
+//! - none once a stream retires and no other holds anything.
 
 use std::collections::VecDeque;
 
