@@ -213,10 +213,12 @@ pub struct Streams {
     /// stream retires and no other holds anything.
     pub(super) spare_blocks: SpareBlocks,
     /// A write found the send buffer (or the peer's credit) full since
-    /// the buffers last held nothing: the application writes faster than
-    /// the path drains, and emptied blocks will be filled again at once.
-    /// A connection whose writes all fit (a server's short responses)
-    /// frees blocks as they empty, as it did before blocks were kept.
+    /// the buffers last held nothing or a stream last ended: the
+    /// application writes faster than the path drains, and emptied blocks
+    /// will be filled again at once. A connection whose writes all fit (a
+    /// server's short responses) frees blocks as they empty, as it did
+    /// before blocks were kept, and so does one whose writer just wrote a
+    /// stream's FIN.
     pub(super) writer_waiting: bool,
     /// Runs of received bytes held beyond a gap, all streams together
     /// (capped by `config.max_out_of_order_segments`).
@@ -468,10 +470,17 @@ impl Streams {
             data.get(..accepted).unwrap_or_default(),
             &mut self.spare_blocks,
         );
-        if fin && accepted == data.len() {
+        let finished = fin && accepted == data.len();
+        if finished {
             send.buffer.write_fin();
         }
         self.send_tally.replace(before, SendTally::of(&send.buffer));
+        if finished {
+            // The writer is done with this stream: what it empties from
+            // now on is freed, not kept for writes that will not come.
+            self.writer_waiting = false;
+            self.spare_blocks.clear();
+        }
         Ok(accepted)
     }
 
