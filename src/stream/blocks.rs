@@ -15,10 +15,11 @@
 //! the connection keeps them for any stream's next writes, the block
 //! emptied last first:
 //! - only while its application waits for room (a write found the send
-//!   buffer full since it last held nothing): a server whose responses all
-//!   fit frees blocks as they empty, and a thousand of them do not each
-//!   hold a whole response until it ends (peak memory 530 → 930 MB for
-//!   1000 concurrent 1 MB downloads, when every emptied block was kept);
+//!   buffer full since it last held nothing), and not once it writes a
+//!   stream's FIN: a server whose responses all fit frees blocks as they
+//!   empty, and a thousand of them do not each hold a whole response until
+//!   it ends (peak memory 530 → 930 MB for 1000 concurrent 1 MB downloads,
+//!   when every emptied block was kept);
 //! - only within the room left in its send buffer, so what its streams
 //!   hold and keep together stays within the buffer's cap (plus two blocks
 //!   a stream);
