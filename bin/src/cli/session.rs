@@ -15,7 +15,7 @@ use super::report::{FlowReport, Transfer};
 use super::trust::ClientTrust;
 use super::url::SiftUrl;
 use crate::transfer::client;
-use crate::transfer::part_file::download_part_path;
+use crate::transfer::part_file::{download_partial_path, interrupted_download_note};
 use crate::transfer::SenderReport;
 
 /// Application close code for a client that is done.
@@ -131,10 +131,10 @@ pub fn download(
     controller: Option<&str>,
     quiet: bool,
 ) -> anyhow::Result<FlowReport> {
-    let partial = download_part_path(dest);
+    let partial = download_partial_path(dest);
     interrupt::announce_on_interrupt(format!(
-        "interrupted: partial download kept in {} — run again with --resume",
-        partial.display()
+        "interrupted: {}",
+        interrupted_download_note(&partial)
     ));
     // A download is safe to replay: it may leave in 0-RTT.
     let mut stream = connection.open_bi_replay_safe()?;
@@ -155,10 +155,7 @@ pub fn download(
     );
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
-        Some(line) => anyhow::anyhow!(
-            "{line}; partial download kept in {} — run again with --resume",
-            partial.display()
-        ),
+        Some(line) => anyhow::anyhow!("{line}; {}", interrupted_download_note(&partial)),
         None => error.into(),
     })?;
     let elapsed = outcome.verified_at.saturating_duration_since(started);

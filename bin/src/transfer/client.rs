@@ -16,7 +16,9 @@ use super::duplex::{abort_codes, Duplex};
 use super::error::ProtocolError;
 use super::frame::read_frame;
 use super::listing::ListEntry;
-use super::part_file::{download_part_path, download_writes_in_place};
+use super::part_file::{
+    download_partial_path, download_writes_in_place, interrupted_download_note,
+};
 use super::request::Request;
 use super::response::{
     parse_digest, parse_response, parse_trailer, Response, SenderReport, Status,
@@ -40,7 +42,10 @@ pub const MAX_LISTING_LEN: u64 = 64 * 1024 * 1024;
 pub enum ClientError {
     #[error("{}", server_refusal(*status, message))]
     Server { status: Status, message: String },
-    #[error("transfer interrupted after {received} of {expected} bytes ({reason}); partial download kept in {} — run again with --resume", partial.display())]
+    #[error(
+        "transfer interrupted after {received} of {expected} bytes ({reason}); {}",
+        interrupted_download_note(partial)
+    )]
     Interrupted {
         received: u64,
         expected: u64,
@@ -154,11 +159,7 @@ pub fn get<S: Duplex + ?Sized>(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<GetOutcome, ClientError> {
     let in_place = download_writes_in_place(dest);
-    let partial = if in_place {
-        dest.to_path_buf()
-    } else {
-        download_part_path(dest)
-    };
+    let partial = download_partial_path(dest);
     let offset = if resume && !in_place {
         match partial.metadata() {
             Ok(meta) => meta.len(),

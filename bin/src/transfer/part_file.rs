@@ -31,6 +31,34 @@ pub fn download_writes_in_place(dest: &Path) -> bool {
     std::fs::metadata(dest).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
 }
 
+/// Where a download to `dest` writes until it is verified: `dest` itself
+/// when [`download_writes_in_place`], else its `.sift-part` file.
+pub fn download_partial_path(dest: &Path) -> PathBuf {
+    if download_writes_in_place(dest) {
+        dest.to_path_buf()
+    } else {
+        download_part_path(dest)
+    }
+}
+
+/// What an interrupted download leaves, for the user: the partial file
+/// and how to go on, or, for a download written in place into a device or
+/// a pipe (`partial` is then the destination), that nothing is kept to
+/// resume.
+pub fn interrupted_download_note(partial: &Path) -> String {
+    if download_writes_in_place(partial) {
+        format!(
+            "{} is not a regular file, so nothing is kept to resume",
+            partial.display()
+        )
+    } else {
+        format!(
+            "partial download kept in {} — run again with --resume",
+            partial.display()
+        )
+    }
+}
+
 /// Whether an I/O error means the disk (or the user's quota) is full.
 pub fn is_disk_full(error: &io::Error) -> bool {
     matches!(
@@ -107,6 +135,23 @@ mod tests {
     use super::*;
     use crate::transfer::test_dir::TestDir;
     use std::io::Write;
+
+    #[test]
+    fn an_interrupted_download_into_a_device_has_nothing_to_resume() {
+        let null = Path::new("/dev/null");
+        assert_eq!(download_partial_path(null), null);
+        let note = interrupted_download_note(&download_partial_path(null));
+        assert_eq!(
+            note,
+            "/dev/null is not a regular file, so nothing is kept to resume"
+        );
+        let dir = TestDir::new("interrupted-note");
+        let file = dir.path().join("big.iso");
+        let partial = download_partial_path(&file);
+        assert_eq!(partial, download_part_path(&file));
+        assert!(interrupted_download_note(&partial)
+            .ends_with("big.iso.sift-part — run again with --resume"));
+    }
 
     fn target(dir: &TestDir, name: &str) -> UploadTarget {
         UploadTarget {
