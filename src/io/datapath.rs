@@ -215,13 +215,17 @@ struct Received {
     len: usize,
     segment: usize,
     from: SocketAddr,
-    /// A run buffer (`Datapath::run_buffers`), not a spare one.
-    run: bool,
 }
 
 impl Received {
     fn datagrams(&self) -> usize {
         self.len.div_ceil(self.segment)
+    }
+
+    /// A GRO run, in a run buffer (`Datapath::run_buffers`); a lone
+    /// datagram is in a spare one.
+    fn is_run(&self) -> bool {
+        self.len > self.segment
     }
 }
 
@@ -234,8 +238,6 @@ pub struct Datapath {
     report: SocketReport,
     /// Received datagrams of this turn.
     received: Vec<Received>,
-    /// How many datagrams `received` holds (a GRO run holds several).
-    received_datagrams: usize,
     /// Buffers a GRO run is read into, full size, kept for the next runs:
     /// at most `RECV_BATCH / 2` (a run holds two datagrams or more).
     run_buffers: Vec<Vec<u8>>,
@@ -322,7 +324,6 @@ impl Datapath {
             spare: Vec::new(),
             // A GRO run can fill a whole IP datagram even when GRO is off
             // for us: a peer's datagram is never larger than that.
-            received_datagrams: 0,
             run_buffers: Vec::new(),
             max_datagram: max_datagram.clamp(1200, MAX_BATCH_BYTES),
             gso,
@@ -436,7 +437,7 @@ impl Datapath {
                         }
                     }
                 }
-                if received.run {
+                if received.is_run() {
                     run_buffers.push(received.buffer);
                 } else {
                     spare.push(received.buffer);
@@ -458,7 +459,6 @@ impl Datapath {
             send_batch_full = collected == room;
             next_timer = endpoint.timeout(now);
         });
-        self.received_datagrams = 0;
         self.awaiting_flush |= collected_total > 0;
         (control, next_timer, send_batch_full)
     }
@@ -467,9 +467,15 @@ impl Datapath {
         self.outgoing.iter().map(|o| o.segments).sum()
     }
 
+    /// Datagrams read and not yet fed to the endpoint (a GRO run holds
+    /// several).
+    fn received_datagrams(&self) -> usize {
+        self.received.iter().map(Received::datagrams).sum()
+    }
+
     fn receive_batch(&mut self) {
         let fd = self.socket.as_raw_fd();
-        while self.readable && self.received_datagrams < RECV_BATCH {
+        while self.readable && self.received_datagrams() < RECV_BATCH {
             let result = if self.recv_slots.is_some() {
                 self.receive_many(fd)
             } else {
@@ -513,7 +519,7 @@ impl Datapath {
                 let mut datagram = self.spare.pop().unwrap_or_default();
                 datagram.clear();
                 datagram.extend_from_slice(&buffer[..len]);
-                self.push_received(datagram, len, len, got.from, false);
+                self.push_received(datagram, len, len, got.from);
             }
             self.run_buffers.push(buffer);
             return Ok(());
@@ -524,31 +530,21 @@ impl Datapath {
                     .is_some_and(|worker| worker != me.index())
             })
         });
-        self.push_received(buffer, len, segment, got.from, true);
+        self.push_received(buffer, len, segment, got.from);
         if strays {
             self.stop_gro();
         }
         Ok(())
     }
 
-    fn push_received(
-        &mut self,
-        buffer: Vec<u8>,
-        len: usize,
-        segment: usize,
-        from: SocketAddr,
-        run: bool,
-    ) {
+    fn push_received(&mut self, buffer: Vec<u8>, len: usize, segment: usize, from: SocketAddr) {
         let received = Received {
             buffer,
             len,
             segment,
             from,
-            run,
         };
-        let datagrams = received.datagrams();
-        self.received_datagrams += datagrams;
-        self.counters.datagrams_received += datagrams as u64;
+        self.counters.datagrams_received += received.datagrams() as u64;
         self.received.push(received);
     }
 
@@ -587,7 +583,7 @@ impl Datapath {
                 let mut datagram = self.spare.pop().unwrap_or_default();
                 datagram.clear();
                 datagram.extend_from_slice(slots.datagram(index, len));
-                self.push_received(datagram, len, len, from, false);
+                self.push_received(datagram, len, len, from);
             }
         });
         self.recv_slots = Some(slots);
@@ -834,14 +830,14 @@ mod tests {
         // A run for worker 0 alone: it arrives whole, and GRO stays on.
         send_segments(client.as_raw_fd(), server, &run_of(&[2, 4], 100), 100).unwrap();
         receive(&mut workers[0]);
-        assert_eq!(workers[0].received_datagrams, 2);
+        assert_eq!(workers[0].received_datagrams(), 2);
         assert_eq!(workers[0].received.len(), 1, "the run stays in one buffer");
         assert!(workers[0].recv_slots.is_none(), "GRO still on");
         // The kernel steers a run by its first datagram: worker 1's second
         // one comes to worker 0 too, which from now on reads without GRO.
         send_segments(client.as_raw_fd(), server, &run_of(&[6, 3], 100), 100).unwrap();
         receive(&mut workers[0]);
-        assert_eq!(workers[0].received_datagrams, 4);
+        assert_eq!(workers[0].received_datagrams(), 4);
         assert!(workers[0].counters.gro_stopped);
         assert!(
             workers[0].recv_slots.is_some(),
@@ -852,7 +848,7 @@ mod tests {
         // A datagram of its own still arrives.
         client.send_to(&run_of(&[8], 100), server).unwrap();
         receive(&mut workers[0]);
-        assert_eq!(workers[0].received_datagrams, 5);
+        assert_eq!(workers[0].received_datagrams(), 5);
     }
 
     #[test]

@@ -16,9 +16,7 @@ use super::duplex::{abort_codes, Duplex};
 use super::error::ProtocolError;
 use super::frame::read_frame;
 use super::listing::ListEntry;
-use super::part_file::{
-    download_partial_path, download_writes_in_place, interrupted_download_note,
-};
+use super::part_file::{download_partial_path, interrupted_download_note};
 use super::request::Request;
 use super::response::{
     parse_digest, parse_response, parse_trailer, Response, SenderReport, Status,
@@ -158,8 +156,9 @@ pub fn get<S: Duplex + ?Sized>(
     controller: Option<&str>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<GetOutcome, ClientError> {
-    let in_place = download_writes_in_place(dest);
     let partial = download_partial_path(dest);
+    // Written in place (a device, a pipe): no partial file of its own.
+    let in_place = partial == dest;
     let offset = if resume && !in_place {
         match partial.metadata() {
             Ok(meta) => meta.len(),
