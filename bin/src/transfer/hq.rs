@@ -58,16 +58,37 @@ pub enum HqError {
     TooLong,
     #[error("the server refused /{path} (stream reset, code {code:#x}{})", describe_code(*code))]
     Refused { path: String, code: u64 },
-    #[error(
-        "transfer of /{path} cut short after {received} bytes ({reason}); partial file removed"
-    )]
+    #[error("transfer of /{path} cut short after {received} bytes ({reason}); {left}")]
     Interrupted {
         path: String,
         received: u64,
         reason: String,
+        left: PartialLeft,
     },
     #[error("{context}: {error}")]
     Local { context: String, error: io::Error },
+}
+
+/// What an interrupted hq download left behind (there is no resume
+/// without a length).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartialLeft {
+    /// The request did not get through: nothing was written.
+    Nothing,
+    /// The `.sift-part` file was removed.
+    Removed,
+    /// The destination is a device or a pipe, written in place.
+    InPlace,
+}
+
+impl std::fmt::Display for PartialLeft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Nothing => "nothing was written",
+            Self::Removed => "partial file removed",
+            Self::InPlace => "what arrived was written in place (not a regular file)",
+        })
+    }
 }
 
 fn describe_code(code: u64) -> &'static str {
@@ -203,11 +224,11 @@ pub fn get_requested<S: Duplex + ?Sized>(
             .write(true)
             .open(dest)
             .map_err(local(format!("opening {}", dest.display())))?;
-        return receive(stream, path, file, dest, progress);
+        return receive(stream, path, file, dest, PartialLeft::InPlace, progress);
     }
     let part = download_part_path(dest);
     let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
-    let result = receive(stream, path, file, &part, progress);
+    let result = receive(stream, path, file, &part, PartialLeft::Removed, progress);
     finish_part(result, &part, dest)
 }
 
@@ -220,7 +241,7 @@ pub fn request<S: Duplex + ?Sized>(stream: &mut S, path: &str) -> Result<(), HqE
         .write_all(&encode_request(path))
         .and_then(|()| stream.finish());
     match sent {
-        Err(error) if !is_stopped(&error) => Err(interrupted(path, 0)(error)),
+        Err(error) if !is_stopped(&error) => Err(interrupted(path, 0, PartialLeft::Nothing)(error)),
         _ => Ok(()),
     }
 }
@@ -251,7 +272,11 @@ fn finish_part(
 
 /// How a stream error `received` bytes into `path` reads: the server's
 /// refusal (a reset with its code), or an interruption.
-fn interrupted(path: &str, received: u64) -> impl FnOnce(io::Error) -> HqError + '_ {
+fn interrupted(
+    path: &str,
+    received: u64,
+    left: PartialLeft,
+) -> impl FnOnce(io::Error) -> HqError + '_ {
     move |error: io::Error| match reset_code(&error) {
         Some(code) => HqError::Refused {
             path: path.to_string(),
@@ -261,6 +286,7 @@ fn interrupted(path: &str, received: u64) -> impl FnOnce(io::Error) -> HqError +
             path: path.to_string(),
             received,
             reason: error.to_string(),
+            left,
         },
     }
 }
@@ -270,6 +296,7 @@ fn receive<S: Duplex + ?Sized>(
     path: &str,
     file: File,
     part: &Path,
+    left: PartialLeft,
     progress: &mut dyn FnMut(u64),
 ) -> Result<HqOutcome, HqError> {
     let mut out = BufWriter::with_capacity(CHUNK_LEN, file);
@@ -280,7 +307,7 @@ fn receive<S: Duplex + ?Sized>(
         let n = match stream.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(interrupted(path, received)(e)),
+            Err(e) => return Err(interrupted(path, received, left)(e)),
         };
         if n == 0 {
             break;
@@ -419,5 +446,77 @@ mod tests {
         assert!(kind.is_fifo(), "still a FIFO: {kind:?}");
         assert!(!download_part_path(&fifo).exists());
         assert_eq!(reader.join().unwrap(), data);
+    }
+
+    /// A stream that yields `data`, then fails as a dead connection does.
+    struct CutShort {
+        data: io::Cursor<Vec<u8>>,
+    }
+
+    impl io::Read for CutShort {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match io::Read::read(&mut self.data, buf)? {
+                0 => Err(io::Error::new(io::ErrorKind::TimedOut, "idle timeout")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    impl Write for CutShort {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Duplex for CutShort {
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn abort(&mut self, _code: u64) {}
+    }
+
+    #[test]
+    fn a_cut_short_download_says_what_it_left() {
+        let dir = crate::transfer::test_dir::TestDir::new("hq-cut");
+        let cut = || CutShort {
+            data: io::Cursor::new(vec![7u8; 5000]),
+        };
+        let dest = dir.path().join("f.bin");
+        let error = get_requested(&mut cut(), "f.bin", &dest, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                HqError::Interrupted {
+                    received: 5000,
+                    left: PartialLeft::Removed,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            error.to_string().ends_with("partial file removed"),
+            "{error}"
+        );
+        assert!(!dest.exists() && !download_part_path(&dest).exists());
+
+        // A device or pipe keeps what arrived, and the message says so.
+        let null = Path::new("/dev/null");
+        let error = get_requested(&mut cut(), "f.bin", null, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                HqError::Interrupted {
+                    left: PartialLeft::InPlace,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("removed"), "{error}");
+        assert!(null.exists());
     }
 }
