@@ -97,7 +97,9 @@ struct RunArgs {
     quiche_0_24_cc: Vec<String>,
     /// sift controllers [default: all that `sift-client --help` lists];
     /// `NAME-iwN` runs NAME from an initial window of N packets
-    /// (`--initial-window N`), e.g. `bbr-iw200` beside quinn's BBR.
+    /// (`--initial-window N`), e.g. `bbr-iw200` beside quinn's BBR;
+    /// `NAME-v1` (or `NAME-iwN-v1`) runs it over QUIC version 1 instead of
+    /// sift/1 (`--versions v1`: a shorter header, no corruption notices).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     sift_cc: Vec<String>,
     /// sift's corruption-notice settings on the links, `on`, `off` or
