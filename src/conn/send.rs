@@ -618,8 +618,9 @@ impl Connection {
             self.next_packet_number[space.index()] += 1;
             return Some(plan);
         }
+        let ack_of_acks_interval = self.recovery.rtt().smoothed();
         let acks = &mut self.acks[space.index()];
-        if acks.ack_due(now) || (may_send && acks.has_unacked()) {
+        if acks.ack_due(now) || (may_send && acks.worth_piggybacking(now, ack_of_acks_interval)) {
             let notices = self.notices_negotiated && space == SpaceId::Data;
             let had_notices = notices && acks.has_corruption_notices();
             let largest = acks.write(now, notices, &mut plan.frames);
