@@ -47,7 +47,14 @@ pub struct FlowReport {
     pub lost_packets: Option<u64>,
     /// SHA-256 of the file received, lowercase hex.
     pub sha256: String,
+    /// The version the connection spoke, as sift's client names it:
+    /// `"sift/1"` or [`QUIC_V1`] (what every peer's client speaks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
+
+/// How a flow report names QUIC version 1 (as `sift-client --json` does).
+pub const QUIC_V1: &str = "QUIC v1";
 
 /// `bytes`·8 / `seconds`, or 0 for an instant transfer.
 pub fn goodput_bps(bytes: u64, seconds: f64) -> f64 {

@@ -15,7 +15,7 @@ use ring::rand::SecureRandom;
 use super::protocol::{self, Request, SenderCounters};
 use super::socket::{earliest, timer_deadline, Outbox, UdpLoop};
 use super::tls;
-use crate::flow::{goodput_bps, FlowReport};
+use crate::flow::{goodput_bps, FlowReport, QUIC_V1};
 
 /// The URL scheme: `quic://HOST[:PORT]/PATH`.
 pub const SCHEME: &str = "quic://";
@@ -314,6 +314,7 @@ fn report(download: &Download, counters: &SenderCounters, options: &GetOptions) 
         cwnd: counters.cwnd,
         lost_packets: Some(counters.lost_packets),
         sha256: download.sha256.clone(),
+        version: Some(QUIC_V1.to_string()),
     }
 }
 

@@ -191,7 +191,10 @@ impl Runner {
                     serde_json::from_str::<FlowReport>(line).map_err(|e| e.to_string())
                 };
                 match flow {
-                    Ok(flow) => outcome.flow = Some(flow),
+                    Ok(flow) => {
+                        outcome.error = wrong_version(variant, &flow);
+                        outcome.flow = Some(flow);
+                    }
                     Err(e) => outcome.error = Some(format!("client printed no JSON report ({e})")),
                 }
                 outcome.byte_exact = outcome
@@ -386,6 +389,18 @@ fn hq_flow_report(line: &str, cc: &str) -> Result<FlowReport, String> {
     })
 }
 
+/// A sift run that asked for QUIC v1 (a `-v1` variant) and spoke
+/// something else: its figures would be filed under the wrong row.
+fn wrong_version(variant: &Variant, flow: &FlowReport) -> Option<String> {
+    let asked_v1 = variant.stack == Stack::Sift && variant.cc.ends_with("-v1");
+    match flow.version.as_deref() {
+        Some(spoke) if asked_v1 && spoke != crate::flow::QUIC_V1 => {
+            Some(format!("asked for QUIC v1 (--versions v1), spoke {spoke}"))
+        }
+        _ => None,
+    }
+}
+
 /// `--cc NAME`; `--initial-window N` for a `NAME-iwN` variant; and
 /// `--versions v1` for a variant ending in `-v1` (`bbr-v1`,
 /// `bbr-iw200-v1`): QUIC version 1's packets, whose short header carries
@@ -500,6 +515,34 @@ mod tests {
         );
         // Not a number after -iw: a controller's own name, passed whole.
         assert_eq!(sift_controller_options("x-iwy"), ["--cc", "x-iwy"]);
+    }
+
+    #[test]
+    fn a_v1_variant_that_spoke_sift_1_fails_its_run() {
+        let variant = |stack, cc: &str| Variant {
+            stack,
+            cc: cc.to_string(),
+            notices: Some(true),
+            protection: Protection::Default,
+            hq: false,
+        };
+        let spoke = |version: &str| FlowReport {
+            version: Some(version.to_string()),
+            ..FlowReport::default()
+        };
+        let v1 = variant(Stack::Sift, "bbr-v1");
+        assert!(wrong_version(&v1, &spoke("sift/1")).is_some());
+        assert_eq!(wrong_version(&v1, &spoke("QUIC v1")), None);
+        // A client that does not say (an older sift) is taken at its word.
+        assert_eq!(wrong_version(&v1, &FlowReport::default()), None);
+        assert_eq!(
+            wrong_version(&variant(Stack::Sift, "bbr"), &spoke("sift/1")),
+            None
+        );
+        assert_eq!(
+            wrong_version(&variant(Stack::Quinn, "bbr-v1"), &spoke("x")),
+            None
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use anyhow::{bail, Context};
 use super::config;
 use crate::baseline::client::Sink;
 use crate::baseline::protocol::{self, Request, SenderCounters, MAX_REQUEST_BYTES};
-use crate::flow::{goodput_bps, FlowReport};
+use crate::flow::{goodput_bps, FlowReport, QUIC_V1};
 
 /// How long a finished client waits for the server to see its close.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -112,6 +112,7 @@ pub async fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
         cwnd: counters.cwnd,
         lost_packets: Some(counters.lost_packets),
         sha256,
+        version: Some(QUIC_V1.to_string()),
     })
 }
 
