@@ -26,6 +26,12 @@ pub const MAX_ACK_RANGES_SENT: usize = 64;
 /// than this is given up (the sender has long declared it lost). 1024
 /// packets are ~0.5 s at 20 Mb/s of 1250-byte packets.
 pub const REORDERING_TRACKED_PACKETS: u64 = 1024;
+/// Disjoint runs of received packet numbers kept at most. Pruning
+/// (`on_ack_acked`) needs the peer to acknowledge our ACKs; a peer that
+/// leaves a gap after every packet and never does would otherwise grow the
+/// set by a range per packet. 1024 ranges span at least 2048 packets, past
+/// [`REORDERING_TRACKED_PACKETS`], where pruning gives gaps up anyway.
+pub const MAX_TRACKED_RANGES: usize = 1024;
 /// Corrupted packet numbers awaiting (re)notification, at most. A flood of
 /// corrupted packets cannot grow this without bound.
 const MAX_PENDING_CORRUPTED: usize = 256;
@@ -135,6 +141,14 @@ impl AckState {
             }
         }
         self.received.insert_one(packet_number);
+        while self.received.len() > MAX_TRACKED_RANGES {
+            // The oldest run is given up: its packets, and the gap below
+            // the next run, count as duplicates if they come again.
+            let Some(oldest) = self.received.pop_min() else {
+                break;
+            };
+            self.floor = self.floor.max(oldest.end);
+        }
         if self.largest_received.is_none_or(|l| packet_number > l) {
             self.largest_received = Some(packet_number);
             self.largest_received_at = Some(now);
@@ -348,6 +362,23 @@ mod tests {
         assert!(!acks.worth_piggybacking(t1, rtt));
         acks.on_corrupted(5);
         assert!(acks.worth_piggybacking(t1, rtt));
+    }
+
+    #[test]
+    fn a_peer_that_leaves_gaps_and_never_acks_our_acks_is_tracked_within_the_cap() {
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        let sent = 4 * MAX_TRACKED_RANGES as u64;
+        for n in 0..sent {
+            acks.on_packet_received(2 * n, false, t0);
+            assert!(acks.received.len() <= MAX_TRACKED_RANGES);
+        }
+        // The newest runs are still told apart; the oldest were given up.
+        assert!(!acks.is_duplicate(2 * sent - 1));
+        assert!(acks.is_duplicate(2 * sent - 2));
+        assert!(acks.is_duplicate(1));
+        let mut out = Vec::new();
+        assert_eq!(acks.write(t0, false, &mut out), Some(2 * sent - 2));
     }
 
     #[test]
