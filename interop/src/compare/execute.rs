@@ -389,10 +389,19 @@ fn hq_flow_report(line: &str, cc: &str) -> Result<FlowReport, String> {
     })
 }
 
+/// A sift variant's name without its `-v1` suffix, and whether it had one
+/// (the run speaks QUIC version 1).
+fn split_quic_v1(cc: &str) -> (&str, bool) {
+    match cc.strip_suffix("-v1") {
+        Some(name) => (name, true),
+        None => (cc, false),
+    }
+}
+
 /// A sift run that asked for QUIC v1 (a `-v1` variant) and spoke
 /// something else: its figures would be filed under the wrong row.
 fn wrong_version(variant: &Variant, flow: &FlowReport) -> Option<String> {
-    let asked_v1 = variant.stack == Stack::Sift && variant.cc.ends_with("-v1");
+    let asked_v1 = variant.stack == Stack::Sift && split_quic_v1(&variant.cc).1;
     match flow.version.as_deref() {
         Some(spoke) if asked_v1 && spoke != crate::flow::QUIC_V1 => {
             Some(format!("asked for QUIC v1 (--versions v1), spoke {spoke}"))
@@ -407,10 +416,7 @@ fn wrong_version(variant: &Variant, flow: &FlowReport) -> Option<String> {
 /// 1.6% more payload than sift/1's split tags (no corruption notices, so
 /// for links that only lose).
 fn sift_controller_options(cc: &str) -> Vec<String> {
-    let (cc, quic_v1) = match cc.strip_suffix("-v1") {
-        Some(name) => (name, true),
-        None => (cc, false),
-    };
+    let (cc, quic_v1) = split_quic_v1(cc);
     let started_at = cc
         .rsplit_once("-iw")
         .and_then(|(name, packets)| packets.parse::<u64>().ok().map(|packets| (name, packets)));
