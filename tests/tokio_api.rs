@@ -881,3 +881,73 @@ async fn a_server_that_asks_names_each_clients_key_and_lets_keyless_clients_in()
     })
     .await
 }
+
+/// `write_with`: bytes placed straight into the send buffer arrive exact
+/// through loss, in whatever pieces the filler offers and takes (a short
+/// fill, like a read that found fewer bytes cached, included), and a
+/// finished stream refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_filled_in_place_arrive_byte_exact_through_loss() {
+    bounded(async {
+        let server = Endpoint::server(localhost(), config_without_pmtud()).unwrap();
+        let relay = spawn_relay(
+            server.local_addr(),
+            0.03,
+            11,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .await;
+        let source = generated(77, 3 * 1024 * 1024 + 12_345);
+        let sent = source.clone();
+        let serving = tokio::spawn(async move {
+            let connection = server.accept().await.expect("a client");
+            let mut send = connection.open_uni().await.unwrap();
+            send.write_all(b"head").await.unwrap();
+            let (mut at, mut round) = (0usize, 0usize);
+            while at < sent.len() {
+                round += 1;
+                // Offer 1 byte to 200 kB; every third fill takes only part
+                // of the room it is given.
+                let max = (round * 7919) % 200_000 + 1;
+                let written = send
+                    .write_with(max, |room| {
+                        let mut taken = 0;
+                        for slice in room.iter_mut() {
+                            let want = slice.len().min(sent.len() - at - taken);
+                            let want = if round % 3 == 0 { want / 2 } else { want };
+                            slice[..want].copy_from_slice(&sent[at + taken..at + taken + want]);
+                            taken += want;
+                            if want < slice.len() {
+                                break;
+                            }
+                        }
+                        taken
+                    })
+                    .await
+                    .unwrap();
+                assert!(written <= max);
+                at += written;
+            }
+            send.finish().unwrap();
+            assert!(matches!(
+                send.write_with(10, |_| 10).await,
+                Err(WriteError::ClosedStream { .. })
+            ));
+            assert_eq!(send.stopped().await, Ok(None), "acknowledged in full");
+            connection.close(0, "done");
+            server.wait_idle().await;
+        });
+        let client = Endpoint::client(localhost(), config_without_pmtud()).unwrap();
+        let connection = client.connect(relay, "localhost").await.unwrap();
+        let mut recv = connection.accept_uni().await.unwrap();
+        let data = recv.read_to_end(8 << 20).await.unwrap();
+        assert_eq!(&data[..4], b"head");
+        assert!(data[4..] == source[..], "the stream differs");
+        assert!(
+            connection.stats().packets_lost > 0,
+            "the relay dropped packets"
+        );
+        serving.await.unwrap();
+    })
+    .await
+}

@@ -1429,6 +1429,27 @@ impl Connection {
         Ok(written)
     }
 
+    /// Writes up to `max` bytes that `fill` places straight into a
+    /// stream's send buffer, and returns how many: `fill` gets the room as
+    /// slices in stream order and returns how many bytes it wrote into
+    /// them, in order (as `readv` fills its buffers). A file read this way
+    /// lands in the send buffer with no copy through the caller's buffer.
+    /// `Err(Stream(Blocked))` when there is no room (`fill` is not called).
+    pub fn stream_send_with(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        fill: impl FnOnce(&mut [std::io::IoSliceMut<'_>]) -> usize,
+    ) -> Result<usize, Error> {
+        self.check_open()?;
+        self.streams.size_send_buffer(self.recovery.window());
+        let written = self.streams.write_with(id, max, fill)?;
+        if written > 0 {
+            self.release_first_flight();
+        }
+        Ok(written)
+    }
+
     /// Reads in-order bytes from a stream: `(bytes read, fin reached)`.
     pub fn stream_recv(&mut self, id: StreamId, buf: &mut [u8]) -> Result<(usize, bool), Error> {
         if matches!(self.state, State::Closed) && self.streams.readable().next().is_none() {

@@ -26,6 +26,7 @@
 //! - none once a stream retires and no other holds anything.
 
 use std::collections::VecDeque;
+use std::io::IoSliceMut;
 
 /// Size of one block. Small enough that the two partly used blocks at the
 /// ends cost little beside a stream's data; large enough that a 32 MiB
@@ -40,17 +41,28 @@ pub struct SpareBlocks {
 }
 
 impl SpareBlocks {
-    /// A block to fill: a kept one, or a new empty one (allocated as it is
-    /// filled).
+    /// A block to append to: a kept one, or a new empty one (allocated as
+    /// it is filled).
     fn take(&mut self) -> Vec<u8> {
-        self.blocks.pop().unwrap_or_default()
+        let mut block = self.blocks.pop().unwrap_or_default();
+        block.clear();
+        block
+    }
+
+    /// A whole block of initialised bytes to be written over: a kept one
+    /// as it was (a block leaves a queue full, so this costs nothing), or
+    /// a new zeroed one.
+    fn take_whole(&mut self) -> Vec<u8> {
+        let mut block = self.blocks.pop().unwrap_or_default();
+        block.resize(BLOCK_BYTES, 0);
+        block
     }
 
     /// Keeps an emptied block, or frees it if it never grew to a whole
-    /// block.
-    fn keep(&mut self, mut block: Vec<u8>) {
+    /// block. Its bytes stay as they were: [`take_whole`](Self::take_whole)
+    /// hands them out to be overwritten without zeroing them first.
+    fn keep(&mut self, block: Vec<u8>) {
         if block.capacity() == BLOCK_BYTES {
-            block.clear();
             self.blocks.push(block);
         }
     }
@@ -130,6 +142,95 @@ impl ByteBlocks {
             self.len += take;
             data = rest;
         }
+    }
+
+    /// Appends up to `max` bytes that `fill` writes straight into the
+    /// queue's blocks, and returns how many it wrote: the caller's bytes
+    /// are not copied through a buffer of its own (a file read lands in the
+    /// blocks). `fill` gets the room in queue order (the last block's tail,
+    /// then whole blocks from `spare` or new) and returns how many bytes it
+    /// wrote, filling the slices in order as `readv` does; a count beyond
+    /// the room is taken as the room.
+    ///
+    /// The room ends at a block boundary when `max` reaches past one, so
+    /// that a writer of whole blocks never leaves a partial block whose
+    /// tail must be zeroed before the next fill. Blocks `fill` left empty
+    /// go back to `spare`, or are freed if they were new.
+    pub fn extend_with(
+        &mut self,
+        max: usize,
+        spare: &mut SpareBlocks,
+        fill: impl FnOnce(&mut [IoSliceMut<'_>]) -> usize,
+    ) -> usize {
+        let tail = match self.blocks.back() {
+            Some(last) if last.len() < BLOCK_BYTES => BLOCK_BYTES - last.len(),
+            _ => 0,
+        };
+        let room = if max > tail + BLOCK_BYTES {
+            tail + (max - tail) / BLOCK_BYTES * BLOCK_BYTES
+        } else {
+            max
+        };
+        if room == 0 {
+            return 0;
+        }
+        // The first block with room, and where its room starts.
+        let first = self.blocks.len() - usize::from(tail > 0);
+        let first_start = if tail > 0 { BLOCK_BYTES - tail } else { 0 };
+        let mut ends = Vec::with_capacity(1 + room / BLOCK_BYTES + 1);
+        if tail > 0 {
+            ends.push(BLOCK_BYTES.min(first_start + room));
+        }
+        let mut left = room - tail.min(room);
+        // New blocks past this count were allocated, not taken from spare.
+        let from_spare = self.blocks.len() + spare.blocks.len();
+        while left > 0 {
+            let take = left.min(BLOCK_BYTES);
+            self.blocks.push_back(spare.take_whole());
+            ends.push(take);
+            left -= take;
+        }
+        let written = {
+            let mut slices: Vec<IoSliceMut<'_>> = Vec::with_capacity(ends.len());
+            for (i, (block, &end)) in self.blocks.range_mut(first..).zip(&ends).enumerate() {
+                if end > block.len() {
+                    // The last block's tail: zeroed once so it can be lent,
+                    // in a block grown to whole size, not doubled past it.
+                    block.reserve_exact(BLOCK_BYTES - block.len());
+                    block.resize(end, 0);
+                }
+                let start = if i == 0 { first_start } else { 0 };
+                slices.push(IoSliceMut::new(&mut block[start..end]));
+            }
+            fill(&mut slices).min(room)
+        };
+        // Trim each block to what was written; return the untouched ones.
+        let mut left = written;
+        let mut index = first;
+        for (i, &end) in ends.iter().enumerate() {
+            let start = if i == 0 { first_start } else { 0 };
+            let used = left.min(end - start);
+            left -= used;
+            if used == 0 && (i > 0 || tail == 0) {
+                break;
+            }
+            if let Some(block) = self.blocks.get_mut(index) {
+                block.truncate(start + used);
+            }
+            index += 1;
+        }
+        // Untouched blocks go back where they came from: to `spare`, or
+        // freed if allocated here (so `spare` keeps only what was dropped).
+        while self.blocks.len() > index {
+            let allocated_here = self.blocks.len() > from_spare;
+            if let Some(block) = self.blocks.pop_back() {
+                if !allocated_here {
+                    spare.keep(block);
+                }
+            }
+        }
+        self.len += written;
+        written
     }
 
     /// Drops the first `count` bytes (all of them if fewer are held),
@@ -271,26 +372,115 @@ mod tests {
         );
     }
 
+    /// A `fill` that writes `data` into the room as `readv` would, and
+    /// returns the count.
+    fn fill_from(data: &[u8]) -> impl FnOnce(&mut [IoSliceMut<'_>]) -> usize + '_ {
+        move |room| {
+            let mut written = 0;
+            for slice in room.iter_mut() {
+                let take = slice.len().min(data.len() - written);
+                slice[..take].copy_from_slice(&data[written..written + take]);
+                written += take;
+            }
+            written
+        }
+    }
+
+    #[test]
+    fn a_fill_lands_in_the_blocks_and_ends_on_a_block_boundary() {
+        let mut spare = SpareBlocks::default();
+        let mut queue = ByteBlocks::new();
+        queue.extend(b"header", &mut spare);
+        let data: Vec<u8> = (0..5 * BLOCK_BYTES).map(|i| (i % 251) as u8).collect();
+        // Room for 3.5 blocks past the header's tail: the fill stops at
+        // the third boundary.
+        let max = BLOCK_BYTES - 6 + 3 * BLOCK_BYTES + BLOCK_BYTES / 2;
+        let mut room_lens = Vec::new();
+        let written = queue.extend_with(max, &mut spare, |room| {
+            room_lens = room.iter().map(|s| s.len()).collect();
+            fill_from(&data)(room)
+        });
+        assert_eq!(
+            room_lens,
+            vec![BLOCK_BYTES - 6, BLOCK_BYTES, BLOCK_BYTES, BLOCK_BYTES]
+        );
+        assert_eq!(written, 4 * BLOCK_BYTES - 6);
+        assert_eq!(queue.len(), 4 * BLOCK_BYTES);
+        let mut out = Vec::new();
+        assert!(queue.copy_to(0, queue.len(), &mut out));
+        assert_eq!(&out[..6], b"header");
+        assert_eq!(out[6..], data[..written]);
+    }
+
+    #[test]
+    fn a_short_fill_returns_the_blocks_it_did_not_touch() {
+        let mut spare = SpareBlocks::default();
+        let mut queue = ByteBlocks::new();
+        queue.extend(&vec![1; 4 * BLOCK_BYTES], &mut spare);
+        queue.drop_front(4 * BLOCK_BYTES, Some(&mut spare));
+        assert_eq!(spare.allocated(), 4 * BLOCK_BYTES);
+        // Room for four blocks, a read that found 100 bytes.
+        let written = queue.extend_with(4 * BLOCK_BYTES, &mut spare, fill_from(&[9; 100]));
+        assert_eq!(written, 100);
+        assert_eq!(queue.len(), 100);
+        assert_eq!(queue.allocated(), BLOCK_BYTES);
+        assert_eq!(spare.allocated(), 3 * BLOCK_BYTES);
+        // Nothing written: nothing held, nothing lost.
+        let before = spare.allocated();
+        assert_eq!(queue.extend_with(3 * BLOCK_BYTES, &mut spare, |_| 0), 0);
+        assert_eq!(queue.len(), 100);
+        assert_eq!(spare.allocated() + queue.allocated(), before + BLOCK_BYTES);
+        // A fill that claims more than its room is held to the room.
+        assert_eq!(queue.extend_with(10, &mut spare, |_| usize::MAX), 10);
+        assert_eq!(queue.len(), 110);
+    }
+
+    #[test]
+    fn spare_blocks_are_written_over_without_zeroing() {
+        let mut spare = SpareBlocks::default();
+        let mut first = ByteBlocks::new();
+        first.extend(&vec![7; 2 * BLOCK_BYTES], &mut spare);
+        let kept: Vec<*const u8> = first.blocks.iter().map(|b| b.as_ptr()).collect();
+        first.drop_front(2 * BLOCK_BYTES, Some(&mut spare));
+        let mut second = ByteBlocks::new();
+        // The room lent is the old bytes, not zeros: a fill sees them.
+        let written = second.extend_with(2 * BLOCK_BYTES, &mut spare, |room| {
+            assert!(room.iter().all(|s| s.iter().all(|&b| b == 7)));
+            room.iter().map(|s| s.len()).sum()
+        });
+        assert_eq!(written, 2 * BLOCK_BYTES);
+        for block in &second.blocks {
+            assert!(kept.contains(&block.as_ptr()));
+        }
+    }
+
     proptest! {
-        /// Against a plain VecDeque: the same bytes after any writes and
-        /// drops, never more than two blocks allocated beyond them, and
-        /// what is kept spare no more than what was dropped.
+        /// Against a plain VecDeque: the same bytes after any writes
+        /// (copied or filled in place) and drops, never more than two
+        /// blocks allocated beyond them, and what is kept spare no more
+        /// than what was dropped.
         #[test]
         fn behaves_like_a_deque_and_allocates_what_it_holds(
-            ops in proptest::collection::vec((any::<bool>(), 0usize..40_000), 1..60)
+            ops in proptest::collection::vec((0u8..3, 0usize..40_000, 0usize..40_000), 1..60)
         ) {
             let mut spare = SpareBlocks::default();
             let mut peak = 0;
             let mut queue = ByteBlocks::new();
             let mut model: VecDeque<u8> = VecDeque::new();
             let mut next = 0u8;
-            for (write, amount) in ops {
-                if write {
+            for (op, amount, fill_max) in ops {
+                if op < 2 {
                     let data: Vec<u8> = (0..amount)
                         .map(|_| { next = next.wrapping_add(7); next })
                         .collect();
-                    queue.extend(&data, &mut spare);
-                    model.extend(&data);
+                    if op == 0 {
+                        queue.extend(&data, &mut spare);
+                        model.extend(&data);
+                    } else {
+                        let written = queue.extend_with(fill_max, &mut spare, fill_from(&data));
+                        prop_assert!(written <= fill_max && written <= data.len());
+                        model.extend(&data[..written]);
+                    }
                     peak = peak.max(queue.len());
                 } else {
                     queue.drop_front(amount, Some(&mut spare));

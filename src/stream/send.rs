@@ -7,6 +7,7 @@
 //! its memory freed (in blocks, `blocks.rs`), so the buffer holds at most
 //! the in-flight window plus the unsent backlog.
 
+use std::io::IoSliceMut;
 use std::ops::Range;
 
 use super::blocks::{ByteBlocks, SpareBlocks};
@@ -134,6 +135,20 @@ impl SendBuffer {
     pub fn write(&mut self, data: &[u8], spare: &mut SpareBlocks) {
         self.bytes.extend(data, spare);
         self.written_offset += data.len() as u64;
+    }
+
+    /// Appends up to `max` bytes that `fill` writes straight into the
+    /// buffer ([`ByteBlocks::extend_with`]); returns how many. The caller
+    /// checks as for [`write`](Self::write).
+    pub fn write_with(
+        &mut self,
+        max: usize,
+        spare: &mut SpareBlocks,
+        fill: impl FnOnce(&mut [IoSliceMut<'_>]) -> usize,
+    ) -> usize {
+        let written = self.bytes.extend_with(max, spare, fill);
+        self.written_offset += written as u64;
+        written
     }
 
     /// Marks the end of the stream at the current written offset.

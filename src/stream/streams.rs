@@ -4,6 +4,7 @@
 //! and `outgoing.rs` decides what to send and takes delivery feedback.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::IoSliceMut;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -448,6 +449,38 @@ impl Streams {
     /// and acknowledgements arrive in datagrams, after which a blocked
     /// writer may try again.
     pub fn write(&mut self, id: StreamId, data: &[u8], fin: bool) -> Result<usize, StreamError> {
+        self.write_within(id, data.len(), fin, |buffer, accepted, spare| {
+            buffer.write(data.get(..accepted).unwrap_or_default(), spare);
+            accepted
+        })
+    }
+
+    /// Queues on stream `id` up to `max` bytes that `fill` writes straight
+    /// into its send buffer (no copy through a buffer of the caller's), and
+    /// returns how many it wrote: `fill` gets the room the limits of
+    /// [`write`](Self::write) allow, as slices in stream order, and returns
+    /// how many bytes it wrote into them, in order. `Err(Blocked)` when
+    /// there is no room; `fill` is then not called.
+    pub fn write_with(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        fill: impl FnOnce(&mut [IoSliceMut<'_>]) -> usize,
+    ) -> Result<usize, StreamError> {
+        self.write_within(id, max, false, |buffer, accepted, spare| {
+            buffer.write_with(accepted, spare, fill)
+        })
+    }
+
+    /// The checks and accounting of a write of up to `wanted` bytes that
+    /// `put` appends (given the room accepted): see [`write`](Self::write).
+    fn write_within(
+        &mut self,
+        id: StreamId,
+        wanted: usize,
+        fin: bool,
+        put: impl FnOnce(&mut SendBuffer, usize, &mut SpareBlocks) -> usize,
+    ) -> Result<usize, StreamError> {
         let connection_room = self.connection_write_room();
         let (buffer_limit, beyond_credit) = (self.send_buffer, self.config.send_beyond_credit);
         let send = send_half(&mut self.streams, id)?;
@@ -460,17 +493,14 @@ impl Streams {
         let room = send
             .write_room(buffer_limit, beyond_credit)
             .min(connection_room);
-        let accepted = usize::try_from(room).unwrap_or(usize::MAX).min(data.len());
-        self.writer_waiting |= accepted < data.len();
-        if accepted == 0 && !data.is_empty() {
+        let accepted = usize::try_from(room).unwrap_or(usize::MAX).min(wanted);
+        self.writer_waiting |= accepted < wanted;
+        if accepted == 0 && wanted > 0 {
             return Err(StreamError::Blocked);
         }
         let before = SendTally::of(&send.buffer);
-        send.buffer.write(
-            data.get(..accepted).unwrap_or_default(),
-            &mut self.spare_blocks,
-        );
-        let finished = fin && accepted == data.len();
+        let written = put(&mut send.buffer, accepted, &mut self.spare_blocks);
+        let finished = fin && written == wanted;
         if finished {
             send.buffer.write_fin();
         }
@@ -481,7 +511,7 @@ impl Streams {
             self.writer_waiting = false;
             self.spare_blocks.clear();
         }
-        Ok(accepted)
+        Ok(written)
     }
 
     /// Reads in-order bytes of stream `id` into `buf`. Returns the bytes

@@ -1,7 +1,7 @@
 //! The sending half of a stream, as `tokio::io::AsyncWrite`.
 
 use std::future::poll_fn;
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -94,6 +94,54 @@ impl SendStream {
                 }
             }
         })
+    }
+
+    /// Writes up to `max` bytes that `fill` places straight into the
+    /// stream's send buffer, waiting like
+    /// [`poll_write_data`](Self::poll_write_data) until there is room;
+    /// returns how many `fill` wrote. A file read this way lands in the
+    /// send buffer without a copy through a buffer of the caller's.
+    ///
+    /// `fill` is called once per ready poll, with the connection locked:
+    /// it gets the room as slices in stream order and returns how many
+    /// bytes it wrote into them, in order (as `readv` fills its buffers).
+    /// Keep it short and never let it block: a read of what the page cache
+    /// holds (`preadv2` with `RWF_NOWAIT`), not a read that may wait for a
+    /// disk or a peer. A `fill` that wrote nothing returns 0 and the write
+    /// returns `Ok(0)`.
+    pub fn poll_write_with(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        fill: &mut impl FnMut(&mut [IoSliceMut<'_>]) -> usize,
+    ) -> Poll<Result<usize, WriteError>> {
+        if self.state != SendState::Open {
+            return Poll::Ready(Err(WriteError::ClosedStream { id: self.id }));
+        }
+        if max == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let id = self.id;
+        self.conn.poll_with(cx, |connection, held| {
+            match connection.stream_send_with(id, max, |slices| fill(slices)) {
+                Ok(written) => Poll::Ready(Ok(written)),
+                Err(Error::Stream(StreamError::Blocked)) => Poll::Pending,
+                Err(error) => {
+                    let stop = held.send_streams.get(&id).copied().flatten();
+                    Poll::Ready(Err(self.refused(connection, stop, error)))
+                }
+            }
+        })
+    }
+
+    /// Writes up to `max` bytes that `fill` places straight into the send
+    /// buffer (see [`poll_write_with`](Self::poll_write_with)).
+    pub async fn write_with(
+        &mut self,
+        max: usize,
+        mut fill: impl FnMut(&mut [IoSliceMut<'_>]) -> usize,
+    ) -> Result<usize, WriteError> {
+        poll_fn(|cx| self.poll_write_with(cx, max, &mut fill)).await
     }
 
     /// Writes some of `data` (see [`poll_write_data`](Self::poll_write_data)).

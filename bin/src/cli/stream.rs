@@ -1,6 +1,7 @@
 //! sift's streams as the protocol's [`Duplex`] (blocking, for clients)
 //! and [`AsyncDuplex`] (tokio, for the server).
 
+use std::fs::File;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -9,6 +10,7 @@ use sift::blocking::SiftStream;
 use sift::tokio::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::transfer::cached_read::read_cached_vectored_at;
 use crate::transfer::{AsyncDuplex, Duplex};
 
 impl Duplex for SiftStream {
@@ -82,5 +84,23 @@ impl AsyncDuplex for AsyncSiftStream {
 
     async fn wait_delivered(&mut self) -> io::Result<()> {
         self.send.acknowledged().await.map_err(io::Error::from)
+    }
+
+    async fn write_cached_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        max: usize,
+    ) -> io::Result<Option<usize>> {
+        let written = self
+            .send
+            .write_with(max, |room| {
+                read_cached_vectored_at(file, room, offset)
+                    .and_then(Result::ok)
+                    .unwrap_or(0)
+            })
+            .await
+            .map_err(io::Error::from)?;
+        Ok((written > 0).then_some(written))
     }
 }

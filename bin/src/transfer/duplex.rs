@@ -4,6 +4,7 @@
 //! without a network. Clients use the blocking [`Duplex`]; the server, which
 //! serves many streams on a few threads, the async [`AsyncDuplex`].
 
+use std::fs::File;
 use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -82,6 +83,21 @@ pub trait AsyncDuplex: AsyncRead + AsyncWrite + Unpin + Send {
 
     /// Waits until the peer has everything written so far.
     fn wait_delivered(&mut self) -> impl Future<Output = io::Result<()>> + Send;
+
+    /// Sends up to `max` bytes of `file` from `offset` that the page cache
+    /// holds, read straight into the stream's send buffer (no copy through
+    /// a buffer of ours), waiting for room as a write does: `Some(n)` for
+    /// the `n > 0` bytes sent. `None` when this stream cannot (the
+    /// default), or when the bytes are not cached or past the end: the
+    /// caller reads and writes them itself. An error is the stream's.
+    fn write_cached_file(
+        &mut self,
+        _file: &File,
+        _offset: u64,
+        _max: usize,
+    ) -> impl Future<Output = io::Result<Option<usize>>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// A Unix socket as the server's stream, for tests of the protocol without

@@ -15,7 +15,7 @@
 //! `sift::blocking` and `sift::tokio`), print to the terminal, or touch a path outside the
 //! served root.
 
-mod cached_read;
+pub(crate) mod cached_read;
 pub mod client;
 pub mod confine;
 pub mod digest;

@@ -908,11 +908,12 @@ async fn drain<R: AsyncRead + Unpin + ?Sized>(reader: &mut R, limit: u64) -> Res
 }
 
 /// Sends up to `limit` bytes of `file` from `offset`, stopping early at
-/// its end, and returns the count. Each chunk is read (and hashed into
-/// `hasher`) on the blocking pool, then written while the pool serves
-/// others. Read errors on the file are internal errors; write errors mean
-/// the client is gone.
-async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
+/// its end, and returns the count. What the page cache holds goes straight
+/// into the stream's send buffer where the stream can take it so
+/// (`write_cached_file`); otherwise each chunk is read here if cached, or
+/// on the blocking pool if not, then written. Read errors on the file are
+/// internal errors; write errors mean the client is gone.
+async fn send_file<W: AsyncDuplex + ?Sized>(
     file: &Arc<File>,
     offset: u64,
     writer: &mut W,
@@ -923,6 +924,14 @@ async fn send_file<W: AsyncWrite + Unpin + ?Sized>(
     while sent < limit {
         let want = (limit - sent).min(CHUNK_LEN as u64) as usize;
         let at = offset + sent;
+        let straight = writer
+            .write_cached_file(file, at, want)
+            .await
+            .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
+        if let Some(n) = straight {
+            sent += n as u64;
+            continue;
+        }
         // What the page cache holds is read here; only a read that would
         // wait for the disk goes to the blocking pool.
         let read = match read_cached_at(file, &mut buf[..want], at) {
