@@ -196,7 +196,7 @@ struct Args {
     #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = format::parse_bytes)]
     max_upload_bytes: u64,
     /// Threads that serve every client and stream (each a task that holds
-    /// no thread while it waits). [default: the number of cores]
+    /// no thread while it waits). [default: half the cores, at least one]
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Most threads reading and writing files at once (64 KiB per call).
@@ -362,8 +362,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else if !args.allow_put {
         println!("read-only: uploads are refused (start with --allow-put to take them)");
     }
+    // The workers' drivers do most of the work (packets, crypto: three
+    // quarters of a loopback download's server CPU), each on a thread of
+    // its own; a serving thread per core on top made two busy threads a
+    // core, and on two cores one serving thread did better for one
+    // download and for a thousand (interop/results/2026-11-27-file-in-place).
     let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        (cores / 2).max(1)
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)

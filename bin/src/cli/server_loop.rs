@@ -1,15 +1,15 @@
 //! How `sift-server` spends threads: a fixed few, whatever the clients do.
 //!
-//! Every client connection and every stream is a task on one tokio
-//! runtime of a bounded number of threads (`--threads`, default: one per
-//! core), over the async API (`sift::tokio`). Each worker endpoint's
-//! driver (`--workers`, `Endpoint::bind_workers`: one `SO_REUSEPORT`
-//! socket each, datagrams steered by connection ID) runs on a thread of
-//! its own (`sift-server` binds them in a second runtime of `--workers`
-//! threads), so the packet path never queues behind thousands of stream
-//! tasks. File-system work runs on the serving runtime's blocking pool,
-//! capped at `--io-threads`, one 64 KiB chunk per call, so a download
-//! waiting for the disk does not hold a serving thread either.
+//! Every client connection and every stream is a task on one tokio runtime
+//! of a bounded number of threads (`--threads`, default: half the cores, at
+//! least one), over the async API (`sift::tokio`). Each worker endpoint's
+//! driver (`--workers`, `Endpoint::bind_workers`: one `SO_REUSEPORT` socket
+//! each, datagrams steered by connection ID) runs on a thread of its own
+//! (`sift-server` binds them in a second runtime of `--workers` threads),
+//! so the packet path never queues behind thousands of stream tasks.
+//! File-system work runs on the serving runtime's blocking pool, capped at
+//! `--io-threads`, one 64 KiB chunk per call, so a download waiting for the
+//! disk does not hold a serving thread either.
 //!
 //! Why tasks and not a pool of blocking threads: a blocking stream holds
 //! its thread while it waits, for a request that is slow to arrive, for
