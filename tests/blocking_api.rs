@@ -65,6 +65,54 @@ fn read_returns_data_then_zero_at_fin() {
     assert_eq!(after_end, 0, "reads after the FIN keep returning 0");
 }
 
+/// `write_with`: bytes filled in place arrive in order past the send
+/// buffer's limit (the writer waits for room between fills, as `write`
+/// does), short fills included; a finished stream refuses it.
+#[test]
+fn bytes_filled_in_place_arrive_in_order() {
+    let (client, server) = pair(config());
+    let source: Vec<u8> = (0..6_000_000u32).map(|i| (i % 253) as u8).collect();
+    let sent = source.clone();
+    let writer = thread::spawn(move || {
+        let mut stream = client.open_bi().unwrap();
+        let (mut at, mut round) = (0usize, 0usize);
+        while at < sent.len() {
+            round += 1;
+            let max = (round * 7919) % 300_000 + 1;
+            let written = stream
+                .write_with(max, |room| {
+                    let mut taken = 0;
+                    for slice in room.iter_mut() {
+                        let want = slice.len().min(sent.len() - at - taken);
+                        // Every fourth fill stops short, as a read may.
+                        let want = if round % 4 == 0 { want / 3 } else { want };
+                        slice[..want].copy_from_slice(&sent[at + taken..at + taken + want]);
+                        taken += want;
+                        if want < slice.len() {
+                            break;
+                        }
+                    }
+                    taken
+                })
+                .unwrap();
+            assert!(written <= max);
+            at += written;
+        }
+        stream.finish().unwrap();
+        assert!(stream.write_with(10, |_| 10).is_err(), "finished");
+        stream.wait_acked().unwrap();
+        (stream, client)
+    });
+    let received = bounded(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let mut data = Vec::new();
+        incoming.read_to_end(&mut data).unwrap();
+        data
+    });
+    assert!(received == source, "the stream differs");
+    writer.join().unwrap();
+}
+
 #[test]
 fn reset_stream_fails_the_peers_read_with_its_code() {
     let (client, server) = pair(config());

@@ -1,6 +1,6 @@
 //! One stream of a blocking connection, as `std::io::Read + Write`.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSliceMut, Read, Write};
 use std::sync::Arc;
 
 use super::connection::{closed_error, BlockingConnection, ConnInner, Step};
@@ -194,16 +194,41 @@ impl Read for SiftStream {
     }
 }
 
-impl Write for SiftStream {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if data.is_empty() {
+impl SiftStream {
+    /// Writes up to `max` bytes that `fill` places straight into the
+    /// stream's send buffer, waiting like [`write`](Write::write) until
+    /// there is room; returns how many `fill` wrote. A file read this way
+    /// lands in the send buffer without a copy through a buffer of the
+    /// caller's.
+    ///
+    /// `fill` is called once, with the connection locked (the driver
+    /// waits): it gets the room as slices in stream order and returns how
+    /// many bytes it wrote into them, in order (as `readv` fills its
+    /// buffers). Keep it short: a read of what the page cache holds
+    /// (`preadv2` with `RWF_NOWAIT`), never one that may wait for a disk
+    /// or a peer. A `fill` that wrote nothing returns 0, and so does this.
+    pub fn write_with(
+        &mut self,
+        max: usize,
+        mut fill: impl FnMut(&mut [IoSliceMut<'_>]) -> usize,
+    ) -> io::Result<usize> {
+        if max == 0 {
             return Ok(0);
         }
+        let id = self.id;
+        self.send_some(&mut |connection| connection.stream_send_with(id, max, &mut fill))
+    }
+
+    /// One write, waiting for room: `send` is the connection call.
+    fn send_some(
+        &mut self,
+        send: &mut dyn FnMut(&mut crate::Connection) -> Result<usize, Error>,
+    ) -> io::Result<usize> {
         let id = self.id;
         let written = self.conn.block_on(
             None,
             &|| format!("no room on stream {id}"),
-            &mut |connection| match connection.stream_send(id, data, false) {
+            &mut |connection| match send(connection) {
                 Ok(written) => Step::Ready(Ok(written)),
                 Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
                 Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
@@ -211,6 +236,16 @@ impl Write for SiftStream {
             },
         )?;
         Ok(written)
+    }
+}
+
+impl Write for SiftStream {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let id = self.id;
+        self.send_some(&mut |connection| connection.stream_send(id, data, false))
     }
 
     /// Returns at once: written data is already with the connection. Use

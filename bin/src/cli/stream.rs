@@ -2,7 +2,7 @@
 //! and [`AsyncDuplex`] (tokio, for the server).
 
 use std::fs::File;
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -26,6 +26,16 @@ impl Duplex for SiftStream {
 
     fn wait_delivered(&mut self) -> io::Result<()> {
         self.wait_acked().map_err(io::Error::from)
+    }
+
+    fn write_cached_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        max: usize,
+    ) -> io::Result<Option<usize>> {
+        let written = self.write_with(max, |room| read_cached_into(file, room, offset))?;
+        Ok((written > 0).then_some(written))
     }
 }
 
@@ -94,13 +104,18 @@ impl AsyncDuplex for AsyncSiftStream {
     ) -> io::Result<Option<usize>> {
         let written = self
             .send
-            .write_with(max, |room| {
-                read_cached_vectored_at(file, room, offset)
-                    .and_then(Result::ok)
-                    .unwrap_or(0)
-            })
+            .write_with(max, |room| read_cached_into(file, room, offset))
             .await
             .map_err(io::Error::from)?;
         Ok((written > 0).then_some(written))
     }
+}
+
+/// What the page cache holds of `file` at `offset`, read into a stream's
+/// room: the count, 0 for anything else (the caller's fallback read says
+/// what).
+fn read_cached_into(file: &File, room: &mut [IoSliceMut<'_>], offset: u64) -> usize {
+    read_cached_vectored_at(file, room, offset)
+        .and_then(Result::ok)
+        .unwrap_or(0)
 }

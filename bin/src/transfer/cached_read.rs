@@ -13,7 +13,9 @@
 //! the flag itself, and there a plain read is made, as it cannot wait for a
 //! disk.
 //!
-//! Owns: that one system call and what its refusals mean. Must not: block.
+//! Owns: that one system call and what its refusals mean, and the plain
+//! positioned read that follows a refusal. Must not: block, but in that
+//! read.
 
 use std::fs::File;
 use std::io::{self, IoSliceMut};
@@ -25,6 +27,18 @@ use std::io::{self, IoSliceMut};
 /// file (the blocking read that follows says which). Never blocks on I/O.
 pub fn read_cached_at(file: &File, buf: &mut [u8], offset: u64) -> Option<io::Result<usize>> {
     read_cached_vectored_at(file, &mut [IoSliceMut::new(buf)], offset)
+}
+
+/// One positioned read that may wait for the disk, retrying on EINTR: the
+/// fallback when the page cache does not hold the bytes.
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    loop {
+        match file.read_at(buf, offset) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            read => return read,
+        }
+    }
 }
 
 /// [`read_cached_at`] into several buffers, filled in order (`preadv2`):

@@ -5,12 +5,13 @@
 //! keeps the partial file, and a resume continues it from its length.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use thiserror::Error;
 
+use super::cached_read::read_at;
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
 use super::duplex::{abort_codes, Duplex};
 use super::error::ProtocolError;
@@ -371,7 +372,7 @@ pub fn put<S: Duplex + ?Sized>(
 ) -> Result<PutOutcome, ClientError> {
     let LocalUpload {
         shown,
-        mut file,
+        file,
         size,
         sha256: digest,
     } = upload;
@@ -384,16 +385,23 @@ pub fn put<S: Duplex + ?Sized>(
         },
     )?;
     read_ok_response(stream)?;
-    file.seek(SeekFrom::Start(0))
-        .map_err(local(format!("reading {shown}")))?;
     progress(0, size);
     let mut buf = vec![0u8; CHUNK_LEN];
     let mut sent = 0u64;
     while sent < size {
         let want = (size - sent).min(CHUNK_LEN as u64) as usize;
-        let n = file
-            .read(&mut buf[..want])
-            .map_err(local(format!("reading {shown}")))?;
+        // What the page cache holds (the digest pass just read it) goes
+        // straight into the stream's send buffer; the rest is read here.
+        let straight = stream
+            .write_cached_file(&file, sent, want)
+            .map_err(|e| ClientError::Connection(format!("after {sent} of {size} bytes: {e}")))?;
+        if let Some(n) = straight {
+            sent += n as u64;
+            progress(sent, size);
+            continue;
+        }
+        let n =
+            read_at(&file, &mut buf[..want], sent).map_err(local(format!("reading {shown}")))?;
         if n == 0 {
             stream.abort(abort_codes::SOURCE_FAILED);
             return Err(ClientError::Local {

@@ -27,6 +27,19 @@ pub trait Duplex: Read + Write {
     fn wait_delivered(&mut self) -> io::Result<()> {
         self.flush()
     }
+
+    /// Sends up to `max` bytes of `file` from `offset` that the page cache
+    /// holds, read straight into the stream's send buffer, as
+    /// [`AsyncDuplex::write_cached_file`] does: `Ok(None)` when this stream
+    /// cannot (the default) or the bytes are not cached.
+    fn write_cached_file(
+        &mut self,
+        _file: &File,
+        _offset: u64,
+        _max: usize,
+    ) -> io::Result<Option<usize>> {
+        Ok(None)
+    }
 }
 
 impl Duplex for UnixStream {
@@ -59,6 +72,19 @@ impl<T: Duplex + ?Sized> Duplex for &mut T {
     fn abort(&mut self, code: u64) {
         (**self).abort(code)
     }
+
+    fn wait_delivered(&mut self) -> io::Result<()> {
+        (**self).wait_delivered()
+    }
+
+    fn write_cached_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        max: usize,
+    ) -> io::Result<Option<usize>> {
+        (**self).write_cached_file(file, offset, max)
+    }
 }
 
 impl<T: Duplex + ?Sized> Duplex for Box<T> {
@@ -68,6 +94,19 @@ impl<T: Duplex + ?Sized> Duplex for Box<T> {
 
     fn abort(&mut self, code: u64) {
         (**self).abort(code)
+    }
+
+    fn wait_delivered(&mut self) -> io::Result<()> {
+        (**self).wait_delivered()
+    }
+
+    fn write_cached_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        max: usize,
+    ) -> io::Result<Option<usize>> {
+        (**self).write_cached_file(file, offset, max)
     }
 }
 

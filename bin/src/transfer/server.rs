@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::cached_read::read_cached_at;
+use super::cached_read::{read_at, read_cached_at};
 use super::confine::{open_regular_file, PathError, Root, UPLOAD_PART_MARKER};
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
 use super::duplex::{abort_codes, AsyncDuplex};
@@ -967,17 +967,6 @@ fn hash_whole(file: &File) -> io::Result<Sha256Digest> {
     let mut hasher = Sha256Hasher::new();
     hasher.update_from(&mut reader)?;
     Ok(hasher.finish())
-}
-
-/// One positioned read, retrying on EINTR.
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    loop {
-        match file.read_at(buf, offset) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            read => return read,
-        }
-    }
 }
 
 fn internal(error: io::Error) -> Failure {
