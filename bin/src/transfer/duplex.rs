@@ -64,51 +64,36 @@ impl Duplex for TcpStream {
     }
 }
 
-impl<T: Duplex + ?Sized> Duplex for &mut T {
-    fn finish(&mut self) -> io::Result<()> {
-        (**self).finish()
-    }
+/// [`Duplex`] through a pointer to one: every method forwarded, so that
+/// none falls back to its default (`wait_delivered` to a flush).
+macro_rules! forward_duplex {
+    ($($pointer:ty),*) => {$(
+        impl<T: Duplex + ?Sized> Duplex for $pointer {
+            fn finish(&mut self) -> io::Result<()> {
+                (**self).finish()
+            }
 
-    fn abort(&mut self, code: u64) {
-        (**self).abort(code)
-    }
+            fn abort(&mut self, code: u64) {
+                (**self).abort(code)
+            }
 
-    fn wait_delivered(&mut self) -> io::Result<()> {
-        (**self).wait_delivered()
-    }
+            fn wait_delivered(&mut self) -> io::Result<()> {
+                (**self).wait_delivered()
+            }
 
-    fn write_cached_file(
-        &mut self,
-        file: &File,
-        offset: u64,
-        max: usize,
-    ) -> io::Result<Option<usize>> {
-        (**self).write_cached_file(file, offset, max)
-    }
+            fn write_cached_file(
+                &mut self,
+                file: &File,
+                offset: u64,
+                max: usize,
+            ) -> io::Result<Option<usize>> {
+                (**self).write_cached_file(file, offset, max)
+            }
+        }
+    )*};
 }
 
-impl<T: Duplex + ?Sized> Duplex for Box<T> {
-    fn finish(&mut self) -> io::Result<()> {
-        (**self).finish()
-    }
-
-    fn abort(&mut self, code: u64) {
-        (**self).abort(code)
-    }
-
-    fn wait_delivered(&mut self) -> io::Result<()> {
-        (**self).wait_delivered()
-    }
-
-    fn write_cached_file(
-        &mut self,
-        file: &File,
-        offset: u64,
-        max: usize,
-    ) -> io::Result<Option<usize>> {
-        (**self).write_cached_file(file, offset, max)
-    }
-}
+forward_duplex!(&mut T, Box<T>);
 
 /// [`Duplex`] for a task: reads and writes wait without holding a thread.
 pub trait AsyncDuplex: AsyncRead + AsyncWrite + Unpin + Send {
@@ -176,4 +161,76 @@ pub mod abort_codes {
     /// The server gave up on the stream before answering: the request did
     /// not arrive in time and the client took no answer either.
     pub const UNANSWERED: u64 = 2;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream that records which of its own methods ran.
+    #[derive(Default)]
+    struct Recorder {
+        delivered_waits: u32,
+        cached_writes: u32,
+    }
+
+    impl Read for Recorder {
+        fn read(&mut self, _buf: &mut [u8]) -> io::Result<usize> {
+            Ok(0)
+        }
+    }
+
+    impl Write for Recorder {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            Ok(data.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Duplex for Recorder {
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn abort(&mut self, _code: u64) {}
+
+        fn wait_delivered(&mut self) -> io::Result<()> {
+            self.delivered_waits += 1;
+            Ok(())
+        }
+
+        fn write_cached_file(
+            &mut self,
+            _file: &File,
+            _offset: u64,
+            max: usize,
+        ) -> io::Result<Option<usize>> {
+            self.cached_writes += 1;
+            Ok(Some(max))
+        }
+    }
+
+    /// Through `&mut` and `Box` a stream's own methods run, not the
+    /// trait's defaults (a flush for `wait_delivered`, nothing for
+    /// `write_cached_file`).
+    #[test]
+    fn pointers_to_a_stream_use_its_own_methods() {
+        let file = File::open("/dev/null").unwrap();
+        let mut boxed: Box<Recorder> = Box::default();
+        Duplex::wait_delivered(&mut boxed).unwrap();
+        assert_eq!(
+            Duplex::write_cached_file(&mut boxed, &file, 0, 7).unwrap(),
+            Some(7)
+        );
+        let mut by_ref = &mut *boxed;
+        Duplex::wait_delivered(&mut by_ref).unwrap();
+        assert_eq!(
+            Duplex::write_cached_file(&mut by_ref, &file, 0, 9).unwrap(),
+            Some(9)
+        );
+        assert_eq!((boxed.delivered_waits, boxed.cached_writes), (2, 2));
+    }
 }
