@@ -67,6 +67,10 @@
 //!   connection and stream stay usable.
 //! - Writes wait while the stream's send buffer is full and reads free
 //!   flow-control credit: backpressure reaches the writer.
+//! - A write may fill the send buffer in place
+//!   ([`SendStream::write_with`]): the buffer's room is lent to a
+//!   filler, such as a read of a file's cached pages, so a file server
+//!   copies nothing through a buffer of its own (`sift-server` does).
 //! - Dropping a [`SendStream`] finishes it; dropping a [`RecvStream`]
 //!   before its end stops it (STOP_SENDING 0); dropping the last handle
 //!   of a connection (and its streams) closes it with code 0.
