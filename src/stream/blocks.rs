@@ -174,12 +174,12 @@ impl ByteBlocks {
         if room == 0 {
             return 0;
         }
-        // The first block with room, and where its room starts.
+        // The room of each block lent, from the first with room on.
         let first = self.blocks.len() - usize::from(tail > 0);
-        let first_start = if tail > 0 { BLOCK_BYTES - tail } else { 0 };
-        let mut ends = Vec::with_capacity(1 + room / BLOCK_BYTES + 1);
+        let mut lent = Vec::with_capacity(room / BLOCK_BYTES + 2);
         if tail > 0 {
-            ends.push(BLOCK_BYTES.min(first_start + room));
+            let start = BLOCK_BYTES - tail;
+            lent.push(start..BLOCK_BYTES.min(start + room));
         }
         let mut left = room - tail.min(room);
         // New blocks past this count were allocated, not taken from spare.
@@ -187,35 +187,34 @@ impl ByteBlocks {
         while left > 0 {
             let take = left.min(BLOCK_BYTES);
             self.blocks.push_back(spare.take_whole());
-            ends.push(take);
+            lent.push(0..take);
             left -= take;
         }
         let written = {
-            let mut slices: Vec<IoSliceMut<'_>> = Vec::with_capacity(ends.len());
-            for (i, (block, &end)) in self.blocks.range_mut(first..).zip(&ends).enumerate() {
-                if end > block.len() {
+            let mut slices: Vec<IoSliceMut<'_>> = Vec::with_capacity(lent.len());
+            for (block, range) in self.blocks.range_mut(first..).zip(&lent) {
+                if range.end > block.len() {
                     // The last block's tail: zeroed once so it can be lent,
                     // in a block grown to whole size, not doubled past it.
                     block.reserve_exact(BLOCK_BYTES - block.len());
-                    block.resize(end, 0);
+                    block.resize(range.end, 0);
                 }
-                let start = if i == 0 { first_start } else { 0 };
-                slices.push(IoSliceMut::new(&mut block[start..end]));
+                slices.push(IoSliceMut::new(&mut block[range.clone()]));
             }
             fill(&mut slices).min(room)
         };
-        // Trim each block to what was written; return the untouched ones.
+        // Trim each block to what was written (the tail block stays, at
+        // least as it was); return the untouched new ones.
         let mut left = written;
         let mut index = first;
-        for (i, &end) in ends.iter().enumerate() {
-            let start = if i == 0 { first_start } else { 0 };
-            let used = left.min(end - start);
+        for (i, range) in lent.iter().enumerate() {
+            let used = left.min(range.len());
             left -= used;
             if used == 0 && (i > 0 || tail == 0) {
                 break;
             }
             if let Some(block) = self.blocks.get_mut(index) {
-                block.truncate(start + used);
+                block.truncate(range.start + used);
             }
             index += 1;
         }

@@ -77,22 +77,9 @@ impl SendStream {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<Result<usize, WriteError>> {
-        if self.state != SendState::Open {
-            return Poll::Ready(Err(WriteError::ClosedStream { id: self.id }));
-        }
-        if data.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
         let id = self.id;
-        self.conn.poll_with(cx, |connection, held| {
-            match connection.stream_send(id, data, false) {
-                Ok(written) => Poll::Ready(Ok(written)),
-                Err(Error::Stream(StreamError::Blocked)) => Poll::Pending,
-                Err(error) => {
-                    let stop = held.send_streams.get(&id).copied().flatten();
-                    Poll::Ready(Err(self.refused(connection, stop, error)))
-                }
-            }
+        self.poll_send(cx, data.is_empty(), &mut |connection| {
+            connection.stream_send(id, data, false)
         })
     }
 
@@ -115,23 +102,36 @@ impl SendStream {
         max: usize,
         fill: &mut impl FnMut(&mut [IoSliceMut<'_>]) -> usize,
     ) -> Poll<Result<usize, WriteError>> {
+        let id = self.id;
+        self.poll_send(cx, max == 0, &mut |connection| {
+            connection.stream_send_with(id, max, |slices| fill(slices))
+        })
+    }
+
+    /// One write on an open stream, pending while it has no room: `send`
+    /// is the connection call; `nothing` (an empty write) returns 0 at once.
+    fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        nothing: bool,
+        send: &mut dyn FnMut(&mut crate::Connection) -> Result<usize, Error>,
+    ) -> Poll<Result<usize, WriteError>> {
         if self.state != SendState::Open {
             return Poll::Ready(Err(WriteError::ClosedStream { id: self.id }));
         }
-        if max == 0 {
+        if nothing {
             return Poll::Ready(Ok(0));
         }
         let id = self.id;
-        self.conn.poll_with(cx, |connection, held| {
-            match connection.stream_send_with(id, max, |slices| fill(slices)) {
+        self.conn
+            .poll_with(cx, |connection, held| match send(connection) {
                 Ok(written) => Poll::Ready(Ok(written)),
                 Err(Error::Stream(StreamError::Blocked)) => Poll::Pending,
                 Err(error) => {
                     let stop = held.send_streams.get(&id).copied().flatten();
                     Poll::Ready(Err(self.refused(connection, stop, error)))
                 }
-            }
-        })
+            })
     }
 
     /// Writes up to `max` bytes that `fill` places straight into the send
