@@ -51,6 +51,12 @@ struct Pair {
     datagrams_to_client: u64,
     /// At most this many datagrams per side per flush (a slow driver).
     max_datagrams_per_flush: usize,
+    /// A bottleneck of this many bytes/s each way: a burst arrives spread
+    /// out, a datagram at a time, rather than all at once. `None`: no
+    /// serialisation delay.
+    link_rate: Option<u64>,
+    /// When each direction's bottleneck is next free (to_client, to_server).
+    link_free: [Instant; 2],
 }
 
 /// The default config but for path MTU discovery, off: most tests here
@@ -91,6 +97,8 @@ impl Pair {
             datagrams_to_server: 0,
             datagrams_to_client: 0,
             max_datagrams_per_flush: usize::MAX,
+            link_rate: None,
+            link_free: [now; 2],
         }
     }
 
@@ -127,8 +135,16 @@ impl Pair {
                     self.datagrams_to_client
                 };
                 let mut bytes = buf[..len].to_vec();
-                let arrival = self.now + self.one_way;
                 let direction = usize::from(to_server);
+                let arrival = match self.link_rate {
+                    Some(rate) => {
+                        let start = self.link_free[direction].max(self.now);
+                        let serialisation = Duration::from_nanos(len as u64 * 1_000_000_000 / rate);
+                        self.link_free[direction] = start + serialisation;
+                        start + serialisation + self.one_way
+                    }
+                    None => self.now + self.one_way,
+                };
                 match path(to_server, index, &bytes) {
                     PathAction::Drop => continue,
                     PathAction::Deliver => {}
@@ -1362,6 +1378,10 @@ fn acks_for_a_fast_upload(sender_asks: bool) -> u64 {
     };
     let mut pair = Pair::new(sender, fixed_size());
     pair.one_way = Duration::from_micros(50);
+    // 1 Gb/s: a paced burst (up to a millisecond of the rate) reaches the
+    // receiver a packet at a time, as over a real link, not as one batch
+    // it would acknowledge once.
+    pair.link_rate = Some(125_000_000);
     pair.handshake();
     let before = pair.datagrams_to_client;
     let data = pattern(4_000_000);

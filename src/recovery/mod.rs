@@ -472,7 +472,7 @@ impl<F> Recovery<F> {
             return;
         }
         self.cc.set_mss(mss);
-        self.pacer.rescale(self.mss, mss);
+        self.pacer.rescale(mss);
         self.mss = mss;
     }
 
