@@ -21,7 +21,12 @@ const CLOSE_FLUSH_WAIT: Duration = Duration::from_millis(250);
 
 /// What one blocking call found.
 pub(super) enum Step<T> {
+    /// Done, and the connection may have something new to send (data,
+    /// credit, a stream): the driver is woken if it sleeps.
     Ready(Result<T, SiftIoError>),
+    /// Done, and nothing new to send: a read that only moved bytes out.
+    /// The driver sleeps on until the next datagram or timer.
+    ReadyQuiet(Result<T, SiftIoError>),
     Pending,
 }
 
@@ -61,11 +66,16 @@ impl ConnInner {
                 Some(connection) => attempt(connection),
                 None => Step::Ready(Err(SiftIoError::Connection(Error::Closed))),
             };
-            if let Step::Ready(result) = step {
-                // The attempt handed the connection something (data, a read
-                // that frees credit, a new stream): the driver must act.
-                self.shared.wake_driver(&mut state);
-                return result;
+            match step {
+                Step::Ready(result) => {
+                    // The attempt handed the connection something (data, a
+                    // read that frees credit, a new stream): the driver
+                    // must act.
+                    self.shared.wake_driver(&mut state);
+                    return result;
+                }
+                Step::ReadyQuiet(result) => return result,
+                Step::Pending => {}
             }
             // A pending attempt changed nothing, so the driver has nothing
             // new to do: waking it would only make it notify us again —

@@ -1460,6 +1460,14 @@ impl Connection {
         Ok(self.streams.read(id, buf, self.now, srtt, min_rtt)?)
     }
 
+    /// Whether stream-layer frames wait to be sent (MAX_DATA,
+    /// MAX_STREAM_DATA, MAX_STREAMS, STOP_SENDING, RESET_STREAM, the
+    /// BLOCKED reports). After a read: whether it freed credit the peer
+    /// must hear of now, or only moved bytes out.
+    pub fn has_pending_stream_frames(&self) -> bool {
+        self.streams.has_control()
+    }
+
     /// Abandons sending on a stream (RESET_STREAM with `error_code`).
     pub fn stream_reset(&mut self, id: StreamId, error_code: u64) -> Result<(), Error> {
         self.check_open()?;

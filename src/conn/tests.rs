@@ -949,6 +949,40 @@ fn flow_control_blocks_then_unblocks_as_the_reader_reads() {
 }
 
 #[test]
+fn a_read_leaves_frames_to_send_only_once_it_frees_half_a_window() {
+    // What the blocking and async reads wake the driver for.
+    let mut server = fixed_size();
+    server.streams.initial_max_data = 64 * 1024;
+    server.streams.initial_max_stream_data = 32 * 1024;
+    let mut pair = Pair::new(fixed_size(), server);
+    pair.handshake();
+    let data = pattern(32 * 1024);
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, &data, false).unwrap();
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |_| false);
+    assert!(!pair.server.has_pending_stream_frames());
+    let mut buf = vec![0u8; 8 * 1024];
+    assert_eq!(
+        pair.server.stream_recv(id, &mut buf).unwrap(),
+        (8 * 1024, false)
+    );
+    assert!(
+        !pair.server.has_pending_stream_frames(),
+        "a quarter of the stream's window read: no update due yet"
+    );
+    assert_eq!(
+        pair.server.stream_recv(id, &mut buf).unwrap(),
+        (8 * 1024, false)
+    );
+    assert!(
+        pair.server.has_pending_stream_frames(),
+        "half the stream's window read: MAX_STREAM_DATA waits to be sent"
+    );
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    assert!(!pair.server.has_pending_stream_frames(), "and is sent");
+}
+
+#[test]
 fn the_send_buffer_grows_with_the_congestion_window() {
     let mut client = Config::default();
     client.streams.send_buffer = 16 * 1024;

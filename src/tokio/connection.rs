@@ -60,6 +60,18 @@ impl ConnInner {
         cx: &mut Context<'_>,
         attempt: impl FnOnce(&mut crate::Connection, &mut Held) -> Poll<Result<T, E>>,
     ) -> Poll<Result<T, E>> {
+        self.poll_with_wake(cx, |_| true, attempt)
+    }
+
+    /// [`Self::poll_with`], waking the driver after a `Ready` attempt only
+    /// if `wake` says the connection has something new to send (a read
+    /// that only moved bytes out has not).
+    pub(super) fn poll_with_wake<T, E: From<ConnectionError>>(
+        &self,
+        cx: &mut Context<'_>,
+        wake: impl FnOnce(&crate::Connection) -> bool,
+        attempt: impl FnOnce(&mut crate::Connection, &mut Held) -> Poll<Result<T, E>>,
+    ) -> Poll<Result<T, E>> {
         let mut guard = self.shared.lock();
         let state = &mut *guard;
         let found = state
@@ -73,7 +85,9 @@ impl ConnInner {
         };
         match attempt(connection, held) {
             Poll::Ready(result) => {
-                state.wake_driver();
+                if wake(connection) {
+                    state.wake_driver();
+                }
                 Poll::Ready(result)
             }
             Poll::Pending if state.stopped.is_some() => Poll::Ready(Err(state

@@ -73,23 +73,28 @@ impl RecvStream {
         }
         let conn = &self.conn;
         let state = &mut self.state;
-        conn.poll_with(cx, |connection, _| match connection.stream_recv(id, buf) {
-            Ok((read, at_end)) => {
-                if at_end {
-                    *state = RecvState::Finished;
+        // A read frees credit, but the peer hears of it only once half a
+        // window is read: the driver is woken for that, not for every read.
+        let wake = |connection: &crate::Connection| connection.has_pending_stream_frames();
+        conn.poll_with_wake(cx, wake, |connection, _| {
+            match connection.stream_recv(id, buf) {
+                Ok((read, at_end)) => {
+                    if at_end {
+                        *state = RecvState::Finished;
+                    }
+                    Poll::Ready(Ok(read))
                 }
-                Poll::Ready(Ok(read))
+                Err(Error::Stream(StreamError::Blocked)) if connection.is_closing() => {
+                    Poll::Ready(Err(conn.closed_error(connection).into()))
+                }
+                Err(Error::Stream(StreamError::Blocked)) => Poll::Pending,
+                Err(Error::Stream(StreamError::Reset { error_code, .. })) => {
+                    *state = RecvState::Reset(error_code);
+                    Poll::Ready(Err(ReadError::Reset { id, error_code }))
+                }
+                Err(Error::Closed) => Poll::Ready(Err(conn.closed_error(connection).into())),
+                Err(_) => Poll::Ready(Err(ReadError::ClosedStream { id })),
             }
-            Err(Error::Stream(StreamError::Blocked)) if connection.is_closing() => {
-                Poll::Ready(Err(conn.closed_error(connection).into()))
-            }
-            Err(Error::Stream(StreamError::Blocked)) => Poll::Pending,
-            Err(Error::Stream(StreamError::Reset { error_code, .. })) => {
-                *state = RecvState::Reset(error_code);
-                Poll::Ready(Err(ReadError::Reset { id, error_code }))
-            }
-            Err(Error::Closed) => Poll::Ready(Err(conn.closed_error(connection).into())),
-            Err(_) => Poll::Ready(Err(ReadError::ClosedStream { id })),
         })
     }
 
