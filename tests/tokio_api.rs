@@ -790,6 +790,95 @@ async fn workers_share_one_port_and_new_clients_go_to_the_least_busy() {
     .await
 }
 
+/// A current-thread runtime on a thread of its own, as sift-server gives
+/// each worker: its handle, and the sender whose drop ends it.
+fn runtime_thread() -> (tokio::runtime::Handle, std::sync::mpsc::Sender<()>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            while let Err(std::sync::mpsc::TryRecvError::Empty) = stopped.try_recv() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+    });
+    (handle, stop)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn workers_driven_on_runtimes_of_their_own_serve_every_client() {
+    bounded(async {
+        // The test's runtime has one thread, busy with the clients: the
+        // workers' packets are handled on their own threads' runtimes.
+        let server_config = Config {
+            server_secret: Some(sift::crypto::ServerSecret::new(
+                &[7; sift::crypto::SERVER_SECRET_LEN],
+            )),
+            ..config()
+        };
+        let none = Endpoint::bind_workers_on(
+            localhost(),
+            EndpointConfig::server(server_config.clone()),
+            &[],
+        );
+        assert!(
+            matches!(none, Err(BindError::Config(_))),
+            "no runtime, no worker"
+        );
+        let (runtimes, stops): (Vec<_>, Vec<_>) = (0..2).map(|_| runtime_thread()).unzip();
+        let workers = Endpoint::bind_workers_on(
+            localhost(),
+            EndpointConfig::server(server_config),
+            &runtimes,
+        )
+        .unwrap();
+        let port = workers[0].local_addr();
+        for worker in &workers {
+            let worker = worker.clone();
+            tokio::spawn(async move {
+                while let Some(connection) = worker.accept().await {
+                    tokio::spawn(async move {
+                        let (mut send, mut recv) = connection.accept_bi().await.unwrap();
+                        let request = recv.read_to_end(1 << 20).await.unwrap();
+                        send.write_all(&request).await.unwrap();
+                        send.finish().unwrap();
+                        connection.closed().await;
+                    });
+                }
+            });
+        }
+        let client = Endpoint::client(localhost(), config()).unwrap();
+        let mut held = Vec::new();
+        for seed in 0..4u64 {
+            let connection = client.connect(port, "localhost").await.unwrap();
+            let (mut send, mut recv) = connection.open_bi().await.unwrap();
+            let request = generated(seed, 300_000);
+            send.write_all(&request).await.unwrap();
+            send.finish().unwrap();
+            assert_eq!(
+                recv.read_to_end(1 << 20).await.unwrap(),
+                request,
+                "client {seed}"
+            );
+            held.push(connection);
+        }
+        let accepted: Vec<u64> = workers
+            .iter()
+            .map(|w| w.stats().connections_accepted)
+            .collect();
+        assert_eq!(accepted, [2, 2], "both workers served");
+        for connection in held {
+            connection.close(0, "done");
+        }
+        drop(stops);
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_whose_address_changes_stays_with_the_worker_that_accepted_it() {
     bounded(async {

@@ -382,21 +382,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     // clients) gets a thread of its own, as it is busy whenever any of
     // its clients is: among thousands of stream tasks on the serving
     // threads it would wait its turn behind all of them.
-    let drivers = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .max_blocking_threads(1)
-        .thread_name_fn({
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            move || {
-                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                format!("sift-worker {index}")
-            }
-        })
-        .enable_all()
-        .build()
-        .context("starting the workers' threads")?;
-    let endpoints =
-        drivers.block_on(async { listen(args.listen, config, args.max_clients, workers) })?;
+    let drivers = server_loop::DriverThreads::start(workers, SHUTDOWN_GRACE)?;
+    let endpoints = listen(args.listen, config, args.max_clients, drivers.handles())?;
     let local = endpoints[0].local_addr();
     println!(
         "listening on {} (root {}, versions {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
@@ -425,7 +412,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Tasks still waiting on a client are dropped with the runtime; a
     // file call in progress gets a moment to end.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
-    drivers.shutdown_timeout(SHUTDOWN_GRACE);
+    drivers.shutdown();
     outcome
 }
 
@@ -500,21 +487,24 @@ const DEFAULT_LISTEN_IPV4: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNS
 
 /// Binds `--listen`, or the dual-stack default, falling back to IPv4 only
 /// where the kernel has no IPv6 at all: one endpoint, or one per worker
-/// sharing the address (and `max_clients` shared out among them). Runs
-/// inside the runtime, which drives the endpoints.
+/// sharing the address (and `max_clients` shared out among them), each
+/// driven on its runtime in `drivers`.
 fn listen(
     address: Option<SocketAddr>,
     config: sift::Config,
     max_clients: usize,
-    workers: usize,
+    drivers: &[tokio::runtime::Handle],
 ) -> anyhow::Result<Vec<Endpoint>> {
     let endpoint_config = EndpointConfig {
         max_connections: max_clients,
         ..EndpointConfig::server(config)
     };
-    let try_bind = |address: SocketAddr| match workers {
-        1 => Endpoint::bind(address, endpoint_config.clone()).map(|endpoint| vec![endpoint]),
-        n => Endpoint::bind_workers(address, endpoint_config.clone(), n),
+    let try_bind = |address: SocketAddr| match drivers {
+        [one] => {
+            let _entered = one.enter();
+            Endpoint::bind(address, endpoint_config.clone()).map(|endpoint| vec![endpoint])
+        }
+        many => Endpoint::bind_workers_on(address, endpoint_config.clone(), many),
     };
     let bind = |address: SocketAddr| {
         try_bind(address).with_context(|| format!("cannot listen on {address}"))

@@ -3,10 +3,12 @@
 //! Every client connection and every stream is a task on one tokio runtime
 //! of a bounded number of threads (`--threads`, default: half the cores, at
 //! least one), over the async API (`sift::tokio`). Each worker endpoint's
-//! driver (`--workers`, `Endpoint::bind_workers`: one `SO_REUSEPORT` socket
-//! each, datagrams steered by connection ID) runs on a thread of its own
-//! (`sift-server` binds them in a second runtime of `--workers` threads),
-//! so the packet path never queues behind thousands of stream tasks.
+//! driver (`--workers`, `Endpoint::bind_workers_on`: one `SO_REUSEPORT`
+//! socket each, datagrams steered by connection ID) runs on a thread of
+//! its own ([`DriverThreads`]: a current-thread runtime each), so the
+//! packet path never queues behind thousands of stream tasks, and a busy
+//! driver stays on its thread rather than hopping between the threads of
+//! a shared runtime.
 //! File-system work runs on the serving runtime's blocking pool, capped at
 //! `--io-threads`, one 64 KiB chunk per call, so a download waiting for the
 //! disk does not hold a serving thread either.
@@ -40,10 +42,13 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anyhow::Context;
 use sift::tokio::{Connection, Endpoint};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::runtime::Handle;
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::format;
 use super::stream::AsyncSiftStream;
@@ -154,6 +159,68 @@ pub async fn serve(endpoint: Endpoint, service: Arc<Service>, lines: LineSink) -
         ));
     }
     anyhow::anyhow!("the server socket on {} stopped", endpoint.local_addr())
+}
+
+/// One current-thread runtime per worker endpoint's driver, each on a
+/// thread of its own named `sift-worker N`: bind the workers on
+/// [`DriverThreads::handles`] (`Endpoint::bind_workers_on`).
+///
+/// On one multi-threaded runtime of `--workers` threads, the one busy
+/// driver of a single download hopped between the threads, which woke each
+/// other for it about 5 000 times per GiB; with a thread each, the server
+/// used 10% less CPU for a loopback download
+/// (`interop/results/2026-11-27-pacing-burst`).
+pub struct DriverThreads {
+    handles: Vec<Handle>,
+    stops: Vec<oneshot::Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl DriverThreads {
+    /// Starts `workers` threads; [`DriverThreads::shutdown`] gives their
+    /// tasks `grace` to end.
+    pub fn start(workers: usize, grace: Duration) -> anyhow::Result<Self> {
+        let mut drivers = Self {
+            handles: Vec::with_capacity(workers),
+            stops: Vec::with_capacity(workers),
+            threads: Vec::with_capacity(workers),
+        };
+        for index in 0..workers {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .max_blocking_threads(1)
+                .enable_all()
+                .build()
+                .context("starting a worker's runtime")?;
+            let (stop, stopped) = oneshot::channel::<()>();
+            drivers.handles.push(runtime.handle().clone());
+            drivers.stops.push(stop);
+            let thread = std::thread::Builder::new()
+                .name(format!("sift-worker {index}"))
+                .spawn(move || {
+                    // Until `shutdown`, or until the owner is dropped.
+                    let _ = runtime.block_on(stopped);
+                    runtime.shutdown_timeout(grace);
+                })
+                .context("starting a worker's thread")?;
+            drivers.threads.push(thread);
+        }
+        Ok(drivers)
+    }
+
+    /// A handle on each worker's runtime, in worker order.
+    pub fn handles(&self) -> &[Handle] {
+        &self.handles
+    }
+
+    /// Stops every driver (their sockets close) and waits for the threads.
+    pub fn shutdown(self) {
+        for stop in self.stops {
+            let _ = stop.send(());
+        }
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Serves `service` on `addr` from a thread of its own (one runtime
