@@ -21,6 +21,7 @@ mod repair;
 pub mod resume;
 pub mod retry_policy;
 mod send;
+mod send_times;
 mod skip;
 mod stats;
 pub mod token_store;
@@ -49,6 +50,7 @@ pub use error::{codes, CloseReason, Error};
 pub use liar::ReceiverLie;
 pub use path::canonical_peer;
 pub use pmtud::PmtudConfig;
+pub use send_times::SendTimes;
 pub use stats::Stats;
 
 use ack::AckState;
@@ -467,6 +469,8 @@ pub struct Connection {
     /// peer, or the last keep-alive PING.
     keep_alive_since: Instant,
     pacing_until: Option<Instant>,
+    /// What each poll for a packet found, and the time charged to it.
+    send_clock: send_times::SendClock,
     close_frame: Option<CloseFrame>,
     close_pending: bool,
     close_reason: Option<CloseReason>,
@@ -694,6 +698,7 @@ impl Connection {
             ack_eliciting_since_activity: false,
             keep_alive_since: now,
             pacing_until: None,
+            send_clock: Default::default(),
             close_frame: None,
             close_pending: false,
             close_reason: None,
@@ -1620,6 +1625,7 @@ impl Connection {
             min_rtt_us: rtt.min().as_micros() as u64,
             rttvar_us: rtt.variance().as_micros() as u64,
             careful_resume: self.recovery.careful_resume(),
+            send_times: self.send_clock.times(),
             cc: self.recovery.cc_metrics(),
         }
     }

@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use super::error::codes;
+use super::send_times::SendState;
 use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
 
 use crate::recovery::{SentPacket, SpaceId};
@@ -135,6 +136,7 @@ impl Connection {
         }
         if plans.is_empty() {
             self.send_scratch.plans = plans;
+            self.note_send_state(None, now);
             return Ok(None);
         }
         self.pad_initial_datagram(&mut plans, limit);
@@ -247,6 +249,7 @@ impl Connection {
         }
         self.send_scratch.header = header_scratch;
         self.send_scratch.plans = plans;
+        self.note_send_state(Some(ack_eliciting), now);
         if len == 0 {
             return Ok(None);
         }
@@ -256,6 +259,36 @@ impl Connection {
                 .on_challenge_sent(now + repeat, len >= MIN_INITIAL_DATAGRAM);
         }
         Ok(Some((len, self.datagram_leaves(len, now))))
+    }
+
+    /// Charges the time since the last poll (`send_times`), once the
+    /// handshake is done: `sent` says whether this poll sent an
+    /// ack-eliciting packet (`Some(true)`), only ACKs, or nothing (`None`).
+    fn note_send_state(&mut self, sent: Option<bool>, now: Instant) {
+        if !self.handshake.is_complete() || !matches!(self.state, State::Established) {
+            return;
+        }
+        let state = if sent == Some(true) {
+            SendState::Busy
+        } else if self.has_ack_eliciting_data(SpaceId::Data) {
+            let packet = self.pmtud.current() as u64;
+            if self.recovery.bytes_in_flight() + packet > self.recovery.window() {
+                SendState::WindowLimited
+            } else if self.pacing_until.is_some_and(|at| at > now) {
+                SendState::PacingLimited
+            } else {
+                // Held by something else (the anti-amplification limit,
+                // a held first flight): the sender was not idle.
+                SendState::Busy
+            }
+        } else if self.streams.is_credit_blocked() {
+            SendState::CreditLimited
+        } else if self.streams.has_unacked_data() {
+            SendState::AppLimited
+        } else {
+            SendState::Idle
+        };
+        self.send_clock.enter(state, now);
     }
 
     /// Accounting for a datagram of `len` bytes about to leave: counters,

@@ -190,6 +190,11 @@ pub struct Stats {
     /// jumped and whether it retreated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
+    /// Where the sending side's time went since the handshake: busy, or
+    /// held back by the window, the pacer, the peer's credit or the
+    /// application.
+    #[serde(default)]
+    pub send_times: super::SendTimes,
 }
 
 impl Default for Stats {
@@ -249,6 +254,7 @@ impl Default for Stats {
             min_rtt_us: 0,
             rttvar_us: 0,
             careful_resume: None,
+            send_times: Default::default(),
             cc: Metrics {
                 algorithm: String::new(),
                 cwnd: 0,

@@ -983,6 +983,48 @@ fn a_read_leaves_frames_to_send_only_once_it_frees_half_a_window() {
 }
 
 #[test]
+fn a_sender_held_by_the_peers_credit_is_charged_for_it() {
+    let mut server = fixed_size();
+    server.streams.initial_max_data = 16 * 1024;
+    server.streams.initial_max_stream_data = 8 * 1024;
+    let mut pair = Pair::new(fixed_size(), server);
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    assert_eq!(
+        pair.client.stats().send_times,
+        SendTimes::default(),
+        "nothing written: nothing charged"
+    );
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(id, &pattern(64 * 1024), true)
+        .unwrap();
+    // Nobody reads for two seconds: the client waits for credit. Then
+    // the server reads it all (the stretch is charged at the client's next
+    // poll, when the credit arrives).
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |_| false);
+    let mut buf = vec![0u8; 4096];
+    let mut read = 0;
+    let done = pair.run_until(Duration::from_secs(10), &mut deliver_all, |p| {
+        while let Ok((n, _)) = p.server.stream_recv(id, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        read == 64 * 1024
+    });
+    assert!(done, "read {read}");
+    let times = pair.client.stats().send_times;
+    assert!(
+        (1_900_000..2_500_000).contains(&times.credit_limited_us),
+        "two seconds held by credit: {times:?}"
+    );
+    let others = times.window_limited_us + times.pacing_limited_us + times.app_limited_us;
+    assert!(others < 100_000, "{times:?}");
+}
+
+#[test]
 fn the_send_buffer_grows_with_the_congestion_window() {
     let mut client = Config::default();
     client.streams.send_buffer = 16 * 1024;

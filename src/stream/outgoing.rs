@@ -261,6 +261,23 @@ impl Streams {
         send.buffer.copy_range(chunk.offset..end, out)
     }
 
+    /// Whether stream bytes were sent and are not yet acknowledged.
+    pub fn has_unacked_data(&self) -> bool {
+        self.send_tally.held > self.send_tally.unsent
+    }
+
+    /// Whether written bytes wait that the peer's credit (the stream's or
+    /// the connection's) holds back.
+    pub fn is_credit_blocked(&self) -> bool {
+        let connection_credit = self.connection_send.available();
+        self.streams.values().any(|stream| {
+            stream.send.as_ref().is_some_and(|send| {
+                send.buffer
+                    .is_blocked_by(send.credit.available().min(connection_credit))
+            })
+        })
+    }
+
     /// Whether [`poll_stream_chunk`](Self::poll_stream_chunk) would return
     /// a chunk now (given room for at least one byte).
     pub fn has_stream_data(&self) -> bool {

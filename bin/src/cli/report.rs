@@ -68,6 +68,9 @@ pub struct FlowReport {
     /// path state (a `get` whose address token carried one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
+    /// Where the sender's time went, microseconds: busy, or held back by
+    /// its window, its pacer, the receiver's credit or the application.
+    pub send_times: sift::conn::SendTimes,
 }
 
 /// The parts of a report that are not counters.
@@ -117,6 +120,7 @@ impl FlowReport {
             time_to_first_byte_s: 0.0,
             first_byte_at: None,
             careful_resume: sender.careful_resume,
+            send_times: sender.send_times,
         }
     }
 
@@ -217,12 +221,36 @@ impl FlowReport {
                 ),
             );
         }
+        if let Some(shares) = send_time_shares(&self.send_times) {
+            row("sender", shares);
+        }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
         row("cc", self.cc.clone());
         row("sha256", self.sha256.clone());
         out
     }
+}
+
+/// Where the sender's time went, as shares: "busy 63%, window 0%, pacer
+/// 0%, credit 20%, application 17%"; `None` when it said nothing.
+fn send_time_shares(times: &sift::conn::SendTimes) -> Option<String> {
+    let parts = [
+        ("busy", times.busy_us),
+        ("window", times.window_limited_us),
+        ("pacer", times.pacing_limited_us),
+        ("credit", times.credit_limited_us),
+        ("application", times.app_limited_us),
+    ];
+    let total: u64 = parts.iter().map(|(_, us)| us).sum();
+    if total == 0 {
+        return None;
+    }
+    let shares: Vec<String> = parts
+        .iter()
+        .map(|(what, us)| format!("{what} {:.0}%", *us as f64 * 100.0 / total as f64))
+        .collect();
+    Some(shares.join(", "))
 }
 
 /// What became of a client's 0-RTT data: "accepted", "rejected" or
@@ -267,6 +295,12 @@ mod tests {
                 pmtu_black_holes: 0,
                 checksum_free_datagrams: 0,
                 careful_resume: None,
+                send_times: sift::conn::SendTimes {
+                    busy_us: 630_000,
+                    credit_limited_us: 200_000,
+                    app_limited_us: 170_000,
+                    ..Default::default()
+                },
             },
         )
     }
@@ -296,6 +330,7 @@ mod tests {
             "pmtu_probes_sent",
             "pmtu_probes_lost",
             "pmtu_black_holes",
+            "send_times",
         ] {
             assert!(json.get(field).is_some(), "missing {field}");
         }
@@ -312,9 +347,23 @@ mod tests {
             "312 packets",
             "120.0 ms",
             "39.06 KiB",
+            "busy 63%, window 0%, pacer 0%, credit 20%, application 17%",
         ] {
             assert!(text.contains(expected), "{expected} missing from\n{text}");
         }
+    }
+
+    #[test]
+    fn a_sender_that_said_nothing_of_its_time_gets_no_row() {
+        let mut flow = report();
+        flow.send_times = Default::default();
+        let text = flow.summary();
+        assert!(
+            !text
+                .lines()
+                .any(|line| line.trim_start().starts_with("sender")),
+            "{text}"
+        );
     }
 
     #[test]

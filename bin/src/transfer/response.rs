@@ -227,6 +227,11 @@ pub struct SenderReport {
     /// jumped and whether it retreated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
+    /// Where the sender's time went: busy, or held back by the window,
+    /// the pacer, the receiver's credit or the application (zero from a
+    /// sender that did not say).
+    #[serde(default)]
+    pub send_times: sift::conn::SendTimes,
 }
 
 impl SenderReport {
@@ -247,6 +252,7 @@ impl SenderReport {
             pmtu_black_holes: stats.pmtu_black_holes,
             checksum_free_datagrams: stats.checksum_free_datagrams,
             careful_resume: stats.careful_resume,
+            send_times: stats.send_times,
         }
     }
 
@@ -379,6 +385,11 @@ mod tests {
             pmtu_black_holes: 0,
             checksum_free_datagrams: 0,
             careful_resume: None,
+            send_times: sift::conn::SendTimes {
+                busy_us: 1_000,
+                credit_limited_us: 20,
+                ..Default::default()
+            },
         };
         assert_eq!(parse_trailer(&report.encode().unwrap()).unwrap(), report);
         let garbage = encode_frame(FrameKind::Trailer, b"{not json").unwrap();

@@ -123,6 +123,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         pmtu_black_holes: 0,
         checksum_free_datagrams: 0,
         careful_resume: None,
+        send_times: Default::default(),
     };
     seeds.push((
         "trailer",
