@@ -277,8 +277,8 @@ impl Connection {
             } else if self.pacing_until.is_some_and(|at| at > now) {
                 SendState::PacingLimited
             } else {
-                // Held by something else (the anti-amplification limit,
-                // a held first flight): the sender was not idle.
+                // Neither held it (what waits did not fit beside a
+                // coalesced packet): the sender was not idle.
                 SendState::Busy
             }
         } else if self.streams.is_credit_blocked() {

@@ -7,12 +7,13 @@
 //! for the congestion window, for the pacer, for the peer's credit, or for
 //! the application to write more while stream data was in flight. Time
 //! with nothing to send and no stream data in flight is idle and not
-//! charged. The
-//! clock is the `now` each poll is given, so the simulator repeats it.
+//! charged. The clock is the `now` each poll is given, so the simulator
+//! repeats it.
 //!
-//! The figures found what held sift back on loopback: 0.7–1 s of a 1.3 s
-//! download waiting for a pacer whose bucket was too small for the host's
-//! timer (`interop/results/2026-11-27-pacing-burst`).
+//! This accounting (first as a throw-away build) found what held sift back
+//! on loopback: 0.7–1 s of a 1.3 s download waiting for a pacer whose
+//! bucket was too small for the host's timer
+//! (`interop/results/2026-11-27-pacing-burst`).
 
 use std::time::Instant;
 
@@ -59,9 +60,7 @@ impl SendClock {
     /// A poll at `now` found `state`: the time since the previous poll
     /// goes to what that one found.
     pub fn enter(&mut self, state: SendState, now: Instant) {
-        if let Some((previous, since)) = self.current {
-            let elapsed = now.saturating_duration_since(since).as_micros();
-            let elapsed = u64::try_from(elapsed).unwrap_or(u64::MAX);
+        if let Some((previous, since)) = self.current.replace((state, now)) {
             let times = &mut self.times;
             let slot = match previous {
                 SendState::Busy => &mut times.busy_us,
@@ -69,11 +68,11 @@ impl SendClock {
                 SendState::PacingLimited => &mut times.pacing_limited_us,
                 SendState::CreditLimited => &mut times.credit_limited_us,
                 SendState::AppLimited => &mut times.app_limited_us,
-                SendState::Idle => return self.current = Some((state, now)),
+                SendState::Idle => return,
             };
-            *slot = slot.saturating_add(elapsed);
+            let elapsed = now.saturating_duration_since(since).as_micros();
+            *slot = slot.saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
         }
-        self.current = Some((state, now));
     }
 
     pub fn times(&self) -> SendTimes {

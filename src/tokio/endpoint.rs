@@ -164,7 +164,7 @@ impl Endpoint {
     /// of its own and its packets stay on that thread: on a multi-threaded
     /// runtime shared by the drivers, a busy driver hopped between the
     /// threads, which woke each other for it some 5 000 times per GiB
-    /// downloaded and cost a loopback download's server 10% more CPU
+    /// downloaded, and the server spent 6% more CPU on a loopback download
     /// (`sift-server` runs its workers this way). The endpoints themselves
     /// may be used from any runtime.
     pub fn bind_workers_on(
