@@ -126,6 +126,9 @@ enum Failure {
     Answer(Status, String),
     /// The stream broke (or was aborted): nothing more can be said on it.
     Broken(String),
+    /// The stream broke after `moved` bytes of the file were sent: the
+    /// record says how far it got.
+    Cut { moved: u64, reason: String },
 }
 
 impl From<PathError> for Failure {
@@ -386,6 +389,7 @@ impl FileServer {
                 }
             }
             Err(Failure::Broken(reason)) => (0, None, reason),
+            Err(Failure::Cut { moved, reason }) => (moved, None, reason),
         };
         TransferRecord {
             verb,
@@ -441,6 +445,7 @@ impl FileServer {
                 (0, Some(status), message)
             }
             Err(Failure::Broken(reason)) => (0, None, reason),
+            Err(Failure::Cut { moved, reason }) => (moved, None, reason),
         };
         TransferRecord {
             verb: "GET",
@@ -924,10 +929,14 @@ async fn send_file<W: AsyncDuplex + ?Sized>(
     while sent < limit {
         let want = (limit - sent).min(CHUNK_LEN as u64) as usize;
         let at = offset + sent;
+        let cut = |e: std::io::Error| Failure::Cut {
+            moved: sent,
+            reason: format!("sending: {e}"),
+        };
         let straight = writer
             .write_cached_file(file, at, want)
             .await
-            .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
+            .map_err(cut)?;
         if let Some(n) = straight {
             sent += n as u64;
             continue;
@@ -951,10 +960,7 @@ async fn send_file<W: AsyncDuplex + ?Sized>(
         if n == 0 {
             break;
         }
-        writer
-            .write_all(&buf[..n])
-            .await
-            .map_err(|e| Failure::Broken(format!("sending: {e}")))?;
+        writer.write_all(&buf[..n]).await.map_err(cut)?;
         sent += n as u64;
     }
     Ok(sent)

@@ -525,6 +525,31 @@ fn put_on_a_full_disk_answers_disk_full_and_removes_the_temporary_file() {
 }
 
 #[test]
+fn a_download_the_client_abandons_is_recorded_with_the_bytes_sent() {
+    let root = TestDir::new("srv-abandon-root");
+    let size = 4_000_000;
+    std::fs::write(root.path().join("big.bin"), content(size, 3)).unwrap();
+    let server = server_with(&root);
+    let request = Request::Get {
+        path: "big.bin".into(),
+        offset: 0,
+        cc: None,
+    };
+    let ((), record) = exchange(&server, move |stream| {
+        stream.write_all(&request.encode().unwrap()).unwrap();
+        let mut first = vec![0u8; 100_000];
+        stream.read_exact(&mut first).unwrap();
+        // Gone, with most of the file unsent.
+    });
+    assert_eq!(record.status, None, "{}", record.detail);
+    assert!(
+        (100_000..size as u64).contains(&record.bytes),
+        "{} bytes recorded",
+        record.bytes
+    );
+}
+
+#[test]
 fn a_client_that_vanishes_mid_upload_leaves_no_file() {
     let root = TestDir::new("srv-vanish-root");
     let server = server_with(&root);
