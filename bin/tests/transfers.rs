@@ -49,6 +49,7 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
         "ptos",
         "corruption_notices_received",
         "corruption_notices",
+        "send_times",
     ] {
         assert!(
             report.get(field).is_some(),
@@ -59,6 +60,10 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
     assert!(
         line.contains("op=GET") && line.contains("bytes=1500000") && line.contains("result=ok"),
         "{line}"
+    );
+    assert!(
+        line.contains(" sender=busy:"),
+        "where the sending went: {line}"
     );
     assert!(line.starts_with(&client_field(loopback)), "{line}");
 

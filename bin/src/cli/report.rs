@@ -222,7 +222,11 @@ impl FlowReport {
             );
         }
         if let Some(shares) = send_time_shares(&self.send_times) {
-            row("sender", shares);
+            let shares: Vec<String> = shares
+                .iter()
+                .map(|(what, share)| format!("{what} {share:.0}%"))
+                .collect();
+            row("sender", shares.join(", "));
         }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
@@ -232,9 +236,10 @@ impl FlowReport {
     }
 }
 
-/// Where the sender's time went, as shares: "busy 63%, window 0%, pacer
-/// 0%, credit 20%, application 17%"; `None` when it said nothing.
-fn send_time_shares(times: &sift::conn::SendTimes) -> Option<String> {
+/// Where the sender's time went, as percentages of the time charged, in
+/// the order busy, window, pacer, credit, application; `None` when
+/// nothing was charged (a sender that said nothing, or only received).
+pub fn send_time_shares(times: &sift::conn::SendTimes) -> Option<[(&'static str, f64); 5]> {
     let parts = [
         ("busy", times.busy_us),
         ("window", times.window_limited_us),
@@ -243,14 +248,7 @@ fn send_time_shares(times: &sift::conn::SendTimes) -> Option<String> {
         ("application", times.app_limited_us),
     ];
     let total: u64 = parts.iter().map(|(_, us)| us).sum();
-    if total == 0 {
-        return None;
-    }
-    let shares: Vec<String> = parts
-        .iter()
-        .map(|(what, us)| format!("{what} {:.0}%", *us as f64 * 100.0 / total as f64))
-        .collect();
-    Some(shares.join(", "))
+    (total > 0).then(|| parts.map(|(what, us)| (what, us as f64 * 100.0 / total as f64)))
 }
 
 /// What became of a client's 0-RTT data: "accepted", "rejected" or

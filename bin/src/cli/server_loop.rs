@@ -104,6 +104,20 @@ pub fn transfer_line(client: SocketAddr, record: &TransferRecord) -> String {
     line
 }
 
+/// The connection's sending time as a `sender=` field for a transfer line,
+/// in percent: ` sender=busy:35,window:0,pacer:0,credit:37,application:28`
+/// (what held the server's side back: `Stats::send_times`). Empty when
+/// nothing was charged, as for an upload, where the server only receives.
+pub fn sender_field(times: &sift::conn::SendTimes) -> String {
+    super::report::send_time_shares(times).map_or_else(String::new, |shares| {
+        let shares: Vec<String> = shares
+            .iter()
+            .map(|(what, share)| format!("{what}:{share:.0}"))
+            .collect();
+        format!(" sender={}", shares.join(","))
+    })
+}
+
 impl ServedConnection for Connection {
     fn sender_report(&self) -> Option<SenderReport> {
         Some(SenderReport::from_stats(&self.stats()))
@@ -320,7 +334,9 @@ async fn serve_stream(
         Protocol::Sift => service.files.serve(&mut stream, &connection).await,
         Protocol::Hq => service.files.serve_hq(&mut stream).await,
     };
-    lines(&transfer_line(connection.remote_address(), &record));
+    let mut line = transfer_line(connection.remote_address(), &record);
+    line.push_str(&sender_field(&connection.stats().send_times));
+    lines(&line);
 }
 
 #[cfg(test)]
@@ -351,5 +367,20 @@ mod tests {
         };
         assert!(transfer_line("127.0.0.1:5000".parse().unwrap(), &refused)
             .ends_with("result=refused-path reason=\"`..` is not allowed\""));
+    }
+
+    #[test]
+    fn the_sender_field_gives_each_share_in_percent_or_nothing() {
+        let times = sift::conn::SendTimes {
+            busy_us: 350,
+            credit_limited_us: 370,
+            app_limited_us: 280,
+            ..Default::default()
+        };
+        assert_eq!(
+            sender_field(&times),
+            " sender=busy:35,window:0,pacer:0,credit:37,application:28"
+        );
+        assert_eq!(sender_field(&Default::default()), "");
     }
 }
