@@ -471,6 +471,9 @@ pub struct Connection {
     pacing_until: Option<Instant>,
     /// What each poll for a packet found, and the time charged to it.
     send_clock: send_times::SendClock,
+    /// What held ack-eliciting data back in the current poll (the window
+    /// or the pacer), for `send_clock`.
+    send_held_by: Option<send_times::SendState>,
     close_frame: Option<CloseFrame>,
     close_pending: bool,
     close_reason: Option<CloseReason>,
@@ -699,6 +702,7 @@ impl Connection {
             keep_alive_since: now,
             pacing_until: None,
             send_clock: Default::default(),
+            send_held_by: None,
             close_frame: None,
             close_pending: false,
             close_reason: None,

@@ -79,6 +79,7 @@ impl Connection {
         now: Instant,
     ) -> Result<Option<(usize, SendInfo)>, Error> {
         self.now = now;
+        self.send_held_by = None;
         match self.state {
             State::Closed => return Err(Error::Closed),
             State::Draining { .. } => return Ok(None),
@@ -264,25 +265,25 @@ impl Connection {
     /// Charges the time since the last poll (`send_times`), once the
     /// handshake is done: `sent` says whether this poll sent an
     /// ack-eliciting packet (`Some(true)`), only ACKs, or nothing (`None`).
+    /// What held data back was noted as the poll found it
+    /// (`send_held_by`); the rest are counts the streams keep, so a poll
+    /// that finds nothing to send pays no walk over the streams.
     fn note_send_state(&mut self, sent: Option<bool>, now: Instant) {
         if !self.handshake.is_complete() || !matches!(self.state, State::Established) {
             return;
         }
         let state = if sent == Some(true) {
             SendState::Busy
-        } else if self.has_ack_eliciting_data(SpaceId::Data) {
-            let packet = self.pmtud.current() as u64;
-            if self.recovery.bytes_in_flight() + packet > self.recovery.window() {
-                SendState::WindowLimited
-            } else if self.pacing_until.is_some_and(|at| at > now) {
-                SendState::PacingLimited
+        } else if let Some(held) = self.send_held_by {
+            held
+        } else if self.streams.has_unsent_data() {
+            if self.streams.is_credit_blocked() {
+                SendState::CreditLimited
             } else {
-                // Neither held it (what waits did not fit beside a
+                // Sendable, yet nothing left (it did not fit beside a
                 // coalesced packet): the sender was not idle.
                 SendState::Busy
             }
-        } else if self.streams.is_credit_blocked() {
-            SendState::CreditLimited
         } else if self.streams.has_unacked_data() {
             SendState::AppLimited
         } else {
@@ -581,11 +582,13 @@ impl Connection {
         }
         let packet = self.pmtud.current() as u64;
         if self.recovery.bytes_in_flight() + packet > self.recovery.window() {
+            self.send_held_by = Some(SendState::WindowLimited);
             return false;
         }
         let at = self.recovery.next_send_time(now, packet);
         if at > now {
             self.pacing_until = Some(at);
+            self.send_held_by = Some(SendState::PacingLimited);
             return false;
         }
         true

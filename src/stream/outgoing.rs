@@ -266,6 +266,11 @@ impl Streams {
         self.send_tally.held > self.send_tally.unsent
     }
 
+    /// Whether written bytes wait that were never sent.
+    pub fn has_unsent_data(&self) -> bool {
+        self.send_tally.unsent > 0
+    }
+
     /// Whether written bytes wait that the peer's credit (the stream's or
     /// the connection's) holds back.
     pub fn is_credit_blocked(&self) -> bool {
