@@ -792,19 +792,15 @@ async fn workers_share_one_port_and_new_clients_go_to_the_least_busy() {
 
 /// A current-thread runtime on a thread of its own, as sift-server gives
 /// each worker: its handle, and the sender whose drop ends it.
-fn runtime_thread() -> (tokio::runtime::Handle, std::sync::mpsc::Sender<()>) {
+fn runtime_thread() -> (tokio::runtime::Handle, tokio::sync::oneshot::Sender<()>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let handle = runtime.handle().clone();
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::spawn(move || {
-        runtime.block_on(async {
-            while let Err(std::sync::mpsc::TryRecvError::Empty) = stopped.try_recv() {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        });
+        let _ = runtime.block_on(stopped);
     });
     (handle, stop)
 }
