@@ -14,7 +14,8 @@
 //! File format: `host:port SHA256:<64 hex>` per line; `#` starts a comment.
 
 use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -292,18 +293,58 @@ impl ClientTrust {
     }
 }
 
+/// Appends `host fingerprint` to the known-hosts `file`, unless another
+/// run stored the same key for `host` since this one read the file.
+/// Clients started together (a script fetching several files at once from
+/// a new server) each reach first contact: under an exclusive lock each
+/// reads the file again, so their lines neither interleave nor repeat, and
+/// one that finds a different key stored meanwhile is refused as a changed
+/// key is.
 fn append_known_host(file: &Path, host: &str, fingerprint: Fingerprint) -> anyhow::Result<()> {
     if let Some(dir) = file.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         state::create_private_dir(dir)?;
     }
     let mut out = OpenOptions::new()
+        .read(true)
         .append(true)
         .create(true)
         .mode(0o600)
         .open(file)
         .with_context(|| format!("cannot open {}", file.display()))?;
-    writeln!(out, "{host} {fingerprint}")
+    lock_exclusive(&out).with_context(|| format!("cannot lock {}", file.display()))?;
+    let mut text = String::new();
+    out.read_to_string(&mut text)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let stored = parse_known_hosts(&text, file)?
+        .into_iter()
+        .find(|entry| entry.host == host);
+    if let Some(entry) = stored {
+        anyhow::ensure!(
+            entry.fingerprint == fingerprint,
+            "{host} presented {fingerprint}, but another sift-client stored {} for it in {} (line {}) meanwhile: one of them is not the server",
+            entry.fingerprint,
+            file.display(),
+            entry.line
+        );
+        return Ok(());
+    }
+    // One write: appends of one write each never interleave.
+    out.write_all(format!("{host} {fingerprint}\n").as_bytes())
         .with_context(|| format!("cannot write {}", file.display()))
+}
+
+/// Holds an exclusive `flock` on `file` until it is closed.
+fn lock_exclusive(file: &fs::File) -> std::io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor `file` keeps open.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -417,6 +458,75 @@ mod tests {
             "{:?}",
             second.refusal()
         );
+    }
+
+    #[test]
+    fn runs_that_reach_first_contact_together_store_one_line_and_agree_on_the_key() {
+        let dir = TestDir::new("known-hosts-together");
+        let file = dir.path().join("known_hosts");
+        // Each read the file before either stored anything.
+        let runs: Vec<ClientTrust> = (0..3)
+            .map(|_| ClientTrust::from_options(&url("h"), &[], None, Some(&file), None).unwrap())
+            .collect();
+        for (run, cert) in runs
+            .iter()
+            .zip([b"cert".as_slice(), b"cert", b"another cert"])
+        {
+            run.check.as_ref().unwrap().verify(cert, &[], "h").unwrap();
+        }
+        runs[0].on_connected().unwrap();
+        runs[1].on_connected().unwrap();
+        let stored = fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            stored,
+            format!("h:4433 {}\n", Fingerprint::of_certificate(b"cert"))
+        );
+        let error = format!("{:#}", runs[2].on_connected().unwrap_err());
+        assert!(
+            error.contains("another sift-client stored")
+                && error.contains(&Fingerprint::of_certificate(b"another cert").to_string()),
+            "{error}"
+        );
+        assert_eq!(fs::read_to_string(&file).unwrap(), stored);
+    }
+
+    #[test]
+    fn first_contacts_from_many_threads_each_leave_one_whole_line() {
+        let dir = TestDir::new("known-hosts-threads");
+        let file = dir.path().join("known_hosts");
+        let hosts = 16;
+        std::thread::scope(|scope| {
+            for index in 0..hosts {
+                let file = &file;
+                scope.spawn(move || {
+                    let trust = ClientTrust::from_options(
+                        &url(&format!("h{index}")),
+                        &[],
+                        None,
+                        Some(file),
+                        None,
+                    )
+                    .unwrap();
+                    let cert = format!("cert {index}");
+                    let check = trust.check.as_ref().unwrap();
+                    check.verify(cert.as_bytes(), &[], "h").unwrap();
+                    trust.on_connected().unwrap();
+                });
+            }
+        });
+        let entries = parse_known_hosts(&fs::read_to_string(&file).unwrap(), &file).unwrap();
+        assert_eq!(entries.len(), hosts);
+        for index in 0..hosts {
+            let entry = entries
+                .iter()
+                .find(|entry| entry.host == format!("h{index}:4433"))
+                .unwrap();
+            let cert = format!("cert {index}");
+            assert_eq!(
+                entry.fingerprint,
+                Fingerprint::of_certificate(cert.as_bytes())
+            );
+        }
     }
 
     #[test]
