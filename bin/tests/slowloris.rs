@@ -89,9 +89,9 @@ fn half_open_request_streams_pin_no_thread_and_are_answered_at_the_deadline() {
             &STREAMS_PER_CONNECTION.to_string(),
         ],
     );
-    // The main thread, the worker's, the serving threads and at most the
-    // file pool.
-    let pool = 1 + 1 + threads + io_threads;
+    // The main thread, the worker's (and its file thread, for a client it
+    // serves alone), the serving threads and at most the file pool.
+    let pool = 1 + 2 + threads + io_threads;
     let pid = server.pid();
     assert!(
         threads_of(pid) <= pool,

@@ -195,11 +195,14 @@ struct Args {
     /// (powers of 1024).
     #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = format::parse_bytes)]
     max_upload_bytes: u64,
-    /// Threads that serve every client and stream (each a task that holds
-    /// no thread while it waits). [default: half the cores, at least one]
+    /// Threads that serve clients' streams (each a task that holds no
+    /// thread while it waits). A client that arrives while its worker
+    /// serves no other is served on the worker's thread instead, beside
+    /// its packets. [default: half the cores, at least one]
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// Most threads reading and writing files at once (64 KiB per call).
+    /// Most threads reading and writing files at once (64 KiB per call),
+    /// besides one per worker for the client it serves alone.
     #[arg(long, value_name = "N", default_value_t = 8)]
     io_threads: usize,
     /// Seconds a client has to send a stream's whole request; a stream
@@ -408,7 +411,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         args.max_streams_per_client,
         args.max_streams,
     ));
-    let outcome = runtime.block_on(serve(endpoints, service, workers));
+    let outcome = runtime.block_on(serve(endpoints, service, drivers.handles()));
     // Tasks still waiting on a client are dropped with the runtime; a
     // file call in progress gets a moment to end.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
@@ -425,12 +428,15 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 async fn serve(
     endpoints: Vec<Endpoint>,
     service: Arc<Service>,
-    workers: usize,
+    workers: &[tokio::runtime::Handle],
 ) -> anyhow::Result<()> {
     let mut running = tokio::task::JoinSet::new();
-    for (index, endpoint) in endpoints.iter().enumerate() {
+    let placement = server_loop::Placement::LoneOnWorker {
+        pool: tokio::runtime::Handle::current(),
+    };
+    for ((index, endpoint), worker) in endpoints.iter().enumerate().zip(workers) {
         // With several workers each transfer line says whose it was.
-        let suffix = if workers > 1 {
+        let suffix = if workers.len() > 1 {
             format!(" worker={index}")
         } else {
             String::new()
@@ -439,11 +445,16 @@ async fn serve(
             // A closed stdout must not stop the server.
             let _ = writeln!(std::io::stdout(), "{line}{suffix}");
         });
-        running.spawn(server_loop::serve(
-            endpoint.clone(),
-            Arc::clone(&service),
-            lines,
-        ));
+        // Each worker accepts on its own thread, beside its driver.
+        running.spawn_on(
+            server_loop::serve(
+                endpoint.clone(),
+                Arc::clone(&service),
+                lines,
+                placement.clone(),
+            ),
+            worker,
+        );
     }
     tokio::select! {
         // The first worker whose socket stops ends the server.

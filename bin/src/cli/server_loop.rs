@@ -1,17 +1,21 @@
 //! How `sift-server` spends threads: a fixed few, whatever the clients do.
 //!
-//! Every client connection and every stream is a task on one tokio runtime
-//! of a bounded number of threads (`--threads`, default: half the cores, at
-//! least one), over the async API (`sift::tokio`). Each worker endpoint's
-//! driver (`--workers`, `Endpoint::bind_workers_on`: one `SO_REUSEPORT`
-//! socket each, datagrams steered by connection ID) runs on a thread of
-//! its own ([`DriverThreads`]: a current-thread runtime each), so the
-//! packet path never queues behind thousands of stream tasks, and a busy
-//! driver stays on its thread rather than hopping between the threads of
-//! a shared runtime.
-//! File-system work runs on the serving runtime's blocking pool, capped at
-//! `--io-threads`, one 64 KiB chunk per call, so a download waiting for the
-//! disk does not hold a serving thread either.
+//! Every client connection and every stream is a task, over the async API
+//! (`sift::tokio`). Each worker endpoint's driver (`--workers`,
+//! `Endpoint::bind_workers_on`: one `SO_REUSEPORT` socket each, datagrams
+//! steered by connection ID) runs on a thread of its own
+//! ([`DriverThreads`]: a current-thread runtime each), so a busy driver
+//! stays on its thread rather than hopping between the threads of a shared
+//! runtime. A client that arrives while its worker serves no other is
+//! served on that thread too, with nothing handed between threads; the
+//! rest run on one serving runtime of a bounded number of threads
+//! (`--threads`, default: half the cores, at least one), so under many
+//! clients the packet path never queues behind thousands of stream tasks
+//! ([`Placement`]).
+//! File-system work that would wait for the disk runs on a blocking pool,
+//! the serving runtime's (capped at `--io-threads`) or one thread per
+//! worker for its lone client, one 64 KiB chunk per call, so a download
+//! waiting for the disk holds no thread that serves tasks either.
 //!
 //! Why tasks and not a pool of blocking threads: a blocking stream holds
 //! its thread while it waits, for a request that is slow to arrive, for
@@ -20,8 +24,8 @@
 //! (each with its stack); with a bounded pool of blocking threads, as many
 //! slow clients as the pool has threads would starve everyone else. A
 //! waiting task is a parked future of a few kilobytes and holds no thread:
-//! the server has at most 1 + `--workers` + `--threads` + `--io-threads`
-//! threads, fixed at start.
+//! the server has at most 1 + 2 × `--workers` + `--threads` +
+//! `--io-threads` threads, fixed at start.
 //!
 //! What bounds the rest:
 //! - Streams served at once: `--max-streams-per-client` per connection and
@@ -40,6 +44,7 @@
 //! (sift's file protocol) or `hq-interop` (HTTP/0.9, for any QUIC client:
 //! downloads only).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -162,11 +167,80 @@ impl Service {
     }
 }
 
+/// Where a worker runs the tasks that serve its clients' streams.
+#[derive(Clone, Debug)]
+pub enum Placement {
+    /// On the runtime that accepts them.
+    Here,
+    /// The accepting runtime is the worker's own thread, beside its
+    /// driver ([`DriverThreads`]). A client that arrives while the worker
+    /// serves no other is served there too; the rest on `pool`, the
+    /// serving threads.
+    ///
+    /// Why: a lone download's file reads and its packets then share one
+    /// thread, and nothing is handed between threads. Served from the pool,
+    /// every refill of the send buffer woke the serving thread and every
+    /// refill woke the driver back, each wake-up 100–250 µs on this
+    /// project's two-core VM; on the worker's thread a loopback GiB moved
+    /// 15% faster. Under many clients the drivers are the busy threads and
+    /// the pool takes the file work off them: every client on its worker's
+    /// thread made 1000 concurrent 1 MB downloads a quarter slower, with
+    /// half again the memory (`interop/results/2026-11-28-lone-client`).
+    LoneOnWorker {
+        /// The serving threads' runtime.
+        pool: Handle,
+    },
+}
+
+/// Spawns the tasks that serve one worker's clients where its
+/// [`Placement`] says, counting the clients it serves.
+pub struct Placer {
+    placement: Placement,
+    /// One clone per client being served, besides this one.
+    served: Arc<()>,
+}
+
+impl Placer {
+    pub fn new(placement: Placement) -> Self {
+        Self {
+            placement,
+            served: Arc::new(()),
+        }
+    }
+
+    /// Spawns `task`, which serves one client, from a task of the
+    /// accepting runtime.
+    pub fn spawn(
+        &self,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let mark = Arc::clone(&self.served);
+        // Only a guide: clients that end meanwhile on other threads make
+        // it stale, never unsound.
+        let alone = Arc::strong_count(&self.served) == 2;
+        let task = async move {
+            task.await;
+            drop(mark);
+        };
+        match &self.placement {
+            Placement::LoneOnWorker { pool } if !alone => pool.spawn(task),
+            _ => tokio::spawn(task),
+        }
+    }
+}
+
 /// Accepts clients on `endpoint` until it stops, each served by a task of
-/// its own, one line per transfer to `lines`. Returns why it stopped.
-pub async fn serve(endpoint: Endpoint, service: Arc<Service>, lines: LineSink) -> anyhow::Error {
+/// its own placed as `placement` says, one line per transfer to `lines`.
+/// Returns why it stopped.
+pub async fn serve(
+    endpoint: Endpoint,
+    service: Arc<Service>,
+    lines: LineSink,
+    placement: Placement,
+) -> anyhow::Error {
+    let placer = Placer::new(placement);
     while let Some(connection) = endpoint.accept().await {
-        tokio::spawn(serve_connection(
+        placer.spawn(serve_connection(
             connection,
             Arc::clone(&service),
             Arc::clone(&lines),
@@ -200,8 +274,11 @@ impl DriverThreads {
             threads: Vec::with_capacity(workers),
         };
         for index in 0..workers {
+            // Its blocking thread reads files for the client the worker
+            // serves alone ([`Placement::LoneOnWorker`]).
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .max_blocking_threads(1)
+                .thread_name(format!("sift-files {index}"))
                 .enable_all()
                 .build()
                 .context("starting a worker's runtime")?;
@@ -258,7 +335,8 @@ pub fn spawn_server(
     std::thread::Builder::new()
         .name("sift server".into())
         .spawn(move || {
-            let stopped = runtime.block_on(serve(endpoint, Arc::new(service), lines));
+            let stopped =
+                runtime.block_on(serve(endpoint, Arc::new(service), lines, Placement::Here));
             tracing::warn!(error = %stopped, "the server stopped");
         })
         .context("starting the server thread")?;
@@ -367,6 +445,67 @@ mod tests {
         };
         assert!(transfer_line("127.0.0.1:5000".parse().unwrap(), &refused)
             .ends_with("result=refused-path reason=\"`..` is not allowed\""));
+    }
+
+    #[test]
+    fn a_lone_client_is_served_on_its_workers_thread_and_the_rest_on_the_pool() {
+        let pool = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("the pool")
+            .build()
+            .unwrap();
+        // The worker's runtime runs on this test's thread.
+        let worker = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let here = std::thread::current().name().map(str::to_owned);
+        let thread_name = || std::thread::current().name().map(str::to_owned);
+        worker.block_on(async {
+            let placer = Placer::new(Placement::LoneOnWorker {
+                pool: pool.handle().clone(),
+            });
+            let (first_ran, ran) = oneshot::channel();
+            let (end_first, ended) = oneshot::channel::<()>();
+            let first = placer.spawn(async move {
+                first_ran.send(thread_name()).unwrap();
+                let _ = ended.await;
+            });
+            assert_eq!(ran.await.unwrap(), here, "the first client, alone");
+            let (second_ran, ran) = oneshot::channel();
+            placer
+                .spawn(async move { second_ran.send(thread_name()).unwrap() })
+                .await
+                .unwrap();
+            assert_eq!(ran.await.unwrap().as_deref(), Some("the pool"));
+            end_first.send(()).unwrap();
+            first.await.unwrap();
+            let (third_ran, ran) = oneshot::channel();
+            placer.spawn(async move { third_ran.send(thread_name()).unwrap() });
+            assert_eq!(ran.await.unwrap(), here, "alone again");
+        });
+    }
+
+    #[test]
+    fn placed_here_every_client_runs_on_the_accepting_runtime() {
+        let worker = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let here = std::thread::current().name().map(str::to_owned);
+        worker.block_on(async {
+            let placer = Placer::new(Placement::Here);
+            let (end_first, ended) = oneshot::channel::<()>();
+            let _first = placer.spawn(async move {
+                let _ = ended.await;
+            });
+            let (second_ran, ran) = oneshot::channel();
+            placer.spawn(async move {
+                second_ran
+                    .send(std::thread::current().name().map(str::to_owned))
+                    .unwrap()
+            });
+            assert_eq!(ran.await.unwrap(), here);
+            end_first.send(()).unwrap();
+        });
     }
 
     #[test]
