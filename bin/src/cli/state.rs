@@ -11,7 +11,10 @@
 //! `known_hosts` there, and its own key (`client-cert.pem`,
 //! `client-key.pem`, made on its first upload or `sift-client id`), which
 //! it presents to servers that ask. The directory is created readable by
-//! its owner only, and the key and secret files likewise.
+//! its owner only, and the key and secret files likewise. Runs started
+//! together (a script's parallel first uploads, two servers on one state)
+//! make each file once, under a lock on the directory ([`StateLock`]), and
+//! a file is linked into place whole, so no run reads one half written.
 //!
 //! The state directory must not be served: `sift-server` refuses to start
 //! when it is `--root` or inside it ([`refuse_state_inside_root`]). A root
@@ -20,6 +23,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -136,11 +140,21 @@ fn stored_identity(
     let cert = state.join(cert_file);
     let key = state.join(key_file);
     match (cert.exists(), key.exists()) {
+        (true, true) => return Ok(Some((read_identity(&cert, &key)?, IdentitySource::Loaded))),
+        (false, false) if !create => return Ok(None),
+        _ => {}
+    }
+    // Missing, or half there: another run may be making it at this moment
+    // (two clients started together, each on its first upload). Under the
+    // lock the first makes it and the others load it.
+    let _lock = StateLock::take(state)?;
+    match (cert.exists(), key.exists()) {
         (true, true) => Ok(Some((read_identity(&cert, &key)?, IdentitySource::Loaded))),
         (false, false) if !create => Ok(None),
         (false, false) => {
-            create_private_dir(state)?;
             let identity = make(&[name]).context("cannot make a self-signed certificate")?;
+            // The key first: a run that finds both files (without the
+            // lock) finds both whole.
             write_new_file(&key, identity.private_key_pem().as_bytes(), 0o600)?;
             write_new_file(&cert, identity.chain_pem().as_bytes(), 0o644)?;
             Ok(Some((identity, IdentitySource::Created)))
@@ -149,6 +163,40 @@ fn stored_identity(
             "{} holds only one of {cert_file} and {key_file}: restore the other, or remove both to make a new identity ({peers} will see a changed key)",
             state.display()
         ),
+    }
+}
+
+/// An exclusive lock on the state directory (`flock` on the directory
+/// itself, made first if missing), held until dropped: runs started
+/// together that each find a file missing make it once between them.
+pub struct StateLock {
+    _directory: fs::File,
+}
+
+impl StateLock {
+    /// Waits for the lock on `dir`.
+    pub fn take(dir: &Path) -> anyhow::Result<Self> {
+        create_private_dir(dir)?;
+        let directory =
+            fs::File::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+        lock_exclusive(&directory).with_context(|| format!("cannot lock {}", dir.display()))?;
+        Ok(Self {
+            _directory: directory,
+        })
+    }
+}
+
+/// Takes an exclusive `flock` on `file`, held until it is closed.
+pub fn lock_exclusive(file: &fs::File) -> std::io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor `file` keeps open.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
     }
 }
 
@@ -222,22 +270,30 @@ fn canonical_even_if_missing(path: &Path) -> anyhow::Result<PathBuf> {
 pub fn server_secret(state: &Path) -> anyhow::Result<ServerSecret> {
     let path = state.join(SECRET_FILE);
     if path.exists() {
-        let bytes = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let bytes: [u8; SERVER_SECRET_LEN] = bytes.as_slice().try_into().map_err(|_| {
-            anyhow::anyhow!(
-                "{} is {} bytes, not {SERVER_SECRET_LEN}: remove it to make a new one (clients of the old one will wait for their idle timeout once)",
-                path.display(),
-                bytes.len()
-            )
-        })?;
-        return Ok(ServerSecret::new(&bytes));
+        return read_server_secret(&path);
     }
-    create_private_dir(state)?;
+    // Two servers started together on one state directory make one secret.
+    let _lock = StateLock::take(state)?;
+    if path.exists() {
+        return read_server_secret(&path);
+    }
     let mut bytes = [0u8; SERVER_SECRET_LEN];
     SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| anyhow::anyhow!("the operating system's random number generator failed"))?;
     write_new_file(&path, &bytes, 0o600)?;
+    Ok(ServerSecret::new(&bytes))
+}
+
+fn read_server_secret(path: &Path) -> anyhow::Result<ServerSecret> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes: [u8; SERVER_SECRET_LEN] = bytes.as_slice().try_into().map_err(|_| {
+        anyhow::anyhow!(
+            "{} is {} bytes, not {SERVER_SECRET_LEN}: remove it to make a new one (clients of the old one will wait for their idle timeout once)",
+            path.display(),
+            bytes.len()
+        )
+    })?;
     Ok(ServerSecret::new(&bytes))
 }
 
@@ -253,17 +309,33 @@ fn read_identity(cert: &Path, key: &Path) -> anyhow::Result<ServerIdentity> {
     })
 }
 
-/// Writes a file that must not exist yet, with `mode`.
+/// Writes a file that must not exist yet, with `mode`: whole or not at
+/// all, as a reader that does not take the [`StateLock`] sees it (written
+/// under a temporary name, then linked to `path`, which fails if `path`
+/// exists).
 fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
-    let mut file = OpenOptions::new()
+    let temporary = path.with_extension(format!("{}.new", std::process::id()));
+    let written = OpenOptions::new()
         .write(true)
-        .create_new(true)
+        .create(true)
+        .truncate(true)
         .mode(mode)
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .with_context(|| format!("cannot write {}", temporary.display()))
+        .and_then(|()| {
+            match fs::hard_link(&temporary, path) {
+                Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => {
+                    // A file system without hard links: under the state
+                    // lock nothing else makes `path` meanwhile.
+                    fs::rename(&temporary, path)
+                }
+                linked => linked,
+            }
+            .with_context(|| format!("cannot create {}", path.display()))
+        });
+    let _ = fs::remove_file(&temporary);
+    written
 }
 
 #[cfg(test)]
@@ -290,6 +362,41 @@ mod tests {
         fs::write(state.join(SECRET_FILE), b"short").unwrap();
         let error = server_secret(&state).unwrap_err().to_string();
         assert!(error.contains("is 5 bytes, not 32"), "{error}");
+    }
+
+    #[test]
+    fn runs_started_together_make_one_identity_and_one_secret() {
+        let dir = TestDir::new("state-together");
+        let state = dir.path().join("state");
+        let runs = 8;
+        let made: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..runs)
+                .map(|_| {
+                    let state = &state;
+                    scope.spawn(move || {
+                        let (identity, source) = client_identity(state, true).unwrap().unwrap();
+                        let secret = server_secret(state).unwrap();
+                        let cid = sift::wire::ConnectionId::new(&[1; 8]).unwrap();
+                        (identity.fingerprint(), source, secret.reset_token(&cid))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let created = made
+            .iter()
+            .filter(|(_, source, _)| *source == IdentitySource::Created)
+            .count();
+        assert_eq!(created, 1, "one run made the key, the others loaded it");
+        assert!(made
+            .iter()
+            .all(|(fingerprint, _, token)| *fingerprint == made[0].0 && *token == made[0].2));
+        let left: Vec<_> = fs::read_dir(&state)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".new"))
+            .collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
     }
 
     #[test]

@@ -15,7 +15,6 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -311,7 +310,7 @@ fn append_known_host(file: &Path, host: &str, fingerprint: Fingerprint) -> anyho
         .mode(0o600)
         .open(file)
         .with_context(|| format!("cannot open {}", file.display()))?;
-    lock_exclusive(&out).with_context(|| format!("cannot lock {}", file.display()))?;
+    state::lock_exclusive(&out).with_context(|| format!("cannot lock {}", file.display()))?;
     let mut text = String::new();
     out.read_to_string(&mut text)
         .with_context(|| format!("cannot read {}", file.display()))?;
@@ -331,20 +330,6 @@ fn append_known_host(file: &Path, host: &str, fingerprint: Fingerprint) -> anyho
     // One write: appends of one write each never interleave.
     out.write_all(format!("{host} {fingerprint}\n").as_bytes())
         .with_context(|| format!("cannot write {}", file.display()))
-}
-
-/// Holds an exclusive `flock` on `file` until it is closed.
-fn lock_exclusive(file: &fs::File) -> std::io::Result<()> {
-    loop {
-        // SAFETY: flock on a descriptor `file` keeps open.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    }
 }
 
 #[cfg(test)]
