@@ -134,6 +134,55 @@ fn a_missing_file_is_not_found_and_leaves_nothing_behind() {
 }
 
 #[test]
+fn an_output_that_is_a_directory_takes_the_file_under_its_name() {
+    let dir = TestDir::new("output-dir");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    std::fs::write(root.join("f.bin"), content(50_000, 3)).unwrap();
+    let server = Server::start(&root, &[]);
+    // An existing directory, with or without its slash, over either
+    // protocol.
+    for (url, output) in [
+        (server.url("f.bin"), local.to_str().unwrap().to_string()),
+        (
+            server.url("f.bin").replacen("sift://", "https://", 1),
+            format!("{}/", local.join("hq").display()),
+        ),
+    ] {
+        if output.ends_with("hq/") {
+            std::fs::create_dir(local.join("hq")).unwrap();
+        }
+        expect_success(&run_client(&["get", &url, "-o", &output, &server.pin()]));
+    }
+    assert_eq!(
+        std::fs::read(local.join("f.bin")).unwrap(),
+        content(50_000, 3)
+    );
+    assert_eq!(
+        std::fs::read(local.join("hq/f.bin")).unwrap(),
+        content(50_000, 3)
+    );
+    let names: Vec<_> = std::fs::read_dir(&local)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "no part file left: {names:?}");
+    // A directory that is not there fails before dialing, in one line.
+    for output in ["missing/", "missing/f.bin"] {
+        let missing = local.join(output);
+        let out = run_client(&[
+            "get",
+            "sift://127.0.0.1:9/f.bin",
+            "-o",
+            missing.to_str().unwrap(),
+            NO_KNOWN_HOSTS,
+        ]);
+        let error = expect_one_line_error(&out);
+        assert!(error.contains("missing does not exist"), "{error}");
+    }
+}
+
+#[test]
 fn an_unknown_controller_is_named() {
     let out = run_client(&["get", "sift://127.0.0.1/f", "--cc", "bbr3", NO_KNOWN_HOSTS]);
     assert!(!out.status.success());

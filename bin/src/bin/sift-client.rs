@@ -187,6 +187,8 @@ enum Command {
         #[arg(value_name = "URL", required = true, num_args = 1..)]
         urls: Vec<String>,
         /// Where to write it (one URL only; default: the file's name, here).
+        /// An existing directory, or a path ending in `/`, means the file's
+        /// name in that directory.
         #[arg(short, long, value_name = "FILE", conflicts_with = "output_dir")]
         output: Option<PathBuf>,
         /// The directory files go to, each under its own name (default: here).
@@ -503,17 +505,7 @@ fn get(
     controller: Option<&str>,
     json: bool,
 ) -> anyhow::Result<()> {
-    let name = Path::new(&url.path)
-        .file_name()
-        .map(PathBuf::from)
-        .with_context(|| {
-            format!(
-                "the URL names no file: sift://{}/{}",
-                url.authority(),
-                url.path
-            )
-        })?;
-    let dest = output.unwrap_or(name);
+    let dest = destination(url, output.as_deref(), None)?;
     let dialed = std::time::Instant::now();
     let connection = dial.connect(url)?;
     let report = session::download(&connection, &url.path, &dest, resume, controller, json);
@@ -586,11 +578,7 @@ fn destinations(
     }
     let mut fetches: Vec<Fetch> = Vec::with_capacity(urls.len());
     for url in urls {
-        let dest = match (&output, Path::new(&url.path).file_name()) {
-            (Some(output), _) => output.clone(),
-            (None, Some(name)) => dir.unwrap_or(Path::new(".")).join(name),
-            (None, None) => anyhow::bail!("the URL names no file: {}", url.display()),
-        };
+        let dest = destination(url, output.as_deref(), dir)?;
         if let Some(earlier) = fetches.iter().find(|f| f.dest == dest) {
             anyhow::bail!(
                 "{} and {} would both be written to {}",
@@ -605,6 +593,46 @@ fn destinations(
         });
     }
     Ok(fetches)
+}
+
+/// Where `url`'s file goes: `output` (the file's name in it when it is a
+/// directory or ends in `/`), else its name under `dir` (default: here).
+/// Checked before dialing: a directory that is not there fails now, not
+/// once the file has arrived.
+fn destination(
+    url: &SiftUrl,
+    output: Option<&Path>,
+    dir: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
+    let name = || {
+        Path::new(&url.path)
+            .file_name()
+            .with_context(|| format!("the URL names no file: {}", url.display()))
+    };
+    let into_directory =
+        |output: &Path| output.is_dir() || output.as_os_str().as_encoded_bytes().ends_with(b"/");
+    let dest = match output {
+        Some(output) if into_directory(output) => output.join(name()?),
+        Some(output) => output.to_path_buf(),
+        None => dir.unwrap_or(Path::new(".")).join(name()?),
+    };
+    let parent = dest
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        let why = if parent.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        anyhow::bail!(
+            "cannot write {}: {} {why}",
+            dest.display(),
+            parent.display()
+        );
+    }
+    Ok(dest)
 }
 
 fn put(url: &SiftUrl, dial: Dial, file: &Path, json: bool) -> anyhow::Result<()> {
