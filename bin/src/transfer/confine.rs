@@ -24,6 +24,9 @@ pub enum PathError {
     Refused { path: String, reason: &'static str },
     #[error("{path:?} not found")]
     NotFound { path: String },
+    /// An upload into a directory the server does not have.
+    #[error("{path:?}: the server has no directory {directory:?} (an upload does not make directories)")]
+    NoDirectory { path: String, directory: String },
     #[error("{path:?}: {error}")]
     Io { path: String, error: io::Error },
 }
@@ -120,8 +123,14 @@ impl Root {
             reason: "an upload needs a file name",
         })?;
         let mut parent = self.canonical.clone();
-        parent.extend(parts);
-        let directory = parent.canonicalize().map_err(|e| io_error(raw, e))?;
+        parent.extend(&parts);
+        let directory = parent.canonicalize().map_err(|e| match io_error(raw, e) {
+            PathError::NotFound { path } => PathError::NoDirectory {
+                directory: parts.join("/"),
+                path,
+            },
+            other => other,
+        })?;
         self.check_inside(raw, &directory)?;
         if !directory.is_dir() {
             return Err(PathError::Refused {
@@ -257,10 +266,11 @@ mod tests {
             root.resolve_existing("nope"),
             Err(PathError::NotFound { .. })
         ));
-        assert!(matches!(
-            root.resolve_upload("no/dir/f"),
-            Err(PathError::NotFound { .. })
-        ));
+        let missing = root.resolve_upload("no/dir/f").unwrap_err();
+        assert!(
+            matches!(&missing, PathError::NoDirectory { directory, .. } if directory == "no/dir"),
+            "{missing}"
+        );
         let target = root.resolve_upload("new.bin").unwrap();
         assert_eq!(target.path(), root.path().join("new.bin"));
         assert!(refused(root.resolve_upload("")));

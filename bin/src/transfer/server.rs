@@ -135,7 +135,7 @@ impl From<PathError> for Failure {
     fn from(error: PathError) -> Self {
         let status = match &error {
             PathError::Refused { .. } => Status::RefusedPath,
-            PathError::NotFound { .. } => Status::NotFound,
+            PathError::NotFound { .. } | PathError::NoDirectory { .. } => Status::NotFound,
             PathError::Io { .. } => Status::Internal,
         };
         Failure::Answer(status, error.to_string())
