@@ -25,7 +25,9 @@ pub enum PathError {
     #[error("{path:?} not found")]
     NotFound { path: String },
     /// An upload into a directory the server does not have.
-    #[error("{path:?}: the server has no directory {directory:?} (an upload does not make directories)")]
+    #[error(
+        "{path:?}: the server has no directory {directory:?} (an upload does not make directories)"
+    )]
     NoDirectory { path: String, directory: String },
     #[error("{path:?}: {error}")]
     Io { path: String, error: io::Error },
