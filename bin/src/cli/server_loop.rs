@@ -182,7 +182,7 @@ pub enum Placement {
     /// every refill of the send buffer woke the serving thread and every
     /// refill woke the driver back, each wake-up 100–250 µs on this
     /// project's two-core VM; on the worker's thread a loopback GiB moved
-    /// 15% faster. Under many clients the drivers are the busy threads and
+    /// 12% faster. Under many clients the drivers are the busy threads and
     /// the pool takes the file work off them: every client on its worker's
     /// thread made 1000 concurrent 1 MB downloads a quarter slower, with
     /// half again the memory (`interop/results/2026-11-28-lone-client`).
