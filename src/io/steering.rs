@@ -120,6 +120,7 @@ pub fn bind_reuseport_group(
     options: SocketOptions,
     workers: usize,
 ) -> io::Result<Vec<(UdpSocket, SocketReport)>> {
+    refuse_taken(addr)?;
     let options = SocketOptions {
         reuse_port: true,
         ..options
@@ -135,6 +136,21 @@ pub fn bind_reuseport_group(
         attach_cid_steering(first, workers)?;
     }
     Ok(sockets)
+}
+
+/// Fails with `AddrInUse` when a socket already holds `addr`. Linux lets
+/// any socket of the same user that sets `SO_REUSEPORT` join a group, so a
+/// second server started on the same port by mistake would take a share
+/// of the first one's clients, each hashed to one or the other. A socket
+/// without the option (this probe, closed at once) cannot bind a port
+/// that any socket holds.
+fn refuse_taken(addr: SocketAddr) -> io::Result<()> {
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let probe = bind_udp(addr, SocketOptions::default())?;
+    drop(probe);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -156,6 +172,30 @@ mod tests {
         datagram.extend_from_slice(dcid);
         datagram.extend_from_slice(&[0; 30]);
         datagram
+    }
+
+    #[test]
+    fn a_group_will_not_join_a_port_another_socket_holds() {
+        let first =
+            bind_reuseport_group("127.0.0.1:0".parse().unwrap(), SocketOptions::default(), 2)
+                .unwrap();
+        let taken = first[0].0.local_addr().unwrap();
+        let error = bind_reuseport_group(taken, SocketOptions::default(), 2).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        // Nor one a single socket holds.
+        let (single, _) =
+            bind_udp("127.0.0.1:0".parse().unwrap(), SocketOptions::default()).unwrap();
+        let error = bind_reuseport_group(single.local_addr().unwrap(), SocketOptions::default(), 2)
+            .unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        // A free port is taken as before.
+        drop(first);
+        assert_eq!(
+            bind_reuseport_group(taken, SocketOptions::default(), 2)
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]
