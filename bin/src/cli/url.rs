@@ -36,7 +36,8 @@ pub struct SiftUrl {
     /// Host name or address (IPv6 without its brackets).
     pub host: String,
     pub port: u16,
-    /// The path on the server, without the leading `/` (may be empty).
+    /// The path on the server, without the leading `/` (may be empty),
+    /// its `%XX` escapes decoded: `a%20b.txt` names `a b.txt`.
     pub path: String,
 }
 
@@ -51,6 +52,8 @@ pub enum UrlError {
     Port { url: String, port: String },
     #[error("bad URL {url:?}: unclosed '[' in an IPv6 host")]
     Ipv6 { url: String },
+    #[error("bad URL {url:?}: the path has a '%' not followed by two hex digits, or is not UTF-8 once decoded (a '%' itself is %25)")]
+    Escape { url: String },
     #[error("cannot resolve {host}:{port}: {reason}")]
     Resolve {
         host: String,
@@ -115,11 +118,16 @@ impl SiftUrl {
                 }
             },
         };
+        let path = crate::transfer::hq::unescape(path.as_bytes())
+            .and_then(|decoded| String::from_utf8(decoded).ok())
+            .ok_or_else(|| UrlError::Escape {
+                url: url.to_string(),
+            })?;
         Ok(Self {
             scheme,
             host: host.to_string(),
             port,
-            path: path.to_string(),
+            path,
         })
     }
 
@@ -189,6 +197,25 @@ mod tests {
             SiftUrl::parse("sift://[::1]/x").unwrap().authority(),
             "[::1]:4433"
         );
+    }
+
+    #[test]
+    fn percent_escapes_in_the_path_are_decoded() {
+        for (text, path) in [
+            ("sift://h/with%20space.txt", "with space.txt"),
+            ("https://h/h%C3%A9llo.txt", "héllo.txt"),
+            ("sift://h/h\u{e9}llo.txt", "h\u{e9}llo.txt"),
+            ("sift://h/a%2520b.txt", "a%20b.txt"),
+            ("sift://h/d/with space", "d/with space"),
+        ] {
+            assert_eq!(SiftUrl::parse(text).unwrap().path, path, "{text}");
+        }
+        for bad in ["sift://h/100%", "sift://h/%zz", "sift://h/%C3"] {
+            assert!(
+                matches!(SiftUrl::parse(bad), Err(UrlError::Escape { .. })),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

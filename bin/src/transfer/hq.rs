@@ -142,28 +142,34 @@ fn lossy(bytes: &[u8]) -> String {
 }
 
 fn percent_decode(raw: &[u8]) -> Result<Vec<u8>, HqError> {
+    if let Some(b) = raw
+        .iter()
+        .find(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+    {
+        return Err(HqError::BadRequest(format!(
+            "byte {b:#04x} in the path (HTTP/0.9 has no version field)"
+        )));
+    }
+    unescape(raw).ok_or_else(|| HqError::BadRequest("a bad %-escape in the path".into()))
+}
+
+/// `raw` with each `%XX` escape decoded (RFC 3986 §2.1); `None` for a `%`
+/// not followed by two hex digits.
+pub fn unescape(raw: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(raw.len());
     let mut bytes = raw.iter().copied();
     while let Some(b) = bytes.next() {
-        if b.is_ascii_whitespace() || b.is_ascii_control() {
-            return Err(HqError::BadRequest(format!(
-                "byte {b:#04x} in the path (HTTP/0.9 has no version field)"
-            )));
-        }
         if b != b'%' {
             out.push(b);
             continue;
         }
-        let hex = [bytes.next(), bytes.next()];
-        let value = match hex {
-            [Some(hi), Some(lo)] => std::str::from_utf8(&[hi, lo])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok()),
-            _ => None,
-        };
-        out.push(value.ok_or_else(|| HqError::BadRequest("a bad %-escape in the path".into()))?);
+        let hex = [bytes.next()?, bytes.next()?];
+        let value = std::str::from_utf8(&hex)
+            .ok()
+            .and_then(|h| u8::from_str_radix(h, 16).ok())?;
+        out.push(value);
     }
-    Ok(out)
+    Some(out)
 }
 
 /// Reads a request line: up to and including its `\n`, or to the end of
