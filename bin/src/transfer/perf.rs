@@ -80,6 +80,10 @@ pub struct PerfSummary {
 struct IntervalMeter<'a> {
     started: Instant,
     interval: Duration,
+    /// How long the measurement runs: an interval that would end within a
+    /// tenth of an interval of it runs on to the end instead, so that the
+    /// last line is not a sliver ("2.00-2.00 sec 0 B"), as in iperf3.
+    duration: Duration,
     interval_start: Duration,
     bytes_in_interval: u64,
     retransmits_at_start: Option<u64>,
@@ -87,10 +91,15 @@ struct IntervalMeter<'a> {
 }
 
 impl<'a> IntervalMeter<'a> {
-    fn new(interval: Duration, sample: &'a dyn Fn() -> Option<PerfSample>) -> Self {
+    fn new(
+        interval: Duration,
+        duration: Duration,
+        sample: &'a dyn Fn() -> Option<PerfSample>,
+    ) -> Self {
         Self {
             started: Instant::now(),
             interval,
+            duration,
             interval_start: Duration::ZERO,
             bytes_in_interval: 0,
             retransmits_at_start: sample().map(|s| s.retransmitted_packets),
@@ -105,7 +114,8 @@ impl<'a> IntervalMeter<'a> {
             return;
         }
         let elapsed = self.started.elapsed();
-        if elapsed >= self.interval_start + self.interval {
+        let near_the_end = self.duration.saturating_sub(elapsed) < self.interval / 10;
+        if elapsed >= self.interval_start + self.interval && !near_the_end {
             self.emit(elapsed, report);
         }
     }
@@ -165,7 +175,7 @@ pub fn run_perf<S: Duplex + ?Sized>(
         PerfDirection::Upload => {
             read_ok_response(stream)?;
             let pattern = perf_pattern();
-            let mut meter = IntervalMeter::new(options.interval, sample);
+            let mut meter = IntervalMeter::new(options.interval, options.duration, sample);
             let mut sent = 0u64;
             while meter.started.elapsed() < options.duration {
                 stream
@@ -185,7 +195,7 @@ pub fn run_perf<S: Duplex + ?Sized>(
         PerfDirection::Download => {
             super::client::finish_request(stream)?;
             read_ok_response(stream)?;
-            let mut meter = IntervalMeter::new(options.interval, sample);
+            let mut meter = IntervalMeter::new(options.interval, options.duration, sample);
             let mut buf = vec![0u8; DOWNLOAD_READ_LEN];
             let mut received = 0u64;
             loop {

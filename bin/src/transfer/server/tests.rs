@@ -694,6 +694,15 @@ fn perf_counts_what_each_direction_moved() {
         assert!(!intervals.is_empty());
         let counted: u64 = intervals.iter().map(|i| i.bytes).sum();
         assert_eq!(counted, summary.bytes, "intervals add up to the total");
+        // No sliver of an interval at the end: the last runs on to it.
+        for interval in &intervals {
+            assert!(
+                interval.end_s - interval.start_s >= 0.005,
+                "{direction:?}: {:.4}-{:.4}",
+                interval.start_s,
+                interval.end_s
+            );
+        }
     }
 }
 
