@@ -2,11 +2,20 @@
 //! [`BlockingConnection`] and [`SiftStream`] (`std::io::Read + Write`).
 //!
 //! Each endpoint (one per `connect`, one per `Listener`) has a driver
-//! thread that owns the socket and runs the [`io`](crate::io) event loop.
-//! Application threads share the endpoint with it behind a mutex: they call
-//! the sans-IO connection directly, wake the driver (a mio `Waker`) when
-//! they gave it something to send, and sleep on a condition variable that
-//! the driver signals after every turn of its loop.
+//! (the socket and the [`io`](crate::io) event loop) and a driver thread.
+//! Application threads share the endpoint behind a mutex: they call the
+//! sans-IO connection directly, and when they must wait, the thread that
+//! waits drives. A thread that waits while no other does runs the loop's
+//! turns itself, looking between turns for what it waits for, so that a
+//! reader decrypts what it reads on its own core with no hand-off between
+//! threads; a write with nobody driving runs one turn to send at once.
+//! The driver thread runs the loop whenever no application thread does:
+//! once the driver has been left unused for [`UNDRIVEN_GRACE`] (the
+//! application is busy elsewhere, and the connection is still
+//! acknowledged, timed out and closed on time), while several application
+//! threads wait at once (it wakes each on its own progress), and when the
+//! last handle is gone. [`BlockingConnection::driver_turns`] says where
+//! the turns ran.
 //!
 //! Owns: threads, waiting, timeouts for the application, and turning
 //! connection events into `std::io` results.
@@ -40,6 +49,7 @@ use std::time::{Duration, Instant};
 pub use connection::BlockingConnection;
 pub use error::SiftIoError;
 pub use listener::Listener;
+pub use shared::{DriverTurns, UNDRIVEN_GRACE};
 pub use stream::SiftStream;
 
 use crate::io::{os_entropy, os_seed};
@@ -131,7 +141,7 @@ fn connect_with(
             Ok(handle) => handle,
             Err(error) => {
                 state.app_handles = 0;
-                shared.wake_driver(&mut state);
+                shared.hand_to_driver(&mut state);
                 return Err(error.into());
             }
         };
@@ -144,7 +154,9 @@ fn connect_with(
             }
         }
         state.held.insert(handle);
-        shared.wake_driver(&mut state);
+        // The handshake's wait drives the first flight out (or, held for
+        // 0-RTT, the first write's nudge).
+        let _ = shared.wake_driver(&mut state);
         handle
     };
     // The endpoint's own handle passes to the connection.

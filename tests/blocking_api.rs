@@ -457,3 +457,123 @@ fn a_client_without_a_key_still_connects_and_downloads_from_a_server_that_asks()
     });
     assert_eq!(answer, b"the file");
 }
+
+/// The thread that waits, drives: a lone reader runs its endpoint's turns
+/// itself (decrypting what it reads on its own core), so that most turns
+/// of a download run on it rather than on the driver thread.
+#[test]
+fn a_lone_reader_drives_its_connection_itself() {
+    let (client, server) = pair(config());
+    let size = 20_000_000usize;
+    let writer = thread::spawn(move || {
+        let mut stream = server.open_bi().unwrap();
+        let chunk = vec![0x5au8; 64 * 1024];
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            stream.write_all(&chunk[..n]).unwrap();
+            left -= n;
+        }
+        stream.finish_and_wait().unwrap();
+        server
+    });
+    let before = client.driver_turns();
+    let read = bounded(move || {
+        let mut stream = client.accept_bi().unwrap();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut read = 0;
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        (read, client)
+    });
+    let (read, client) = read;
+    let _server = writer.join().unwrap();
+    assert_eq!(read, size);
+    let turns = client.driver_turns();
+    let by_reader = turns.application - before.application;
+    let by_driver_thread = turns.driver_thread - before.driver_thread;
+    assert!(
+        by_reader > by_driver_thread,
+        "the reader ran {by_reader} turns, the driver thread {by_driver_thread}"
+    );
+}
+
+/// While the application's threads are away from the connection (here
+/// blocked on a channel), the driver thread drives it: the tail of an
+/// upload that `write_all` left in the send buffer still reaches the peer.
+#[test]
+fn the_driver_thread_carries_on_while_the_application_is_away() {
+    let (client, server) = pair(config());
+    let size = 2_000_000usize;
+    let (received_tx, received) = mpsc::channel();
+    thread::spawn(move || {
+        let mut incoming = server.accept_bi().unwrap();
+        let mut data = Vec::new();
+        let result = incoming.read_to_end(&mut data).map(|_| data.len());
+        let _ = received_tx.send(result.map_err(|e| e.to_string()));
+        server
+    });
+    let mut stream = client.open_bi().unwrap();
+    stream.write_all(&vec![7u8; size]).unwrap();
+    stream.finish().unwrap();
+    let before = client.driver_turns();
+    // Away: nothing of this thread touches the connection until the peer
+    // has everything.
+    let got = received
+        .recv_timeout(STEP_LIMIT)
+        .expect("the peer read it all in time");
+    assert_eq!(got, Ok(size));
+    let after = client.driver_turns();
+    assert!(
+        after.driver_thread > before.driver_thread,
+        "the driver thread sent the tail: {before:?} then {after:?}"
+    );
+}
+
+/// Several threads waiting on one connection at once each get their
+/// stream whole (the driver thread drives for them and wakes each).
+#[test]
+fn threads_reading_streams_of_one_connection_at_once_each_get_theirs() {
+    let (client, server) = pair(config());
+    let streams = 4usize;
+    let size = 3_000_000usize;
+    let writer = thread::spawn(move || {
+        let mut opened: Vec<_> = (0..streams).map(|_| server.open_bi().unwrap()).collect();
+        for (index, stream) in opened.iter_mut().enumerate() {
+            stream.write_all(&[index as u8]).unwrap();
+        }
+        let chunk = vec![0u8; 32 * 1024];
+        for _ in 0..size / chunk.len() {
+            for stream in &mut opened {
+                stream.write_all(&chunk).unwrap();
+            }
+        }
+        for stream in &mut opened {
+            stream.finish_and_wait().unwrap();
+        }
+        server
+    });
+    let readers: Vec<_> = (0..streams)
+        .map(|_| {
+            let mut stream = client.accept_bi().unwrap();
+            thread::spawn(move || {
+                let mut data = Vec::new();
+                stream.read_to_end(&mut data).unwrap();
+                (data[0], data.len())
+            })
+        })
+        .collect();
+    let mut seen: Vec<(u8, usize)> =
+        bounded(move || readers.into_iter().map(|r| r.join().unwrap()).collect());
+    let _server = writer.join().unwrap();
+    seen.sort();
+    let expected: Vec<(u8, usize)> = (0..streams)
+        .map(|i| (i as u8, 1 + size / (32 * 1024) * 32 * 1024))
+        .collect();
+    assert_eq!(seen, expected);
+}

@@ -383,11 +383,15 @@ fn read_fails_with_idle_timeout_when_the_server_vanishes(loopback: IpAddr) {
         Arc::clone(&stop),
     );
     let (server_tx, server_rx) = mpsc::channel();
+    let (end_tx, end_rx) = mpsc::channel::<()>();
     thread::spawn(move || {
         let connection = listener.accept_timeout(STEP_LIMIT);
         let _ = server_tx.send(connection.is_ok());
-        // Hold the connection (silently) until the test ends.
-        let _ = connection.map(|c| c.accept_bi());
+        // Hold the connection and the client's stream (silently) until the
+        // test ends: a stream dropped here would send the client a FIN
+        // before the black hole opens.
+        let _held = connection.map(|c| (c.accept_bi(), c));
+        let _ = end_rx.recv();
     });
 
     let client = blocking::connect(relay, config).unwrap();
@@ -406,6 +410,7 @@ fn read_fails_with_idle_timeout_when_the_server_vanishes(loopback: IpAddr) {
         .expect("the read returned")
         .expect_err("a read from a vanished server fails");
     stop.store(true, Ordering::Relaxed);
+    drop(end_tx);
     assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
     assert!(
         error.to_string().contains("idle timeout"),

@@ -70,8 +70,10 @@ impl ConnInner {
                 Step::Ready(result) => {
                     // The attempt handed the connection something (data, a
                     // read that frees credit, a new stream): the driver
-                    // must act.
-                    self.shared.wake_driver(&mut state);
+                    // must act, on this thread if nobody drives.
+                    let nudge = self.shared.wake_driver(&mut state);
+                    drop(state);
+                    self.shared.nudge(nudge);
                     return result;
                 }
                 Step::ReadyQuiet(result) => return result,
@@ -86,7 +88,8 @@ impl ConnInner {
                 .connection(self.handle)
                 .is_some_and(|connection| connection.release_first_flight());
             if released {
-                self.shared.wake_driver(&mut state);
+                // The wait below drives it out if nobody else does.
+                let _ = self.shared.wake_driver(&mut state);
             }
             if let Some(error) = self.shared.stopped_error(&state) {
                 return Err(error);
@@ -106,7 +109,9 @@ impl ConnInner {
     pub(super) fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Option<T> {
         let mut state = self.shared.lock();
         let result = state.endpoint.connection(self.handle).map(f);
-        self.shared.wake_driver(&mut state);
+        let nudge = self.shared.wake_driver(&mut state);
+        drop(state);
+        self.shared.nudge(nudge);
         result
     }
 
@@ -276,6 +281,13 @@ impl BlockingConnection {
         cached.clone().unwrap_or_default()
     }
 
+    /// Where the turns of this connection's endpoint ran so far: on the
+    /// application's threads that waited, or on the endpoint's driver
+    /// thread (see the [module docs](crate::blocking)).
+    pub fn driver_turns(&self) -> super::DriverTurns {
+        self.inner.shared.lock().turns_by
+    }
+
     /// Closes the connection with an application error `code` and
     /// `reason`, and waits briefly (at most 250 ms) for the
     /// CONNECTION_CLOSE to leave the socket.
@@ -291,7 +303,8 @@ impl BlockingConnection {
         }
         connection.close(code, reason);
         let closed_at_turn = state.turns;
-        shared.wake_driver(&mut state);
+        // The wait for the flush below drives it out if nobody else does.
+        let _ = shared.wake_driver(&mut state);
         while state.flushed_turn <= closed_at_turn
             && state.stopped.is_none()
             && Instant::now() < deadline

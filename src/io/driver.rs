@@ -19,13 +19,22 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::datapath::{Datapath, EndpointHost};
+use super::datapath::{Datapath, EndpointHost, Turn};
 use super::socket::{SocketOptions, SocketReport};
 use super::timer::Timer;
 
 const SOCKET: Token = Token(0);
 const TIMER: Token = Token(1);
 const WAKER: Token = Token(2);
+
+/// Whether the loop goes on after a [`Driver::drive`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driven {
+    /// The endpoint has more to do: drive it again.
+    Continue,
+    /// The host asked to stop and every datagram is sent: the loop is over.
+    Stopped,
+}
 
 /// The socket, the poll and the timer of one endpoint.
 #[derive(Debug)]
@@ -95,31 +104,60 @@ impl Driver {
     /// itself fails; socket errors on single datagrams are logged and the
     /// datagram is lost (recovery resends it).
     pub fn run(&mut self, host: &dyn EndpointHost) -> io::Result<()> {
-        loop {
-            if let Some(datapath) = host.take_rebind() {
-                self.move_to(datapath)?;
-            }
-            let turn = self.datapath.turn(host);
-            if turn.stop {
-                self.datapath.log_counters();
-                return Ok(());
-            }
-            let wait = if turn.busy {
-                Some(Duration::ZERO)
-            } else {
-                match turn
-                    .next_timer
-                    .map(|at| at.saturating_duration_since(Instant::now()))
-                {
-                    Some(wait) if wait.is_zero() => Some(Duration::ZERO),
-                    armed => {
-                        self.timer.arm(armed)?;
-                        None
-                    }
-                }
-            };
-            self.wait(wait)?;
+        while self.drive(host, None)? == Driven::Continue {}
+        Ok(())
+    }
+
+    /// One turn of the loop: a [`Datapath::turn`] and then, unless the turn
+    /// left more to do at once, one sleep until the socket, the endpoint's
+    /// next timer or a wake from another thread rouses the poll, or until
+    /// `deadline`. [`run`](Self::run) is this in a loop; a caller that
+    /// waits for something the endpoint will do (the blocking API's
+    /// application threads) drives it this way itself, one turn at a time,
+    /// and looks between turns.
+    pub fn drive(
+        &mut self,
+        host: &dyn EndpointHost,
+        deadline: Option<Instant>,
+    ) -> io::Result<Driven> {
+        let turn = self.turn(host)?;
+        if turn.stop {
+            self.datapath.log_counters();
+            return Ok(Driven::Stopped);
         }
+        self.sleep(&turn, deadline)?;
+        Ok(Driven::Continue)
+    }
+
+    /// The sleep after `turn` (see [`drive`](Self::drive)): none if the turn
+    /// left more to do at once, otherwise until the socket, the endpoint's
+    /// next timer, a wake, or `deadline`.
+    pub fn sleep(&mut self, turn: &Turn, deadline: Option<Instant>) -> io::Result<()> {
+        let now = Instant::now();
+        let wait = if turn.busy {
+            Some(Duration::ZERO)
+        } else {
+            match turn.next_timer.map(|at| at.saturating_duration_since(now)) {
+                Some(wait) if wait.is_zero() => Some(Duration::ZERO),
+                armed => {
+                    self.timer.arm(armed)?;
+                    // mio rounds a timeout up to whole milliseconds: the
+                    // timerfd keeps the endpoint's timers exact, and the
+                    // caller's deadline may be a little late.
+                    deadline.map(|deadline| deadline.saturating_duration_since(now))
+                }
+            }
+        };
+        self.wait(wait)
+    }
+
+    /// One [`Datapath::turn`], without sleeping: sends what a caller just
+    /// gave the endpoint (a write), when no other thread drives it.
+    pub fn turn(&mut self, host: &dyn EndpointHost) -> io::Result<Turn> {
+        if let Some(datapath) = host.take_rebind() {
+            self.move_to(datapath)?;
+        }
+        Ok(self.datapath.turn(host))
     }
 
     /// Carries on over `datapath` (see [`EndpointHost::take_rebind`]): the

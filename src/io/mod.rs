@@ -29,7 +29,7 @@ pub use batch::{
     enable_gro, gso_supported, recv_segments, send_segments, Received, UDP_GRO, UDP_SEGMENT,
 };
 pub use datapath::{Control, Datapath, EndpointHost, Progress, Turn};
-pub use driver::Driver;
+pub use driver::{Driven, Driver};
 pub use socket::{
     bind_udp, checksums_disabled, ipv6_loopback_available, mtu_discover_mode,
     zero_checksums_accepted, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,
