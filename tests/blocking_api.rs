@@ -577,3 +577,36 @@ fn threads_reading_streams_of_one_connection_at_once_each_get_theirs() {
         .collect();
     assert_eq!(seen, expected);
 }
+
+/// `read_with` lends a download's bytes in place, in order and whole, and
+/// returns 0 at the end, like `read`.
+#[test]
+fn a_read_in_place_gets_every_byte_in_order() {
+    let (client, server) = pair(config());
+    let source: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
+    let sent = source.clone();
+    thread::spawn(move || {
+        let mut stream = server.open_bi().unwrap();
+        stream.write_all(&sent).unwrap();
+        stream.finish_and_wait().unwrap();
+        server
+    });
+    let got = bounded(move || {
+        let mut stream = client.accept_bi().unwrap();
+        let mut got = Vec::new();
+        let mut calls = 0;
+        loop {
+            let n = stream
+                .read_with(100_000, |bytes| got.extend_from_slice(bytes))
+                .unwrap();
+            if n == 0 {
+                break;
+            }
+            assert!(n <= 100_000);
+            calls += 1;
+        }
+        assert!(calls >= 50, "at most 100 kB a call: {calls} calls");
+        got
+    });
+    assert!(got == source, "the bytes arrived in order");
+}

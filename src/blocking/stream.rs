@@ -164,9 +164,43 @@ fn stream_error(error: Error) -> SiftIoError {
     }
 }
 
+/// A read call on the connection: bytes read, and whether the stream
+/// ended there.
+type StreamRead<'a> = dyn FnMut(&mut crate::Connection) -> Result<(usize, bool), Error> + 'a;
+
 impl Read for SiftStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.recv_done || buf.is_empty() {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let id = self.id;
+        Ok(self.receive(&mut |connection| connection.stream_recv(id, buf))?)
+    }
+}
+
+impl SiftStream {
+    /// Reads up to `max` bytes without copying them out: waits like
+    /// [`read`](Read::read) until there is something, then lends what
+    /// arrived in order to `consume`, as one or two slices of the stream's
+    /// receive buffer, each consumed whole. Returns how many bytes it lent;
+    /// 0 at the end of the stream.
+    ///
+    /// `consume` runs with the connection locked, like
+    /// [`write_with`](Self::write_with)'s fill: keep it to work on the
+    /// bytes themselves (a hash, a write to a file or a pipe), never a wait
+    /// on a peer. A download that hashes and writes what it reads this way
+    /// saves the copy into a buffer of its own.
+    pub fn read_with(&mut self, max: usize, mut consume: impl FnMut(&[u8])) -> io::Result<usize> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let id = self.id;
+        Ok(self.receive(&mut |connection| connection.stream_recv_with(id, max, &mut consume))?)
+    }
+
+    /// One read, waiting for data: `recv` is the connection call.
+    fn receive(&mut self, recv: &mut StreamRead<'_>) -> Result<usize, SiftIoError> {
+        if self.recv_done {
             return Ok(0);
         }
         let id = self.id;
@@ -174,7 +208,7 @@ impl Read for SiftStream {
         let result = self.conn.block_on(
             None,
             &|| format!("no data on stream {id}"),
-            &mut |connection| match connection.stream_recv(id, buf) {
+            &mut |connection| match recv(connection) {
                 Ok((read, at_end)) => {
                     fin = at_end;
                     // A read frees receive credit, but the peer hears of
@@ -199,11 +233,9 @@ impl Read for SiftStream {
         if fin {
             self.recv_done = true;
         }
-        Ok(result?)
+        result
     }
-}
 
-impl SiftStream {
     /// Writes up to `max` bytes that `fill` places straight into the
     /// stream's send buffer, waiting like [`write`](Write::write) until
     /// there is room; returns how many `fill` wrote. A file read this way

@@ -1469,6 +1469,26 @@ impl Connection {
         Ok(self.streams.read(id, buf, self.now, srtt, min_rtt)?)
     }
 
+    /// Like [`stream_recv`](Self::stream_recv) without a copy: up to `max`
+    /// bytes are lent to `consume` in stream order, as one or two slices
+    /// of the receive buffer, each taken whole (hash them, write them out).
+    /// Returns how many were lent and whether the stream ended there.
+    pub fn stream_recv_with(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        consume: &mut dyn FnMut(&[u8]),
+    ) -> Result<(usize, bool), Error> {
+        if matches!(self.state, State::Closed) && self.streams.readable().next().is_none() {
+            return Err(Error::Closed);
+        }
+        let rtt = self.recovery.rtt();
+        let (srtt, min_rtt) = (rtt.smoothed(), rtt.min());
+        Ok(self
+            .streams
+            .read_with(id, max, consume, self.now, srtt, min_rtt)?)
+    }
+
     /// Whether stream-layer frames wait to be sent (MAX_DATA,
     /// MAX_STREAM_DATA, MAX_STREAMS, STOP_SENDING, RESET_STREAM, the
     /// BLOCKED reports). After a read: whether it freed credit the peer

@@ -278,17 +278,32 @@ impl RecvBuffer {
     }
 
     /// Copies in-order bytes into `buf`. Returns the bytes copied and
-    /// whether the end of the stream was reached (all data read).
+    /// whether the end of the stream was reached (all data read). The
+    /// streams read through [`read_with`](Self::read_with); this is its
+    /// copying form, for tests.
+    #[cfg(test)]
     pub fn read(&mut self, buf: &mut [u8]) -> (usize, bool) {
-        let take = buf.len().min(self.ordered.len());
+        let mut at = 0;
+        self.read_with(buf.len(), &mut |bytes| {
+            if let Some(to) = buf.get_mut(at..at + bytes.len()) {
+                to.copy_from_slice(bytes);
+            }
+            at += bytes.len();
+        })
+    }
+
+    /// Like [`read`](Self::read), without a copy: lends up to `max` bytes
+    /// in order to `consume`, as one or two slices (the ring's two halves),
+    /// each taken whole.
+    pub fn read_with(&mut self, max: usize, consume: &mut dyn FnMut(&[u8])) -> (usize, bool) {
+        let take = max.min(self.ordered.len());
         let (front, back) = self.ordered.as_slices();
         let from_front = take.min(front.len());
-        if let (Some(to), Some(from)) = (buf.get_mut(..from_front), front.get(..from_front)) {
-            to.copy_from_slice(from);
+        if let Some(bytes) = front.get(..from_front).filter(|b| !b.is_empty()) {
+            consume(bytes);
         }
-        let from_back = take - from_front;
-        if let (Some(to), Some(from)) = (buf.get_mut(from_front..take), back.get(..from_back)) {
-            to.copy_from_slice(from);
+        if let Some(bytes) = back.get(..take - from_front).filter(|b| !b.is_empty()) {
+            consume(bytes);
         }
         self.ordered.drain(..take);
         self.read_offset += take as u64;
@@ -375,6 +390,33 @@ mod tests {
                 return (out, fin);
             }
         }
+    }
+
+    /// `read_with` lends the bytes in order and whole, across the ring's
+    /// wrap (two slices), at most `max` at a time, with the end of the
+    /// stream where `read` would say it.
+    #[test]
+    fn a_read_in_place_lends_the_bytes_in_order_across_the_rings_wrap() {
+        let mut buffer = RecvBuffer::new();
+        let data: Vec<u8> = (0..200u8).collect();
+        buffer.receive(0, &data[..150], false);
+        let mut first = [0u8; 120];
+        assert_eq!(buffer.read(&mut first), (120, false));
+        // Appended after a drain: the ring wraps around its end.
+        buffer.receive(150, &data[150..], true);
+        let mut lent = Vec::new();
+        let mut slices = 0;
+        let (n, fin) = buffer.read_with(60, &mut |bytes| {
+            lent.extend_from_slice(bytes);
+            slices += 1;
+        });
+        assert_eq!((n, fin), (60, false));
+        assert_eq!(lent, &data[120..180]);
+        let (n, fin) = buffer.read_with(1000, &mut |bytes| lent.extend_from_slice(bytes));
+        assert_eq!((n, fin), (20, true));
+        assert_eq!(lent, &data[120..]);
+        assert_eq!(buffer.consumed(), 200);
+        assert!(slices >= 1);
     }
 
     #[test]

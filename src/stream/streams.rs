@@ -533,6 +533,33 @@ impl Streams {
         srtt: Duration,
         min_rtt: Duration,
     ) -> Result<(usize, bool), StreamError> {
+        let mut at = 0;
+        self.read_with(
+            id,
+            buf.len(),
+            &mut |bytes| {
+                if let Some(to) = buf.get_mut(at..at + bytes.len()) {
+                    to.copy_from_slice(bytes);
+                }
+                at += bytes.len();
+            },
+            now,
+            srtt,
+            min_rtt,
+        )
+    }
+
+    /// Like [`read`](Self::read), without a copy: up to `max` bytes are
+    /// lent to `consume` in order (one or two slices, each taken whole).
+    pub fn read_with(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        consume: &mut dyn FnMut(&[u8]),
+        now: Instant,
+        srtt: Duration,
+        min_rtt: Duration,
+    ) -> Result<(usize, bool), StreamError> {
         let recv = recv_half(&mut self.streams, id)?;
         if recv.buffer.is_stopped() {
             return Err(StreamError::ReceiveStopped(id));
@@ -546,8 +573,8 @@ impl Streams {
             });
         }
         let consumed_before = recv.buffer.consumed();
-        let (read, fin) = recv.buffer.read(buf);
-        if read == 0 && !fin && !buf.is_empty() {
+        let (read, fin) = recv.buffer.read_with(max, consume);
+        if read == 0 && !fin && max > 0 {
             return Err(StreamError::Blocked);
         }
         let consumed = recv.buffer.consumed();

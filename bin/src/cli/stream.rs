@@ -37,6 +37,14 @@ impl Duplex for SiftStream {
         let written = self.write_with(max, |room| read_cached_into(file, room, offset))?;
         Ok((written > 0).then_some(written))
     }
+
+    fn read_in_place(
+        &mut self,
+        max: usize,
+        consume: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<Option<usize>> {
+        self.read_with(max, consume).map(Some)
+    }
 }
 
 /// A bidirectional stream of the async API, both halves together, as the

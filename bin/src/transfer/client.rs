@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use super::cached_read::read_at;
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
-use super::duplex::{abort_codes, Duplex};
+use super::duplex::{abort_codes, read_to_sink, Duplex, ReadToSinkError};
 use super::error::ProtocolError;
 use super::frame::read_frame;
 use super::listing::ListEntry;
@@ -212,15 +212,19 @@ pub fn get<S: Duplex + ?Sized>(
             partial: partial.clone(),
             reason,
         };
-        let n = match stream.read(&mut buf[..want]) {
+        let read = read_to_sink(stream, &mut buf, want, &mut |bytes| {
+            hasher.update(bytes);
+            out.write_all(bytes)
+        });
+        let n = match read {
             Ok(0) => return Err(interrupted("the server ended the stream early".into())),
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(interrupted(e.to_string())),
+            Err(ReadToSinkError::Stream(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(ReadToSinkError::Stream(e)) => return Err(interrupted(e.to_string())),
+            Err(ReadToSinkError::Sink(error)) => {
+                return Err(local(format!("writing {}", partial.display()))(error))
+            }
         };
-        out.write_all(&buf[..n])
-            .map_err(local(format!("writing {}", partial.display())))?;
-        hasher.update(&buf[..n]);
         received += n as u64;
         progress(offset + received, size);
         if received % (1 << 20) < n as u64 {

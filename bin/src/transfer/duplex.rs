@@ -40,6 +40,60 @@ pub trait Duplex: Read + Write {
     ) -> io::Result<Option<usize>> {
         Ok(None)
     }
+
+    /// Reads up to `max` bytes without copying them out: waits like a read,
+    /// then lends them to `consume` in order, in one or more slices, each
+    /// taken whole, and returns how many (0 at the end). `Ok(None)` when
+    /// this stream cannot (the default): the caller reads into a buffer of
+    /// its own. See [`read_to_sink`].
+    fn read_in_place(
+        &mut self,
+        _max: usize,
+        _consume: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<Option<usize>> {
+        Ok(None)
+    }
+}
+
+/// One read of up to `max` bytes (at most `buf`'s length) handed to
+/// `sink`: in place where the stream lends its bytes
+/// ([`Duplex::read_in_place`]), through `buf` otherwise. Returns how many
+/// bytes were read (0 at the end of the stream); a failure of `sink` (a
+/// full disk) is returned as `Err(SinkError)` apart from the stream's own
+/// errors.
+pub fn read_to_sink<S: Duplex + ?Sized>(
+    stream: &mut S,
+    buf: &mut [u8],
+    max: usize,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> Result<usize, ReadToSinkError> {
+    let max = max.min(buf.len());
+    let mut failed = None;
+    let lent = stream
+        .read_in_place(max, &mut |bytes| {
+            if failed.is_none() {
+                failed = sink(bytes).err();
+            }
+        })
+        .map_err(ReadToSinkError::Stream)?;
+    if let Some(error) = failed {
+        return Err(ReadToSinkError::Sink(error));
+    }
+    if let Some(n) = lent {
+        return Ok(n);
+    }
+    let n = stream
+        .read(&mut buf[..max])
+        .map_err(ReadToSinkError::Stream)?;
+    sink(&buf[..n]).map_err(ReadToSinkError::Sink)?;
+    Ok(n)
+}
+
+/// Why [`read_to_sink`] failed: the stream, or what took the bytes.
+#[derive(Debug)]
+pub enum ReadToSinkError {
+    Stream(io::Error),
+    Sink(io::Error),
 }
 
 impl Duplex for UnixStream {
@@ -88,6 +142,14 @@ macro_rules! forward_duplex {
                 max: usize,
             ) -> io::Result<Option<usize>> {
                 (**self).write_cached_file(file, offset, max)
+            }
+
+            fn read_in_place(
+                &mut self,
+                max: usize,
+                consume: &mut dyn FnMut(&[u8]),
+            ) -> io::Result<Option<usize>> {
+                (**self).read_in_place(max, consume)
             }
         }
     )*};
@@ -172,6 +234,7 @@ mod tests {
     struct Recorder {
         delivered_waits: u32,
         cached_writes: u32,
+        reads_in_place: u32,
     }
 
     impl Read for Recorder {
@@ -211,6 +274,16 @@ mod tests {
             self.cached_writes += 1;
             Ok(Some(max))
         }
+
+        fn read_in_place(
+            &mut self,
+            max: usize,
+            consume: &mut dyn FnMut(&[u8]),
+        ) -> io::Result<Option<usize>> {
+            self.reads_in_place += 1;
+            consume(&vec![1; max]);
+            Ok(Some(max))
+        }
     }
 
     /// Through `&mut` and `Box` a stream's own methods run, not the
@@ -231,6 +304,49 @@ mod tests {
             Duplex::write_cached_file(&mut by_ref, &file, 0, 9).unwrap(),
             Some(9)
         );
-        assert_eq!((boxed.delivered_waits, boxed.cached_writes), (2, 2));
+        let mut lent = 0;
+        assert_eq!(
+            Duplex::read_in_place(&mut by_ref, 5, &mut |b| lent += b.len()).unwrap(),
+            Some(5)
+        );
+        assert_eq!(lent, 5);
+        assert_eq!(
+            (
+                boxed.delivered_waits,
+                boxed.cached_writes,
+                boxed.reads_in_place
+            ),
+            (2, 2, 1)
+        );
+    }
+
+    /// `read_to_sink` hands the sink what the stream lends in place, or
+    /// what it reads into the buffer when it lends nothing; a sink's
+    /// failure is told apart from the stream's.
+    #[test]
+    fn read_to_sink_takes_bytes_in_place_or_through_the_buffer() {
+        let mut buf = [0u8; 8];
+        let mut seen = Vec::new();
+        let mut recorder = Recorder::default();
+        let n = read_to_sink(&mut recorder, &mut buf, 6, &mut |b| {
+            seen.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((n, seen.as_slice()), (6, &[1u8; 6][..]));
+        let (mut near, mut far) = UnixStream::pair().unwrap();
+        far.write_all(b"abc").unwrap();
+        drop(far);
+        let mut seen = Vec::new();
+        let n = read_to_sink(&mut near, &mut buf, 8, &mut |b| {
+            seen.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((n, seen.as_slice()), (3, &b"abc"[..]));
+        let failed = read_to_sink(&mut recorder, &mut buf, 4, &mut |_| {
+            Err(io::Error::other("disk full"))
+        });
+        assert!(matches!(failed, Err(ReadToSinkError::Sink(_))));
     }
 }

@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::client::DOWNLOAD_READ_LEN;
 use super::digest::{Sha256Digest, Sha256Hasher};
-use super::duplex::Duplex;
+use super::duplex::{read_to_sink, Duplex, ReadToSinkError};
 use super::part_file::{download_part_path, download_writes_in_place};
 use super::server::CHUNK_LEN;
 
@@ -310,19 +310,24 @@ fn receive<S: Duplex + ?Sized>(
     let mut buf = vec![0u8; DOWNLOAD_READ_LEN];
     let mut received = 0u64;
     loop {
-        let n = match stream.read(&mut buf) {
+        let read = read_to_sink(stream, &mut buf, DOWNLOAD_READ_LEN, &mut |bytes| {
+            hasher.update(bytes);
+            out.write_all(bytes)
+        });
+        let n = match read {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(interrupted(path, received, left)(e)),
+            Err(ReadToSinkError::Stream(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(ReadToSinkError::Stream(e)) => return Err(interrupted(path, received, left)(e)),
+            Err(ReadToSinkError::Sink(error)) => {
+                return Err(HqError::Local {
+                    context: format!("writing {}", part.display()),
+                    error,
+                })
+            }
         };
         if n == 0 {
             break;
         }
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(|error| HqError::Local {
-            context: format!("writing {}", part.display()),
-            error,
-        })?;
         received += n as u64;
         progress(received);
     }
