@@ -31,6 +31,24 @@ impl RangeSet {
         if range.is_empty() {
             return false;
         }
+        // The common case, packet numbers and offsets arriving in order:
+        // at or beyond the highest range, which then grows in place (a
+        // remove and an insert in the map per packet were 2% of a
+        // loopback download's receiver).
+        if let Some(mut last) = self.ranges.last_entry() {
+            let (last_start, last_end) = (*last.key(), *last.get());
+            if range.start >= last_start {
+                if range.start > last_end {
+                    self.ranges.insert(range.start, range.end);
+                    return true;
+                }
+                if range.end <= last_end {
+                    return false;
+                }
+                *last.get_mut() = range.end;
+                return true;
+            }
+        }
         if let Some((_, &end)) = self.ranges.range(..=range.start).next_back() {
             if end >= range.end {
                 return false;
