@@ -18,11 +18,13 @@
 //!   a path at the boundary does not flap.
 //! - **What.** Ack-eliciting threshold 9 (an ACK every tenth packet, as
 //!   Chromium's ACK decimation and Linux's GRO-sized ACKs roughly do), and
-//!   31 on a window of [`WIDE_WINDOW_PACKETS`] or more, which still gives
-//!   16 ACKs a window (loopback: every ACK costs both ends a system call
-//!   and a packet to seal or open, and one in 32 packets moved a GiB with
-//!   3% less CPU and 3% faster than one in 10, twelve interleaved pairs in
-//!   `interop/results/2026-11-28-lone-client`); a
+//!   on wider windows the [`WIDE_THRESHOLDS`], each once the window still
+//!   gives 16 ACKs at it: 31 from 512 packets, 63 from 1024 (loopback:
+//!   every ACK costs both ends a system call and a packet to seal or open;
+//!   one in 32 packets moved a GiB with 3% less CPU and 3% faster than one
+//!   in 10, twelve interleaved pairs in
+//!   `interop/results/2026-11-28-lone-client`, and one in 64 another 1–3%,
+//!   `interop/results/2026-12-01-caller-drives`); a
 //!   max_ack_delay of a quarter of the smoothed RTT, never below the peer's
 //!   min_ack_delay and never above its own max_ack_delay (so the PTO, which
 //!   uses the transport parameter, stays an upper bound and needs no
@@ -47,12 +49,32 @@ pub const MIN_ACK_DELAY: Duration = Duration::from_millis(1);
 pub const DECIMATED_THRESHOLD: u64 = 9;
 /// The least window, in packets, in which fewer ACKs are asked for.
 pub const MIN_WINDOW_PACKETS: u64 = 80;
-/// The ack-eliciting threshold asked for on a fast path whose window is
-/// at least [`WIDE_WINDOW_PACKETS`]: an ACK every 32nd packet.
+/// The ack-eliciting threshold asked for on a fast path whose window
+/// holds 16 ACKs at it (512 packets): an ACK every 32nd packet.
 pub const WIDE_THRESHOLD: u64 = 31;
-/// The least window, in packets, in which [`WIDE_THRESHOLD`] is asked
-/// for: 16 ACKs a window at that threshold.
-pub const WIDE_WINDOW_PACKETS: u64 = 16 * (WIDE_THRESHOLD + 1);
+/// Thresholds for ever wider windows, each asked for once the window holds
+/// 16 ACKs' worth of packets at it, and kept down to half that (the same
+/// half-way rule as the fast path's): one ACK in 32 packets from 512, one
+/// in 64 from 1024.
+pub const WIDE_THRESHOLDS: [u64; 2] = [WIDE_THRESHOLD, 63];
+
+/// The widest of [`WIDE_THRESHOLDS`] a window of `packets` takes, with
+/// `current` the threshold in force (`None`: none of them).
+fn wide_threshold(packets: u64, current: u64) -> Option<u64> {
+    WIDE_THRESHOLDS.iter().copied().rev().find(|&threshold| {
+        let window = ACKS_PER_WIDE_WINDOW * (threshold + 1);
+        packets
+            >= if current >= threshold {
+                window / 2
+            } else {
+                window
+            }
+    })
+}
+
+/// ACKs per window on a wide window.
+const ACKS_PER_WIDE_WINDOW: u64 = 16;
+
 /// The least sending rate (window per smoothed RTT), in packets a second,
 /// at which fewer ACKs are asked for.
 pub const FAST_PATH_PACKETS_PER_SECOND: u64 = 25_000;
@@ -184,20 +206,10 @@ impl AckFrequency {
             (MIN_WINDOW_PACKETS, FAST_PATH_PACKETS_PER_SECOND)
         };
         let fast = packets >= least_window && per_second >= least_rate;
-        // The same half-way rule between the two thresholds.
-        let wide = packets
-            >= if self.current.threshold == WIDE_THRESHOLD {
-                WIDE_WINDOW_PACKETS / 2
-            } else {
-                WIDE_WINDOW_PACKETS
-            };
+        let wide = wide_threshold(packets, self.current.threshold);
         let wanted = if fast {
             AckRequest {
-                threshold: if wide {
-                    WIDE_THRESHOLD
-                } else {
-                    DECIMATED_THRESHOLD
-                },
+                threshold: wide.unwrap_or(DECIMATED_THRESHOLD),
                 max_ack_delay: (srtt / 4).clamp(peer_min, self.peer_max_ack_delay.max(peer_min)),
                 reordering: path.packet_threshold,
             }
@@ -288,6 +300,10 @@ fn far_apart(a: Duration, b: Duration) -> bool {
 mod tests {
     use super::*;
 
+    /// The least window, in packets, in which [`WIDE_THRESHOLD`] is asked
+    /// for.
+    const WIDE_WINDOW_PACKETS: u64 = ACKS_PER_WIDE_WINDOW * (WIDE_THRESHOLD + 1);
+
     fn path(window_packets: u64, srtt_ms: f64) -> PathView {
         PathView {
             window: window_packets * 1350,
@@ -333,20 +349,38 @@ mod tests {
     #[test]
     fn a_wide_window_asks_for_an_ack_every_32nd_packet_and_keeps_16_a_window() {
         let mut frequency = negotiated();
-        // Loopback: 7000 packets in 1.4 ms.
-        frequency.update(path(7000, 1.4));
+        // A fast path with 600 packets in flight in 0.2 ms.
+        frequency.update(path(600, 0.2));
         assert_eq!(frequency.current().threshold, WIDE_THRESHOLD);
         // Halfway down the window, it holds; below half, every tenth again.
         frequency.poll_frame(1200).unwrap();
-        frequency.update(path(WIDE_WINDOW_PACKETS / 2, 1.4));
+        frequency.update(path(WIDE_WINDOW_PACKETS / 2, 0.2));
         assert!(!frequency.has_pending_frame());
-        frequency.update(path(WIDE_WINDOW_PACKETS / 2 - 1, 1.4));
+        frequency.update(path(WIDE_WINDOW_PACKETS / 2 - 1, 0.2));
         assert_eq!(frequency.current().threshold, DECIMATED_THRESHOLD);
         // And up only from the whole window.
-        frequency.update(path(WIDE_WINDOW_PACKETS - 1, 1.4));
+        frequency.update(path(WIDE_WINDOW_PACKETS - 1, 0.2));
         assert_eq!(frequency.current().threshold, DECIMATED_THRESHOLD);
-        frequency.update(path(WIDE_WINDOW_PACKETS, 1.4));
+        frequency.update(path(WIDE_WINDOW_PACKETS, 0.2));
         assert_eq!(frequency.current().threshold, WIDE_THRESHOLD);
+    }
+
+    #[test]
+    fn a_wider_window_asks_for_an_ack_every_64th_packet_with_the_same_halfway_rule() {
+        let mut frequency = negotiated();
+        // Loopback: 7000 packets in 1.4 ms.
+        frequency.update(path(7000, 1.4));
+        assert_eq!(frequency.current().threshold, 63);
+        // 16 ACKs a window at 64 needs 1024 packets; it holds down to 512,
+        // where one in 32 takes over, and comes back only at 1024.
+        frequency.update(path(512, 1.4));
+        assert_eq!(frequency.current().threshold, 63);
+        frequency.update(path(511, 1.4));
+        assert_eq!(frequency.current().threshold, WIDE_THRESHOLD);
+        frequency.update(path(1023, 1.4));
+        assert_eq!(frequency.current().threshold, WIDE_THRESHOLD);
+        frequency.update(path(1024, 1.4));
+        assert_eq!(frequency.current().threshold, 63);
     }
 
     #[test]
