@@ -68,8 +68,9 @@
 //! examples `tokio_echo` (thousands of connections) and `tokio_kv`
 //! (requests on streams, notifications as datagrams), and the other ways
 //! in:
-//! - [`blocking`]: `std::io::Read + Write` streams, a driver thread per
-//!   endpoint, for simple programs;
+//! - [`blocking`]: `std::io::Read + Write` streams for simple programs,
+//!   the endpoint driven by the thread that waits on it (a driver thread
+//!   per endpoint takes over while none does);
 //! - [`Connection`] and [`Endpoint`]: the sans-IO core, for your own event
 //!   loop — it never touches a socket or reads a clock;
 //! - [`sim`]: the deterministic simulator, and [`lab`], the papers'
