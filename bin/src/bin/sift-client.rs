@@ -17,6 +17,7 @@ use sift_bin::cli::format;
 use sift_bin::cli::report::FlowReport;
 use sift_bin::cli::session::{self, CLOSE_DONE};
 use sift_bin::cli::state::{self, IdentitySource};
+use sift_bin::cli::stream::Reads;
 use sift_bin::cli::tokens::SavedTokens;
 use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::{Scheme, SiftUrl};
@@ -508,7 +509,15 @@ fn get(
     let dest = destination(url, output.as_deref(), None)?;
     let dialed = std::time::Instant::now();
     let connection = dial.connect(url)?;
-    let report = session::download(&connection, &url.path, &dest, resume, controller, json);
+    let report = session::download(
+        &connection,
+        &url.path,
+        &dest,
+        resume,
+        controller,
+        json,
+        Reads::InPlace,
+    );
     connection.close(CLOSE_DONE, "done");
     let mut report = report?;
     report.first_byte_since(dialed);

@@ -19,6 +19,7 @@ use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::relay::Relay;
 use sift_bin::cli::server_loop::{self, Service};
 use sift_bin::cli::session::{self, CLOSE_DONE};
+use sift_bin::cli::stream::Reads;
 use sift_bin::cli::trust::ClientTrust;
 use sift_bin::cli::url::SiftUrl;
 use sift_bin::transfer::{FileServer, Root};
@@ -166,6 +167,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         false,
         None,
         args.json,
+        Reads::InPlace,
     );
     connection.close(CLOSE_DONE, "done");
     let report = report?;

@@ -17,6 +17,7 @@ use sift::blocking::{BlockingConnection, SiftStream};
 use super::format;
 use super::report;
 use super::session;
+use super::stream::{CopiedReads, Reads};
 use super::url::{Scheme, SiftUrl};
 use crate::transfer::hq;
 
@@ -143,6 +144,13 @@ pub fn fetch_all(
         .collect();
     let next = AtomicUsize::new(0);
     let outcomes = Mutex::new(vec![None; fetches.len()]);
+    // Side by side, each download copies its bytes out, to hash and write
+    // them without holding the connection for the others.
+    let reads = if fetches.len() > 1 {
+        Reads::Copied
+    } else {
+        Reads::InPlace
+    };
     std::thread::scope(|scope| {
         for _ in 0..fetches.len().clamp(1, MAX_PARALLEL) {
             scope.spawn(|| loop {
@@ -153,7 +161,7 @@ pub fn fetch_all(
                 let sent = requested
                     .get(index)
                     .and_then(|slot| slot.lock().ok()?.take());
-                let outcome = fetch_one(connection, fetch, sent);
+                let outcome = fetch_one(connection, fetch, sent, reads);
                 if let Ok(mut outcomes) = outcomes.lock() {
                     outcomes[index] = Some(outcome);
                 }
@@ -241,14 +249,21 @@ fn fetch_one(
     connection: &BlockingConnection,
     fetch: &Fetch,
     sent: Option<Result<SiftStream, String>>,
+    reads: Reads,
 ) -> Result<FetchedFile, String> {
     let started = Instant::now();
     let local_path = fetch.dest.display().to_string();
     let (bytes, sha256, finished) = match fetch.url.scheme {
         Scheme::Https => {
             let mut stream = sent.unwrap_or_else(|| request_stream(connection, &fetch.url.path))?;
-            let outcome = hq::get_requested(&mut stream, &fetch.url.path, &fetch.dest, &mut |_| {})
-                .map_err(|e| e.to_string())?;
+            let (path, dest) = (&fetch.url.path, &fetch.dest);
+            let outcome = match reads {
+                Reads::InPlace => hq::get_requested(&mut stream, path, dest, &mut |_| {}),
+                Reads::Copied => {
+                    hq::get_requested(&mut CopiedReads(&mut stream), path, dest, &mut |_| {})
+                }
+            }
+            .map_err(|e| e.to_string())?;
             (
                 outcome.bytes,
                 outcome.sha256.to_string(),
@@ -256,9 +271,16 @@ fn fetch_one(
             )
         }
         Scheme::Sift => {
-            let report =
-                session::download(connection, &fetch.url.path, &fetch.dest, false, None, true)
-                    .map_err(|e| format!("{e:#}"))?;
+            let report = session::download(
+                connection,
+                &fetch.url.path,
+                &fetch.dest,
+                false,
+                None,
+                true,
+                reads,
+            )
+            .map_err(|e| format!("{e:#}"))?;
             (report.bytes, report.sha256, Instant::now())
         }
     };

@@ -12,6 +12,7 @@ use sift::endpoint::is_busy_refusal;
 use super::interrupt;
 use super::progress::Progress;
 use super::report::{FlowReport, Transfer};
+use super::stream::{CopiedReads, Reads};
 use super::trust::ClientTrust;
 use super::url::SiftUrl;
 use crate::transfer::client;
@@ -122,7 +123,9 @@ pub fn restarted_server(connection: &BlockingConnection) -> Option<&'static str>
 }
 
 /// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked, and
-/// asking the server to send it under `controller` if one is given.
+/// asking the server to send it under `controller` if one is given;
+/// `reads` says how its bytes leave the stream (in place when it is alone
+/// on the connection).
 pub fn download(
     connection: &BlockingConnection,
     remote_path: &str,
@@ -130,6 +133,7 @@ pub fn download(
     resume: bool,
     controller: Option<&str>,
     quiet: bool,
+    reads: Reads,
 ) -> anyhow::Result<FlowReport> {
     let partial = download_partial_path(dest);
     interrupt::announce_on_interrupt(format!(
@@ -141,18 +145,29 @@ pub fn download(
     let mut progress = Progress::new(remote_path, quiet);
     let started = Instant::now();
     let mut first_byte = None;
-    let outcome = client::get(
-        &mut stream,
-        remote_path,
-        dest,
-        resume,
-        controller,
-        &mut |done, total| {
-            // The first call: the server's answer arrived.
-            first_byte.get_or_insert_with(Instant::now);
-            progress.update(done, total)
-        },
-    );
+    let mut on_progress = |done, total| {
+        // The first call: the server's answer arrived.
+        first_byte.get_or_insert_with(Instant::now);
+        progress.update(done, total)
+    };
+    let outcome = match reads {
+        Reads::InPlace => client::get(
+            &mut stream,
+            remote_path,
+            dest,
+            resume,
+            controller,
+            &mut on_progress,
+        ),
+        Reads::Copied => client::get(
+            &mut CopiedReads(&mut stream),
+            remote_path,
+            dest,
+            resume,
+            controller,
+            &mut on_progress,
+        ),
+    };
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
         Some(line) => anyhow::anyhow!("{line}; {}", interrupted_download_note(&partial)),
