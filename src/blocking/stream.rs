@@ -186,10 +186,13 @@ impl SiftStream {
     /// 0 at the end of the stream.
     ///
     /// `consume` runs with the connection locked, like
-    /// [`write_with`](Self::write_with)'s fill: keep it to work on the
-    /// bytes themselves (a hash, a write to a file or a pipe), never a wait
-    /// on a peer. A download that hashes and writes what it reads this way
-    /// saves the copy into a buffer of its own.
+    /// [`write_with`](Self::write_with)'s fill: while it runs, no other
+    /// thread reads or writes on the connection and nobody drives its
+    /// endpoint. Keep it to work on the bytes themselves (a hash, a write
+    /// to a local file), and use [`read`](Read::read) where that work may
+    /// block (a pipe, a slow disk) or where other threads use the
+    /// connection at the same time. A lone download that hashes and writes
+    /// what it reads this way saves the copy into a buffer of its own.
     pub fn read_with(&mut self, max: usize, mut consume: impl FnMut(&[u8])) -> io::Result<usize> {
         if max == 0 {
             return Ok(0);
