@@ -17,8 +17,9 @@ use sift::blocking::{BlockingConnection, SiftStream};
 use super::format;
 use super::report;
 use super::session;
-use super::stream::{CopiedReads, Reads};
+use super::stream::Reads;
 use super::url::{Scheme, SiftUrl};
+use crate::transfer::duplex::CopiedReads;
 use crate::transfer::hq;
 
 /// Streams a fetch keeps open at once.

@@ -12,10 +12,11 @@ use sift::endpoint::is_busy_refusal;
 use super::interrupt;
 use super::progress::Progress;
 use super::report::{FlowReport, Transfer};
-use super::stream::{CopiedReads, Reads};
+use super::stream::Reads;
 use super::trust::ClientTrust;
 use super::url::SiftUrl;
 use crate::transfer::client;
+use crate::transfer::duplex::CopiedReads;
 use crate::transfer::part_file::{download_partial_path, interrupted_download_note};
 use crate::transfer::SenderReport;
 

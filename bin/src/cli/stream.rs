@@ -47,7 +47,8 @@ impl Duplex for SiftStream {
     }
 }
 
-/// How a download takes its bytes from the stream.
+/// How a download takes its bytes from the stream (see
+/// [`CopiedReads`](crate::transfer::duplex::CopiedReads)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reads {
     /// Lent in place (`SiftStream::read_with`): hashed and written
@@ -59,49 +60,6 @@ pub enum Reads {
     /// parallel, and none of which holds the others (or the endpoint's
     /// driving) through a slow disk.
     Copied,
-}
-
-/// A [`SiftStream`] whose reads are copied out, never lent in place
-/// ([`Reads::Copied`]).
-pub struct CopiedReads<'a>(pub &'a mut SiftStream);
-
-impl io::Read for CopiedReads<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-impl io::Write for CopiedReads<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0.write(data)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl Duplex for CopiedReads<'_> {
-    fn finish(&mut self) -> io::Result<()> {
-        Duplex::finish(self.0)
-    }
-
-    fn abort(&mut self, code: u64) {
-        Duplex::abort(self.0, code)
-    }
-
-    fn wait_delivered(&mut self) -> io::Result<()> {
-        Duplex::wait_delivered(self.0)
-    }
-
-    fn write_cached_file(
-        &mut self,
-        file: &File,
-        offset: u64,
-        max: usize,
-    ) -> io::Result<Option<usize>> {
-        self.0.write_cached_file(file, offset, max)
-    }
 }
 
 /// A bidirectional stream of the async API, both halves together, as the

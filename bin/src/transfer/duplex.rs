@@ -118,31 +118,40 @@ impl Duplex for TcpStream {
     }
 }
 
+/// The bodies of [`Duplex`]'s sending-side methods (all but
+/// `read_in_place`), forwarded to `**self`: for the pointer impls below
+/// and [`CopiedReads`].
+macro_rules! forward_sending {
+    () => {
+        fn finish(&mut self) -> io::Result<()> {
+            (**self).finish()
+        }
+
+        fn abort(&mut self, code: u64) {
+            (**self).abort(code)
+        }
+
+        fn wait_delivered(&mut self) -> io::Result<()> {
+            (**self).wait_delivered()
+        }
+
+        fn write_cached_file(
+            &mut self,
+            file: &File,
+            offset: u64,
+            max: usize,
+        ) -> io::Result<Option<usize>> {
+            (**self).write_cached_file(file, offset, max)
+        }
+    };
+}
+
 /// [`Duplex`] through a pointer to one: every method forwarded, so that
 /// none falls back to its default (`wait_delivered` to a flush).
 macro_rules! forward_duplex {
     ($($pointer:ty),*) => {$(
         impl<T: Duplex + ?Sized> Duplex for $pointer {
-            fn finish(&mut self) -> io::Result<()> {
-                (**self).finish()
-            }
-
-            fn abort(&mut self, code: u64) {
-                (**self).abort(code)
-            }
-
-            fn wait_delivered(&mut self) -> io::Result<()> {
-                (**self).wait_delivered()
-            }
-
-            fn write_cached_file(
-                &mut self,
-                file: &File,
-                offset: u64,
-                max: usize,
-            ) -> io::Result<Option<usize>> {
-                (**self).write_cached_file(file, offset, max)
-            }
+            forward_sending!();
 
             fn read_in_place(
                 &mut self,
@@ -156,6 +165,46 @@ macro_rules! forward_duplex {
 }
 
 forward_duplex!(&mut T, Box<T>);
+
+/// A stream whose reads are copied out, never lent in place: everything
+/// else is the stream's own. For downloads side by side on one
+/// connection, which then hash and write their bytes without holding the
+/// connection, and one another, while they do.
+pub struct CopiedReads<'a, S: ?Sized>(pub &'a mut S);
+
+impl<S: ?Sized> std::ops::Deref for CopiedReads<'_, S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        self.0
+    }
+}
+
+impl<S: ?Sized> std::ops::DerefMut for CopiedReads<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        self.0
+    }
+}
+
+impl<S: Read + ?Sized> Read for CopiedReads<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<S: Write + ?Sized> Write for CopiedReads<'_, S> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.write(data)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<S: Duplex + ?Sized> Duplex for CopiedReads<'_, S> {
+    forward_sending!();
+}
 
 /// [`Duplex`] for a task: reads and writes wait without holding a thread.
 pub trait AsyncDuplex: AsyncRead + AsyncWrite + Unpin + Send {
