@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use super::cached_read::read_at;
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
-use super::duplex::{abort_codes, read_to_sink, Duplex, ReadToSinkError};
+use super::duplex::{abort_codes, read_to_sink, reset_code, Duplex, ReadToSinkError};
 use super::error::ProtocolError;
 use super::frame::read_frame;
 use super::listing::ListEntry;
@@ -71,6 +71,17 @@ fn server_refusal(status: Status, message: &str) -> String {
     match status {
         Status::RefusedUpload => format!("upload refused: {message}"),
         other => format!("server says {}: {message}", other.name()),
+    }
+}
+
+/// Why a download's stream broke, for a person: the server's reset when it
+/// could not go on reading the file, or the stream's own error.
+fn download_cut(error: &io::Error) -> String {
+    match reset_code(error) {
+        Some(abort_codes::SOURCE_FAILED) => {
+            "the server stopped sending: its file changed or could not be read".into()
+        }
+        _ => error.to_string(),
     }
 }
 
@@ -220,7 +231,7 @@ pub fn get<S: Duplex + ?Sized>(
             Ok(0) => return Err(interrupted("the server ended the stream early".into())),
             Ok(n) => n,
             Err(ReadToSinkError::Stream(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(ReadToSinkError::Stream(e)) => return Err(interrupted(e.to_string())),
+            Err(ReadToSinkError::Stream(e)) => return Err(interrupted(download_cut(&e))),
             Err(ReadToSinkError::Sink(error)) => {
                 return Err(local(format!("writing {}", partial.display()))(error))
             }
@@ -465,4 +476,24 @@ pub fn list<S: Duplex + ?Sized>(
     }
     serde_json::from_slice(&json)
         .map_err(|e| ClientError::Protocol(ProtocolError::BadListing(e.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_download_the_server_gave_up_on_says_why_in_words() {
+        let reset = |error_code| {
+            io::Error::from(sift::blocking::SiftIoError::StreamReset { id: 0, error_code })
+        };
+        assert_eq!(
+            download_cut(&reset(abort_codes::SOURCE_FAILED)),
+            "the server stopped sending: its file changed or could not be read"
+        );
+        assert_eq!(
+            download_cut(&reset(7)),
+            "stream 0 was reset by the peer with error code 7"
+        );
+    }
 }

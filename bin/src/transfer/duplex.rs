@@ -264,6 +264,18 @@ fn shutdown(socket: &tokio::net::UnixStream, how: libc::c_int) -> io::Result<()>
     }
 }
 
+/// The code of the peer's reset, when `error` is a stream reset by the
+/// peer (as sift's streams report it through `io::Error`).
+pub fn reset_code(error: &io::Error) -> Option<u64> {
+    match error
+        .get_ref()?
+        .downcast_ref::<sift::blocking::SiftIoError>()?
+    {
+        sift::blocking::SiftIoError::StreamReset { error_code, .. } => Some(*error_code),
+        _ => None,
+    }
+}
+
 /// Stream error codes this protocol uses when it abandons a stream.
 pub mod abort_codes {
     /// The sender could not produce the data it announced (file changed,

@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::client::DOWNLOAD_READ_LEN;
 use super::digest::{Sha256Digest, Sha256Hasher};
-use super::duplex::{read_to_sink, Duplex, ReadToSinkError};
+use super::duplex::{read_to_sink, reset_code, Duplex, ReadToSinkError};
 use super::part_file::{download_part_path, download_writes_in_place};
 use super::server::CHUNK_LEN;
 
@@ -277,23 +277,33 @@ fn finish_part(
 }
 
 /// How a stream error `received` bytes into `path` reads: the server's
-/// refusal (a reset with its code), or an interruption.
+/// refusal (a reset before any of the file), or an interruption (a reset
+/// part way, with its code, or a broken connection).
 fn interrupted(
     path: &str,
     received: u64,
     left: PartialLeft,
 ) -> impl FnOnce(io::Error) -> HqError + '_ {
-    move |error: io::Error| match reset_code(&error) {
-        Some(code) => HqError::Refused {
-            path: path.to_string(),
-            code,
-        },
-        None => HqError::Interrupted {
+    move |error: io::Error| {
+        let reason = match reset_code(&error) {
+            Some(code) if received == 0 => {
+                return HqError::Refused {
+                    path: path.to_string(),
+                    code,
+                }
+            }
+            Some(code) => format!(
+                "the server reset the stream, code {code:#x}{}",
+                describe_code(code)
+            ),
+            None => error.to_string(),
+        };
+        HqError::Interrupted {
             path: path.to_string(),
             received,
-            reason: error.to_string(),
+            reason,
             left,
-        },
+        }
     }
 }
 
@@ -352,16 +362,6 @@ fn is_stopped(error: &io::Error) -> bool {
 }
 
 /// The application code of a stream reset, if `error` is one.
-fn reset_code(error: &io::Error) -> Option<u64> {
-    match error
-        .get_ref()?
-        .downcast_ref::<sift::blocking::SiftIoError>()?
-    {
-        sift::blocking::SiftIoError::StreamReset { error_code, .. } => Some(*error_code),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,6 +421,27 @@ mod tests {
         };
         assert!(is_stopped(&io::Error::from(stopped)));
         assert!(!is_stopped(&other));
+    }
+
+    #[test]
+    fn a_reset_before_the_body_is_a_refusal_and_one_part_way_an_interruption() {
+        let reset = || {
+            io::Error::from(sift::blocking::SiftIoError::StreamReset {
+                id: 0,
+                error_code: abort_codes::INTERNAL,
+            })
+        };
+        let refused = interrupted("big", 0, PartialLeft::Nothing)(reset());
+        assert!(
+            matches!(&refused, HqError::Refused { code, .. } if *code == abort_codes::INTERNAL),
+            "{refused:?}"
+        );
+        let cut = interrupted("big", 331_323_120, PartialLeft::Removed)(reset());
+        assert_eq!(
+            cut.to_string(),
+            "transfer of /big cut short after 331323120 bytes (the server reset the stream, \
+             code 0x500: server error); partial file removed"
+        );
     }
 
     #[test]

@@ -473,9 +473,7 @@ impl FileServer {
         if sent < size {
             // A short file would read as a whole one: never end it cleanly.
             stream.abort(hq::abort_codes::INTERNAL);
-            return Err(Failure::Broken(format!(
-                "{path:?} shrank while being sent ({sent} of {size} bytes)"
-            )));
+            return Err(shrank(path, sent, size));
         }
         stream
             .finish()
@@ -565,9 +563,7 @@ impl FileServer {
         if sent < wanted {
             // The file shrank under us: never let the client see a clean end.
             stream.abort(abort_codes::SOURCE_FAILED);
-            return Err(Failure::Broken(format!(
-                "{path:?} shrank while being sent ({sent} of {wanted} bytes)"
-            )));
+            return Err(shrank(path, sent, wanted));
         }
         if let Some(mut pending) = pending {
             let shared = pending
@@ -973,6 +969,15 @@ fn hash_whole(file: &File) -> io::Result<Sha256Digest> {
     let mut hasher = Sha256Hasher::new();
     hasher.update_from(&mut reader)?;
     Ok(hasher.finish())
+}
+
+/// A file that ended after `sent` of the `wanted` bytes it had when the
+/// transfer began: recorded with the bytes that did go out.
+fn shrank(path: &str, sent: u64, wanted: u64) -> Failure {
+    Failure::Cut {
+        moved: sent,
+        reason: format!("{path:?} shrank while being sent ({sent} of {wanted} bytes)"),
+    }
 }
 
 fn internal(error: io::Error) -> Failure {

@@ -550,6 +550,40 @@ fn a_download_the_client_abandons_is_recorded_with_the_bytes_sent() {
 }
 
 #[test]
+fn a_file_that_shrinks_while_sent_is_cut_and_recorded_with_the_bytes_that_went_out() {
+    let root = TestDir::new("srv-shrink-root");
+    let path = root.path().join("big.bin");
+    std::fs::write(&path, content(4_000_000, 4)).unwrap();
+    let server = server_with(&root);
+    let request = Request::Get {
+        path: "big.bin".into(),
+        offset: 0,
+        cc: None,
+    };
+    let (received, record) = exchange(&server, move |stream| {
+        stream.write_all(&request.encode().unwrap()).unwrap();
+        let mut first = vec![0u8; 100_000];
+        stream.read_exact(&mut first).unwrap();
+        // The server holds at most the socket's buffers and a chunk more
+        // than this, far below the new end.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(2_000_000)
+            .unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+        first.len() + rest.len()
+    });
+    assert_eq!(record.status, None, "{}", record.detail);
+    assert_eq!(record.bytes, 2_000_000, "{}", record.detail);
+    assert!(record.detail.contains("shrank"), "{}", record.detail);
+    // The response frame and the 2 MB, never a clean end past them.
+    assert!(received < 2_001_000, "{received} bytes received");
+}
+
+#[test]
 fn a_client_that_vanishes_mid_upload_leaves_no_file() {
     let root = TestDir::new("srv-vanish-root");
     let server = server_with(&root);
