@@ -24,14 +24,22 @@ use super::response::{
 };
 use super::server::CHUNK_LEN;
 
-/// How much a download asks for per read. The connection's driver runs on
-/// its own thread, and a read that finds nothing waiting puts the reading
-/// thread to sleep until the driver wakes it; reads four times the 64 KiB
-/// the server sends per call take what arrived in fewer calls and sleeps.
-/// Loopback, 1 GiB over hq-interop, five interleaved pairs: the client's
-/// context switches 8.5 → 5.8 thousand, its CPU 1.19 → 1.12 s, goodput
-/// 6.56 → 6.88 Gb/s (medians; `interop/results/2026-11-27-spare-blocks/`).
-pub const DOWNLOAD_READ_LEN: usize = 256 * 1024;
+/// How much a download asks for per read. A read takes what arrived in
+/// order up to this, so larger reads mean fewer of them when the reader
+/// falls behind: fewer writes to the sink, fewer turns and wake-ups.
+/// Loopback, 1 GiB over hq-interop, interleaved pairs (medians):
+/// - 64 → 256 KiB, five pairs: the client's context switches 8.5 → 5.8
+///   thousand, its CPU 1.19 → 1.12 s, goodput 6.56 → 6.88 Gb/s
+///   (`interop/results/2026-11-27-spare-blocks/`);
+/// - 256 KiB → 1 MiB, ten pairs: client CPU 1.08 → 1.04 s, client + server
+///   1.81 → 1.77, goodput 7.92 → 8.05 Gb/s (ahead in 6, level in 1,
+///   behind in 3); writes 5 388 → 1 943 and futex calls 1 964 → 1 561 a GiB
+///   (`interop/results/2026-12-02-file-copy-bound/`).
+///
+/// A read in place hashes up to this much with the connection locked:
+/// 0.6 ms at SHA-256's speed here, which the socket's buffer absorbs (no
+/// receive-buffer drops in those runs).
+pub const DOWNLOAD_READ_LEN: usize = 1024 * 1024;
 
 /// A listing larger than this is refused rather than held in memory.
 pub const MAX_LISTING_LEN: u64 = 64 * 1024 * 1024;
