@@ -361,7 +361,6 @@ fn is_stopped(error: &io::Error) -> bool {
         .is_some_and(|e| matches!(e, sift::blocking::SiftIoError::StreamStopped { .. }))
 }
 
-/// The application code of a stream reset, if `error` is one.
 #[cfg(test)]
 mod tests {
     use super::*;
