@@ -19,7 +19,6 @@ use super::report;
 use super::session;
 use super::stream::Reads;
 use super::url::{Scheme, SiftUrl};
-use crate::transfer::duplex::CopiedReads;
 use crate::transfer::hq;
 
 /// Streams a fetch keeps open at once.
@@ -258,13 +257,11 @@ fn fetch_one(
         Scheme::Https => {
             let mut stream = sent.unwrap_or_else(|| request_stream(connection, &fetch.url.path))?;
             let (path, dest) = (&fetch.url.path, &fetch.dest);
-            let outcome = match reads {
-                Reads::InPlace => hq::get_requested(&mut stream, path, dest, &mut |_| {}),
-                Reads::Copied => {
-                    hq::get_requested(&mut CopiedReads(&mut stream), path, dest, &mut |_| {})
-                }
-            }
-            .map_err(|e| e.to_string())?;
+            let outcome = reads
+                .on(&mut stream, |stream| {
+                    hq::get_requested(stream, path, dest, &mut |_| {})
+                })
+                .map_err(|e| e.to_string())?;
             (
                 outcome.bytes,
                 outcome.sha256.to_string(),

@@ -16,7 +16,6 @@ use super::stream::Reads;
 use super::trust::ClientTrust;
 use super::url::SiftUrl;
 use crate::transfer::client;
-use crate::transfer::duplex::CopiedReads;
 use crate::transfer::part_file::{download_partial_path, interrupted_download_note};
 use crate::transfer::SenderReport;
 
@@ -151,24 +150,16 @@ pub fn download(
         first_byte.get_or_insert_with(Instant::now);
         progress.update(done, total)
     };
-    let outcome = match reads {
-        Reads::InPlace => client::get(
-            &mut stream,
+    let outcome = reads.on(&mut stream, |stream| {
+        client::get(
+            stream,
             remote_path,
             dest,
             resume,
             controller,
             &mut on_progress,
-        ),
-        Reads::Copied => client::get(
-            &mut CopiedReads(&mut stream),
-            remote_path,
-            dest,
-            resume,
-            controller,
-            &mut on_progress,
-        ),
-    };
+        )
+    });
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
         Some(line) => anyhow::anyhow!("{line}; {}", interrupted_download_note(&partial)),

@@ -11,6 +11,7 @@ use sift::tokio::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::transfer::cached_read::read_cached_vectored_at;
+use crate::transfer::duplex::CopiedReads;
 use crate::transfer::{AsyncDuplex, Duplex};
 
 impl Duplex for SiftStream {
@@ -60,6 +61,16 @@ pub enum Reads {
     /// parallel, and none of which holds the others (or the endpoint's
     /// driving) through a slow disk.
     Copied,
+}
+
+impl Reads {
+    /// Runs `f` on `stream`, its reads taken this way.
+    pub fn on<S: Duplex, T>(self, stream: &mut S, f: impl FnOnce(&mut dyn Duplex) -> T) -> T {
+        match self {
+            Reads::InPlace => f(stream),
+            Reads::Copied => f(&mut CopiedReads(stream)),
+        }
+    }
 }
 
 /// A bidirectional stream of the async API, both halves together, as the

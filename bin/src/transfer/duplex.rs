@@ -10,6 +10,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 
+use sift::blocking::SiftIoError;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A bidirectional byte stream with a half-close.
@@ -264,16 +265,24 @@ fn shutdown(socket: &tokio::net::UnixStream, how: libc::c_int) -> io::Result<()>
     }
 }
 
+/// The sift stream error inside `error`, as sift's streams report them
+/// through `io::Error`.
+fn sift_error(error: &io::Error) -> Option<&SiftIoError> {
+    error.get_ref()?.downcast_ref::<SiftIoError>()
+}
+
 /// The code of the peer's reset, when `error` is a stream reset by the
-/// peer (as sift's streams report it through `io::Error`).
+/// peer.
 pub fn reset_code(error: &io::Error) -> Option<u64> {
-    match error
-        .get_ref()?
-        .downcast_ref::<sift::blocking::SiftIoError>()?
-    {
-        sift::blocking::SiftIoError::StreamReset { error_code, .. } => Some(*error_code),
+    match sift_error(error)? {
+        SiftIoError::StreamReset { error_code, .. } => Some(*error_code),
         _ => None,
     }
+}
+
+/// Whether `error` is the peer's STOP_SENDING of our direction.
+pub fn is_stopped(error: &io::Error) -> bool {
+    matches!(sift_error(error), Some(SiftIoError::StreamStopped { .. }))
 }
 
 /// Stream error codes this protocol uses when it abandons a stream.
@@ -379,6 +388,23 @@ mod tests {
             ),
             (2, 2, 1)
         );
+    }
+
+    /// `Reads::on` lends a stream's bytes in place, or makes it copy them
+    /// out while its sending half stays its own.
+    #[test]
+    fn reads_on_a_stream_lend_in_place_or_copy() {
+        use crate::cli::stream::Reads;
+        let file = File::open("/dev/null").unwrap();
+        let mut recorder = Recorder::default();
+        for reads in [Reads::InPlace, Reads::Copied] {
+            let lent = reads.on(&mut recorder, |stream| {
+                assert_eq!(stream.write_cached_file(&file, 0, 3).unwrap(), Some(3));
+                stream.read_in_place(4, &mut |_| {}).unwrap()
+            });
+            assert_eq!(lent, (reads == Reads::InPlace).then_some(4), "{reads:?}");
+        }
+        assert_eq!((recorder.reads_in_place, recorder.cached_writes), (1, 2));
     }
 
     /// `read_to_sink` hands the sink what the stream lends in place, or

@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::client::DOWNLOAD_READ_LEN;
 use super::digest::{Sha256Digest, Sha256Hasher};
-use super::duplex::{read_to_sink, reset_code, Duplex, ReadToSinkError};
+use super::duplex::{is_stopped, read_to_sink, reset_code, Duplex, ReadToSinkError};
 use super::part_file::{download_part_path, download_writes_in_place};
 use super::server::CHUNK_LEN;
 
@@ -351,14 +351,6 @@ fn receive<S: Duplex + ?Sized>(
         sha256: hasher.finish(),
         finished_at,
     })
-}
-
-/// Whether `error` is the peer's STOP_SENDING of our direction.
-fn is_stopped(error: &io::Error) -> bool {
-    error
-        .get_ref()
-        .and_then(|e| e.downcast_ref::<sift::blocking::SiftIoError>())
-        .is_some_and(|e| matches!(e, sift::blocking::SiftIoError::StreamStopped { .. }))
 }
 
 #[cfg(test)]
