@@ -49,7 +49,7 @@ impl Duplex for SiftStream {
 }
 
 /// How a download takes its bytes from the stream (see
-/// [`CopiedReads`](crate::transfer::duplex::CopiedReads)).
+/// [`CopiedReads`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reads {
     /// Lent in place (`SiftStream::read_with`): hashed and written
