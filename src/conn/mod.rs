@@ -11,6 +11,7 @@ mod ack_frequency;
 mod checksums;
 mod cid;
 mod error;
+mod forge;
 mod handshake;
 mod keys;
 mod liar;

@@ -436,7 +436,7 @@ impl Connection {
     /// of its datagram in `out` (a PMTU probe, an off-path PATH_RESPONSE),
     /// traces it and moves the packet number on; the sealed length, or
     /// `None` when it cannot be sealed. Its accounting is the caller's.
-    fn seal_alone(
+    pub(super) fn seal_alone(
         &mut self,
         space: SpaceId,
         packet_number: u64,

@@ -13,16 +13,22 @@
 //!   did to it, so controller verdicts can be scored against the truth.
 //!
 //! This module owns the event loop (`world`), the topology, the flows'
-//! applications, scenarios and reports. It must not reach into a
+//! applications, scenarios and reports; and, for attacks on endpoints, an
+//! addressed network of endpoint hosts (`network`), the attacker that runs
+//! on it (`attacker`) and the census of bytes sent to addresses that never
+//! proved themselves (`census`). It must not reach into a
 //! connection's internals (only its sans-IO surface, `transport`) nor
 //! re-implement link behaviour (that is `link`).
 
+pub mod attacker;
 pub mod cbr;
+pub mod census;
 pub mod clock;
 pub mod events;
 pub mod flow;
 pub mod ground_truth;
 pub mod link;
+pub mod network;
 pub mod report;
 pub mod scenario;
 pub mod topology;
