@@ -24,6 +24,7 @@ use sift::endpoint::RetryPolicy;
 use sift::sim::attacker::{craft, Attacker};
 use sift::sim::census::{Census, AMPLIFICATION_LIMIT};
 use sift::sim::network::{Datagram, EndpointNode, Network, NodeId, Sink};
+use sift::sim::{Scenario, Simulation};
 use sift::stream::{Dir, StreamId};
 use sift::{Config, ConnectionHandle, Endpoint};
 
@@ -1105,4 +1106,41 @@ fn a_replayed_zero_rtt_flight_finds_no_session_and_its_request_is_never_read() {
         "a replay's request was read: {read:?}"
     );
     assert_census_within_limit(net.census());
+}
+
+// ---------------------------------------------------------------------------
+// The census on a scenario's run (`Simulation::attach_census`).
+
+#[test]
+fn a_client_that_moves_gets_at_most_three_times_at_its_new_address_before_it_proves_it() {
+    // A client uploading 5 MB moves to another port, or to another IP
+    // address, a second in. The server follows it and sends the new
+    // address at most three times what came from there until the
+    // client's answer shows it lives there (RFC 9000 §9.3).
+    for (seed, moves) in [(1, "rebind_at_ms = 1000"), (2, "new_address_at_ms = 1000")] {
+        let text = format!(
+            r#"
+name = "moving-client"
+time_limit_s = 60
+[bottleneck]
+forward = "delay 20ms rate 20mbit limit 75"
+reverse = "delay 20ms rate 20mbit"
+[[flow]]
+cc = "cubic"
+bytes = 5_000_000
+{moves}
+"#
+        );
+        let scenario = Scenario::from_toml_str(&text, "moving client").unwrap();
+        let mut simulation = Simulation::new(&scenario, seed, Instant::now()).unwrap();
+        simulation.attach_census();
+        simulation.run().unwrap();
+        let report = simulation.report();
+        assert_eq!(report.flows[0].bytes_received, 5_000_000, "{moves}");
+        assert_eq!(report.flows[0].server_stats.peer_migrations, 1, "{moves}");
+        let census = simulation.census().unwrap();
+        let proved = census.records().filter(|record| record.proved()).count();
+        assert!(proved >= 3, "both ends, and the new address:\n{census}");
+        assert_census_within_limit(census);
+    }
 }

@@ -16,6 +16,12 @@
 //! in another host's name count as arriving from that address (the limit
 //! is three times what was spoofed in its name) but never prove it.
 //!
+//! A proof lasts for the run and covers the address, not one connection:
+//! what an endpoint sends an address after it proved itself is not
+//! counted, whichever connection sends it. Aim an attack at an address
+//! that never talks to the endpoint honestly (a victim that only
+//! receives), as `tests/attacks.rs` does.
+//!
 //! An address an endpoint dialed is its own choice, not an amplification:
 //! a client's first Initial to the server it was asked to reach goes out
 //! before anything arrived from there. A pair whose first datagram opened
@@ -28,7 +34,7 @@
 //! (`sim::network` does; so can any other driver) and never asks it for a
 //! decision. No clock: callers pass the virtual time of each record.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -95,8 +101,9 @@ impl AddressRecord {
 /// Per (endpoint, address) bytes and proofs for every endpoint watched.
 #[derive(Clone, Debug, Default)]
 pub struct Census {
-    /// Addresses whose endpoints are counted: their honest sends.
-    watched: BTreeSet<SocketAddr>,
+    /// Addresses whose endpoints are counted (their honest sends), each
+    /// with the endpoint's first address, which names it in the records.
+    watched: BTreeMap<SocketAddr, SocketAddr>,
     /// By (local, remote).
     records: BTreeMap<(SocketAddr, SocketAddr), AddressRecord>,
 }
@@ -109,12 +116,26 @@ impl Census {
 
     /// Counts what the endpoint at `local` sends and receives from now on.
     pub fn watch(&mut self, local: SocketAddr) {
-        self.watched.insert(local);
+        self.watched.entry(local).or_insert(local);
+    }
+
+    /// The endpoint watched at `endpoint` moved to `local` as well (a
+    /// client that rebound its socket): what it sends and receives there
+    /// counts as its own, so an address that proved itself to it, or that
+    /// it dialed, stays so.
+    pub fn watch_move(&mut self, endpoint: SocketAddr, local: SocketAddr) {
+        let name = self.endpoint_at(endpoint).unwrap_or(endpoint);
+        self.watched.insert(local, name);
     }
 
     /// Whether the endpoint at `local` is counted.
     pub fn is_watched(&self, local: SocketAddr) -> bool {
-        self.watched.contains(&local)
+        self.watched.contains_key(&local)
+    }
+
+    /// The address that names the endpoint at `local` in the records.
+    fn endpoint_at(&self, local: SocketAddr) -> Option<SocketAddr> {
+        self.watched.get(&local).copied()
     }
 
     fn record(&mut self, local: SocketAddr, remote: SocketAddr) -> &mut AddressRecord {
@@ -132,9 +153,9 @@ impl Census {
     /// (a connection's first packets). Only an endpoint's own sends are
     /// recorded, never an attacker's datagrams in its name.
     pub fn on_sent(&mut self, local: SocketAddr, remote: SocketAddr, len: usize, opens: bool) {
-        if !self.is_watched(local) {
+        let Some(local) = self.endpoint_at(local) else {
             return;
-        }
+        };
         let record = self.record(local, remote);
         if record.datagrams_sent == 0 && record.datagrams_received == 0 && opens {
             record.dialed = true;
@@ -159,13 +180,13 @@ impl Census {
         genuine: bool,
         at: Duration,
     ) {
-        if genuine && self.is_watched(from) {
-            self.record(from, to).reached_owner = true;
+        if let (true, Some(sender)) = (genuine, self.endpoint_at(from)) {
+            self.record(sender, to).reached_owner = true;
         }
-        if !self.is_watched(to) {
+        let Some(receiver) = self.endpoint_at(to) else {
             return;
-        }
-        let record = self.record(to, from);
+        };
+        let record = self.record(receiver, from);
         record.bytes_received += len as u64;
         record.datagrams_received += 1;
         if !genuine {
@@ -336,6 +357,20 @@ mod tests {
         // Anything else to an address that never sent a byte counts.
         census.on_sent(addr(1), addr(9), 60, false);
         assert_eq!(census.worst_ratio(), f64::INFINITY);
+    }
+
+    #[test]
+    fn an_endpoint_that_moves_keeps_what_its_peer_proved_and_what_it_dialed() {
+        let mut census = Census::new();
+        census.watch(addr(1));
+        census.on_sent(addr(1), addr(SERVER), 1200, true);
+        census.watch_move(addr(1), addr(2));
+        // From its new address the client sends on to the server it dialed.
+        census.on_sent(addr(2), addr(SERVER), 50_000, false);
+        let record = census.get(addr(1), addr(SERVER)).unwrap();
+        assert!(record.dialed);
+        assert_eq!(record.bytes_sent, 51_200);
+        assert_eq!(census.worst_ratio(), 0.0);
     }
 
     #[test]

@@ -227,6 +227,8 @@ pub struct Simulation<T: Transport = Connection> {
     events_at_instant: u64,
     flows_ended: usize,
     stop: Option<StopReason>,
+    /// What each endpoint sent each address (`attach_census`).
+    census: Option<census_tap::CensusTap>,
 }
 
 impl Simulation<Connection> {
@@ -427,6 +429,7 @@ impl<T: Transport> Simulation<T> {
             events_at_instant: 0,
             flows_ended: 0,
             stop: None,
+            census: None,
         })
     }
 
@@ -516,6 +519,7 @@ impl<T: Transport> Simulation<T> {
         flow.server.peer = moved;
         // A new network: its own links from now on, where it has some.
         flow.moved |= new_ip;
+        self.census_watch_move(old, moved);
     }
 
     /// Flow `index` completed at `now`: the flows that wait for it start,
@@ -827,6 +831,7 @@ impl<T: Transport> Simulation<T> {
     }
 }
 
+mod census_tap;
 mod packets;
 mod results;
 

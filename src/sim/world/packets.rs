@@ -14,6 +14,7 @@ impl<T: Transport> Simulation<T> {
         let id = self
             .truth
             .on_sent(endpoint.flow, direction, &packet, self.clock.now());
+        self.census_sent(endpoint, id, &packet);
         let moved = self.flows.get(endpoint.flow).is_some_and(|f| f.moved);
         let path = self.topology.sift_path_on(endpoint.flow, direction, moved);
         if let Some(first) = path.hop(0) {
@@ -89,6 +90,7 @@ impl<T: Transport> Simulation<T> {
             Direction::Forward => Side::Server,
             Direction::Reverse => Side::Client,
         };
+        self.census_arrived(delivery.id, delivery.bytes.len(), flow, side);
         let mut bytes = delivery.bytes;
         if let Some(flow_state) = self.flows.get_mut(flow) {
             let end = flow_state.endpoint_mut(side);
