@@ -340,6 +340,20 @@ fn four_kilobytes_of_crypto_data_out_of_order_are_buffered() {
 }
 
 #[test]
+fn crypto_data_beyond_the_buffer_closes_with_crypto_buffer_exceeded() {
+    // RFC 9000 §7.5: an endpoint that does not buffer more closes with
+    // CRYPTO_BUFFER_EXCEEDED (0x0d), not a TLS alert.
+    let mut pair = Pair::default();
+    pair.handshake();
+    let frames = encoded(&[Frame::Crypto {
+        offset: 1 << 30,
+        data: b"far ahead",
+    }]);
+    server_sends_forged(&mut pair, &frames);
+    assert_eq!(transport_close_code(&pair.client), Some(0x0d));
+}
+
+#[test]
 fn a_packet_whose_crypto_data_is_already_held_is_still_acknowledged() {
     // RFC 9000 §7.5: CRYPTO data received before is dropped, but its
     // packet was processed and is acknowledged. The 1-RTT stream of the
