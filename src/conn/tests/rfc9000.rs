@@ -159,6 +159,33 @@ fn connection_ids_of_one_connection_are_never_repeated_and_share_no_pattern() {
 }
 
 #[test]
+fn a_peer_that_makes_us_retire_id_after_id_is_cut_off() {
+    // RFC 9000 §5.1.2: the retirements waiting to be sent are bounded, at
+    // no fewer than twice our active_connection_id_limit; a peer that
+    // keeps raising Retire Prior To while ours go unsent is closed with
+    // CONNECTION_ID_LIMIT_ERROR rather than grow the queue for ever.
+    let id = |n: u64| ConnectionId::new(&n.to_be_bytes()).unwrap();
+    let mut ids = cid::ConnectionIds::new(id(1_000), None, false);
+    let mut current = id(2_000);
+    let mut refused = None;
+    for sequence in 1..200 {
+        // Each frame retires every earlier ID, the one we send to included.
+        match ids.on_new_connection_id(sequence, sequence, id(sequence), [0; 16], current) {
+            Ok(switched) => current = switched.unwrap_or(current),
+            Err(error) => {
+                refused = Some((sequence, error.code));
+                break;
+            }
+        }
+    }
+    let (at, code) = refused.expect("the peer was cut off");
+    assert_eq!(code, codes::CONNECTION_ID_LIMIT_ERROR);
+    assert!(at > 2 * cid::ACTIVE_LIMIT, "cut off after {at} retirements");
+    let queued = std::iter::from_fn(|| ids.next_retirement()).count() as u64;
+    assert!(queued >= 2 * cid::ACTIVE_LIMIT, "{queued} retirements held");
+}
+
+#[test]
 fn a_frame_error_after_frames_already_acted_on_closes_the_connection() {
     // RFC 9000 §5.2: a packet is either wholly undone or the connection
     // fails. Here a STREAM frame is followed by an unknown frame type: a
