@@ -561,6 +561,55 @@ fn a_draining_connection_sends_nothing_whatever_arrives() {
 }
 
 #[test]
+fn a_closing_connection_answers_at_most_three_times_what_arrives() {
+    // RFC 9000 §10.2.1: a closing endpoint answers packets with its
+    // CONNECTION_CLOSE without opening them, so an attacker that knows the
+    // connection ID and spoofs the peer's address could make it send
+    // more than it receives. What it sends in answer stays within three
+    // times what arrived, at a slowing rate; packets from another address
+    // are not answered.
+    let mut pair = Pair::default();
+    pair.handshake();
+    let log = sent_log(&mut pair.client);
+    pair.client.close(1, &"a long reason ".repeat(20));
+    let now = pair.now;
+    let mut buf = vec![0u8; 65_535];
+    let (first, _) = pair.client.send(&mut buf, now).unwrap().expect("the close");
+    assert!(first > 200, "the reason went with it: {first} bytes");
+    let junk_len = 24;
+    let mut junk = vec![0x40u8; junk_len];
+    junk[1..9].copy_from_slice(pair.client.local_cid().as_slice());
+    let (mut received, mut answered, mut answers) = (0, 0, 0);
+    for i in 0..100 {
+        let at = now + Duration::from_millis(i);
+        let from = if i % 10 == 9 { addr(77) } else { addr(2) };
+        let _ = pair.client.recv(
+            &mut junk.clone(),
+            RecvInfo {
+                from,
+                to: addr(1),
+                now: at,
+            },
+        );
+        if from == addr(2) {
+            received += junk_len;
+        }
+        while let Ok(Some((len, info))) = pair.client.send(&mut buf, at) {
+            assert_eq!(info.to, addr(2));
+            answered += len;
+            answers += 1;
+        }
+    }
+    assert!(answers > 0, "a peer that missed the close hears it again");
+    assert!(
+        answered <= 3 * received,
+        "answered {answered} bytes to {received}"
+    );
+    assert!(answers <= 10, "{answers} answers to 90 packets");
+    assert_eq!(log.lock().unwrap().packets.len(), answers + 1);
+}
+
+#[test]
 fn after_confirmation_a_close_leaves_in_a_1rtt_packet_only() {
     // RFC 9000 §10.2.3.
     let mut pair = Pair::default();
