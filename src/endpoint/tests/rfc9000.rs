@@ -169,6 +169,26 @@ fn a_token_from_one_server_is_offered_to_that_server_only() {
 }
 
 #[test]
+fn a_reset_shaped_like_a_long_header_of_another_version_still_resets() {
+    // RFC 9000 §10.3: a datagram that ends in a reset token the client
+    // watches is a stateless reset whatever its first bytes look like;
+    // another version may use a long header for it.
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    let token = net.endpoints[1]
+        .connection_ref(handle)
+        .unwrap()
+        .peer_reset_token()
+        .expect("the server gave a token");
+    let mut reset = other_version_datagram(0x7a7a_7a7a, &[0x33; 8], &[0x44; 8], 40);
+    reset.extend_from_slice(token.as_bytes());
+    let now = net.now;
+    net.endpoints[1].recv(&mut reset, addr(SERVER), now);
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+}
+
+#[test]
 fn address_tokens_differ_for_every_issue_and_show_nothing_in_common() {
     // RFC 9000 §8.1.3: every NEW_TOKEN token is unique, and nothing in it
     // lets an observer link it to its connection or to another token:
