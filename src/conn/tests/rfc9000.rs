@@ -796,3 +796,47 @@ fn a_zero_rtt_client_takes_only_the_limits_from_its_ticket() {
     assert!(pair.client.peer_reset_token().is_some());
     assert!(pair.client.corruption_notices_negotiated());
 }
+
+#[test]
+fn overlapping_crypto_fragments_cannot_make_a_level_hold_more_than_its_buffer() {
+    // RFC 9000 §7.5: out-of-order CRYPTO data is buffered up to a limit,
+    // then CRYPTO_BUFFER_EXCEEDED. The limit is on the bytes held, not
+    // only on how far ahead they reach: a thousand bytes at each of the
+    // offsets 1, 2, 3 … all lie within 64 KiB of the start, yet would
+    // hold some 64 MB.
+    let mut pair = Pair::default();
+    let refused = (1..2000u64).find_map(|offset| {
+        pair.server
+            .handshake
+            .on_crypto(Level::Initial, offset, &[0xab; 1000])
+            .err()
+            .map(|error| (offset, error))
+    });
+    let (offset, error) = refused.expect("the overlapping fragments were refused");
+    assert_eq!(error.error_code(), 0x0d);
+    assert!(offset <= 66, "refused only at fragment {offset}");
+}
+
+#[test]
+fn a_shorter_copy_of_crypto_data_already_held_loses_none_of_it() {
+    // A peer may split a retransmission of CRYPTO data differently (QUIC
+    // stacks other than sift do): a short copy at the offset of a longer
+    // fragment held out of order must not replace it, or the bytes it
+    // does not cover, already acknowledged, would never come again.
+    let mut pair = Pair::default();
+    let (offset, hello) = pair
+        .client
+        .handshake
+        .poll_crypto(Level::Initial, 10_000)
+        .expect("the client hello");
+    assert_eq!(offset, 0);
+    let version = pair.client.versions.original();
+    let server = &mut pair.server.handshake;
+    server.set_client_original_version(version);
+    server.on_crypto(Level::Initial, 10, &hello[10..]).unwrap();
+    server
+        .on_crypto(Level::Initial, 10, &hello[10..20])
+        .unwrap();
+    let progress = server.on_crypto(Level::Initial, 0, &hello[..10]).unwrap();
+    assert!(progress.peer_params, "the whole hello was read");
+}
