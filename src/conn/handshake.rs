@@ -43,8 +43,9 @@ struct CryptoSend {
 struct CryptoRecv {
     read_offset: u64,
     segments: BTreeMap<u64, Vec<u8>>,
-    /// Bytes held in `segments` (overlaps counted twice): at most
-    /// [`MAX_CRYPTO_BUFFER`], however the peer splits its data.
+    /// Bytes held in `segments` (overlaps counted twice): with
+    /// `assembled`, at most [`MAX_CRYPTO_BUFFER`], however the peer splits
+    /// its data.
     held: u64,
     /// In-order bytes not yet handed to the session.
     assembled: Vec<u8>,
@@ -57,7 +58,12 @@ impl CryptoRecv {
         if end <= self.read_offset {
             return Ok(false); // a retransmission of what we have
         }
-        if end > self.read_offset + MAX_CRYPTO_BUFFER {
+        // The buffer starts at the first byte the session has not taken:
+        // in-order bytes waiting for it (a server peeks at the whole
+        // ClientHello before it makes its session; early bytes of a
+        // later level wait for it) count too.
+        let unread = self.assembled.len() as u64;
+        if end > self.read_offset - unread + MAX_CRYPTO_BUFFER {
             return Err(HandshakeError::BufferExceeded(level));
         }
         // A copy no longer than what is held at its offset adds nothing,
@@ -70,7 +76,7 @@ impl CryptoRecv {
             return Ok(false);
         }
         let held = self.held - replaced + data.len() as u64;
-        if held > MAX_CRYPTO_BUFFER {
+        if unread + held > MAX_CRYPTO_BUFFER {
             return Err(HandshakeError::BufferExceeded(level));
         }
         self.held = held;

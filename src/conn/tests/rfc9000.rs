@@ -840,3 +840,31 @@ fn a_shorter_copy_of_crypto_data_already_held_loses_none_of_it() {
     let progress = server.on_crypto(Level::Initial, 0, &hello[..10]).unwrap();
     assert!(progress.peer_params, "the whole hello was read");
 }
+
+#[test]
+fn a_client_hello_longer_than_the_crypto_buffer_is_refused() {
+    // RFC 9000 §7.5, and SECURITY.md's promise: a sift server reads the
+    // whole ClientHello before it makes its TLS session, so the hello
+    // waits in the Initial level's buffer. One that claims to be 16 MB
+    // long is refused once it passes the buffer's 64 KiB, not held whole.
+    let mut pair = Pair::default();
+    let version = pair.client.versions.original();
+    let server = &mut pair.server.handshake;
+    server.set_client_original_version(version);
+    let mut hello = vec![1, 0xff, 0xff, 0xff];
+    hello.resize(1000, 0);
+    let refused = (0..200u64).find_map(|chunk| {
+        let bytes = if chunk == 0 {
+            &hello[..]
+        } else {
+            &[0; 1000][..]
+        };
+        server
+            .on_crypto(Level::Initial, chunk * 1000, bytes)
+            .err()
+            .map(|error| (chunk, error))
+    });
+    let (chunk, error) = refused.expect("the endless hello was refused");
+    assert_eq!(error.error_code(), 0x0d);
+    assert!(chunk <= 66, "refused only at chunk {chunk}");
+}
