@@ -681,7 +681,12 @@ impl Endpoint {
         let header = match parse_any_header(datagram) {
             Ok(header) => header,
             Err(WireError::UnsupportedVersion(version)) => {
-                self.on_other_version(datagram, version, from, now);
+                // Another version may shape a stateless reset as a long
+                // header: a token we watch at its end makes it one
+                // (RFC 9000 §10.3).
+                if !self.recognise_reset(datagram, from, now) {
+                    self.on_other_version(datagram, version, from, now);
+                }
                 return None;
             }
             Err(error) => {

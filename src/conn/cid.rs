@@ -53,8 +53,9 @@ pub(crate) const ACTIVE_LIMIT: u64 = 4;
 const MAX_PENDING_CHANGES: usize = 64;
 
 /// RETIRE_CONNECTION_ID frames waiting to be sent, at most, before a peer
-/// that keeps issuing IDs below its own Retire Prior To is cut off (RFC
-/// 9000 §5.1.2 suggests CONNECTION_ID_LIMIT_ERROR).
+/// that keeps issuing IDs below its own Retire Prior To, or keeps raising
+/// it, is cut off (RFC 9000 §5.1.2 suggests CONNECTION_ID_LIMIT_ERROR,
+/// and asks room for at least twice our active_connection_id_limit).
 const MAX_PENDING_RETIREMENTS: usize = 4 * ACTIVE_LIMIT as usize;
 
 /// Something the endpoint that routes datagrams to this connection must do.
@@ -321,6 +322,10 @@ impl ConnectionIds {
             }
             self.spares = kept;
             if self.current < retire_prior_to {
+                // The ID we send to is retired too, and its retirement
+                // waits in the same bounded queue: a peer raising Retire
+                // Prior To frame after frame must not grow it for ever.
+                self.check_retirement_room(self.current)?;
                 // The frame's own ID is at or above Retire Prior To, so a
                 // spare exists.
                 switched_to = self.switch();
@@ -402,13 +407,21 @@ impl ConnectionIds {
         if self.unretired.contains(&sequence) {
             return Ok(());
         }
-        if self.unretired.len() >= MAX_PENDING_RETIREMENTS {
+        self.check_retirement_room(sequence)?;
+        self.unretired.push_back(sequence);
+        Ok(())
+    }
+
+    /// Whether the retirement of `sequence` fits in the queue of those not
+    /// yet sent ([`MAX_PENDING_RETIREMENTS`]); a peer that overflows it
+    /// is closed (RFC 9000 §5.1.2 suggests CONNECTION_ID_LIMIT_ERROR).
+    fn check_retirement_room(&self, sequence: u64) -> Result<(), TransportFailure> {
+        if self.unretired.len() >= MAX_PENDING_RETIREMENTS && !self.unretired.contains(&sequence) {
             return Err(TransportFailure::new(
                 codes::CONNECTION_ID_LIMIT_ERROR,
-                "the peer keeps issuing connection IDs it has already retired",
+                "the peer makes us retire connection IDs faster than we can say so",
             ));
         }
-        self.unretired.push_back(sequence);
         Ok(())
     }
 }

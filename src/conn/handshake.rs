@@ -24,8 +24,9 @@ use crate::crypto::{
 use crate::wire::TransportParams;
 use crate::Side;
 
-/// Out-of-order CRYPTO data buffered per level, at most (RFC 9000 §7.5
-/// requires at least 4096).
+/// Out-of-order CRYPTO data buffered per level, at most: how far past the
+/// next byte it may reach, and how many bytes the fragments held may
+/// take together (RFC 9000 §7.5 requires at least 4096).
 const MAX_CRYPTO_BUFFER: u64 = 64 * 1024;
 /// RFC 8446 §6: internal_error.
 const ALERT_INTERNAL_ERROR: u8 = 80;
@@ -42,6 +43,10 @@ struct CryptoSend {
 struct CryptoRecv {
     read_offset: u64,
     segments: BTreeMap<u64, Vec<u8>>,
+    /// Bytes held in `segments` (overlaps counted twice): with
+    /// `assembled`, at most [`MAX_CRYPTO_BUFFER`], however the peer splits
+    /// its data.
+    held: u64,
     /// In-order bytes not yet handed to the session.
     assembled: Vec<u8>,
 }
@@ -53,9 +58,28 @@ impl CryptoRecv {
         if end <= self.read_offset {
             return Ok(false); // a retransmission of what we have
         }
-        if end > self.read_offset + MAX_CRYPTO_BUFFER {
+        // The buffer starts at the first byte the session has not taken:
+        // in-order bytes waiting for it (a server peeks at the whole
+        // ClientHello before it makes its session; early bytes of a
+        // later level wait for it) count too.
+        let unread = self.assembled.len() as u64;
+        if end > self.read_offset - unread + MAX_CRYPTO_BUFFER {
             return Err(HandshakeError::BufferExceeded(level));
         }
+        // A copy no longer than what is held at its offset adds nothing,
+        // and must not replace it: the bytes it lacks may never come again.
+        let replaced = self
+            .segments
+            .get(&offset)
+            .map_or(0, |held| held.len() as u64);
+        if replaced >= data.len() as u64 {
+            return Ok(false);
+        }
+        let held = self.held - replaced + data.len() as u64;
+        if unread + held > MAX_CRYPTO_BUFFER {
+            return Err(HandshakeError::BufferExceeded(level));
+        }
+        self.held = held;
         self.segments.insert(offset, data.to_vec());
         // Move whatever is now contiguous into `assembled`.
         while let Some((&start, _)) = self.segments.first_key_value() {
@@ -65,6 +89,7 @@ impl CryptoRecv {
             let Some((start, bytes)) = self.segments.pop_first() else {
                 break;
             };
+            self.held -= bytes.len() as u64;
             let skip = (self.read_offset - start) as usize;
             if skip < bytes.len() {
                 self.assembled.extend_from_slice(&bytes[skip..]);

@@ -10,6 +10,7 @@ mod ack;
 mod ack_frequency;
 mod checksums;
 mod cid;
+mod closing;
 mod error;
 mod forge;
 mod handshake;
@@ -477,6 +478,8 @@ pub struct Connection {
     send_held_by: Option<send_times::SendState>,
     close_frame: Option<CloseFrame>,
     close_pending: bool,
+    /// What the closing state answered, and may still (`closing`).
+    closing: closing::ClosingAnswers,
     close_reason: Option<CloseReason>,
     peer_max_datagram_frame_size: Option<u64>,
     /// The peer sent disable_active_migration (RFC 9000 §18.2).
@@ -706,6 +709,7 @@ impl Connection {
             send_held_by: None,
             close_frame: None,
             close_pending: false,
+            closing: closing::ClosingAnswers::default(),
             close_reason: None,
             peer_max_datagram_frame_size: None,
             peer_disables_migration: false,

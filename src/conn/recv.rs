@@ -101,8 +101,13 @@ impl Connection {
             State::Closed => return Err(Error::Closed),
             State::Draining { .. } => return Ok(len),
             State::Closing { .. } => {
-                // Answer with our CONNECTION_CLOSE again (RFC 9000 §10.2.1).
-                self.close_pending = true;
+                // Answer with our CONNECTION_CLOSE again (RFC 9000 §10.2.1),
+                // unopened: only what comes from the peer's address, at a
+                // slowing rate, within three times what arrived (`closing`).
+                if super::canonical_peer(info.from) == self.remote && self.closing.on_datagram(len)
+                {
+                    self.close_pending = true;
+                }
                 return Ok(len);
             }
             State::Handshaking | State::Established => {}

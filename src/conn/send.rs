@@ -106,6 +106,11 @@ impl Connection {
                 (3 * self.amplification_received).saturating_sub(self.amplification_sent);
             limit = limit.min(allowance as usize);
         }
+        if let (State::Closing { .. }, Some(allowance)) = (&self.state, self.closing.allowance()) {
+            // RFC 9000 §10.2.1: answers to unopened packets stay within
+            // three times what arrived (`closing`).
+            limit = limit.min(usize::try_from(allowance).unwrap_or(usize::MAX));
+        }
         if self.probes[SpaceId::Data.index()] > 0 && self.recovery.pto_count() > 0 {
             if let Some(size) = self.pmtud.pto_probe_size() {
                 // A probe timeout with large packets outstanding may be a
@@ -236,6 +241,7 @@ impl Connection {
         }
         if self.close_frame.is_some() {
             self.close_pending = false;
+            self.closing.on_sent(len);
         }
         if ack_eliciting && !self.ack_eliciting_since_activity {
             // RFC 9000 §10.1: sending restarts the idle timer, once per

@@ -23,6 +23,9 @@ const VERSION_NEGOTIATION_ERROR: u64 = 0x11;
 const TRANSPORT_PARAMETER_ERROR: u64 = 0x8;
 /// RFC 9000 §20.1 PROTOCOL_VIOLATION.
 const PROTOCOL_VIOLATION: u64 = 0xa;
+/// RFC 9000 §20.1 CRYPTO_BUFFER_EXCEEDED: the close RFC 9000 §7.5 asks of
+/// an endpoint that will not buffer more out-of-order CRYPTO data.
+const CRYPTO_BUFFER_EXCEEDED: u64 = 0xd;
 
 /// What went wrong in the handshake; closes the connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +61,7 @@ impl HandshakeError {
             HandshakeError::VersionNegotiation(_) => VERSION_NEGOTIATION_ERROR,
             // RFC 9001 §4.1.3: a protocol violation, not a TLS failure.
             HandshakeError::StaleLevel(_) => PROTOCOL_VIOLATION,
+            HandshakeError::BufferExceeded(_) => CRYPTO_BUFFER_EXCEEDED,
             HandshakeError::Tls { alert, .. } => CRYPTO_ERROR_BASE + u64::from(*alert),
             _ => CRYPTO_ERROR_BASE + u64::from(ALERT_HANDSHAKE_FAILURE),
         }

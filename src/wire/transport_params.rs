@@ -99,7 +99,11 @@ pub struct TransportParams {
     /// How many of the peer's connection IDs the sender keeps at once
     /// (NEW_CONNECTION_ID); at least 2.
     pub active_connection_id_limit: u64,
-    /// This endpoint offers corruption notices (CORRUPTED frames).
+    /// This endpoint offers corruption notices (CORRUPTED frames). For
+    /// 0-RTT (RFC 9000 §7.4.1 asks every new parameter to say) storing it
+    /// is optional: a client may remember it with a ticket, but notices
+    /// are negotiated only from the parameters of the new handshake, and
+    /// 0-RTT packets carry no CORRUPTED frame.
     pub corruption_notices: bool,
     /// The shortest ACK delay the sender can honour, in µs; present means
     /// it accepts ACK_FREQUENCY and IMMEDIATE_ACK frames
