@@ -1889,6 +1889,7 @@ fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
 
 mod paths;
 mod resumption;
+mod rfc9000;
 
 #[test]
 fn a_packet_with_no_frames_closes_the_connection() {
