@@ -829,3 +829,51 @@ fn a_client_probes_with_a_full_size_initial_and_then_in_the_handshake_space() {
         "no ack-eliciting Handshake probe: {probes:?}"
     );
 }
+
+#[test]
+fn reserved_bits_set_in_a_packet_that_opens_are_a_protocol_violation() {
+    // RFC 9000 §17.2, §17.3.1: reserved bits are sent as 0 (the round trip
+    // of every header in `wire::quic` shows it); a packet that opens with
+    // either set, once both protections are off, is a PROTOCOL_VIOLATION.
+    for reserved in [0x08, 0x10] {
+        let mut pair = Pair::new(versions(&[QUIC_V1]), versions(&[QUIC_V1]));
+        pair.handshake();
+        let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
+        pair.server.next_packet_number[SpaceId::Data.index()] += 1;
+        let header = Header {
+            ty: PacketType::OneRtt,
+            version: QUIC_V1,
+            dcid: pair.client.local_cid(),
+            scid: pair.server.local_cid(),
+            token: &[],
+            packet_number,
+            payload_len: 0,
+            key_phase: pair.server.key_phases.phase,
+        };
+        let keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+        let tag_len = keys.payload_tag_len();
+        let mut packet = Vec::new();
+        let pn_len = 4;
+        let pn_offset = crate::wire::encode_quic_header(&header, pn_len, 24 + tag_len, &mut packet);
+        packet[0] |= reserved;
+        let header_len = packet.len();
+        packet.push(0x01); // PING, then PADDING
+        packet.resize(header_len + 24 + tag_len, 0);
+        keys.seal_payload(packet_number, header_len, &mut packet)
+            .unwrap();
+        let sample: Vec<u8> = packet[pn_offset + 4..pn_offset + 20].to_vec();
+        let (first, rest) = packet.split_first_mut().unwrap();
+        keys.protect_header(
+            &sample,
+            first,
+            &mut rest[pn_offset - 1..pn_offset - 1 + pn_len],
+        )
+        .unwrap();
+        deliver_to_client(&mut pair, &mut packet);
+        assert_eq!(
+            local_close_code(&pair.client),
+            Some(codes::PROTOCOL_VIOLATION),
+            "reserved bit {reserved:#04x}"
+        );
+    }
+}
