@@ -18,6 +18,8 @@ struct PacketLog {
     sent: Vec<(SpaceId, u64, Vec<u8>)>,
     /// (space, packet number) of each packet accepted.
     received: Vec<(SpaceId, u64)>,
+    /// Both, in the order they happened: (sent, space, packet number).
+    order: Vec<(bool, SpaceId, u64)>,
 }
 
 #[derive(Debug)]
@@ -33,12 +35,18 @@ impl crate::trace::Observer for PacketLogger {
                 packet_number,
                 frames,
                 ..
-            } => log.sent.push((space, packet_number, frames.to_vec())),
+            } => {
+                log.sent.push((space, packet_number, frames.to_vec()));
+                log.order.push((true, space, packet_number));
+            }
             Event::PacketReceived {
                 space,
                 packet_number,
                 ..
-            } => log.received.push((space, packet_number)),
+            } => {
+                log.received.push((space, packet_number));
+                log.order.push((false, space, packet_number));
+            }
             _ => {}
         }
     }
@@ -50,16 +58,21 @@ fn logged(conn: &mut Connection) -> Arc<Mutex<PacketLog>> {
     log
 }
 
-/// (type, destination ID, token length) of each packet coalesced in
-/// `datagram`, as far as their headers parse.
-fn packets_of(datagram: &[u8]) -> Vec<(PacketType, ConnectionId, usize)> {
+/// (type, destination ID, token length, packet number as sift/1 shows it)
+/// of each packet coalesced in `datagram`, as far as their headers parse.
+fn packets_of(datagram: &[u8]) -> Vec<(PacketType, ConnectionId, usize, u32)> {
     let mut packets = Vec::new();
     let mut rest = datagram;
     while !rest.is_empty() {
         let Ok(header) = parse_any_header(rest) else {
             break;
         };
-        packets.push((header.ty, header.dcid, header.token.len()));
+        packets.push((
+            header.ty,
+            header.dcid,
+            header.token.len(),
+            header.truncated_pn,
+        ));
         rest = &rest[header.packet_len.min(rest.len())..];
     }
     packets
@@ -876,4 +889,187 @@ fn reserved_bits_set_in_a_packet_that_opens_are_a_protocol_violation() {
             "reserved bit {reserved:#04x}"
         );
     }
+}
+
+/// A Retry from the client's server, for the client's first Initial,
+/// giving `retry_scid` and `token`.
+fn retry_for(pair: &Pair, retry_scid: ConnectionId, token: &[u8]) -> Vec<u8> {
+    let version = pair.client.versions.original();
+    let mut bytes = Vec::new();
+    crate::wire::encode_retry_unsigned(
+        &mut bytes,
+        version,
+        &pair.client.local_cid(),
+        &retry_scid,
+        token,
+    )
+    .unwrap();
+    let tag = crate::crypto::retry::integrity_tag(
+        version,
+        pair.client.config.protection == Protection::Null,
+        pair.client.original_dcid.as_slice(),
+        &bytes,
+    );
+    bytes.extend_from_slice(&tag);
+    bytes
+}
+
+/// The CRYPTO frames' (offset, data) of the client's Initial packets,
+/// each packet's in turn.
+fn initial_crypto(log: &PacketLog) -> Vec<Vec<(u64, Vec<u8>)>> {
+    log.sent
+        .iter()
+        .filter(|(space, _, _)| *space == SpaceId::Initial)
+        .map(|(_, _, frames)| {
+            parse_frames(frames)
+                .flatten()
+                .filter_map(|frame| match frame {
+                    Frame::Crypto { offset, data } => Some((offset, data.to_vec())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn after_a_retry_the_client_keeps_its_id_its_packet_numbers_and_its_client_hello() {
+    // RFC 9000 §17.2.5.1: a Retry whose source ID is the client's first
+    // destination is discarded; the client sends to the Retry's source ID
+    // from then on. §17.2.5.2: it keeps its own source ID. §17.2.5.3: it
+    // sends the same ClientHello again, and its packet numbers go on.
+    let mut pair = Pair::default();
+    let log = logged(&mut pair.client);
+    let kept = Rc::new(RefCell::new(Vec::new()));
+    pair.flush(&mut keeping(true, &kept));
+    assert_eq!(kept.borrow().len(), 1);
+    let scid = pair.client.local_cid();
+    let original_dcid = pair.client.original_dcid;
+
+    let same_id = retry_for(&pair, original_dcid, b"token");
+    let same_id = crate::wire::parse_retry(&same_id).unwrap();
+    assert!(!pair.client.on_retry(&same_id, pair.now));
+
+    let retry_scid = ConnectionId::new(&[0x77; 8]).unwrap();
+    let retry = retry_for(&pair, retry_scid, b"token");
+    let retry = crate::wire::parse_retry(&retry).unwrap();
+    assert!(pair.client.on_retry(&retry, pair.now));
+    assert!(!pair.client.on_retry(&retry, pair.now), "one Retry only");
+    pair.flush(&mut keeping(true, &kept));
+    let datagrams = kept.borrow().clone();
+    assert_eq!(datagrams.len(), 2);
+    let again = parse_any_header(&datagrams[1]).unwrap();
+    assert_eq!(again.dcid, retry_scid);
+    assert_eq!(again.scid, scid);
+    assert_eq!(again.token, b"token");
+    assert_eq!(pair.client.local_cid(), scid);
+
+    let log = log.lock().unwrap();
+    let numbers: Vec<u64> = log
+        .sent
+        .iter()
+        .filter(|(space, _, _)| *space == SpaceId::Initial)
+        .map(|(_, pn, _)| *pn)
+        .collect();
+    assert_eq!(numbers, [0, 1], "numbering goes on after the Retry");
+    let crypto = initial_crypto(&log);
+    assert_eq!(crypto[0], crypto[1], "the same ClientHello");
+}
+
+#[test]
+fn zero_rtt_packets_carry_no_ack_stop_with_one_rtt_and_are_acknowledged_in_one_rtt() {
+    // RFC 9000 §17.2.3: a client's 0-RTT packets carry no ACK (an ACK of a
+    // 1-RTT packet goes in a 1-RTT packet), and none leaves once it has
+    // processed a 1-RTT packet; §13.2.6: the server acknowledges them in
+    // 1-RTT packets, never in 0-RTT ones (it sends none).
+    use crate::crypto::tls::{process_loopback_config, SessionCache, TicketStore};
+    use crate::crypto::TlsConfig;
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let tls = process_loopback_config();
+    let client = Config {
+        tls: TlsConfig {
+            tickets: Some(store.clone()),
+            ..tls.clone()
+        },
+        ..Config::default()
+    };
+    let server = Config {
+        tls: TlsConfig {
+            session_cache: Some(cache.clone()),
+            ..tls
+        },
+        ..Config::default()
+    };
+    let mut first = Pair::new(client.clone(), server.clone());
+    first.handshake();
+    let ticket = first.run_until(Duration::from_secs(1), &mut deliver_all, |_| {
+        !store.is_empty()
+    });
+    assert!(ticket, "no session ticket");
+
+    let mut pair = Pair::new(client, server);
+    let client_log = logged(&mut pair.client);
+    let server_log = logged(&mut pair.server);
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.mark_replay_safe(id);
+    let request = pattern(30_000);
+    pair.client.stream_send(id, &request, true).unwrap();
+    let wire = Rc::new(RefCell::new(Vec::new()));
+    let seen = Rc::clone(&wire);
+    let mut record = move |to_server: bool, _: u64, bytes: &[u8]| {
+        for (ty, _, _, pn) in packets_of(bytes) {
+            seen.borrow_mut().push((to_server, ty, u64::from(pn)));
+        }
+        PathAction::Deliver
+    };
+    let done = pair.run_until(Duration::from_secs(5), &mut record, |p| {
+        p.client.handshake_confirmed && p.server.stats().zero_rtt_bytes > 0
+    });
+    assert!(done);
+    assert!(pair.client.stats().zero_rtt_accepted);
+    let wire = wire.borrow();
+    let zero_rtt: Vec<u64> = wire
+        .iter()
+        .filter(|(to_server, ty, _)| *to_server && *ty == PacketType::ZeroRtt)
+        .map(|(_, _, pn)| *pn)
+        .collect();
+    assert!(zero_rtt.len() >= 2, "{zero_rtt:?}");
+    assert!(!wire
+        .iter()
+        .any(|(to_server, ty, _)| !to_server && *ty == PacketType::ZeroRtt));
+
+    let log = client_log.lock().unwrap();
+    for pn in &zero_rtt {
+        let (_, _, frames) = log
+            .sent
+            .iter()
+            .find(|(space, number, _)| *space == SpaceId::Data && number == pn)
+            .expect("a 0-RTT packet the client sealed");
+        assert!(
+            !parse_frames(frames).any(|f| matches!(f, Ok(Frame::Ack(_)))),
+            "0-RTT packet {pn} carries an ACK"
+        );
+        let sent_at = log
+            .order
+            .iter()
+            .position(|entry| *entry == (true, SpaceId::Data, *pn))
+            .unwrap();
+        assert!(
+            !log.order[..sent_at]
+                .iter()
+                .any(|(sent, space, _)| !sent && *space == SpaceId::Data),
+            "0-RTT packet {pn} sent after a 1-RTT packet was processed"
+        );
+    }
+    let server_log = server_log.lock().unwrap();
+    let acked_in_one_rtt = |pn: u64| {
+        server_log.sent.iter().any(|(space, _, frames)| {
+            *space == SpaceId::Data
+                && parse_frames(frames).flatten().any(|f| match f {
+                    Frame::Ack(ack) => ack.ranges.iter().any(|r| r.contains(&pn)),
+                    _ => false,
+                })
+        })
+    };
+    assert!(zero_rtt.iter().all(|&pn| acked_in_one_rtt(pn)));
 }
