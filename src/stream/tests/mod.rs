@@ -7,6 +7,7 @@ mod limits;
 mod memory;
 mod reset;
 mod retransmission;
+mod rfc9000;
 mod round_robin;
 mod transfer;
 
