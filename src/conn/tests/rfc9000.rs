@@ -173,10 +173,15 @@ fn every_packet_has_a_new_number_and_at_least_one_frame_its_space_allows() {
     // §12.4: a packet holds at least one frame; §12.5: Initial and
     // Handshake packets carry only PADDING, PING, ACK, CRYPTO and a
     // transport CONNECTION_CLOSE; §13.2.6: an ACK names only packets of its
-    // own space. Through a handshake and a transfer with losses both ways,
-    // so retransmissions and probes are among the packets.
+    // own space; §19.7, §19.15, §19.20: what a client or a server may put
+    // in NEW_TOKEN, NEW_CONNECTION_ID and HANDSHAKE_DONE. Through a
+    // handshake and a transfer with losses both ways, so retransmissions
+    // and probes are among the packets.
     let mut pair = Pair::default();
     let logs = [logged(&mut pair.client), logged(&mut pair.server)];
+    // What an endpoint gives a server to pass on (`Endpoint::address_token`).
+    pair.server
+        .send_new_token(b"a token for the next connection".to_vec());
     let mut lossy = |_: bool, index: u64, _: &[u8]| {
         if index % 5 == 2 {
             PathAction::Drop
@@ -195,7 +200,8 @@ fn every_packet_has_a_new_number_and_at_least_one_frame_its_space_allows() {
         "no retransmission seen"
     );
 
-    for log in &logs {
+    let mut seen = Vec::new();
+    for (side, log) in [Side::Client, Side::Server].into_iter().zip(&logs) {
         let log = log.lock().unwrap();
         let mut last: [Option<u64>; 3] = [None; 3];
         for (space, packet_number, frames) in &log.sent {
@@ -224,6 +230,34 @@ fn every_packet_has_a_new_number_and_at_least_one_frame_its_space_allows() {
                         frame.name()
                     );
                 }
+                seen.push((side, frame.name()));
+                match frame {
+                    // §19.15: Retire Prior To never above the sequence.
+                    Frame::NewConnectionId {
+                        sequence,
+                        retire_prior_to,
+                        ..
+                    } => assert!(retire_prior_to <= sequence),
+                    // §19.7: only a server sends tokens, never empty ones.
+                    Frame::NewToken { token } => {
+                        assert_eq!(side, Side::Server);
+                        assert!(!token.is_empty());
+                    }
+                    // §19.20: only a server, once its handshake completed,
+                    // which takes the client's Finished in a Handshake packet.
+                    Frame::HandshakeDone => {
+                        assert_eq!(side, Side::Server);
+                        let at = log
+                            .order
+                            .iter()
+                            .position(|e| *e == (true, SpaceId::Data, *packet_number))
+                            .unwrap();
+                        assert!(log.order[..at]
+                            .iter()
+                            .any(|(sent, space, _)| !sent && *space == SpaceId::Handshake));
+                    }
+                    _ => {}
+                }
                 if let Frame::Ack(ack) = frame {
                     for range in ack.ranges.iter() {
                         for acked in range {
@@ -236,6 +270,12 @@ fn every_packet_has_a_new_number_and_at_least_one_frame_its_space_allows() {
                 }
             }
         }
+    }
+    for name in ["NEW_CONNECTION_ID", "NEW_TOKEN", "HANDSHAKE_DONE"] {
+        assert!(
+            seen.contains(&(Side::Server, name)),
+            "the server sent no {name}"
+        );
     }
 }
 
