@@ -1912,3 +1912,5 @@ fn a_shared_ledger_refuses_a_token_spent_at_another_worker() {
     assert_eq!(other.stats().spent_address_tokens, 1);
     assert_eq!(other.stats().retries_sent, 1);
 }
+
+mod rfc9000;

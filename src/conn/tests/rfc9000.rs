@@ -1113,3 +1113,26 @@ fn zero_rtt_packets_carry_no_ack_stop_with_one_rtt_and_are_acknowledged_in_one_r
     };
     assert!(zero_rtt.iter().all(|&pn| acked_in_one_rtt(pn)));
 }
+
+#[test]
+fn a_datagram_size_under_1200_bytes_is_refused() {
+    // RFC 9000 §14: QUIC is not used below 1200-byte datagrams. A smaller
+    // configured size is an error, not a smaller packet (path MTU
+    // discovery never goes below 1200 either: `conn::pmtud`).
+    for side in [Side::Client, Side::Server] {
+        let config = with_test_tls(Config {
+            max_datagram_size: MIN_INITIAL_DATAGRAM - 1,
+            ..Config::default()
+        });
+        let made = match side {
+            Side::Client => Connection::connect(config, addr(1), addr(2), Instant::now()),
+            Side::Server => Connection::accept(config, addr(2), addr(1), Instant::now()),
+        };
+        match made {
+            Err(Error::InvalidConfig(reason)) => {
+                assert!(reason.contains("at least 1200"), "{reason}")
+            }
+            other => panic!("{side:?}: {:?}", other.map(|_| ())),
+        }
+    }
+}
