@@ -262,3 +262,63 @@ fn min_rtt_is_the_first_sample_then_the_smallest_before_ack_delay() {
     rtt.update(ms(60), ms(50));
     assert_eq!(rtt.min(), ms(60), "the raw sample, not 60 − 50");
 }
+
+#[test]
+fn every_controller_collapses_its_window_on_persistent_congestion() {
+    // RFC 9002 §7: a controller other than RFC 9002's must still behave
+    // as RFC 8085 §3.1 asks of congestion control; at the least, each of
+    // sift's gives up its window when the path goes dark (§7.6.2), however
+    // it judges single losses.
+    let t0 = Instant::now();
+    for name in CcConfig::NAMES {
+        let cc: CcConfig = name.parse().unwrap();
+        let mut r = Recovery::new(RecoveryConfig::default(), cc.build(MSS), MSS);
+        r.set_handshake_confirmed();
+        r.set_max_ack_delay(Duration::ZERO);
+        // Slow start over a few round trips, then ten packets lost over a
+        // second, a later one acknowledged.
+        let mut pn = 0;
+        for round in 0..5 {
+            let at = t0 + ms(100 * round);
+            let first = pn;
+            for _ in 0..r.window() / MSS {
+                send(&mut r, SpaceId::Data, pn, at, true);
+                pn += 1;
+            }
+            ack(
+                &mut r,
+                SpaceId::Data,
+                first..=pn - 1,
+                Duration::ZERO,
+                at + ms(100),
+            );
+        }
+        let grown = r.window();
+        let start = t0 + ms(600);
+        for i in 0..10 {
+            send(&mut r, SpaceId::Data, pn + i, start + ms(i * 150), true);
+        }
+        for i in 10..14 {
+            send(&mut r, SpaceId::Data, pn + i, start + ms(1500), true);
+        }
+        ack(
+            &mut r,
+            SpaceId::Data,
+            pn + 13..=pn + 13,
+            Duration::ZERO,
+            start + ms(1600),
+        );
+        assert_eq!(r.stats().persistent_congestion_events, 1, "{name}");
+        // kMinimumWindow (Westwood: its one-packet timeout window). BBR
+        // keeps what was in flight when the loss was declared plus one
+        // packet, and never less than its 4-packet MinPipeCwnd
+        // (draft-ietf-ccwg-bbr, OnEnterRTO).
+        let floor = if *name == "bbr" {
+            4 * MSS + r.bytes_in_flight()
+        } else {
+            2 * MSS
+        };
+        assert!(r.window() <= floor, "{name}: {grown} → {}", r.window());
+        assert!(r.window() < grown, "{name}: {grown} → {}", r.window());
+    }
+}

@@ -1136,3 +1136,48 @@ fn a_datagram_size_under_1200_bytes_is_refused() {
         }
     }
 }
+
+#[test]
+fn a_coalesced_packet_for_another_connection_id_is_ignored() {
+    // RFC 9000 §12.2: a packet behind the first in a datagram whose
+    // destination ID is not this connection's is not processed, even
+    // sealed under keys the connection holds.
+    let mut pair = Pair::default();
+    let flight = servers_first_flight(&mut pair);
+    let mut datagram = flight[0].clone();
+    let packets = packets_of(&datagram).len();
+    let mut frames = Vec::new();
+    Frame::Ping.encode(&mut frames);
+    let header = Header {
+        ty: PacketType::Initial,
+        version: pair.server.versions.current().version(),
+        dcid: ConnectionId::new(&[0xee; 8]).unwrap(),
+        scid: pair.server.local_cid(),
+        token: &[],
+        packet_number: 7,
+        payload_len: 0,
+        key_phase: false,
+    };
+    let keys = pair.server.keys[SpaceId::Initial.index()]
+        .as_deref()
+        .unwrap();
+    let mut foreign = vec![0; 2000];
+    let len = pair
+        .server
+        .versions
+        .current()
+        .seal_into(&header, None, &frames, keys, &mut Vec::new(), &mut foreign)
+        .unwrap();
+    datagram.extend_from_slice(&foreign[..len]);
+    let before = pair.client.stats().packets_received;
+    deliver_to_client(&mut pair, &mut datagram);
+    assert_eq!(
+        pair.client.stats().packets_received,
+        before + packets as u64,
+        "only the packets to the client's own ID"
+    );
+    assert_eq!(
+        pair.client.acks[SpaceId::Initial.index()].largest_received(),
+        Some(0)
+    );
+}
