@@ -1181,3 +1181,40 @@ fn a_coalesced_packet_for_another_connection_id_is_ignored() {
         Some(0)
     );
 }
+
+#[test]
+fn an_application_close_before_the_handshake_goes_as_a_transport_application_error() {
+    // RFC 9000 §12.5: an application CONNECTION_CLOSE (0x1d) goes only in
+    // 1-RTT packets; in an Initial or Handshake packet the close is the
+    // transport frame (0x1c) with APPLICATION_ERROR and no reason
+    // (§10.2.3), which gives nothing of the application away.
+    let mut pair = Pair::default();
+    let log = logged(&mut pair.client);
+    let kept = Rc::new(RefCell::new(Vec::new()));
+    pair.flush(&mut keeping(true, &kept));
+    pair.client.close(42, "secret reason");
+    pair.flush(&mut keeping(true, &kept));
+    let log = log.lock().unwrap();
+    let closes: Vec<(SpaceId, bool, u64, Vec<u8>)> = log
+        .sent
+        .iter()
+        .flat_map(|(space, _, frames)| {
+            parse_frames(frames)
+                .flatten()
+                .filter_map(|frame| match frame {
+                    Frame::ConnectionClose {
+                        application,
+                        error_code,
+                        reason,
+                        ..
+                    } => Some((*space, application, error_code, reason.to_vec())),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        closes,
+        [(SpaceId::Initial, false, codes::APPLICATION_ERROR, vec![])]
+    );
+}
