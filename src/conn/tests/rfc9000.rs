@@ -883,52 +883,111 @@ fn a_client_probes_with_a_full_size_initial_and_then_in_the_handshake_space() {
     );
 }
 
+/// A QUIC v1 packet of the server's in `space` (Handshake or 1-RTT) with
+/// `reserved` set in its first byte before protection, sealed with the
+/// server's keys and delivered to the client.
+fn server_sends_reserved_bits(pair: &mut Pair, space: SpaceId, reserved: u8) {
+    let packet_number = pair.server.next_packet_number[space.index()];
+    pair.server.next_packet_number[space.index()] += 1;
+    let header = Header {
+        ty: if space == SpaceId::Data {
+            PacketType::OneRtt
+        } else {
+            PacketType::Handshake
+        },
+        version: QUIC_V1,
+        dcid: pair.client.local_cid(),
+        scid: pair.server.local_cid(),
+        token: &[],
+        packet_number,
+        payload_len: 0,
+        key_phase: space == SpaceId::Data && pair.server.key_phases.phase,
+    };
+    let keys = pair.server.keys[space.index()].as_deref().unwrap();
+    let tag_len = keys.payload_tag_len();
+    let mut packet = Vec::new();
+    let pn_len = 4;
+    let pn_offset = crate::wire::encode_quic_header(&header, pn_len, 24 + tag_len, &mut packet);
+    packet[0] |= reserved;
+    let header_len = packet.len();
+    packet.push(0x01); // PING, then PADDING
+    packet.resize(header_len + 24 + tag_len, 0);
+    keys.seal_payload(packet_number, header_len, &mut packet)
+        .unwrap();
+    let sample: Vec<u8> = packet[pn_offset + 4..pn_offset + 20].to_vec();
+    let (first, rest) = packet.split_first_mut().unwrap();
+    keys.protect_header(
+        &sample,
+        first,
+        &mut rest[pn_offset - 1..pn_offset - 1 + pn_len],
+    )
+    .unwrap();
+    deliver_to_client(pair, &mut packet);
+}
+
 #[test]
 fn reserved_bits_set_in_a_packet_that_opens_are_a_protocol_violation() {
     // RFC 9000 §17.2, §17.3.1: reserved bits are sent as 0 (the round trip
     // of every header in `wire::quic` shows it); a packet that opens with
     // either set, once both protections are off, is a PROTOCOL_VIOLATION.
-    for reserved in [0x08, 0x10] {
+    // Long headers (0x0c) in a Handshake packet, short ones (0x18) in 1-RTT.
+    for (space, reserved) in [
+        (SpaceId::Handshake, 0x00),
+        (SpaceId::Handshake, 0x08),
+        (SpaceId::Handshake, 0x04),
+        (SpaceId::Data, 0x00),
+        (SpaceId::Data, 0x08),
+        (SpaceId::Data, 0x10),
+    ] {
         let mut pair = Pair::new(versions(&[QUIC_V1]), versions(&[QUIC_V1]));
-        pair.handshake();
-        let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
-        pair.server.next_packet_number[SpaceId::Data.index()] += 1;
-        let header = Header {
-            ty: PacketType::OneRtt,
-            version: QUIC_V1,
-            dcid: pair.client.local_cid(),
-            scid: pair.server.local_cid(),
-            token: &[],
-            packet_number,
-            payload_len: 0,
-            key_phase: pair.server.key_phases.phase,
-        };
-        let keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
-        let tag_len = keys.payload_tag_len();
-        let mut packet = Vec::new();
-        let pn_len = 4;
-        let pn_offset = crate::wire::encode_quic_header(&header, pn_len, 24 + tag_len, &mut packet);
-        packet[0] |= reserved;
-        let header_len = packet.len();
-        packet.push(0x01); // PING, then PADDING
-        packet.resize(header_len + 24 + tag_len, 0);
-        keys.seal_payload(packet_number, header_len, &mut packet)
-            .unwrap();
-        let sample: Vec<u8> = packet[pn_offset + 4..pn_offset + 20].to_vec();
-        let (first, rest) = packet.split_first_mut().unwrap();
-        keys.protect_header(
-            &sample,
-            first,
-            &mut rest[pn_offset - 1..pn_offset - 1 + pn_len],
-        )
-        .unwrap();
-        deliver_to_client(&mut pair, &mut packet);
-        assert_eq!(
-            local_close_code(&pair.client),
-            Some(codes::PROTOCOL_VIOLATION),
-            "reserved bit {reserved:#04x}"
-        );
+        if space == SpaceId::Data {
+            pair.handshake();
+        } else {
+            // The server keeps its Handshake keys: the client's Finished
+            // never reaches it.
+            let mut first_only = |to_server: bool, index: u64, _: &[u8]| {
+                if to_server && index > 1 {
+                    PathAction::Drop
+                } else {
+                    PathAction::Deliver
+                }
+            };
+            let ready = pair.run_until(Duration::from_secs(1), &mut first_only, |p| {
+                p.client.keys[SpaceId::Handshake.index()].is_some()
+            });
+            assert!(ready);
+        }
+        let received = pair.client.stats().packets_received;
+        server_sends_reserved_bits(&mut pair, space, reserved);
+        if reserved == 0 {
+            // The forged packet itself is sound: it opens and is read.
+            assert_eq!(pair.client.stats().packets_received, received + 1);
+            assert!(!pair.client.is_closing());
+        } else {
+            assert_eq!(
+                local_close_code(&pair.client),
+                Some(codes::PROTOCOL_VIOLATION),
+                "{space:?}, reserved bit {reserved:#04x}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_retry_after_the_servers_initial_is_discarded() {
+    // RFC 9000 §17.2.5.2: once a client has processed an Initial from the
+    // server, a Retry (a late or forged one) is discarded.
+    let mut pair = Pair::default();
+    let mut flight = servers_first_flight(&mut pair);
+    deliver_to_client(&mut pair, &mut flight[0]);
+    assert_eq!(
+        pair.client.acks[SpaceId::Initial.index()].largest_received(),
+        Some(0)
+    );
+    let retry = retry_for(&pair, ConnectionId::new(&[0x77; 8]).unwrap(), b"token");
+    let retry = crate::wire::parse_retry(&retry).unwrap();
+    assert!(!pair.client.on_retry(&retry, pair.now));
+    assert!(!pair.client.stats().retried);
 }
 
 /// A Retry from the client's server, for the client's first Initial,
@@ -1217,4 +1276,62 @@ fn an_application_close_before_the_handshake_goes_as_a_transport_application_err
         closes,
         [(SpaceId::Initial, false, codes::APPLICATION_ERROR, vec![])]
     );
+}
+
+/// The frame names the client and the server sent over a fast upload
+/// with two damaged payloads, a datagram offered on the way, and whether
+/// the client could queue that datagram.
+fn extension_frames(server: Config) -> (Vec<&'static str>, Vec<&'static str>, bool) {
+    let mut pair = Pair::new(fixed_size(), server);
+    let logs = [logged(&mut pair.client), logged(&mut pair.server)];
+    pair.one_way = Duration::from_micros(50);
+    pair.link_rate = Some(125_000_000);
+    pair.handshake();
+    let datagram = pair.client.send_datagram(b"unreliable").is_ok();
+    let data = pattern(2_000_000);
+    let mut damaged = damage_first_data(2, PathAction::DamagePayload);
+    assert_eq!(transfer(&mut pair, &data, &mut damaged), data);
+    let [client, server] = logs.map(|log| {
+        let log = log.lock().unwrap();
+        let mut names: Vec<&'static str> = log
+            .sent
+            .iter()
+            .flat_map(|(_, _, frames)| {
+                parse_frames(frames)
+                    .flatten()
+                    .map(|frame| frame.name())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    });
+    (client, server, datagram)
+}
+
+#[test]
+fn extension_frames_go_only_to_a_peer_that_offered_them() {
+    // RFC 9000 §19.21: an extension frame is sent only once the peer has
+    // said it understands it: CORRUPTED (corruption_notices), ACK_FREQUENCY
+    // and IMMEDIATE_ACK (min_ack_delay), DATAGRAM (max_datagram_frame_size).
+    let (client, server, datagram) = extension_frames(fixed_size());
+    for name in ["ACK_FREQUENCY", "DATAGRAM"] {
+        assert!(client.contains(&name), "with an offering peer: {client:?}");
+    }
+    assert!(server.contains(&"CORRUPTED"), "{server:?}");
+    assert!(datagram);
+
+    let refusing = Config {
+        corruption_notices: false,
+        ack_frequency: false,
+        max_datagram_frame_size: None,
+        ..fixed_size()
+    };
+    let (client, server, datagram) = extension_frames(refusing);
+    for name in ["CORRUPTED", "ACK_FREQUENCY", "IMMEDIATE_ACK", "DATAGRAM"] {
+        assert!(!client.contains(&name), "{name}: {client:?}");
+        assert!(!server.contains(&name), "{name}: {server:?}");
+    }
+    assert!(!datagram);
 }
