@@ -382,6 +382,36 @@ mod tests {
     }
 
     #[test]
+    fn packets_that_elicit_nothing_never_make_an_ack_due_even_across_gaps() {
+        // RFC 9000 §13.2.1: nothing is sent in answer to a packet that
+        // elicits no ACK, gaps before it or not (two ACK-only senders would
+        // otherwise answer each other forever).
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::from_millis(25));
+        for pn in [0, 2, 5, 9] {
+            acks.on_packet_received(pn, false, t0);
+            assert!(!acks.ack_due(t0), "packet {pn}");
+            assert_eq!(acks.deadline(), None, "packet {pn}");
+        }
+        assert!(!acks.ack_due(t0 + Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn pruning_keeps_the_largest_packet_number_received() {
+        // RFC 9000 §13.2.3: ranges may go once acknowledged, the largest
+        // number processed never does: it decodes the next packet numbers.
+        let t0 = Instant::now();
+        let mut acks = AckState::new(Duration::ZERO);
+        for pn in 0..10 {
+            acks.on_packet_received(pn, true, t0);
+        }
+        acks.on_ack_acked(9);
+        acks.on_ack_acked(REORDERING_TRACKED_PACKETS + 50);
+        assert_eq!(acks.largest_received(), Some(9));
+        assert!(acks.is_duplicate(9));
+    }
+
+    #[test]
     fn a_gap_is_acked_at_once() {
         let t0 = Instant::now();
         let mut acks = AckState::new(Duration::from_millis(25));

@@ -1127,6 +1127,23 @@ impl Connection {
         self.state = State::Closing { until };
     }
 
+    /// RFC 9000 §12.3: the packet numbers of a space are used up. The
+    /// connection ends without a CONNECTION_CLOSE or any other packet
+    /// (there is no number left to send one under); it drains, so what
+    /// still arrives is absorbed.
+    fn close_on_exhausted_packet_numbers(&mut self) {
+        tracing::warn!(remote = %self.remote, "packet numbers exhausted: closing without a word");
+        self.close_reason = Some(CloseReason::Local {
+            application: false,
+            code: codes::INTERNAL_ERROR,
+            reason: "packet numbers exhausted (nothing was sent)".to_string(),
+        });
+        self.close_frame = None;
+        self.close_pending = false;
+        let until = self.now + self.recovery.pto_period(SpaceId::Data) * 3;
+        self.state = State::Draining { until };
+    }
+
     fn fail(&mut self, failure: TransportFailure) {
         tracing::debug!(code = failure.code, reason = %failure.reason, "closing on protocol error");
         self.start_closing(CloseFrame {
@@ -1157,10 +1174,9 @@ impl Connection {
             State::Closing { until } | State::Draining { until } => return Some(until),
             State::Handshaking | State::Established => {}
         }
-        let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
         let mut timers = [
             self.idle_deadline(),
-            self.recovery.loss_detection_timer(now, anti_deadlock),
+            self.loss_detection_timer(now),
             self.pacing_until,
             self.keep_alive_deadline(),
             self.path.deadline,
@@ -1175,6 +1191,20 @@ impl Connection {
             }
         }
         timers.into_iter().flatten().min()
+    }
+
+    /// Recovery's loss-detection timer as this connection arms it: a
+    /// client keeps its anti-deadlock probe until the handshake is
+    /// confirmed, and a server that may send nothing more to an address it
+    /// has not validated arms no probe timeout until the client sends again
+    /// (RFC 9002 §6.2.2.1): a probe could not leave, and each firing would
+    /// only back the timer off.
+    fn loss_detection_timer(&self, now: Instant) -> Option<Instant> {
+        if self.amplification_blocked() {
+            return self.recovery.loss_time();
+        }
+        let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
+        self.recovery.loss_detection_timer(now, anti_deadlock)
     }
 
     /// Time until `on_timeout` must be called, if a timer is armed.
@@ -1218,12 +1248,7 @@ impl Connection {
         if self.path.repeat_at.is_some_and(|t| t <= now) {
             self.path.on_repeat_due();
         }
-        let anti_deadlock = self.side == Side::Client && !self.handshake_confirmed;
-        if self
-            .recovery
-            .loss_detection_timer(now, anti_deadlock)
-            .is_some_and(|t| t <= now)
-        {
+        if self.loss_detection_timer(now).is_some_and(|t| t <= now) {
             let outcome = self.recovery.on_loss_detection_timeout(now);
             if let Some(space) = outcome.lost_space {
                 self.on_packets_lost(space, outcome.lost);

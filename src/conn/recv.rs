@@ -302,9 +302,17 @@ impl Connection {
                         return outcome;
                     }
                 }
-                // The length field is untrustworthy too: nothing after this
-                // packet in the datagram can be located.
                 self.counters.header_corrupt_dropped += 1;
+                if parsed.ty.is_long() && !format.names_corrupted_packets() {
+                    // QUIC v1 (RFC 9000 §12.2): a packet that does not
+                    // open is dropped and the rest of the datagram is still
+                    // read; its Length field is found as the peer wrote it
+                    // or the next packet fails in turn.
+                    return (packet_len, PacketOutcome::Continue);
+                }
+                // sift/1: the header tag failed, so the length field is
+                // untrustworthy too: nothing after this packet in the
+                // datagram can be located.
                 return (packet_len, PacketOutcome::StopDatagram);
             }
             Err(OpenError::PayloadCorrupt) => {

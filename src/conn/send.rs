@@ -23,6 +23,10 @@ const CRYPTO_FRAME_OVERHEAD: usize = 1 + 8 + 2;
 const MAX_CONTROL_FRAME: usize = 1 + 3 * 8;
 /// Smallest room worth building a packet in.
 const MIN_PACKET_ROOM: usize = 48;
+/// RFC 9000 §12.3: 2^62 − 1 is the last packet number. Once a space's next
+/// one reaches this, no packet leaves: the number after a skip
+/// (`conn::skip`) could be the last.
+const PACKET_NUMBER_LIMIT: u64 = crate::wire::VARINT_MAX - 1;
 
 /// Buffers the send path reuses from one datagram to the next, so that a
 /// steady flow allocates nothing per packet but the ledger's record of it.
@@ -87,6 +91,14 @@ impl Connection {
             _ => {}
         }
         if self.first_flight_held() {
+            return Ok(None);
+        }
+        if self
+            .next_packet_number
+            .iter()
+            .any(|&next| next >= PACKET_NUMBER_LIMIT)
+        {
+            self.close_on_exhausted_packet_numbers();
             return Ok(None);
         }
         self.maybe_initiate_key_update();
@@ -561,6 +573,15 @@ impl Connection {
             last.frames.resize(last.frames.len() + (target - total), 0);
             last.padded = true;
         }
+    }
+
+    /// A server that may send nothing more to its client's address until
+    /// the client sends again: less than a packet's room is left of three
+    /// times what came from that address (RFC 9000 §8.1).
+    pub(super) fn amplification_blocked(&self) -> bool {
+        !self.address_validated
+            && (3 * self.amplification_received).saturating_sub(self.amplification_sent)
+                < MIN_PACKET_ROOM as u64
     }
 
     /// Ack-eliciting content waiting in `space` (not counting probes).

@@ -1914,3 +1914,4 @@ fn a_shared_ledger_refuses_a_token_spent_at_another_worker() {
 }
 
 mod rfc9000;
+mod rfc9000_versions;

@@ -879,4 +879,6 @@ impl<F> Recovery<F> {
 }
 
 #[cfg(test)]
+mod rfc9002_tests;
+#[cfg(test)]
 mod tests;

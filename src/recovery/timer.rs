@@ -65,6 +65,13 @@ impl<F> Recovery<F> {
         best
     }
 
+    /// When the time-threshold loss timer fires (RFC 9002 §6.1.2), if a
+    /// packet waits for it; unlike [`Recovery::loss_detection_timer`], never
+    /// a probe timeout.
+    pub fn loss_time(&self) -> Option<Instant> {
+        self.earliest_loss_time().map(|(t, _)| t)
+    }
+
     /// When the loss-detection timer fires, if armed. `anti_deadlock` is
     /// true for a client that has not yet confirmed the handshake.
     pub fn loss_detection_timer(&self, now: Instant, anti_deadlock: bool) -> Option<Instant> {

@@ -313,6 +313,64 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_packet_with_its_fixed_bit_clear_or_a_connection_id_over_twenty_bytes_is_refused() {
+        // RFC 9000 §17.2, §17.3.1: version 1 packets have the fixed bit
+        // set; §17.2: a version 1 long header's IDs are at most 20 bytes.
+        for ty in [
+            PacketType::Initial,
+            PacketType::Handshake,
+            PacketType::OneRtt,
+        ] {
+            let mut out = Vec::new();
+            encode_quic_header(&header(ty, 1), 2, 40, &mut out);
+            out.resize(out.len() + 40, 0);
+            assert!(parse_quic_header(&out, QUIC_V1, 8).is_ok(), "{ty:?}");
+            out[0] &= !FIXED_BIT;
+            assert_eq!(
+                parse_quic_header(&out, QUIC_V1, 8),
+                Err(WireError::InvalidHeader("fixed bit is clear")),
+                "{ty:?}"
+            );
+        }
+        for (dcid_len, scid_len) in [(21, 0), (8, 21)] {
+            let mut out = vec![0xe0];
+            out.extend_from_slice(&QUIC_V1.to_be_bytes());
+            for len in [dcid_len, scid_len] {
+                out.push(len as u8);
+                out.extend(std::iter::repeat_n(0x11, len));
+            }
+            out.extend_from_slice(&[0x40, 40]);
+            out.resize(out.len() + 40, 0);
+            assert_eq!(
+                parse_quic_header(&out, QUIC_V1, 8),
+                Err(WireError::ConnectionIdTooLong(21))
+            );
+        }
+    }
+
+    #[test]
+    fn the_spin_bit_is_never_set_and_never_read() {
+        // RFC 9000 §17.4: sift does not spin. It sends the bit as 0 and
+        // reads a packet the same whatever the peer put there.
+        const SPIN_BIT: u8 = 0x20;
+        let mut out = Vec::new();
+        encode_quic_header(&header(PacketType::OneRtt, 7), 2, 40, &mut out);
+        assert_eq!(out[0] & SPIN_BIT, 0);
+        out.resize(out.len() + 40, 0);
+        fn read(bytes: &[u8]) -> (ParsedHeader<'_>, bool) {
+            let mut parsed = parse_quic_header(bytes, QUIC_V1, 8).unwrap();
+            let at = parsed.header_len;
+            let clear = reveal_packet_number(&mut parsed, bytes[0], &bytes[at..at + 4]);
+            (parsed, clear)
+        }
+        let plain = read(&out).0.without_token();
+        out[0] |= SPIN_BIT;
+        let spun = read(&out);
+        assert_eq!(plain, spun.0.without_token());
+        assert!(spun.1, "the spin bit is no reserved bit");
+    }
+
     proptest! {
         #[test]
         fn headers_round_trip_through_parse_and_reveal(

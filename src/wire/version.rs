@@ -151,6 +151,20 @@ mod tests {
     }
 
     #[test]
+    fn a_version_negotiation_reads_the_same_whatever_its_unused_bits() {
+        // RFC 9000 §17.2.1: the seven bits after the form bit are set at
+        // random by a server, and a client ignores them.
+        let mut first = Vec::new();
+        encode_version_negotiation(&mut first, 0, &[1; 8], &[2; 8], &[VERSION]).unwrap();
+        let expected = parse_version_negotiation(&first).unwrap();
+        for unused in 1..0x80 {
+            let mut out = Vec::new();
+            encode_version_negotiation(&mut out, unused, &[1; 8], &[2; 8], &[VERSION]).unwrap();
+            assert_eq!(parse_version_negotiation(&out).unwrap(), expected);
+        }
+    }
+
+    #[test]
     fn long_connection_ids_of_other_versions_are_read_and_echoed() {
         // An unknown version with a 200-byte destination ID (RFC 8999 allows 255).
         let mut datagram = vec![0xc0, 0xff, 0, 0, 0x1d, 200];

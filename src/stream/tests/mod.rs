@@ -8,6 +8,7 @@ mod memory;
 mod reset;
 mod retransmission;
 mod rfc9000;
+mod rfc9000_frames;
 mod round_robin;
 mod transfer;
 
