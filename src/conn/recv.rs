@@ -586,8 +586,8 @@ impl Connection {
                 self.recovery.distrust_notices();
             }
         }
-        let corrupted = self.recovery.on_corrupted(space, ranges.iter(), now);
-        self.on_packets_lost(space, corrupted);
+        let named = self.recovery.on_corrupted(space, ranges.iter(), now);
+        self.on_packets_lost(space, named.into_resent());
         Ok(())
     }
 
