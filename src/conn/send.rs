@@ -189,8 +189,9 @@ impl Connection {
             let size = match sealed {
                 Ok(size) => size,
                 Err(error) => {
-                    // Only a payload beyond the AEAD's limit fails, which
-                    // no datagram-sized packet reaches.
+                    // Only a payload beyond the AEAD's limit or a packet
+                    // number 2^31 past the largest acknowledged fails, which
+                    // no datagram-sized packet and no congestion window reach.
                     tracing::error!(%error, "dropping a packet that could not be sealed");
                     continue;
                 }
