@@ -14,6 +14,7 @@ mod closing;
 mod error;
 mod forge;
 mod handshake;
+mod held;
 mod keys;
 mod liar;
 mod path;
@@ -410,6 +411,11 @@ pub struct Connection {
     /// Packets that may fail authentication before the connection closes,
     /// when not the cipher's own limit (tests reach it quickly).
     integrity_limit: Option<u64>,
+    /// Client: the source connection ID of the server's first Initial;
+    /// long-header packets with another are discarded (RFC 9000 §7.2).
+    server_scid: Option<ConnectionId>,
+    /// 1-RTT packets received before the handshake completed, unread.
+    held: held::HeldPackets,
     /// Client: the token and connection ID of the server's Retry, once one
     /// was accepted (at most one per connection).
     retry: Option<(Vec<u8>, ConnectionId)>,
@@ -679,6 +685,8 @@ impl Connection {
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
             integrity_limit: None,
+            server_scid: None,
+            held: held::HeldPackets::default(),
             recv_dcid: local_cid,
             cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client)
                 .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
@@ -1631,6 +1639,7 @@ impl Connection {
             header_corrupt_dropped: c.header_corrupt_dropped,
             damaged_headers_repaired: c.damaged_headers_repaired,
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
+            one_rtt_held: c.one_rtt_held,
             corruption_notices_negotiated: self.notices_negotiated,
             version: crate::wire::version_name(self.versions.current().version()),
             cipher: self

@@ -12,13 +12,15 @@ use super::error::{codes, TransportFailure};
 use super::handshake::Progress;
 use super::keys::KeySlot;
 use super::path::ResponseOutcome;
-use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
+use super::{
+    level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS, MIN_INITIAL_DATAGRAM,
+};
 use crate::crypto::{Level, OpenError, PacketFormat};
 use crate::recovery::SpaceId;
 use crate::stream::{Dir, TransportError};
 use crate::wire::{
     decode_packet_number_of_len, parse_frames, AckRanges, ConnectionId, Frame, PacketType,
-    HEADER_TAG_LEN,
+    ParsedHeader, HEADER_TAG_LEN,
 };
 use crate::{Error, RecvInfo, Side};
 
@@ -134,6 +136,9 @@ impl Connection {
                 PacketOutcome::StopDatagram => break,
             }
         }
+        // A Handshake packet of this datagram may have completed the
+        // handshake: the 1-RTT packets held until then are read now.
+        self.receive_held(now);
         self.issue_connection_ids();
         // ACKs and losses move the window, so `writable` follows it.
         self.streams.size_send_buffer(self.recovery.window());
@@ -159,7 +164,7 @@ impl Connection {
     }
 
     /// Handles the packet at the start of `buf`; returns its length.
-    fn recv_packet(&mut self, buf: &mut [u8], now: Instant) -> (usize, PacketOutcome) {
+    pub(super) fn recv_packet(&mut self, buf: &mut [u8], now: Instant) -> (usize, PacketOutcome) {
         let Some(format) = self.format_of(buf) else {
             // A version this connection does not speak (now): RFC 9000 §5.2.
             self.counters.malformed_dropped += 1;
@@ -182,7 +187,11 @@ impl Connection {
             Err(_) => {
                 // A bit error can break a 1-RTT header's parse (its flags or
                 // its length): rebuild it like one that fails its tag.
-                if let Some(outcome) = self.accept_rebuilt(buf, None, now) {
+                let outcome = self
+                    .may_open_one_rtt()
+                    .then(|| self.accept_rebuilt(buf, None, now))
+                    .flatten();
+                if let Some(outcome) = outcome {
                     return outcome;
                 }
                 self.counters.malformed_dropped += 1;
@@ -190,6 +199,9 @@ impl Connection {
             }
         };
         let packet_len = parsed.packet_len;
+        if let Some(outcome) = self.refuse_unread(&parsed, &buf[..packet_len]) {
+            return (packet_len, outcome);
+        }
         let level = match parsed.ty {
             PacketType::Initial => Level::Initial,
             PacketType::Handshake => Level::Handshake,
@@ -354,6 +366,35 @@ impl Connection {
         )
     }
 
+    /// Packets set aside before any key touches them: `Some` when the
+    /// packet is not to be opened now (the datagram goes on).
+    fn refuse_unread(&mut self, parsed: &ParsedHeader<'_>, packet: &[u8]) -> Option<PacketOutcome> {
+        match (self.side, parsed.ty) {
+            // RFC 9001 §5.7: no 1-RTT packet is opened before the handshake
+            // completes; held for then (`held`).
+            (_, PacketType::OneRtt) if !self.may_open_one_rtt() => {
+                self.hold_one_rtt(packet);
+            }
+            // RFC 9000 §7.2: once the server's first Initial named its
+            // source ID, a long header naming another is not the server's.
+            (Side::Client, PacketType::Initial | PacketType::Handshake)
+                if self.server_scid.is_some_and(|scid| scid != parsed.scid) =>
+            {
+                self.counters.malformed_dropped += 1;
+            }
+            // RFC 9000 §14.1: a client Initial comes in a datagram of at
+            // least 1200 bytes, every one of them (the endpoint checks the
+            // first before it makes the connection).
+            (Side::Server, PacketType::Initial)
+                if self.recv_datagram_len < MIN_INITIAL_DATAGRAM =>
+            {
+                self.counters.malformed_dropped += 1;
+            }
+            _ => return None,
+        }
+        Some(PacketOutcome::Continue)
+    }
+
     /// The rest of receiving a packet whose tags verified, or whose header
     /// was rebuilt (`conn/repair.rs`).
     pub(super) fn accept_packet(
@@ -390,9 +431,11 @@ impl Connection {
             return (packet_len, PacketOutcome::Continue);
         }
         if self.side == Side::Client && ty == PacketType::Initial && !self.peer_cid_learned {
-            // RFC 9000 §7.2: switch to the server's chosen CID.
+            // RFC 9000 §7.2: switch to the server's chosen CID, and hold
+            // every later long header to it.
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
+            self.server_scid = Some(peer_scid);
         }
         if self.side == Side::Server && !self.peer_cid_learned && ty == PacketType::Initial {
             self.original_dcid = dcid;

@@ -1890,6 +1890,7 @@ fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
 mod paths;
 mod resumption;
 mod rfc9000;
+mod rfc_rules;
 
 #[test]
 fn a_packet_with_no_frames_closes_the_connection() {
