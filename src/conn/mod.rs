@@ -411,6 +411,9 @@ pub struct Connection {
     /// Packets that may fail authentication before the connection closes,
     /// when not the cipher's own limit (tests reach it quickly).
     integrity_limit: Option<u64>,
+    /// Packets that may be sealed under one set of 1-RTT keys, when not
+    /// the cipher's own limit (tests reach it quickly).
+    confidentiality_limit: Option<u64>,
     /// Client: the source connection ID of the server's first Initial;
     /// long-header packets with another are discarded (RFC 9000 §7.2).
     server_scid: Option<ConnectionId>,
@@ -685,6 +688,7 @@ impl Connection {
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
             integrity_limit: None,
+            confidentiality_limit: None,
             server_scid: None,
             held: held::HeldPackets::default(),
             recv_dcid: local_cid,

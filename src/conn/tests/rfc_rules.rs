@@ -1,8 +1,9 @@
-//! RFC 9000 and RFC 9001 requirements of the handshake, one test each, on
-//! the two-endpoint harness: what a server does with 1-RTT packets before
-//! its handshake completes (RFC 9001 §5.7), which source ID a client
-//! accepts after the server's first Initial (RFC 9000 §7.2), and the
-//! 1200-byte floor for Initials both ways (§14.1).
+//! RFC 9000 and RFC 9001 requirements of the handshake and of packet
+//! protection, one test each, on the two-endpoint harness: what a server
+//! does with 1-RTT packets before its handshake completes (RFC 9001 §5.7),
+//! which source ID a client accepts after the server's first Initial
+//! (RFC 9000 §7.2), the 1200-byte floor for Initials both ways (§14.1),
+//! and the confidentiality limit without a key update (RFC 9001 §6.6).
 
 use super::*;
 use crate::crypto::format::for_version;
@@ -260,4 +261,51 @@ fn a_server_discards_a_client_initial_in_a_datagram_under_1200_bytes() {
     assert!(!pair.server.is_closing(), "a small Initial was acted on");
     assert_eq!(pair.server.stats().malformed_dropped, before + 1);
     pair.handshake();
+}
+
+#[test]
+fn at_the_confidentiality_limit_without_a_key_update_the_connection_closes() {
+    let null = Config {
+        protection: Protection::Null,
+        ..fixed_size()
+    };
+    let mut pair = Pair::new(null.clone(), null);
+    pair.handshake();
+    // Null keys cannot be updated; let them seal 3000 packets at most
+    // (AES-GCM's 2^23 is out of a test's reach).
+    const LIMIT: u64 = 3000;
+    pair.client.confidentiality_limit = Some(LIMIT);
+    let id = pair.client.stream_open_bi().unwrap();
+    let chunk = pattern(64 * 1024);
+    let mut buf = vec![0u8; 65_536];
+    let closed = pair.run_until(Duration::from_secs(120), &mut deliver_all, |p| {
+        let _ = p.client.stream_send(id, &chunk, false);
+        while let Some(stream) = p.server.readable().first().copied() {
+            match p.server.stream_recv(stream, &mut buf) {
+                Ok((n, _)) if n > 0 => {}
+                _ => break,
+            }
+        }
+        p.client.is_closed() || p.client.key_phases.sent_in_phase > LIMIT
+    });
+    assert!(closed, "the client went on");
+    assert!(
+        pair.client.key_phases.sent_in_phase <= LIMIT,
+        "the client sealed past its limit"
+    );
+    // RFC 9001 §6.6: AEAD_LIMIT_REACHED, and never a packet past the limit.
+    assert!(matches!(
+        pair.client.close_reason(),
+        Some(CloseReason::Local {
+            code: codes::AEAD_LIMIT_REACHED,
+            ..
+        })
+    ));
+    assert!(matches!(
+        pair.server.close_reason(),
+        Some(CloseReason::Peer {
+            code: codes::AEAD_LIMIT_REACHED,
+            ..
+        })
+    ));
 }
