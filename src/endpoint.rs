@@ -47,9 +47,11 @@
 //!   the server derived from that connection ID when it issued it. It is
 //!   shorter than the packet that caused it (so two endpoints cannot keep
 //!   resetting each other) and at most [`MAX_STATELESS_PER_SECOND`] are sent.
-//!   A client endpoint recognises a reset by its last 16 bytes, for any
-//!   datagram that matches no connection, and the connection then drains
-//!   with [`CloseReason::StatelessReset`](crate::conn::CloseReason).
+//!   Either endpoint recognises a reset by its last 16 bytes, for any
+//!   datagram that matches no connection: the token of a peer connection ID
+//!   one of its connections sends to, from that peer's address, compared
+//!   in constant time (`reset`). The connection then drains with
+//!   [`CloseReason::StatelessReset`](crate::conn::CloseReason).
 //! - **Version negotiation** (RFC 9000 §6) for a long header of another
 //!   version in a datagram of at least 1200 bytes: the versions this server
 //!   speaks, sift v1 and a reserved one, under the same rate limit. A
@@ -85,6 +87,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, CidChange, MIN_INITIAL_DATAGRAM};
 use crate::crypto::format::for_version;
+use crate::crypto::ResetToken;
 use crate::wire::{
     is_retry, parse_long_invariant, CidSteering, ConnectionId, PacketType, ParsedHeader, WireError,
     RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN,
@@ -265,7 +268,7 @@ struct Entry {
     refusing: bool,
     /// The peer's stateless reset tokens registered in `reset_tokens`, with
     /// the address they were registered for.
-    reset_tokens: Vec<(SocketAddr, [u8; RESET_TOKEN_LEN])>,
+    reset_tokens: Vec<(SocketAddr, ResetToken)>,
     /// The peer address this connection is indexed under in `peers`.
     peer: SocketAddr,
 }
@@ -307,9 +310,10 @@ pub struct Endpoint {
     incoming: VecDeque<ConnectionHandle>,
     /// Connections held that are busy refusals.
     refusing: usize,
-    /// Our connections by the stateless reset token their peer gave and the
-    /// peer's address (a reset must come from the peer's address).
-    reset_tokens: HashMap<(SocketAddr, [u8; RESET_TOKEN_LEN]), ConnectionHandle>,
+    /// Our connections by the stateless reset tokens of the peer IDs they
+    /// use and the peer's address (a reset must come from the peer's
+    /// address), compared in constant time.
+    reset_tokens: reset::ResetWatch,
     /// Datagrams the endpoint sends on its own account: stateless resets.
     stateless: VecDeque<(Vec<u8>, SocketAddr)>,
     /// Stateless resets that may still be sent in the current second.
@@ -399,7 +403,7 @@ impl Endpoint {
             incoming: VecDeque::new(),
             refusing: 0,
             timed_out: Vec::new(),
-            reset_tokens: HashMap::new(),
+            reset_tokens: reset::ResetWatch::default(),
             stateless: VecDeque::new(),
             stateless_credit: MAX_STATELESS_PER_SECOND,
             stateless_credit_since: None,
@@ -1100,16 +1104,15 @@ impl Endpoint {
                     }
                 }
                 CidChange::WatchResetToken(token) => {
-                    let key = (entry.connection.remote(), *token.as_bytes());
-                    self.reset_tokens.insert(key, handle);
-                    entry.reset_tokens.push(key);
+                    let peer = entry.connection.remote();
+                    self.reset_tokens.insert(peer, token, handle);
+                    entry.reset_tokens.push((peer, token));
                 }
                 CidChange::ForgetResetToken(token) => {
-                    let token = *token.as_bytes();
-                    entry.reset_tokens.retain(|key| {
-                        let keep = key.1 != token;
+                    entry.reset_tokens.retain(|(peer, watched)| {
+                        let keep = *watched != token;
                         if !keep {
-                            self.reset_tokens.remove(key);
+                            self.reset_tokens.remove(*peer, watched, handle);
                         }
                         keep
                     });
@@ -1165,8 +1168,8 @@ impl Endpoint {
         for cid in &entry.routes {
             self.routes.remove(cid);
         }
-        for key in &entry.reset_tokens {
-            self.reset_tokens.remove(key);
+        for (peer, token) in &entry.reset_tokens {
+            self.reset_tokens.remove(*peer, token, handle);
         }
         self.refusing -= usize::from(entry.refusing);
         self.publish_load();

@@ -692,7 +692,7 @@ impl Connection {
             server_scid: None,
             held: held::HeldPackets::default(),
             recv_dcid: local_cid,
-            cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client)
+            cids: ConnectionIds::new(local_cid, reset_token, true)
                 .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
             acks: [
                 AckState::new(Duration::ZERO),
