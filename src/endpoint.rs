@@ -40,6 +40,11 @@
 //!   client can give up or retry at once instead of waiting out a timeout.
 //!   At most [`MAX_REFUSING`] refusals are held at a time (each is a small
 //!   connection in its closing period); past that, Initials are dropped.
+//! - **A bad Retry token is named.** A client Initial carrying a Retry
+//!   token of ours that expired or names another connection ID gets
+//!   INVALID_TOKEN the same way (RFC 9000 §8.1.2: the client will not take
+//!   a second Retry, so silence would only make it wait out its timeout),
+//!   counted among the refusals.
 //! - **A stateless reset** (RFC 9000 §10.3) for a short-header packet whose
 //!   connection ID the server does not know, typically because it
 //!   restarted: the datagram is [`RESET_FIRST_BYTE_BITS`] plus unpredictable
@@ -210,8 +215,10 @@ pub struct EndpointStats {
     /// Retry packets one of our client connections took.
     #[serde(default)]
     pub retries_received: u64,
-    /// Client Initials whose Retry token was expired or named another
-    /// connection ID: dropped without an answer.
+    /// Client Initials whose Retry token was ours but expired or named
+    /// another connection ID: answered with INVALID_TOKEN (RFC 9000
+    /// §8.1.2) and no connection, or dropped while [`MAX_REFUSING`]
+    /// refusals are held already.
     #[serde(default)]
     pub dropped_invalid_token: u64,
     /// New clients whose address a NEW_TOKEN token from an earlier
@@ -788,6 +795,8 @@ impl Endpoint {
                 return None;
             }
         }
+        // A bad Retry token of ours is answered, not dropped (below).
+        let mut invalid_token = None;
         let validated = match checked {
             Ok(ValidToken::RetryFromNewAddress(_)) if !full && self.retry_wanted() => {
                 // This server proves addresses now: another address with
@@ -800,9 +809,17 @@ impl Endpoint {
             }
             Ok(valid) => Some(valid),
             Err(error @ (TokenError::Expired | TokenError::WrongConnectionId)) => {
-                tracing::debug!(%from, %error, "dropping a client Initial with a bad Retry token");
                 self.stats.dropped_invalid_token += 1;
-                return None;
+                // RFC 9000 §8.1.2: the client takes no second Retry; tell
+                // it now (one small datagram, held as a refusal) rather
+                // than leave it to time out.
+                if self.refusing >= MAX_REFUSING {
+                    tracing::debug!(%from, %error, "dropping a client Initial with a bad Retry token");
+                    return None;
+                }
+                tracing::debug!(%from, %error, "closing with INVALID_TOKEN: a bad Retry token");
+                invalid_token = Some(error);
+                None
             }
             Err(TokenError::NotOurs | TokenError::Stale | TokenError::Spent) => {
                 if !full && self.retry_wanted() {
@@ -842,6 +859,8 @@ impl Endpoint {
                 .as_ref()
                 .map_or(self.max_connections, |loads| loads.max_connections());
             connection.refuse(busy_reason(limit));
+        } else if let Some(error) = invalid_token {
+            connection.refuse_token(error.to_string());
         } else {
             match validated {
                 Some(ValidToken::Retry(contents)) => {
@@ -872,14 +891,15 @@ impl Endpoint {
         }
         // A timeout too large for the clock means no deadline.
         let deadline = now.checked_add(self.handshake_timeout);
-        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline, full) {
+        let refusing = full || invalid_token.is_some();
+        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline, refusing) {
             tracing::warn!(%error, %from, "dropping a new client Initial");
             self.stats.dropped_unknown_connection += 1;
             return None;
         }
         if full {
             self.stats.refused_busy += 1;
-        } else {
+        } else if invalid_token.is_none() {
             self.stats.connections_accepted += 1;
             self.incoming.push_back(handle);
         }

@@ -406,8 +406,8 @@ pub struct Connection {
     key_phases: KeyPhases,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
-    /// Server: refuse the client's first Initial with this reason.
-    refusal: Option<String>,
+    /// Server: refuse the client's first Initial with this code and reason.
+    refusal: Option<(u64, String)>,
     /// Packets that may fail authentication before the connection closes,
     /// when not the cipher's own limit (tests reach it quickly).
     integrity_limit: Option<u64>,
@@ -1110,7 +1110,17 @@ impl Connection {
     /// says so at once this way rather than staying silent.
     pub fn refuse(&mut self, reason: impl Into<String>) {
         if self.side == Side::Server && !self.peer_cid_learned {
-            self.refusal = Some(reason.into());
+            self.refusal = Some((codes::CONNECTION_REFUSED, reason.into()));
+        }
+    }
+
+    /// Server, before the client's first Initial arrives: its Retry token
+    /// is ours but expired or names another connection ID. The client will
+    /// not take a second Retry, so it is told at once with INVALID_TOKEN
+    /// (RFC 9000 §8.1.2), the way [`Connection::refuse`] answers.
+    pub fn refuse_token(&mut self, reason: impl Into<String>) {
+        if self.side == Side::Server && !self.peer_cid_learned {
+            self.refusal = Some((codes::INVALID_TOKEN, reason.into()));
         }
     }
 

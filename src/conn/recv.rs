@@ -226,8 +226,7 @@ impl Connection {
                     Self::PROTECTION_MISMATCH_CODE,
                     Self::protection_mismatch_reason(client_asked),
                 )),
-                (None, Some(reason)) => Some((codes::CONNECTION_REFUSED, reason)),
-                (None, None) => None,
+                (None, refusal) => refusal,
             };
             if let Some((code, reason)) = refusal {
                 // Answer in the client's own Initial keys, so it can read

@@ -1208,7 +1208,9 @@ fn second_initial(
 }
 
 #[test]
-fn a_token_from_another_address_or_too_old_is_refused() {
+fn a_token_from_another_address_or_another_server_is_refused() {
+    // Past its lifetime, see
+    // a_client_with_an_expired_retry_token_is_told_invalid_token_at_once.
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let mut server = server_with_secret(&secret, RetryPolicy::Always);
     let now = Instant::now();
@@ -1217,11 +1219,7 @@ fn a_token_from_another_address_or_too_old_is_refused() {
     // it counts as no token, and the sender is asked for a Retry of its own.
     assert_eq!(server.recv(&mut initial.clone(), addr(6666), now), None);
     assert_eq!(server.stats().retries_sent, 2);
-    // Past its lifetime: dropped.
-    let late = now + RETRY_TOKEN_LIFETIME + Duration::from_secs(1);
-    assert_eq!(server.recv(&mut initial.clone(), addr(1001), late), None);
-    assert_eq!(server.stats().dropped_invalid_token, 1);
-    assert!(server.is_empty(), "no state for either");
+    assert!(server.is_empty(), "no state for it");
     // Another server (another secret) does not take it either.
     let other = ServerSecret::new(&[10; SERVER_SECRET_LEN]);
     let mut stranger = server_with_secret(&other, RetryPolicy::Always);
@@ -1232,6 +1230,45 @@ fn a_token_from_another_address_or_too_old_is_refused() {
     let handle = server.recv(&mut initial.clone(), addr(1001), now);
     assert!(handle.is_some());
     assert_eq!(server.stats().connections_accepted, 1);
+}
+
+#[test]
+fn a_client_with_an_expired_retry_token_is_told_invalid_token_at_once() {
+    // RFC 9000 §8.1.2: the client will not take another Retry, so the
+    // server closes with INVALID_TOKEN rather than leave it to time out.
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let mut server = server_with_secret(&secret, RetryPolicy::Always);
+    let now = Instant::now();
+    let (mut client, handle, _, initial) = second_initial(&mut server, now);
+    let late = now + RETRY_TOKEN_LIFETIME + Duration::from_secs(1);
+    server.recv(&mut initial.clone(), addr(1001), late);
+    assert_eq!(server.stats().dropped_invalid_token, 1);
+    assert!(server.is_empty(), "no connection for the application");
+    assert_eq!(server.accept(), None);
+    let mut buf = vec![0u8; 2048];
+    let (len, to) = server
+        .poll_transmit(late, &mut buf)
+        .expect("an answer to the client");
+    assert_eq!(to, addr(1001));
+    assert!(
+        len < 3 * initial.len(),
+        "within the anti-amplification limit"
+    );
+    client.recv(&mut buf[..len], addr(SERVER), late);
+    let refused = client.connection_ref(handle).unwrap();
+    assert!(refused.is_closed());
+    assert!(
+        matches!(
+            refused.close_reason(),
+            Some(CloseReason::Peer {
+                application: false,
+                code: crate::conn::codes::INVALID_TOKEN,
+                ..
+            })
+        ),
+        "{:?}",
+        refused.close_reason()
+    );
 }
 
 #[test]
@@ -1926,7 +1963,8 @@ fn workers_each_on_a_clock_of_its_own_drop_each_others_clients() {
     retried_initial(&mut busy, 2001, t0);
     let later = t0 + Duration::from_secs(3);
     let mut initial = retried_initial(&mut busy, 2002, later);
-    assert_eq!(light.recv(&mut initial, addr(2002), later), None);
+    light.recv(&mut initial, addr(2002), later);
+    assert_eq!(light.accept(), None, "the client is turned away");
     assert_eq!(light.stats().dropped_invalid_token, 1);
 }
 
