@@ -414,9 +414,10 @@ pub struct Connection {
     /// Packets that may be sealed under one set of 1-RTT keys, when not
     /// the cipher's own limit (tests reach it quickly).
     confidentiality_limit: Option<u64>,
-    /// Client: the source connection ID of the server's first Initial;
-    /// long-header packets with another are discarded (RFC 9000 §7.2).
-    server_scid: Option<ConnectionId>,
+    /// The source connection ID of the peer's first Initial: a client
+    /// discards long-header packets with another, a server Initials
+    /// (RFC 9000 §7.2).
+    peer_first_scid: Option<ConnectionId>,
     /// 1-RTT packets received before the handshake completed, unread.
     held: held::HeldPackets,
     /// Client: the token and connection ID of the server's Retry, once one
@@ -689,7 +690,7 @@ impl Connection {
             recv_datagram_len: 0,
             integrity_limit: None,
             confidentiality_limit: None,
-            server_scid: None,
+            peer_first_scid: None,
             held: held::HeldPackets::default(),
             recv_dcid: local_cid,
             cids: ConnectionIds::new(local_cid, reset_token, true)

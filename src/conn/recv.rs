@@ -375,9 +375,12 @@ impl Connection {
                 self.hold_one_rtt(packet);
             }
             // RFC 9000 §7.2: once the server's first Initial named its
-            // source ID, a long header naming another is not the server's.
+            // source ID, a long header naming another is not the server's;
+            // and a server takes Initials only from the source ID the
+            // client's first one named (their keys are public).
             (Side::Client, PacketType::Initial | PacketType::Handshake)
-                if self.server_scid.is_some_and(|scid| scid != parsed.scid) =>
+            | (Side::Server, PacketType::Initial)
+                if self.peer_first_scid.is_some_and(|scid| scid != parsed.scid) =>
             {
                 self.counters.malformed_dropped += 1;
             }
@@ -434,12 +437,15 @@ impl Connection {
             // every later long header to it.
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
-            self.server_scid = Some(peer_scid);
+            self.peer_first_scid = Some(peer_scid);
         }
         if self.side == Side::Server && !self.peer_cid_learned && ty == PacketType::Initial {
+            // RFC 9000 §7.2: the client's first Initial names the ID the
+            // server sends to, and the only source ID of later Initials.
             self.original_dcid = dcid;
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
+            self.peer_first_scid = Some(peer_scid);
             let params = self.handshake.local_params_mut();
             match self.retried_from {
                 Some((original_dcid, retry_scid)) => {

@@ -1,7 +1,7 @@
 //! RFC 9000 and RFC 9001 requirements of the handshake and of packet
 //! protection, one test each, on the two-endpoint harness: what a server
 //! does with 1-RTT packets before its handshake completes (RFC 9001 §5.7),
-//! which source ID a client accepts after the server's first Initial
+//! which source IDs each side accepts after the other's first Initial
 //! (RFC 9000 §7.2), the 1200-byte floor for Initials both ways (§14.1),
 //! and the confidentiality limit without a key update (RFC 9001 §6.6).
 
@@ -192,6 +192,41 @@ fn a_client_discards_long_headers_from_another_source_id_than_the_servers_first_
         "a forged Initial ended the handshake"
     );
     assert_eq!(pair.client.stats().malformed_dropped, before + 1);
+    pair.handshake();
+}
+
+#[test]
+fn a_server_discards_a_later_client_initial_from_another_source_id() {
+    let mut pair = Pair::default();
+    for datagram in &mut drain_datagrams(&mut pair.client, pair.now) {
+        pair.server.recv(datagram, to_server(pair.now)).unwrap();
+    }
+    assert!(pair.server.peer_cid_learned);
+    // The client's Initial keys are public to anyone who saw its first
+    // Initial: RFC 9000 §7.2 has the server discard a later Initial whose
+    // source ID is not the one the client's first Initial named.
+    let forger = ConnectionId::new(&[0xee; 8]).unwrap();
+    assert_ne!(forger, pair.client.local_cid());
+    let mut frames = close_frame();
+    frames.resize(MIN_INITIAL_DATAGRAM, 0); // PADDING: no size excuse
+    let mut forged = initial_packet(
+        pair.client.versions.current(),
+        pair.client.keys[SpaceId::Initial.index()]
+            .as_deref()
+            .unwrap(),
+        pair.client.peer_cid,
+        forger,
+        pair.client.next_packet_number[SpaceId::Initial.index()] + 3,
+        &frames,
+    );
+    assert!(forged.len() >= MIN_INITIAL_DATAGRAM);
+    let before = pair.server.stats().malformed_dropped;
+    pair.server.recv(&mut forged, to_server(pair.now)).unwrap();
+    assert!(
+        !pair.server.is_closing(),
+        "a forged Initial ended the handshake"
+    );
+    assert_eq!(pair.server.stats().malformed_dropped, before + 1);
     pair.handshake();
 }
 
