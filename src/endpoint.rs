@@ -53,7 +53,8 @@
 //!   shorter than the packet that caused it (so two endpoints cannot keep
 //!   resetting each other) and at most [`MAX_STATELESS_PER_SECOND`] are sent.
 //!   Either endpoint recognises a reset by its last 16 bytes, for any
-//!   datagram that matches no connection: the token of a peer connection ID
+//!   datagram that matches no connection or whose first packet its
+//!   connection could not open: the token of a peer connection ID
 //!   one of its connections sends to, from that peer's address, compared
 //!   in constant time (`reset`). The connection then drains with
 //!   [`CloseReason::StatelessReset`](crate::conn::CloseReason).
@@ -649,9 +650,25 @@ impl Endpoint {
             to: self.local,
             now,
         };
+        // Opening may overwrite the datagram: keep its last 16 bytes for
+        // the reset check below.
+        let tail = datagram.last_chunk::<RESET_TOKEN_LEN>().copied();
         // `Err(Closed)` means the connection is already closed: the datagram
         // is simply too late.
         let _ = entry.connection.recv(datagram, info);
+        // RFC 9000 §10.3.1: a datagram whose first packet does not open may
+        // be a stateless reset, even one that names a connection's own ID.
+        if entry.connection.first_packet_unprocessed() {
+            if let Some(tail) = tail.filter(|_| datagram.len() >= MIN_RESET_LEN) {
+                if self.recognise_reset_tail(&tail, from, now) {
+                    // Perhaps another connection with that peer: rare.
+                    self.timers.touch_all(self.connections.keys());
+                }
+            }
+        }
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return Some(handle);
+        };
         if let Some(token) = entry.connection.take_new_token() {
             let store = entry.connection.token_store().unwrap_or(&self.tokens);
             store.insert(from, token);

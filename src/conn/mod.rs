@@ -418,6 +418,10 @@ pub struct Connection {
     /// discards long-header packets with another, a server Initials
     /// (RFC 9000 §7.2).
     peer_first_scid: Option<ConnectionId>,
+    /// The last datagram's first packet reached an open connection and was
+    /// not processed (not opened, or held): the endpoint checks it for a
+    /// stateless reset (RFC 9000 §10.3.1).
+    first_packet_unprocessed: bool,
     /// 1-RTT packets received before the handshake completed, unread.
     held: held::HeldPackets,
     /// Client: the token and connection ID of the server's Retry, once one
@@ -691,6 +695,7 @@ impl Connection {
             integrity_limit: None,
             confidentiality_limit: None,
             peer_first_scid: None,
+            first_packet_unprocessed: false,
             held: held::HeldPackets::default(),
             recv_dcid: local_cid,
             cids: ConnectionIds::new(local_cid, reset_token, true)
@@ -873,6 +878,13 @@ impl Connection {
             tracing::debug!(from = %self.peer_cid, to = %cid, "moving to another of the peer's connection IDs");
             self.peer_cid = cid;
         }
+    }
+
+    /// Whether the first packet of the last datagram reached this open
+    /// connection and was not processed: RFC 9000 §10.3.1 has the endpoint
+    /// check such a datagram for a stateless reset.
+    pub(crate) fn first_packet_unprocessed(&self) -> bool {
+        self.first_packet_unprocessed
     }
 
     /// The peer sent a stateless reset (RFC 9000 §10.3.1; the endpoint

@@ -99,6 +99,7 @@ impl Connection {
         let now = info.now;
         self.now = now;
         let len = datagram.len();
+        self.first_packet_unprocessed = false;
         match self.state {
             State::Closed => return Err(Error::Closed),
             State::Draining { .. } => return Ok(len),
@@ -129,8 +130,12 @@ impl Connection {
             self.amplification_received += len as u64;
         }
         let mut offset = 0;
+        let processed_before = self.counters.packets_received;
         while offset < len && !self.is_closing() {
             let (packet_len, outcome) = self.recv_packet(&mut datagram[offset..], now);
+            if offset == 0 {
+                self.first_packet_unprocessed = self.counters.packets_received == processed_before;
+            }
             match outcome {
                 PacketOutcome::Continue => offset += packet_len,
                 PacketOutcome::StopDatagram => break,

@@ -1,9 +1,10 @@
 //! Stateless reset on the endpoint (RFC 9000 §10.3): a server with a secret
 //! answers a short-header packet for a connection ID it does not know with
 //! a reset carrying that ID's token; either side recognises one, for
-//! datagrams that match no connection, by the token of a peer connection
-//! ID one of its connections uses. Both kinds of stateless answer (resets
-//! and version negotiation) share one rate limit.
+//! datagrams that match no connection or whose first packet does not open,
+//! by the token of a peer connection ID one of its connections uses. Both
+//! kinds of stateless answer (resets and version negotiation) share one
+//! rate limit.
 //!
 //! Recognising a reset (RFC 9000 §10.3.1) must not tell an attacker which
 //! tokens it came close to: the watched tokens are kept per peer address,
@@ -87,7 +88,8 @@ impl ResetWatch {
 }
 
 impl Endpoint {
-    /// Whether `datagram`, which matches no connection, is a stateless reset
+    /// Whether `datagram`, which matches no connection (or whose first
+    /// packet its connection did not open), is a stateless reset
     /// from the peer of one of ours (RFC 9000 §10.3.1); if so that
     /// connection drains.
     pub(super) fn recognise_reset(
@@ -96,10 +98,25 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> bool {
-        if self.reset_tokens.is_empty() || datagram.len() < MIN_RESET_LEN {
+        if datagram.len() < MIN_RESET_LEN {
             return false;
         }
-        let Some(handle) = self.reset_tokens.find(datagram, from) else {
+        let tail = &datagram[datagram.len() - RESET_TOKEN_LEN..];
+        self.recognise_reset_tail(tail, from, now)
+    }
+
+    /// [`Self::recognise_reset`] given the last 16 bytes of a datagram
+    /// long enough to be a reset.
+    pub(super) fn recognise_reset_tail(
+        &mut self,
+        tail: &[u8],
+        from: SocketAddr,
+        now: Instant,
+    ) -> bool {
+        if self.reset_tokens.is_empty() {
+            return false;
+        }
+        let Some(handle) = self.reset_tokens.find(tail, from) else {
             return false;
         };
         let Some(entry) = self.connections.get_mut(&handle) else {

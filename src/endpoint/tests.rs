@@ -1647,6 +1647,35 @@ fn a_reset_with_the_token_of_a_spare_id_not_yet_used_is_ignored() {
 }
 
 #[test]
+fn a_reset_that_names_a_connections_own_id_resets_it_when_it_does_not_decrypt() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    let token = net.endpoints[1]
+        .connection_ref(handle)
+        .unwrap()
+        .peer_reset_token()
+        .expect("the server gave a token");
+    // A reset shaped as a short header to the client's own ID reaches the
+    // connection and opens under no key: RFC 9000 §10.3.1 has the endpoint
+    // check its last 16 bytes then too.
+    let own = net.endpoints[1].connection_ref(handle).unwrap().local_cid();
+    let mut reset = vec![0x41];
+    reset.extend_from_slice(own.as_slice());
+    reset.resize(40, 0x5a);
+    reset.extend_from_slice(token.as_bytes());
+    let now = net.now;
+    assert_eq!(
+        net.endpoints[1].recv(&mut reset, addr(SERVER), now),
+        Some(handle),
+        "routed to the connection"
+    );
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+    assert_eq!(net.endpoints[1].stats().stateless_resets_received, 1);
+}
+
+#[test]
 fn a_server_recognises_a_reset_with_the_token_of_the_client_id_it_uses() {
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let (mut net, handle) = connected_pair(&secret);
