@@ -40,6 +40,11 @@
 //!   client can give up or retry at once instead of waiting out a timeout.
 //!   At most [`MAX_REFUSING`] refusals are held at a time (each is a small
 //!   connection in its closing period); past that, Initials are dropped.
+//! - **A bad Retry token is named.** A client Initial carrying a Retry
+//!   token of ours that expired or names another connection ID gets
+//!   INVALID_TOKEN the same way (RFC 9000 §8.1.2: the client will not take
+//!   a second Retry, so silence would only make it wait out its timeout),
+//!   counted among the refusals.
 //! - **A stateless reset** (RFC 9000 §10.3) for a short-header packet whose
 //!   connection ID the server does not know, typically because it
 //!   restarted: the datagram is [`RESET_FIRST_BYTE_BITS`] plus unpredictable
@@ -47,9 +52,12 @@
 //!   the server derived from that connection ID when it issued it. It is
 //!   shorter than the packet that caused it (so two endpoints cannot keep
 //!   resetting each other) and at most [`MAX_STATELESS_PER_SECOND`] are sent.
-//!   A client endpoint recognises a reset by its last 16 bytes, for any
-//!   datagram that matches no connection, and the connection then drains
-//!   with [`CloseReason::StatelessReset`](crate::conn::CloseReason).
+//!   Either endpoint recognises a reset by its last 16 bytes, for any
+//!   datagram that matches no connection or whose first packet its
+//!   connection could not open: the token of a peer connection ID
+//!   one of its connections sends to, from that peer's address, compared
+//!   in constant time (`reset`). The connection then drains with
+//!   [`CloseReason::StatelessReset`](crate::conn::CloseReason).
 //! - **Version negotiation** (RFC 9000 §6) for a long header of another
 //!   version in a datagram of at least 1200 bytes: the versions this server
 //!   speaks, sift v1 and a reserved one, under the same rate limit. A
@@ -85,6 +93,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conn::{canonical_peer, CidChange, MIN_INITIAL_DATAGRAM};
 use crate::crypto::format::for_version;
+use crate::crypto::ResetToken;
 use crate::wire::{
     is_retry, parse_long_invariant, CidSteering, ConnectionId, PacketType, ParsedHeader, WireError,
     RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN,
@@ -207,8 +216,10 @@ pub struct EndpointStats {
     /// Retry packets one of our client connections took.
     #[serde(default)]
     pub retries_received: u64,
-    /// Client Initials whose Retry token was expired or named another
-    /// connection ID: dropped without an answer.
+    /// Client Initials whose Retry token was ours but expired or named
+    /// another connection ID: answered with INVALID_TOKEN (RFC 9000
+    /// §8.1.2) and no connection, or dropped while [`MAX_REFUSING`]
+    /// refusals are held already.
     #[serde(default)]
     pub dropped_invalid_token: u64,
     /// New clients whose address a NEW_TOKEN token from an earlier
@@ -265,7 +276,7 @@ struct Entry {
     refusing: bool,
     /// The peer's stateless reset tokens registered in `reset_tokens`, with
     /// the address they were registered for.
-    reset_tokens: Vec<(SocketAddr, [u8; RESET_TOKEN_LEN])>,
+    reset_tokens: Vec<(SocketAddr, ResetToken)>,
     /// The peer address this connection is indexed under in `peers`.
     peer: SocketAddr,
 }
@@ -307,9 +318,10 @@ pub struct Endpoint {
     incoming: VecDeque<ConnectionHandle>,
     /// Connections held that are busy refusals.
     refusing: usize,
-    /// Our connections by the stateless reset token their peer gave and the
-    /// peer's address (a reset must come from the peer's address).
-    reset_tokens: HashMap<(SocketAddr, [u8; RESET_TOKEN_LEN]), ConnectionHandle>,
+    /// Our connections by the stateless reset tokens of the peer IDs they
+    /// use and the peer's address (a reset must come from the peer's
+    /// address), compared in constant time.
+    reset_tokens: reset::ResetWatch,
     /// Datagrams the endpoint sends on its own account: stateless resets.
     stateless: VecDeque<(Vec<u8>, SocketAddr)>,
     /// Stateless resets that may still be sent in the current second.
@@ -399,7 +411,7 @@ impl Endpoint {
             incoming: VecDeque::new(),
             refusing: 0,
             timed_out: Vec::new(),
-            reset_tokens: HashMap::new(),
+            reset_tokens: reset::ResetWatch::default(),
             stateless: VecDeque::new(),
             stateless_credit: MAX_STATELESS_PER_SECOND,
             stateless_credit_since: None,
@@ -638,9 +650,25 @@ impl Endpoint {
             to: self.local,
             now,
         };
+        // Opening may overwrite the datagram: keep its last 16 bytes for
+        // the reset check below.
+        let tail = datagram.last_chunk::<RESET_TOKEN_LEN>().copied();
         // `Err(Closed)` means the connection is already closed: the datagram
         // is simply too late.
         let _ = entry.connection.recv(datagram, info);
+        // RFC 9000 §10.3.1: a datagram whose first packet does not open may
+        // be a stateless reset, even one that names a connection's own ID.
+        if entry.connection.first_packet_unprocessed() {
+            if let Some(tail) = tail.filter(|_| datagram.len() >= MIN_RESET_LEN) {
+                if self.recognise_reset_tail(&tail, from, now) {
+                    // Perhaps another connection with that peer: rare.
+                    self.timers.touch_all(self.connections.keys());
+                }
+            }
+        }
+        let Some(entry) = self.connections.get_mut(&handle) else {
+            return Some(handle);
+        };
         if let Some(token) = entry.connection.take_new_token() {
             let store = entry.connection.token_store().unwrap_or(&self.tokens);
             store.insert(from, token);
@@ -784,6 +812,8 @@ impl Endpoint {
                 return None;
             }
         }
+        // A bad Retry token of ours is answered, not dropped (below).
+        let mut invalid_token = None;
         let validated = match checked {
             Ok(ValidToken::RetryFromNewAddress(_)) if !full && self.retry_wanted() => {
                 // This server proves addresses now: another address with
@@ -796,9 +826,17 @@ impl Endpoint {
             }
             Ok(valid) => Some(valid),
             Err(error @ (TokenError::Expired | TokenError::WrongConnectionId)) => {
-                tracing::debug!(%from, %error, "dropping a client Initial with a bad Retry token");
                 self.stats.dropped_invalid_token += 1;
-                return None;
+                // RFC 9000 §8.1.2: the client takes no second Retry; tell
+                // it now (one small datagram, held as a refusal) rather
+                // than leave it to time out.
+                if self.refusing >= MAX_REFUSING {
+                    tracing::debug!(%from, %error, "dropping a client Initial with a bad Retry token");
+                    return None;
+                }
+                tracing::debug!(%from, %error, "closing with INVALID_TOKEN: a bad Retry token");
+                invalid_token = Some(error);
+                None
             }
             Err(TokenError::NotOurs | TokenError::Stale | TokenError::Spent) => {
                 if !full && self.retry_wanted() {
@@ -838,6 +876,8 @@ impl Endpoint {
                 .as_ref()
                 .map_or(self.max_connections, |loads| loads.max_connections());
             connection.refuse(busy_reason(limit));
+        } else if let Some(error) = invalid_token {
+            connection.refuse_token(error.to_string());
         } else {
             match validated {
                 Some(ValidToken::Retry(contents)) => {
@@ -868,14 +908,15 @@ impl Endpoint {
         }
         // A timeout too large for the clock means no deadline.
         let deadline = now.checked_add(self.handshake_timeout);
-        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline, full) {
+        let refusing = full || invalid_token.is_some();
+        if let Err(error) = self.insert(handle, connection, Some(client_dcid), deadline, refusing) {
             tracing::warn!(%error, %from, "dropping a new client Initial");
             self.stats.dropped_unknown_connection += 1;
             return None;
         }
         if full {
             self.stats.refused_busy += 1;
-        } else {
+        } else if invalid_token.is_none() {
             self.stats.connections_accepted += 1;
             self.incoming.push_back(handle);
         }
@@ -1100,16 +1141,15 @@ impl Endpoint {
                     }
                 }
                 CidChange::WatchResetToken(token) => {
-                    let key = (entry.connection.remote(), *token.as_bytes());
-                    self.reset_tokens.insert(key, handle);
-                    entry.reset_tokens.push(key);
+                    let peer = entry.connection.remote();
+                    self.reset_tokens.insert(peer, token, handle);
+                    entry.reset_tokens.push((peer, token));
                 }
                 CidChange::ForgetResetToken(token) => {
-                    let token = *token.as_bytes();
-                    entry.reset_tokens.retain(|key| {
-                        let keep = key.1 != token;
+                    entry.reset_tokens.retain(|(peer, watched)| {
+                        let keep = *watched != token;
                         if !keep {
-                            self.reset_tokens.remove(key);
+                            self.reset_tokens.remove(*peer, watched, handle);
                         }
                         keep
                     });
@@ -1165,8 +1205,8 @@ impl Endpoint {
         for cid in &entry.routes {
             self.routes.remove(cid);
         }
-        for key in &entry.reset_tokens {
-            self.reset_tokens.remove(key);
+        for (peer, token) in &entry.reset_tokens {
+            self.reset_tokens.remove(*peer, token, handle);
         }
         self.refusing -= usize::from(entry.refusing);
         self.publish_load();

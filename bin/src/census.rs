@@ -16,6 +16,20 @@ use sift::wire::{
     is_retry, parse_long_invariant, PacketType, Reader, QUIC_V1, VERSION, VERSION_NEGOTIATION,
 };
 
+/// Versions counted each under its own key; packets of any further version
+/// share [`OTHER_VERSIONS`]. Anyone can send a datagram with a long header
+/// of any version through a relay (greased versions, RFC 9000 §15, or a
+/// flood of made-up ones), so the map must not grow with them; sift/1, v1,
+/// v2 and a few greased ones fit well.
+pub const MAX_VERSIONS: usize = 16;
+/// The key of the bucket for versions beyond [`MAX_VERSIONS`].
+pub const OTHER_VERSIONS: &str = "other";
+/// Distinct client source connection IDs remembered to count handshakes.
+/// A spoofing client can make up a new one in every Initial; past this
+/// many, a new ID is counted in `untracked_initials` instead. An interop
+/// case starts a handful of handshakes; a load test a few thousand.
+pub const MAX_TRACKED_SCIDS: usize = 16_384;
+
 /// Long-header packets of one version, by type.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LongHeaders {
@@ -33,15 +47,21 @@ pub struct LongHeaders {
 pub struct Census {
     pub datagrams: u64,
     pub bytes: u64,
-    /// By version, written `0x%08x`.
+    /// By version, written `0x%08x`: the first [`MAX_VERSIONS`] seen, then
+    /// every further one under [`OTHER_VERSIONS`].
     pub long_headers: BTreeMap<String, LongHeaders>,
     /// Datagrams that began with a short header.
     pub short_headers: u64,
     pub version_negotiation: u64,
     /// Distinct source connection IDs of the Initial packets seen: on the
     /// client's direction, the handshakes clients started (a client keeps
-    /// its SCID across a Retry and a version change).
+    /// its SCID across a Retry and a version change). At most
+    /// [`MAX_TRACKED_SCIDS`]; see `untracked_initials` beyond.
     pub client_initial_scids: u64,
+    /// Initials whose source connection ID was new once
+    /// [`MAX_TRACKED_SCIDS`] were remembered: handshakes beyond the count
+    /// above (or repeats of one the census could not remember).
+    pub untracked_initials: u64,
     #[serde(skip)]
     initial_scids: BTreeSet<Vec<u8>>,
     /// A Handshake packet went this way (from a client: its address is
@@ -101,10 +121,7 @@ impl Census {
                 self.version_negotiation += 1;
                 return;
             }
-            let counts = self
-                .long_headers
-                .entry(format!("{:#010x}", invariant.version))
-                .or_default();
+            let counts = self.version_counts(invariant.version);
             if is_retry(rest) {
                 counts.retry += 1;
                 return;
@@ -116,9 +133,7 @@ impl Census {
             match ty {
                 LongType::Initial => {
                     counts.initial += 1;
-                    if self.initial_scids.insert(invariant.scid.to_vec()) {
-                        self.client_initial_scids = self.initial_scids.len() as u64;
-                    }
+                    self.count_initial_scid(invariant.scid);
                 }
                 LongType::ZeroRtt => counts.zero_rtt += 1,
                 LongType::Handshake => {
@@ -127,6 +142,34 @@ impl Census {
                 }
             }
             rest = &rest[len.min(rest.len())..];
+        }
+    }
+
+    /// The counts of `version`: its own until [`MAX_VERSIONS`] have their
+    /// own, the shared [`OTHER_VERSIONS`] bucket after that.
+    fn version_counts(&mut self, version: u32) -> &mut LongHeaders {
+        let key = format!("{version:#010x}");
+        let own_keys =
+            self.long_headers.len() - usize::from(self.long_headers.contains_key(OTHER_VERSIONS));
+        let key = if own_keys < MAX_VERSIONS || self.long_headers.contains_key(&key) {
+            key
+        } else {
+            OTHER_VERSIONS.to_string()
+        };
+        self.long_headers.entry(key).or_default()
+    }
+
+    /// Counts a client Initial's source ID: a new handshake while fewer
+    /// than [`MAX_TRACKED_SCIDS`] are remembered, untracked after.
+    fn count_initial_scid(&mut self, scid: &[u8]) {
+        if self.initial_scids.contains(scid) {
+            return;
+        }
+        if self.initial_scids.len() < MAX_TRACKED_SCIDS {
+            self.initial_scids.insert(scid.to_vec());
+            self.client_initial_scids = self.initial_scids.len() as u64;
+        } else {
+            self.untracked_initials += 1;
         }
     }
 }
@@ -257,6 +300,45 @@ mod tests {
         before.record(false, 50_000, client.handshake_seen);
         assert_eq!(before.server_bytes, 3400, "validated: no longer counted");
         assert_eq!(before.client_bytes, v1_packet(0, &[1], 1100).len() as u64);
+    }
+
+    #[test]
+    fn versions_past_the_cap_share_one_bucket() {
+        let mut census = Census::default();
+        let versions = MAX_VERSIONS as u32 + 100;
+        for version in 0..versions {
+            let mut datagram = vec![0xc0];
+            datagram.extend_from_slice(&(0x1a2a_0000 + version).to_be_bytes());
+            datagram.extend_from_slice(&[0, 0, 1, 2, 3]);
+            census.record(&datagram);
+            census.record(&datagram);
+        }
+        assert_eq!(census.long_headers.len(), MAX_VERSIONS + 1);
+        assert_eq!(census.long_headers[OTHER_VERSIONS].unparsed, 2 * 100);
+        let counted: u64 = census.long_headers.values().map(|v| v.unparsed).sum();
+        assert_eq!(
+            counted,
+            2 * u64::from(versions),
+            "every packet counted once"
+        );
+    }
+
+    #[test]
+    fn client_scids_past_the_cap_are_counted_not_remembered() {
+        let mut census = Census::default();
+        let scids = MAX_TRACKED_SCIDS as u32 + 100;
+        for scid in 0..scids {
+            census.record(&v1_packet(0, &scid.to_be_bytes(), 20));
+        }
+        // A known ID again: neither a new handshake nor untracked.
+        census.record(&v1_packet(0, &0u32.to_be_bytes(), 20));
+        assert_eq!(census.client_initial_scids, MAX_TRACKED_SCIDS as u64);
+        assert_eq!(census.untracked_initials, 100);
+        assert_eq!(census.initial_scids.len(), MAX_TRACKED_SCIDS);
+        assert_eq!(
+            census.long_headers["0x00000001"].initial,
+            u64::from(scids) + 1
+        );
     }
 
     #[test]

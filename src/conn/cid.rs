@@ -26,9 +26,12 @@
 //! - A server's reset tokens come from its server secret, so a restarted
 //!   server can still reset any ID it issued; a client's are drawn from
 //!   the connection's seeded RNG (a client endpoint never resets anyone).
-//! - Only a client watches for the reset tokens of the peer's IDs: a sift
-//!   client never sends a stateless reset, so a server would only spend
-//!   memory on them.
+//! - Each side watches for the reset token of the peer ID it sends to, and
+//!   only that one (RFC 9000 §10.3.1: never the token of a spare ID not
+//!   yet used, nor of a retired one): the endpoint learns it when the ID
+//!   comes into use and forgets it when the ID is retired. A server
+//!   watches too: a sift client never sends a stateless reset, but other
+//!   stacks' clients do.
 //! - What the endpoint must learn (routes to add and drop, reset tokens to
 //!   watch for) queues as [`CidChange`]s it drains after every datagram.
 //!   A connection whose changes nobody drains stops issuing replacements
@@ -298,12 +301,12 @@ impl ConnectionIds {
                     // Issued and retired at once (RFC 9000 §5.1.2).
                     self.queue_retirement(sequence)?;
                 } else if !self.retired.contains(sequence) {
+                    // Its token is watched once the ID is used (`switch`).
                     self.spares.push(Spare {
                         sequence,
                         cid,
                         reset_token,
                     });
-                    self.watch(CidChange::WatchResetToken(reset_token));
                 }
             }
         }
@@ -314,7 +317,6 @@ impl ConnectionIds {
             let mut kept = Vec::with_capacity(self.spares.len());
             for spare in std::mem::take(&mut self.spares) {
                 if spare.sequence < retire_prior_to {
-                    self.watch(CidChange::ForgetResetToken(spare.reset_token));
                     self.queue_retirement(spare.sequence)?;
                 } else {
                     kept.push(spare);
@@ -362,6 +364,7 @@ impl ConnectionIds {
         }
         self.current = next.sequence;
         self.current_reset_token = Some(next.reset_token);
+        self.watch(CidChange::WatchResetToken(next.reset_token));
         self.switches += 1;
         Some(next.cid)
     }
@@ -525,7 +528,10 @@ mod tests {
         assert_eq!(ids.next_retirement(), Some(0));
         assert_eq!(
             drain(&mut ids),
-            vec![CidChange::ForgetResetToken(handshake_token)]
+            vec![
+                CidChange::ForgetResetToken(handshake_token),
+                CidChange::WatchResetToken(ResetToken::new([11; 16])),
+            ]
         );
         assert_eq!(ids.current_reset_token(), Some(ResetToken::new([11; 16])));
         assert_eq!(ids.switch(), Some(cid(12)));
@@ -535,6 +541,35 @@ mod tests {
         ids.on_new_connection_id(1, 0, cid(11), [11; 16], cid(12))
             .unwrap();
         assert_eq!(ids.switch(), None);
+    }
+
+    #[test]
+    fn a_spare_ids_reset_token_is_watched_only_once_the_id_is_used() {
+        // RFC 9000 §10.3.1: tokens of IDs not yet used are not checked.
+        let mut ids = ConnectionIds::new(cid(1), None, true);
+        let handshake_token = ResetToken::new([1; 16]);
+        ids.on_peer_params(2, Some(handshake_token));
+        assert_eq!(
+            drain(&mut ids),
+            vec![CidChange::WatchResetToken(handshake_token)]
+        );
+        ids.on_new_connection_id(1, 0, cid(11), [11; 16], cid(10))
+            .unwrap();
+        ids.on_new_connection_id(2, 0, cid(12), [12; 16], cid(10))
+            .unwrap();
+        assert_eq!(drain(&mut ids), vec![], "spares are not watched");
+        // Retire Prior To retires a spare never used: nothing to forget.
+        let switched = ids
+            .on_new_connection_id(3, 2, cid(13), [13; 16], cid(10))
+            .unwrap();
+        assert_eq!(switched, Some(cid(12)));
+        assert_eq!(
+            drain(&mut ids),
+            vec![
+                CidChange::ForgetResetToken(handshake_token),
+                CidChange::WatchResetToken(ResetToken::new([12; 16])),
+            ]
+        );
     }
 
     #[test]

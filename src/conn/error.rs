@@ -24,6 +24,9 @@ pub mod codes {
     pub const CONNECTION_ID_LIMIT_ERROR: u64 = 0x9;
     /// PROTOCOL_VIOLATION: an error no more specific code covers.
     pub const PROTOCOL_VIOLATION: u64 = 0xa;
+    /// INVALID_TOKEN: a Retry token the server cannot accept
+    /// (RFC 9000 §8.1.2, §20.1).
+    pub const INVALID_TOKEN: u64 = 0xb;
     /// APPLICATION_ERROR: the application closed before the handshake
     /// completed (RFC 9000 §10.2.3).
     pub const APPLICATION_ERROR: u64 = 0xc;

@@ -21,7 +21,7 @@
 //! with the wrong phase fails its *header* check and counts as
 //! header-corrupt, as a flipped key-phase bit does in Null mode.
 
-use super::error::codes;
+use super::error::{codes, TransportFailure};
 use super::{Connection, Protection};
 use crate::crypto::tls::initial_protection;
 use crate::crypto::{NullProtection, PacketProtection};
@@ -32,6 +32,12 @@ use crate::Side;
 /// Packets sealed before the confidentiality limit at which we update
 /// anyway, so the update completes before the limit (RFC 9001 §6.6).
 const CONFIDENTIALITY_MARGIN: u64 = 1 << 16;
+/// Packets left under the confidentiality limit at which a connection that
+/// still cannot update its keys closes with AEAD_LIMIT_REACHED: RFC 9001
+/// §6.6 asks it to stop using the connection, and recommends closing
+/// before no update is possible. The reserve leaves room for the
+/// CONNECTION_CLOSE and its repeats; past the limit nothing is sealed.
+const CLOSE_RESERVE: u64 = 1 << 10;
 
 /// The Initial keys of `protection` for `side`, from the client's first
 /// destination connection ID.
@@ -67,7 +73,7 @@ pub(super) struct KeyPhases {
     first_sent_in_phase: Option<u64>,
     /// A packet of ours in the current phase was acknowledged.
     current_phase_acked: bool,
-    sent_in_phase: u64,
+    pub(super) sent_in_phase: u64,
     /// Key updates so far, by either side.
     pub updates: u64,
 }
@@ -203,22 +209,49 @@ impl Connection {
         phases.updates += 1;
     }
 
-    /// Starts a key update if one is due (see the module docs).
+    /// Packets the current 1-RTT keys may seal (RFC 9001 §6.6).
+    fn one_rtt_confidentiality_limit(&self) -> u64 {
+        self.confidentiality_limit.unwrap_or_else(|| {
+            self.keys[SpaceId::Data.index()]
+                .as_deref()
+                .map_or(u64::MAX, |keys| keys.confidentiality_limit())
+        })
+    }
+
+    /// The current 1-RTT keys have sealed all the packets they may: they
+    /// seal no more (RFC 9001 §6.6).
+    pub(super) fn one_rtt_keys_exhausted(&self) -> bool {
+        self.key_phases.sent_in_phase >= self.one_rtt_confidentiality_limit()
+    }
+
+    /// Starts a key update if one is due (see the module docs); closes with
+    /// AEAD_LIMIT_REACHED if one is needed and cannot be made in time.
     pub(super) fn maybe_initiate_key_update(&mut self) {
         let phases = &self.key_phases;
-        if !self.handshake_confirmed || phases.next.is_none() || !phases.current_phase_acked {
-            return;
-        }
-        let limit = self.keys[SpaceId::Data.index()]
-            .as_deref()
-            .map_or(u64::MAX, |keys| keys.confidentiality_limit());
+        let limit = self.one_rtt_confidentiality_limit();
         let forced = self
             .config
             .key_update_interval
             .is_some_and(|interval| phases.sent_in_phase >= interval);
-        if forced || phases.sent_in_phase >= limit.saturating_sub(CONFIDENTIALITY_MARGIN) {
+        let near_limit = phases.sent_in_phase >= limit.saturating_sub(CONFIDENTIALITY_MARGIN);
+        if !(forced || near_limit) {
+            return;
+        }
+        if self.handshake_confirmed && phases.next.is_some() && phases.current_phase_acked {
             tracing::debug!(sent = phases.sent_in_phase, "initiating a key update");
             self.rotate_keys();
+            return;
+        }
+        // The update waits for confirmation or an acknowledgement in this
+        // phase (RFC 9001 §6.1), or the cipher has none (Null): the limit
+        // still holds.
+        if phases.sent_in_phase >= limit.saturating_sub(CLOSE_RESERVE) && !self.is_closing() {
+            let sent = phases.sent_in_phase;
+            tracing::warn!(remote = %self.remote, sent, limit, "closing: the keys near their confidentiality limit and cannot be updated");
+            self.fail(TransportFailure::new(
+                codes::AEAD_LIMIT_REACHED,
+                format!("{sent} packets sealed under one key of a {limit}-packet limit, and no key update possible"),
+            ));
         }
     }
 

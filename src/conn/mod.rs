@@ -14,6 +14,7 @@ mod closing;
 mod error;
 mod forge;
 mod handshake;
+mod held;
 mod keys;
 mod liar;
 mod path;
@@ -405,11 +406,24 @@ pub struct Connection {
     key_phases: KeyPhases,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
-    /// Server: refuse the client's first Initial with this reason.
-    refusal: Option<String>,
+    /// Server: refuse the client's first Initial with this code and reason.
+    refusal: Option<(u64, String)>,
     /// Packets that may fail authentication before the connection closes,
     /// when not the cipher's own limit (tests reach it quickly).
     integrity_limit: Option<u64>,
+    /// Packets that may be sealed under one set of 1-RTT keys, when not
+    /// the cipher's own limit (tests reach it quickly).
+    confidentiality_limit: Option<u64>,
+    /// The source connection ID of the peer's first Initial: a client
+    /// discards long-header packets with another, a server Initials
+    /// (RFC 9000 §7.2).
+    peer_first_scid: Option<ConnectionId>,
+    /// The last datagram's first packet reached an open connection and was
+    /// not processed (not opened, or held): the endpoint checks it for a
+    /// stateless reset (RFC 9000 §10.3.1).
+    first_packet_unprocessed: bool,
+    /// 1-RTT packets received before the handshake completed, unread.
+    held: held::HeldPackets,
     /// Client: the token and connection ID of the server's Retry, once one
     /// was accepted (at most one per connection).
     retry: Option<(Vec<u8>, ConnectionId)>,
@@ -679,8 +693,12 @@ impl Connection {
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
             integrity_limit: None,
+            confidentiality_limit: None,
+            peer_first_scid: None,
+            first_packet_unprocessed: false,
+            held: held::HeldPackets::default(),
             recv_dcid: local_cid,
-            cids: ConnectionIds::new(local_cid, reset_token, side == Side::Client)
+            cids: ConnectionIds::new(local_cid, reset_token, true)
                 .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
             acks: [
                 AckState::new(Duration::ZERO),
@@ -860,6 +878,13 @@ impl Connection {
             tracing::debug!(from = %self.peer_cid, to = %cid, "moving to another of the peer's connection IDs");
             self.peer_cid = cid;
         }
+    }
+
+    /// Whether the first packet of the last datagram reached this open
+    /// connection and was not processed: RFC 9000 §10.3.1 has the endpoint
+    /// check such a datagram for a stateless reset.
+    pub(crate) fn first_packet_unprocessed(&self) -> bool {
+        self.first_packet_unprocessed
     }
 
     /// The peer sent a stateless reset (RFC 9000 §10.3.1; the endpoint
@@ -1098,7 +1123,17 @@ impl Connection {
     /// says so at once this way rather than staying silent.
     pub fn refuse(&mut self, reason: impl Into<String>) {
         if self.side == Side::Server && !self.peer_cid_learned {
-            self.refusal = Some(reason.into());
+            self.refusal = Some((codes::CONNECTION_REFUSED, reason.into()));
+        }
+    }
+
+    /// Server, before the client's first Initial arrives: its Retry token
+    /// is ours but expired or names another connection ID. The client will
+    /// not take a second Retry, so it is told at once with INVALID_TOKEN
+    /// (RFC 9000 §8.1.2), the way [`Connection::refuse`] answers.
+    pub fn refuse_token(&mut self, reason: impl Into<String>) {
+        if self.side == Side::Server && !self.peer_cid_learned {
+            self.refusal = Some((codes::INVALID_TOKEN, reason.into()));
         }
     }
 
@@ -1656,6 +1691,7 @@ impl Connection {
             header_corrupt_dropped: c.header_corrupt_dropped,
             damaged_headers_repaired: c.damaged_headers_repaired,
             malformed_dropped: c.malformed_dropped + c.undecryptable_dropped,
+            one_rtt_held: c.one_rtt_held,
             corruption_notices_negotiated: self.notices_negotiated,
             version: crate::wire::version_name(self.versions.current().version()),
             cipher: self

@@ -12,13 +12,15 @@ use super::error::{codes, TransportFailure};
 use super::handshake::Progress;
 use super::keys::KeySlot;
 use super::path::ResponseOutcome;
-use super::{level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS};
+use super::{
+    level_of, space_of, CloseReason, Connection, State, MAX_QUEUED_DATAGRAMS, MIN_INITIAL_DATAGRAM,
+};
 use crate::crypto::{Level, OpenError, PacketFormat};
 use crate::recovery::SpaceId;
 use crate::stream::{Dir, TransportError};
 use crate::wire::{
     decode_packet_number_of_len, parse_frames, AckRanges, ConnectionId, Frame, PacketType,
-    HEADER_TAG_LEN,
+    ParsedHeader, HEADER_TAG_LEN,
 };
 use crate::{Error, RecvInfo, Side};
 
@@ -97,6 +99,7 @@ impl Connection {
         let now = info.now;
         self.now = now;
         let len = datagram.len();
+        self.first_packet_unprocessed = false;
         match self.state {
             State::Closed => return Err(Error::Closed),
             State::Draining { .. } => return Ok(len),
@@ -127,13 +130,20 @@ impl Connection {
             self.amplification_received += len as u64;
         }
         let mut offset = 0;
+        let processed_before = self.counters.packets_received;
         while offset < len && !self.is_closing() {
             let (packet_len, outcome) = self.recv_packet(&mut datagram[offset..], now);
+            if offset == 0 {
+                self.first_packet_unprocessed = self.counters.packets_received == processed_before;
+            }
             match outcome {
                 PacketOutcome::Continue => offset += packet_len,
                 PacketOutcome::StopDatagram => break,
             }
         }
+        // A Handshake packet of this datagram may have completed the
+        // handshake: the 1-RTT packets held until then are read now.
+        self.receive_held(now);
         self.issue_connection_ids();
         // ACKs and losses move the window, so `writable` follows it.
         self.streams.size_send_buffer(self.recovery.window());
@@ -159,7 +169,7 @@ impl Connection {
     }
 
     /// Handles the packet at the start of `buf`; returns its length.
-    fn recv_packet(&mut self, buf: &mut [u8], now: Instant) -> (usize, PacketOutcome) {
+    pub(super) fn recv_packet(&mut self, buf: &mut [u8], now: Instant) -> (usize, PacketOutcome) {
         let Some(format) = self.format_of(buf) else {
             // A version this connection does not speak (now): RFC 9000 §5.2.
             self.counters.malformed_dropped += 1;
@@ -182,7 +192,11 @@ impl Connection {
             Err(_) => {
                 // A bit error can break a 1-RTT header's parse (its flags or
                 // its length): rebuild it like one that fails its tag.
-                if let Some(outcome) = self.accept_rebuilt(buf, None, now) {
+                let outcome = self
+                    .may_open_one_rtt()
+                    .then(|| self.accept_rebuilt(buf, None, now))
+                    .flatten();
+                if let Some(outcome) = outcome {
                     return outcome;
                 }
                 self.counters.malformed_dropped += 1;
@@ -190,6 +204,9 @@ impl Connection {
             }
         };
         let packet_len = parsed.packet_len;
+        if let Some(outcome) = self.refuse_unread(&parsed, &buf[..packet_len]) {
+            return (packet_len, outcome);
+        }
         let level = match parsed.ty {
             PacketType::Initial => Level::Initial,
             PacketType::Handshake => Level::Handshake,
@@ -214,8 +231,7 @@ impl Connection {
                     Self::PROTECTION_MISMATCH_CODE,
                     Self::protection_mismatch_reason(client_asked),
                 )),
-                (None, Some(reason)) => Some((codes::CONNECTION_REFUSED, reason)),
-                (None, None) => None,
+                (None, refusal) => refusal,
             };
             if let Some((code, reason)) = refusal {
                 // Answer in the client's own Initial keys, so it can read
@@ -362,6 +378,38 @@ impl Connection {
         )
     }
 
+    /// Packets set aside before any key touches them: `Some` when the
+    /// packet is not to be opened now (the datagram goes on).
+    fn refuse_unread(&mut self, parsed: &ParsedHeader<'_>, packet: &[u8]) -> Option<PacketOutcome> {
+        match (self.side, parsed.ty) {
+            // RFC 9001 §5.7: no 1-RTT packet is opened before the handshake
+            // completes; held for then (`held`).
+            (_, PacketType::OneRtt) if !self.may_open_one_rtt() => {
+                self.hold_one_rtt(packet);
+            }
+            // RFC 9000 §7.2: once the server's first Initial named its
+            // source ID, a long header naming another is not the server's;
+            // and a server takes Initials only from the source ID the
+            // client's first one named (their keys are public).
+            (Side::Client, PacketType::Initial | PacketType::Handshake)
+            | (Side::Server, PacketType::Initial)
+                if self.peer_first_scid.is_some_and(|scid| scid != parsed.scid) =>
+            {
+                self.counters.malformed_dropped += 1;
+            }
+            // RFC 9000 §14.1: a client Initial comes in a datagram of at
+            // least 1200 bytes, every one of them (the endpoint checks the
+            // first before it makes the connection).
+            (Side::Server, PacketType::Initial)
+                if self.recv_datagram_len < MIN_INITIAL_DATAGRAM =>
+            {
+                self.counters.malformed_dropped += 1;
+            }
+            _ => return None,
+        }
+        Some(PacketOutcome::Continue)
+    }
+
     /// The rest of receiving a packet whose tags verified, or whose header
     /// was rebuilt (`conn/repair.rs`).
     pub(super) fn accept_packet(
@@ -398,14 +446,19 @@ impl Connection {
             return (packet_len, PacketOutcome::Continue);
         }
         if self.side == Side::Client && ty == PacketType::Initial && !self.peer_cid_learned {
-            // RFC 9000 §7.2: switch to the server's chosen CID.
+            // RFC 9000 §7.2: switch to the server's chosen CID, and hold
+            // every later long header to it.
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
+            self.peer_first_scid = Some(peer_scid);
         }
         if self.side == Side::Server && !self.peer_cid_learned && ty == PacketType::Initial {
+            // RFC 9000 §7.2: the client's first Initial names the ID the
+            // server sends to, and the only source ID of later Initials.
             self.original_dcid = dcid;
             self.peer_cid = peer_scid;
             self.peer_cid_learned = true;
+            self.peer_first_scid = Some(peer_scid);
             let params = self.handshake.local_params_mut();
             match self.retried_from {
                 Some((original_dcid, retry_scid)) => {
@@ -594,8 +647,8 @@ impl Connection {
                 self.recovery.distrust_notices();
             }
         }
-        let corrupted = self.recovery.on_corrupted(space, ranges.iter(), now);
-        self.on_packets_lost(space, corrupted);
+        let named = self.recovery.on_corrupted(space, ranges.iter(), now);
+        self.on_packets_lost(space, named.into_resent());
         Ok(())
     }
 

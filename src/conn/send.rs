@@ -201,8 +201,9 @@ impl Connection {
             let size = match sealed {
                 Ok(size) => size,
                 Err(error) => {
-                    // Only a payload beyond the AEAD's limit fails, which
-                    // no datagram-sized packet reaches.
+                    // Only a payload beyond the AEAD's limit or a packet
+                    // number 2^31 past the largest acknowledged fails, which
+                    // no datagram-sized packet and no congestion window reach.
                     tracing::error!(%error, "dropping a packet that could not be sealed");
                     continue;
                 }
@@ -666,7 +667,14 @@ impl Connection {
         }
 
         let has_data = self.has_ack_eliciting_data(space) || self.probes[space.index()] > 0;
-        let may_send = has_data && self.may_send_ack_eliciting(space, now);
+        // RFC 9000 §14.1: a server's ack-eliciting Initial leaves in a
+        // datagram of at least 1200 bytes. Initial is planned first, so
+        // `room` is the datagram's limit: under a smaller anti-amplification
+        // allowance it waits for the client's next datagram (an ACK still
+        // goes).
+        let initial_held =
+            self.side == Side::Server && space == SpaceId::Initial && room < MIN_INITIAL_DATAGRAM;
+        let may_send = has_data && !initial_held && self.may_send_ack_eliciting(space, now);
         let zero_rtt = space == SpaceId::Data && self.sending_zero_rtt();
         if zero_rtt {
             // RFC 9000 §12.4: a 0-RTT packet carries no ACK, and sift's

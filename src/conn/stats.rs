@@ -20,6 +20,7 @@ pub(crate) struct Counters {
     pub malformed_dropped: u64,
     pub duplicate_packets: u64,
     pub undecryptable_dropped: u64,
+    pub one_rtt_held: u64,
     /// Openings that failed authentication under Handshake or 1-RTT keys
     /// (a header tag, a payload tag, or a rebuilt header's try), counted
     /// against the cipher's integrity limit.
@@ -123,6 +124,10 @@ pub struct Stats {
     pub damaged_headers_repaired: u64,
     /// Datagrams or packets that did not parse.
     pub malformed_dropped: u64,
+    /// 1-RTT packets that arrived before the handshake completed, held
+    /// unread and received once it had (RFC 9001 §5.7).
+    #[serde(default)]
+    pub one_rtt_held: u64,
     /// Both sides offered corruption notices.
     pub corruption_notices_negotiated: bool,
     /// The version the connection runs: "sift/1" (split tags, corruption
@@ -234,6 +239,7 @@ impl Default for Stats {
             header_corrupt_dropped: 0,
             damaged_headers_repaired: 0,
             malformed_dropped: 0,
+            one_rtt_held: 0,
             corruption_notices_negotiated: false,
             version: String::new(),
             cipher: String::new(),

@@ -1891,6 +1891,7 @@ mod paths;
 mod resumption;
 mod rfc9000;
 mod rfc9000_packets;
+mod rfc_rules;
 
 #[test]
 fn a_packet_with_no_frames_closes_the_connection() {

@@ -123,6 +123,9 @@ impl Connection {
         if space == SpaceId::Data && self.sending_zero_rtt() {
             return self.zero_rtt.keys.as_deref();
         }
+        if space == SpaceId::Data && self.one_rtt_keys_exhausted() {
+            return None;
+        }
         self.keys[space.index()].as_deref()
     }
 

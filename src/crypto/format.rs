@@ -240,7 +240,10 @@ impl PacketFormat for QuicFormat {
         frames_len: usize,
         keys: &dyn PacketProtection,
     ) -> usize {
-        let pn_len = packet_number_len(header.packet_number, largest_acked);
+        // A number out of reach is refused by `seal_into`; its size here is
+        // the longest, which is never too little.
+        let pn_len =
+            packet_number_len(header.packet_number, largest_acked).unwrap_or(PACKET_NUMBER_LEN);
         let tag_len = keys.payload_tag_len();
         let payload_len = Self::padded_frames_len(frames_len, pn_len, tag_len) + tag_len;
         quic_header_len(header, pn_len, payload_len) + payload_len
@@ -255,7 +258,14 @@ impl PacketFormat for QuicFormat {
         header_scratch: &mut Vec<u8>,
         out: &mut [u8],
     ) -> Result<usize, CryptoError> {
-        let pn_len = packet_number_len(header.packet_number, largest_acked);
+        // RFC 9000 §17.1: a length that cannot span twice the distance to
+        // the largest acknowledged would decode to another number: refuse.
+        let pn_len = packet_number_len(header.packet_number, largest_acked).ok_or(
+            CryptoError::PacketNumberOutOfReach {
+                packet_number: header.packet_number,
+                largest_acked,
+            },
+        )?;
         self.seal_with_pn_len(header, pn_len, frames, keys, header_scratch, out)
     }
 }

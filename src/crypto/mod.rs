@@ -109,6 +109,15 @@ pub enum CryptoError {
         /// The packet that could not be sealed.
         packet_number: u64,
     },
+    /// QUIC v1 cannot send the packet number unambiguously: the peer has
+    /// acknowledged nothing within 2^31 numbers of it (RFC 9000 §17.1).
+    #[error("packet {packet_number} is too far past the largest acknowledged ({largest_acked:?}) for a 4-byte packet number")]
+    PacketNumberOutOfReach {
+        /// The packet that could not be sealed.
+        packet_number: u64,
+        /// The largest packet number the peer acknowledged in its space.
+        largest_acked: Option<u64>,
+    },
     /// Header protection could not be applied or removed (a sample of the
     /// wrong size).
     #[error("header protection sample of the wrong size")]

@@ -1,22 +1,95 @@
 //! Stateless reset on the endpoint (RFC 9000 §10.3): a server with a secret
 //! answers a short-header packet for a connection ID it does not know with
-//! a reset carrying that ID's token; a client recognises one by the token
-//! its server gave, for datagrams that match no connection. Both kinds of
-//! stateless answer (resets and version negotiation) share one rate limit.
+//! a reset carrying that ID's token; either side recognises one, for
+//! datagrams that match no connection or whose first packet does not open,
+//! by the token of a peer connection ID one of its connections uses. Both
+//! kinds of stateless answer (resets and version negotiation) share one
+//! rate limit.
+//!
+//! Recognising a reset (RFC 9000 §10.3.1) must not tell an attacker which
+//! tokens it came close to: the watched tokens are kept per peer address,
+//! and a datagram's last 16 bytes are compared with every token of its
+//! source address, each in constant time and without stopping at a match
+//! ([`ResetWatch::find`]). The address is public; the tokens are not. Which
+//! tokens are watched is the connection's choice (`conn::cid`): only those
+//! of the peer IDs it sends to, never of spares it has not used or of IDs
+//! it retired.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, RngCore};
 
 use super::{
-    Endpoint, MAX_QUEUED_STATELESS, MAX_RESET_LEN, MAX_STATELESS_PER_SECOND, MIN_RESET_LEN,
-    RESET_FIRST_BYTE_BITS,
+    ConnectionHandle, Endpoint, MAX_QUEUED_STATELESS, MAX_RESET_LEN, MAX_STATELESS_PER_SECOND,
+    MIN_RESET_LEN, RESET_FIRST_BYTE_BITS,
 };
+use crate::crypto::ResetToken;
 use crate::wire::{CidSteering, ConnectionId, RESET_TOKEN_LEN};
 
+/// The peers' reset tokens our connections watch, by the peer's address (a
+/// reset must come from the address the connection sends to).
+#[derive(Debug, Default)]
+pub(super) struct ResetWatch {
+    by_peer: HashMap<SocketAddr, Vec<(ResetToken, ConnectionHandle)>>,
+}
+
+impl ResetWatch {
+    /// Watches `token` from `peer` for `handle`.
+    pub fn insert(&mut self, peer: SocketAddr, token: ResetToken, handle: ConnectionHandle) {
+        self.by_peer.entry(peer).or_default().push((token, handle));
+    }
+
+    /// Stops watching `token` from `peer` for `handle`.
+    pub fn remove(&mut self, peer: SocketAddr, token: &ResetToken, handle: ConnectionHandle) {
+        if let Some(watched) = self.by_peer.get_mut(&peer) {
+            watched.retain(|(t, h)| !(*h == handle && t == token));
+            if watched.is_empty() {
+                self.by_peer.remove(&peer);
+            }
+        }
+    }
+
+    /// Nothing is watched.
+    pub fn is_empty(&self) -> bool {
+        self.by_peer.is_empty()
+    }
+
+    /// Tokens watched, all peers together.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.by_peer.values().map(Vec::len).sum()
+    }
+
+    /// Every watched token with its peer, for tests that forge a reset.
+    #[cfg(test)]
+    pub fn tokens(&self) -> Vec<(SocketAddr, ResetToken)> {
+        self.by_peer
+            .iter()
+            .flat_map(|(peer, watched)| watched.iter().map(|(token, _)| (*peer, *token)))
+            .collect()
+    }
+
+    /// The connection whose watched token `datagram` from `from` ends with.
+    /// Every token of `from` is compared, in constant time, whether or not
+    /// an earlier one matched: the time taken depends on how many tokens
+    /// the address has, never on their bytes (RFC 9000 §10.3.1).
+    pub fn find(&self, datagram: &[u8], from: SocketAddr) -> Option<ConnectionHandle> {
+        let watched = self.by_peer.get(&from)?;
+        let mut found = None;
+        for (token, handle) in watched {
+            // `ends` compares in constant time; no early return on a match.
+            let matches = token.ends(datagram);
+            found = if matches { Some(*handle) } else { found };
+        }
+        found
+    }
+}
+
 impl Endpoint {
-    /// Whether `datagram`, which matches no connection, is a stateless reset
+    /// Whether `datagram`, which matches no connection (or whose first
+    /// packet its connection did not open), is a stateless reset
     /// from the peer of one of ours (RFC 9000 §10.3.1); if so that
     /// connection drains.
     pub(super) fn recognise_reset(
@@ -25,12 +98,25 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> bool {
-        if self.reset_tokens.is_empty() || datagram.len() < MIN_RESET_LEN {
+        if datagram.len() < MIN_RESET_LEN {
             return false;
         }
-        let mut tail = [0u8; RESET_TOKEN_LEN];
-        tail.copy_from_slice(&datagram[datagram.len() - RESET_TOKEN_LEN..]);
-        let Some(&handle) = self.reset_tokens.get(&(from, tail)) else {
+        let tail = &datagram[datagram.len() - RESET_TOKEN_LEN..];
+        self.recognise_reset_tail(tail, from, now)
+    }
+
+    /// [`Self::recognise_reset`] given the last 16 bytes of a datagram
+    /// long enough to be a reset.
+    pub(super) fn recognise_reset_tail(
+        &mut self,
+        tail: &[u8],
+        from: SocketAddr,
+        now: Instant,
+    ) -> bool {
+        if self.reset_tokens.is_empty() {
+            return false;
+        }
+        let Some(handle) = self.reset_tokens.find(tail, from) else {
             return false;
         };
         let Some(entry) = self.connections.get_mut(&handle) else {
@@ -98,5 +184,53 @@ impl Endpoint {
         }
         self.stateless_credit -= 1;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    /// A datagram as a reset: junk, then `tail`.
+    fn ending_in(tail: [u8; RESET_TOKEN_LEN]) -> Vec<u8> {
+        let mut datagram = vec![0x41; 25];
+        datagram.extend_from_slice(&tail);
+        datagram
+    }
+
+    #[test]
+    fn a_reset_is_found_among_every_token_of_its_address_and_only_there() {
+        let mut watch = ResetWatch::default();
+        for (port, handle) in [(1, 10), (1, 11), (1, 12), (2, 20)] {
+            let token = ResetToken::new([handle as u8; RESET_TOKEN_LEN]);
+            watch.insert(addr(port), token, ConnectionHandle(handle));
+        }
+        // Whichever position it holds, the match is found (the scan does
+        // not depend on stopping at it).
+        for handle in [10u64, 11, 12] {
+            let datagram = ending_in([handle as u8; RESET_TOKEN_LEN]);
+            assert_eq!(
+                watch.find(&datagram, addr(1)),
+                Some(ConnectionHandle(handle))
+            );
+        }
+        // Another address's token, or one a byte off, finds nothing.
+        assert_eq!(watch.find(&ending_in([20; RESET_TOKEN_LEN]), addr(1)), None);
+        let mut near = [11; RESET_TOKEN_LEN];
+        near[RESET_TOKEN_LEN - 1] ^= 1;
+        assert_eq!(watch.find(&ending_in(near), addr(1)), None);
+        assert_eq!(watch.find(&ending_in([20; RESET_TOKEN_LEN]), addr(3)), None);
+        // Forgetting is per connection and token.
+        watch.remove(
+            addr(1),
+            &ResetToken::new([11; RESET_TOKEN_LEN]),
+            ConnectionHandle(11),
+        );
+        assert_eq!(watch.find(&ending_in([11; RESET_TOKEN_LEN]), addr(1)), None);
+        assert_eq!(watch.len(), 3);
     }
 }

@@ -585,7 +585,7 @@ fn send_on_stream(net: &mut Net, handle: ConnectionHandle) {
         .unwrap();
 }
 
-use crate::crypto::{ServerSecret, SERVER_SECRET_LEN};
+use crate::crypto::{ResetToken, ServerSecret, SERVER_SECRET_LEN};
 
 #[test]
 fn a_restarted_server_resets_a_client_that_writes_to_it() {
@@ -1208,7 +1208,9 @@ fn second_initial(
 }
 
 #[test]
-fn a_token_from_another_address_or_too_old_is_refused() {
+fn a_token_from_another_address_or_another_server_is_refused() {
+    // Past its lifetime, see
+    // a_client_with_an_expired_retry_token_is_told_invalid_token_at_once.
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let mut server = server_with_secret(&secret, RetryPolicy::Always);
     let now = Instant::now();
@@ -1217,11 +1219,7 @@ fn a_token_from_another_address_or_too_old_is_refused() {
     // it counts as no token, and the sender is asked for a Retry of its own.
     assert_eq!(server.recv(&mut initial.clone(), addr(6666), now), None);
     assert_eq!(server.stats().retries_sent, 2);
-    // Past its lifetime: dropped.
-    let late = now + RETRY_TOKEN_LIFETIME + Duration::from_secs(1);
-    assert_eq!(server.recv(&mut initial.clone(), addr(1001), late), None);
-    assert_eq!(server.stats().dropped_invalid_token, 1);
-    assert!(server.is_empty(), "no state for either");
+    assert!(server.is_empty(), "no state for it");
     // Another server (another secret) does not take it either.
     let other = ServerSecret::new(&[10; SERVER_SECRET_LEN]);
     let mut stranger = server_with_secret(&other, RetryPolicy::Always);
@@ -1232,6 +1230,45 @@ fn a_token_from_another_address_or_too_old_is_refused() {
     let handle = server.recv(&mut initial.clone(), addr(1001), now);
     assert!(handle.is_some());
     assert_eq!(server.stats().connections_accepted, 1);
+}
+
+#[test]
+fn a_client_with_an_expired_retry_token_is_told_invalid_token_at_once() {
+    // RFC 9000 §8.1.2: the client will not take another Retry, so the
+    // server closes with INVALID_TOKEN rather than leave it to time out.
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let mut server = server_with_secret(&secret, RetryPolicy::Always);
+    let now = Instant::now();
+    let (mut client, handle, _, initial) = second_initial(&mut server, now);
+    let late = now + RETRY_TOKEN_LIFETIME + Duration::from_secs(1);
+    server.recv(&mut initial.clone(), addr(1001), late);
+    assert_eq!(server.stats().dropped_invalid_token, 1);
+    assert!(server.is_empty(), "no connection for the application");
+    assert_eq!(server.accept(), None);
+    let mut buf = vec![0u8; 2048];
+    let (len, to) = server
+        .poll_transmit(late, &mut buf)
+        .expect("an answer to the client");
+    assert_eq!(to, addr(1001));
+    assert!(
+        len < 3 * initial.len(),
+        "within the anti-amplification limit"
+    );
+    client.recv(&mut buf[..len], addr(SERVER), late);
+    let refused = client.connection_ref(handle).unwrap();
+    assert!(refused.is_closed());
+    assert!(
+        matches!(
+            refused.close_reason(),
+            Some(CloseReason::Peer {
+                application: false,
+                code: crate::conn::codes::INVALID_TOKEN,
+                ..
+            })
+        ),
+        "{:?}",
+        refused.close_reason()
+    );
 }
 
 #[test]
@@ -1519,13 +1556,14 @@ fn a_new_token_from_another_ip_address_gets_a_retry() {
 
 /// Runs `net` until both ends of `handle` hold every connection ID the
 /// other issued (the handshake's plus `ACTIVE_LIMIT - 1` more each way).
+/// The client watches one reset token: that of the server ID it uses
+/// (RFC 9000 §10.3.1: not those of spares).
 fn run_until_ids_issued(net: &mut Net) {
     let full = crate::conn::ACTIVE_CONNECTION_ID_LIMIT as usize;
     assert!(net.run_until(|e| {
-        e[0].reset_tokens.is_empty()
-            && e[0].routes.len() == full + 1 // + the client's first destination ID
+        e[0].routes.len() == full + 1 // + the client's first destination ID
             && e[1].routes.len() == full
-            && e[1].reset_tokens.len() == full
+            && e[1].reset_tokens.len() == 1
     }));
 }
 
@@ -1565,9 +1603,106 @@ fn a_client_that_rebinds_moves_to_a_fresh_id_and_the_server_answers_on_one_too()
     assert_eq!(server.stats().connection_id_switches, 1);
     let client = net.endpoints[1].connection_ref(handle).unwrap();
     assert_eq!(client.stats().connection_id_switches, 1);
-    // Retired IDs are replaced: both sides hold a full set again, and the
-    // client watches only the reset tokens of IDs it still holds.
+    // Retired IDs are replaced: both sides hold a full set again, and
+    // each side watches the reset token of the ID it sends to, only.
     run_until_ids_issued(&mut net);
+    assert_eq!(net.endpoints[0].reset_tokens.len(), 1);
+}
+
+/// A stateless reset from `from` ending in `token`, to `endpoint`.
+fn reset_to(net: &mut Net, endpoint: usize, from: SocketAddr, token: &ResetToken) {
+    let mut reset = vec![0x41; 30];
+    reset.extend_from_slice(token.as_bytes());
+    let now = net.now;
+    net.endpoints[endpoint].recv(&mut reset, from, now);
+}
+
+#[test]
+fn a_reset_with_the_token_of_a_spare_id_not_yet_used_is_ignored() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    let in_use = net.endpoints[1]
+        .connection_ref(handle)
+        .unwrap()
+        .peer_reset_token()
+        .expect("the server gave a token");
+    // The server's other IDs: spares the client holds and has not used.
+    // RFC 9000 §10.3.1: their tokens are not checked.
+    let spares: Vec<ResetToken> = net.endpoints[0]
+        .routes
+        .keys()
+        .map(|cid| secret.reset_token(cid))
+        .filter(|token| *token != in_use)
+        .collect();
+    assert!(spares.len() >= 3, "{}", spares.len());
+    for token in &spares {
+        reset_to(&mut net, 1, addr(SERVER), token);
+        let client = net.endpoints[1].connection_ref(handle).unwrap();
+        assert!(!client.is_closed(), "reset by a spare ID's token");
+    }
+    reset_to(&mut net, 1, addr(SERVER), &in_use);
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+}
+
+#[test]
+fn a_reset_that_names_a_connections_own_id_resets_it_when_it_does_not_decrypt() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    let token = net.endpoints[1]
+        .connection_ref(handle)
+        .unwrap()
+        .peer_reset_token()
+        .expect("the server gave a token");
+    // A reset shaped as a short header to the client's own ID reaches the
+    // connection and opens under no key: RFC 9000 §10.3.1 has the endpoint
+    // check its last 16 bytes then too.
+    let own = net.endpoints[1].connection_ref(handle).unwrap().local_cid();
+    let mut reset = vec![0x41];
+    reset.extend_from_slice(own.as_slice());
+    reset.resize(40, 0x5a);
+    reset.extend_from_slice(token.as_bytes());
+    let now = net.now;
+    assert_eq!(
+        net.endpoints[1].recv(&mut reset, addr(SERVER), now),
+        Some(handle),
+        "routed to the connection"
+    );
+    let client = net.endpoints[1].connection_ref(handle).unwrap();
+    assert_eq!(client.close_reason(), Some(&CloseReason::StatelessReset));
+    assert_eq!(net.endpoints[1].stats().stateless_resets_received, 1);
+}
+
+#[test]
+fn a_server_recognises_a_reset_with_the_token_of_the_client_id_it_uses() {
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let (mut net, handle) = connected_pair(&secret);
+    run_until_ids_issued(&mut net);
+    // The client moves: the server follows it to another of its IDs,
+    // whose token the client gave in NEW_CONNECTION_ID.
+    net.endpoints[1].rebound(addr(1099));
+    send_on_stream(&mut net, handle);
+    let server_handle = ConnectionHandle(0);
+    assert!(net.run_until(|e| e[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.stats().paths_validated == 1)));
+    let watched = net.endpoints[0].reset_tokens.tokens();
+    let [(peer, token)] = watched[..] else {
+        panic!("the server watches {} tokens, not 1", watched.len());
+    };
+    assert_eq!(peer, addr(1099));
+    // From another address it is nothing (RFC 9000 §10.3.1).
+    reset_to(&mut net, 0, addr(1001), &token);
+    assert!(!net.endpoints[0]
+        .connection_ref(server_handle)
+        .unwrap()
+        .is_closed());
+    reset_to(&mut net, 0, addr(1099), &token);
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.close_reason(), Some(&CloseReason::StatelessReset));
+    assert_eq!(net.endpoints[0].stats().stateless_resets_received, 1);
 }
 
 #[test]
@@ -1857,7 +1992,8 @@ fn workers_each_on_a_clock_of_its_own_drop_each_others_clients() {
     retried_initial(&mut busy, 2001, t0);
     let later = t0 + Duration::from_secs(3);
     let mut initial = retried_initial(&mut busy, 2002, later);
-    assert_eq!(light.recv(&mut initial, addr(2002), later), None);
+    light.recv(&mut initial, addr(2002), later);
+    assert_eq!(light.accept(), None, "the client is turned away");
     assert_eq!(light.stats().dropped_invalid_token, 1);
 }
 

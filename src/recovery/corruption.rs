@@ -226,16 +226,16 @@ impl<F> Recovery<F> {
     }
 
     /// A CORRUPTED frame named `ranges` in `space`. Outstanding packets named
-    /// there leave flight and are returned for retransmission: without a
-    /// congestion event within the budget, as losses beyond it. Call before
-    /// processing an ACK in the same packet, or a corrupted packet with
-    /// three later acks is counted as congestion.
+    /// there leave flight and are returned for retransmission: within the
+    /// budget as corrupted, without a congestion event; beyond it as lost.
+    /// Call before processing an ACK in the same packet, or a corrupted
+    /// packet with three later acks is counted as congestion.
     pub fn on_corrupted(
         &mut self,
         space: SpaceId,
         ranges: impl Iterator<Item = RangeInclusive<u64>>,
         now: Instant,
-    ) -> Vec<SentPacket<F>> {
+    ) -> CorruptedOutcome<F> {
         let mut corrupted = Vec::new();
         for range in ranges {
             let before = corrupted.len();
@@ -254,7 +254,7 @@ impl<F> Recovery<F> {
                 .saturating_add(named.saturating_sub(found).saturating_sub(repeats));
         }
         if corrupted.is_empty() {
-            return corrupted;
+            return CorruptedOutcome::default();
         }
         // Within the budget a named packet crossed the path (delivered for
         // the rate model); beyond it, the notice is a loss like any other,
@@ -282,7 +282,10 @@ impl<F> Recovery<F> {
         }
         let corrupted = honoured;
         if corrupted.is_empty() {
-            return over_budget;
+            return CorruptedOutcome {
+                corrupted,
+                lost: over_budget,
+            };
         }
         let mut corrupted_bytes = 0;
         for packet in &corrupted {
@@ -311,9 +314,45 @@ impl<F> Recovery<F> {
         // The notice proves the path is alive: it resets PTO backoff as an
         // ACK does.
         self.pto_count = 0;
-        let mut corrupted = corrupted;
-        corrupted.extend(over_budget);
-        corrupted
+        CorruptedOutcome {
+            corrupted,
+            lost: over_budget,
+        }
+    }
+}
+
+/// What a CORRUPTED frame did. Both lists go back for retransmission; they
+/// differ in what they cost the window and in which counter holds them.
+#[derive(Debug)]
+pub struct CorruptedOutcome<F> {
+    /// Named packets honoured as corrupted: out of flight, no congestion
+    /// event (`RecoveryStats::corrupted_packets`).
+    pub corrupted: Vec<SentPacket<F>>,
+    /// Named packets beyond the notice budget (or of a distrusted peer):
+    /// declared lost like any other loss (`RecoveryStats::lost_packets`).
+    pub lost: Vec<SentPacket<F>>,
+}
+
+impl<F> Default for CorruptedOutcome<F> {
+    fn default() -> Self {
+        Self {
+            corrupted: Vec::new(),
+            lost: Vec::new(),
+        }
+    }
+}
+
+impl<F> CorruptedOutcome<F> {
+    /// Whether the frame named nothing outstanding.
+    pub fn is_empty(&self) -> bool {
+        self.corrupted.is_empty() && self.lost.is_empty()
+    }
+
+    /// Every named packet, the corrupted first: what goes again.
+    pub fn into_resent(self) -> Vec<SentPacket<F>> {
+        let mut packets = self.corrupted;
+        packets.extend(self.lost);
+        packets
     }
 }
 

@@ -122,8 +122,9 @@ fn corrupted_packet_leaves_flight_without_window_cut() {
     let before = r.window();
     // The receiver's packet carries CORRUPTED(0) and ACK(1..=4): applied in
     // that order, packet 0 is a corruption, not a loss.
-    let corrupted = r.on_corrupted(SpaceId::Data, [0..=0].into_iter(), t0 + ms(50));
-    assert_eq!(numbers(&corrupted), [0]);
+    let named = r.on_corrupted(SpaceId::Data, [0..=0].into_iter(), t0 + ms(50));
+    assert_eq!(numbers(&named.corrupted), [0]);
+    assert!(named.lost.is_empty());
     let out = r.on_ack_received(
         SpaceId::Data,
         [1..=4].into_iter(),
@@ -147,7 +148,10 @@ fn bogus_corruption_names_are_ignored_and_counted_but_repeats_are_not() {
     send(&mut r, 0, t0);
     send(&mut r, 1, t0);
     assert_eq!(
-        numbers(&r.on_corrupted(SpaceId::Data, [1..=1].into_iter(), t0)),
+        numbers(
+            &r.on_corrupted(SpaceId::Data, [1..=1].into_iter(), t0)
+                .corrupted
+        ),
         [1]
     );
     // A repeat of the same notice (the receiver repeats it 3 times).
@@ -485,8 +489,8 @@ fn a_corruption_notice_is_acted_on_at_once_however_wide_the_reordering_window() 
     let in_flight = r.bytes_in_flight();
     // CORRUPTED(21) with ACK(22): 21 leaves flight at once, no cut, no wait.
     let now = t1 + ms(125);
-    let corrupted = r.on_corrupted(SpaceId::Data, [21..=21].into_iter(), now);
-    assert_eq!(numbers(&corrupted), [21]);
+    let named = r.on_corrupted(SpaceId::Data, [21..=21].into_iter(), now);
+    assert_eq!(numbers(&named.corrupted), [21]);
     assert_eq!(r.bytes_in_flight(), in_flight - MSS);
     let out = r.on_ack_received(
         SpaceId::Data,
@@ -510,10 +514,17 @@ fn notices_beyond_the_budget_are_losses_and_the_budget_refills_as_packets_cross(
     // credit (16) is honoured; the rest crossed the budget and are losses.
     let window = r.window();
     let named = r.on_corrupted(SpaceId::Data, [0..=39].into_iter(), t0 + ms(50));
-    assert_eq!(named.len(), 40, "every named packet is resent");
     let stats = r.stats();
     // Each named packet also earns its quarter: 16 + 40/4 = 26 honoured.
     let honoured = INITIAL_CORRUPTION_CREDIT + 40 / HONEST_CORRUPTION_SHARE;
+    // Each is reported once, as what the counters call it.
+    assert_eq!(named.corrupted.len() as u64, honoured);
+    assert_eq!(named.lost.len() as u64, 40 - honoured);
+    assert_eq!(
+        named.into_resent().len(),
+        40,
+        "every named packet is resent"
+    );
     assert_eq!(stats.corrupted_packets, honoured);
     assert_eq!(stats.corruption_names_over_budget, 40 - honoured);
     assert_eq!(stats.lost_packets, 40 - honoured);
@@ -529,6 +540,26 @@ fn notices_beyond_the_budget_are_losses_and_the_budget_refills_as_packets_cross(
     r.on_corrupted(SpaceId::Data, [100..=119].into_iter(), t0 + ms(150));
     // 15 from the ACKs and a quarter of each of 20 named: 20 fit.
     assert_eq!(r.stats().corrupted_packets - before, 20);
+}
+
+#[test]
+fn a_notice_beyond_the_budget_is_reported_as_the_loss_it_is_counted_as() {
+    // The fuzz finding (fuzz/corpus/ack_corrupted/regression-lost-count-23-vs-22):
+    // a CORRUPTED frame whose last name fell beyond the budget was counted
+    // in `lost_packets` but handed back among the corrupted ones.
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    for pn in 0..30 {
+        send(&mut r, pn, t0);
+    }
+    let named = r.on_corrupted(SpaceId::Data, [0..=29].into_iter(), t0 + ms(50));
+    let stats = r.stats();
+    assert!(!named.lost.is_empty(), "30 names at once exceed the budget");
+    assert_eq!(named.corrupted.len() as u64, stats.corrupted_packets);
+    assert_eq!(named.lost.len() as u64, stats.lost_packets);
+    let mut resent = numbers(&named.into_resent());
+    resent.sort_unstable();
+    assert_eq!(resent, (0..30).collect::<Vec<_>>());
 }
 
 #[test]
@@ -562,7 +593,8 @@ fn a_distrusted_peer_has_every_notice_counted_as_a_loss() {
     r.distrust_notices();
     assert!(r.notices_distrusted());
     let named = r.on_corrupted(SpaceId::Data, [3..=3].into_iter(), t0 + ms(50));
-    assert_eq!(numbers(&named), [3]);
+    assert!(named.corrupted.is_empty());
+    assert_eq!(numbers(&named.lost), [3]);
     let stats = r.stats();
     assert_eq!(stats.corrupted_packets, 0);
     assert_eq!((stats.lost_packets, stats.congestion_events), (1, 1));

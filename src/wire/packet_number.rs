@@ -44,15 +44,19 @@ pub fn decode_packet_number_of_len(
 }
 
 /// Bytes QUIC v1 sends `packet_number` in (RFC 9000 §A.2): enough for
-/// twice the distance to the largest acknowledged number.
-pub fn packet_number_len(packet_number: u64, largest_acked: Option<u64>) -> usize {
+/// twice the distance to the largest acknowledged number. `None` when even
+/// 4 bytes are too few (2^31 or more numbers unacknowledged): RFC 9000
+/// §17.1 requires a length that spans twice that distance, so such a packet
+/// must not be sent at all — a shorter number would decode to another.
+pub fn packet_number_len(packet_number: u64, largest_acked: Option<u64>) -> Option<usize> {
     let unacked = match largest_acked {
         Some(largest) => packet_number.saturating_sub(largest),
         None => packet_number.saturating_add(1),
     };
     // Bits to represent twice the range (RFC 9000 §A.2: log2(n) + 1).
     let bits = 64 - unacked.saturating_mul(2).leading_zeros() as usize;
-    bits.div_ceil(8).clamp(1, PACKET_NUMBER_LEN)
+    let len = bits.div_ceil(8).max(1);
+    (len <= PACKET_NUMBER_LEN).then_some(len)
 }
 
 #[cfg(test)]
@@ -100,10 +104,20 @@ mod tests {
         );
         // §A.2: 0xac5c02 with 0xabe8b3 acknowledged needs 2 bytes;
         // 0xace8fe with the same acknowledged needs 3.
-        assert_eq!(packet_number_len(0xac5c02, Some(0xabe8b3)), 2);
-        assert_eq!(packet_number_len(0xace8fe, Some(0xabe8b3)), 3);
-        assert_eq!(packet_number_len(0, None), 1);
-        assert_eq!(packet_number_len(u64::MAX >> 2, None), 4);
+        assert_eq!(packet_number_len(0xac5c02, Some(0xabe8b3)), Some(2));
+        assert_eq!(packet_number_len(0xace8fe, Some(0xabe8b3)), Some(3));
+        assert_eq!(packet_number_len(0, None), Some(1));
+    }
+
+    #[test]
+    fn a_distance_four_bytes_cannot_span_has_no_length() {
+        // RFC 9000 §17.1: 4 bytes span 2^32 numbers, so at most 2^31 - 1
+        // may lie between the acknowledged and the packet.
+        assert_eq!(packet_number_len((1 << 31) - 1, Some(0)), Some(4));
+        assert_eq!(packet_number_len(1 << 31, Some(0)), None);
+        // The fuzz finding (fuzz/corpus/packet_open_quic/regression-pn-lags-2-38).
+        assert_eq!(packet_number_len((1 << 38) + 5, Some(5)), None);
+        assert_eq!(packet_number_len(u64::MAX >> 2, None), None);
     }
 
     proptest! {
@@ -115,7 +129,7 @@ mod tests {
             seen in 0u64..(1 << 30),
         ) {
             let pn = largest_acked.map_or(ahead - 1, |largest| largest + ahead);
-            let len = packet_number_len(pn, largest_acked);
+            let len = packet_number_len(pn, largest_acked).expect("within 2^30");
             let received = largest_acked.map(|largest| largest + seen.min(ahead - 1));
             let truncated = pn & ((1u64 << (8 * len)) - 1);
             prop_assert_eq!(decode_packet_number_of_len(received, truncated, len), pn);

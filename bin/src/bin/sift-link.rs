@@ -84,7 +84,8 @@ jitter-reorder for per-packet delays (netem over a separate tbf), e.g.
 A cellular-like radio: rate steps, a 150 ms stall every 5 s, in-order jitter:
   --reverse \"delay 20ms 5ms distribution pareto rate-steps 30mbit 3s 10mbit 2s stall 5s 150ms\"
 Counters go to stderr on exit (Ctrl-C, SIGTERM) and on SIGUSR1; --stats FILE also writes
-them, with the QUIC versions and packet types each direction carried, as JSON.";
+them, with the QUIC versions and packet types each direction carried, as JSON (the first 16
+versions each by name, any more as \"other\"; handshakes counted by up to 16384 client IDs).";
 
 /// Format of the per-packet log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

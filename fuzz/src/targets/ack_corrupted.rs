@@ -10,8 +10,9 @@
 //! - bytes in flight equal the sum of the in-flight sizes outstanding (no
 //!   underflow hidden by saturation, no overflow);
 //! - acked packets lie in the ACK's ranges, corrupted ones in the
-//!   CORRUPTED ranges, packets declared lost by an ACK lie at or below the
-//!   largest acknowledged;
+//!   CORRUPTED ranges (those named beyond the notice budget come back as
+//!   lost, and count as losses), packets declared lost by an ACK lie at or
+//!   below the largest acknowledged;
 //! - the loss and corruption counters match the model.
 //!
 //! Forged ranges must be cheap: a range naming 2^62 packet numbers costs
@@ -404,8 +405,11 @@ fn corrupted(
     ranges: Vec<RangeInclusive<u64>>,
 ) {
     let named = recovery.on_corrupted(space.id(), ranges.iter().cloned(), now);
-    assert_within(&named, &ranges, "corrupted");
-    model.remove(space, &named, Fate::Corrupted);
+    assert_within(&named.corrupted, &ranges, "corrupted");
+    assert_within(&named.lost, &ranges, "corrupted and over budget");
+    model.remove(space, &named.corrupted, Fate::Corrupted);
+    // Beyond the notice budget a named packet is a loss like any other.
+    model.remove(space, &named.lost, Fate::Lost);
 }
 
 /// The ledger, bytes in flight and counters agree with the model.

@@ -10,6 +10,8 @@
 //! - nothing changed (flips that cancel out included): the packet opens to
 //!   its frames, plus the PADDING that made room for the sample, and its
 //!   packet number decodes to the number sealed;
+//! - a packet number 2^31 or more past the largest acknowledged is refused
+//!   by the sealer (RFC 9000 §17.1: 4 bytes cannot span twice that);
 //! - something changed: it never opens — a flip anywhere, in the masked
 //!   bits, the packet number, a connection ID or the payload, fails the one
 //!   tag (and a damaged payload cannot be told apart: never a notice);
@@ -17,8 +19,10 @@
 
 use sift::crypto::format::{PacketFormat, QUIC_V1};
 use sift::crypto::tls::{public_seed_protection, Aead};
-use sift::crypto::OpenError;
-use sift::wire::{decode_packet_number_of_len, Header, QUIC_V1 as QUIC_V1_VERSION};
+use sift::crypto::{CryptoError, OpenError};
+use sift::wire::{
+    decode_packet_number_of_len, packet_number_len, Header, QUIC_V1 as QUIC_V1_VERSION,
+};
 use sift::Side;
 
 use super::packet_open::Input;
@@ -50,14 +54,27 @@ pub fn run(data: &[u8]) {
     let behind = 1u64 << (u32::from(control >> 1) % 40);
     let largest_acked = input.packet_number.checked_sub(behind);
     let mut packet = vec![0u8; 4096];
-    let Ok(len) = QUIC_V1.seal_into(
+    let sealed = QUIC_V1.seal_into(
         &header,
         largest_acked,
         &input.frames,
         &client,
         &mut Vec::new(),
         &mut packet,
-    ) else {
+    );
+    if packet_number_len(input.packet_number, largest_acked).is_none() {
+        // RFC 9000 §17.1: no length spans twice the distance, so the packet
+        // is refused rather than sent with a number that decodes to another.
+        assert_eq!(
+            sealed,
+            Err(CryptoError::PacketNumberOutOfReach {
+                packet_number: input.packet_number,
+                largest_acked,
+            })
+        );
+        return;
+    }
+    let Ok(len) = sealed else {
         // Frames longer than the buffer: not a datagram.
         assert!(input.frames.len() > 4000);
         return;

@@ -36,7 +36,8 @@ use sift::crypto::format::{for_version, PacketFormat};
 use sift::crypto::tls::initial_protection;
 use sift::crypto::{NullProtection, PacketProtection};
 use sift::wire::{
-    decode_packet_number_of_len, parse_frames, ConnectionId, Header, PacketType, QUIC_V1,
+    decode_packet_number_of_len, packet_number_len, parse_frames, ConnectionId, Header, PacketType,
+    PACKET_NUMBER_LEN, QUIC_V1,
 };
 use sift::{Config, Connection, RecvInfo, Side, Stats};
 
@@ -496,8 +497,21 @@ fn datagram_for(pair: &mut Pair, victim: Side, control: u8, rest: &[u8]) -> Vec<
     };
     let keys = pair.initial_keys(other(victim));
     let mut datagram = vec![0u8; SEND_BUFFER];
-    let len = format_of(version)
-        .seal_into(
+    // A forger picks any number and any length for it: QUIC v1's sealer
+    // refuses a number that 4 bytes cannot span from nothing acknowledged
+    // (RFC 9000 §17.1), so the length is given, the longest past that.
+    let pn_len = packet_number_len(header.packet_number, None).unwrap_or(PACKET_NUMBER_LEN);
+    let sealed = if version == QUIC_V1 {
+        sift::crypto::format::QUIC_V1.seal_with_pn_len(
+            &header,
+            pn_len,
+            frames,
+            &*keys,
+            &mut Vec::new(),
+            &mut datagram,
+        )
+    } else {
+        format_of(version).seal_into(
             &header,
             None,
             frames,
@@ -505,7 +519,8 @@ fn datagram_for(pair: &mut Pair, victim: Side, control: u8, rest: &[u8]) -> Vec<
             &mut Vec::new(),
             &mut datagram,
         )
-        .expect("a datagram-sized packet seals");
+    };
+    let len = sealed.expect("a datagram-sized packet seals");
     datagram.truncate(len);
     datagram
 }

@@ -289,3 +289,55 @@ fn sealed_len_is_what_seal_writes_and_short_packets_are_padded_for_the_sample() 
         assert!(len >= 1 + 8 + 4 + 16, "{len}");
     }
 }
+
+#[test]
+fn a_packet_number_out_of_reach_of_four_bytes_is_refused_not_sealed_short() {
+    // The fuzz finding (fuzz/corpus/packet_open_quic/regression-pn-lags-2-38):
+    // 2^38 numbers past the largest acknowledged, the packet went out with 4
+    // bytes of number, which the peer decodes to another packet number, and
+    // the packet did not open. RFC 9000 §17.1: refuse instead.
+    let keys = initial_protection(&RFC_DCID, Side::Client);
+    let largest_acked = Some(5);
+    let header = Header {
+        ty: PacketType::OneRtt,
+        packet_number: (1 << 38) + 5,
+        ..initial_header(&[7; 8], &[], 0)
+    };
+    let sealed = QUIC_V1.seal_into(
+        &header,
+        largest_acked,
+        &[1; 20],
+        &keys,
+        &mut Vec::new(),
+        &mut [0; 1500],
+    );
+    assert_eq!(
+        sealed,
+        Err(CryptoError::PacketNumberOutOfReach {
+            packet_number: (1 << 38) + 5,
+            largest_acked,
+        })
+    );
+    // 2^31 - 1 past it still fits in 4 bytes.
+    let header = Header {
+        packet_number: (1 << 31) + 4,
+        ..header
+    };
+    let mut out = [0; 1500];
+    let len = QUIC_V1
+        .seal_into(
+            &header,
+            largest_acked,
+            &[1; 20],
+            &keys,
+            &mut Vec::new(),
+            &mut out,
+        )
+        .expect("within reach");
+    let server = initial_protection(&RFC_DCID, Side::Server);
+    let mut parsed = QUIC_V1.parse(&out[..len]).unwrap().without_token();
+    QUIC_V1
+        .unprotect(&mut parsed, &mut out[..len], &server)
+        .unwrap();
+    assert_eq!(parsed.pn_len, 4);
+}
