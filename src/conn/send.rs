@@ -580,9 +580,24 @@ impl Connection {
     /// the client sends again: less than a packet's room is left of three
     /// times what came from that address (RFC 9000 §8.1).
     pub(super) fn amplification_blocked(&self) -> bool {
-        !self.address_validated
-            && (3 * self.amplification_received).saturating_sub(self.amplification_sent)
-                < MIN_PACKET_ROOM as u64
+        if self.address_validated {
+            return false;
+        }
+        let allowance = (3 * self.amplification_received).saturating_sub(self.amplification_sent);
+        // A server's probe of an Initial in flight is itself an Initial,
+        // which needs a full 1200-byte datagram (RFC 9000 §14.1,
+        // `plan_packet`); under less, no probe could leave.
+        let probe_needs = if self.side == Side::Server
+            && self
+                .recovery
+                .outstanding(SpaceId::Initial)
+                .any(|packet| packet.ack_eliciting)
+        {
+            MIN_INITIAL_DATAGRAM
+        } else {
+            MIN_PACKET_ROOM
+        };
+        allowance < probe_needs as u64
     }
 
     /// Ack-eliciting content waiting in `space` (not counting probes).
