@@ -624,7 +624,14 @@ impl Connection {
             return true;
         }
         let packet = self.pmtud.current() as u64;
-        if self.recovery.bytes_in_flight() + packet > self.recovery.window() {
+        // RFC 9002 §7.3.2: entering recovery lets one packet beyond the
+        // window, taken here for the handshake's spaces only. A client's
+        // lost Finished would otherwise wait behind a window full of 1-RTT
+        // packets that the server holds unread until that Finished arrives
+        // (RFC 9001 §5.7), with no probe timer armed for either: a
+        // deadlock. In the Data space the controllers alone decide.
+        let recovery_packet = space != SpaceId::Data && self.recovery.may_send_beyond_window();
+        if self.recovery.bytes_in_flight() + packet > self.recovery.window() && !recovery_packet {
             self.send_held_by = Some(SendState::WindowLimited);
             return false;
         }

@@ -190,6 +190,7 @@ impl<F> Recovery<F> {
         now: Instant,
     ) {
         self.recovery_start = Some(now);
+        self.recovery_packet_allowed = true;
         self.reordering.on_recovery_episode();
         self.stats.congestion_events += 1;
         if persistent {

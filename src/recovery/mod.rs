@@ -329,6 +329,10 @@ pub struct Recovery<F> {
     bytes_in_flight: u64,
     pto_count: u32,
     recovery_start: Option<Instant>,
+    /// RFC 9002 §7.3.2: on entering recovery a sender may send one packet
+    /// beyond the window; set by a congestion event, spent by the next
+    /// ack-eliciting packet (`may_send_beyond_window`).
+    recovery_packet_allowed: bool,
     pacer: Pacer,
     /// The largest packet the connection sends, bytes (what the pacer's
     /// burst and the controller count packets in).
@@ -388,6 +392,7 @@ impl<F> Recovery<F> {
             bytes_in_flight: 0,
             pto_count: 0,
             recovery_start: None,
+            recovery_packet_allowed: false,
             pacer,
             mss,
             rate: DeliveryRateSampler::default(),
@@ -680,6 +685,7 @@ impl<F> Recovery<F> {
         let state = &mut self.spaces[space.index()];
         if packet.ack_eliciting {
             state.time_of_last_ack_eliciting = Some(now);
+            self.recovery_packet_allowed = false;
         }
         state.largest_sent = Some(
             state
@@ -861,6 +867,12 @@ impl<F> Recovery<F> {
             in_recovery: all_before_recovery,
             rate,
         });
+    }
+
+    /// Whether the one packet RFC 9002 §7.3.2 lets a sender send beyond
+    /// the window on entering recovery is still to go.
+    pub fn may_send_beyond_window(&self) -> bool {
+        self.recovery_packet_allowed
     }
 
     /// Drops a space whose keys are discarded (RFC 9002 §6.4).

@@ -847,3 +847,33 @@ fn congestion_avoidance_paces_at_five_quarters_of_the_window_even_with_slow_star
     assert_eq!((r.window(), r.ssthresh()), (5_000, 5_000));
     assert_eq!(r.current_pacing_rate(), 5_000 * 10 * 5 / 4);
 }
+
+#[test]
+fn entering_recovery_allows_one_packet_beyond_the_window_until_the_next_ack_eliciting_one() {
+    // RFC 9002 §7.3.2. The connection spends it in the handshake's spaces
+    // (`Connection::may_send_ack_eliciting`).
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    for pn in 0..10 {
+        send(&mut r, pn, t0);
+    }
+    assert!(!r.may_send_beyond_window());
+    r.on_ack_received(
+        SpaceId::Data,
+        [3..=3].into_iter(),
+        Duration::ZERO,
+        t0 + ms(100),
+    );
+    assert!(r.bytes_in_flight() + MSS > r.window());
+    assert!(r.may_send_beyond_window());
+    // A later ack in the same period starts no new one.
+    r.on_ack_received(
+        SpaceId::Data,
+        [4..=4].into_iter(),
+        Duration::ZERO,
+        t0 + ms(101),
+    );
+    assert!(r.may_send_beyond_window());
+    send(&mut r, 10, t0 + ms(102));
+    assert!(!r.may_send_beyond_window());
+}
