@@ -24,7 +24,7 @@ use sift_cc::CcConfig;
 
 use super::{cell, controller, flow, label, link, name_number, report_f64, report_str, scenario};
 use crate::lab::metrics::{jain_fairness_index, run_goodputs_bps};
-use crate::lab::{Comparison, Experiment, Plan, Table};
+use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
 use crate::sim::link::{rate_at, Distribution, LinkConfig, Outage, RateStep};
 use crate::sim::{Report, Scenario};
 
@@ -470,8 +470,47 @@ pub fn compare(reports: &[Report]) -> Comparison {
     Comparison {
         markdown: md,
         tables,
-        figures: Vec::new(),
+        figures: figures(reports, &controllers, &jitter_names, &losses),
     }
+}
+
+/// One figure per profile and jitter: each controller's goodput fraction
+/// across the loss sweep, what the profile's table holds, drawn.
+fn figures(
+    reports: &[Report],
+    controllers: &[String],
+    jitter_names: &[String],
+    losses: &[f64],
+) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for profile in [Profile::Steady, Profile::Radio] {
+        for jitter in jitter_names {
+            let series = controllers
+                .iter()
+                .map(|cc| Series {
+                    label: cc.clone(),
+                    points: losses
+                        .iter()
+                        .filter_map(|&loss| {
+                            Some((loss * 100.0, fraction(reports, profile, jitter, loss, cc)?))
+                        })
+                        .collect(),
+                })
+                .collect();
+            figures.push(Figure {
+                name: format!("{}-jitter-{jitter}", profile.name()),
+                title: format!(
+                    "Cellular, {} profile, jitter {jitter}: goodput across the loss sweep",
+                    profile.name()
+                ),
+                x_label: "random loss (%)".into(),
+                y_label: "goodput / (capacity · (1 − p))".into(),
+                log_x: false,
+                series,
+            });
+        }
+    }
+    figures
 }
 
 #[cfg(test)]
@@ -528,5 +567,41 @@ mod tests {
         // 2 profiles × 2 jitters × 2 losses × 2 controllers alone; 2
         // profiles × 2 jitters × 1 loss × 1 challenger beside CUBIC.
         assert_eq!((part("alone"), part("sharing")), (16, 4));
+    }
+
+    #[test]
+    fn every_profile_and_jitter_draws_each_controller_across_the_losses() {
+        // The quick plan's solo cells (two controllers), cut to 200 kB so
+        // that a debug build simulates them in moments.
+        let reports: Vec<Report> = scenarios(&Plan {
+            quick: true,
+            seeds: Some(1),
+        })
+        .into_iter()
+        .filter(|s| report_part(s) == "alone")
+        .map(|mut s| {
+            for flow in &mut s.flows {
+                flow.bytes = 200_000;
+            }
+            crate::lab::simulate(&s).unwrap()
+        })
+        .collect();
+        // Two profiles, two jitters, two losses, two controllers.
+        assert_eq!(reports.len(), 16);
+        let figures = compare(&reports).figures;
+        let quick_jitters = 2;
+        assert_eq!(figures.len(), 2 * quick_jitters);
+        for figure in &figures {
+            let labels: Vec<&str> = figure.series.iter().map(|s| s.label.as_str()).collect();
+            assert_eq!(labels.len(), 2, "{}: {labels:?}", figure.name);
+            for series in &figure.series {
+                assert!(!series.points.is_empty(), "{}: {}", figure.name, series.label);
+                assert!(series.points.iter().all(|&(_, y)| y > 0.0 && y.is_finite()));
+            }
+        }
+    }
+
+    fn report_part(s: &Scenario) -> &str {
+        s.params.get("part").and_then(|v| v.as_str()).unwrap_or("")
     }
 }

@@ -27,10 +27,10 @@ use std::time::Duration;
 use super::leaky_pipes::median;
 use super::{cell, controller, flow, label, link, name_number, report_f64, report_str, scenario};
 use crate::lab::metrics::{run_goodputs_bps, window_goodput_bps};
-use crate::lab::{Comparison, Experiment, Plan, Table};
+use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
 use crate::sim::link::{CorruptRegion, CorruptionConfig, DelayStep, LinkConfig, RateStep};
 use crate::sim::scenario::FlowSpec;
-use crate::sim::{Report, RunReport, Scenario};
+use crate::sim::{FlowReport, Report, RunReport, Scenario};
 
 /// The experiment.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -552,8 +552,68 @@ pub fn compare(reports: &[Report]) -> Comparison {
     Comparison {
         markdown: md,
         tables: vec![targets, sweep, changed],
-        figures: Vec::new(),
+        figures: ["targets", "sweep"]
+            .into_iter()
+            .flat_map(|part| figures(reports, part))
+            .collect(),
     }
+}
+
+/// Megabytes delivered against seconds since the connection started, of
+/// its first seed's run, from the flow's time series.
+fn delivery_curve(label: &str, flow: &FlowReport) -> Series {
+    Series {
+        label: label.into(),
+        points: flow
+            .timeseries
+            .iter()
+            .filter(|sample| sample.t_s >= flow.start_s)
+            .map(|sample| (sample.t_s - flow.start_s, sample.bytes_delivered as f64 / 1e6))
+            .collect(),
+    }
+}
+
+/// One figure per cell of `part`: the first connection, a fresh second and
+/// a resumed second, each from its own start, so that Careful Resume's
+/// head start shows as the gap between the two second connections.
+fn figures(reports: &[Report], part: &str) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    for fresh in reports.iter().filter(|r| {
+        report_str(r, "part") == Some(part) && report_str(r, "variant") == Some("fresh")
+    }) {
+        let Some(fresh_run) = fresh.runs.first() else {
+            continue;
+        };
+        let resumed_run = find(reports, part, fresh, "careful-resume").and_then(|r| r.runs.first());
+        let mut series = Vec::new();
+        let flows = [
+            ("first connection", Some(fresh_run), 0),
+            ("second, fresh", Some(fresh_run), 1),
+            ("second, Careful Resume", resumed_run, 1),
+        ];
+        for (label, run, index) in flows {
+            if let Some(flow) = run.and_then(|run| run.flows.get(index)) {
+                series.push(delivery_curve(label, flow));
+            }
+        }
+        let name = fresh
+            .experiment
+            .strip_suffix("-fresh")
+            .unwrap_or(&fresh.experiment)
+            .to_string();
+        figures.push(Figure {
+            title: format!(
+                "Long paths, {name}: data delivered from each connection's start (seed {})",
+                fresh_run.seed
+            ),
+            name,
+            x_label: "seconds since the connection started".into(),
+            y_label: "MB delivered".into(),
+            log_x: false,
+            series,
+        });
+    }
+    figures
 }
 
 #[cfg(test)]
@@ -582,5 +642,41 @@ mod tests {
     fn a_target_cell_moves_50_mb_at_50_mbit_over_600_ms() {
         assert_eq!(transfer_bytes(50_000_000), 50_000_000);
         assert_eq!(bdp_packets(50_000_000, 600.0), 2778);
+    }
+
+    #[test]
+    fn every_transfer_cell_draws_its_three_connections() {
+        // The quick plan's transfer cells, cut to 300 kB so that a debug
+        // build simulates them in moments.
+        let reports: Vec<Report> = scenarios(&Plan {
+            quick: true,
+            seeds: None,
+        })
+        .into_iter()
+        .filter(|s| !s.name.starts_with("changed"))
+        .map(|mut s| {
+            for flow in &mut s.flows {
+                flow.bytes = 300_000;
+            }
+            crate::lab::simulate(&s).unwrap()
+        })
+        .collect();
+        // One target cell and one sweep point, fresh and resumed.
+        assert_eq!(reports.len(), 4);
+        let figures = compare(&reports).figures;
+        assert_eq!(figures.len(), 2);
+        for figure in &figures {
+            let labels: Vec<&str> = figure.series.iter().map(|s| s.label.as_str()).collect();
+            assert_eq!(
+                labels,
+                ["first connection", "second, fresh", "second, Careful Resume"],
+                "{}",
+                figure.name
+            );
+            for series in &figure.series {
+                let (t, delivered) = *series.points.last().expect("a curve has points");
+                assert!(t > 0.0 && delivered >= 0.3, "{}: {t} s, {delivered} MB", figure.name);
+            }
+        }
     }
 }
