@@ -45,8 +45,8 @@ pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 use crate::hystart::HyStart;
 use crate::veno::VerdictCounts;
 use crate::{
-    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
-    LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
+    AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict,
+    Metrics, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -165,20 +165,14 @@ impl WestwoodConfig {
 #[derive(Debug, Clone)]
 pub struct Westwood {
     config: WestwoodConfig,
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    increase: AdditiveIncrease,
+    /// The window, and the last verdict to restore if a cut is undone.
+    window: WindowCore<u64, Option<LossVerdict>>,
     hystart: HyStart,
     bandwidth: BandwidthEstimator,
     /// RTTmin: the smallest RTT sample over the connection.
     rtt_min: Option<Duration>,
-    in_recovery: bool,
     last_verdict: Option<LossVerdict>,
     verdicts: VerdictCounts,
-    /// (window, last verdict) before the last reduction, until undone or
-    /// replaced.
-    undo: Option<(WindowUndo, Option<LossVerdict>)>,
     /// The numbers behind the last loss verdict (for traces).
     basis: Option<VerdictBasis>,
 }
@@ -188,26 +182,20 @@ impl Westwood {
     /// values fall back to the paper's (see [`WestwoodConfig::validate`]).
     pub fn new(config: WestwoodConfig, mss: u64) -> Self {
         let config = config.sanitized();
-        let mss = mss.max(1);
         let bandwidth = BandwidthEstimator::new(
             config.sampling,
             Duration::from_millis(config.filter_time_constant_ms),
             config.virtual_sample_divisor,
         );
         Self {
+            window: WindowCore::new(mss, config.initial_window_packets),
             hystart: HyStart::new(config.hystart),
-            cwnd: config.initial_window_packets * mss,
             config,
-            mss,
-            ssthresh: u64::MAX,
-            increase: AdditiveIncrease::default(),
             bandwidth,
             rtt_min: None,
-            in_recovery: false,
             last_verdict: None,
             verdicts: VerdictCounts::default(),
             basis: None,
-            undo: None,
         }
     }
 
@@ -244,17 +232,7 @@ impl Westwood {
         let rtt_min = self.rtt_min.unwrap_or(fallback_rtt);
         // Multiply by whole nanoseconds first: exact for any realistic value.
         let bytes = self.bandwidth.bytes_per_second() * rtt_min.as_nanos() as f64 / 1e9;
-        (bytes as u64).max(minimum_window(self.mss))
-    }
-
-    fn phase(&self) -> Phase {
-        if self.in_recovery {
-            Phase::Recovery
-        } else if self.cwnd < self.ssthresh {
-            Phase::SlowStart
-        } else {
-            Phase::CongestionAvoidance
-        }
+        (bytes as u64).max(self.window.minimum())
     }
 }
 
@@ -269,18 +247,9 @@ impl CongestionControl for Westwood {
         // paper counts even duplicate ACKs, §2.1).
         self.bandwidth
             .on_ack(ack.now, ack.acked_bytes, ack.rtt.smoothed);
-        if ack.in_recovery {
-            return;
-        }
-        self.in_recovery = false;
-        if ack.app_limited {
-            return;
-        }
-        // Reno growth (§3: slow start and avoidance are unchanged).
-        let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
-        (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
-        if step.rest > 0 {
-            self.cwnd = self.increase.grow(self.cwnd, step.rest, self.mss);
+        if self.window.ack_may_grow(ack) {
+            // Reno growth (§3: slow start and avoidance are unchanged).
+            self.window.grow_as_reno(&mut self.hystart, ack);
         }
     }
 
@@ -290,13 +259,11 @@ impl CongestionControl for Westwood {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.bandwidth.advance_to(ev.now);
-        let prior = WindowUndo {
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-        };
-        self.undo = Some((prior, self.last_verdict));
+        self.window.save_for_undo(self.last_verdict);
         self.verdicts.count(LossVerdict::Congestive);
-        self.ssthresh = self.ideal_window(ev.rtt.min);
+        let ssthresh = self.ideal_window(ev.rtt.min);
+        let window = &mut self.window;
+        window.ssthresh = ssthresh;
         self.basis = Some(VerdictBasis {
             verdict: LossVerdict::Congestive,
             values: vec![
@@ -305,66 +272,55 @@ impl CongestionControl for Westwood {
                     "rtt_min_us",
                     self.rtt_min.unwrap_or(ev.rtt.min).as_micros() as f64,
                 ),
-                ("ssthresh_bytes", self.ssthresh as f64),
-                ("cwnd_bytes", self.cwnd as f64),
+                ("ssthresh_bytes", ssthresh as f64),
+                ("cwnd_bytes", window.cwnd as f64),
             ],
         });
-        self.cwnd = if ev.persistent {
+        window.cwnd = if ev.persistent {
             // §3.2: cwin = 1 (configurable).
-            self.config.timeout_window_packets * self.mss
+            window.packets(self.config.timeout_window_packets)
         } else {
             // §3.1: cwin = ssthresh only if cwin > ssthresh.
-            self.cwnd.min(self.ssthresh)
+            window.cwnd.min(ssthresh)
         };
-        self.increase = AdditiveIncrease::default();
+        window.increase = AdditiveIncrease::default();
+        window.in_recovery = !ev.persistent;
         self.hystart.on_congestion();
-        self.in_recovery = !ev.persistent;
         self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        let Some((window, last_verdict)) = self.undo.take() else {
+        let Some(last_verdict) = self.window.undo() else {
             return;
         };
-        (self.cwnd, self.ssthresh) = window.restore(self.cwnd);
-        self.increase = AdditiveIncrease::default();
-        self.in_recovery = false;
         self.hystart.undo_congestion();
         self.last_verdict = last_verdict;
         self.verdicts.withdraw(LossVerdict::Congestive);
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss));
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change), additive increase restarted.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
-        self.increase = AdditiveIncrease::default();
-        self.undo = None;
+        self.window.set_window(cwnd, ssthresh);
     }
 
     fn window(&self) -> u64 {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn metrics(&self) -> Metrics {
         let mut metrics = Metrics {
             algorithm: "westwood".into(),
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-            phase: self.phase(),
+            cwnd: self.window.cwnd,
+            ssthresh: self.window.ssthresh,
+            phase: self.window.phase(),
             last_verdict: self.last_verdict,
             fields: Default::default(),
         };
@@ -381,6 +337,7 @@ impl CongestionControl for Westwood {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Phase;
 
     const MSS: u64 = 1000;
 
