@@ -72,6 +72,7 @@ use crate::hystart::{rtt_rise_threshold, HyStart};
 use crate::queue_estimate::{
     BaseRttReset, QueueDelayEstimator, QueueEstimate, JITTER_ALLOWANCE_FACTOR,
 };
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::{
     AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
     SpuriousCongestionEvent, WindowCore,
@@ -169,52 +170,39 @@ impl Default for CubicConfig {
 }
 
 impl CubicConfig {
+    /// Each parameter's range: β and C as RFC 9438 allows them (§4.6,
+    /// §5.1), so the controller never computes with a NaN or a growing
+    /// "decrease"; out of range, they fall back to the RFC's.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "multiplicative_decrease",
+            value: |c: &mut Self| &mut c.multiplicative_decrease,
+            valid: Valid::Where(|beta| beta > 0.0 && beta < 1.0),
+            expected: "a fraction strictly between 0 and 1",
+        },
+        &Range {
+            field: "growth_constant",
+            value: |c: &mut Self| &mut c.growth_constant,
+            valid: Valid::Where(|c| c.is_finite() && c > 0.0),
+            expected: "a positive finite number",
+        },
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+    ];
+
     /// Checks every value against the range RFC 9438 allows.
     pub fn validate(&self) -> Result<(), InvalidCcConfig> {
-        let beta = self.multiplicative_decrease;
-        if !(beta > 0.0 && beta < 1.0) {
-            return Err(InvalidCcConfig::new(
-                "cubic",
-                "multiplicative_decrease",
-                beta,
-                "a fraction strictly between 0 and 1",
-            ));
-        }
-        let c = self.growth_constant;
-        if !(c.is_finite() && c > 0.0) {
-            return Err(InvalidCcConfig::new(
-                "cubic",
-                "growth_constant",
-                c,
-                "a positive finite number",
-            ));
-        }
-        if self.initial_window_packets == 0 {
-            return Err(InvalidCcConfig::new(
-                "cubic",
-                "initial_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        Ok(())
+        ranges::validate("cubic", self, Self::RANGES)
     }
 
     /// The same configuration with every out-of-range value (those
-    /// [`validate`](Self::validate) reports) replaced by its default, so the
-    /// controller never computes with a NaN or a growing "decrease".
-    fn sanitized(mut self) -> Self {
-        let defaults = Self::default();
-        let beta = self.multiplicative_decrease;
-        if !(beta > 0.0 && beta < 1.0) {
-            self.multiplicative_decrease = defaults.multiplicative_decrease;
-        }
-        let c = self.growth_constant;
-        if !(c.is_finite() && c > 0.0) {
-            self.growth_constant = defaults.growth_constant;
-        }
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        self
+    /// [`validate`](Self::validate) reports) put back in range.
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 
     /// α_cubic = 3(1 − β)/(1 + β): the Reno-friendly additive increase per

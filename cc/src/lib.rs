@@ -21,6 +21,7 @@ pub mod careful_resume;
 pub mod cubic;
 pub mod hystart;
 pub mod queue_estimate;
+mod ranges;
 pub mod reno;
 pub mod rounds;
 pub mod vegas;

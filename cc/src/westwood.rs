@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 
 use crate::hystart::HyStart;
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::veno::VerdictCounts;
 use crate::{
     AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict,
@@ -109,55 +110,45 @@ impl Default for WestwoodConfig {
 }
 
 impl WestwoodConfig {
+    /// Each parameter's range: τ positive (§4), m at least 2 (§2.2's
+    /// Nyquist bound), windows of at least one packet.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "filter_time_constant_ms",
+            value: |c: &mut Self| &mut c.filter_time_constant_ms,
+            valid: Valid::Where(|ms| ms > 0),
+            expected: "a positive number of milliseconds",
+        },
+        &Range {
+            field: "virtual_sample_divisor",
+            value: |c: &mut Self| &mut c.virtual_sample_divisor,
+            valid: Valid::AtLeast(VIRTUAL_SAMPLE_DIVISOR),
+            expected: "at least 2 (Nyquist)",
+        },
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "timeout_window_packets",
+            value: |c: &mut Self| &mut c.timeout_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+    ];
+
     /// Checks every value against the range the paper allows.
     pub fn validate(&self) -> Result<(), InvalidCcConfig> {
-        if self.filter_time_constant_ms == 0 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "filter_time_constant_ms",
-                0,
-                "a positive number of milliseconds",
-            ));
-        }
-        if self.virtual_sample_divisor < 2 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "virtual_sample_divisor",
-                self.virtual_sample_divisor,
-                "at least 2 (Nyquist)",
-            ));
-        }
-        if self.initial_window_packets == 0 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "initial_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        if self.timeout_window_packets == 0 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "timeout_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        Ok(())
+        ranges::validate("westwood", self, Self::RANGES)
     }
 
     /// The same configuration with every out-of-range value (those
-    /// [`validate`](Self::validate) reports) replaced by its default.
-    fn sanitized(mut self) -> Self {
-        if self.filter_time_constant_ms == 0 {
-            self.filter_time_constant_ms = FILTER_TIME_CONSTANT_MS;
-        }
-        if self.virtual_sample_divisor < 2 {
-            self.virtual_sample_divisor = VIRTUAL_SAMPLE_DIVISOR;
-        }
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        self.timeout_window_packets = self.timeout_window_packets.max(1);
-        self
+    /// [`validate`](Self::validate) reports) put back in range: τ the
+    /// paper's, the others their least valid value.
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 }
 

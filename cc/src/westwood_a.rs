@@ -143,6 +143,7 @@ pub use base_rtt::BaseRtt;
 pub use eligible_rate::EligibleRate;
 
 use crate::cubic::{CubicCurve, C_CUBIC};
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::rounds::RoundTracker;
 use crate::veno::VerdictCounts;
 use crate::westwood::{FILTER_TIME_CONSTANT_MS, VIRTUAL_SAMPLE_DIVISOR};
@@ -215,50 +216,50 @@ impl Default for WestwoodAConfig {
 }
 
 impl WestwoodAConfig {
+    /// Each parameter's range: Westwood's τ and m, windows of at least one
+    /// packet, and at least one round for PNCD.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "filter_time_constant_ms",
+            value: |c: &mut Self| &mut c.filter_time_constant_ms,
+            valid: Valid::Where(|ms| ms > 0),
+            expected: "a positive number of milliseconds",
+        },
+        &Range {
+            field: "virtual_sample_divisor",
+            value: |c: &mut Self| &mut c.virtual_sample_divisor,
+            valid: Valid::AtLeast(VIRTUAL_SAMPLE_DIVISOR),
+            expected: "at least 2 (Nyquist)",
+        },
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "timeout_window_packets",
+            value: |c: &mut Self| &mut c.timeout_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "non_congestion_rounds",
+            value: |c: &mut Self| &mut c.non_congestion_rounds,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+    ];
+
     /// Checks every value against the range the algorithm allows.
     pub fn validate(&self) -> Result<(), InvalidCcConfig> {
-        let invalid = |field, value: u64, expected| {
-            Err(InvalidCcConfig::new("westwood-a", field, value, expected))
-        };
-        if self.filter_time_constant_ms == 0 {
-            return invalid(
-                "filter_time_constant_ms",
-                0,
-                "a positive number of milliseconds",
-            );
-        }
-        if self.virtual_sample_divisor < 2 {
-            return invalid(
-                "virtual_sample_divisor",
-                u64::from(self.virtual_sample_divisor),
-                "at least 2 (Nyquist)",
-            );
-        }
-        for (field, value) in [
-            ("initial_window_packets", self.initial_window_packets),
-            ("timeout_window_packets", self.timeout_window_packets),
-            ("non_congestion_rounds", self.non_congestion_rounds),
-        ] {
-            if value == 0 {
-                return invalid(field, 0, "at least 1");
-            }
-        }
-        Ok(())
+        ranges::validate("westwood-a", self, Self::RANGES)
     }
 
-    /// The same configuration with out-of-range values replaced by defaults.
-    fn sanitized(mut self) -> Self {
-        let defaults = Self::default();
-        if self.filter_time_constant_ms == 0 {
-            self.filter_time_constant_ms = defaults.filter_time_constant_ms;
-        }
-        if self.virtual_sample_divisor < 2 {
-            self.virtual_sample_divisor = defaults.virtual_sample_divisor;
-        }
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        self.timeout_window_packets = self.timeout_window_packets.max(1);
-        self.non_congestion_rounds = self.non_congestion_rounds.max(1);
-        self
+    /// The same configuration with out-of-range values put back in range:
+    /// τ the default, the others their least valid value.
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 }
 
