@@ -8,6 +8,10 @@
 //! estimate of what Reno would have reached (`W_est`, §4.3) so that CUBIC is
 //! never slower than Reno on short-RTT, small-window paths. Windows are bytes;
 //! the RFC's curve is in segments, so every segment count is scaled by `mss`.
+//! The window is the loss-based controllers' [`WindowCore`] with `cwnd` kept
+//! in `f64`, so that growth along the curve a fraction of a byte per ACK is
+//! never lost; this file holds the curve, W_est, the epoch and what an undo
+//! restores beside the window (`CubicUndo`).
 //!
 //! Where the RFC leaves a choice, sift takes:
 //! - the window before the cut (not flight size) as the base of the β cut

@@ -3,9 +3,20 @@
 //! A controller is a plain struct fed events by the recovery module. It owns no
 //! timers and never reads the clock: every event carries `now`. Windows are in
 //! bytes; the papers speak in packets, so every controller is built with the
-//! connection's maximum segment size (`mss`) and converts. The loss-based
-//! controllers keep that window in one [`WindowCore`] (`window.rs`) and
-//! write only their paper's rules themselves.
+//! connection's maximum segment size (`mss`) and converts.
+//!
+//! Shared parts, each written once:
+//! - `window.rs`: [`WindowCore`], the window every loss-based controller
+//!   (Reno, Westwood, Veno, Vegas, Westwood-A, CUBIC) embeds. It owns `mss`,
+//!   `cwnd`, `ssthresh`, Reno's additive-increase credit, the recovery flag
+//!   and the undo of a spurious cut, and the operations that are the same
+//!   for all of them (`set_mss`, Careful Resume's `set_window`, saving and
+//!   undoing a cut, the phase). How a window grows and how much a loss cuts
+//!   stay in each controller's file. BBR is model-based and keeps its own.
+//! - `ranges.rs`: one table of valid ranges per config, from which both
+//!   `validate` and `sanitized` read.
+//! - `queue_estimate.rs`, `rounds.rs`, `hystart.rs`: the BaseRTT and
+//!   queueing-delay estimators, round counting and HyStart++ slow start.
 //!
 //! This crate knows nothing of `sift`: the dependency points one way only.
 
