@@ -8,6 +8,10 @@
 //! estimate of what Reno would have reached (`W_est`, §4.3) so that CUBIC is
 //! never slower than Reno on short-RTT, small-window paths. Windows are bytes;
 //! the RFC's curve is in segments, so every segment count is scaled by `mss`.
+//! The window is the loss-based controllers' [`WindowCore`] with `cwnd` kept
+//! in `f64`, so that growth along the curve a fraction of a byte per ACK is
+//! never lost; this file holds the curve, W_est, the epoch and what an undo
+//! restores beside the window (`CubicUndo`).
 //!
 //! Where the RFC leaves a choice, sift takes:
 //! - the window before the cut (not flight size) as the base of the β cut
@@ -72,9 +76,10 @@ use crate::hystart::{rtt_rise_threshold, HyStart};
 use crate::queue_estimate::{
     BaseRttReset, QueueDelayEstimator, QueueEstimate, JITTER_ALLOWANCE_FACTOR,
 };
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::{
-    minimum_window, AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
-    Phase, SpuriousCongestionEvent,
+    AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
+    SpuriousCongestionEvent, WindowCore,
 };
 
 /// RFC 9438 §4.6 / §5: β_cubic, the multiplicative decrease factor.
@@ -169,52 +174,39 @@ impl Default for CubicConfig {
 }
 
 impl CubicConfig {
+    /// Each parameter's range: β and C as RFC 9438 allows them (§4.6,
+    /// §5.1), so the controller never computes with a NaN or a growing
+    /// "decrease"; out of range, they fall back to the RFC's.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "multiplicative_decrease",
+            value: |c: &mut Self| &mut c.multiplicative_decrease,
+            valid: Valid::Where(|beta| beta > 0.0 && beta < 1.0),
+            expected: "a fraction strictly between 0 and 1",
+        },
+        &Range {
+            field: "growth_constant",
+            value: |c: &mut Self| &mut c.growth_constant,
+            valid: Valid::Where(|c| c.is_finite() && c > 0.0),
+            expected: "a positive finite number",
+        },
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+    ];
+
     /// Checks every value against the range RFC 9438 allows.
     pub fn validate(&self) -> Result<(), InvalidCcConfig> {
-        let beta = self.multiplicative_decrease;
-        if !(beta > 0.0 && beta < 1.0) {
-            return Err(InvalidCcConfig::new(
-                "cubic",
-                "multiplicative_decrease",
-                beta,
-                "a fraction strictly between 0 and 1",
-            ));
-        }
-        let c = self.growth_constant;
-        if !(c.is_finite() && c > 0.0) {
-            return Err(InvalidCcConfig::new(
-                "cubic",
-                "growth_constant",
-                c,
-                "a positive finite number",
-            ));
-        }
-        if self.initial_window_packets == 0 {
-            return Err(InvalidCcConfig::new(
-                "cubic",
-                "initial_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        Ok(())
+        ranges::validate("cubic", self, Self::RANGES)
     }
 
     /// The same configuration with every out-of-range value (those
-    /// [`validate`](Self::validate) reports) replaced by its default, so the
-    /// controller never computes with a NaN or a growing "decrease".
-    fn sanitized(mut self) -> Self {
-        let defaults = Self::default();
-        let beta = self.multiplicative_decrease;
-        if !(beta > 0.0 && beta < 1.0) {
-            self.multiplicative_decrease = defaults.multiplicative_decrease;
-        }
-        let c = self.growth_constant;
-        if !(c.is_finite() && c > 0.0) {
-            self.growth_constant = defaults.growth_constant;
-        }
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        self
+    /// [`validate`](Self::validate) reports) put back in range.
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 
     /// α_cubic = 3(1 − β)/(1 + β): the Reno-friendly additive increase per
@@ -321,13 +313,12 @@ struct Epoch {
     start: Instant,
 }
 
-/// What RFC 9438 §4.9 saves before a reduction, to restore if the
-/// congestion event proves spurious (prior_cwnd, prior_ssthresh,
-/// prior_W_max, prior_K, prior_epoch_start, prior_W_est, and cwnd_prior).
+/// What RFC 9438 §4.9 saves before a reduction, beside prior_cwnd and
+/// prior_ssthresh (the window's), to restore if the congestion event
+/// proves spurious: prior_W_max, prior_K, prior_epoch_start, prior_W_est,
+/// and cwnd_prior.
 #[derive(Clone, Copy, Debug)]
 struct CubicUndo {
-    cwnd: f64,
-    ssthresh: u64,
     w_max: f64,
     k_seconds: f64,
     w_est: f64,
@@ -340,10 +331,9 @@ struct CubicUndo {
 #[derive(Debug, Clone)]
 pub struct Cubic {
     config: CubicConfig,
-    mss: u64,
-    /// cwnd in bytes, kept fractional so per-ACK growth is never lost.
-    cwnd: f64,
-    ssthresh: u64,
+    /// The window, its cwnd kept fractional so per-ACK growth is never
+    /// lost.
+    window: WindowCore<f64, CubicUndo>,
     /// W_max in bytes: the window just before the last reduction, lowered by
     /// fast convergence; 0 until the first epoch or after a timeout.
     w_max: f64,
@@ -359,10 +349,7 @@ pub struct Cubic {
     /// inside an epoch.
     app_limited_since: Option<Instant>,
     hystart: HyStart,
-    in_recovery: bool,
     last_verdict: Option<LossVerdict>,
-    /// The state before the last reduction, until undone or replaced.
-    undo: Option<CubicUndo>,
     /// Packets declared lost since the last congestion event began.
     lost_in_recovery: u64,
     /// The RTT showed no queue when the last congestion event began.
@@ -385,23 +372,18 @@ impl Cubic {
     /// values fall back to RFC 9438's (see [`CubicConfig::validate`]).
     pub fn new(config: CubicConfig, mss: u64) -> Self {
         let config = config.sanitized();
-        let mss = mss.max(1);
-        let cwnd = (config.initial_window_packets * mss) as f64;
+        let window = WindowCore::new(mss, config.initial_window_packets);
         Self {
             hystart: HyStart::new(config.hystart),
             config,
-            mss,
-            cwnd,
-            ssthresh: u64::MAX,
             w_max: 0.0,
             k_seconds: 0.0,
-            w_est: cwnd,
+            w_est: window.cwnd,
             cwnd_prior: 0.0,
+            window,
             epoch: None,
             app_limited_since: None,
-            in_recovery: false,
             last_verdict: None,
-            undo: None,
             lost_in_recovery: 0,
             loss_without_queue: false,
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
@@ -415,18 +397,15 @@ impl Cubic {
     /// Restores the state saved by the last congestion event, if any
     /// (RFC 9438 §4.9); the window never shrinks.
     fn undo_congestion(&mut self) -> bool {
-        let Some(undo) = self.undo.take() else {
+        let Some(undo) = self.window.undo() else {
             return false;
         };
-        self.cwnd = self.cwnd.max(undo.cwnd);
-        self.ssthresh = undo.ssthresh;
         self.w_max = undo.w_max;
         self.k_seconds = undo.k_seconds;
         self.w_est = undo.w_est;
         self.cwnd_prior = undo.cwnd_prior;
         self.epoch = undo.epoch;
         self.app_limited_since = None;
-        self.in_recovery = false;
         self.hystart.undo_congestion();
         self.last_verdict = undo.last_verdict;
         true
@@ -469,7 +448,7 @@ impl Cubic {
         if !self.config.small_loss_rollback {
             return false;
         }
-        let window_packets = self.cwnd as u64 / self.mss;
+        let window_packets = self.window.cwnd as u64 / self.window.mss;
         let threshold =
             (window_packets * ROLLBACK_THRESHOLD_PERCENT / 100).max(MIN_ROLLBACK_THRESHOLD);
         let queue_allows = self.loss_without_queue || !self.config.rollback_only_without_queue;
@@ -482,7 +461,7 @@ impl Cubic {
 
     /// C scaled to bytes: the curve's coefficient in bytes per second³.
     fn growth_bytes_per_s3(&self) -> f64 {
-        self.config.growth_constant * self.mss as f64
+        self.config.growth_constant * self.window.mss as f64
     }
 
     /// W_cubic(t) in bytes, `t` seconds into the epoch (RFC 9438 §4.2, Eq. 1).
@@ -503,7 +482,7 @@ impl Cubic {
     /// the window past the old W_max, W_max becomes cwnd_epoch and K is 0
     /// (§4.8).
     fn start_epoch(&mut self, now: Instant) -> Epoch {
-        let cwnd_epoch = self.cwnd;
+        let cwnd_epoch = self.window.cwnd;
         if self.w_max <= cwnd_epoch {
             self.w_max = cwnd_epoch;
             self.k_seconds = 0.0;
@@ -523,7 +502,7 @@ impl Cubic {
             Some(epoch) => epoch,
             None => self.start_epoch(now),
         };
-        let cwnd = self.cwnd;
+        let cwnd = self.window.cwnd;
         if cwnd <= 0.0 {
             return;
         }
@@ -536,23 +515,13 @@ impl Cubic {
         } else {
             self.config.alpha_cubic()
         };
-        self.w_est += alpha * self.mss as f64 * acked / cwnd;
+        self.w_est += alpha * self.window.mss as f64 * acked / cwnd;
 
         if self.config.reno_friendly && self.w_cubic(t) < self.w_est {
-            self.cwnd = cwnd.max(self.w_est);
+            self.window.cwnd = cwnd.max(self.w_est);
             return;
         }
-        self.cwnd = self.curve().grow(cwnd, acked, t, smoothed_rtt);
-    }
-
-    fn phase(&self) -> Phase {
-        if self.in_recovery {
-            Phase::Recovery
-        } else if self.cwnd < self.ssthresh as f64 {
-            Phase::SlowStart
-        } else {
-            Phase::CongestionAvoidance
-        }
+        self.window.cwnd = self.curve().grow(cwnd, acked, t, smoothed_rtt);
     }
 }
 
@@ -573,7 +542,7 @@ impl CongestionControl for Cubic {
         if ack.in_recovery {
             return;
         }
-        if std::mem::take(&mut self.in_recovery) && self.roll_back_small_loss() {
+        if std::mem::take(&mut self.window.in_recovery) && self.roll_back_small_loss() {
             return;
         }
         if ack.app_limited {
@@ -594,14 +563,14 @@ impl CongestionControl for Cubic {
         }
 
         let mut acked = ack.acked_bytes as f64;
-        if self.cwnd < self.ssthresh as f64 {
+        if self.window.cwnd < self.window.ssthresh as f64 {
             // RFC 9002 §7.3.1 slow start with byte counting (HyStart++ in the
             // initial one), stopping at ssthresh; the rest of this ACK counts
             // as avoidance.
-            let whole = self.cwnd.floor() as u64;
-            let step = self.hystart.slow_start(whole, self.ssthresh, ack);
-            self.cwnd += (step.cwnd - whole) as f64;
-            self.ssthresh = step.ssthresh;
+            let whole = self.window.cwnd.floor() as u64;
+            let step = self.hystart.slow_start(whole, self.window.ssthresh, ack);
+            self.window.cwnd += (step.cwnd - whole) as f64;
+            self.window.ssthresh = step.ssthresh;
             acked = step.rest as f64;
             if step.rest == 0 {
                 return;
@@ -612,11 +581,9 @@ impl CongestionControl for Cubic {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         let beta = self.config.multiplicative_decrease;
-        let cwnd = self.cwnd;
-        let floor = minimum_window(self.mss);
-        self.undo = Some(CubicUndo {
-            cwnd,
-            ssthresh: self.ssthresh,
+        let cwnd = self.window.cwnd;
+        let floor = self.window.minimum();
+        self.window.save_for_undo(CubicUndo {
             w_max: self.w_max,
             k_seconds: self.k_seconds,
             w_est: self.w_est,
@@ -633,22 +600,22 @@ impl CongestionControl for Cubic {
             cwnd
         };
         // RFC 9438 §4.6: ssthresh = β·cwnd, never below RFC 9002's minimum.
-        self.ssthresh = ((cwnd * beta) as u64).max(floor);
+        self.window.ssthresh = ((cwnd * beta) as u64).max(floor);
         if ev.persistent {
             // RFC 9438 §4.8: cwnd collapses as Reno's would (RFC 9002
             // persistent congestion: kMinimumWindow); the next epoch starts
             // with W_max = cwnd_epoch and K = 0.
-            self.cwnd = floor as f64;
+            self.window.cwnd = floor as f64;
             self.w_max = 0.0;
             self.k_seconds = 0.0;
         } else {
-            self.cwnd = self.ssthresh as f64;
+            self.window.cwnd = self.window.ssthresh as f64;
         }
-        self.w_est = self.cwnd;
+        self.w_est = self.window.cwnd;
         self.epoch = None;
         self.app_limited_since = None;
         self.hystart.on_congestion();
-        self.in_recovery = !ev.persistent;
+        self.window.in_recovery = !ev.persistent;
         self.lost_in_recovery = ev.lost_packets.len() as u64;
         // Noise is RFC 6298's: a sample within 4·rttvar is not a queue.
         let threshold = rtt_rise_threshold(ev.rtt.min);
@@ -664,7 +631,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_packets_lost(&mut self, ev: &crate::PacketsLost) {
-        if self.in_recovery {
+        if self.window.in_recovery {
             self.lost_in_recovery += ev.packets.len() as u64;
         }
     }
@@ -674,41 +641,35 @@ impl CongestionControl for Cubic {
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss) as f64);
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change) as from a plateau: W_max = cwnd, a new epoch at the next
-    /// avoidance ACK.
+    /// Careful Resume's window, continued as from a plateau: W_max =
+    /// cwnd, a new epoch at the next avoidance ACK.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        let cwnd = cwnd.max(crate::minimum_window(self.mss)) as f64;
-        self.cwnd = cwnd;
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
+        self.window.set_window(cwnd, ssthresh);
+        let cwnd = self.window.cwnd;
         self.w_max = cwnd;
         self.cwnd_prior = cwnd;
         self.w_est = cwnd;
         self.k_seconds = 0.0;
         self.epoch = None;
-        self.undo = None;
     }
 
     fn window(&self) -> u64 {
-        self.cwnd.round() as u64
+        self.window.bytes()
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn metrics(&self) -> Metrics {
         let mut metrics = Metrics {
             algorithm: "cubic".into(),
             cwnd: self.window(),
-            ssthresh: self.ssthresh,
-            phase: self.phase(),
+            ssthresh: self.window.ssthresh,
+            phase: self.window.phase(),
             last_verdict: self.last_verdict,
             fields: Default::default(),
         };
@@ -727,6 +688,7 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Phase;
     use crate::RttSample;
 
     const MSS: u64 = 1000;
@@ -895,7 +857,7 @@ mod tests {
         // W_est = 7_000 + α·mss·acked/cwnd with α = 3·0.3/1.7 = 0.9/1.7:
         // 7_000 + 0.529411…·1000 = 7_529.41; W_cubic(0) = 7_000 < W_est,
         // so cwnd = W_est.
-        assert_close(friendly.cwnd, 7_000.0 + 900.0 / 1.7);
+        assert_close(friendly.window.cwnd, 7_000.0 + 900.0 / 1.7);
         assert_eq!(friendly.window(), 7_529);
 
         // Without the Reno-friendly region the curve alone barely moves:
@@ -935,7 +897,7 @@ mod tests {
             now += rtt;
         }
         // Now α = 1: W_est grows by mss·acked/cwnd, one segment per window.
-        let (w_est, cwnd) = (cubic.w_est, cubic.cwnd);
+        let (w_est, cwnd) = (cubic.w_est, cubic.window.cwnd);
         cubic.on_ack(&ack_at(now, 500, rtt));
         assert_close(cubic.w_est, w_est + 1000.0 * 500.0 / cwnd);
     }
@@ -1062,7 +1024,7 @@ mod tests {
         // W_est = 14_000 + α·1000·1_000/14_000 > W_cubic(0) = 14_000, so the
         // Reno-friendly estimate wins: cwnd = 14_000 + (0.9/1.7)·1000/14.
         cubic.on_ack(&ack_at(t0 + rtt, 13_000, rtt));
-        assert_close(cubic.cwnd, 14_000.0 + 900.0 / 1.7 / 14.0);
+        assert_close(cubic.window.cwnd, 14_000.0 + 900.0 / 1.7 / 14.0);
         assert_eq!(cubic.metrics().phase, Phase::CongestionAvoidance);
     }
 
@@ -1130,8 +1092,8 @@ mod tests {
     fn cut_and_recover_queued(cubic: &mut Cubic, extra: u64, queued: Duration) -> u64 {
         let t0 = Instant::now();
         let srtt = Duration::from_millis(100);
-        cubic.cwnd = (100 * MSS) as f64;
-        cubic.ssthresh = 100 * MSS;
+        cubic.window.cwnd = (100 * MSS) as f64;
+        cubic.window.ssthresh = 100 * MSS;
         let before = cubic.window();
         let mut event = loss(t0, false);
         event.rtt.smoothed += queued;
@@ -1203,8 +1165,8 @@ mod tests {
                 ..CubicConfig::default()
             };
             let mut cubic = Cubic::new(latest_only, MSS);
-            cubic.cwnd = (100 * MSS) as f64;
-            cubic.ssthresh = 100 * MSS;
+            cubic.window.cwnd = (100 * MSS) as f64;
+            cubic.window.ssthresh = 100 * MSS;
             for extra in extra_ms.iter().cycle().take(QUEUE_SAMPLES) {
                 let mut ack = ack_at(t0, 0, Duration::from_millis(100));
                 ack.rtt.latest += Duration::from_millis(*extra);
@@ -1236,8 +1198,8 @@ mod tests {
             };
             let t0 = Instant::now();
             let mut cubic = Cubic::new(config, MSS);
-            cubic.cwnd = (100 * MSS) as f64;
-            cubic.ssthresh = 100 * MSS;
+            cubic.window.cwnd = (100 * MSS) as f64;
+            cubic.window.ssthresh = 100 * MSS;
             // Two rounds whose floor is the base, 100 ms …
             cubic.on_ack(&ack_at(t0, 0, ms(100)));
             let mut floor = ack_at(t0 + ms(100), 0, ms(100));
@@ -1286,7 +1248,7 @@ mod tests {
         let ms = Duration::from_millis;
         let t0 = Instant::now();
         let mut cubic = Cubic::new(config, MSS);
-        cubic.cwnd = (100 * MSS) as f64;
+        cubic.window.cwnd = (100 * MSS) as f64;
         let mut sample = |now: Duration, latest: Duration| {
             let mut ack = ack_at(t0 + now, 0, ms(100));
             ack.rtt.latest = latest;

@@ -5,6 +5,19 @@
 //! bytes; the papers speak in packets, so every controller is built with the
 //! connection's maximum segment size (`mss`) and converts.
 //!
+//! Shared parts, each written once:
+//! - `window.rs`: [`WindowCore`], the window every loss-based controller
+//!   (Reno, Westwood, Veno, Vegas, Westwood-A, CUBIC) embeds. It owns `mss`,
+//!   `cwnd`, `ssthresh`, Reno's additive-increase credit, the recovery flag
+//!   and the undo of a spurious cut, and the operations that are the same
+//!   for all of them (`set_mss`, Careful Resume's `set_window`, saving and
+//!   undoing a cut, the phase). How a window grows and how much a loss cuts
+//!   stay in each controller's file. BBR is model-based and keeps its own.
+//! - `ranges.rs`: one table of valid ranges per config, from which both
+//!   `validate` and `sanitized` read.
+//! - `queue_estimate.rs`, `rounds.rs`, `hystart.rs`: the BaseRTT and
+//!   queueing-delay estimators, round counting and HyStart++ slow start.
+//!
 //! This crate knows nothing of `sift`: the dependency points one way only.
 
 use std::collections::BTreeMap;
@@ -19,6 +32,7 @@ pub mod careful_resume;
 pub mod cubic;
 pub mod hystart;
 pub mod queue_estimate;
+mod ranges;
 pub mod reno;
 pub mod rounds;
 pub mod vegas;
@@ -26,6 +40,7 @@ pub mod veno;
 pub mod veno_enhanced;
 pub mod westwood;
 pub mod westwood_a;
+pub mod window;
 
 #[cfg(test)]
 mod config_tests;
@@ -47,6 +62,7 @@ pub use veno::{Veno, VenoConfig};
 pub use veno_enhanced::VenoEnhanced;
 pub use westwood::{BandwidthSampling, Westwood, WestwoodConfig};
 pub use westwood_a::{WestwoodA, WestwoodAConfig};
+pub use window::{AdditiveIncrease, WindowBytes, WindowCore, WindowUndo};
 
 /// The three views of round-trip time the recovery module keeps (RFC 9002 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,26 +238,6 @@ pub struct SpuriousCongestionEvent {
     pub lost_packets: Vec<u64>,
     /// RTT estimates at the time of the undo.
     pub rtt: RttSample,
-}
-
-/// The window state a loss-based controller restores on a spurious
-/// congestion event: the window and ssthresh from just before the cut. The
-/// window never shrinks on undo (Linux `tcp_undo_cwnd_reduction`: cwnd =
-/// max(cwnd, prior)); ssthresh returns to its prior value (RFC 9438 §4.9).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowUndo {
-    /// cwnd just before the reduction, in bytes.
-    pub cwnd: u64,
-    /// ssthresh just before the reduction, in bytes.
-    pub ssthresh: u64,
-}
-
-impl WindowUndo {
-    /// (cwnd, ssthresh) after undoing the reduction from a window that is
-    /// now `cwnd`.
-    pub fn restore(&self, cwnd: u64) -> (u64, u64) {
-        (cwnd.max(self.cwnd), self.ssthresh)
-    }
 }
 
 /// A controller's judgement of why packets were lost. The simulator compares
@@ -639,28 +635,4 @@ pub fn slow_start(cwnd: u64, ssthresh: u64, acked: u64) -> (u64, u64) {
     }
     let slow = acked.min(ssthresh - cwnd);
     (cwnd + slow, acked - slow)
-}
-
-/// Shared slow-start / congestion-avoidance arithmetic. In slow start the
-/// window grows by the bytes acked (RFC 5681 §3.1 with RFC 3465 byte counting);
-/// in congestion avoidance by mss·acked/cwnd per ACK, accumulated in
-/// `bytes_acked_in_ca` so fractional growth is never lost.
-#[derive(Clone, Debug, Default)]
-pub struct AdditiveIncrease {
-    /// Bytes acked since the window last grew by one mss in avoidance.
-    pub bytes_acked_in_ca: u64,
-}
-
-impl AdditiveIncrease {
-    /// Congestion avoidance: returns the new window after `acked` bytes were
-    /// acknowledged at window `cwnd` (grows by one mss per window acked).
-    pub fn grow(&mut self, cwnd: u64, acked: u64, mss: u64) -> u64 {
-        self.bytes_acked_in_ca += acked;
-        let mut cwnd = cwnd;
-        while self.bytes_acked_in_ca >= cwnd {
-            self.bytes_acked_in_ca -= cwnd;
-            cwnd += mss;
-        }
-        cwnd
-    }
 }

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::hystart::HyStart;
 use crate::{
-    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, LossEvent, LossVerdict, Metrics,
-    Phase, RecoveryPolicy, SpuriousCongestionEvent, WindowUndo,
+    AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, RecoveryPolicy,
+    SpuriousCongestionEvent, WindowCore,
 };
 
 /// RFC 9002 §7.2: kInitialWindow is 10 packets (bounded by 14720 bytes there;
@@ -56,29 +56,17 @@ impl Default for RenoConfig {
 #[derive(Debug, Clone)]
 pub struct Reno {
     config: RenoConfig,
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    increase: AdditiveIncrease,
+    window: WindowCore,
     hystart: HyStart,
-    in_recovery: bool,
-    /// The window before the last reduction, until it is undone or replaced.
-    undo: Option<WindowUndo>,
 }
 
 impl Reno {
     /// A controller for packets of `mss` bytes.
     pub fn new(config: RenoConfig, mss: u64) -> Self {
-        let cwnd = config.initial_window_packets.max(1) * mss;
         Self {
+            window: WindowCore::new(mss, config.initial_window_packets),
             hystart: HyStart::new(config.hystart),
             config,
-            mss,
-            cwnd,
-            ssthresh: u64::MAX,
-            increase: AdditiveIncrease::default(),
-            in_recovery: false,
-            undo: None,
         }
     }
 }
@@ -87,67 +75,38 @@ impl CongestionControl for Reno {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
 
     fn on_ack(&mut self, ack: &AckEvent) {
-        if ack.in_recovery {
-            return;
-        }
-        self.in_recovery = false;
-        if ack.app_limited {
-            return;
-        }
-        // Slow start up to ssthresh; the rest of this ACK grows the window
-        // linearly.
-        let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
-        (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
-        if step.rest > 0 {
-            self.cwnd = self.increase.grow(self.cwnd, step.rest, self.mss);
+        if self.window.ack_may_grow(ack) {
+            self.window.grow_as_reno(&mut self.hystart, ack);
         }
     }
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
-        let (num, den) = LOSS_REDUCTION;
-        self.undo = Some(WindowUndo {
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-        });
-        self.ssthresh = (self.cwnd * num / den).max(minimum_window(self.mss));
-        self.cwnd = if ev.persistent {
-            self.config.timeout_window_packets.max(1) * self.mss
-        } else {
-            self.ssthresh
-        };
-        self.increase = AdditiveIncrease::default();
+        self.window.save_for_undo(());
+        let timeout_window = self
+            .window
+            .packets(self.config.timeout_window_packets.max(1));
+        self.window
+            .reduce(LOSS_REDUCTION, ev.persistent, timeout_window);
         self.hystart.on_congestion();
-        self.in_recovery = !ev.persistent;
         LossVerdict::Congestive
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        if let Some(undo) = self.undo.take() {
-            (self.cwnd, self.ssthresh) = undo.restore(self.cwnd);
-            self.increase = AdditiveIncrease::default();
-            self.in_recovery = false;
+        if self.window.undo().is_some() {
             self.hystart.undo_congestion();
         }
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss));
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change), additive increase restarted.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
-        self.increase = AdditiveIncrease::default();
-        self.undo = None;
+        self.window.set_window(cwnd, ssthresh);
     }
 
     fn window(&self) -> u64 {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn recovery_policy(&self) -> RecoveryPolicy {
@@ -158,21 +117,15 @@ impl CongestionControl for Reno {
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn metrics(&self) -> Metrics {
         Metrics {
             algorithm: "reno".into(),
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-            phase: if self.in_recovery {
-                Phase::Recovery
-            } else if self.cwnd < self.ssthresh {
-                Phase::SlowStart
-            } else {
-                Phase::CongestionAvoidance
-            },
+            cwnd: self.window.cwnd,
+            ssthresh: self.window.ssthresh,
+            phase: self.window.phase(),
             last_verdict: None,
             fields: Default::default(),
         }

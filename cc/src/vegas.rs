@@ -65,8 +65,8 @@ use round::Round;
 use crate::queue_estimate::{JitterMeter, QueueEstimate, RoundFloors};
 use crate::reno::LOSS_REDUCTION;
 use crate::{
-    minimum_window, scale_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl,
-    LossEvent, LossVerdict, Metrics, Phase, RecoveryPolicy, SpuriousCongestionEvent, WindowUndo,
+    slow_start, AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, RecoveryPolicy,
+    SpuriousCongestionEvent, WindowCore,
 };
 
 /// F: the window kept after a recovery, 3/4 (Hengartner et al. §VI-F:
@@ -91,10 +91,9 @@ enum AvoidanceMode {
     Hold,
 }
 
-/// What a spurious congestion event restores.
+/// What a spurious congestion event restores beside the window.
 #[derive(Clone, Copy, Debug)]
 struct VegasUndo {
-    window: WindowUndo,
     slow_start_growing: bool,
     avoidance: AvoidanceMode,
     last_timeout_at: Option<Instant>,
@@ -109,11 +108,7 @@ struct VegasUndo {
 #[derive(Debug, Clone)]
 pub struct Vegas {
     config: VegasConfig,
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    increase: AdditiveIncrease,
-    in_recovery: bool,
+    window: WindowCore<u64, VegasUndo>,
     /// BaseRTT: the smallest RTT sample over the connection.
     base_rtt: Option<Duration>,
     round: Round,
@@ -130,26 +125,19 @@ pub struct Vegas {
     /// it (Vegas′, §VII-C).
     last_timeout_at: Option<Instant>,
     last_verdict: Option<LossVerdict>,
-    /// The state before the last reduction, until undone or replaced.
-    undo: Option<VegasUndo>,
 }
 
 impl Vegas {
     /// A controller for packets of `mss` bytes.
     pub fn new(config: VegasConfig, mss: u64) -> Self {
-        let mss = mss.max(1);
         let initial_packets = if config.two_packet_windows {
             TWO_PACKET_WINDOW
         } else {
-            config.initial_window_packets.max(1)
+            config.initial_window_packets
         };
         Self {
+            window: WindowCore::new(mss, initial_packets),
             config,
-            mss,
-            cwnd: initial_packets * mss,
-            ssthresh: u64::MAX,
-            increase: AdditiveIncrease::default(),
-            in_recovery: false,
             base_rtt: None,
             round: Round::default(),
             jitter: JitterMeter::default(),
@@ -159,7 +147,6 @@ impl Vegas {
             avoidance: AvoidanceMode::Increase,
             last_timeout_at: None,
             last_verdict: None,
-            undo: None,
         }
     }
 
@@ -190,7 +177,7 @@ impl Vegas {
         } else {
             self.config.timeout_window_packets.max(1)
         };
-        packets * self.mss
+        self.window.packets(packets)
     }
 
     /// Round bookkeeping for one ACK; evaluates the round it ends.
@@ -223,7 +210,7 @@ impl Vegas {
         }
         let Some(estimate) = self
             .round
-            .finish(window_size, base_rtt, self.mss, allowance)
+            .finish(window_size, base_rtt, self.window.mss, allowance)
         else {
             return;
         };
@@ -235,13 +222,14 @@ impl Vegas {
 
     /// Algorithms A and B: the once-per-round decision on diff.
     fn decide(&mut self, diff_packets: f64) {
-        if self.cwnd < self.ssthresh {
+        let window = &mut self.window;
+        if window.cwnd < window.ssthresh {
             if self.config.slow_start_detection {
                 if diff_packets > self.config.gamma_packets {
                     // Leave slow start for linear increase/decrease, keeping
                     // the window (Brakmo & Peterson; Linux instead shrinks it
                     // to the round's target + 1).
-                    self.ssthresh = self.cwnd;
+                    window.ssthresh = window.cwnd;
                     self.avoidance = AvoidanceMode::Increase;
                 } else {
                     self.slow_start_growing = !self.slow_start_growing;
@@ -251,12 +239,12 @@ impl Vegas {
             if diff_packets < self.config.alpha_packets {
                 self.avoidance = AvoidanceMode::Increase;
             } else if diff_packets > self.config.beta_packets {
-                let floor = minimum_window(self.mss);
-                if self.cwnd > floor {
-                    self.cwnd = self.cwnd.saturating_sub(self.mss).max(floor);
+                let floor = window.minimum();
+                if window.cwnd > floor {
+                    window.cwnd = window.cwnd.saturating_sub(window.mss).max(floor);
                 }
                 // Stay in avoidance below the old ssthresh.
-                self.ssthresh = self.ssthresh.min(self.cwnd);
+                window.ssthresh = window.ssthresh.min(window.cwnd);
                 self.avoidance = AvoidanceMode::Hold;
             } else {
                 self.avoidance = AvoidanceMode::Hold;
@@ -268,7 +256,7 @@ impl Vegas {
     /// more than two packets.
     fn not_keeping_up(&self, ack: &AckEvent) -> bool {
         let outstanding = ack.bytes_in_flight.saturating_add(ack.acked_bytes);
-        self.cwnd.saturating_sub(outstanding) > KEEP_UP_SLACK_PACKETS * self.mss
+        self.window.cwnd.saturating_sub(outstanding) > self.window.packets(KEEP_UP_SLACK_PACKETS)
     }
 
     /// Reno's congestion avoidance, unless algorithm B holds the window.
@@ -276,17 +264,7 @@ impl Vegas {
         if self.config.avoidance_detection && self.avoidance == AvoidanceMode::Hold {
             return;
         }
-        self.cwnd = self.increase.grow(self.cwnd, bytes, self.mss);
-    }
-
-    fn phase(&self) -> Phase {
-        if self.in_recovery {
-            Phase::Recovery
-        } else if self.cwnd < self.ssthresh {
-            Phase::SlowStart
-        } else {
-            Phase::CongestionAvoidance
-        }
+        self.window.grow_linearly(bytes);
     }
 }
 
@@ -303,24 +281,20 @@ impl CongestionControl for Vegas {
             });
         }
         self.track_round(ack);
-        if ack.in_recovery {
-            return;
-        }
-        self.in_recovery = false;
-        if ack.app_limited {
+        if !self.window.ack_may_grow(ack) {
             return;
         }
         if self.config.hold_when_not_keeping_up && self.not_keeping_up(ack) {
             return;
         }
-        if self.cwnd < self.ssthresh {
+        if self.window.cwnd < self.window.ssthresh {
             if self.config.slow_start_detection && !self.slow_start_growing {
                 return;
             }
             // Slow start as Reno: never past ssthresh in one step, the rest
             // of the ACK is avoidance credit.
-            let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
-            self.cwnd = cwnd;
+            let (cwnd, rest) = slow_start(self.window.cwnd, self.window.ssthresh, ack.acked_bytes);
+            self.window.cwnd = cwnd;
             if rest > 0 {
                 self.grow_in_avoidance(rest);
             }
@@ -330,11 +304,7 @@ impl CongestionControl for Vegas {
     }
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
-        self.undo = Some(VegasUndo {
-            window: WindowUndo {
-                cwnd: self.cwnd,
-                ssthresh: self.ssthresh,
-            },
+        self.window.save_for_undo(VegasUndo {
             slow_start_growing: self.slow_start_growing,
             avoidance: self.avoidance,
             last_timeout_at: self.last_timeout_at,
@@ -346,14 +316,8 @@ impl CongestionControl for Vegas {
         } else {
             LOSS_REDUCTION
         };
-        self.ssthresh = scale_window(self.cwnd, keep).max(minimum_window(self.mss));
-        self.cwnd = if ev.persistent {
-            self.restart_window()
-        } else {
-            self.ssthresh
-        };
-        self.increase = AdditiveIncrease::default();
-        self.in_recovery = !ev.persistent;
+        let restart_window = self.restart_window();
+        self.window.reduce(keep, ev.persistent, restart_window);
         self.avoidance = AvoidanceMode::Increase;
         if ev.persistent {
             // Vegas′ (§VII-A, §VII-C): back to exponential opening at once,
@@ -367,12 +331,9 @@ impl CongestionControl for Vegas {
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        let Some(undo) = self.undo.take() else {
+        let Some(undo) = self.window.undo() else {
             return;
         };
-        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
-        self.increase = AdditiveIncrease::default();
-        self.in_recovery = false;
         self.slow_start_growing = undo.slow_start_growing;
         self.avoidance = undo.avoidance;
         self.last_timeout_at = undo.last_timeout_at;
@@ -380,27 +341,19 @@ impl CongestionControl for Vegas {
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss));
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change), additive increase restarted.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
-        self.increase = AdditiveIncrease::default();
-        self.undo = None;
+        self.window.set_window(cwnd, ssthresh);
     }
 
     fn window(&self) -> u64 {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     /// J: at most twice the rate the last round measured.
@@ -445,9 +398,9 @@ impl CongestionControl for Vegas {
         }
         Metrics {
             algorithm: "vegas".into(),
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-            phase: self.phase(),
+            cwnd: self.window.cwnd,
+            ssthresh: self.window.ssthresh,
+            phase: self.window.phase(),
             last_verdict: self.last_verdict,
             fields,
         }

@@ -50,8 +50,8 @@ use crate::hystart::HyStart;
 use crate::queue_estimate::{BaseRttReset, QueueDelayEstimator, QueueEstimate};
 use crate::reno::{INITIAL_WINDOW_PACKETS, LOSS_REDUCTION};
 use crate::{
-    minimum_window, scale_window, AckEvent, AdditiveIncrease, CongestionControl, CorruptionEvent,
-    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
+    AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics,
+    SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// Veno's backlog threshold β, in packets (Fu & Liew 2003, §II-A: "β = 3 is a
@@ -158,10 +158,10 @@ impl VerdictCounts {
     }
 }
 
-/// What Veno restores when a congestion event proves spurious.
+/// What Veno restores beside the window when a congestion event proves
+/// spurious.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct VenoUndo {
-    window: WindowUndo,
     base_rtt: Option<Duration>,
     verdict: LossVerdict,
     last_verdict: Option<LossVerdict>,
@@ -171,12 +171,8 @@ pub(crate) struct VenoUndo {
 #[derive(Debug, Clone)]
 pub struct Veno {
     config: VenoConfig,
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    increase: AdditiveIncrease,
+    window: WindowCore<u64, VenoUndo>,
     hystart: HyStart,
-    in_recovery: bool,
     /// BaseRTT (the smallest RTT sample since the last loss, or over the
     /// connection under `base_rtt_reset = never`) and the RTT N is measured
     /// at.
@@ -192,8 +188,6 @@ pub struct Veno {
     /// once per smoothed RTT.
     last_reduction_at: Option<Instant>,
     verdicts: VerdictCounts,
-    /// The state before the last congestion event, until undone or replaced.
-    undo: Option<VenoUndo>,
     /// The numbers behind the last loss verdict (for traces).
     basis: Option<VerdictBasis>,
 }
@@ -201,23 +195,16 @@ pub struct Veno {
 impl Veno {
     /// A controller for packets of `mss` bytes.
     pub fn new(config: VenoConfig, mss: u64) -> Self {
-        let mss = mss.max(1);
-        let cwnd = config.initial_window_packets.max(1) * mss;
         Self {
+            window: WindowCore::new(mss, config.initial_window_packets),
             hystart: HyStart::new(config.hystart),
             queue: QueueDelayEstimator::new(config.queue_estimate, config.base_rtt_reset),
             config,
-            mss,
-            cwnd,
-            ssthresh: u64::MAX,
-            increase: AdditiveIncrease::default(),
-            in_recovery: false,
             backlog_packets: None,
             next_packet_credited: false,
             last_verdict: None,
             last_reduction_at: None,
             verdicts: VerdictCounts::default(),
-            undo: None,
             basis: None,
         }
     }
@@ -230,11 +217,7 @@ impl Veno {
     /// Records `verdict` for a congestion event about to reduce the window,
     /// and what undoing it would restore.
     pub(crate) fn note_congestion(&mut self, verdict: LossVerdict) {
-        self.undo = Some(VenoUndo {
-            window: WindowUndo {
-                cwnd: self.cwnd,
-                ssthresh: self.ssthresh,
-            },
+        self.window.save_for_undo(VenoUndo {
             base_rtt: self.queue.base_rtt(),
             verdict,
             last_verdict: self.last_verdict,
@@ -245,16 +228,13 @@ impl Veno {
     /// Undoes the last congestion event, if it was not undone already;
     /// returns the verdict it had.
     pub(crate) fn undo_congestion(&mut self) -> Option<LossVerdict> {
-        let undo = self.undo.take()?;
-        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
+        let undo = self.window.undo()?;
         // BaseRTT was forgotten at the cut; what was learnt since still counts.
         let base_rtt = match (undo.base_rtt, self.queue.base_rtt()) {
             (Some(before), Some(since)) => Some(before.min(since)),
             (before, since) => before.or(since),
         };
         self.queue.set_base_rtt(base_rtt);
-        self.increase = AdditiveIncrease::default();
-        self.in_recovery = false;
         self.hystart.undo_congestion();
         self.last_verdict = undo.last_verdict;
         self.verdicts.withdraw(undo.verdict);
@@ -286,7 +266,8 @@ impl Veno {
     /// the configured estimator at smoothed RTT `smoothed`. A smoothed RTT
     /// below BaseRTT (the average lags a sudden drop) means no queue: N = 0.
     fn estimate_backlog(&self, smoothed: Duration) -> Option<f64> {
-        self.queue.backlog_packets(self.cwnd, self.mss, smoothed)
+        self.queue
+            .backlog_packets(self.window.cwnd, self.window.mss, smoothed)
     }
 
     /// Whether the last estimate puts the connection in the congestive
@@ -319,7 +300,7 @@ impl Veno {
             values.push(("backlog_packets", n));
         }
         values.push(("beta_packets", self.config.backlog_threshold_packets));
-        values.push(("cwnd_bytes", self.cwnd as f64));
+        values.push(("cwnd_bytes", self.window.cwnd as f64));
         values.push(("smoothed_rtt_us", ev.rtt.smoothed.as_micros() as f64));
         if let Some(base) = self.base_rtt() {
             values.push(("base_rtt_us", base.as_micros() as f64));
@@ -352,16 +333,12 @@ impl Veno {
         keep: (u64, u64),
         persistent: bool,
     ) {
-        self.ssthresh = scale_window(self.cwnd, keep).max(minimum_window(self.mss));
-        self.cwnd = if persistent {
-            self.config.timeout_window_packets.max(1) * self.mss
-        } else {
-            self.ssthresh
-        };
-        self.increase = AdditiveIncrease::default();
+        let timeout_window = self
+            .window
+            .packets(self.config.timeout_window_packets.max(1));
+        self.window.reduce(keep, persistent, timeout_window);
         self.hystart.on_congestion();
         self.next_packet_credited = false;
-        self.in_recovery = !persistent;
         self.queue.on_loss();
         self.last_verdict = Some(verdict);
         self.last_reduction_at = Some(now);
@@ -395,7 +372,7 @@ impl Veno {
         } else {
             bytes
         };
-        self.cwnd = self.increase.grow(self.cwnd, credited, self.mss);
+        self.window.grow_linearly(credited);
     }
 
     /// The bytes of every other packet among `packets` newly acked ones,
@@ -413,16 +390,6 @@ impl Veno {
         }
         (u128::from(bytes) * u128::from(credited_packets) / u128::from(packets)) as u64
     }
-
-    fn phase(&self) -> Phase {
-        if self.in_recovery {
-            Phase::Recovery
-        } else if self.cwnd < self.ssthresh {
-            Phase::SlowStart
-        } else {
-            Phase::CongestionAvoidance
-        }
-    }
 }
 
 impl CongestionControl for Veno {
@@ -437,19 +404,16 @@ impl CongestionControl for Veno {
         // relearned after the loss that reset it.
         self.queue.on_ack(ack);
         self.backlog_packets = self.estimate_backlog(ack.rtt.smoothed);
-        if ack.in_recovery {
-            return;
-        }
-        self.in_recovery = false;
-        if ack.app_limited {
+        if !self.window.ack_may_grow(ack) {
             return;
         }
         let congestive = self.backlog_at_or_above_beta();
-        if self.cwnd < self.ssthresh {
+        if self.window.cwnd < self.window.ssthresh {
             // Slow start as Reno, never past ssthresh in one step; the rest
             // of the ACK is avoidance credit.
-            let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
-            (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
+            let window = &mut self.window;
+            let step = self.hystart.slow_start(window.cwnd, window.ssthresh, ack);
+            (window.cwnd, window.ssthresh) = (step.cwnd, step.ssthresh);
             let rest = step.rest;
             if rest > 0 {
                 let rest_packets = (u128::from(ack.acked_packets) * u128::from(rest))
@@ -481,27 +445,19 @@ impl CongestionControl for Veno {
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss));
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change), additive increase restarted.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
-        self.increase = AdditiveIncrease::default();
-        self.undo = None;
+        self.window.set_window(cwnd, ssthresh);
     }
 
     fn window(&self) -> u64 {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn metrics(&self) -> Metrics {
@@ -523,9 +479,9 @@ impl CongestionControl for Veno {
         self.verdicts.insert_into(&mut fields);
         Metrics {
             algorithm: "veno".into(),
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-            phase: self.phase(),
+            cwnd: self.window.cwnd,
+            ssthresh: self.window.ssthresh,
+            phase: self.window.phase(),
             last_verdict: self.last_verdict,
             fields,
         }
@@ -536,6 +492,7 @@ impl CongestionControl for Veno {
 mod tests {
     use super::*;
     use crate::test_support::{ack, corruption, loss, ms, rtt, spurious, MSS};
+    use crate::Phase;
 
     /// The paper's Veno (smoothed RTT against BaseRTT, reset at loss),
     /// which the exact-value tests below pin.

@@ -43,10 +43,11 @@ use serde::{Deserialize, Serialize};
 pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 
 use crate::hystart::HyStart;
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::veno::VerdictCounts;
 use crate::{
-    minimum_window, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
-    LossVerdict, Metrics, Phase, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
+    AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict,
+    Metrics, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -109,55 +110,45 @@ impl Default for WestwoodConfig {
 }
 
 impl WestwoodConfig {
+    /// Each parameter's range: τ positive (§4), m at least 2 (§2.2's
+    /// Nyquist bound), windows of at least one packet.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "filter_time_constant_ms",
+            value: |c: &mut Self| &mut c.filter_time_constant_ms,
+            valid: Valid::Where(|ms| ms > 0),
+            expected: "a positive number of milliseconds",
+        },
+        &Range {
+            field: "virtual_sample_divisor",
+            value: |c: &mut Self| &mut c.virtual_sample_divisor,
+            valid: Valid::AtLeast(VIRTUAL_SAMPLE_DIVISOR),
+            expected: "at least 2 (Nyquist)",
+        },
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "timeout_window_packets",
+            value: |c: &mut Self| &mut c.timeout_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+    ];
+
     /// Checks every value against the range the paper allows.
     pub fn validate(&self) -> Result<(), InvalidCcConfig> {
-        if self.filter_time_constant_ms == 0 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "filter_time_constant_ms",
-                0,
-                "a positive number of milliseconds",
-            ));
-        }
-        if self.virtual_sample_divisor < 2 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "virtual_sample_divisor",
-                self.virtual_sample_divisor,
-                "at least 2 (Nyquist)",
-            ));
-        }
-        if self.initial_window_packets == 0 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "initial_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        if self.timeout_window_packets == 0 {
-            return Err(InvalidCcConfig::new(
-                "westwood",
-                "timeout_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        Ok(())
+        ranges::validate("westwood", self, Self::RANGES)
     }
 
     /// The same configuration with every out-of-range value (those
-    /// [`validate`](Self::validate) reports) replaced by its default.
-    fn sanitized(mut self) -> Self {
-        if self.filter_time_constant_ms == 0 {
-            self.filter_time_constant_ms = FILTER_TIME_CONSTANT_MS;
-        }
-        if self.virtual_sample_divisor < 2 {
-            self.virtual_sample_divisor = VIRTUAL_SAMPLE_DIVISOR;
-        }
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        self.timeout_window_packets = self.timeout_window_packets.max(1);
-        self
+    /// [`validate`](Self::validate) reports) put back in range: τ the
+    /// paper's, the others their least valid value.
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 }
 
@@ -165,20 +156,14 @@ impl WestwoodConfig {
 #[derive(Debug, Clone)]
 pub struct Westwood {
     config: WestwoodConfig,
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    increase: AdditiveIncrease,
+    /// The window, and the last verdict to restore if a cut is undone.
+    window: WindowCore<u64, Option<LossVerdict>>,
     hystart: HyStart,
     bandwidth: BandwidthEstimator,
     /// RTTmin: the smallest RTT sample over the connection.
     rtt_min: Option<Duration>,
-    in_recovery: bool,
     last_verdict: Option<LossVerdict>,
     verdicts: VerdictCounts,
-    /// (window, last verdict) before the last reduction, until undone or
-    /// replaced.
-    undo: Option<(WindowUndo, Option<LossVerdict>)>,
     /// The numbers behind the last loss verdict (for traces).
     basis: Option<VerdictBasis>,
 }
@@ -188,26 +173,20 @@ impl Westwood {
     /// values fall back to the paper's (see [`WestwoodConfig::validate`]).
     pub fn new(config: WestwoodConfig, mss: u64) -> Self {
         let config = config.sanitized();
-        let mss = mss.max(1);
         let bandwidth = BandwidthEstimator::new(
             config.sampling,
             Duration::from_millis(config.filter_time_constant_ms),
             config.virtual_sample_divisor,
         );
         Self {
+            window: WindowCore::new(mss, config.initial_window_packets),
             hystart: HyStart::new(config.hystart),
-            cwnd: config.initial_window_packets * mss,
             config,
-            mss,
-            ssthresh: u64::MAX,
-            increase: AdditiveIncrease::default(),
             bandwidth,
             rtt_min: None,
-            in_recovery: false,
             last_verdict: None,
             verdicts: VerdictCounts::default(),
             basis: None,
-            undo: None,
         }
     }
 
@@ -244,17 +223,7 @@ impl Westwood {
         let rtt_min = self.rtt_min.unwrap_or(fallback_rtt);
         // Multiply by whole nanoseconds first: exact for any realistic value.
         let bytes = self.bandwidth.bytes_per_second() * rtt_min.as_nanos() as f64 / 1e9;
-        (bytes as u64).max(minimum_window(self.mss))
-    }
-
-    fn phase(&self) -> Phase {
-        if self.in_recovery {
-            Phase::Recovery
-        } else if self.cwnd < self.ssthresh {
-            Phase::SlowStart
-        } else {
-            Phase::CongestionAvoidance
-        }
+        (bytes as u64).max(self.window.minimum())
     }
 }
 
@@ -269,18 +238,9 @@ impl CongestionControl for Westwood {
         // paper counts even duplicate ACKs, §2.1).
         self.bandwidth
             .on_ack(ack.now, ack.acked_bytes, ack.rtt.smoothed);
-        if ack.in_recovery {
-            return;
-        }
-        self.in_recovery = false;
-        if ack.app_limited {
-            return;
-        }
-        // Reno growth (§3: slow start and avoidance are unchanged).
-        let step = self.hystart.slow_start(self.cwnd, self.ssthresh, ack);
-        (self.cwnd, self.ssthresh) = (step.cwnd, step.ssthresh);
-        if step.rest > 0 {
-            self.cwnd = self.increase.grow(self.cwnd, step.rest, self.mss);
+        if self.window.ack_may_grow(ack) {
+            // Reno growth (§3: slow start and avoidance are unchanged).
+            self.window.grow_as_reno(&mut self.hystart, ack);
         }
     }
 
@@ -290,13 +250,11 @@ impl CongestionControl for Westwood {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.bandwidth.advance_to(ev.now);
-        let prior = WindowUndo {
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-        };
-        self.undo = Some((prior, self.last_verdict));
+        self.window.save_for_undo(self.last_verdict);
         self.verdicts.count(LossVerdict::Congestive);
-        self.ssthresh = self.ideal_window(ev.rtt.min);
+        let ssthresh = self.ideal_window(ev.rtt.min);
+        let window = &mut self.window;
+        window.ssthresh = ssthresh;
         self.basis = Some(VerdictBasis {
             verdict: LossVerdict::Congestive,
             values: vec![
@@ -305,66 +263,55 @@ impl CongestionControl for Westwood {
                     "rtt_min_us",
                     self.rtt_min.unwrap_or(ev.rtt.min).as_micros() as f64,
                 ),
-                ("ssthresh_bytes", self.ssthresh as f64),
-                ("cwnd_bytes", self.cwnd as f64),
+                ("ssthresh_bytes", ssthresh as f64),
+                ("cwnd_bytes", window.cwnd as f64),
             ],
         });
-        self.cwnd = if ev.persistent {
+        window.cwnd = if ev.persistent {
             // §3.2: cwin = 1 (configurable).
-            self.config.timeout_window_packets * self.mss
+            window.packets(self.config.timeout_window_packets)
         } else {
             // §3.1: cwin = ssthresh only if cwin > ssthresh.
-            self.cwnd.min(self.ssthresh)
+            window.cwnd.min(ssthresh)
         };
-        self.increase = AdditiveIncrease::default();
+        window.increase = AdditiveIncrease::default();
+        window.in_recovery = !ev.persistent;
         self.hystart.on_congestion();
-        self.in_recovery = !ev.persistent;
         self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        let Some((window, last_verdict)) = self.undo.take() else {
+        let Some(last_verdict) = self.window.undo() else {
             return;
         };
-        (self.cwnd, self.ssthresh) = window.restore(self.cwnd);
-        self.increase = AdditiveIncrease::default();
-        self.in_recovery = false;
         self.hystart.undo_congestion();
         self.last_verdict = last_verdict;
         self.verdicts.withdraw(LossVerdict::Congestive);
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss));
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change), additive increase restarted.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
-        self.increase = AdditiveIncrease::default();
-        self.undo = None;
+        self.window.set_window(cwnd, ssthresh);
     }
 
     fn window(&self) -> u64 {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn metrics(&self) -> Metrics {
         let mut metrics = Metrics {
             algorithm: "westwood".into(),
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-            phase: self.phase(),
+            cwnd: self.window.cwnd,
+            ssthresh: self.window.ssthresh,
+            phase: self.window.phase(),
             last_verdict: self.last_verdict,
             fields: Default::default(),
         };
@@ -381,6 +328,7 @@ impl CongestionControl for Westwood {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Phase;
 
     const MSS: u64 = 1000;
 

@@ -143,12 +143,13 @@ pub use base_rtt::BaseRtt;
 pub use eligible_rate::EligibleRate;
 
 use crate::cubic::{CubicCurve, C_CUBIC};
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::rounds::RoundTracker;
 use crate::veno::VerdictCounts;
 use crate::westwood::{FILTER_TIME_CONSTANT_MS, VIRTUAL_SAMPLE_DIVISOR};
 use crate::{
-    minimum_window, slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig,
-    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowUndo,
+    slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
+    LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// RFC 9002 §7.2 initial window (TCPW-A's ns-2 runs started from 1–2; sift's
@@ -215,50 +216,50 @@ impl Default for WestwoodAConfig {
 }
 
 impl WestwoodAConfig {
+    /// Each parameter's range: Westwood's τ and m, windows of at least one
+    /// packet, and at least one round for PNCD.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "filter_time_constant_ms",
+            value: |c: &mut Self| &mut c.filter_time_constant_ms,
+            valid: Valid::Where(|ms| ms > 0),
+            expected: "a positive number of milliseconds",
+        },
+        &Range {
+            field: "virtual_sample_divisor",
+            value: |c: &mut Self| &mut c.virtual_sample_divisor,
+            valid: Valid::AtLeast(VIRTUAL_SAMPLE_DIVISOR),
+            expected: "at least 2 (Nyquist)",
+        },
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "timeout_window_packets",
+            value: |c: &mut Self| &mut c.timeout_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "non_congestion_rounds",
+            value: |c: &mut Self| &mut c.non_congestion_rounds,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+    ];
+
     /// Checks every value against the range the algorithm allows.
     pub fn validate(&self) -> Result<(), InvalidCcConfig> {
-        let invalid = |field, value: u64, expected| {
-            Err(InvalidCcConfig::new("westwood-a", field, value, expected))
-        };
-        if self.filter_time_constant_ms == 0 {
-            return invalid(
-                "filter_time_constant_ms",
-                0,
-                "a positive number of milliseconds",
-            );
-        }
-        if self.virtual_sample_divisor < 2 {
-            return invalid(
-                "virtual_sample_divisor",
-                u64::from(self.virtual_sample_divisor),
-                "at least 2 (Nyquist)",
-            );
-        }
-        for (field, value) in [
-            ("initial_window_packets", self.initial_window_packets),
-            ("timeout_window_packets", self.timeout_window_packets),
-            ("non_congestion_rounds", self.non_congestion_rounds),
-        ] {
-            if value == 0 {
-                return invalid(field, 0, "at least 1");
-            }
-        }
-        Ok(())
+        ranges::validate("westwood-a", self, Self::RANGES)
     }
 
-    /// The same configuration with out-of-range values replaced by defaults.
-    fn sanitized(mut self) -> Self {
-        let defaults = Self::default();
-        if self.filter_time_constant_ms == 0 {
-            self.filter_time_constant_ms = defaults.filter_time_constant_ms;
-        }
-        if self.virtual_sample_divisor < 2 {
-            self.virtual_sample_divisor = defaults.virtual_sample_divisor;
-        }
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        self.timeout_window_packets = self.timeout_window_packets.max(1);
-        self.non_congestion_rounds = self.non_congestion_rounds.max(1);
-        self
+    /// The same configuration with out-of-range values put back in range:
+    /// τ the default, the others their least valid value.
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 }
 
@@ -266,10 +267,7 @@ impl WestwoodAConfig {
 #[derive(Debug, Clone)]
 pub struct WestwoodA {
     config: WestwoodAConfig,
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    increase: AdditiveIncrease,
+    window: WindowCore<u64, WestwoodAUndo>,
     ere: EligibleRate,
     /// RTTmin over the connection.
     rtt_min: Option<Duration>,
@@ -284,11 +282,8 @@ pub struct WestwoodA {
     rounds: RoundTracker,
     /// PNCD: consecutive non-congested rounds in congestion avoidance.
     non_congested_rounds: u64,
-    in_recovery: bool,
     last_verdict: Option<LossVerdict>,
     verdicts: VerdictCounts,
-    /// What the last congestion event changed, until undone or replaced.
-    undo: Option<WestwoodAUndo>,
     /// The numbers behind the last loss verdict (for traces).
     basis: Option<VerdictBasis>,
     /// The CUBIC curve congestion avoidance may follow since the last cut.
@@ -321,10 +316,10 @@ impl CurveEpoch {
     }
 }
 
-/// What Westwood-A restores when a congestion event proves spurious.
+/// What Westwood-A restores beside the window when a congestion event
+/// proves spurious.
 #[derive(Clone, Copy, Debug)]
 struct WestwoodAUndo {
-    window: WindowUndo,
     agile: bool,
     non_congested_rounds: u64,
     verdict: LossVerdict,
@@ -339,8 +334,9 @@ impl WestwoodA {
     /// values fall back to the defaults (see [`WestwoodAConfig::validate`]).
     pub fn new(config: WestwoodAConfig, mss: u64) -> Self {
         let config = config.sanitized();
-        let mss = mss.max(1);
-        let cwnd = config.initial_window_packets * mss;
+        let mut window = WindowCore::new(mss, config.initial_window_packets);
+        // Agile probing from the start: ssthresh grows only as ERE does.
+        window.ssthresh = window.cwnd;
         Self {
             ere: EligibleRate::new(
                 Duration::from_millis(config.filter_time_constant_ms),
@@ -348,21 +344,15 @@ impl WestwoodA {
             ),
             climbing: config.climb_until_queue,
             config,
-            mss,
-            cwnd,
-            // Agile probing from the start: ssthresh grows only as ERE does.
-            ssthresh: cwnd,
-            increase: AdditiveIncrease::default(),
+            window,
             rtt_min: None,
             base_rtt: BaseRtt::default(),
             smoothed_rtt: None,
             agile: true,
             rounds: RoundTracker::default(),
             non_congested_rounds: 0,
-            in_recovery: false,
             last_verdict: None,
             verdicts: VerdictCounts::default(),
-            undo: None,
             basis: None,
             epoch: None,
         }
@@ -395,7 +385,7 @@ impl WestwoodA {
     /// ER = cwnd/RTTbase, bytes per second.
     fn expected_rate(&self) -> f64 {
         self.base_rtt()
-            .map_or(0.0, |rtt| self.cwnd as f64 / rtt.as_secs_f64())
+            .map_or(0.0, |rtt| self.window.cwnd as f64 / rtt.as_secs_f64())
     }
 
     fn observe_rtt(&mut self, ack: &AckEvent) {
@@ -417,17 +407,20 @@ impl WestwoodA {
     /// eligible window), linear above it — or, while the initial climb
     /// lasts, half of slow start's pace past it.
     fn agile_growth(&mut self, ack: &AckEvent) {
-        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
+        let window = &mut self.window;
+        let (cwnd, rest) = slow_start(window.cwnd, window.ssthresh, ack.acked_bytes);
+        window.cwnd = cwnd;
         if self.climbing && self.base_rtt.queue_building() {
             self.climbing = false;
         }
-        self.cwnd = if rest == 0 {
-            cwnd
-        } else if self.climbing {
-            cwnd + rest / CLIMB_GROWTH_DIVISOR
+        if rest == 0 {
+            return;
+        }
+        if self.climbing {
+            window.cwnd += rest / CLIMB_GROWTH_DIVISOR;
         } else {
-            self.increase.grow(cwnd, rest, self.mss)
-        };
+            window.grow_linearly(rest);
+        }
     }
 
     /// PNCD at the end of a round in congestion avoidance: counts
@@ -454,8 +447,8 @@ impl WestwoodA {
         }
         let curve = CubicCurve::new(
             before_cut as f64,
-            self.cwnd as f64,
-            C_CUBIC * self.mss as f64,
+            self.window.cwnd as f64,
+            C_CUBIC * self.window.mss as f64,
         );
         self.epoch = Some(CurveEpoch {
             curve,
@@ -464,13 +457,11 @@ impl WestwoodA {
         });
     }
 
+    /// The window's phase, agile probing counted as slow start.
     fn phase(&self) -> Phase {
-        if self.in_recovery {
-            Phase::Recovery
-        } else if self.agile || self.cwnd < self.ssthresh {
-            Phase::SlowStart
-        } else {
-            Phase::CongestionAvoidance
+        match self.window.phase() {
+            Phase::CongestionAvoidance if self.agile => Phase::SlowStart,
+            phase => phase,
         }
     }
 }
@@ -490,43 +481,43 @@ impl CongestionControl for WestwoodA {
         self.ere.on_ack(
             ack.now,
             ack.acked_bytes,
-            self.cwnd,
+            self.window.cwnd,
             base_rtt,
             ack.rtt.smoothed,
         );
         if ack.in_recovery {
             return;
         }
-        self.in_recovery = false;
         if let Some(epoch) = self.epoch.as_mut() {
             epoch.note_app_limited(ack.now, ack.app_limited);
         }
-        if ack.app_limited {
+        if !self.window.ack_may_grow(ack) {
             return;
         }
         if self.agile {
             // Agile probing: ssthresh follows the eligible window upwards.
-            self.ssthresh = self.ssthresh.max(self.eligible_window());
+            self.window.ssthresh = self.window.ssthresh.max(self.eligible_window());
             self.agile_growth(ack);
             return;
         }
-        if round_ended && self.cwnd >= self.ssthresh {
+        if round_ended && self.window.cwnd >= self.window.ssthresh {
             self.detect_persistent_non_congestion();
         }
         // Exponential below ssthresh (after a loss cut it), linear above —
         // or along CUBIC's curve where that is faster.
-        let (cwnd, rest) = slow_start(self.cwnd, self.ssthresh, ack.acked_bytes);
-        self.cwnd = cwnd;
+        let window = &mut self.window;
+        let (cwnd, rest) = slow_start(window.cwnd, window.ssthresh, ack.acked_bytes);
+        window.cwnd = cwnd;
         if rest == 0 {
             return;
         }
-        self.cwnd = self.increase.grow(cwnd, rest, self.mss);
+        window.grow_linearly(rest);
         if let Some(epoch) = self.epoch {
             let t = ack.now.saturating_duration_since(epoch.start).as_secs_f64();
             let along_curve = epoch
                 .curve
                 .grow(cwnd as f64, rest as f64, t, ack.rtt.smoothed);
-            self.cwnd = self.cwnd.max(along_curve as u64);
+            window.cwnd = window.cwnd.max(along_curve as u64);
         }
     }
 
@@ -536,21 +527,17 @@ impl CongestionControl for WestwoodA {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.ere.advance_to(ev.now);
-        let floor = minimum_window(self.mss);
+        let floor = self.window.minimum();
         let eligible = self.eligible_window();
         // Within an eighth, the gap is the estimate's, not a queue (module
         // docs): a window-limited flow measures ERE·RTTmin just under cwnd.
         let (num, den) = NON_CONGESTION_FRACTION;
-        let verdict = if ev.persistent || eligible < self.cwnd / den * num {
+        let verdict = if ev.persistent || eligible < self.window.cwnd / den * num {
             LossVerdict::Congestive
         } else {
             LossVerdict::Random
         };
-        self.undo = Some(WestwoodAUndo {
-            window: WindowUndo {
-                cwnd: self.cwnd,
-                ssthresh: self.ssthresh,
-            },
+        self.window.save_for_undo(WestwoodAUndo {
             agile: self.agile,
             non_congested_rounds: self.non_congested_rounds,
             verdict,
@@ -568,24 +555,24 @@ impl CongestionControl for WestwoodA {
                     self.base_rtt().map_or(0.0, |rtt| rtt.as_micros() as f64),
                 ),
                 ("eligible_window_bytes", eligible as f64),
-                ("cwnd_bytes", self.cwnd as f64),
+                ("cwnd_bytes", self.window.cwnd as f64),
                 ("persistent", f64::from(u8::from(ev.persistent))),
             ],
         });
         if ev.persistent {
             // Timeout: TCPW's cwin = 1, then agile probing again.
-            self.ssthresh = eligible.max(floor);
-            self.cwnd = self.config.timeout_window_packets * self.mss;
+            self.window.ssthresh = eligible.max(floor);
+            self.window.cwnd = self.window.packets(self.config.timeout_window_packets);
             self.agile = true;
             self.epoch = None;
         } else if verdict == LossVerdict::Random && self.agile {
             // The window is within what the path is eligible for: the loss
             // is the link's, and probing goes on towards its target.
-            self.ssthresh = self.ssthresh.max(eligible).max(floor);
+            self.window.ssthresh = self.window.ssthresh.max(eligible).max(floor);
         } else {
-            let before_cut = self.cwnd;
-            self.ssthresh = eligible.max(floor);
-            self.cwnd = self.cwnd.min(self.ssthresh);
+            let before_cut = self.window.cwnd;
+            self.window.ssthresh = eligible.max(floor);
+            self.window.cwnd = self.window.cwnd.min(self.window.ssthresh);
             self.agile = false;
             if verdict == LossVerdict::Congestive {
                 self.start_curve(ev.now, before_cut);
@@ -593,54 +580,44 @@ impl CongestionControl for WestwoodA {
         }
         if verdict == LossVerdict::Congestive {
             self.non_congested_rounds = 0;
-            self.increase = AdditiveIncrease::default();
+            self.window.increase = AdditiveIncrease::default();
             // A congestive loss ends the initial climb; a random one, like
             // agile probing, leaves it running.
             self.climbing = false;
         }
-        self.in_recovery = !ev.persistent;
+        self.window.in_recovery = !ev.persistent;
         self.last_verdict = Some(verdict);
         verdict
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        let Some(undo) = self.undo.take() else {
+        let Some(undo) = self.window.undo() else {
             return;
         };
-        (self.cwnd, self.ssthresh) = undo.window.restore(self.cwnd);
         self.agile = undo.agile;
         self.non_congested_rounds = undo.non_congested_rounds;
         self.climbing |= undo.ended_climb;
         self.epoch = undo.epoch;
-        self.increase = AdditiveIncrease::default();
-        self.in_recovery = false;
         self.last_verdict = undo.last_verdict;
         self.verdicts.withdraw(undo.verdict);
     }
 
     fn set_mss(&mut self, mss: u64) {
-        self.mss = mss;
-        self.cwnd = self.cwnd.max(minimum_window(mss));
+        self.window.set_mss(mss);
     }
 
-    /// Careful Resume's window: continue from `cwnd` (RFC 9959 phase
-    /// change), additive increase restarted.
+    /// Careful Resume's window, and no curve to follow from it.
     fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = cwnd.max(crate::minimum_window(self.mss));
-        if let Some(ssthresh) = ssthresh {
-            self.ssthresh = ssthresh;
-        }
-        self.increase = AdditiveIncrease::default();
-        self.undo = None;
+        self.window.set_window(cwnd, ssthresh);
         self.epoch = None;
     }
 
     fn window(&self) -> u64 {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn pacing_rate(&self) -> Option<u64> {
@@ -648,14 +625,14 @@ impl CongestionControl for WestwoodA {
             return None;
         }
         let srtt = self.smoothed_rtt?.as_secs_f64();
-        (srtt > 0.0).then(|| (AGILE_PACING_GAIN * self.cwnd as f64 / srtt) as u64)
+        (srtt > 0.0).then(|| (AGILE_PACING_GAIN * self.window.cwnd as f64 / srtt) as u64)
     }
 
     fn metrics(&self) -> Metrics {
         let mut metrics = Metrics {
             algorithm: "westwood-a".into(),
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
+            cwnd: self.window.cwnd,
+            ssthresh: self.window.ssthresh,
             phase: self.phase(),
             last_verdict: self.last_verdict,
             fields: Default::default(),

@@ -79,6 +79,7 @@ use serde::{Deserialize, Serialize};
 use filter::WindowedMax;
 
 use crate::queue_estimate::JitterMeter;
+use crate::ranges::{self, Range, Ranges, Valid};
 use crate::veno::VerdictCounts;
 use crate::{
     AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, PacketsLost, Phase, RateSample,
@@ -211,33 +212,31 @@ impl Default for BbrConfig {
 }
 
 impl BbrConfig {
+    /// Each parameter's range: a window of at least one packet, and
+    /// BBR.LossThresh a loss rate (draft §2.8), the draft's when out
+    /// of range.
+    const RANGES: &'static Ranges<Self> = &[
+        &Range {
+            field: "initial_window_packets",
+            value: |c: &mut Self| &mut c.initial_window_packets,
+            valid: Valid::AtLeast(1),
+            expected: "at least 1",
+        },
+        &Range {
+            field: "loss_threshold",
+            value: |c: &mut Self| &mut c.loss_threshold,
+            valid: Valid::Where(|rate| rate > 0.0 && rate < 1.0),
+            expected: "a fraction strictly between 0 and 1",
+        },
+    ];
+
     /// Checks every value against the range the draft allows.
     pub fn validate(&self) -> Result<(), crate::InvalidCcConfig> {
-        if self.initial_window_packets == 0 {
-            return Err(crate::InvalidCcConfig::new(
-                "bbr",
-                "initial_window_packets",
-                0,
-                "at least 1",
-            ));
-        }
-        if !(self.loss_threshold > 0.0 && self.loss_threshold < 1.0) {
-            return Err(crate::InvalidCcConfig::new(
-                "bbr",
-                "loss_threshold",
-                self.loss_threshold,
-                "a fraction strictly between 0 and 1",
-            ));
-        }
-        Ok(())
+        ranges::validate("bbr", self, Self::RANGES)
     }
 
-    fn sanitized(mut self) -> Self {
-        self.initial_window_packets = self.initial_window_packets.max(1);
-        if !(self.loss_threshold > 0.0 && self.loss_threshold < 1.0) {
-            self.loss_threshold = LOSS_THRESH;
-        }
-        self
+    fn sanitized(self) -> Self {
+        ranges::sanitized(self, Self::RANGES)
     }
 }
 

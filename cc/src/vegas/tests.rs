@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::test_support::{ack, loss, ms, rtt, spurious, MSS};
-use crate::{CcConfig, Reno, RenoConfig, RttSample};
+use crate::{CcConfig, Phase, Reno, RenoConfig, RttSample};
 
 /// Feeds an RTT sample without growing the window and outside any round.
 fn sample(vegas: &mut Vegas, now: Instant, latest_ms: u64) {
