@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::client::DOWNLOAD_READ_LEN;
+use super::buffers::DOWNLOAD_READ_LEN;
 use super::client::{read_ok_response, send_request, ClientError};
 use super::duplex::Duplex;
 use super::request::{PerfDirection, PerfLimit, Request};

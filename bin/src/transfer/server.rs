@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::buffers::CHUNK_LEN;
 use super::cached_read::{read_at, read_cached_at};
 use super::confine::{open_regular_file, PathError, Root, UPLOAD_PART_MARKER};
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
@@ -38,8 +39,6 @@ use super::uploads::{BudgetRefusal, UploadBudget, UploadPolicy};
 use sift::crypto::Fingerprint;
 use sift_cc::CcConfig;
 
-/// Bytes moved per read or write.
-pub const CHUNK_LEN: usize = 64 * 1024;
 /// The longest PERF measurement the server takes part in.
 pub const MAX_PERF_DURATION: Duration = Duration::from_secs(3600);
 /// How long a client has to send its whole request once the stream is
