@@ -52,14 +52,20 @@ pub use listener::Listener;
 pub use shared::{DriverTurns, UNDRIVEN_GRACE};
 pub use stream::SiftStream;
 
-use crate::io::{os_entropy, os_seed};
+use crate::io::{connect_timeout, os_entropy, os_seed, CONNECT_TIMEOUT};
 use crate::Config;
 use connection::ConnInner;
 use shared::start_endpoint;
 
 /// How long [`connect`] waits for the handshake unless the configured
-/// idle timeout is shorter.
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// idle timeout is shorter: the old name of [`CONNECT_TIMEOUT`], which the
+/// async API shares, and which is not the server's bound on handshakes
+/// ([`DEFAULT_SERVER_HANDSHAKE_TIMEOUT`](crate::endpoint::DEFAULT_SERVER_HANDSHAKE_TIMEOUT)).
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `sift::io::CONNECT_TIMEOUT`: a client's connect wait, not the server's handshake bound"
+)]
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = CONNECT_TIMEOUT;
 
 /// The unspecified address of `remote`'s family, port 0.
 fn any_address_for(remote: SocketAddr) -> SocketAddr {
@@ -68,33 +74,6 @@ fn any_address_for(remote: SocketAddr) -> SocketAddr {
     } else {
         SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
     }
-}
-
-/// The handshake timeout for `config`: 10 s, or the idle timeout if that
-/// is shorter (and not zero, which means none). The async API waits as
-/// long.
-pub(crate) fn handshake_timeout(config: &Config) -> Duration {
-    if config.idle_timeout.is_zero() {
-        DEFAULT_HANDSHAKE_TIMEOUT
-    } else {
-        config.idle_timeout.min(DEFAULT_HANDSHAKE_TIMEOUT)
-    }
-}
-
-/// Whether a `connect` waiting for `connection` can hand it out: its
-/// handshake completed, or the peer closed it with an application code,
-/// which it could only do after completing the handshake (before, it could
-/// only send a transport error) — then it is handed out, closed. The async
-/// API's connect waits for the same.
-pub(crate) fn handshake_completed(connection: &crate::Connection) -> bool {
-    let peer_closed_after_handshake = matches!(
-        connection.close_reason(),
-        Some(crate::conn::CloseReason::Peer {
-            application: true,
-            ..
-        })
-    );
-    connection.is_established() || peer_closed_after_handshake
 }
 
 /// Connects to `remote` from a new endpoint bound to `0.0.0.0:0` (or
@@ -128,7 +107,7 @@ fn connect_with(
     early: bool,
 ) -> Result<BlockingConnection, SiftIoError> {
     let shared = start_endpoint(any_address_for(remote), None, &config, 1)?;
-    let timeout = handshake_timeout(&config);
+    let timeout = connect_timeout(&config);
     let config = Config {
         rng_seed: os_seed(),
         entropy: Some(os_entropy()),

@@ -105,8 +105,16 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// How long a server connection may take to complete its handshake before
 /// the endpoint forgets it. Without a limit a single forged Initial would
 /// hold a connection slot forever (RFC 9000 §21.6 asks servers to bound
-/// the state spent on unvalidated clients).
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// the state spent on unvalidated clients). Set per endpoint with
+/// [`Endpoint::with_handshake_timeout`]. Not a client's connect wait
+/// (`io::CONNECT_TIMEOUT`).
+pub const DEFAULT_SERVER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The old name of [`DEFAULT_SERVER_HANDSHAKE_TIMEOUT`].
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `DEFAULT_SERVER_HANDSHAKE_TIMEOUT`: a server's bound on handshakes, not a client's connect wait"
+)]
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = DEFAULT_SERVER_HANDSHAKE_TIMEOUT;
 
 /// Busy refusals held at once (each a connection in its closing period).
 pub const MAX_REFUSING: usize = 64;
@@ -401,7 +409,7 @@ impl Endpoint {
             local,
             server,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            handshake_timeout: DEFAULT_SERVER_HANDSHAKE_TIMEOUT,
             socket_receive_bytes: None,
             connections: BTreeMap::new(),
             routes: HashMap::new(),
@@ -467,7 +475,7 @@ impl Endpoint {
     }
 
     /// How long a server connection may take to complete its handshake
-    /// before it is removed (see [`DEFAULT_HANDSHAKE_TIMEOUT`]).
+    /// before it is removed (see [`DEFAULT_SERVER_HANDSHAKE_TIMEOUT`]).
     pub fn with_handshake_timeout(mut self, handshake_timeout: Duration) -> Self {
         self.handshake_timeout = handshake_timeout;
         self

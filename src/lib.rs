@@ -84,6 +84,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod blocking;
+mod close;
 pub mod conn;
 pub mod crypto;
 pub mod endpoint;
@@ -98,6 +99,7 @@ pub mod tokio;
 pub mod trace;
 pub mod wire;
 
+pub use close::CloseReason;
 pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats, Transmit};
 

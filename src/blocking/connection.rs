@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::shared::{Shared, Wait};
 use super::stream::SiftStream;
-use super::{handshake_completed, SiftIoError};
+use super::SiftIoError;
 use crate::conn::CloseReason;
 use crate::endpoint::ConnectionHandle;
+use crate::io::handshake_completed;
 use crate::stream::{Dir, StreamError};
 use crate::{Connection, Error, Stats};
 

@@ -1,9 +1,7 @@
-//! Connection errors: what the application sees, and why a connection closed.
-
-use serde::{Deserialize, Serialize};
+//! Connection errors: what the application sees. Why a connection closed is
+//! [`CloseReason`](crate::CloseReason), at the crate root.
 
 use crate::stream::StreamError;
-use crate::wire::version_name;
 
 /// RFC 9000 §20.1 transport error codes sift uses.
 pub mod codes {
@@ -61,92 +59,6 @@ pub enum Error {
     /// The configuration cannot work.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
-}
-
-/// Why a connection closed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum CloseReason {
-    /// This endpoint closed it: the application (`application: true`) or a
-    /// protocol error it detected in the peer's packets.
-    Local {
-        /// The code is the application's (not a transport error).
-        application: bool,
-        /// The error code sent to the peer.
-        code: u64,
-        /// The reason phrase sent to the peer.
-        reason: String,
-    },
-    /// The peer sent CONNECTION_CLOSE.
-    Peer {
-        /// The code is the peer application's (not a transport error).
-        application: bool,
-        /// The peer's error code.
-        code: u64,
-        /// The peer's reason phrase.
-        reason: String,
-    },
-    /// Nothing was heard from the peer for the idle timeout.
-    IdleTimeout,
-    /// The peer sent a stateless reset (RFC 9000 §10.3): it no longer has
-    /// this connection, typically because it restarted.
-    StatelessReset,
-    /// The server answered with Version Negotiation (RFC 9000 §6): it does
-    /// not speak this version; `offered` is what it does speak.
-    VersionMismatch {
-        /// The versions the server listed.
-        offered: Vec<u32>,
-    },
-}
-
-impl std::fmt::Display for CloseReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let describe = |application: bool, code: u64| {
-            match (application, code) {
-            (true, _) => format!("application code {code}"),
-            // RFC 9001 §8.1: TLS alert 120, no_application_protocol.
-            (false, 0x178) => "no application protocol in common: the peer speaks QUIC, but not this ALPN (a QUIC server, not a sift one?)".to_string(),
-            (false, 0x100..=0x1ff) => format!("TLS alert {}", code - 0x100),
-            (false, _) => format!("transport error 0x{code:x}"),
-        }
-        };
-        match self {
-            CloseReason::Local {
-                application,
-                code,
-                reason,
-            } => {
-                write!(f, "closed locally ({})", describe(*application, *code))?;
-                if !reason.is_empty() {
-                    write!(f, ": {reason}")?;
-                }
-                Ok(())
-            }
-            CloseReason::Peer {
-                application,
-                code,
-                reason,
-            } => {
-                write!(f, "closed by peer ({})", describe(*application, *code))?;
-                if !reason.is_empty() {
-                    write!(f, ": {reason}")?;
-                }
-                Ok(())
-            }
-            CloseReason::IdleTimeout => f.write_str("idle timeout: the peer went silent"),
-            CloseReason::StatelessReset => f.write_str(
-                "the peer reset the connection: it no longer knows it (it restarted or lost its state)",
-            ),
-            CloseReason::VersionMismatch { offered } => {
-                let offered: Vec<_> = offered.iter().map(|&v| version_name(v)).collect();
-                write!(
-                    f,
-                    "the server speaks none of our versions: it offers {}",
-                    offered.join(", ")
-                )
-            }
-        }
-    }
 }
 
 /// A protocol violation by the peer, found while processing its packets.

@@ -48,8 +48,9 @@ use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, St
 use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
 
 pub use crate::stream::StreamId;
+pub use crate::CloseReason;
 pub use crate::Side;
-pub use error::{codes, CloseReason, Error};
+pub use error::{codes, Error};
 pub use liar::ReceiverLie;
 pub use path::canonical_peer;
 pub use pmtud::PmtudConfig;

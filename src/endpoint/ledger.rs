@@ -33,15 +33,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::token::ADDRESS_TOKEN_LIFETIME;
+use super::token::{ADDRESS_TOKEN_LIFETIME, TOKEN_NAME_LEN};
 
 /// Address tokens one generation of the ledger remembers at most (two
 /// generations are held: about 5 MiB at most in all).
 pub const MAX_SPENT_TOKENS: usize = 1 << 16;
-
-/// Bytes of a token that name it: its AEAD tag, unique per token and
-/// unforgeable without the server secret.
-pub const TOKEN_NAME_LEN: usize = 16;
 
 /// Wall-clock time read from an [`Instant`]: `at` was `unix_at` after the
 /// Unix epoch. Sans-IO code dates tokens with it without reading a clock.

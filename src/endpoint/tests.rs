@@ -1362,7 +1362,7 @@ fn a_spoofed_initial_draws_at_most_three_times_its_size() {
     server.recv(&mut initial, addr(4444), now);
     let mut sent = 0;
     let mut buf = vec![0u8; 65_535];
-    let deadline = now + DEFAULT_HANDSHAKE_TIMEOUT + Duration::from_secs(1);
+    let deadline = now + DEFAULT_SERVER_HANDSHAKE_TIMEOUT + Duration::from_secs(1);
     while now < deadline {
         while let Some((len, to)) = server.poll_transmit(now, &mut buf) {
             assert_eq!(to, addr(4444));

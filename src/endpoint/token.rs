@@ -35,7 +35,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::ledger::TOKEN_NAME_LEN;
 use crate::crypto::{ServerSecret, TOKEN_NONCE_LEN};
 use crate::wire::{ConnectionId, Reader, MAX_CID_LEN};
 use sift_cc::SavedPath;
@@ -60,6 +59,10 @@ const ADDRESS_TOKEN_KIND: u8 = 2;
 /// takes none of the tokens its previous run gave out (it cannot know
 /// which were spent; their clients get a Retry, no worse).
 pub const ADDRESS_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Bytes of a token that name it: its AEAD tag, unique per token and
+/// unforgeable without the server secret.
+pub const TOKEN_NAME_LEN: usize = 16;
 
 /// What a valid Retry token vouches for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@
 //! datagram when corruption notices are offered, `SO_REUSEPORT` groups
 //! routed by connection ID: `steering`), reading and writing datagrams,
 //! the poll, the timer that honours the endpoint's `timeout` (which
-//! includes pacing), and waking from application threads.
+//! includes pacing), waking from application threads, and what a client's
+//! connect waits for (`connect`), the same in `blocking` and `tokio`.
 //! Must not: hold protocol state (that is `conn` and `endpoint`), or be
 //! needed by them — `Connection` and `Endpoint` know nothing of sockets.
 //! This is the one place (with `blocking` and `tokio`) that reads the clock and draws
@@ -19,6 +20,7 @@
 //! Linux only: it uses `timerfd` and Linux socket options.
 
 mod batch;
+mod connect;
 mod datapath;
 mod driver;
 mod socket;
@@ -28,6 +30,8 @@ mod timer;
 pub use batch::{
     enable_gro, gso_supported, recv_segments, send_segments, Received, UDP_GRO, UDP_SEGMENT,
 };
+pub use connect::CONNECT_TIMEOUT;
+pub(crate) use connect::{connect_timeout, handshake_completed};
 pub use datapath::{Control, Datapath, EndpointHost, Progress, Turn};
 pub use driver::{Driven, Driver};
 pub use socket::{

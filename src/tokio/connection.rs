@@ -12,8 +12,8 @@ use super::error::{ConnectionError, SendDatagramError};
 use super::recv::RecvStream;
 use super::send::SendStream;
 use super::shared::{Held, Shared, State};
-use crate::blocking::handshake_completed;
 use crate::endpoint::ConnectionHandle;
+use crate::io::handshake_completed;
 use crate::stream::{Dir, StreamError, StreamId};
 use crate::{Error, Side, Stats};
 

@@ -11,9 +11,8 @@ use super::connection::{ConnInner, Connection};
 use super::driver::EndpointDriver;
 use super::error::{BindError, ConnectError, ConnectionError};
 use super::shared::Shared;
-use crate::blocking::handshake_timeout;
 use crate::endpoint::{EndpointStats, TokenLedger, WorkerLoads, DEFAULT_MAX_CONNECTIONS};
-use crate::io::{os_entropy, os_seed, token_clock, Datapath, SocketOptions};
+use crate::io::{connect_timeout, os_entropy, os_seed, token_clock, Datapath, SocketOptions};
 use crate::wire::steering::{CidSteering, MAX_WORKERS};
 use crate::{Config, Side};
 
@@ -293,8 +292,7 @@ impl Endpoint {
     }
 
     /// Connects to `remote` with `config` and waits for the handshake: at
-    /// most [`DEFAULT_HANDSHAKE_TIMEOUT`](crate::blocking::DEFAULT_HANDSHAKE_TIMEOUT)
-    /// (10 s), or the configured idle timeout if that is shorter. Dropping
+    /// most [`CONNECT_TIMEOUT`](crate::io::CONNECT_TIMEOUT) (10 s), or the configured idle timeout if that is shorter. Dropping
     /// the future abandons the connection.
     ///
     /// `server_name` is the name the server is known by
@@ -315,7 +313,7 @@ impl Endpoint {
         if remote.is_ipv6() != local.is_ipv6() {
             return Err(ConnectError::AddressFamily { remote, local });
         }
-        let handshake_timeout = handshake_timeout(&config);
+        let handshake_timeout = connect_timeout(&config);
         let mut config = Config {
             rng_seed: os_seed(),
             entropy: Some(os_entropy()),

@@ -20,10 +20,9 @@ use std::time::{Duration, Instant};
 
 use sift_cc::Phase;
 
-use crate::conn::CloseReason;
 use crate::recovery::{RecoveryNote, SpaceId};
 use crate::wire::{ConnectionId, TransportParams};
-use crate::Side;
+use crate::{CloseReason, Side};
 
 pub use self::qlog::{QlogWriter, QLOG_EXTENSION, SIFT_EVENT_PREFIX};
 pub use self::read::{read_trace, TraceEvent, TraceReadError};

@@ -24,10 +24,9 @@ use serde_json::{json, Value};
 use sift_cc::{LossVerdict, Phase};
 
 use super::{Event, Observer, RecoveryMetrics};
-use crate::conn::CloseReason;
 use crate::recovery::{LossTrigger, RecoveryNote, SpaceId};
 use crate::wire::{frame_type, parse_frames, Frame, TransportParams};
-use crate::Side;
+use crate::{CloseReason, Side};
 
 /// The file extension of a JSON-SEQ qlog (the `qlog` crate's reader picks
 /// its decoder by it).

@@ -22,11 +22,10 @@ use std::time::Instant;
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::client::DOWNLOAD_READ_LEN;
+use super::buffers::{CHUNK_LEN, DOWNLOAD_READ_LEN};
 use super::digest::{Sha256Digest, Sha256Hasher};
 use super::duplex::{is_stopped, read_to_sink, reset_code, Duplex, ReadToSinkError};
 use super::part_file::{download_part_path, download_writes_in_place};
-use super::server::CHUNK_LEN;
 
 /// The ALPN of hq-interop.
 pub const ALPN: &[u8] = b"hq-interop";

@@ -15,6 +15,7 @@
 //! `sift::blocking` and `sift::tokio`), print to the terminal, or touch a path outside the
 //! served root.
 
+pub mod buffers;
 pub(crate) mod cached_read;
 pub mod client;
 pub mod confine;

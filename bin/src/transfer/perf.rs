@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::client::DOWNLOAD_READ_LEN;
+use super::buffers::CHUNK_LEN;
+use super::buffers::DOWNLOAD_READ_LEN;
 use super::client::{read_ok_response, send_request, ClientError};
 use super::duplex::Duplex;
 use super::request::{PerfDirection, PerfLimit, Request};
-use super::server::perf_pattern;
 
 /// What to measure.
 #[derive(Clone, Copy, Debug)]
@@ -234,4 +234,12 @@ pub fn run_perf<S: Duplex + ?Sized>(
         cwnd: end.map(|s| s.cwnd),
         srtt_us: end.map(|s| s.srtt_us),
     })
+}
+
+/// The bytes PERF sends: not all zeros, so nothing on the path can
+/// compress them away.
+pub fn perf_pattern() -> Vec<u8> {
+    (0..CHUNK_LEN)
+        .map(|i| (i.wrapping_mul(31) % 251) as u8)
+        .collect()
 }

@@ -12,17 +12,19 @@
 //! that use it and never the runtime's few threads. The one exception is a
 //! read of what the page cache already holds (`cached_read`), which cannot
 //! wait for the disk.
+//!
+//! Beside it: `digests`, the whole-file digests a download carries, taken
+//! once per version of a file; `perf`, PERF's source and sink.
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::buffers::CHUNK_LEN;
 use super::cached_read::{read_at, read_cached_at};
 use super::confine::{open_regular_file, PathError, Root, UPLOAD_PART_MARKER};
 use super::digest::{sha256, Sha256Digest, Sha256Hasher};
@@ -32,14 +34,16 @@ use super::frame::read_frame_async;
 use super::hq;
 use super::listing::ListEntry;
 use super::part_file::{is_disk_full, UploadPart};
-use super::request::{parse_request, PerfDirection, PerfLimit, Request};
+use super::request::{parse_request, Request};
 use super::response::{encode_digest, Response, SenderReport, Status};
 use super::uploads::{BudgetRefusal, UploadBudget, UploadPolicy};
+use digests::{hash_whole, DigestCache, FileVersion};
 use sift::crypto::Fingerprint;
 use sift_cc::CcConfig;
 
-/// Bytes moved per read or write.
-pub const CHUNK_LEN: usize = 64 * 1024;
+mod digests;
+mod perf;
+
 /// The longest PERF measurement the server takes part in.
 pub const MAX_PERF_DURATION: Duration = Duration::from_secs(3600);
 /// How long a client has to send its whole request once the stream is
@@ -170,53 +174,12 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| Failure::Answer(Status::Internal, format!("a file task failed: {e}")))
 }
 
-/// What identifies one version of a file: size, mtime and inode.
-#[derive(Clone, Copy, PartialEq)]
-struct FileVersion {
-    len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
-}
-
-impl FileVersion {
-    /// The version of the open `file` (an fstat: call it off the runtime).
-    fn of(file: &File) -> io::Result<Self> {
-        let meta = file.metadata()?;
-        Ok(Self {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            inode: meta.ino(),
-        })
-    }
-}
-
-/// A file's digest with the version of the file it was taken of.
-#[derive(Clone, Copy)]
-struct CachedDigest {
-    version: FileVersion,
-    digest: Sha256Digest,
-}
-
-/// A digest pass under way for one version of a file: its result arrives
-/// on `result` (`None` until then; the channel closes if the pass failed).
-struct PendingDigest {
-    version: FileVersion,
-    result: tokio::sync::watch::Receiver<Option<Sha256Digest>>,
-}
-
 /// Serves GET, PUT, LIST and PERF under one root. Shared by every
 /// connection's tasks.
 pub struct FileServer {
     root: Root,
-    /// Whole-file digests, so resumes and repeated downloads do not re-read
-    /// the file; an entry counts only while size, mtime and inode agree.
-    digests: Arc<Mutex<HashMap<PathBuf, CachedDigest>>>,
-    /// Digests being taken: one pass per version of a file however many
-    /// downloads of it run at once; each waits for that pass's result.
-    hashing: Arc<Mutex<HashMap<PathBuf, PendingDigest>>>,
-    /// Tests: shared digest passes started.
-    #[cfg(test)]
-    digest_passes: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whole-file digests, taken once per version of a file.
+    digests: DigestCache,
     /// Controllers a client may ask for its downloads (`--cc` names).
     accepted_controllers: Vec<String>,
     /// The initial window of the controllers clients ask for, in packets
@@ -239,10 +202,7 @@ impl FileServer {
     pub fn new(root: Root) -> Self {
         Self {
             root,
-            digests: Arc::default(),
-            hashing: Arc::default(),
-            #[cfg(test)]
-            digest_passes: Arc::default(),
+            digests: DigestCache::default(),
             accepted_controllers: CcConfig::NAMES.iter().map(|n| n.to_string()).collect(),
             initial_window: None,
             uploads: UploadPolicy::ReadOnly,
@@ -515,7 +475,7 @@ impl FileServer {
                 self.put(stream, path, *size, *sha256).await
             }
             Request::List { path } => self.list(stream, path).await,
-            Request::Perf { direction, limit } => perf(stream, *direction, *limit).await,
+            Request::Perf { direction, limit } => perf::perf(stream, *direction, *limit).await,
         }
     }
 
@@ -549,14 +509,14 @@ impl FileServer {
         // same time (a thousand concurrent GETs of a new file hash it once).
         // A resume needs the digest of bytes it does not send, so it waits.
         let file = Arc::new(file);
-        let known = match self.cached_digest(&resolved, version) {
+        let known = match self.digests.cached(&resolved, version) {
             Some(digest) => Some(digest),
             None if offset > 0 => Some(self.digest_of(&resolved, &file, version).await?),
             None => None,
         };
         let pending = known
             .is_none()
-            .then(|| self.pending_digest(&resolved, &file, version));
+            .then(|| self.digests.pending(&resolved, &file, version));
         send_response(stream, &Response::ok(size, known)).await?;
         let wanted = size - offset;
         let sent = send_file(&file, offset, stream, wanted).await?;
@@ -599,73 +559,6 @@ impl FileServer {
         Ok(sent)
     }
 
-    /// The file's digest, if it was taken of this version of it.
-    fn cached_digest(&self, path: &Path, version: FileVersion) -> Option<Sha256Digest> {
-        let cached = self.digests.lock().ok()?.get(path).copied()?;
-        (cached.version == version).then_some(cached.digest)
-    }
-
-    /// Keeps `digest` as that of this version of the file.
-    fn remember_digest(&self, path: &Path, version: FileVersion, digest: Sha256Digest) {
-        if let Ok(mut cache) = self.digests.lock() {
-            cache.insert(path.to_path_buf(), CachedDigest { version, digest });
-        }
-    }
-
-    /// Where this version's digest will arrive: the pass already under way
-    /// for it, or a new one started on the blocking pool. The pass keeps
-    /// the digest in the cache when it is done.
-    fn pending_digest(
-        &self,
-        path: &Path,
-        file: &Arc<File>,
-        version: FileVersion,
-    ) -> tokio::sync::watch::Receiver<Option<Sha256Digest>> {
-        let Ok(mut hashing) = self.hashing.lock() else {
-            // A poisoned map: a closed channel makes the caller hash alone.
-            return tokio::sync::watch::channel(None).1;
-        };
-        if let Some(pending) = hashing.get(path) {
-            // A closed channel is a pass that failed: start another.
-            if pending.version == version && pending.result.has_changed().is_ok() {
-                return pending.result.clone();
-            }
-        }
-        // A pass may have ended since the caller looked in the cache: it
-        // keeps its digest there before it leaves `hashing`, so under this
-        // lock the cache has it.
-        if let Some(digest) = self.cached_digest(path, version) {
-            return tokio::sync::watch::channel(Some(digest)).1;
-        }
-        let (sender, result) = tokio::sync::watch::channel(None);
-        hashing.insert(
-            path.to_path_buf(),
-            PendingDigest {
-                version,
-                result: result.clone(),
-            },
-        );
-        #[cfg(test)]
-        self.digest_passes
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (digests, hashing) = (Arc::clone(&self.digests), Arc::clone(&self.hashing));
-        let (path, file) = (path.to_path_buf(), Arc::clone(file));
-        tokio::task::spawn_blocking(move || {
-            if let Ok(digest) = hash_whole(&file) {
-                if let Ok(mut cache) = digests.lock() {
-                    cache.insert(path.clone(), CachedDigest { version, digest });
-                }
-                sender.send_replace(Some(digest));
-            }
-            if let Ok(mut hashing) = hashing.lock() {
-                if hashing.get(&path).is_some_and(|p| p.version == version) {
-                    hashing.remove(&path);
-                }
-            }
-        });
-        result
-    }
-
     /// The whole file's digest, from the cache when the file is unchanged,
     /// else read and hashed on the blocking pool.
     async fn digest_of(
@@ -674,12 +567,12 @@ impl FileServer {
         file: &Arc<File>,
         version: FileVersion,
     ) -> Result<Sha256Digest, Failure> {
-        if let Some(digest) = self.cached_digest(path, version) {
+        if let Some(digest) = self.digests.cached(path, version) {
             return Ok(digest);
         }
         let file = Arc::clone(file);
         let digest = blocking(move || hash_whole(&file).map_err(internal)).await??;
-        self.remember_digest(path, version, digest);
+        self.digests.remember(path, version, digest);
         Ok(digest)
     }
 
@@ -833,54 +726,6 @@ fn list_json(root: &Root, path: &str) -> Result<Vec<u8>, Failure> {
     serde_json::to_vec(&entries).map_err(|e| internal(io::Error::other(e)))
 }
 
-/// PERF: source or sink data for the meter.
-async fn perf<S: AsyncDuplex>(
-    stream: &mut S,
-    direction: PerfDirection,
-    limit: PerfLimit,
-) -> Result<u64, Failure> {
-    send_response(stream, &Response::ok(0, None)).await?;
-    match direction {
-        PerfDirection::Download => {
-            let buf = perf_pattern();
-            let started = Instant::now();
-            let mut sent = 0u64;
-            loop {
-                let chunk = match limit {
-                    PerfLimit::Duration(d) if started.elapsed() >= d.min(MAX_PERF_DURATION) => {
-                        break
-                    }
-                    PerfLimit::Bytes(n) if sent >= n => break,
-                    PerfLimit::Bytes(n) => (n - sent).min(CHUNK_LEN as u64) as usize,
-                    PerfLimit::Duration(_) => CHUNK_LEN,
-                };
-                send(stream, &buf[..chunk]).await?;
-                sent += chunk as u64;
-            }
-            stream
-                .finish()
-                .map_err(|e| Failure::Broken(e.to_string()))?;
-            Ok(sent)
-        }
-        PerfDirection::Upload => {
-            let received = drain(stream, u64::MAX).await?;
-            send_response(stream, &Response::ok(received, None)).await?;
-            stream
-                .finish()
-                .map_err(|e| Failure::Broken(e.to_string()))?;
-            Ok(received)
-        }
-    }
-}
-
-/// The bytes PERF sends: not all zeros, so nothing on the path can
-/// compress them away.
-pub fn perf_pattern() -> Vec<u8> {
-    (0..CHUNK_LEN)
-        .map(|i| (i.wrapping_mul(31) % 251) as u8)
-        .collect()
-}
-
 /// Reads once; an error means the client is gone.
 async fn read_some<R: AsyncRead + Unpin + ?Sized>(
     reader: &mut R,
@@ -960,15 +805,6 @@ async fn send_file<W: AsyncDuplex + ?Sized>(
         sent += n as u64;
     }
     Ok(sent)
-}
-
-/// The digest of the whole of `file`, read from its start.
-fn hash_whole(file: &File) -> io::Result<Sha256Digest> {
-    let mut reader: &File = file;
-    reader.seek(SeekFrom::Start(0))?;
-    let mut hasher = Sha256Hasher::new();
-    hasher.update_from(&mut reader)?;
-    Ok(hasher.finish())
 }
 
 /// A file that ended after `sent` of the `wanted` bytes it had when the

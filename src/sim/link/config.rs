@@ -8,8 +8,6 @@
 //! reverse = "delay 25ms rate 10mbit limit 50 loss 1%"
 //! ```
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +16,6 @@ use super::corrupt::{CorruptRegion, CorruptionConfig};
 use super::delay::Distribution;
 use super::duplicate::Correlated;
 use super::loss::LossModel;
-use super::netem::NetemError;
 use super::outage::Outage;
 use super::queue::QueueLimit;
 use super::rate::Framing;
@@ -198,18 +195,6 @@ impl LinkConfig {
         }
     }
 
-    /// Parses a `tc netem` option string (plus sift's extensions); see
-    /// `netem.rs` for the syntax.
-    pub fn from_netem(spec: &str) -> Result<LinkConfig, NetemError> {
-        super::netem::parse(spec)
-    }
-
-    /// The canonical netem string for this config: `from_netem` of it gives
-    /// back an equal config.
-    pub fn to_netem(&self) -> String {
-        super::netem::format(self)
-    }
-
     /// Checks every parameter is in range and the combination makes sense.
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         let probability = |field: &'static str, value: f64| {
@@ -373,55 +358,6 @@ pub enum LinkConfigError {
         /// What is wrong with it.
         reason: String,
     },
-}
-
-impl FromStr for LinkConfig {
-    type Err = NetemError;
-
-    fn from_str(spec: &str) -> Result<Self, Self::Err> {
-        LinkConfig::from_netem(spec)
-    }
-}
-
-impl fmt::Display for LinkConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_netem())
-    }
-}
-
-impl Serialize for LinkConfig {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        LinkConfig::serialize(self, s)
-    }
-}
-
-impl<'de> Deserialize<'de> for LinkConfig {
-    /// A netem string or a table; either way the result is validated.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Either;
-        impl<'de> serde::de::Visitor<'de> for Either {
-            type Value = LinkConfig;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a netem string such as \"delay 25ms rate 10mbit loss 1%\" or a table")
-            }
-
-            fn visit_str<E: serde::de::Error>(self, spec: &str) -> Result<LinkConfig, E> {
-                LinkConfig::from_netem(spec).map_err(E::custom)
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<LinkConfig, A::Error> {
-                let config =
-                    LinkConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                config.validate().map_err(serde::de::Error::custom)?;
-                Ok(config)
-            }
-        }
-        d.deserialize_any(Either)
-    }
 }
 
 /// Serialize a `Duration` as (fractional) milliseconds in scenario files.

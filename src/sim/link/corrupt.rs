@@ -39,8 +39,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::loss::{GilbertElliott, GilbertElliottChain};
-use super::netem::format_fraction;
 use super::random::{clamp_probability, geometric, stage_rng, unit, CorrelatedEvent, Stage};
+use super::units::{format_fraction, parse_probability};
 
 /// Where flipped bits land (`corrupt-where`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -72,7 +72,7 @@ impl FromStr for CorruptRegion {
             _ => {
                 let share = s
                     .strip_prefix("header=")
-                    .and_then(|v| super::netem::parse_probability(v).ok())
+                    .and_then(|v| parse_probability(v).ok())
                     .ok_or_else(|| BadRegion(s.to_string()))?;
                 Ok(CorruptRegion::HeaderShare(share))
             }

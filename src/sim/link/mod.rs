@@ -78,6 +78,7 @@ mod random;
 mod rate;
 mod reorder;
 mod slot;
+mod units;
 
 #[cfg(test)]
 mod tests;

@@ -37,7 +37,11 @@
 //! giving an option twice is an error (tc keeps the last one); `ecn`, custom
 //! distribution files and `slot distribution` are not supported.
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use super::config::{LinkConfig, RateStep, PROBABILITY_SUM_SLACK};
 use super::corrupt::{CorruptBurst, CorruptRegion};
@@ -49,10 +53,7 @@ use super::rate::Framing;
 use super::reorder::Reorder;
 use super::slot::Slot;
 
-mod units;
-
-use units::format_time;
-pub(crate) use units::{format_fraction, parse_probability};
+use super::units::{self, format_fraction, format_time, parse_probability};
 
 /// Every option keyword the parser knows, in canonical order.
 pub const OPTIONS: [&str; 22] = [
@@ -777,6 +778,74 @@ pub fn format(config: &LinkConfig) -> String {
         parts.push(format!("seed {seed}"));
     }
     parts.join(" ")
+}
+
+// LinkConfig as text: the parser and printer are its `FromStr` and
+// `Display`, and a scenario file may give a link as a netem string or as a
+// table. They live here, beside the syntax, so that `config.rs` (which the
+// parser fills in) does not import the parser back.
+
+impl LinkConfig {
+    /// Parses a `tc netem` option string (plus sift's extensions); see
+    /// `netem.rs` for the syntax.
+    pub fn from_netem(spec: &str) -> Result<LinkConfig, NetemError> {
+        parse(spec)
+    }
+
+    /// The canonical netem string for this config: `from_netem` of it gives
+    /// back an equal config.
+    pub fn to_netem(&self) -> String {
+        format(self)
+    }
+}
+
+impl FromStr for LinkConfig {
+    type Err = NetemError;
+
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        LinkConfig::from_netem(spec)
+    }
+}
+
+impl fmt::Display for LinkConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_netem())
+    }
+}
+
+impl Serialize for LinkConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        LinkConfig::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LinkConfig {
+    /// A netem string or a table; either way the result is validated.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = LinkConfig;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a netem string such as \"delay 25ms rate 10mbit loss 1%\" or a table")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, spec: &str) -> Result<LinkConfig, E> {
+                LinkConfig::from_netem(spec).map_err(E::custom)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<LinkConfig, A::Error> {
+                let config =
+                    LinkConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                config.validate().map_err(serde::de::Error::custom)?;
+                Ok(config)
+            }
+        }
+        d.deserialize_any(Either)
+    }
 }
 
 #[cfg(test)]

@@ -320,7 +320,8 @@ fn downloads_of_a_new_file_at_once_share_one_digest_pass() {
         }
     });
     let passes = server
-        .digest_passes
+        .digests
+        .passes
         .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(passes, 1, "one pass over the file");
 }

@@ -1,5 +1,6 @@
 //! tc's units, read and written exactly: times, rates, sizes and
-//! probabilities. Decimals are parsed as exact integers scaled by the unit,
+//! probabilities, for the netem parser and for the stages that read their
+//! own options (`corrupt-where header=5%`). Decimals are parsed as exact integers scaled by the unit,
 //! so `1.5ms` is exactly 1 500 000 ns and `1600kbit` exactly 1 600 000 bit/s.
 
 use std::time::Duration;
