@@ -386,14 +386,24 @@ impl Connection {
 
     /// Server: the client's 0-RTT data was accepted and the handshake has
     /// not completed, so what was read so far may be a replay (see
-    /// [`crate::Connection::in_early_data`]). False once the connection
-    /// is gone.
+    /// [`crate::Connection::in_early_data`]). True once the connection is
+    /// gone: nothing read on it can be shown not to be a replay then. To
+    /// act on a request only once it cannot be one, wait for
+    /// [`handshake_completed`](Self::handshake_completed).
     pub fn in_early_data(&self) -> bool {
         let state = self.inner.shared.lock();
         state
             .endpoint
             .connection_ref(self.inner.handle)
-            .is_some_and(|connection| connection.in_early_data())
+            .is_none_or(|connection| connection.in_early_data())
+    }
+
+    /// Waits until the handshake has completed. At a server, nothing the
+    /// client sent can be a replay of its 0-RTT data from then on (RFC
+    /// 8446 §8): a replayed first flight never completes a handshake. Fails
+    /// if the connection closes first.
+    pub async fn handshake_completed(&self) -> Result<(), ConnectionError> {
+        self.established().await
     }
 
     /// The ALPN protocol the TLS handshake agreed on (`None` under Null
