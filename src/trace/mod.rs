@@ -67,6 +67,8 @@ pub enum Event<'a> {
     PacketSent {
         /// Its space.
         space: SpaceId,
+        /// A 0-RTT packet (application data under the early keys).
+        zero_rtt: bool,
         /// Its packet number.
         packet_number: u64,
         /// Its size on the wire, bytes.
@@ -78,12 +80,24 @@ pub enum Event<'a> {
     PacketReceived {
         /// Its space.
         space: SpaceId,
+        /// A 0-RTT packet (application data under the early keys).
+        zero_rtt: bool,
         /// Its packet number.
         packet_number: u64,
         /// Its size on the wire, bytes.
         size: u64,
         /// Its frames, decrypted.
         frames: &'a [u8],
+    },
+    /// The client took the server's Retry (RFC 9000 §17.2.5).
+    RetryReceived {
+        /// Its size on the wire, bytes.
+        size: u64,
+        /// The connection ID it gave the client to use.
+        scid: ConnectionId,
+        /// The length of its token (the token itself is not traced: it
+        /// vouches for the client's address).
+        token_len: u64,
     },
     /// A packet arrived with a verified header and a damaged payload: a
     /// CORRUPTED frame will name it if notices were negotiated.

@@ -142,19 +142,21 @@ impl QlogWriter {
     }
 
     fn packet(&mut self, now: Instant, event: &Event<'_>) {
-        let (space, packet_number, size, frames, sent) = match *event {
+        let (space, zero_rtt, packet_number, size, frames, sent) = match *event {
             Event::PacketSent {
                 space,
+                zero_rtt,
                 packet_number,
                 size,
                 frames,
-            } => (space, packet_number, size, frames, true),
+            } => (space, zero_rtt, packet_number, size, frames, true),
             Event::PacketReceived {
                 space,
+                zero_rtt,
                 packet_number,
                 size,
                 frames,
-            } => (space, packet_number, size, frames, false),
+            } => (space, zero_rtt, packet_number, size, frames, false),
             _ => return,
         };
         let mut qlog_frames = Vec::new();
@@ -168,7 +170,10 @@ impl QlogWriter {
             }
             qlog_frames.push(qlog_frame(&frame));
         }
-        let header = header(space, packet_number, size);
+        let mut header = header(space, packet_number, size);
+        if zero_rtt {
+            header.packet_type = PacketType::ZeroRtt;
+        }
         // The whole packet's size is `raw.length` (what qvis's congestion
         // graph counts bytes by).
         let raw = Some(RawInfo {
@@ -326,6 +331,40 @@ impl Observer for QlogWriter {
                     json!({
                         "owner": if *local { "local" } else { "remote" },
                         "corruption_notices": params.corruption_notices,
+                    }),
+                );
+            }
+            Event::RetryReceived {
+                size,
+                scid,
+                token_len,
+            } => {
+                let token = qlog::Token {
+                    ty: Some(qlog::TokenType::Retry),
+                    details: None,
+                    raw: Some(RawInfo {
+                        length: Some(*token_len),
+                        payload_length: None,
+                        data: None,
+                    }),
+                };
+                let header = PacketHeader {
+                    packet_type: PacketType::Retry,
+                    token: Some(Box::new(token)),
+                    scil: u8::try_from(scid.len()).ok(),
+                    scid: Some(hex(scid.as_slice())),
+                    ..PacketHeader::default()
+                };
+                self.quic(
+                    now,
+                    EventData::QuicPacketReceived(PacketReceived {
+                        header,
+                        raw: Some(RawInfo {
+                            length: Some(*size),
+                            payload_length: None,
+                            data: None,
+                        }),
+                        ..PacketReceived::default()
                     }),
                 );
             }
