@@ -2205,5 +2205,75 @@ fn a_client_trace_labels_its_zero_rtt_packets_and_logs_the_retry() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The first Initial of a client at `port` bringing address token `token`.
+fn initial_with_token(token: Vec<u8>, port: u16, now: Instant) -> Vec<u8> {
+    let mut client = Endpoint::new(addr(port), None);
+    client.tokens.insert(addr(SERVER), token);
+    client
+        .connect(config(u64::from(port)), addr(SERVER), now)
+        .unwrap();
+    let mut buf = vec![0u8; 65_535];
+    let (len, _) = client.poll_transmit(now, &mut buf).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+#[test]
+fn a_client_back_with_an_address_token_is_served_by_the_worker_it_reached() {
+    // Before, a worker serving more than another sent even a returning
+    // client away with a balancing Retry: a round trip more, and its token
+    // (spent before the Retry) lost, with its saved path state.
+    let (mut net, _) = client_holding_a_new_token();
+    let token = net.endpoints[1].tokens.take(addr(SERVER)).unwrap();
+    let ledger = net.endpoints[0].token_ledger(net.now).clone();
+    let loads = WorkerLoads::new(2, 64);
+    loads.publish(0, 1);
+    let mut busier = Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            server_secret: Some(ServerSecret::new(&[9; SERVER_SECRET_LEN])),
+            cid_steering: crate::wire::CidSteering::new(0, 2),
+            ..config(1)
+        }),
+    )
+    .with_worker_loads(Arc::clone(&loads))
+    .with_token_ledger(ledger);
+    let now = net.now;
+    let mut initial = initial_with_token(token, 1002, now);
+    assert!(busier.recv(&mut initial, addr(1002), now).is_some());
+    let stats = busier.stats();
+    assert_eq!((stats.moved_to_other_worker, stats.retries_sent), (0, 0));
+    assert_eq!(stats.validated_by_token, 1);
+    // A client without a token is still sent to the lighter worker.
+    let mut fresh = initial_datagram(ConnectionId::new(&[0x42; 8]).unwrap(), 1200);
+    assert_eq!(busier.recv(&mut fresh, addr(1003), now), None);
+    assert_eq!(busier.stats().moved_to_other_worker, 1);
+}
+
+#[test]
+fn an_address_token_is_spent_only_by_a_connection_made_with_it() {
+    // Before, a full server spent the token of a client it then refused:
+    // back when the server had room, the client had to prove its address
+    // again.
+    let (mut net, _) = client_holding_a_new_token();
+    let token = net.endpoints[1].tokens.take(addr(SERVER)).unwrap();
+    let now = net.now;
+    let server = &mut net.endpoints[0];
+    server.max_connections = 1;
+    let mut refused = initial_with_token(token.clone(), 1002, now);
+    server.recv(&mut refused, addr(1002), now);
+    assert_eq!(server.stats().refused_busy, 1);
+    // Room again: the token validates the client's address.
+    server
+        .remove(ConnectionHandle(0))
+        .expect("the first client");
+    let mut back = initial_with_token(token, 1003, now);
+    assert!(server.recv(&mut back, addr(1003), now).is_some());
+    let stats = server.stats();
+    assert_eq!(stats.spent_address_tokens, 0);
+    assert_eq!(stats.validated_by_token, 1);
+    assert_eq!(stats.retries_sent, 1, "only the first connection's Retry");
+}
+
 mod rfc9000;
 mod rfc9000_versions;
