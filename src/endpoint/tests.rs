@@ -2275,5 +2275,43 @@ fn an_address_token_is_spent_only_by_a_connection_made_with_it() {
     assert_eq!(stats.retries_sent, 1, "only the first connection's Retry");
 }
 
+#[test]
+fn a_qlog_directory_gets_no_file_for_clients_that_never_prove_their_address() {
+    // Before, every client Initial opened a file, spoofed ones included:
+    // a flood of them filled a disk.
+    let dir = std::env::temp_dir().join(format!("sift-endpoint-qlog-flood-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = || std::fs::read_dir(&dir).unwrap().count();
+    let mut server = Endpoint::new(
+        addr(SERVER),
+        Some(Config {
+            trace: Some(crate::trace::TraceSink::qlog_dir(&dir)),
+            ..config(1)
+        }),
+    );
+    let now = Instant::now();
+    for n in 1..=20u8 {
+        let mut spoofed = initial_datagram(ConnectionId::new(&[n; 8]).unwrap(), 1200);
+        assert!(server
+            .recv(&mut spoofed, addr(3000 + u16::from(n)), now)
+            .is_some());
+    }
+    let mut buf = vec![0u8; 65_535];
+    while server.poll_transmit(now, &mut buf).is_some() {}
+    assert_eq!(server.stats().connections_accepted, 20);
+    assert_eq!(files(), 0);
+
+    // A client that completes its handshake is traced.
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client.connect(config(2), addr(SERVER), now).unwrap();
+    let mut net = Net::new(vec![server, client]);
+    net.now = now;
+    assert!(net.run_until(|e| established(&mut e[1], handle)));
+    drop(net);
+    assert_eq!(files(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 mod rfc9000;
 mod rfc9000_versions;

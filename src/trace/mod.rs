@@ -11,6 +11,7 @@
 //! only behind `if let Some(observer)`.
 
 mod qlog;
+mod qlog_dir;
 mod read;
 
 use std::fmt;
@@ -26,6 +27,9 @@ use crate::wire::{ConnectionId, TransportParams};
 use crate::Side;
 
 pub use self::qlog::{QlogWriter, QLOG_EXTENSION, SIFT_EVENT_PREFIX};
+pub use self::qlog_dir::{
+    QlogLimits, DEFAULT_MAX_HELD_QLOG_BYTES, DEFAULT_MAX_OPEN_QLOG_FILES, DEFAULT_MAX_QLOG_BYTES,
+};
 pub use self::read::{read_trace, TraceEvent, TraceReadError};
 
 /// Recovery's estimates after an event, for a metrics update.
@@ -158,6 +162,10 @@ pub enum Event<'a> {
         /// How many headers repaired over the connection, this one included.
         total: u64,
     },
+    /// The peer's address is validated (RFC 9000 §8.1): by a Handshake
+    /// packet, a token, or from the start at a client. Reported once; a
+    /// qlog directory opens a server connection's file only then.
+    AddressValidated,
     /// The connection closed (or began closing).
     Closed(&'a CloseReason),
     /// An event from outside the connection, named in sift's namespace
@@ -206,20 +214,19 @@ impl TraceSink {
 
     /// One qlog file per connection in `dir`, named
     /// `{local connection ID}-{client|server}.sqlog` (the interop
-    /// runner's `QLOGDIR` convention). A file that cannot be created is
-    /// logged and that connection goes untraced.
+    /// runner's `QLOGDIR` convention), within the default [`QlogLimits`]:
+    /// a server connection's file is written only once its client's
+    /// address is validated, at most 256 files are open at once and the
+    /// traces write at most 1 GiB in all (`qlog_dir`'s module docs). A file
+    /// that cannot be created is logged and that connection goes untraced.
     pub fn qlog_dir(dir: impl Into<PathBuf>) -> Self {
-        let dir = dir.into();
-        Self::new(move |start| {
-            let path = qlog_path(&dir, start);
-            match QlogWriter::create(&path, start.side, start.now) {
-                Ok(writer) => Some(Box::new(writer) as Box<dyn Observer>),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "cannot write a qlog trace");
-                    None
-                }
-            }
-        })
+        Self::qlog_dir_limited(dir, QlogLimits::default())
+    }
+
+    /// [`TraceSink::qlog_dir`] within `limits`.
+    pub fn qlog_dir_limited(dir: impl Into<PathBuf>, limits: QlogLimits) -> Self {
+        let dir = Arc::new(qlog_dir::QlogDir::new(dir.into(), limits));
+        Self::new(move |start| dir.observer_for(start))
     }
 
     /// The observer for a connection starting as `start`.

@@ -450,6 +450,7 @@ impl Observer for QlogWriter {
                     "total": total,
                 }),
             ),
+            Event::AddressValidated => self.sift(now, "address_validated", json!({})),
             Event::Closed(reason) => {
                 let closed = connection_closed(reason);
                 self.quic(now, EventData::QuicConnectionClosed(closed));
