@@ -442,3 +442,34 @@ impl Connection {
         self.inner.server_name.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Endpoint;
+    use crate::Config;
+
+    #[tokio::test]
+    async fn a_connection_that_is_gone_may_have_been_early_data() {
+        // Before, in_early_data() said false once the endpoint no longer
+        // held the connection: a server asking about a request it read
+        // from a replayed 0-RTT flight was told it was safe to act on.
+        let config = Config {
+            tls: crate::crypto::tls::process_loopback_config(),
+            ..Config::default()
+        };
+        let local = "127.0.0.1:0".parse().unwrap();
+        let server = Endpoint::server(local, config.clone()).unwrap();
+        let client = Endpoint::client(local, config).unwrap();
+        let (client_side, server_side) = tokio::join!(
+            client.connect(server.local_addr(), "localhost"),
+            server.accept()
+        );
+        let (_client_side, server_side) = (client_side.unwrap(), server_side.unwrap());
+        server_side.handshake_completed().await.unwrap();
+        assert!(!server_side.in_early_data(), "a completed handshake");
+        let handle = server_side.inner.handle;
+        server_side.inner.shared.lock().endpoint.remove(handle);
+        assert!(server_side.in_early_data(), "fails closed once gone");
+        assert!(server_side.handshake_completed().await.is_err());
+    }
+}
