@@ -811,8 +811,12 @@ impl Endpoint {
             checked,
             Err(TokenError::Expired | TokenError::WrongConnectionId)
         );
+        // A client back with an address token stays where it landed:
+        // moving it would cost it the round trip the token saves, and the
+        // path state the token carries (`balance`).
+        let returning = matches!(checked, Ok(ValidToken::Address { .. }));
         // A full worker sends new clients to one with room, too.
-        if !retried && !bad_retry {
+        if !retried && !bad_retry && !returning {
             if let Some(worker) = self.lighter_worker() {
                 tracing::debug!(%from, worker, "sending a new client to a less busy worker");
                 self.stats.moved_to_other_worker += 1;
@@ -820,6 +824,18 @@ impl Endpoint {
                 return None;
             }
         }
+        // Only the connection made with an address token spends it: a
+        // client refused as busy keeps it for when the server has room.
+        let checked = match checked {
+            Ok(valid @ ValidToken::Address { issued, name, .. }) if !full => {
+                if self.spend_address_token(name, issued, from, now) {
+                    Ok(valid)
+                } else {
+                    Err(TokenError::Spent)
+                }
+            }
+            other => other,
+        };
         // A bad Retry token of ours is answered, not dropped (below).
         let mut invalid_token = None;
         let validated = match checked {

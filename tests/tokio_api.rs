@@ -766,10 +766,13 @@ async fn workers_share_one_port_and_new_clients_go_to_the_least_busy() {
                 }
             });
         }
-        let client = Endpoint::client(localhost(), config()).unwrap();
         let mut held = Vec::new();
         let mut served = [0usize; 2];
         for seed in 0..4u64 {
+            // A client endpoint each: a second connection of one endpoint
+            // would bring the address token of its first, and a returning
+            // client is served where it lands, never moved.
+            let client = Endpoint::client(localhost(), config()).unwrap();
             let connection = client.connect(port, "localhost").await.unwrap();
             let (mut send, mut recv) = connection.open_bi().await.unwrap();
             let request = generated(seed, 100_000);
@@ -780,10 +783,10 @@ async fn workers_share_one_port_and_new_clients_go_to_the_least_busy() {
             assert_eq!(usize::from(answer[0]), worker, "answered by its worker");
             assert_eq!(&answer[1..], &request[..], "client {seed}");
             served[worker] += 1;
-            held.push(connection);
+            held.push((client, connection));
         }
         assert_eq!(served, [2, 2]);
-        for connection in held {
+        for (_, connection) in held {
             connection.close(0, "done");
         }
     })
@@ -847,9 +850,11 @@ async fn workers_driven_on_runtimes_of_their_own_serve_every_client() {
                 }
             });
         }
-        let client = Endpoint::client(localhost(), config()).unwrap();
         let mut held = Vec::new();
         for seed in 0..4u64 {
+            // New clients (a client endpoint each): a returning one, with
+            // an address token, would not be moved.
+            let client = Endpoint::client(localhost(), config()).unwrap();
             let connection = client.connect(port, "localhost").await.unwrap();
             let (mut send, mut recv) = connection.open_bi().await.unwrap();
             let request = generated(seed, 300_000);
@@ -860,14 +865,14 @@ async fn workers_driven_on_runtimes_of_their_own_serve_every_client() {
                 request,
                 "client {seed}"
             );
-            held.push(connection);
+            held.push((client, connection));
         }
         let accepted: Vec<u64> = workers
             .iter()
             .map(|w| w.stats().connections_accepted)
             .collect();
         assert_eq!(accepted, [2, 2], "both workers served");
-        for connection in held {
+        for (_, connection) in held {
             connection.close(0, "done");
         }
         drop(stops);

@@ -1052,6 +1052,11 @@ impl Connection {
         }
         self.now = now;
         tracing::debug!(scid = %retry.scid, "the server asked for a Retry: sending the Initial again with its token");
+        self.trace_event(&crate::trace::Event::RetryReceived {
+            size: (retry.signed.len() + retry.tag.len()) as u64,
+            scid: retry.scid,
+            token_len: retry.token.len() as u64,
+        });
         self.retry = Some((retry.token.to_vec(), retry.scid));
         self.peer_cid = retry.scid;
         self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
@@ -1059,10 +1064,15 @@ impl Connection {
             retry.scid.as_slice(),
             Side::Client,
         ));
-        // What the Initials carried goes again, in the new keys; nothing
-        // of it counts as lost.
-        let sent = self.recovery.discard_space(SpaceId::Initial);
-        self.on_packets_lost(SpaceId::Initial, sent);
+        // RFC 9002 §6.3: recovery starts afresh, for the server kept
+        // nothing. What the Initials carried goes again in the new keys,
+        // and what the 0-RTT packets carried goes again at once, to the
+        // connection ID the Retry gave (RFC 9000 §17.2.5.3), rather than
+        // when the server's first ACKs show it lost. None of it was lost.
+        for space in [SpaceId::Initial, SpaceId::Data] {
+            let sent = self.recovery.discard_space(space);
+            self.send_again(space, sent);
+        }
         true
     }
 
@@ -1333,6 +1343,12 @@ impl Connection {
             }
             self.pmtud_on_lost(&packets);
         }
+        self.send_again(space, packets);
+    }
+
+    /// Queues again what `packets` of `space` carried: lost, or never read
+    /// (a Retry discards what went before it).
+    fn send_again(&mut self, space: SpaceId, packets: Vec<crate::recovery::SentPacket<SentFrame>>) {
         for packet in packets {
             let mut retransmits = false;
             for frame in packet.frames {

@@ -484,6 +484,7 @@ impl Connection {
                 now,
                 &crate::trace::Event::PacketReceived {
                     space,
+                    zero_rtt: ty == PacketType::ZeroRtt,
                     packet_number,
                     size: packet_len as u64,
                     frames,

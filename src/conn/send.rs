@@ -191,6 +191,7 @@ impl Connection {
                     now,
                     &crate::trace::Event::PacketSent {
                         space: plan.space,
+                        zero_rtt,
                         packet_number: plan.packet_number,
                         size: *size as u64,
                         frames: &plan.frames,
@@ -465,6 +466,7 @@ impl Connection {
     ) -> Option<usize> {
         let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
         let header = self.header_for(space, packet_number);
+        let zero_rtt = header.ty == PacketType::ZeroRtt;
         let sealed = match self.keys[space.index()].as_deref() {
             Some(protection) => self
                 .versions
@@ -486,6 +488,7 @@ impl Connection {
                 now,
                 &crate::trace::Event::PacketSent {
                     space,
+                    zero_rtt,
                     packet_number,
                     size: len as u64,
                     frames: &frames,

@@ -19,6 +19,7 @@ pub(super) struct Tracing {
     phase: Option<Phase>,
     key_updates: u64,
     checksum_free: Option<bool>,
+    address_validated: bool,
     closed: bool,
 }
 
@@ -33,6 +34,7 @@ impl Connection {
             phase: None,
             key_updates: self.key_phases.updates,
             checksum_free: None,
+            address_validated: false,
             closed: false,
         });
         let params = self.handshake.local_params_mut().clone();
@@ -108,13 +110,18 @@ impl Connection {
         }
     }
 
-    /// Reports what changed since the last call: recovery's decisions, the
-    /// estimates, the controller's phase, key updates and the close.
+    /// Reports what changed since the last call: the peer's address
+    /// validated, recovery's decisions, the estimates, the controller's
+    /// phase, key updates and the close.
     pub(super) fn trace_flush(&mut self) {
         let Some(tracing) = self.trace.as_mut() else {
             return;
         };
         let now = self.now;
+        if self.address_validated && !tracing.address_validated {
+            tracing.address_validated = true;
+            tracing.observer.event(now, &Event::AddressValidated);
+        }
         for note in self.recovery.drain_notes() {
             tracing.observer.event(now, &Event::Recovery(&note));
         }

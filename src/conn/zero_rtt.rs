@@ -14,6 +14,9 @@
 //!   limits remembered with the ticket (RFC 9000 §7.4.1). A server that
 //!   accepted 0-RTT and then announces smaller limits breaks the rule:
 //!   PROTOCOL_VIOLATION.
+//! - A Retry (RFC 9000 §17.2.5.3): the server kept nothing of the first
+//!   flight, so the client sends its 0-RTT data again at once, under the
+//!   same keys, to the connection ID the Retry gave (`Connection::on_retry`).
 //! - A server that rejects 0-RTT never reads those packets: the client
 //!   learns it when the handshake completes, counts every 0-RTT packet
 //!   lost (without a congestion signal: nothing was congested) and sends

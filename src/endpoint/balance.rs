@@ -10,9 +10,12 @@
 //! next Initial goes to that ID, so the kernel routes it there). The Retry
 //! token is sealed with the server secret every worker shares, so the other
 //! worker accepts it, and a client that comes with a Retry token is never
-//! moved again. A client with an address token from an earlier connection
-//! (NEW_TOKEN) may be moved: balance wins over the round trip the token
-//! would save it.
+//! moved again. Nor is a client back with a valid address token from an
+//! earlier connection (NEW_TOKEN): the move would cost it the round trip
+//! the token saves it, and with it the 0-RTT request and the saved path
+//! state (RFC 9959) its first flight carried, for returning clients that
+//! are rare against new ones. Its token is spent only by the connection
+//! made with it (`endpoint::retry`).
 //!
 //! The cost is one round trip for the clients that are moved, and none for
 //! the others; balancing needs Retry, so it needs the server secret (TLS).

@@ -122,6 +122,24 @@ impl TokenLedger {
     /// Spends the address token named `name`, issued at `issued` (wall
     /// clock), at `now`; accepted only the first time.
     pub fn spend(&self, name: [u8; TOKEN_NAME_LEN], issued: Duration, now: Instant) -> Spend {
+        self.check(name, issued, now, true)
+    }
+
+    /// What [`TokenLedger::spend`] would say now, without spending the
+    /// token: an endpoint decides with it where a client goes, and spends
+    /// the token only with the connection it makes. Another worker may
+    /// spend it in between; `spend` then says so.
+    pub fn peek(&self, name: [u8; TOKEN_NAME_LEN], issued: Duration, now: Instant) -> Spend {
+        self.check(name, issued, now, false)
+    }
+
+    fn check(
+        &self,
+        name: [u8; TOKEN_NAME_LEN],
+        issued: Duration,
+        now: Instant,
+        spend: bool,
+    ) -> Spend {
         if issued < self.clock.started() {
             return Spend::BeforeStart;
         }
@@ -134,7 +152,9 @@ impl TokenLedger {
         if spent.current.len() >= spent.capacity {
             return Spend::Full;
         }
-        spent.current.insert(name);
+        if spend {
+            spent.current.insert(name);
+        }
         Spend::Accepted
     }
 
@@ -216,6 +236,17 @@ mod tests {
             Spend::Replayed
         );
         assert_eq!(worker.spend([2; 16], issued, t0), Spend::Accepted);
+    }
+
+    #[test]
+    fn a_peek_spends_nothing() {
+        let (ledger, t0) = ledger(8);
+        let issued = ledger.clock().unix_time(t0);
+        assert_eq!(ledger.peek([1; 16], issued, t0), Spend::Accepted);
+        assert_eq!(ledger.peek([1; 16], issued, t0), Spend::Accepted);
+        assert_eq!(ledger.remembered(), 0);
+        assert_eq!(ledger.spend([1; 16], issued, t0), Spend::Accepted);
+        assert_eq!(ledger.peek([1; 16], issued, t0), Spend::Replayed);
     }
 
     #[test]

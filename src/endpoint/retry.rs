@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rand::RngCore;
 
-use super::ledger::{Spend, TokenClock, TokenLedger};
+use super::ledger::{Spend, TokenClock, TokenLedger, TOKEN_NAME_LEN};
 use super::token::{
     open_token, seal_address_token, seal_retry_token, RetryTokenContents, TokenError, ValidToken,
 };
@@ -99,7 +99,10 @@ impl Endpoint {
         self.stateless.push_back((retry, to));
     }
 
-    /// What the token of a client Initial vouches for, if it is good.
+    /// What the token of a client Initial vouches for, if it is good. An
+    /// address token is looked up in the ledger, not spent: the
+    /// connection made with it spends it ([`Endpoint::spend_address_token`]),
+    /// so a client that is refused or sent elsewhere keeps it.
     pub(super) fn check_token(
         &mut self,
         token: &[u8],
@@ -115,7 +118,7 @@ impl Endpoint {
             .ok_or(TokenError::NotOurs)?;
         let valid = open_token(secret, token, from, dcid, ledger.clock().unix_time(now))?;
         if let ValidToken::Address { issued, name, .. } = valid {
-            let spend = ledger.spend(name, issued, now);
+            let spend = ledger.peek(name, issued, now);
             if spend != Spend::Accepted {
                 tracing::debug!(%from, ?spend, "refusing an address token that was spent");
                 self.stats.spent_address_tokens += 1;
@@ -123,6 +126,25 @@ impl Endpoint {
             }
         }
         Ok(valid)
+    }
+
+    /// Spends the address token named `name` (issued at `issued`) for the
+    /// connection made with it: false if it was spent since
+    /// [`Endpoint::check_token`] looked (by another worker, for a replay
+    /// sent to two at once).
+    pub(super) fn spend_address_token(
+        &mut self,
+        name: [u8; TOKEN_NAME_LEN],
+        issued: Duration,
+        from: SocketAddr,
+        now: Instant,
+    ) -> bool {
+        let spend = self.token_ledger(now).spend(name, issued, now);
+        if spend != Spend::Accepted {
+            tracing::debug!(%from, ?spend, "refusing an address token spent meanwhile");
+            self.stats.spent_address_tokens += 1;
+        }
+        spend == Spend::Accepted
     }
 
     /// The ledger tokens are dated and spent in: the one the server gave,

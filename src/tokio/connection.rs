@@ -386,14 +386,24 @@ impl Connection {
 
     /// Server: the client's 0-RTT data was accepted and the handshake has
     /// not completed, so what was read so far may be a replay (see
-    /// [`crate::Connection::in_early_data`]). False once the connection
-    /// is gone.
+    /// [`crate::Connection::in_early_data`]). True once the connection is
+    /// gone: nothing read on it can be shown not to be a replay then. To
+    /// act on a request only once it cannot be one, wait for
+    /// [`handshake_completed`](Self::handshake_completed).
     pub fn in_early_data(&self) -> bool {
         let state = self.inner.shared.lock();
         state
             .endpoint
             .connection_ref(self.inner.handle)
-            .is_some_and(|connection| connection.in_early_data())
+            .is_none_or(|connection| connection.in_early_data())
+    }
+
+    /// Waits until the handshake has completed. At a server, nothing the
+    /// client sent can be a replay of its 0-RTT data from then on (RFC
+    /// 8446 §8): a replayed first flight never completes a handshake. Fails
+    /// if the connection closes first.
+    pub async fn handshake_completed(&self) -> Result<(), ConnectionError> {
+        self.established().await
     }
 
     /// The ALPN protocol the TLS handshake agreed on (`None` under Null
@@ -430,5 +440,36 @@ impl Connection {
     /// roots; pinned trust and Null protection do not check it.
     pub fn server_name(&self) -> Option<&str> {
         self.inner.server_name.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Endpoint;
+    use crate::Config;
+
+    #[tokio::test]
+    async fn a_connection_that_is_gone_may_have_been_early_data() {
+        // Before, in_early_data() said false once the endpoint no longer
+        // held the connection: a server asking about a request it read
+        // from a replayed 0-RTT flight was told it was safe to act on.
+        let config = Config {
+            tls: crate::crypto::tls::process_loopback_config(),
+            ..Config::default()
+        };
+        let local = "127.0.0.1:0".parse().unwrap();
+        let server = Endpoint::server(local, config.clone()).unwrap();
+        let client = Endpoint::client(local, config).unwrap();
+        let (client_side, server_side) = tokio::join!(
+            client.connect(server.local_addr(), "localhost"),
+            server.accept()
+        );
+        let (_client_side, server_side) = (client_side.unwrap(), server_side.unwrap());
+        server_side.handshake_completed().await.unwrap();
+        assert!(!server_side.in_early_data(), "a completed handshake");
+        let handle = server_side.inner.handle;
+        server_side.inner.shared.lock().endpoint.remove(handle);
+        assert!(server_side.in_early_data(), "fails closed once gone");
+        assert!(server_side.handshake_completed().await.is_err());
     }
 }

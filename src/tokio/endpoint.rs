@@ -352,9 +352,11 @@ impl Endpoint {
     }
 
     /// Waits for the next client whose handshake completed, or whose 0-RTT
-    /// data was accepted (its replay-safe requests are served half a round
-    /// trip earlier; [`Connection::in_early_data`] says which). `None` once
-    /// the endpoint is closed, or at once for a client endpoint.
+    /// data was accepted: its replay-safe requests can be served half a
+    /// round trip earlier. What arrives before the handshake completes may
+    /// be a replay ([`Connection::in_early_data`]); act on anything else
+    /// only after [`Connection::handshake_completed`]. `None` once the
+    /// endpoint is closed, or at once for a client endpoint.
     pub async fn accept(&self) -> Option<Connection> {
         let shared = &self.inner.shared;
         poll_fn(|cx| {

@@ -11,6 +11,7 @@
 //! only behind `if let Some(observer)`.
 
 mod qlog;
+mod qlog_dir;
 mod read;
 
 use std::fmt;
@@ -25,6 +26,9 @@ use crate::wire::{ConnectionId, TransportParams};
 use crate::{CloseReason, Side};
 
 pub use self::qlog::{QlogWriter, QLOG_EXTENSION, SIFT_EVENT_PREFIX};
+pub use self::qlog_dir::{
+    QlogLimits, DEFAULT_MAX_HELD_QLOG_BYTES, DEFAULT_MAX_OPEN_QLOG_FILES, DEFAULT_MAX_QLOG_BYTES,
+};
 pub use self::read::{read_trace, TraceEvent, TraceReadError};
 
 /// Recovery's estimates after an event, for a metrics update.
@@ -66,6 +70,8 @@ pub enum Event<'a> {
     PacketSent {
         /// Its space.
         space: SpaceId,
+        /// A 0-RTT packet (application data under the early keys).
+        zero_rtt: bool,
         /// Its packet number.
         packet_number: u64,
         /// Its size on the wire, bytes.
@@ -77,12 +83,24 @@ pub enum Event<'a> {
     PacketReceived {
         /// Its space.
         space: SpaceId,
+        /// A 0-RTT packet (application data under the early keys).
+        zero_rtt: bool,
         /// Its packet number.
         packet_number: u64,
         /// Its size on the wire, bytes.
         size: u64,
         /// Its frames, decrypted.
         frames: &'a [u8],
+    },
+    /// The client took the server's Retry (RFC 9000 §17.2.5).
+    RetryReceived {
+        /// Its size on the wire, bytes.
+        size: u64,
+        /// The connection ID it gave the client to use.
+        scid: ConnectionId,
+        /// The length of its token (the token itself is not traced: it
+        /// vouches for the client's address).
+        token_len: u64,
     },
     /// A packet arrived with a verified header and a damaged payload: a
     /// CORRUPTED frame will name it if notices were negotiated.
@@ -143,6 +161,10 @@ pub enum Event<'a> {
         /// How many headers repaired over the connection, this one included.
         total: u64,
     },
+    /// The peer's address is validated (RFC 9000 §8.1): by a Handshake
+    /// packet, a token, or from the start at a client. Reported once; a
+    /// qlog directory opens a server connection's file only then.
+    AddressValidated,
     /// The connection closed (or began closing).
     Closed(&'a CloseReason),
     /// An event from outside the connection, named in sift's namespace
@@ -191,20 +213,19 @@ impl TraceSink {
 
     /// One qlog file per connection in `dir`, named
     /// `{local connection ID}-{client|server}.sqlog` (the interop
-    /// runner's `QLOGDIR` convention). A file that cannot be created is
-    /// logged and that connection goes untraced.
+    /// runner's `QLOGDIR` convention), within the default [`QlogLimits`]:
+    /// a server connection's file is written only once its client's
+    /// address is validated, at most 256 files are open at once and the
+    /// traces write at most 1 GiB in all (`qlog_dir`'s module docs). A file
+    /// that cannot be created is logged and that connection goes untraced.
     pub fn qlog_dir(dir: impl Into<PathBuf>) -> Self {
-        let dir = dir.into();
-        Self::new(move |start| {
-            let path = qlog_path(&dir, start);
-            match QlogWriter::create(&path, start.side, start.now) {
-                Ok(writer) => Some(Box::new(writer) as Box<dyn Observer>),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "cannot write a qlog trace");
-                    None
-                }
-            }
-        })
+        Self::qlog_dir_limited(dir, QlogLimits::default())
+    }
+
+    /// [`TraceSink::qlog_dir`] within `limits`.
+    pub fn qlog_dir_limited(dir: impl Into<PathBuf>, limits: QlogLimits) -> Self {
+        let dir = Arc::new(qlog_dir::QlogDir::new(dir.into(), limits));
+        Self::new(move |start| dir.observer_for(start))
     }
 
     /// The observer for a connection starting as `start`.

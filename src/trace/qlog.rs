@@ -141,19 +141,21 @@ impl QlogWriter {
     }
 
     fn packet(&mut self, now: Instant, event: &Event<'_>) {
-        let (space, packet_number, size, frames, sent) = match *event {
+        let (space, zero_rtt, packet_number, size, frames, sent) = match *event {
             Event::PacketSent {
                 space,
+                zero_rtt,
                 packet_number,
                 size,
                 frames,
-            } => (space, packet_number, size, frames, true),
+            } => (space, zero_rtt, packet_number, size, frames, true),
             Event::PacketReceived {
                 space,
+                zero_rtt,
                 packet_number,
                 size,
                 frames,
-            } => (space, packet_number, size, frames, false),
+            } => (space, zero_rtt, packet_number, size, frames, false),
             _ => return,
         };
         let mut qlog_frames = Vec::new();
@@ -167,7 +169,10 @@ impl QlogWriter {
             }
             qlog_frames.push(qlog_frame(&frame));
         }
-        let header = header(space, packet_number, size);
+        let mut header = header(space, packet_number, size);
+        if zero_rtt {
+            header.packet_type = PacketType::ZeroRtt;
+        }
         // The whole packet's size is `raw.length` (what qvis's congestion
         // graph counts bytes by).
         let raw = Some(RawInfo {
@@ -328,6 +333,40 @@ impl Observer for QlogWriter {
                     }),
                 );
             }
+            Event::RetryReceived {
+                size,
+                scid,
+                token_len,
+            } => {
+                let token = qlog::Token {
+                    ty: Some(qlog::TokenType::Retry),
+                    details: None,
+                    raw: Some(RawInfo {
+                        length: Some(*token_len),
+                        payload_length: None,
+                        data: None,
+                    }),
+                };
+                let header = PacketHeader {
+                    packet_type: PacketType::Retry,
+                    token: Some(Box::new(token)),
+                    scil: u8::try_from(scid.len()).ok(),
+                    scid: Some(hex(scid.as_slice())),
+                    ..PacketHeader::default()
+                };
+                self.quic(
+                    now,
+                    EventData::QuicPacketReceived(PacketReceived {
+                        header,
+                        raw: Some(RawInfo {
+                            length: Some(*size),
+                            payload_length: None,
+                            data: None,
+                        }),
+                        ..PacketReceived::default()
+                    }),
+                );
+            }
             Event::PayloadCorrupt {
                 space,
                 packet_number,
@@ -410,6 +449,7 @@ impl Observer for QlogWriter {
                     "total": total,
                 }),
             ),
+            Event::AddressValidated => self.sift(now, "address_validated", json!({})),
             Event::Closed(reason) => {
                 let closed = connection_closed(reason);
                 self.quic(now, EventData::QuicConnectionClosed(closed));

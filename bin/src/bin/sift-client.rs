@@ -144,7 +144,8 @@ struct Common {
     #[arg(long, global = true, value_name = "SECS", num_args = 0..=1, default_missing_value = "300")]
     wait: Option<f64>,
     /// Write a qlog trace of the connection into DIR (JSON-SEQ, `.sqlog`;
-    /// open it in qvis). Default: $QLOGDIR if set, else no trace.
+    /// open it in qvis). Default: $QLOGDIR if set, else no trace. At most
+    /// 1 GiB of traces per run, then tracing stops.
     #[arg(long, global = true, value_name = "DIR")]
     qlog: Option<PathBuf>,
     /// TLS 1.3 cipher suites to offer, most preferred first: aes128,

@@ -217,7 +217,10 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = server_loop::DEFAULT_MAX_STREAMS)]
     max_streams: usize,
     /// Write one qlog trace per connection into DIR (JSON-SEQ, `.sqlog`;
-    /// open it in qvis). Default: $QLOGDIR if set, else no traces.
+    /// open it in qvis). Default: $QLOGDIR if set, else no traces. A
+    /// client's file is written only once its address is validated (no
+    /// file for spoofed Initials or refusals); at most 256 files open at
+    /// once and 1 GiB written per run, then tracing stops.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
     /// Log more (-v: this tool's events, -vv: the transport's too).

@@ -92,7 +92,8 @@ pub fn transport_config(
 }
 
 /// Where `--qlog DIR`, else a non-empty `QLOGDIR`, says to write one qlog
-/// trace per connection (created if missing); `None`: no tracing.
+/// trace per connection (created if missing), within the default
+/// `sift::trace::QlogLimits`; `None`: no tracing.
 pub fn trace_sink(qlog: Option<&Path>) -> anyhow::Result<Option<sift::trace::TraceSink>> {
     let dir = match qlog {
         Some(dir) => dir.to_path_buf(),

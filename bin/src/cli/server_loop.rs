@@ -46,6 +46,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -136,8 +137,8 @@ impl ServedConnection for Connection {
         self.peer_certificate_fingerprint()
     }
 
-    fn in_early_data(&self) -> bool {
-        Connection::in_early_data(self)
+    fn wait_for_handshake(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(async move { self.handshake_completed().await.is_ok() })
     }
 }
 

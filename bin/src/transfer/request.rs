@@ -75,6 +75,15 @@ impl Request {
         }
     }
 
+    /// Whether the server may act on it before the handshake completes,
+    /// when it may be 0-RTT data an attacker replays (RFC 8446 §8): a
+    /// download or a listing only reads, so serving it twice harms no one
+    /// (RFC 8470's reasoning for HTTP's GET); an upload writes, and PERF
+    /// makes the server generate data for as long as it asks.
+    pub fn replay_safe(&self) -> bool {
+        matches!(self, Request::Get { .. } | Request::List { .. })
+    }
+
     /// The path it names (PERF names none).
     pub fn path(&self) -> &str {
         match self {

@@ -17,8 +17,10 @@
 //! once per version of a file; `perf`, PERF's source and sink.
 
 use std::fs::File;
+use std::future::Future;
 use std::io::{self, Write};
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,11 +70,13 @@ pub trait ServedConnection {
     fn client_key(&self) -> Option<Fingerprint> {
         None
     }
-    /// The request was read from 0-RTT data, before the handshake
-    /// completed: it may be a replay (SECURITY.md).
-    fn in_early_data(&self) -> bool {
-        false
-    }
+    /// Waits until the connection's handshake has completed: true then,
+    /// false if the connection ended first. Until then a request may have
+    /// come in 0-RTT data that an attacker replays (RFC 8446 §8), and a
+    /// replayed first flight never completes a handshake, so a request
+    /// that is not replay-safe waits for this (RFC 8470 §3). No default:
+    /// a connection that cannot tell must answer false.
+    fn wait_for_handshake(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>>;
 }
 
 /// A stream with no sift connection behind it (the protocol over a socket
@@ -89,6 +93,11 @@ impl ServedConnection for NoConnection {
             "this stream has no congestion controller to switch to {}",
             cc.name()
         ))
+    }
+
+    /// A socket pair carries no 0-RTT data: nothing on it is a replay.
+    fn wait_for_handshake(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(std::future::ready(true))
     }
 }
 
@@ -365,7 +374,8 @@ impl FileServer {
     /// QUIC client): reads `GET /PATH`, answers with the file's bytes and
     /// a FIN, or resets the stream with a code saying why not — there is
     /// no status line to say it in. Uploads, listings and controllers are
-    /// sift's own protocol's alone.
+    /// sift's own protocol's alone. A GET only reads, so it is served from
+    /// 0-RTT data too, before the handshake completes (SECURITY.md).
     pub async fn serve_hq<S: AsyncDuplex>(&self, stream: &mut S) -> TransferRecord {
         let started = Instant::now();
         let request =
@@ -447,6 +457,15 @@ impl FileServer {
         request: &Request,
         connection: &(dyn ServedConnection + Sync),
     ) -> Result<u64, Failure> {
+        // What may run on 0-RTT data, before the handshake completes, is
+        // what a replay cannot turn into harm (SECURITY.md): the rest
+        // waits, and a replay is never acted on.
+        if !request.replay_safe() && !connection.wait_for_handshake().await {
+            return Err(Failure::Broken(format!(
+                "the connection ended before its handshake completed: a {} that may be a replayed 0-RTT request is not acted on",
+                request.verb()
+            )));
+        }
         match request {
             Request::Get { path, offset, cc } => {
                 if let Some(name) = cc {
@@ -459,15 +478,6 @@ impl FileServer {
                 self.get(stream, path, *offset, connection).await
             }
             Request::Put { path, size, sha256 } => {
-                // An upload is not idempotent: never from 0-RTT data,
-                // which an attacker may replay (sift-client never sends one
-                // there; SECURITY.md).
-                if connection.in_early_data() {
-                    return Err(Failure::Answer(
-                        Status::RefusedUpload,
-                        "an upload in 0-RTT data is refused: send it after the handshake".into(),
-                    ));
-                }
                 // Before anything touches the disk: who may write at all.
                 self.uploads
                     .admit(connection.client_key())

@@ -264,3 +264,58 @@ fn resumption_does_not_bypass_the_pin() {
     );
     assert!(!pair.client.is_resumed());
 }
+
+#[test]
+fn an_early_request_is_answered_within_three_times_what_came_from_an_unproved_address() {
+    // A replayed first flight (ClientHello and a 0-RTT GET) from an address
+    // nobody validated: the server serves the GET before the handshake
+    // completes, which a replay's never does, and sends that address at
+    // most three times what came from it (RFC 9000 §8.1).
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+    let mut pair = Pair::new(client, server);
+    early_request(&mut pair, b"GET /a.bin", true);
+
+    // Only what the client sent before the server answered arrives.
+    let counts = std::rc::Rc::new(std::cell::Cell::new((0u64, 0u64, false)));
+    let seen = std::rc::Rc::clone(&counts);
+    let mut first_flight_only = move |to_server: bool, _: u64, bytes: &[u8]| {
+        let (received, sent, answered) = seen.get();
+        if to_server && answered {
+            return PathAction::Drop;
+        }
+        let len = bytes.len() as u64;
+        seen.set(if to_server {
+            (received + len, sent, answered)
+        } else {
+            (received, sent + len, true)
+        });
+        PathAction::Deliver
+    };
+    let answer = vec![7u8; 100_000];
+    let mut answered = false;
+    let mut buf = vec![0u8; 4096];
+    pair.run_until(Duration::from_secs(8), &mut first_flight_only, |p| {
+        while let Some(stream) = p.server.readable().first().copied() {
+            let (_, fin) = p.server.stream_recv(stream, &mut buf).unwrap();
+            if fin && !answered {
+                assert!(p.server.in_early_data(), "served before the handshake");
+                p.server.stream_send(stream, &answer, true).unwrap();
+                answered = true;
+            }
+        }
+        false
+    });
+    assert!(answered, "the early request was read");
+    assert!(!pair.server.is_established());
+    let (received, sent, _) = counts.get();
+    assert!(
+        sent <= 3 * received,
+        "{sent} bytes sent for {received} received"
+    );
+    assert!(
+        answer.len() as u64 > 3 * received,
+        "the limit held something back"
+    );
+}

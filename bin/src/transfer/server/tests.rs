@@ -756,6 +756,10 @@ impl ServedConnection for KeyedConnection {
     fn client_key(&self) -> Option<Fingerprint> {
         self.0
     }
+
+    fn wait_for_handshake(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(std::future::ready(true))
+    }
 }
 
 /// Admits exactly one key.
@@ -889,4 +893,79 @@ fn a_request_that_does_not_arrive_in_time_is_answered_and_recorded() {
         ("?", Some(Status::BadRequest))
     );
     assert_eq!(record.detail, "no complete request within 0.2 s");
+}
+
+/// A connection whose requests came in 0-RTT data, replayed: its
+/// handshake never completes.
+struct ReplayedConnection;
+
+impl ServedConnection for ReplayedConnection {
+    fn sender_report(&self) -> Option<SenderReport> {
+        None
+    }
+
+    fn use_controller(&self, _cc: CcConfig) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn client_key(&self) -> Option<Fingerprint> {
+        Some(Fingerprint::of_certificate(b"client"))
+    }
+
+    fn wait_for_handshake(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(std::future::ready(false))
+    }
+}
+
+#[test]
+fn from_early_data_a_download_is_served_and_generated_data_is_not() {
+    // Before, PERF was served from 0-RTT data: a replayed first flight
+    // made the server send up to an hour of generated data.
+    let root = TestDir::new("srv-early-root");
+    let out = TestDir::new("srv-early-out");
+    let data = content(50_000, 11);
+    std::fs::write(root.path().join("f.bin"), &data).unwrap();
+    let server = server_with(&root);
+    let dest = out.path().join("f.bin");
+    let (outcome, record) = exchange_as(&server, &ReplayedConnection, |s| {
+        client::get(s, "f.bin", &dest, false, None, &mut no_progress())
+    });
+    assert_eq!(outcome.unwrap().bytes, 50_000, "a GET is replay-safe");
+    assert_eq!(record.status, Some(Status::Ok));
+
+    let request = Request::Perf {
+        direction: PerfDirection::Download,
+        limit: PerfLimit::Duration(Duration::from_millis(200)),
+    };
+    let (received, record) = exchange_as(&server, &ReplayedConnection, |s| {
+        s.write_all(&request.encode().unwrap()).unwrap();
+        s.finish().unwrap();
+        let mut received = Vec::new();
+        let _ = s.read_to_end(&mut received);
+        received
+    });
+    assert_eq!(record.verb, "PERF");
+    assert_eq!((record.bytes, record.status), (0, None), "{record:?}");
+    assert!(received.is_empty(), "{} bytes sent", received.len());
+}
+
+#[test]
+fn an_upload_in_early_data_waits_for_the_handshake_and_a_replayed_one_writes_nothing() {
+    let root = TestDir::new("srv-early-put-root");
+    let local = TestDir::new("srv-early-put-local");
+    let source = local.path().join("up.bin");
+    std::fs::write(&source, content(10_000, 12)).unwrap();
+    let server = server_with(&root);
+    let (outcome, record) = put_as(&server, &ReplayedConnection, &source, "up.bin");
+    assert!(outcome.is_err());
+    assert_eq!((record.verb, record.bytes, record.status), ("PUT", 0, None));
+    assert!(
+        record.detail.contains("replayed 0-RTT"),
+        "{}",
+        record.detail
+    );
+    assert!(files_in(root.path()).is_empty(), "nothing written");
+    // Once the handshake completes (here: at once) the same upload lands.
+    let (outcome, _) = put_as(&server, &NoConnection, &source, "up.bin");
+    assert_eq!(outcome.unwrap().bytes, 10_000);
 }
