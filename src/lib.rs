@@ -80,7 +80,9 @@
 //! `wire` (bytes ↔ structs) → `crypto` (header and payload tags) →
 //! `recovery` / `stream` → `conn` (the sans-IO state machine) →
 //! `endpoint` → `sim` (virtual time) or `io` (real sockets, under
-//! `blocking` and `tokio`).
+//! `blocking` and `tokio`). `docs/design.md` in the repository is the
+//! design: what each module owns, that path in detail, the threads, both
+//! packet formats; comments cite its sections as "DESIGN §N".
 
 #[cfg(target_os = "linux")]
 pub mod blocking;

@@ -7,7 +7,7 @@
 //! The path is the leaky-pipes sharing bottleneck scaled down to run in
 //! seconds: 20 Mb/s both ways, 50 ms each way, a one-BDP drop-tail queue
 //! (185 packets of 1350 bytes), 40 s, both flows from t = 0, seeds 1–3.
-//! `docs/experiments.md` ("Sharing with CUBIC") has the 60 s figures.
+//! `docs/notes/2026-11-26-sharing-with-cubic.md` has the 60 s figures.
 
 mod support;
 

@@ -135,7 +135,7 @@ pub struct CarefulResumeConfig {
     /// is cwnd-limited: on a path whose queue another flow keeps full that
     /// is before any data could be acknowledged, and the initial window's
     /// losses show only once the whole jump is in flight
-    /// (`docs/experiments.md`, `long-paths`). `true` by default; `false` is
+    /// (`docs/notes/2026-11-27-long-paths.md`). `true` by default; `false` is
     /// how sift jumped before, and as sift reads the RFC its letter: a
     /// confirmed RTT and no congestion seen in Reconnaissance, not its
     /// data acknowledged (picoquic waits for its first ten packets).
@@ -144,8 +144,8 @@ pub struct CarefulResumeConfig {
     /// path (§4.2.1): Normal, no jump. The RFC's bound is
     /// [`RTT_UPPER_FACTOR`] (10), wide enough for a path whose RTT grew
     /// fourfold with a standing queue of other flows to pass as the saved
-    /// one; the jump then lands in that queue (`docs/experiments.md`,
-    /// `long-paths`). The default is 2: a path whose RTT doubled is not
+    /// one; the jump then lands in that queue (`docs/notes/2026-11-27-long-paths.md`).
+    /// The default is 2: a path whose RTT doubled is not
     /// the one whose window was saved. `10` is the RFC's letter.
     pub rtt_upper_factor: u32,
     /// Safe Retreat needs, besides a loss judged congestive in
@@ -154,8 +154,8 @@ pub struct CarefulResumeConfig {
     /// RFC retreats on any loss; Reno and CUBIC judge every loss
     /// congestive, so on a path with 1% random loss a resumed CUBIC
     /// connection almost always retreated, to half its validated pipe,
-    /// and ran slower than a fresh one (`docs/experiments.md`,
-    /// `long-paths`). A jump that overfills a one-BDP queue loses far more
+    /// and ran slower than a fresh one (`docs/notes/2026-11-27-long-paths.md`).
+    /// A jump that overfills a one-BDP queue loses far more
     /// than 2% of it in a burst; 2% is also BBR's `loss_threshold`. An RTT
     /// since the jump above [`QUEUED_RTT_FRACTION`] of the saved one shows
     /// a queue, and then any congestive loss retreats: a jump into

@@ -148,7 +148,7 @@ pub struct CubicConfig {
     /// (the default): the last completed round's minimum, which began
     /// before such a queue, so the rollback passes over it. On keeps the
     /// guard's intent but costs random loss: measured with `sift-lab`
-    /// (docs/experiments.md, "CUBIC's rollback over a queue"), leaky-pipes
+    /// (interop/results/2026-11-27-cubic-rollback/README.md), leaky-pipes
     /// 0.5% loss at 100 ms 0.747 → 0.716 of capacity·(1 − p) (seeds 1–10),
     /// and CUBIC's share beside BBR 0.505 → 0.407 (seeds 1–10); under
     /// in-order jitter, whose min_rtt is the jitter's low tail, more

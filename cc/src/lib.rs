@@ -19,6 +19,8 @@
 //!   queueing-delay estimators, round counting and HyStart++ slow start.
 //!
 //! This crate knows nothing of `sift`: the dependency points one way only.
+//! The decisions behind each controller are §6 of the repository's
+//! `docs/design.md` (cited in comments as "DESIGN §6").
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

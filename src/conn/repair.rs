@@ -1,7 +1,8 @@
 //! Damaged 1-RTT headers, repaired.
 //!
-//! HACK (and DESIGN §5) drop a packet whose header fails its tag: nothing in
-//! it can be trusted, not even its packet number, so it becomes a loss. On a
+//! HACK drops a packet whose header fails its tag, and so does sift/1's
+//! receive order without this module (DESIGN §3): nothing in it can be
+//! trusted, not even its packet number, so it becomes a loss. On a
 //! long fat path that loss halves a loss-based window that takes minutes to
 //! grow back, and a 1% corrupting link damages the header (23 of 1350
 //! bytes) of a few packets in every 50 MB (issue 12: Reno fell to 0.27 of

@@ -1,7 +1,8 @@
 //! Which version a connection speaks: QUIC v1 with every QUIC peer, sift/1
 //! with sift peers, reached by compatible version negotiation (RFC 9368)
-//! without an extra round trip. DESIGN §3.1 and `docs/versions.md` are the
-//! specification; this module is its one implementation.
+//! without an extra round trip. DESIGN §3.1, `docs/versions.md` and
+//! `docs/sift1.md` §8 are the specification; this module is its one
+//! implementation.
 //!
 //! - A client starts in its *original* version — QUIC v1 under TLS when it
 //!   speaks v1, else its first listed — and offers the others in its

@@ -195,14 +195,14 @@ pub struct RecoveryConfig {
     /// each round trip, and at 1.25·cwnd/srtt a round's packets take
     /// longer than a round trip to leave (2W at 1.25·~1.5W per srtt is
     /// ~1.07 srtt), so the pacer, not the window, sets the growth.
-    /// Measured over sift-link at 600 ms (docs/experiments.md, "Over real
-    /// sockets"): each round of a 20 MB download spread over 640–800 ms,
+    /// Measured over sift-link at 600 ms (docs/notes/2026-11-27-long-paths.md,
+    /// "Over real sockets"): each round of a 20 MB download spread over 640–800 ms,
     /// 657 ms behind an unpaced sender by the 2550th packet. `Always`
     /// lifts clean first slow starts (Vegas 0.33 → 0.81 in leaky-pipes)
     /// but costs CUBIC on lossy long paths, where `small_loss_rollback`
     /// restores slow start after almost every loss (long-paths resumed
     /// cubic 0.497 → 0.448, seeds 1–10); `FirstSlowStart` keeps the first
-    /// and not the second (docs/experiments.md, "Slow-start pacing").
+    /// and not the second (interop/results/2026-11-27-ss-pacing/README.md).
     /// Controllers with their own rate (BBR) are not affected.
     pub slow_start_pacing: SlowStartPacing,
     /// Widen the packet and time thresholds when a packet declared lost is
@@ -637,8 +637,8 @@ impl<F> Recovery<F> {
     /// ssthresh back, and the path showed no congestion, so it is the same
     /// slow start. A controller's own rollback of a real loss (CUBIC's
     /// `small_loss_rollback`) is no undo here: with 2× after each of those
-    /// rollbacks, CUBIC lost on lossy long paths (docs/experiments.md,
-    /// "Slow-start pacing"). A Careful Resume jump ends it too: the jump
+    /// rollbacks, CUBIC lost on lossy long paths (interop/results/2026-11-27-ss-pacing/
+    /// README.md). A Careful Resume jump ends it too: the jump
     /// has CR's own pace, and after it the window is near the saved
     /// capacity, so 2·cwnd/srtt would send at about twice the path's rate
     /// rather than help a small window grow. A new path (`on_new_path`)

@@ -1,5 +1,5 @@
 //! sift-link: a real-time UDP relay that impairs traffic with the same
-//! link models as sift's simulator (DESIGN.md §8).
+//! link models as sift's simulator (DESIGN §8).
 //!
 //! Clients send to `--listen`; each new client address gets its own
 //! upstream socket towards `--to` (NAT-style), so many clients work at once

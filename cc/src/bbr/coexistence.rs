@@ -10,7 +10,7 @@
 //! window at every one of them. Measured with `sift-lab run` (50 Mb/s,
 //! 50 ms each way, queue 420, 60 s, seeds 1–3): BBR took 0.81 of the two
 //! flows' bytes, holding 1.5 BDP in flight with `inflight_longterm` at 1.7
-//! BDP (docs/experiments.md, "Sharing with CUBIC"). Linux's BBRv3 says as
+//! BDP (docs/notes/2026-11-26-sharing-with-cubic.md). Linux's BBRv3 says as
 //! much of itself: its probing time scale aims at Reno/CUBIC fairness "up
 //! to a BDP of at least 62 packets"; this path's is 463.
 //!
@@ -30,7 +30,7 @@
 //! cut, and beyond it adds one packet a round (CUBIC-like: fast back to the
 //! last overflow, cautious past it). A lossy or jittery link without another
 //! flow's queue never raises the signal: measured, BBR alone keeps its
-//! figures to the bit (docs/experiments.md).
+//! figures to the bit (docs/notes/2026-11-26-sharing-with-cubic.md).
 
 use std::time::{Duration, Instant};
 

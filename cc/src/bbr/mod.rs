@@ -45,7 +45,7 @@
 //! Under the rule, a loss over another flow's standing queue cuts
 //! `inflight_longterm` as CUBIC cuts its window (0.57–0.58, Jain 0.97),
 //! and BBR alone is unchanged on the lossy and jittery paths measured
-//! (docs/experiments.md). With both rules off, the draft exactly.
+//! (docs/notes/2026-11-26-sharing-with-cubic.md). With both rules off, the draft exactly.
 //!
 //! Where sift chooses (each pinned by a test):
 //! - the draft's `random_int_between` / `random_float_between` (ProbeBW wait)
@@ -194,7 +194,7 @@ pub struct BbrConfig {
     /// wait; at a 1.9 s RTT beside a loss-based flow's standing queue (which
     /// ProbeRTT cannot drain, so the 5 s timer keeps running out) every UP
     /// was cut within 1.5 rounds and `inflight_longterm` grew two packets
-    /// in 33 s (docs/experiments.md, "Path changed").
+    /// in 33 s (docs/notes/2026-11-27-long-paths.md, "Path changed").
     pub probe_rtt_waits_for_bw_probe: bool,
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # usage: many.sh OUT BINDIR kinds...
-cd /work/wt/lead
+cd "$(dirname "$0")/../../.."  # the repository root (the lead's checkout when this ran)
 out=$1; bindir=$2; shift 2
 for rep in 1 2 3; do for kind in "$@"; do
   rb=$(awk '/^Udp:/ && $2 ~ /^[0-9]/ {print $6}' /proc/net/snmp)

@@ -1,5 +1,5 @@
 #!/bin/bash
-cd /work/wt/lead
+cd "$(dirname "$0")/../../.."  # the repository root (the lead's checkout when this ran)
 out=$1
 for rep in 1 2 3; do for kind in sift quinn; do for bindir in /tmp/lead-before /tmp/lead-after; do
   load=$(cut -d' ' -f1 /proc/loadavg)

@@ -3,7 +3,7 @@
 # quiche-client (interop/target/release, 8972-byte datagrams as
 # sift-compare gives them on loopback), with the same /proc/stat figures.
 TAG=$1; OUT=/tmp/lbp/out/$TAG; rm -rf $OUT; mkdir -p $OUT
-B=/work/main/interop/target/release
+B=${B:-interop/target/release}  # from the repository root (main's build when this ran)
 PORT=$((20000 + RANDOM % 20000))
 /usr/bin/time -f "%w %c %R %U %S" -o $OUT/server.time $B/quiche-server --listen 127.0.0.1:$PORT --root /tmp/lbp/root --cert-dir $OUT --max-datagram 8972 > $OUT/server.out 2> $OUT/server.err &
 SPID=$!

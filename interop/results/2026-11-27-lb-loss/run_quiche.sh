@@ -1,7 +1,7 @@
 #!/bin/bash
 # usage: runq.sh TAG
 TAG=$1; shift
-B=/work/wt/lb-loss/interop/target/release
+B=${B:-interop/target/release}  # from the repository root (the lb-loss checkout's build when this ran)
 OUT=/tmp/lbl/out/$TAG; rm -rf $OUT; mkdir -p $OUT
 PORT=$((20000 + RANDOM % 20000))
 R0=$(nstat -az UdpRcvbufErrors Udp6RcvbufErrors | awk '/Rcvbuf/{s+=$2} END{print s}')

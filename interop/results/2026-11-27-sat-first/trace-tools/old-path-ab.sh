@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The pre-fix bench path (rate/queue/loss on client → server, data over a bare 300 ms delay):
 # sift cubic base vs new, and quiche, interleaved; first connections only.
-W=/work/wt/sat-first
+W=${W:-.}  # the repository root (the sat-first checkout when this ran)
 for i in 1 2 3; do
   for v in base new; do
     mkdir -p /tmp/satfirst/old/$v-$i
