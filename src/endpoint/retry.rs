@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use rand::RngCore;
 
-use super::ledger::{Spend, TokenClock, TokenLedger, TOKEN_NAME_LEN};
+use super::ledger::{Spend, TokenClock, TokenLedger};
+use super::token::TOKEN_NAME_LEN;
 use super::token::{
     open_token, seal_address_token, seal_retry_token, RetryTokenContents, TokenError, ValidToken,
 };
