@@ -25,6 +25,7 @@
 pub mod baseline;
 pub mod compare;
 pub mod flow;
+#[path = "peers/hq.rs"]
 pub mod hq;
 pub mod http3;
 pub mod matrix;

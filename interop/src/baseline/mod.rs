@@ -18,7 +18,11 @@
 //!   path at 20 Mb/s (so controllers, not windows, are compared).
 
 pub mod client;
+#[path = "../peers/file.rs"]
 pub mod protocol;
+#[path = "../peers/quiche/file.rs"]
 pub mod server;
+#[path = "../peers/quiche/socket.rs"]
 pub mod socket;
+#[path = "../peers/quiche/config.rs"]
 pub mod tls;

@@ -18,8 +18,13 @@
 //! are the libraries').
 
 pub mod fetch;
+#[path = "../peers/quiche/h3.rs"]
 pub mod quiche_client;
+#[path = "../peers/quinn/h3.rs"]
 pub mod quinn_setup;
+#[path = "../peers/h3.rs"]
 pub mod serve;
+#[path = "../peers/sift/mod.rs"]
 pub mod sift_setup;
+#[path = "../peers/url.rs"]
 pub mod target;

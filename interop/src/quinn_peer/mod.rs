@@ -19,6 +19,9 @@
 //!   resends the frames of what it declares lost), its `ptos` is 0.
 
 pub mod client;
+#[path = "../peers/quinn/config.rs"]
 pub mod config;
+#[path = "../peers/quinn/file.rs"]
 pub mod server;
+#[path = "../peers/quinn/trace.rs"]
 pub mod trace;

@@ -13,8 +13,11 @@
 //! `--ca`, and `--insecure` must be said out loud to verify nothing (the
 //! interop runner's clients do not verify either).
 
+#[path = "../hq/cli.rs"]
 pub mod cli;
+#[path = "quiche/hq.rs"]
 pub mod quiche_peer;
+#[path = "quinn/hq.rs"]
 pub mod quinn_peer;
 
 use std::net::{SocketAddr, ToSocketAddrs};
