@@ -1,16 +1,26 @@
-//! The baseline's request protocol, one request per bidirectional stream:
+//! The file protocol (ALPN `sift-interop/1`) of the comparison's bulk
+//! peers, one request per bidirectional stream:
 //!
 //! - `GET <path>\n` → `OK <size>\n` then exactly `size` bytes of the file,
 //!   then FIN; or `ERR <reason>\n`, FIN.
 //! - `STATS\n` → `OK <len>\n` then the sender's counters as JSON
 //!   ([`SenderCounters`]), taken once the client has the whole file.
 //!
-//! Paths are relative to the server's root; [`resolve`] refuses anything
-//! that would leave it.
+//! Paths are relative to the server's root ([`files::resolve`] refuses
+//! anything that would leave it). What every stack's server and client
+//! share beyond the wire: the [`Answer`] to a request, the [`Response`]
+//! read into a download, the [`FlowReport`] made of it, and the summary a
+//! client prints without `--json`. The timing matches `sift-client`: from
+//! sending the request to the verified file.
 
-use std::path::{Component, Path, PathBuf};
+use std::fs::File;
+use std::path::Path;
 
+use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
+
+use super::files::{self, Download, FileReport};
+use crate::flow::{goodput_bps, FlowReport, QUIC_V1};
 
 /// ALPN protocol name both endpoints offer.
 pub const ALPN: &[u8] = b"sift-interop/1";
@@ -39,8 +49,6 @@ pub enum ProtocolError {
     BadResponse(String),
     #[error("server refused: {0}")]
     Refused(String),
-    #[error("path {0:?} leaves the served directory")]
-    OutsideRoot(String),
 }
 
 impl Request {
@@ -102,26 +110,6 @@ pub fn parse_response_header(bytes: &[u8]) -> Result<Option<(u64, usize)>, Proto
     }
 }
 
-/// `path` under `root`, refusing absolute paths, `..` and symlinks that
-/// lead out of `root`.
-pub fn resolve(root: &Path, path: &str) -> Result<PathBuf, ProtocolError> {
-    let outside = || ProtocolError::OutsideRoot(path.to_string());
-    let relative = Path::new(path.trim_start_matches('/'));
-    if relative
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(outside());
-    }
-    let root = root.canonicalize().map_err(|_| outside())?;
-    let full = root.join(relative).canonicalize().map_err(|_| outside())?;
-    if full.starts_with(&root) {
-        Ok(full)
-    } else {
-        Err(outside())
-    }
-}
-
 /// The data sender's counters for one connection, as the STATS response
 /// carries them (quiche's names in the doc comments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +124,161 @@ pub struct SenderCounters {
     pub srtt_us: u64,
     /// `PathStats::cwnd`, bytes.
     pub cwnd: u64,
+}
+
+/// What a server sends on a request's stream.
+pub enum Answer {
+    /// `OK <size>`, then the file's bytes.
+    File {
+        /// The path asked for.
+        path: String,
+        /// The file, open.
+        file: File,
+        /// Its length, announced in the header.
+        size: u64,
+    },
+    /// A whole response held in memory: the counters, or a refusal.
+    Whole(Vec<u8>),
+}
+
+impl Answer {
+    /// The answer to `request` for a server of `root`; `counters` are the
+    /// sender's, asked for only by `STATS`.
+    pub fn to(
+        request: Result<Request, ProtocolError>,
+        root: &Path,
+        counters: impl FnOnce() -> SenderCounters,
+    ) -> Self {
+        let refusal = |reason: String| Answer::Whole(err_header(&reason));
+        match request {
+            Err(e) => refusal(e.to_string()),
+            Ok(Request::Stats) => {
+                let body = serde_json::to_vec(&counters()).unwrap_or_default();
+                let mut whole = ok_header(body.len() as u64);
+                whole.extend_from_slice(&body);
+                Answer::Whole(whole)
+            }
+            Ok(Request::Get(path)) => {
+                let opened = files::resolve(root, &path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|full| {
+                        let file = File::open(&full).map_err(|e| format!("{path}: {e}"))?;
+                        let metadata = file.metadata().map_err(|e| format!("{path}: {e}"))?;
+                        if !metadata.is_file() {
+                            return Err(format!("{path} is not a file"));
+                        }
+                        Ok((file, metadata.len()))
+                    });
+                match opened {
+                    Ok((file, size)) => Answer::File { path, file, size },
+                    Err(reason) => refusal(reason),
+                }
+            }
+        }
+    }
+
+    /// What goes first on the stream: the header, or the whole response.
+    pub fn head(&self) -> Vec<u8> {
+        match self {
+            Answer::File { size, .. } => ok_header(*size),
+            Answer::Whole(bytes) => bytes.clone(),
+        }
+    }
+}
+
+/// A response arriving in pieces: its header line, then the body,
+/// written into a download.
+#[derive(Debug, Default)]
+pub struct Response {
+    header: Vec<u8>,
+    size: Option<u64>,
+}
+
+impl Response {
+    /// Takes the next piece of the stream: header bytes until the line
+    /// ends, then body bytes into `download`.
+    pub fn take(&mut self, bytes: &[u8], download: &mut Download) -> anyhow::Result<()> {
+        if self.size.is_some() {
+            return download.write(bytes);
+        }
+        self.header.extend_from_slice(bytes);
+        if let Some((size, header_len)) = parse_response_header(&self.header)? {
+            self.size = Some(size);
+            let body = self.header.split_off(header_len);
+            download.write(&body)?;
+        }
+        Ok(())
+    }
+
+    /// The stream ended: the body must be as long as the header said.
+    pub fn end(&self, download: &Download) -> anyhow::Result<()> {
+        let Some(size) = self.size else {
+            bail!("server ended the response before its header");
+        };
+        if download.bytes() != size {
+            bail!(
+                "server announced {size} bytes and sent {}",
+                download.bytes()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The sender's counters from a whole `STATS` response.
+pub fn parse_counters(response: &[u8]) -> anyhow::Result<SenderCounters> {
+    let Some((_, header_len)) = parse_response_header(response)? else {
+        bail!("server's counters came without a header");
+    };
+    serde_json::from_slice(&response[header_len..]).context("server's counters are not JSON")
+}
+
+/// The report of a download: this client's timing and hash, the server's
+/// counters, the controller `cc` the server was asked to run.
+pub fn flow_report(file: &FileReport, counters: &SenderCounters, cc: &str) -> FlowReport {
+    let completion_s = file.elapsed_us as f64 / 1e6;
+    FlowReport {
+        id: 0,
+        path: file.path.clone(),
+        cc: cc.to_string(),
+        corruption_notices: false,
+        bytes: file.bytes,
+        completion_s,
+        goodput_bps: goodput_bps(file.bytes, completion_s),
+        retransmitted_packets: counters.retransmitted_packets,
+        ptos: counters.ptos,
+        corruption_notices_received: 0,
+        srtt_us: counters.srtt_us,
+        cwnd: counters.cwnd,
+        lost_packets: Some(counters.lost_packets),
+        sha256: file.sha256.clone(),
+        version: Some(QUIC_V1.to_string()),
+    }
+}
+
+/// Prints a client's report: one JSON object with `json`, else a summary
+/// of the download into `output`.
+pub fn print(report: &FlowReport, output: &Path, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(report)?);
+    } else {
+        println!(
+            "get {} ({})\n  bytes        {}\n  time         {:.2} s\n  goodput      {:.2} Mb/s\n  retransmits  {} packets, {} lost, {} PTOs (sender)\n  srtt         {:.1} ms\n  cwnd         {} bytes\n  cc           {}\n  sha256       {}",
+            report.path,
+            output.display(),
+            report.bytes,
+            report.completion_s,
+            report.goodput_bps / 1e6,
+            report.retransmitted_packets,
+            report.lost_packets.unwrap_or(0),
+            report.ptos,
+            report.srtt_us as f64 / 1000.0,
+            report.cwnd,
+            report.cc,
+            report.sha256
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -174,18 +317,47 @@ mod tests {
     }
 
     #[test]
-    fn paths_that_leave_the_root_are_refused() {
-        let root =
-            std::env::temp_dir().join(format!("sift-interop-resolve-{}", std::process::id()));
-        std::fs::create_dir_all(root.join("sub")).unwrap();
-        std::fs::write(root.join("sub/file"), b"x").unwrap();
-        assert_eq!(
-            resolve(&root, "/sub/file").unwrap(),
-            root.canonicalize().unwrap().join("sub/file")
-        );
-        for bad in ["../etc/passwd", "sub/../../x", "missing"] {
-            assert!(resolve(&root, bad).is_err(), "{bad:?} was accepted");
+    fn a_response_in_pieces_fills_the_download_and_must_be_whole() {
+        let dir =
+            std::env::temp_dir().join(format!("sift-interop-response-{}", std::process::id()));
+        let mut download = Download::under(&dir, "f", files::UNBUFFERED).unwrap();
+        let mut response = Response::default();
+        for piece in [
+            &b"OK"[..],
+            b" 5
+ab",
+            b"cde",
+        ] {
+            response.take(piece, &mut download).unwrap();
         }
-        std::fs::remove_dir_all(&root).unwrap();
+        response.end(&download).unwrap();
+        assert_eq!(download.finish().unwrap().bytes, 5);
+        let mut short = Download::under(&dir, "g", files::UNBUFFERED).unwrap();
+        let mut response = Response::default();
+        response
+            .take(
+                b"OK 9
+abc",
+                &mut short,
+            )
+            .unwrap();
+        assert!(response.end(&short).is_err());
+        assert!(Response::default().end(&short).is_err(), "no header at all");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stats_answer_with_the_counters_a_client_reads_back() {
+        let counters = SenderCounters {
+            retransmitted_packets: 3,
+            ptos: 1,
+            ..Default::default()
+        };
+        let answer = Answer::to(Ok(Request::Stats), Path::new("/"), || counters);
+        assert_eq!(parse_counters(&answer.head()).unwrap(), counters);
+        let refused = Answer::to(Ok(Request::Get("../x".into())), Path::new("/tmp"), || {
+            counters
+        });
+        assert!(String::from_utf8_lossy(&refused.head()).starts_with("ERR "));
     }
 }

@@ -1,69 +1,38 @@
-//! quiche's configuration for both endpoints, and the server's self-signed
-//! certificate (made with rcgen at start; quiche reads PEM files, so the
-//! certificate and key are written to a private directory first).
+//! quiche's side of what every peer shares: one configuration with the
+//! like-for-like settings (`peers::settings`), certificates and trust
+//! from PEM files (quiche reads files, by string path), the key log, fresh
+//! connection IDs, and why a connection closed, in words.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::time::Instant;
 
 use anyhow::Context;
+use ring::rand::SecureRandom;
 
-use super::protocol::ALPN;
-
-/// UDP payload size, both directions: sift's `max_datagram_size` default
-/// (src/conn), so both stacks put the same bytes in each packet.
-pub const MAX_DATAGRAM_SIZE: usize = 1350;
-
-/// Connection-level receive window: 64 MiB. A 20 Mb/s, 600 ms satellite
-/// path holds 1.5 MB; a loopback path at several Gb/s with a few ms of
-/// scheduling delay holds tens of MB. Windows must never be the limit.
-pub const MAX_DATA: u64 = 64 << 20;
-
-/// Per-stream receive window: 32 MiB (see [`MAX_DATA`]).
-pub const MAX_STREAM_DATA: u64 = 32 << 20;
-
-/// Idle timeout, milliseconds: long enough for a 600 ms RTT path with
-/// backed-off probes, short enough that a dead peer ends a run.
-pub const IDLE_TIMEOUT_MS: u64 = 30_000;
+use crate::peers::cert::Certificate;
+use crate::peers::env;
+use crate::peers::settings::{IDLE_TIMEOUT, MAX_DATA, MAX_STREAM_DATA};
 
 /// The controller names this quiche version accepts, in the order the
 /// runner tries them (`bbr2` is quiche's gcongestion BBRv2; `bbr` is an
 /// alias of it in quiche 0.28, so it is not listed twice).
 pub const CONTROLLERS: &[&str] = &["cubic", "reno", "bbr2"];
 
-/// The largest `--max-datagram` the peers' bulk binaries take: loopback's
-/// jumbo size, where sift's path MTU discovery settles.
-pub const LARGEST_DATAGRAM_SIZE: usize = 8972;
+/// Length of the connection IDs quiche's peers make.
+pub const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
 
-/// clap value parser for the peers' `--max-datagram`: 1200 to
-/// [`LARGEST_DATAGRAM_SIZE`] bytes of UDP payload.
-pub fn parse_max_datagram(text: &str) -> Result<usize, String> {
-    let bytes: usize = text
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of bytes"))?;
-    if !(1200..=LARGEST_DATAGRAM_SIZE).contains(&bytes) {
-        return Err(format!(
-            "{bytes} is out of range: 1200 to {LARGEST_DATAGRAM_SIZE} bytes"
-        ));
-    }
-    Ok(bytes)
-}
-
-/// A quiche configuration with the settings both endpoints share, the
-/// controller `cc` (a name quiche knows: see [`CONTROLLERS`]) and UDP
-/// payloads of up to `max_datagram` bytes both ways ([`MAX_DATAGRAM_SIZE`]
-/// on the links; loopback carries [`LARGEST_DATAGRAM_SIZE`], which sift's
-/// and quinn's path MTU discovery reach there).
-pub fn config(cc: &str, max_datagram: usize) -> anyhow::Result<quiche::Config> {
+/// A quiche configuration offering `alpns`, with the settings every peer
+/// shares: UDP payloads of up to `max_datagram` bytes both ways, the
+/// windows (auto-tuned up to them too), the idle timeout, pacing, and the
+/// key log when `SSLKEYLOGFILE` asks for one ([`key_log`] points each
+/// connection at it). Stream limits, controller and migration are each
+/// peer's to set.
+pub fn config(alpns: &[&[u8]], max_datagram: usize) -> anyhow::Result<quiche::Config> {
     let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).context("quiche config")?;
     config
-        .set_application_protos(&[ALPN])
+        .set_application_protos(alpns)
         .context("quiche ALPN")?;
-    config.set_cc_algorithm_name(cc).map_err(|_| {
-        anyhow::anyhow!(
-            "quiche has no congestion controller {cc:?} (try one of {})",
-            CONTROLLERS.join(", ")
-        )
-    })?;
-    config.set_max_idle_timeout(IDLE_TIMEOUT_MS);
+    config.set_max_idle_timeout(IDLE_TIMEOUT.as_millis() as u64);
     config.set_max_recv_udp_payload_size(max_datagram);
     config.set_max_send_udp_payload_size(max_datagram);
     config.set_initial_max_data(MAX_DATA);
@@ -72,51 +41,38 @@ pub fn config(cc: &str, max_datagram: usize) -> anyhow::Result<quiche::Config> {
     config.set_initial_max_stream_data_uni(MAX_STREAM_DATA);
     config.set_max_connection_window(MAX_DATA);
     config.set_max_stream_window(MAX_STREAM_DATA);
-    config.set_initial_max_streams_bidi(16);
-    config.set_initial_max_streams_uni(16);
-    config.set_disable_active_migration(true);
     config.enable_pacing(true);
+    if env::key_log_path().is_some() {
+        config.log_keys();
+    }
     Ok(config)
 }
 
-/// A self-signed certificate for `localhost` and its key, as PEM files in
-/// `dir` (created if needed, readable by this user only).
-pub struct Certificate {
-    /// The certificate chain (one self-signed certificate).
-    pub cert_pem: PathBuf,
-    /// Its private key.
-    pub key_pem: PathBuf,
+/// Sets the congestion controller `cc` (a name quiche knows: see
+/// [`CONTROLLERS`]).
+pub fn set_controller(config: &mut quiche::Config, cc: &str) -> anyhow::Result<()> {
+    config.set_cc_algorithm_name(cc).map_err(|_| {
+        anyhow::anyhow!(
+            "quiche has no congestion controller {cc:?} (try one of {})",
+            CONTROLLERS.join(", ")
+        )
+    })
 }
 
-impl Certificate {
-    /// Makes a fresh key pair and certificate and writes both into `dir`.
-    pub fn generate(dir: &Path) -> anyhow::Result<Self> {
-        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
-            .context("cannot make a self-signed certificate")?;
-        create_private_dir(dir)?;
-        let cert_pem = dir.join("cert.pem");
-        let key_pem = dir.join("key.pem");
-        std::fs::write(&cert_pem, certified.cert.pem())
-            .with_context(|| format!("cannot write {}", cert_pem.display()))?;
-        std::fs::write(&key_pem, certified.key_pair.serialize_pem())
-            .with_context(|| format!("cannot write {}", key_pem.display()))?;
-        Ok(Self { cert_pem, key_pem })
-    }
-
-    /// Loads this certificate and key into a server configuration.
-    pub fn install(&self, config: &mut quiche::Config) -> anyhow::Result<()> {
-        config
-            .load_cert_chain_from_pem_file(path_str(&self.cert_pem)?)
-            .with_context(|| format!("quiche cannot load {}", self.cert_pem.display()))?;
-        config
-            .load_priv_key_from_pem_file(path_str(&self.key_pem)?)
-            .with_context(|| format!("quiche cannot load {}", self.key_pem.display()))?;
-        Ok(())
-    }
+/// Loads a server's certificate chain and key.
+pub fn install(config: &mut quiche::Config, certificate: &Certificate) -> anyhow::Result<()> {
+    let (cert, key) = (&certificate.cert_pem, &certificate.key_pem);
+    config
+        .load_cert_chain_from_pem_file(path_str(cert)?)
+        .with_context(|| format!("quiche cannot load {}", cert.display()))?;
+    config
+        .load_priv_key_from_pem_file(path_str(key)?)
+        .with_context(|| format!("quiche cannot load {}", key.display()))?;
+    Ok(())
 }
 
-/// Makes a client configuration trust exactly the certificate in `ca_pem`
-/// (the server's self-signed one), or trust nothing and verify nothing when
+/// Makes a client trust the certificates in `ca_pem` (the server's
+/// self-signed one, or its CA), or trust nothing and verify nothing when
 /// `ca_pem` is `None`.
 pub fn trust(config: &mut quiche::Config, ca_pem: Option<&Path>) -> anyhow::Result<()> {
     match ca_pem {
@@ -140,48 +96,83 @@ fn path_str(path: &Path) -> anyhow::Result<&str> {
     })
 }
 
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))
+/// Points `conn`'s key log at `SSLKEYLOGFILE` (appending), when set.
+pub fn key_log(conn: &mut quiche::Connection) {
+    if let Some(file) = env::open_key_log() {
+        conn.set_keylog(Box::new(file));
+    }
+}
+
+/// A fresh random connection ID.
+pub fn random_cid(rng: &ring::rand::SystemRandom) -> anyhow::Result<[u8; CID_LEN]> {
+    let mut cid = [0u8; CID_LEN];
+    rng.fill(&mut cid)
+        .map_err(|_| anyhow::anyhow!("no randomness for a connection ID"))?;
+    Ok(cid)
+}
+
+/// Fires `conn`'s timer if it is due.
+pub fn on_due_timeout(conn: &mut quiche::Connection) {
+    if conn
+        .timeout_instant()
+        .is_some_and(|at| at <= Instant::now())
+    {
+        conn.on_timeout();
+    }
+}
+
+/// Why `conn` closed, for a person: the peer's error, ours, or the idle
+/// timeout.
+pub fn why_closed(conn: &quiche::Connection) -> String {
+    let describe = |e: &quiche::ConnectionError, by: &str| {
+        format!(
+            "{by} error 0x{:x} {}",
+            e.error_code,
+            String::from_utf8_lossy(&e.reason)
+        )
+    };
+    if let Some(e) = conn.peer_error() {
+        describe(e, "the peer closed it:")
+    } else if let Some(e) = conn.local_error() {
+        describe(e, "closed here:")
+    } else if conn.is_timed_out() {
+        format!("idle timeout (no answer for {} s)", IDLE_TIMEOUT.as_secs())
+    } else {
+        "no reason given".into()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::settings::{LARGEST_DATAGRAM_SIZE, MAX_DATAGRAM_SIZE};
 
-    #[test]
-    fn max_datagram_takes_1200_to_loopback_size_and_sets_both_directions() {
-        assert_eq!(parse_max_datagram("8972"), Ok(LARGEST_DATAGRAM_SIZE));
-        assert_eq!(parse_max_datagram("1200"), Ok(1200));
-        for bad in ["1199", "8973", "big"] {
-            assert!(parse_max_datagram(bad).is_err(), "{bad}");
-        }
-        assert!(config("cubic", LARGEST_DATAGRAM_SIZE).is_ok());
+    fn with_controller(cc: &str) -> anyhow::Result<quiche::Config> {
+        let mut config = config(&[b"test"], MAX_DATAGRAM_SIZE)?;
+        set_controller(&mut config, cc)?;
+        Ok(config)
     }
 
     #[test]
     fn every_listed_controller_is_one_quiche_accepts() {
         for cc in CONTROLLERS {
-            assert!(config(cc, MAX_DATAGRAM_SIZE).is_ok(), "quiche refused {cc}");
+            assert!(with_controller(cc).is_ok(), "quiche refused {cc}");
         }
+        assert!(config(&[b"test"], LARGEST_DATAGRAM_SIZE).is_ok());
     }
 
     #[test]
     fn an_unknown_controller_is_refused_with_the_known_ones_named() {
-        let error = config("veno", MAX_DATAGRAM_SIZE).err().unwrap().to_string();
+        let error = with_controller("veno").err().unwrap().to_string();
         assert!(error.contains("veno") && error.contains("cubic"), "{error}");
     }
 
     #[test]
     fn a_generated_certificate_loads_into_a_server_config() {
-        let dir = std::env::temp_dir().join(format!("sift-interop-cert-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sift-interop-quiche-{}", std::process::id()));
         let cert = Certificate::generate(&dir).unwrap();
-        let mut config = config("cubic", MAX_DATAGRAM_SIZE).unwrap();
-        cert.install(&mut config).unwrap();
+        let mut config = with_controller("cubic").unwrap();
+        install(&mut config, &cert).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

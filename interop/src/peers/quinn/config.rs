@@ -1,10 +1,12 @@
-//! quinn's transport configuration (controller by name, windows, payload
-//! size), its rustls configurations, and the UDP socket both endpoints bind.
+//! quinn's side of what every peer shares: transport settings (the
+//! comparison's like-for-like ones, or quinn's defaults), rustls with the
+//! ring provider for both ends (certificates from PEM files, trust in a
+//! CA or in nothing, the key log), and the endpoint on a socket from
+//! `peers::net`.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
@@ -12,10 +14,11 @@ use quinn::{IdleTimeout, TransportConfig, VarInt};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::baseline::protocol::ALPN;
-use crate::baseline::tls::{
-    IDLE_TIMEOUT_MS, LARGEST_DATAGRAM_SIZE, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA,
+use crate::peers::cert::Certificate;
+use crate::peers::settings::{
+    IDLE_TIMEOUT, LARGEST_DATAGRAM_SIZE, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA,
 };
+use crate::peers::{env, net};
 
 /// The controllers quinn 0.11 has, by the names `--cc` takes, in the order
 /// the runner tries them (`bbr` is quinn's experimental BBR).
@@ -31,7 +34,16 @@ pub const CONTROLLERS: &[&str] = &["cubic", "newreno", "bbr"];
 /// trip or more (`results/2026-11-27-quinn-start/`, issue 37).
 pub const EXTRA_CONTROLLERS: &[&str] = &["bbr-iw10"];
 
-/// quinn's controller factory named `cc` (one of [`CONTROLLERS`]).
+/// Every name `--cc` takes: [`CONTROLLERS`], then [`EXTRA_CONTROLLERS`].
+pub fn controller_names() -> Vec<&'static str> {
+    CONTROLLERS
+        .iter()
+        .chain(EXTRA_CONTROLLERS)
+        .copied()
+        .collect()
+}
+
+/// quinn's controller factory named `cc` (one of [`controller_names`]).
 pub fn controller(cc: &str) -> anyhow::Result<Arc<dyn ControllerFactory + Send + Sync>> {
     Ok(match cc {
         "cubic" => Arc::new(CubicConfig::default()),
@@ -44,27 +56,29 @@ pub fn controller(cc: &str) -> anyhow::Result<Arc<dyn ControllerFactory + Send +
         }
         other => anyhow::bail!(
             "quinn has no congestion controller {other:?} (try one of {})",
-            CONTROLLERS
-                .iter()
-                .chain(EXTRA_CONTROLLERS)
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
+            controller_names().join(", ")
         ),
     })
 }
 
-/// The transport settings both endpoints share, with controller `cc`:
-/// 1350-byte datagrams ([`MAX_DATAGRAM_SIZE`], the links' size), or, when
-/// `max_datagram` is larger, quinn's path MTU discovery from there up to it
-/// (loopback, where sift's reaches 8972).
-pub fn transport(cc: &str, max_datagram: usize) -> anyhow::Result<TransportConfig> {
+/// quinn's default transport settings with the shared idle timeout: what
+/// the hq-interop and HTTP/3 peers run, as a user of quinn would.
+pub fn defaults() -> anyhow::Result<TransportConfig> {
     let mut transport = TransportConfig::default();
-    let idle = IdleTimeout::try_from(Duration::from_millis(IDLE_TIMEOUT_MS))
-        .context("idle timeout out of range")?;
+    transport.max_idle_timeout(Some(
+        IdleTimeout::try_from(IDLE_TIMEOUT).context("idle timeout out of range")?,
+    ));
+    Ok(transport)
+}
+
+/// The comparison's settings, with controller `cc`: 1350-byte datagrams
+/// ([`MAX_DATAGRAM_SIZE`], the links' size), or, when `max_datagram` is
+/// larger, quinn's path MTU discovery from there up to it (loopback, where
+/// sift's reaches 8972); the shared windows.
+pub fn like_for_like(cc: &str, max_datagram: usize) -> anyhow::Result<TransportConfig> {
+    let mut transport = defaults()?;
     let payload = MAX_DATAGRAM_SIZE as u16;
     transport
-        .max_idle_timeout(Some(idle))
         .initial_mtu(payload)
         .min_mtu(payload)
         .mtu_discovery_config((max_datagram > MAX_DATAGRAM_SIZE).then(|| {
@@ -81,39 +95,108 @@ pub fn transport(cc: &str, max_datagram: usize) -> anyhow::Result<TransportConfi
     Ok(transport)
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+/// rustls's ring provider, with TLS_CHACHA20_POLY1305_SHA256 as its only
+/// cipher suite when `chacha20_only`.
+pub fn provider(chacha20_only: bool) -> Arc<rustls::crypto::CryptoProvider> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if chacha20_only {
+        provider
+            .cipher_suites
+            .retain(|s| s.suite() == rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256);
+    }
+    Arc::new(provider)
 }
 
-/// A server configuration presenting the certificate and key in these PEM
-/// files, with controller `cc`.
+/// rustls's key log, when `SSLKEYLOGFILE` asks for one.
+fn key_log() -> Option<Arc<dyn rustls::KeyLog>> {
+    env::key_log_path().map(|_| Arc::new(rustls::KeyLogFile::new()) as _)
+}
+
+/// A server presenting `certificate` (its whole chain) for `alpn`, TLS
+/// 1.3, 0-RTT accepted (QUIC wants all or nothing, RFC 9001 §4.6.1).
 pub fn server(
-    cert_pem: &Path,
-    key_pem: &Path,
-    cc: &str,
-    max_datagram: usize,
+    certificate: &Certificate,
+    alpn: &[u8],
+    transport: TransportConfig,
 ) -> anyhow::Result<quinn::ServerConfig> {
-    let cert = CertificateDer::from_pem_file(cert_pem)
-        .with_context(|| format!("cannot read {}", cert_pem.display()))?;
-    let key = PrivateKeyDer::from_pem_file(key_pem)
-        .with_context(|| format!("cannot read {}", key_pem.display()))?;
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+    let (cert, key) = (&certificate.cert_pem, &certificate.key_pem);
+    let chain = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("cannot read {}", cert.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("{} holds a bad certificate", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("cannot read {}", key.display()))?;
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider(false))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .context("rustls refuses TLS 1.3")?
         .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
+        .with_single_cert(chain, key)
         .context("rustls refuses the certificate")?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    tls.max_early_data_size = u32::MAX;
+    if let Some(key_log) = key_log() {
+        tls.key_log = key_log;
+    }
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
         .context("rustls configuration unfit for QUIC")?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(Arc::new(transport(cc, max_datagram)?));
+    config.transport_config(Arc::new(transport));
     Ok(config)
 }
 
-/// A client configuration trusting exactly the certificate in `ca_pem`,
-/// with controller `cc`.
-pub fn client(ca_pem: &Path, cc: &str, max_datagram: usize) -> anyhow::Result<quinn::ClientConfig> {
+/// What a client trusts and offers.
+#[derive(Clone, Debug, Default)]
+pub struct ClientTls<'a> {
+    /// Certificates chaining to the roots in this PEM file; `None`: any
+    /// certificate (the handshake signature is still checked).
+    pub ca: Option<&'a Path>,
+    /// Offer only TLS_CHACHA20_POLY1305_SHA256.
+    pub chacha20_only: bool,
+    /// Send requests in 0-RTT when resuming.
+    pub early_data: bool,
+}
+
+/// A client for `alpn` trusting and offering as `tls` says. Both
+/// connections of a resuming client share one, and with it rustls'
+/// session cache.
+pub fn client(
+    tls: &ClientTls<'_>,
+    alpn: &[u8],
+    transport: TransportConfig,
+) -> anyhow::Result<quinn::ClientConfig> {
+    let provider = provider(tls.chacha20_only);
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("rustls refuses TLS 1.3")?;
+    let mut config = match tls.ca {
+        Some(ca) => builder
+            .with_root_certificates(roots(ca)?)
+            .with_no_client_auth(),
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config.enable_early_data = tls.early_data;
+    if let Some(key_log) = key_log() {
+        config.key_log = key_log;
+    }
+    // Initial packets are always AES-128-GCM (RFC 9001 §5.2), whatever
+    // the handshake negotiates.
+    let initial = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|suite| suite.quic_suite())
+        .context("ring has no QUIC suite for AES-128-GCM")?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(Arc::new(config), initial)
+        .context("rustls configuration unfit for QUIC")?;
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(Arc::new(transport));
+    Ok(client)
+}
+
+/// The certificates in `ca_pem` as rustls roots.
+fn roots(ca_pem: &Path) -> anyhow::Result<rustls::RootCertStore> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca_pem)
         .with_context(|| format!("cannot read {}", ca_pem.display()))?
@@ -123,40 +206,66 @@ pub fn client(ca_pem: &Path, cc: &str, max_datagram: usize) -> anyhow::Result<qu
             .add(cert)
             .with_context(|| format!("rustls refuses the certificate in {}", ca_pem.display()))?;
     }
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .context("rustls refuses TLS 1.3")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
-        .context("rustls configuration unfit for QUIC")?;
-    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(Arc::new(transport(cc, max_datagram)?));
-    Ok(config)
+    Ok(roots)
 }
 
-/// A UDP socket bound to `addr` with sift's buffer size asked for
-/// (`sift::io::SOCKET_BUFFER_BYTES`, as the quiche pair asks; the kernel may
-/// grant less), ready for a quinn endpoint.
-pub fn socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-        .context("cannot open a UDP socket")?;
-    // Smaller buffers than asked for are not fatal: the kernel caps them.
-    let _ = socket.set_recv_buffer_size(sift::io::SOCKET_BUFFER_BYTES);
-    let _ = socket.set_send_buffer_size(sift::io::SOCKET_BUFFER_BYTES);
-    socket
-        .bind(&addr.into())
-        .with_context(|| format!("cannot bind {addr}"))?;
-    Ok(socket.into())
+/// Accepts any certificate (`--insecure`), but still checks the handshake
+/// signature against it, so the server must hold the key.
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
-/// A quinn endpoint on `socket` (a server when `server` is given).
+/// A quinn endpoint on a fresh socket bound to `addr` (`peers::net`'s
+/// buffers), a server when `server` is given.
 pub fn endpoint(
-    socket: std::net::UdpSocket,
+    addr: SocketAddr,
     server: Option<quinn::ServerConfig>,
 ) -> anyhow::Result<quinn::Endpoint> {
+    let socket = net::bind_udp(addr).with_context(|| format!("cannot bind {addr}"))?;
     // Accept datagrams up to loopback's jumbo size (quinn's default is
     // 1472), so a peer's path MTU discovery can go as far as sift's.
     let mut config = quinn::EndpointConfig::default();
@@ -173,9 +282,9 @@ mod tests {
 
     #[test]
     fn every_listed_controller_is_one_quinn_builds() {
-        for cc in CONTROLLERS.iter().chain(EXTRA_CONTROLLERS) {
+        for cc in controller_names() {
             assert!(
-                transport(cc, MAX_DATAGRAM_SIZE).is_ok(),
+                like_for_like(cc, MAX_DATAGRAM_SIZE).is_ok(),
                 "quinn refused {cc}"
             );
         }
@@ -183,7 +292,7 @@ mod tests {
 
     #[test]
     fn an_unknown_controller_is_refused_with_the_known_ones_named() {
-        let error = transport("bbr2", MAX_DATAGRAM_SIZE)
+        let error = like_for_like("bbr2", MAX_DATAGRAM_SIZE)
             .err()
             .unwrap()
             .to_string();

@@ -1,7 +1,12 @@
-//! The quinn server: serves the files under a root directory, one `GET` per
-//! bidirectional stream, to any number of clients, and answers `STATS` with
-//! its sender counters for that connection (the quiche server's protocol,
-//! [`crate::baseline::protocol`]).
+//! The file protocol over quinn: the bulk server and client the
+//! comparison measures beside quiche's (`quinn-server`, `quinn-client`),
+//! driven by the runner exactly like them.
+//!
+//! quinn as a user gets it otherwise: its pacer, GSO/GRO where the kernel
+//! has them, a multi-threaded tokio runtime. quinn counts no
+//! retransmitted packets and no PTOs: the counters' `retransmitted_packets`
+//! is quinn's `PathStats::lost_packets` (quinn resends the frames of what
+//! it declares lost), its `ptos` is 0.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,8 +17,12 @@ use tokio::io::AsyncReadExt;
 
 use super::config;
 use super::trace::CcLog;
-use crate::baseline::protocol::{self, Request, SenderCounters, MAX_REQUEST_BYTES};
-use crate::baseline::tls::Certificate;
+use crate::flow::FlowReport;
+use crate::peers::cert::Certificate;
+use crate::peers::file::{self, Answer, ProtocolError, Request, Response, SenderCounters};
+use crate::peers::files::{Download, ONE_FILE_BUFFER};
+use crate::peers::net::any_address;
+use crate::peers::settings::CLOSE_GRACE;
 
 /// How much of a file is read per write to the stream.
 const READ_CHUNK: usize = 256 * 1024;
@@ -29,7 +38,7 @@ pub struct ServerOptions {
     pub cc: String,
     /// Where the self-signed certificate and key are written.
     pub cert_dir: PathBuf,
-    /// The largest UDP payload either way (`config::transport`).
+    /// The largest UDP payload either way (`config::like_for_like`).
     pub max_datagram: usize,
     /// Where to write every connection's sender samples, if anywhere
     /// ([`super::trace`]).
@@ -47,14 +56,13 @@ impl Server {
     /// Makes the certificate, binds the socket and starts the endpoint.
     /// Must be called inside a tokio runtime.
     pub fn bind(options: &ServerOptions) -> anyhow::Result<Self> {
-        let cert = Certificate::generate(&options.cert_dir)?;
-        let server = config::server(
-            &cert.cert_pem,
-            &cert.key_pem,
-            &options.cc,
-            options.max_datagram,
-        )?;
-        let endpoint = config::endpoint(config::socket(options.listen)?, Some(server))?;
+        if !options.root.is_dir() {
+            anyhow::bail!("--root {} is not a directory", options.root.display());
+        }
+        let certificate = Certificate::generate(&options.cert_dir)?;
+        let transport = config::like_for_like(&options.cc, options.max_datagram)?;
+        let server = config::server(&certificate, file::ALPN, transport)?;
+        let endpoint = config::endpoint(options.listen, Some(server))?;
         let cc_log = options.cc_log.as_deref().map(CcLog::create).transpose()?;
         Ok(Self {
             endpoint,
@@ -111,39 +119,26 @@ async fn answer(
     mut recv: quinn::RecvStream,
     root: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let request = match recv.read_to_end(MAX_REQUEST_BYTES).await {
+    let request = match recv.read_to_end(file::MAX_REQUEST_BYTES).await {
         Ok(bytes) => Request::parse(&bytes),
-        Err(quinn::ReadToEndError::TooLong) => Err(protocol::ProtocolError::RequestTooLong),
+        Err(quinn::ReadToEndError::TooLong) => Err(ProtocolError::RequestTooLong),
         Err(e) => return Err(e.into()),
     };
-    match request {
-        Err(e) => {
-            send.write_all(&protocol::err_header(&e.to_string()))
-                .await?
-        }
-        Ok(Request::Stats) => {
-            let body = serde_json::to_vec(&counters(conn))?;
-            send.write_all(&protocol::ok_header(body.len() as u64))
-                .await?;
-            send.write_all(&body).await?;
-        }
-        Ok(Request::Get(path)) => match open(root, &path).await {
-            Err(reason) => send.write_all(&protocol::err_header(&reason)).await?,
-            Ok((mut file, size)) => {
-                println!("client={} GET {path} ({size} bytes)", conn.remote_address());
-                send.write_all(&protocol::ok_header(size)).await?;
-                let mut chunk = vec![0u8; READ_CHUNK];
-                loop {
-                    // A read error ends the body early; the client sees
-                    // fewer bytes than announced and fails.
-                    let read = file.read(&mut chunk).await.unwrap_or(0);
-                    if read == 0 {
-                        break;
-                    }
-                    send.write_all(&chunk[..read]).await?;
-                }
+    let answer = Answer::to(request, root, || counters(conn));
+    send.write_all(&answer.head()).await?;
+    if let Answer::File { path, file, size } = answer {
+        println!("client={} GET {path} ({size} bytes)", conn.remote_address());
+        let mut file = tokio::fs::File::from_std(file);
+        let mut chunk = vec![0u8; READ_CHUNK];
+        loop {
+            // A read error ends the body early; the client sees fewer
+            // bytes than announced and fails.
+            let read = file.read(&mut chunk).await.unwrap_or(0);
+            if read == 0 {
+                break;
             }
-        },
+            send.write_all(&chunk[..read]).await?;
+        }
     }
     send.finish()?;
     // Keep the stream until the peer has everything (or goes away).
@@ -151,21 +146,9 @@ async fn answer(
     Ok(())
 }
 
-async fn open(root: &std::path::Path, path: &str) -> Result<(tokio::fs::File, u64), String> {
-    let full = protocol::resolve(root, path).map_err(|e| e.to_string())?;
-    let file = tokio::fs::File::open(&full)
-        .await
-        .map_err(|e| format!("{path}: {e}"))?;
-    let metadata = file.metadata().await.map_err(|e| format!("{path}: {e}"))?;
-    if !metadata.is_file() {
-        return Err(format!("{path} is not a file"));
-    }
-    Ok((file, metadata.len()))
-}
-
-/// The sender's counters in the baseline's shape. quinn counts neither
-/// retransmitted packets nor PTOs: `retransmitted_packets` carries its lost
-/// packets (whose frames it resends), `ptos` is 0.
+/// The sender's counters in the file protocol's shape. quinn counts
+/// neither retransmitted packets nor PTOs: `retransmitted_packets` carries
+/// its lost packets (whose frames it resends), `ptos` is 0.
 fn counters(conn: &quinn::Connection) -> SenderCounters {
     let path = conn.stats().path;
     SenderCounters {
@@ -175,4 +158,80 @@ fn counters(conn: &quinn::Connection) -> SenderCounters {
         srtt_us: path.rtt.as_micros() as u64,
         cwnd: path.cwnd,
     }
+}
+
+/// What the client is asked to do.
+#[derive(Clone, Debug)]
+pub struct GetOptions {
+    /// Server address.
+    pub server: SocketAddr,
+    /// Name sent in SNI and checked against the certificate.
+    pub server_name: String,
+    /// Path of the file on the server.
+    pub path: String,
+    /// Where to write it.
+    pub output: PathBuf,
+    /// quinn controller for what this client sends (requests, ACKs).
+    pub cc: String,
+    /// The server's certificate to trust (PEM); `None` verifies nothing.
+    pub ca: Option<PathBuf>,
+    /// The largest UDP payload either way (`config::like_for_like`).
+    pub max_datagram: usize,
+}
+
+/// Downloads `options.path` into `options.output` and returns the report
+/// (the server's counters, this client's timing and hash). Must be called
+/// inside a tokio runtime.
+pub async fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
+    let endpoint = config::endpoint(any_address(options.server), None)?;
+    let tls = config::ClientTls {
+        ca: options.ca.as_deref(),
+        ..Default::default()
+    };
+    let transport = config::like_for_like(&options.cc, options.max_datagram)?;
+    let client = config::client(&tls, file::ALPN, transport)?;
+    let conn = endpoint
+        .connect_with(client, options.server, &options.server_name)
+        .context("quinn connect")?
+        .await
+        .context("handshake failed")?;
+    let mut download = Download::create(options.output.clone(), &options.path, ONE_FILE_BUFFER)?;
+    let (mut send, mut recv) = conn.open_bi().await.context("cannot open a stream")?;
+    download.requested_now();
+    send.write_all(&Request::Get(options.path.clone()).encode())
+        .await
+        .context("cannot send the request")?;
+    send.finish().context("cannot send the request")?;
+    let mut response = Response::default();
+    while let Some(chunk) = recv
+        .read_chunk(usize::MAX, true)
+        .await
+        .context("download stream failed")?
+    {
+        response.take(&chunk.bytes, &mut download)?;
+    }
+    response.end(&download)?;
+    let finished = download.finish()?;
+    let counters = stats(&conn).await?;
+    conn.close(0u32.into(), b"done");
+    // The close reaches the server, or the grace runs out.
+    let _ = tokio::time::timeout(CLOSE_GRACE, endpoint.wait_idle()).await;
+    Ok(file::flow_report(&finished, &counters, &options.cc))
+}
+
+async fn stats(conn: &quinn::Connection) -> anyhow::Result<SenderCounters> {
+    let (mut send, mut recv) = conn
+        .open_bi()
+        .await
+        .context("cannot ask for the server's counters")?;
+    send.write_all(&Request::Stats.encode())
+        .await
+        .context("cannot ask for the server's counters")?;
+    send.finish()
+        .context("cannot ask for the server's counters")?;
+    let response = recv
+        .read_to_end(file::MAX_REQUEST_BYTES)
+        .await
+        .context("counters stream failed")?;
+    file::parse_counters(&response)
 }

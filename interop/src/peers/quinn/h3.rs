@@ -1,116 +1,86 @@
-//! quinn's configuration for HTTP/3 (ALPN `h3`, quinn's default transport
-//! settings): a server presenting PEM files, a client trusting a PEM CA.
+//! HTTP/3 over quinn: hyperium's `h3` on h3's own quinn backend
+//! (`h3-quinn`), running the same server and client code as sift's
+//! (`peers::h3`), so that `sift-h3-client` has another stack's server to
+//! fetch from and `sift-h3-server` another stack's client
+//! (`quinn-h3-server`, `quinn-h3-client`). quinn's default transport
+//! settings, as a user of h3-quinn gets them.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+use super::config;
+use crate::peers::cert::Certificate;
+use crate::peers::h3::{self, Report, ALPN};
+use crate::peers::net::any_address;
+use crate::peers::url::Url;
+
+/// Serves the files under `root` on `listen` with `certificate` until the
+/// endpoint closes; says `listening on ADDR` on stderr once bound. Must be
+/// called inside a tokio runtime.
+pub async fn serve(
+    listen: std::net::SocketAddr,
+    root: &Path,
+    certificate: &Certificate,
+) -> anyhow::Result<()> {
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("--root {}", root.display()))?;
+    let server = config::server(certificate, ALPN, config::defaults()?)?;
+    let endpoint = config::endpoint(listen, Some(server))?;
+    eprintln!("listening on {}", endpoint.local_addr()?);
+    let root = Arc::new(root);
+    while let Some(incoming) = endpoint.accept().await {
+        let root = Arc::clone(&root);
+        tokio::spawn(async move {
+            let remote = incoming.remote_address();
+            let conn = match incoming.await {
+                Ok(conn) => conn,
+                Err(error) => {
+                    eprintln!("{remote}: handshake failed: {error}");
+                    return;
+                }
+            };
+            match h3::connection(h3_quinn::Connection::new(conn), root).await {
+                Ok(()) => eprintln!("{remote}: closed"),
+                Err(error) => eprintln!("{remote}: failed: {error}"),
+            }
+        });
+    }
+    Ok(())
 }
 
-/// A server configuration presenting the certificate and key in these PEM
-/// files.
-pub fn server(cert_pem: &Path, key_pem: &Path) -> anyhow::Result<quinn::ServerConfig> {
-    let cert = CertificateDer::from_pem_file(cert_pem)
-        .with_context(|| format!("cannot read {}", cert_pem.display()))?;
-    let key = PrivateKeyDer::from_pem_file(key_pem)
-        .with_context(|| format!("cannot read {}", key_pem.display()))?;
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .context("rustls refuses TLS 1.3")?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .context("rustls refuses the certificate")?;
-    tls.alpn_protocols = vec![sift_h3::ALPN.to_vec()];
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
-        .context("rustls configuration unfit for QUIC")?;
-    Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
-}
-
-/// A client configuration trusting the certificates in `ca_pem`, or any
-/// certificate without one (`None`: the handshake signature is still
-/// checked against the certificate's key).
-pub fn client(ca_pem: Option<&Path>) -> anyhow::Result<quinn::ClientConfig> {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .context("rustls refuses TLS 1.3")?;
-    let mut tls = match ca_pem {
-        Some(ca_pem) => builder.with_root_certificates(roots(ca_pem)?),
-        None => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider()))),
-    }
-    .with_no_client_auth();
-    tls.alpn_protocols = vec![sift_h3::ALPN.to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
-        .context("rustls configuration unfit for QUIC")?;
-    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
-}
-
-/// The certificates in `ca_pem` as rustls roots.
-fn roots(ca_pem: &Path) -> anyhow::Result<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(ca_pem)
-        .with_context(|| format!("cannot read {}", ca_pem.display()))?
-    {
-        let cert = cert.with_context(|| format!("{} holds a bad certificate", ca_pem.display()))?;
-        roots
-            .add(cert)
-            .with_context(|| format!("rustls refuses the certificate in {}", ca_pem.display()))?;
-    }
-    Ok(roots)
-}
-
-/// Accepts any server certificate, but checks the handshake signature
-/// with the provider's algorithms, so the server must hold the key.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+/// Fetches every URL (one server's) into `output_dir` over one
+/// connection, trusting the roots in `ca` or, without, any certificate.
+/// Must be called inside a tokio runtime.
+pub async fn fetch(
+    urls: &[Url],
+    server_name: &str,
+    ca: Option<&Path>,
+    output_dir: &Path,
+) -> anyhow::Result<Report> {
+    let server = urls.first().context("no URL given")?.address;
+    let endpoint = config::endpoint(any_address(server), None)?;
+    let tls = config::ClientTls {
+        ca,
+        ..Default::default()
+    };
+    let client = config::client(&tls, ALPN, config::defaults()?)?;
+    let conn = endpoint
+        .connect_with(client, server, server_name)
+        .context("quinn connect")?
+        .await
+        .context("handshake failed")?;
+    let fetched = h3::over(h3_quinn::Connection::new(conn.clone()), urls, output_dir).await;
+    // h3 closed the connection when it was done; see the close out so
+    // that the server hears it.
+    drop(conn);
+    endpoint.wait_idle().await;
+    Ok(Report {
+        stack: "quinn".into(),
+        version: "QUIC v1".into(),
+        alpn: String::from_utf8_lossy(ALPN).into_owned(),
+        files: fetched?,
+    })
 }
