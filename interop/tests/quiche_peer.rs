@@ -1,4 +1,4 @@
-//! The quiche baseline as a user runs it: quiche-server and quiche-client
+//! The quiche file peer as a user runs it: quiche-server and quiche-client
 //! on loopback, a real TLS handshake against the server's fresh certificate.
 
 use std::path::{Path, PathBuf};

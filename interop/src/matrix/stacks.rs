@@ -212,7 +212,7 @@ pub struct Binaries {
     pub quiche_hq: PathBuf,
     /// `quinn-hq`.
     pub quinn_hq: PathBuf,
-    /// The HTTP/3 hook.
+    /// The http3 case's programs.
     pub http3: Http3,
 }
 
