@@ -1,31 +1,27 @@
-//! sift next to quiche and quinn over the same emulated links.
+//! sift next to other QUIC stacks (quiche, quinn) over the same emulated
+//! links, and talking to them on the wire.
 //!
-//! Three parts:
-//! - [`baseline`]: a bulk-transfer client and server written against
-//!   quiche's public API (its own TLS, a self-signed certificate made at
-//!   start), run as `quiche-server` / `quiche-client` exactly like
-//!   `sift-server` / `sift-client`, behind the same `sift-link`.
-//! - [`quinn_peer`]: the same server and client over quinn 0.11 (its own
-//!   rustls), run as `quinn-server` / `quinn-client`.
-//! - [`compare`]: the runner behind `sift-compare`: every controller of both
-//!   stacks over a checked-in list of link specs, same spec and seed for
-//!   each, repeated; results as JSON, a markdown table and an SVG chart;
-//!   loopback efficiency (throughput and CPU per GiB); shards and merge.
-//!
-//! - [`http3`]: HTTP/3 file serving and fetching with hyperium's h3 over
-//!   sift (`sift-h3`) and quinn, and with quiche's own h3, for the
-//!   `http3` case of the interop matrix: this is wire interop.
-//!
-//! [`flow`] is the one record both stacks' clients print with `--json`
-//! (DESIGN §11's flow fields), so the runner reads them the same way.
-//!
-//! This is a side-by-side comparison, not wire interop: sift's packets
-//! (split tags) are not QUIC v1's.
+//! - [`peers`]: the other stacks' peers, and sift's own ends for their
+//!   protocols, sorted by stack (`peers::{quiche, quinn, sift}`), one
+//!   module per protocol in each (`file`: the comparison's bulk download;
+//!   `hq`: the interop runner's hq-interop; `h3`: HTTP/3), with what they
+//!   share written once (command lines, settings, certificates, key logs,
+//!   sockets, URLs, files). Every binary in `src/bin/` is a thin shell
+//!   over one of them.
+//! - [`compare`]: the runner behind `sift-compare`: every controller of
+//!   every stack over a checked-in list of link specs, same spec and seed
+//!   for each, repeated; results as JSON, a markdown table and an SVG
+//!   chart; loopback efficiency (throughput and CPU per GiB); shards and
+//!   merge. Side by side, not wire interop: sift's own packets (sift/1,
+//!   split tags) are not QUIC v1's.
+//! - [`matrix`]: the runner behind `sift-matrix`: sift, quiche and quinn
+//!   as client and server, every pair, case by case as the
+//!   quic-interop-runner tests QUIC stacks. This is wire interop (QUIC v1).
+//! - [`flow`]: the one record every bulk client prints with `--json`
+//!   (DESIGN §11's flow fields), `sift-client`'s included, so the runner
+//!   reads them all the same way.
 
-pub mod baseline;
 pub mod compare;
 pub mod flow;
-pub mod hq;
-pub mod http3;
 pub mod matrix;
-pub mod quinn_peer;
+pub mod peers;

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use sift_interop::compare::process::Running;
-use sift_interop::hq::ClientReport;
 use sift_interop::matrix::cell::write_seeded;
+use sift_interop::peers::hq::ClientReport;
 
 /// Files and bytes of the download test (the "20 files of 1 MB").
 const FILES: usize = 20;
@@ -156,8 +156,7 @@ fn a_client_with_the_servers_certificate_as_ca_verifies_it() {
     for client in ["quiche", "quinn"] {
         let scratch = Scratch::new(&format!("ca-{client}"));
         let files = serve_files(&scratch, 1, 10_000);
-        let cert =
-            sift_interop::baseline::tls::Certificate::generate(&scratch.path("cert")).unwrap();
+        let cert = sift_interop::peers::cert::Certificate::generate(&scratch.path("cert")).unwrap();
         let (cert_pem, key_pem) = (
             cert.cert_pem.to_str().unwrap(),
             cert.key_pem.to_str().unwrap(),
@@ -167,7 +166,7 @@ fn a_client_with_the_servers_certificate_as_ca_verifies_it() {
         assert_byte_exact(&scratch.path("downloads"), &files, &report);
         // A different certificate as CA: the handshake must fail.
         let other =
-            sift_interop::baseline::tls::Certificate::generate(&scratch.path("other")).unwrap();
+            sift_interop::peers::cert::Certificate::generate(&scratch.path("other")).unwrap();
         let run = Command::new(peer(client))
             .args(["client", &format!("https://{address}/{}", files[0].0)])
             .arg("--output-dir")

@@ -9,10 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use sift_interop::baseline::tls::Certificate;
 use sift_interop::compare::execute::{sha256_file, write_incompressible};
 use sift_interop::compare::process::Running;
-use sift_interop::http3::fetch::Report;
+use sift_interop::peers::cert::Certificate;
+use sift_interop::peers::h3::Report;
 
 /// The large file: many round trips of flow and congestion control, and
 /// many DATA frames (the server sends 64 KiB a frame).

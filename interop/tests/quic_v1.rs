@@ -2,8 +2,8 @@
 //! complete a handshake and a byte-exact download in both roles, on
 //! loopback and through `sift-link` with 1% loss; two sift ends start in
 //! v1 and run sift/1. `sift-peer` is sift's blocking API speaking the
-//! baseline's request protocol (ALPN `sift-interop/1`), which quiche's
-//! baseline client and server speak too.
+//! file protocol (ALPN `sift-interop/1`), which quiche's file client and
+//! server (`quiche-client`, `quiche-server`) speak too.
 //!
 //! Needs sift's release binaries (`cargo build --release -p sift-bin`, as
 //! `.ci/run` does before these tests) for `sift-link`.

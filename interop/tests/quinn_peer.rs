@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use sift_interop::baseline::tls::Certificate;
 use sift_interop::compare::execute::{sha256_file, write_incompressible};
 use sift_interop::compare::process::Running;
 use sift_interop::flow::FlowReport;
+use sift_interop::peers::cert::Certificate;
 
 struct Scratch(PathBuf);
 

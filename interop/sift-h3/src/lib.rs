@@ -4,7 +4,8 @@
 //!
 //! Wrap a connection from [`sift::tokio::Endpoint::accept`] or
 //! [`connect`](sift::tokio::Endpoint::connect) in a [`Connection`] and hand
-//! it to h3. Both ends must agree on ALPN `h3` ([`ALPN`]):
+//! it to h3. Both ends must agree on ALPN `h3` ([`ALPN`]). Here a server
+//! and a client on loopback (the README has each alone, as a program):
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -57,6 +58,11 @@
 //! Owns: the mapping between h3's poll-style traits and sift's
 //! futures, and between their errors. Must not: frame, buffer beyond one
 //! read, or decide anything about HTTP/3.
+
+// The README's server and client, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod bidi;
 mod connection;

@@ -1,11 +1,14 @@
-//! quiche-client: the baseline client, downloading one file over quiche.
+//! quiche-client: the file protocol's client over quiche, downloading one
+//! file.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use sift_interop::baseline::client::{self, GetOptions};
-use sift_interop::baseline::tls::{parse_max_datagram, MAX_DATAGRAM_SIZE};
+use clap::Parser;
+use sift_interop::peers::cli::{self, FileClientCommand};
+use sift_interop::peers::file;
+use sift_interop::peers::quiche::config::CONTROLLERS;
+use sift_interop::peers::quiche::file::{get, GetOptions};
+use sift_interop::peers::url::{Url, QUIC};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -17,99 +20,26 @@ Examples:
 #[command(version, after_help = EXAMPLES)]
 struct Args {
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Download a file.
-    #[command(after_help = EXAMPLES)]
-    Get {
-        /// quic://HOST[:PORT]/PATH of the file (default port 4433).
-        url: String,
-        /// Where to write it [default: the file's name, here].
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// quiche congestion controller for what this client sends: cubic,
-        /// reno, bbr2 (the server's --cc governs the download itself).
-        #[arg(long, value_name = "NAME", default_value = "cubic")]
-        cc: String,
-        /// Trust the server certificate in this PEM file (quiche-server
-        /// prints where it wrote it).
-        #[arg(
-            long,
-            value_name = "PEM",
-            conflicts_with = "insecure_no_verify",
-            required_unless_present = "insecure_no_verify"
-        )]
-        ca: Option<PathBuf>,
-        /// Do not verify the server's certificate.
-        #[arg(long)]
-        insecure_no_verify: bool,
-        /// Name to check the certificate against [default: localhost].
-        #[arg(long, value_name = "NAME", default_value = "localhost")]
-        server_name: String,
-        /// Print one JSON object (DESIGN §11 flow fields, plus sha256 and
-        /// path) instead of the summary.
-        #[arg(long)]
-        json: bool,
-        /// The largest UDP payload, both ways, 1200 to 8972 bytes (as the
-        /// server's --max-datagram).
-        #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
-        max_datagram: usize,
-    },
+    command: FileClientCommand,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("quiche-client: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let args: Args = cli::parse_naming_controllers(CONTROLLERS);
+    cli::exit("quiche-client", run(args))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let Command::Get {
-        url,
-        output,
-        cc,
-        ca,
-        insecure_no_verify: _,
-        server_name,
-        json,
-        max_datagram,
-    } = args.command;
-    let (_, server, path) = client::parse_url(&url)?;
-    let output = output.unwrap_or_else(|| PathBuf::from(path.rsplit('/').next().unwrap_or(&path)));
-    let report = client::get(&GetOptions {
-        server,
-        server_name,
-        path,
+    let FileClientCommand::Get(get_args) = args.command;
+    let url = Url::parse(&get_args.url, QUIC)?;
+    let output = get_args.output(&url.path);
+    let report = get(&GetOptions {
+        server: url.address,
+        server_name: get_args.server_name.clone(),
+        path: url.path,
         output: output.clone(),
-        cc,
-        ca,
-        max_datagram,
+        cc: get_args.cc.clone(),
+        ca: get_args.ca.clone(),
+        max_datagram: get_args.max_datagram,
     })?;
-    if json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!(
-            "get {} ({})\n  bytes        {}\n  time         {:.2} s\n  goodput      {:.2} Mb/s\n  retransmits  {} packets, {} lost, {} PTOs (sender)\n  srtt         {:.1} ms\n  cwnd         {} bytes\n  cc           {}\n  sha256       {}",
-            report.path,
-            output.display(),
-            report.bytes,
-            report.completion_s,
-            report.goodput_bps / 1e6,
-            report.retransmitted_packets,
-            report.lost_packets.unwrap_or(0),
-            report.ptos,
-            report.srtt_us as f64 / 1000.0,
-            report.cwnd,
-            report.cc,
-            report.sha256
-        );
-    }
-    Ok(())
+    file::print(&report, &output, get_args.json)
 }

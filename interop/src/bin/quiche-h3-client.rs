@@ -2,53 +2,34 @@
 //! an HTTP/3 and QUIC stack that shares no code with sift or h3, the
 //! peer of the HTTP/3 interop tests.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use sift_interop::http3::fetch::Report;
-use sift_interop::http3::quiche_client::{self, Options};
-use sift_interop::http3::target;
+use sift_interop::peers::cli::{self, H3ClientArgs};
+use sift_interop::peers::h3::Report;
+use sift_interop::peers::quiche::h3::{fetch, Options};
 
-/// Fetch files over HTTP/3 (quiche's h3).
+/// Fetch files over HTTP/3 (quiche's h3). Without --ca, the server's
+/// certificate is not verified (as with --insecure).
 #[derive(Parser)]
 #[command(version)]
 struct Args {
-    /// https://HOST[:PORT]/PATH, all on one server.
-    #[arg(required = true, value_name = "URL")]
-    urls: Vec<String>,
-    /// Where the files go, each under its URL's path.
-    #[arg(long, value_name = "DIR")]
-    output_dir: PathBuf,
-    /// Trust this certificate (PEM) [default: verify nothing].
-    #[arg(long, value_name = "PEM")]
-    ca: Option<PathBuf>,
-    /// Name sent as SNI and checked with --ca [default: the URL's host].
-    #[arg(long, value_name = "NAME")]
-    server_name: Option<String>,
-    /// Print one JSON object (stack, version, alpn, files) on stdout.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    client: H3ClientArgs,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("quiche-h3-client: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit("quiche-h3-client", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let targets = target::parse(&args.urls)?;
-    let server_name = args.server_name.unwrap_or_else(|| targets.host.clone());
-    let (files, version) = quiche_client::fetch(&Options {
-        targets,
+    let client = args.client;
+    let (urls, server_name) = client.targets()?;
+    let (files, version) = fetch(&Options {
+        urls,
         server_name,
-        output_dir: args.output_dir,
-        ca: args.ca,
+        output_dir: client.output_dir,
+        ca: client.ca,
     })?;
     Report {
         stack: "quiche".into(),
@@ -56,5 +37,5 @@ fn run(args: Args) -> anyhow::Result<()> {
         alpn: "h3".into(),
         files,
     }
-    .print(args.json)
+    .print(client.json)
 }

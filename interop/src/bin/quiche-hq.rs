@@ -4,8 +4,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use sift_interop::hq::cli::Command;
-use sift_interop::hq::{quiche_peer, server_certificate};
+use sift_interop::peers::cert::Certificate;
+use sift_interop::peers::cli::{self, HqCommand};
+use sift_interop::peers::quiche::hq::{run_client, Server, ServerOptions};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -19,45 +20,38 @@ Examples:
 #[command(version, after_help = EXAMPLES)]
 struct Args {
     #[command(subcommand)]
-    command: Command,
+    command: HqCommand,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("quiche-hq: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit("quiche-hq", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
-        Command::Server(server) => {
-            let scratch = std::env::temp_dir().join(format!("quiche-hq-{}", std::process::id()));
-            let (cert, key) =
-                server_certificate(server.cert.as_deref(), server.key.as_deref(), &scratch)?;
-            let mut bound = quiche_peer::Server::bind(quiche_peer::ServerOptions {
-                listen: server.listen,
-                root: server.root.clone(),
-                cert,
-                key,
+        HqCommand::Server(server) => {
+            let serve = &server.serve;
+            let certificate = Certificate::given_or_generated(
+                serve.cert.as_deref(),
+                serve.key.as_deref(),
+                &serve.scratch("quiche-hq"),
+            )?;
+            let mut bound = Server::bind(ServerOptions {
+                listen: serve.listen,
+                root: serve.root.clone(),
+                certificate: certificate.clone(),
                 retry: server.retry,
             })?;
             eprintln!(
                 "listening on {} (root {}, certificate {})",
                 bound.local_addr(),
-                server.root.display(),
-                server
-                    .cert
-                    .unwrap_or_else(|| scratch.join("cert.pem"))
-                    .display()
+                serve.root.display(),
+                certificate.cert_pem.display()
             );
             bound.run()
         }
-        Command::Client(client) => {
-            let report = quiche_peer::run_client(&client.options()?)?;
+        HqCommand::Client(client) => {
+            let report = run_client(&client.options()?)?;
             client.print(&report)
         }
     }

@@ -1,12 +1,12 @@
-//! quiche-server: the baseline server, serving files over quiche.
+//! quiche-server: the file protocol's server over quiche, the baseline
+//! sift is compared with.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use sift_interop::baseline::server::{Server, ServerOptions};
-use sift_interop::baseline::tls::{parse_max_datagram, MAX_DATAGRAM_SIZE};
+use sift_interop::peers::cli::{self, FileServerArgs};
+use sift_interop::peers::quiche::config::CONTROLLERS;
+use sift_interop::peers::quiche::file::{Server, ServerOptions};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -22,43 +22,17 @@ Examples:
 #[derive(Parser)]
 #[command(version, after_help = EXAMPLES)]
 struct Args {
-    /// Address and UDP port to listen on.
-    #[arg(long, default_value = "0.0.0.0:4433")]
-    listen: SocketAddr,
-    /// Directory whose files are served.
-    #[arg(long, value_name = "DIR")]
-    root: PathBuf,
-    /// quiche congestion controller for the data the server sends: cubic,
-    /// reno, bbr2.
-    #[arg(long, value_name = "NAME", default_value = "cubic")]
-    cc: String,
-    /// Where to write the certificate (cert.pem) and key (key.pem)
-    /// [default: a new directory under the system's temp dir].
-    #[arg(long, value_name = "DIR")]
-    cert_dir: Option<PathBuf>,
-    /// The largest UDP payload, both ways, 1200 to 8972 bytes. 1350 (the
-    /// links' size) by default; loopback carries 8972, which sift's path
-    /// MTU discovery reaches there, and sift-compare asks for it on
-    /// loopback.
-    #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
-    max_datagram: usize,
+    #[command(flatten)]
+    server: FileServerArgs,
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("quiche-server: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let args: Args = cli::parse_naming_controllers(CONTROLLERS);
+    cli::exit("quiche-server", run(args.server))
 }
 
-fn run(args: Args) -> anyhow::Result<()> {
-    let cert_dir = args.cert_dir.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("quiche-server-{}", std::process::id()))
-    });
+fn run(args: FileServerArgs) -> anyhow::Result<()> {
+    let cert_dir = args.cert_dir("quiche-server");
     let mut server = Server::bind(ServerOptions {
         listen: args.listen,
         root: args.root.clone(),

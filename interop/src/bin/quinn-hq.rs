@@ -4,8 +4,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use sift_interop::hq::cli::Command;
-use sift_interop::hq::{quinn_peer, server_certificate};
+use sift_interop::peers::cert::Certificate;
+use sift_interop::peers::cli::{self, HqCommand};
+use sift_interop::peers::quinn::hq::{run_client, Server, ServerOptions};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -19,52 +20,42 @@ Examples:
 #[command(version, after_help = EXAMPLES)]
 struct Args {
     #[command(subcommand)]
-    command: Command,
+    command: HqCommand,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("quinn-hq: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit("quinn-hq", run(Args::parse()))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
     match args.command {
-        Command::Server(server) => {
-            let scratch = std::env::temp_dir().join(format!("quinn-hq-{}", std::process::id()));
-            let (cert, key) =
-                server_certificate(server.cert.as_deref(), server.key.as_deref(), &scratch)?;
-            let runtime = tokio::runtime::Runtime::new()?;
+        HqCommand::Server(server) => {
+            let serve = &server.serve;
+            let certificate = Certificate::given_or_generated(
+                serve.cert.as_deref(),
+                serve.key.as_deref(),
+                &serve.scratch("quinn-hq"),
+            )?;
             runtime.block_on(async {
-                let bound = quinn_peer::Server::bind(&quinn_peer::ServerOptions {
-                    listen: server.listen,
-                    root: server.root.clone(),
-                    cert,
-                    key,
+                let bound = Server::bind(&ServerOptions {
+                    listen: serve.listen,
+                    root: serve.root.clone(),
+                    certificate: certificate.clone(),
                     retry: server.retry,
                 })?;
                 eprintln!(
                     "listening on {} (root {}, certificate {})",
                     bound.local_addr()?,
-                    server.root.display(),
-                    server
-                        .cert
-                        .clone()
-                        .unwrap_or_else(|| scratch.join("cert.pem"))
-                        .display()
+                    serve.root.display(),
+                    certificate.cert_pem.display()
                 );
                 bound.run().await;
                 Ok(())
             })
         }
-        Command::Client(client) => {
-            let options = client.options()?;
-            let runtime = tokio::runtime::Runtime::new()?;
-            let report = runtime.block_on(quinn_peer::run_client(&options))?;
+        HqCommand::Client(client) => {
+            let report = runtime.block_on(run_client(&client.options()?))?;
             client.print(&report)
         }
     }

@@ -1,12 +1,13 @@
-//! quinn-server: the quinn peer's server, serving files over quinn 0.11.
+//! quinn-server: the file protocol's server over quinn 0.11, a peer sift
+//! is compared with.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use sift_interop::baseline::tls::{parse_max_datagram, MAX_DATAGRAM_SIZE};
-use sift_interop::quinn_peer::server::{Server, ServerOptions};
+use sift_interop::peers::cli::{self, FileServerArgs};
+use sift_interop::peers::quinn::config::controller_names;
+use sift_interop::peers::quinn::file::{Server, ServerOptions};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -14,7 +15,11 @@ Examples:
   quinn-server --listen 0.0.0.0:4433 --root ./files
 
   # Loopback, BBR, a free port (the \"listening on\" line names it):
-  quinn-server --listen 127.0.0.1:0 --root /srv/data --cc bbr";
+  quinn-server --listen 127.0.0.1:0 --root /srv/data --cc bbr
+
+bbr-iw10 is quinn's BBR started at ten datagrams, not quinn's 240 kB;
+either way it sends against its ProbeRtt window from the first ACK (see
+--cc-log).";
 
 /// Serve the files under a directory over quinn (a peer sift is compared
 /// with). A fresh self-signed certificate for `localhost` is made at start;
@@ -22,28 +27,8 @@ Examples:
 #[derive(Parser)]
 #[command(version, after_help = EXAMPLES)]
 struct Args {
-    /// Address and UDP port to listen on.
-    #[arg(long, default_value = "0.0.0.0:4433")]
-    listen: SocketAddr,
-    /// Directory whose files are served.
-    #[arg(long, value_name = "DIR")]
-    root: PathBuf,
-    /// quinn congestion controller for the data the server sends: cubic,
-    /// newreno, bbr, or bbr-iw10 (its BBR started at ten datagrams, not
-    /// quinn's 240 kB; either way it sends against its ProbeRtt window
-    /// from the first ACK, see --cc-log).
-    #[arg(long, value_name = "NAME", default_value = "cubic")]
-    cc: String,
-    /// Where to write the certificate (cert.pem) and key (key.pem)
-    /// [default: a new directory under the system's temp dir].
-    #[arg(long, value_name = "DIR")]
-    cert_dir: Option<PathBuf>,
-    /// The largest UDP payload, both ways, 1200 to 8972 bytes. 1350 (the
-    /// links' size) by default; loopback carries 8972, which sift's path
-    /// MTU discovery reaches there, and sift-compare asks for it on
-    /// loopback.
-    #[arg(long, value_name = "BYTES", default_value_t = MAX_DATAGRAM_SIZE, value_parser = parse_max_datagram)]
-    max_datagram: usize,
+    #[command(flatten)]
+    server: FileServerArgs,
     /// Write the sender's state every 5 ms of each connection to FILE, one
     /// JSON object a line: the window quinn sends against, BBR's mode and
     /// own window, packets, datagrams and bytes sent, losses, RTT.
@@ -52,37 +37,31 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("quinn-server: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let args: Args = cli::parse_naming_controllers(&controller_names());
+    cli::exit("quinn-server", run(args))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let cert_dir = args.cert_dir.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("quinn-server-{}", std::process::id()))
-    });
+    let server = args.server;
+    let cert_dir = server.cert_dir("quinn-server");
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let server = Server::bind(&ServerOptions {
-            listen: args.listen,
-            root: args.root.clone(),
-            cc: args.cc.clone(),
+        let bound = Server::bind(&ServerOptions {
+            listen: server.listen,
+            root: server.root.clone(),
+            cc: server.cc.clone(),
             cert_dir: cert_dir.clone(),
-            max_datagram: args.max_datagram,
-            cc_log: args.cc_log.clone(),
+            max_datagram: server.max_datagram,
+            cc_log: args.cc_log,
         })?;
         println!(
             "listening on {} (root {}, cc {}, certificate {})",
-            server.local_addr()?,
-            args.root.display(),
-            args.cc,
+            bound.local_addr()?,
+            server.root.display(),
+            server.cc,
             cert_dir.join("cert.pem").display()
         );
-        server.run().await;
+        bound.run().await;
         Ok(())
     })
 }

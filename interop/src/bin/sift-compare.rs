@@ -9,7 +9,6 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 use sift::lab::Shard;
-use sift_interop::baseline::tls::CONTROLLERS;
 use sift_interop::compare::binaries::Binaries;
 use sift_interop::compare::execute::Runner;
 use sift_interop::compare::links::LinkFile;
@@ -19,7 +18,8 @@ use sift_interop::compare::results::{
     Machine, Results, RunRecord, QUICHE_024_VERSION, QUICHE_VERSION, QUINN_VERSION,
 };
 use sift_interop::compare::{chart, summary};
-use sift_interop::quinn_peer::config::CONTROLLERS as QUINN_CONTROLLERS;
+use sift_interop::peers::quiche::config::CONTROLLERS;
+use sift_interop::peers::quinn::config::CONTROLLERS as QUINN_CONTROLLERS;
 
 const EXAMPLES: &str = "\
 Examples:

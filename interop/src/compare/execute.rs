@@ -17,8 +17,8 @@ use super::links::LinkSpec;
 use super::plan::{Plan, Protection, Stack, Unit, Variant};
 use super::process::Running;
 use super::results::{parse_link_counters, RunRecord};
-use crate::baseline::client::hex;
 use crate::flow::FlowReport;
+use crate::peers::files::hex;
 
 /// The most a loopback download may take (1 GiB at 30 Mb/s).
 pub const LOOPBACK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -344,7 +344,7 @@ fn peer_datagram_options(command: &mut Command, on_link: bool) {
     if !on_link {
         command.args([
             "--max-datagram",
-            &crate::baseline::tls::LARGEST_DATAGRAM_SIZE.to_string(),
+            &crate::peers::settings::LARGEST_DATAGRAM_SIZE.to_string(),
         ]);
     }
 }

@@ -365,7 +365,7 @@ pub fn write_seeded(path: &Path, bytes: u64, seed: &str) -> anyhow::Result<Strin
         left -= take as u64;
     }
     writer.flush()?;
-    Ok(crate::baseline::client::hex(digest.finish().as_ref()))
+    Ok(crate::peers::files::hex(digest.finish().as_ref()))
 }
 
 /// A chain of `length` certificates (leaf for localhost first, root

@@ -212,7 +212,7 @@ pub struct Binaries {
     pub quiche_hq: PathBuf,
     /// `quinn-hq`.
     pub quinn_hq: PathBuf,
-    /// The HTTP/3 hook.
+    /// The http3 case's programs.
     pub http3: Http3,
 }
 
@@ -328,13 +328,12 @@ pub fn client_command(
                 .client_of(stack)
                 .unwrap_or(Path::new("h3-client")),
         );
-        c.args(urls).arg("--output-dir").arg(downloads);
         // The matrix's certificates are its own CA's: take them as they
-        // come, as the runner's clients do (quiche's checks nothing
-        // without --ca).
-        if stack != Stack::Quiche {
-            c.arg("--insecure");
-        }
+        // come, as the runner's clients do.
+        c.args(urls)
+            .arg("--output-dir")
+            .arg(downloads)
+            .arg("--insecure");
         if stack == Stack::Sift {
             // As in the hq cases: QUIC v1 on the wire (sift/1 is its own case).
             c.args(["--versions", "v1"]);

@@ -1,26 +1,21 @@
 //! quiche's own HTTP/3 (`quiche::h3`: its QPACK, control streams and
-//! framing) as a client, on the baseline's mio loop: every path of one
+//! framing) as a client, on the mio loop of [`super::socket`]: every path of one
 //! call requested at once on one connection, each body written to its
 //! file and hashed, the call failing unless every file came whole.
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::File;
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use quiche::h3::NameValue;
-use ring::rand::SecureRandom;
 
-use super::fetch::Fetched;
-use super::target::{self, Targets};
-use crate::baseline::client::Sink;
-use crate::baseline::socket::{earliest, timer_deadline, Outbox, UdpLoop};
-use crate::baseline::tls::{self, IDLE_TIMEOUT_MS, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA};
-
-/// How long a finished client waits for the server to see its close.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+use super::config;
+use super::socket::{earliest, timer_deadline, Outbox, UdpLoop};
+use crate::peers::files::{self, Download, FileReport};
+use crate::peers::net::any_address;
+use crate::peers::settings::{CLOSE_GRACE, MAX_DATAGRAM_SIZE};
+use crate::peers::url::Url;
 
 /// Streams each side may open: HTTP/3 needs three unidirectional ones
 /// (control, QPACK encoder and decoder) and h3 adds a grease stream; a
@@ -30,11 +25,18 @@ const MAX_STREAMS: u64 = 100;
 /// HTTP/3's H3_NO_ERROR (RFC 9114 §8.1), the code of a clean close.
 const H3_NO_ERROR: u64 = 0x100;
 
+/// HTTP/3's H3_INTERNAL_ERROR (RFC 9114 §8.1), the code of a close
+/// after a file failed.
+const H3_INTERNAL_ERROR: u64 = 0x102;
+
+/// A client's write buffer per file, as the h3 clients' (`peers::h3`).
+const BODY_BUFFER: usize = 64 * 1024;
+
 /// What the client is asked to do.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// The server and the paths to fetch.
-    pub targets: Targets,
+    /// The files, all on one server.
+    pub urls: Vec<Url>,
     /// Name sent in SNI and checked against the certificate.
     pub server_name: String,
     /// Where the files go (each under its URL's path).
@@ -44,62 +46,44 @@ pub struct Options {
 }
 
 /// One request and where its body stands.
-struct Download {
+struct Request {
+    /// The path, with its leading `/`.
     path: String,
     output: PathBuf,
     /// Open once a 200 response came.
-    sink: Option<Sink>,
+    download: Option<Download>,
     announced: Option<u64>,
-    bytes: u64,
-    fetched: Option<Fetched>,
+    fetched: Option<FileReport>,
 }
 
-/// quiche's transport configuration for HTTP/3: the baseline's windows
-/// and datagram size, ALPN `h3`, and room for HTTP/3's streams.
-fn config(ca: Option<&std::path::Path>) -> anyhow::Result<quiche::Config> {
-    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).context("quiche config")?;
-    config
-        .set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
-        .context("quiche ALPN")?;
-    config.set_max_idle_timeout(IDLE_TIMEOUT_MS);
-    config.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
-    config.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
-    config.set_initial_max_data(MAX_DATA);
-    config.set_initial_max_stream_data_bidi_local(MAX_STREAM_DATA);
-    config.set_initial_max_stream_data_bidi_remote(MAX_STREAM_DATA);
-    config.set_initial_max_stream_data_uni(MAX_STREAM_DATA);
+/// quiche's configuration for HTTP/3: the shared settings, ALPN `h3`, and
+/// room for HTTP/3's streams.
+fn h3_config(ca: Option<&std::path::Path>) -> anyhow::Result<quiche::Config> {
+    let mut config = config::config(quiche::h3::APPLICATION_PROTOCOL, MAX_DATAGRAM_SIZE)?;
     config.set_initial_max_streams_bidi(MAX_STREAMS);
     config.set_initial_max_streams_uni(MAX_STREAMS);
     config.set_disable_active_migration(true);
-    tls::trust(&mut config, ca)?;
+    config::trust(&mut config, ca)?;
     Ok(config)
 }
 
-/// Fetches every path of `options.targets`; returns the files in the
+/// Fetches every URL of `options.urls`; returns the files in the
 /// order given and the QUIC version and ALPN the connection ran.
-pub fn fetch(options: &Options) -> anyhow::Result<(Vec<Fetched>, String)> {
-    let server = options.targets.address;
-    let bind: SocketAddr = if server.is_ipv4() {
-        "0.0.0.0:0".parse()?
-    } else {
-        "[::]:0".parse()?
-    };
-    let mut udp = UdpLoop::bind(bind).context("cannot open a UDP socket")?;
+pub fn fetch(options: &Options) -> anyhow::Result<(Vec<FileReport>, String)> {
+    let server = options.urls.first().context("no URL given")?.address;
+    let mut udp = UdpLoop::bind(any_address(server)).context("cannot open a UDP socket")?;
     let local = udp.local_addr();
-    let mut config = config(options.ca.as_deref())?;
-    let mut scid = [0u8; quiche::MAX_CONN_ID_LEN];
-    ring::rand::SystemRandom::new()
-        .fill(&mut scid)
-        .map_err(|_| anyhow::anyhow!("no randomness for a connection ID"))?;
-    let scid = quiche::ConnectionId::from_ref(&scid);
+    let mut config = h3_config(options.ca.as_deref())?;
+    let scid = config::random_cid(&ring::rand::SystemRandom::new())?;
     let mut conn = quiche::connect(
         Some(&options.server_name),
-        &scid,
+        &quiche::ConnectionId::from_ref(&scid),
         local,
         server,
         &mut config,
     )
     .context("quiche connect")?;
+    config::key_log(&mut conn);
     let mut client = Client::new(options)?;
     let mut outbox = Outbox::default();
     let mut closing_since: Option<Instant> = None;
@@ -114,12 +98,7 @@ pub fn fetch(options: &Options) -> anyhow::Result<(Vec<Fetched>, String)> {
             // A datagram quiche rejects is dropped; the connection goes on.
             let _ = conn.recv(datagram, quiche::RecvInfo { from, to: local });
         })?;
-        if conn
-            .timeout_instant()
-            .is_some_and(|at| at <= Instant::now())
-        {
-            conn.on_timeout();
-        }
+        config::on_due_timeout(&mut conn);
         if closing_since.is_some() || !conn.is_established() {
             continue;
         }
@@ -132,7 +111,7 @@ pub fn fetch(options: &Options) -> anyhow::Result<(Vec<Fetched>, String)> {
         };
         if finished {
             let code = if failure.is_some() {
-                0x102
+                H3_INTERNAL_ERROR
             } else {
                 H3_NO_ERROR
             };
@@ -150,29 +129,13 @@ pub fn fetch(options: &Options) -> anyhow::Result<(Vec<Fetched>, String)> {
         (None, Some(fetched)) => Ok((fetched, version)),
         (failure, _) => {
             client.remove_partial();
-            Err(failure.unwrap_or_else(|| connection_failure(&conn)))
+            Err(failure.unwrap_or_else(|| {
+                anyhow::anyhow!(
+                    "connection closed before every file came: {}",
+                    config::why_closed(&conn)
+                )
+            }))
         }
-    }
-}
-
-fn connection_failure(conn: &quiche::Connection) -> anyhow::Error {
-    if conn.is_timed_out() {
-        return anyhow::anyhow!(
-            "connection timed out (no answer for {} s)",
-            IDLE_TIMEOUT_MS / 1000
-        );
-    }
-    let describe = |e: &quiche::ConnectionError| {
-        format!(
-            "error 0x{:x} {}",
-            e.error_code,
-            String::from_utf8_lossy(&e.reason)
-        )
-    };
-    match (conn.peer_error(), conn.local_error()) {
-        (Some(e), _) => anyhow::anyhow!("server closed the connection: {}", describe(e)),
-        (_, Some(e)) => anyhow::anyhow!("connection closed: {}", describe(e)),
-        _ => anyhow::anyhow!("connection closed before every file came"),
     }
 }
 
@@ -181,7 +144,7 @@ struct Client {
     authority: String,
     h3_config: quiche::h3::Config,
     h3: Option<quiche::h3::Connection>,
-    downloads: Vec<Download>,
+    requests: Vec<Request>,
     /// Requests not sent yet (the peer's stream limit held them back).
     unsent: VecDeque<usize>,
     by_stream: HashMap<u64, usize>,
@@ -189,27 +152,31 @@ struct Client {
 
 impl Client {
     fn new(options: &Options) -> anyhow::Result<Self> {
-        let downloads = options
-            .targets
-            .paths
+        let requests = options
+            .urls
             .iter()
-            .map(|path| {
-                Ok(Download {
-                    path: path.clone(),
-                    output: target::output_path(&options.output_dir, path)?,
-                    sink: None,
+            .map(|url| {
+                let path = format!("/{}", url.path);
+                Ok(Request {
+                    output: files::output_path(&options.output_dir, &path)?,
+                    path,
+                    download: None,
                     announced: None,
-                    bytes: 0,
                     fetched: None,
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Self {
-            authority: options.targets.authority.clone(),
+            authority: options
+                .urls
+                .first()
+                .context("no URL given")?
+                .authority
+                .clone(),
             h3_config: quiche::h3::Config::new().context("quiche h3 config")?,
             h3: None,
-            unsent: (0..downloads.len()).collect(),
-            downloads,
+            unsent: (0..requests.len()).collect(),
+            requests,
             by_stream: HashMap::new(),
         })
     }
@@ -225,7 +192,7 @@ impl Client {
         let advanced = self.exchange(conn, &mut h3);
         self.h3 = Some(h3);
         advanced?;
-        Ok(self.downloads.iter().all(|d| d.fetched.is_some()))
+        Ok(self.requests.iter().all(|r| r.fetched.is_some()))
     }
 
     fn exchange(
@@ -272,9 +239,9 @@ impl Client {
     ) -> anyhow::Result<()> {
         while let Some(&index) = self.unsent.front() {
             let path = self
-                .downloads
+                .requests
                 .get(index)
-                .map(|d| d.path.clone())
+                .map(|r| r.path.clone())
                 .unwrap_or_default();
             let headers = [
                 quiche::h3::Header::new(b":method", b"GET"),
@@ -297,21 +264,21 @@ impl Client {
         Ok(())
     }
 
-    fn download(&mut self, stream: u64) -> anyhow::Result<&mut Download> {
+    fn request(&mut self, stream: u64) -> anyhow::Result<&mut Request> {
         let index =
             self.by_stream.get(&stream).copied().with_context(|| {
                 format!("the server answered on stream {stream}, not a request")
             })?;
-        self.downloads
+        self.requests
             .get_mut(index)
-            .context("a request without a download")
+            .context("a stream without a request")
     }
 
     fn path(&self, stream: u64) -> String {
         self.by_stream
             .get(&stream)
-            .and_then(|&index| self.downloads.get(index))
-            .map(|d| d.path.clone())
+            .and_then(|&index| self.requests.get(index))
+            .map(|r| r.path.clone())
             .unwrap_or_else(|| format!("stream {stream}"))
     }
 
@@ -323,74 +290,65 @@ impl Client {
         };
         let status = value(b":status");
         let announced = value(b"content-length");
-        let download = self.download(stream)?;
+        let request = self.request(stream)?;
         if status.as_deref() != Some("200") {
             bail!(
                 "{}: the server answered {}",
-                download.path,
+                request.path,
                 status.unwrap_or_else(|| "without a status".into())
             );
         }
-        download.announced = match announced {
+        request.announced = match announced {
             Some(length) => Some(
                 length
                     .parse()
-                    .with_context(|| format!("{}: content-length {length:?}", download.path))?,
+                    .with_context(|| format!("{}: content-length {length:?}", request.path))?,
             ),
             None => None,
         };
-        if let Some(parent) = download.output.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let file = File::create(&download.output)
-            .with_context(|| format!("cannot create {}", download.output.display()))?;
-        download.sink = Some(Sink::new(file));
+        request.download = Some(Download::create(
+            request.output.clone(),
+            &request.path,
+            BODY_BUFFER,
+        )?);
         Ok(())
     }
 
     fn on_data(&mut self, stream: u64, data: &[u8]) -> anyhow::Result<()> {
-        let download = self.download(stream)?;
-        let sink = download
-            .sink
+        let request = self.request(stream)?;
+        let download = request
+            .download
             .as_mut()
-            .with_context(|| format!("{}: a body before the response", download.path))?;
-        sink.write(data)?;
-        download.bytes += data.len() as u64;
-        Ok(())
+            .with_context(|| format!("{}: a body before the response", request.path))?;
+        download.write(data)
     }
 
     fn on_finished(&mut self, stream: u64) -> anyhow::Result<()> {
-        let download = self.download(stream)?;
-        let sink = download
-            .sink
-            .as_mut()
-            .with_context(|| format!("{}: the stream ended without a response", download.path))?;
-        if let Some(announced) = download.announced.filter(|&a| a != download.bytes) {
+        let request = self.request(stream)?;
+        let download = request
+            .download
+            .take()
+            .with_context(|| format!("{}: the stream ended without a response", request.path))?;
+        if let Some(announced) = request.announced.filter(|&a| a != download.bytes()) {
             bail!(
                 "{}: the server announced {announced} bytes and sent {}",
-                download.path,
-                download.bytes
+                request.path,
+                download.bytes()
             );
         }
-        let sha256 = sink.finish(&download.output)?;
-        download.fetched = Some(Fetched {
-            path: download.path.clone(),
-            bytes: download.bytes,
-            sha256,
-        });
+        request.fetched = Some(download.finish()?);
         Ok(())
     }
 
     /// Every file, once every one is complete.
-    fn fetched(&self) -> Option<Vec<Fetched>> {
-        self.downloads.iter().map(|d| d.fetched.clone()).collect()
+    fn fetched(&self) -> Option<Vec<FileReport>> {
+        self.requests.iter().map(|r| r.fetched.clone()).collect()
     }
 
     /// Removes the files that did not come whole.
     fn remove_partial(&self) {
-        for download in self.downloads.iter().filter(|d| d.fetched.is_none()) {
-            let _ = std::fs::remove_file(&download.output);
+        for request in self.requests.iter().filter(|r| r.fetched.is_none()) {
+            let _ = std::fs::remove_file(&request.output);
         }
     }
 }

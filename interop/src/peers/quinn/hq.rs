@@ -15,24 +15,20 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::AsyncReadExt;
 
-use super::{ClientOptions, ClientReport, Download, FileReport, Url, ALPN};
-
-/// How long a finished client waits for the server to see its close.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+use super::config;
+use crate::peers::cert::Certificate;
+use crate::peers::files::{self, Download, FileReport, UNBUFFERED};
+use crate::peers::hq::{self, ClientOptions, ClientReport, ALPN};
+use crate::peers::net::{self, any_address};
+use crate::peers::settings::CLOSE_GRACE;
+use crate::peers::url::Url;
 
 /// How much of a file is read per write to a stream.
 const READ_CHUNK: usize = 64 * 1024;
-
-/// The idle timeout both ends ask for: long enough for the lossy cases'
-/// backed-off probes, short enough that a dead peer ends a cell.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What `quinn-hq server` is asked to do.
 #[derive(Clone, Debug)]
@@ -41,58 +37,17 @@ pub struct ServerOptions {
     pub listen: SocketAddr,
     /// Directory whose files are served.
     pub root: PathBuf,
-    /// Certificate chain (PEM).
-    pub cert: PathBuf,
-    /// Its private key (PEM).
-    pub key: PathBuf,
+    /// The certificate chain and key presented.
+    pub certificate: Certificate,
     /// Send a Retry to every client whose address is not yet validated.
     pub retry: bool,
 }
 
-fn provider(chacha20_only: bool) -> Arc<rustls::crypto::CryptoProvider> {
-    let mut provider = rustls::crypto::ring::default_provider();
-    if chacha20_only {
-        provider
-            .cipher_suites
-            .retain(|s| s.suite() == rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256);
-    }
-    Arc::new(provider)
-}
-
+/// quinn's defaults with the stream limit hq-interop servers grant.
 fn transport() -> anyhow::Result<quinn::TransportConfig> {
-    let mut transport = quinn::TransportConfig::default();
-    transport
-        .max_idle_timeout(Some(
-            quinn::IdleTimeout::try_from(IDLE_TIMEOUT).context("idle timeout out of range")?,
-        ))
-        .max_concurrent_bidi_streams(quinn::VarInt::from_u64(super::MAX_CONCURRENT_STREAMS)?);
+    let mut transport = config::defaults()?;
+    transport.max_concurrent_bidi_streams(quinn::VarInt::from_u64(hq::MAX_CONCURRENT_STREAMS)?);
     Ok(transport)
-}
-
-/// The server's quinn configuration: the certificate chain, hq-interop,
-/// 0-RTT accepted, key log.
-pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<quinn::ServerConfig> {
-    let chain = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("cannot read {}", cert.display()))?
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("{} holds a bad certificate", cert.display()))?;
-    let key = PrivateKeyDer::from_pem_file(key)
-        .with_context(|| format!("cannot read {}", key.display()))?;
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider(false))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .context("rustls refuses TLS 1.3")?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .context("rustls refuses the certificate")?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    // QUIC wants all or nothing here (RFC 9001 §4.6.1).
-    tls.max_early_data_size = u32::MAX;
-    tls.key_log = Arc::new(rustls::KeyLogFile::new());
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
-        .context("rustls configuration unfit for QUIC")?;
-    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(Arc::new(transport()?));
-    Ok(config)
 }
 
 /// A bound server, ready to run.
@@ -108,13 +63,11 @@ impl Server {
         if !options.root.is_dir() {
             bail!("--root {} is not a directory", options.root.display());
         }
-        let config = server_config(&options.cert, &options.key)?;
-        // The socket asks for sift's receive buffer, as the bulk pair and
-        // quiche's do: quinn's own bind keeps the kernel default (212992
-        // bytes here), which overflows under a thousand connections'
-        // handshakes and acknowledgements.
-        let socket = crate::quinn_peer::config::socket(options.listen)?;
-        let endpoint = crate::quinn_peer::config::endpoint(socket, Some(config))
+        let config = config::server(&options.certificate, ALPN, transport()?)?;
+        // The socket asks for sift's receive buffer (`peers::net`): quinn's
+        // own bind keeps the kernel default, which overflows under a
+        // thousand connections' handshakes and acknowledgements.
+        let endpoint = config::endpoint(options.listen, Some(config))
             .with_context(|| format!("cannot listen on {}", options.listen))?;
         Ok(Self {
             endpoint,
@@ -170,14 +123,14 @@ async fn answer(
     mut recv: quinn::RecvStream,
     root: &Path,
 ) -> anyhow::Result<()> {
-    let request = recv.read_to_end(super::MAX_REQUEST_BYTES).await?;
-    let file = match super::parse_request(&request) {
-        Ok(path) => super::resolve(root, &path).map(|full| (path, full)),
+    let request = recv.read_to_end(hq::MAX_REQUEST_BYTES).await?;
+    let file = match hq::parse_request(&request) {
+        Ok(path) => files::file_under(root, &path).map(|full| (path, full)),
         Err(_) => None,
     };
     let Some((path, full)) = file else {
         // HTTP/0.9 has no status: a refused request is a reset stream.
-        send.reset(quinn::VarInt::from_u32(0x10c))?;
+        send.reset(quinn::VarInt::from_u32(hq::NOT_FOUND_ERROR))?;
         return Ok(());
     };
     let mut file = tokio::fs::File::open(&full).await?;
@@ -196,103 +149,16 @@ async fn answer(
     Ok(())
 }
 
-/// Accepts any certificate (`--insecure`), but still checks the handshake
-/// signature against it, so the server must hold the key.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &rustls::pki_types::ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// The client's quinn configuration for `options` (trust, cipher suites,
 /// early data, key log). Both connections of a resuming client share it,
 /// and with it rustls' session cache.
 pub fn client_config(options: &ClientOptions) -> anyhow::Result<quinn::ClientConfig> {
-    let provider = provider(options.chacha20);
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .context("rustls refuses TLS 1.3")?;
-    let mut tls = match &options.ca {
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_file_iter(ca)
-                .with_context(|| format!("cannot read {}", ca.display()))?
-            {
-                roots
-                    .add(cert.with_context(|| format!("{} holds a bad certificate", ca.display()))?)
-                    .with_context(|| format!("rustls refuses a certificate of {}", ca.display()))?;
-            }
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
-        None => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth(),
+    let tls = config::ClientTls {
+        ca: options.ca.as_deref(),
+        chacha20_only: options.chacha20,
+        early_data: options.zero_rtt,
     };
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    tls.enable_early_data = options.zero_rtt;
-    tls.key_log = Arc::new(rustls::KeyLogFile::new());
-    // Initial packets are always AES-128-GCM (RFC 9001 §5.2), whatever
-    // the handshake negotiates.
-    let initial = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
-        .tls13()
-        .and_then(|suite| suite.quic_suite())
-        .context("ring has no QUIC suite for AES-128-GCM")?;
-    let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(Arc::new(tls), initial)
-        .context("rustls configuration unfit for QUIC")?;
-    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(Arc::new(transport()?));
-    Ok(config)
-}
-
-fn any_address(like: SocketAddr) -> SocketAddr {
-    if like.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    }
+    config::client(&tls, ALPN, transport()?)
 }
 
 /// Runs the client (inside a tokio runtime): every URL downloaded into
@@ -301,7 +167,7 @@ pub async fn run_client(options: &ClientOptions) -> anyhow::Result<ClientReport>
     let first = options.urls.first().context("no URL given")?;
     let server = first.address;
     let server_name = first.server_name();
-    let endpoint = quinn::Endpoint::client(any_address(server)).context("cannot bind a socket")?;
+    let endpoint = config::endpoint(any_address(server), None).context("cannot bind a socket")?;
     let config = client_config(options)?;
     let mut report = ClientReport {
         stack: "quinn".into(),
@@ -417,8 +283,8 @@ fn act_once_data_flows(
         let local = endpoint
             .local_addr()
             .context("the endpoint has no address")?;
-        let socket = std::net::UdpSocket::bind(any_address(local))
-            .context("cannot bind a socket to migrate to")?;
+        let socket =
+            net::bind_udp(any_address(local)).context("cannot bind a socket to migrate to")?;
         endpoint
             .rebind(socket)
             .context("cannot move to the new socket")?;
@@ -429,7 +295,7 @@ fn act_once_data_flows(
 
 async fn request(conn: &quinn::Connection, path: &str) -> anyhow::Result<quinn::RecvStream> {
     let (mut send, recv) = conn.open_bi().await.context("cannot open a stream")?;
-    send.write_all(&super::request(path))
+    send.write_all(&hq::request(path))
         .await
         .context("cannot send the request")?;
     send.finish().context("cannot send the request")?;
@@ -442,7 +308,7 @@ async fn fetch(
     dir: &Path,
     first_data: &tokio::sync::watch::Sender<bool>,
 ) -> anyhow::Result<FileReport> {
-    let mut download = Download::create(dir, path)?;
+    let mut download = Download::under(dir, path, UNBUFFERED)?;
     while let Some(chunk) = recv
         .read_chunk(usize::MAX, true)
         .await
@@ -451,5 +317,5 @@ async fn fetch(
         first_data.send_if_modified(|seen| !std::mem::replace(seen, true));
         download.write(&chunk.bytes)?;
     }
-    Ok(download.finish())
+    download.finish()
 }

@@ -1,27 +1,48 @@
-//! The baseline server: serves the files under a root directory, one
-//! `GET` per bidirectional stream, to any number of clients, and answers
-//! `STATS` with its sender counters for that connection.
+//! The file protocol over quiche: the bulk server and client the
+//! comparison measures (`quiche-server`, `quiche-client`; also built
+//! against quiche 0.24 by `interop/quiche-0.24/`).
 //!
-//! Connection IDs are random; the client's original destination ID maps to
-//! the same connection until the handshake moves it to ours. No Retry: the
-//! server runs on emulated links for measurements, not on the Internet.
+//! The server serves the files under a root, one `GET` per bidirectional
+//! stream, to any number of clients, and answers `STATS` with its sender
+//! counters for that connection. Connection IDs are random; the client's
+//! original destination ID maps to the same connection until the
+//! handshake moves it to ours. No Retry: the server runs on emulated
+//! links for measurements, not on the Internet. The client downloads one
+//! file with `GET`, hashing it as it is written, then asks for the
+//! server's counters with `STATS` and closes.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
-use ring::rand::SecureRandom;
+use anyhow::{bail, Context};
 
-use super::protocol::{self, Request, SenderCounters, MAX_REQUEST_BYTES};
+use super::config::{self, CID_LEN};
 use super::socket::{earliest, timer_deadline, Outbox, UdpLoop};
-use super::tls::{self, Certificate};
+use crate::flow::FlowReport;
+use crate::peers::cert::Certificate;
+use crate::peers::file::{self, Answer, Request, Response, SenderCounters, MAX_REQUEST_BYTES};
+use crate::peers::files::{Download, FileReport, ONE_FILE_BUFFER};
+use crate::peers::net::any_address;
+use crate::peers::settings::CLOSE_GRACE;
 
 /// How much of a file is read per refill of a stream's send buffer.
 const READ_CHUNK: usize = 256 * 1024;
+
+/// Streams each side may open: a download is two (`GET`, `STATS`).
+const MAX_STREAMS: u64 = 16;
+
+/// quiche's configuration for the file protocol, controller `cc`.
+fn file_config(cc: &str, max_datagram: usize) -> anyhow::Result<quiche::Config> {
+    let mut config = config::config(&[file::ALPN], max_datagram)?;
+    config::set_controller(&mut config, cc)?;
+    config.set_initial_max_streams_bidi(MAX_STREAMS);
+    config.set_initial_max_streams_uni(MAX_STREAMS);
+    config.set_disable_active_migration(true);
+    Ok(config)
+}
 
 /// What the server is asked to do.
 #[derive(Clone, Debug)]
@@ -34,7 +55,7 @@ pub struct ServerOptions {
     pub cc: String,
     /// Where the self-signed certificate and key are written.
     pub cert_dir: PathBuf,
-    /// The largest UDP payload either way (`tls::config`).
+    /// The largest UDP payload either way.
     pub max_datagram: usize,
 }
 
@@ -62,22 +83,24 @@ enum StreamState {
     /// Collecting the request until its FIN.
     Reading(Vec<u8>),
     /// Sending the response.
-    Sending(Response),
+    Sending(Sending),
 }
 
-struct Response {
+/// A response on its way: the bytes quiche has not taken yet, then the
+/// rest of the file.
+struct Sending {
     pending: Vec<u8>,
     offset: usize,
-    file: Option<File>,
+    file: Option<std::fs::File>,
 }
 
 impl Server {
     /// Makes the certificate, configures quiche and binds the socket.
     pub fn bind(options: ServerOptions) -> anyhow::Result<Self> {
-        let mut config = tls::config(&options.cc, options.max_datagram)?;
-        Certificate::generate(&options.cert_dir)?.install(&mut config)?;
+        let mut config = file_config(&options.cc, options.max_datagram)?;
+        config::install(&mut config, &Certificate::generate(&options.cert_dir)?)?;
         if !options.root.is_dir() {
-            anyhow::bail!("--root {} is not a directory", options.root.display());
+            bail!("--root {} is not a directory", options.root.display());
         }
         let udp = UdpLoop::bind(options.listen)
             .with_context(|| format!("cannot listen on {}", options.listen))?;
@@ -112,7 +135,7 @@ impl Server {
     }
 
     fn receive(&mut self, datagram: &mut [u8], from: SocketAddr) {
-        let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
+        let Ok(header) = quiche::Header::from_slice(datagram, CID_LEN) else {
             return;
         };
         let slot = match self.ids.get(header.dcid.as_ref()) {
@@ -146,17 +169,16 @@ impl Server {
     }
 
     fn accept(&mut self, original_dcid: &[u8], from: SocketAddr) -> Option<usize> {
-        let mut scid = [0u8; quiche::MAX_CONN_ID_LEN];
-        self.rng.fill(&mut scid).ok()?;
-        let scid_ref = quiche::ConnectionId::from_ref(&scid);
-        let conn = quiche::accept(
-            &scid_ref,
+        let scid = config::random_cid(&self.rng).ok()?;
+        let mut conn = quiche::accept(
+            &quiche::ConnectionId::from_ref(&scid),
             None,
             self.udp.local_addr(),
             from,
             &mut self.config,
         )
         .ok()?;
+        config::key_log(&mut conn);
         let slot = self
             .sessions
             .iter()
@@ -187,13 +209,7 @@ impl Server {
             let Some(session) = self.sessions[slot].as_mut() else {
                 continue;
             };
-            if session
-                .conn
-                .timeout_instant()
-                .is_some_and(|at| at <= Instant::now())
-            {
-                session.conn.on_timeout();
-            }
+            config::on_due_timeout(&mut session.conn);
             session.serve(&self.options);
             let flushed = session.outbox.flush(&self.udp, &mut session.conn);
             if session.conn.is_closed() || flushed.is_err() {
@@ -240,9 +256,8 @@ impl Session {
     fn read_request(&mut self, id: u64, options: &ServerOptions) {
         let mut buf = [0u8; 4096];
         loop {
-            let (len, fin) = match self.conn.stream_recv(id, &mut buf) {
-                Ok(read) => read,
-                Err(_) => return,
+            let Ok((len, fin)) = self.conn.stream_recv(id, &mut buf) else {
+                return;
             };
             let state = self
                 .streams
@@ -254,57 +269,22 @@ impl Session {
             request.extend_from_slice(&buf[..len]);
             if request.len() > MAX_REQUEST_BYTES || fin {
                 let request = Request::parse(request);
-                let response = self.respond(&request, options);
-                self.streams.insert(id, StreamState::Sending(response));
-                return;
-            }
-        }
-    }
-
-    fn respond(
-        &self,
-        request: &Result<Request, protocol::ProtocolError>,
-        options: &ServerOptions,
-    ) -> Response {
-        let refusal = |reason: String| Response {
-            pending: protocol::err_header(&reason),
-            offset: 0,
-            file: None,
-        };
-        match request {
-            Err(e) => refusal(e.to_string()),
-            Ok(Request::Stats) => {
-                let body = serde_json::to_vec(&self.counters()).unwrap_or_default();
-                let mut pending = protocol::ok_header(body.len() as u64);
-                pending.extend_from_slice(&body);
-                Response {
+                let answer = Answer::to(request, &options.root, || self.counters());
+                let pending = answer.head();
+                let file = match answer {
+                    Answer::File { path, file, size } => {
+                        println!("client={} GET {path} ({size} bytes)", self.peer);
+                        Some(file)
+                    }
+                    Answer::Whole(_) => None,
+                };
+                let sending = Sending {
                     pending,
                     offset: 0,
-                    file: None,
-                }
-            }
-            Ok(Request::Get(path)) => {
-                let opened = protocol::resolve(&options.root, path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|full| {
-                        let file = File::open(&full).map_err(|e| format!("{path}: {e}"))?;
-                        let size = file.metadata().map_err(|e| format!("{path}: {e}"))?;
-                        if !size.is_file() {
-                            return Err(format!("{path} is not a file"));
-                        }
-                        Ok((file, size.len()))
-                    });
-                match opened {
-                    Ok((file, size)) => {
-                        println!("client={} GET {path} ({size} bytes)", self.peer);
-                        Response {
-                            pending: protocol::ok_header(size),
-                            offset: 0,
-                            file: Some(file),
-                        }
-                    }
-                    Err(reason) => refusal(reason),
-                }
+                    file,
+                };
+                self.streams.insert(id, StreamState::Sending(sending));
+                return;
             }
         }
     }
@@ -368,4 +348,146 @@ impl Session {
             }
         }
     }
+}
+
+/// What the client is asked to do.
+#[derive(Clone, Debug)]
+pub struct GetOptions {
+    /// Server address.
+    pub server: SocketAddr,
+    /// Name sent in SNI and checked against the certificate.
+    pub server_name: String,
+    /// Path of the file on the server.
+    pub path: String,
+    /// Where to write it.
+    pub output: PathBuf,
+    /// quiche controller for what this client sends (requests, ACKs).
+    pub cc: String,
+    /// The server's certificate to trust (PEM); `None` verifies nothing.
+    pub ca: Option<PathBuf>,
+    /// The largest UDP payload either way.
+    pub max_datagram: usize,
+}
+
+/// Where a download stands.
+enum Phase {
+    Handshake,
+    Downloading(Box<Download>, Response),
+    /// The file came whole (and its clock stopped); the counters are due.
+    AskingStats(FileReport, Vec<u8>),
+    Done(Box<FlowReport>),
+}
+
+const GET_STREAM: u64 = 0;
+const STATS_STREAM: u64 = 4;
+
+/// Downloads `options.path` into `options.output` and returns the report
+/// (the server's counters, this client's timing and hash).
+pub fn get(options: &GetOptions) -> anyhow::Result<FlowReport> {
+    let mut udp = UdpLoop::bind(any_address(options.server)).context("cannot open a UDP socket")?;
+    let mut config = file_config(&options.cc, options.max_datagram)?;
+    config::trust(&mut config, options.ca.as_deref())?;
+    let scid = config::random_cid(&ring::rand::SystemRandom::new())?;
+    let local = udp.local_addr();
+    let mut conn = quiche::connect(
+        Some(&options.server_name),
+        &quiche::ConnectionId::from_ref(&scid),
+        local,
+        options.server,
+        &mut config,
+    )
+    .context("quiche connect")?;
+    config::key_log(&mut conn);
+    // The file is made before the handshake, so a bad --output fails at
+    // once; its clock starts with the request.
+    let mut download = Some(Download::create(
+        options.output.clone(),
+        &options.path,
+        ONE_FILE_BUFFER,
+    )?);
+    let mut outbox = Outbox::new(options.max_datagram);
+    let mut phase = Phase::Handshake;
+    let mut closing_since: Option<Instant> = None;
+    loop {
+        let flushed = outbox.flush(&udp, &mut conn).context("quiche send")?;
+        if conn.is_closed() || closing_since.is_some_and(|since| since.elapsed() > CLOSE_GRACE) {
+            break;
+        }
+        let deadline = earliest(flushed.deadline(), timer_deadline(&conn));
+        udp.wait(deadline, |datagram, from| {
+            // A datagram quiche rejects is dropped; the connection goes on.
+            let _ = conn.recv(datagram, quiche::RecvInfo { from, to: local });
+        })?;
+        config::on_due_timeout(&mut conn);
+        phase = advance(&mut conn, phase, &mut download, options)?;
+        if matches!(phase, Phase::Done(_)) && closing_since.is_none() {
+            // Errors here mean the connection is already closing.
+            let _ = conn.close(true, 0, b"done");
+            closing_since = Some(Instant::now());
+        }
+    }
+    match phase {
+        Phase::Done(report) => Ok(*report),
+        _ => bail!(
+            "connection closed before the download finished: {}",
+            config::why_closed(&conn)
+        ),
+    }
+}
+
+fn advance(
+    conn: &mut quiche::Connection,
+    phase: Phase,
+    download: &mut Option<Download>,
+    options: &GetOptions,
+) -> anyhow::Result<Phase> {
+    let mut buf = [0u8; 65_536];
+    Ok(match phase {
+        Phase::Handshake if conn.is_established() => {
+            conn.stream_send(
+                GET_STREAM,
+                &Request::Get(options.path.clone()).encode(),
+                true,
+            )
+            .context("cannot send the request")?;
+            let mut download = download.take().context("one download per client")?;
+            download.requested_now();
+            Phase::Downloading(Box::new(download), Response::default())
+        }
+        Phase::Downloading(mut download, mut response) => {
+            loop {
+                let (len, fin) = match conn.stream_recv(GET_STREAM, &mut buf) {
+                    Ok(read) => read,
+                    Err(quiche::Error::Done) => break,
+                    Err(e) => bail!("download stream failed: {e}"),
+                };
+                response.take(&buf[..len], &mut download)?;
+                if fin {
+                    response.end(&download)?;
+                    let finished = download.finish()?;
+                    conn.stream_send(STATS_STREAM, &Request::Stats.encode(), true)
+                        .context("cannot ask for the server's counters")?;
+                    return Ok(Phase::AskingStats(finished, Vec::new()));
+                }
+            }
+            Phase::Downloading(download, response)
+        }
+        Phase::AskingStats(finished, mut response) => {
+            loop {
+                let (len, fin) = match conn.stream_recv(STATS_STREAM, &mut buf) {
+                    Ok(read) => read,
+                    Err(quiche::Error::Done) => break,
+                    Err(e) => bail!("counters stream failed: {e}"),
+                };
+                response.extend_from_slice(&buf[..len]);
+                if fin {
+                    let counters = file::parse_counters(&response)?;
+                    let report = file::flow_report(&finished, &counters, &options.cc);
+                    return Ok(Phase::Done(Box::new(report)));
+                }
+            }
+            Phase::AskingStats(finished, response)
+        }
+        other => other,
+    })
 }

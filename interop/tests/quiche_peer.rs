@@ -1,14 +1,14 @@
-//! The quiche baseline as a user runs it: quiche-server and quiche-client
+//! The quiche file peer as a user runs it: quiche-server and quiche-client
 //! on loopback, a real TLS handshake against the server's fresh certificate.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use sift_interop::baseline::tls::Certificate;
 use sift_interop::compare::execute::{sha256_file, write_incompressible};
 use sift_interop::compare::process::Running;
 use sift_interop::flow::FlowReport;
+use sift_interop::peers::cert::Certificate;
 
 struct Scratch(PathBuf);
 

@@ -22,80 +22,30 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use ring::rand::SecureRandom;
 
-use super::{ClientOptions, ClientReport, Download, FileReport, Url, ALPN};
-use crate::baseline::socket::{earliest, timer_deadline, Outbox, UdpLoop};
-use crate::baseline::tls::{IDLE_TIMEOUT_MS, MAX_DATA, MAX_DATAGRAM_SIZE, MAX_STREAM_DATA};
+use super::config::{self, random_cid, CID_LEN};
+use super::socket::{earliest, timer_deadline, Outbox, UdpLoop};
+use crate::peers::cert::Certificate;
+use crate::peers::files::{self, Download, FileReport, UNBUFFERED};
+use crate::peers::hq::{self, ClientOptions, ClientReport, ALPN};
+use crate::peers::net::any_address;
+use crate::peers::settings::{CLOSE_GRACE, MAX_DATAGRAM_SIZE};
+use crate::peers::url::Url;
 
 /// How much of a file is read per refill of a stream's send buffer.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// How long a finished client waits for its close to drain.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
-
 /// How often a migrated client reads the socket it left.
 const OLD_SOCKET_POLL: Duration = Duration::from_millis(5);
 
-/// Length of the connection IDs this peer makes.
-const CID_LEN: usize = quiche::MAX_CONN_ID_LEN;
-
-/// The application error a server resets a stream with when it has no
-/// such file (hq-interop has no status line; H3_REQUEST_REJECTED's value).
-const NOT_FOUND_ERROR: u64 = 0x10b;
-
-/// The configuration both ends share: hq-interop, windows, stream limits,
-/// 0-RTT, key logs when `SSLKEYLOGFILE` is set.
-fn config() -> anyhow::Result<quiche::Config> {
-    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).context("quiche config")?;
-    config
-        .set_application_protos(&[ALPN])
-        .context("quiche ALPN")?;
-    config.set_max_idle_timeout(IDLE_TIMEOUT_MS);
-    config.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
-    config.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
-    config.set_initial_max_data(MAX_DATA);
-    config.set_initial_max_stream_data_bidi_local(MAX_STREAM_DATA);
-    config.set_initial_max_stream_data_bidi_remote(MAX_STREAM_DATA);
-    config.set_initial_max_stream_data_uni(MAX_STREAM_DATA);
-    config.set_initial_max_streams_bidi(super::MAX_CONCURRENT_STREAMS);
-    config.set_initial_max_streams_uni(super::MAX_CONCURRENT_STREAMS);
+/// The configuration both ends share: hq-interop, the stream limit,
+/// 0-RTT, room for a migrating client's connection IDs.
+fn hq_config() -> anyhow::Result<quiche::Config> {
+    let mut config = config::config(&[ALPN], MAX_DATAGRAM_SIZE)?;
+    config.set_initial_max_streams_bidi(hq::MAX_CONCURRENT_STREAMS);
+    config.set_initial_max_streams_uni(hq::MAX_CONCURRENT_STREAMS);
     config.set_active_connection_id_limit(4);
     config.enable_early_data();
-    config.enable_pacing(true);
-    if std::env::var_os("SSLKEYLOGFILE").is_some() {
-        config.log_keys();
-    }
     Ok(config)
-}
-
-/// Points `conn`'s key log at `SSLKEYLOGFILE` (appending), when set.
-fn key_log(conn: &mut quiche::Connection) {
-    let Some(path) = std::env::var_os("SSLKEYLOGFILE") else {
-        return;
-    };
-    // No key log is no reason to fail a connection.
-    if let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        conn.set_keylog(Box::new(file));
-    }
-}
-
-fn random_cid(rng: &ring::rand::SystemRandom) -> anyhow::Result<[u8; CID_LEN]> {
-    let mut cid = [0u8; CID_LEN];
-    rng.fill(&mut cid)
-        .map_err(|_| anyhow::anyhow!("no randomness"))?;
-    Ok(cid)
-}
-
-fn path_str(path: &Path) -> anyhow::Result<&str> {
-    path.to_str().with_context(|| {
-        format!(
-            "{} is not UTF-8 (quiche takes string paths)",
-            path.display()
-        )
-    })
 }
 
 /// What `quiche-hq server` is asked to do.
@@ -105,10 +55,8 @@ pub struct ServerOptions {
     pub listen: SocketAddr,
     /// Directory whose files are served.
     pub root: PathBuf,
-    /// Certificate chain (PEM).
-    pub cert: PathBuf,
-    /// Its private key (PEM).
-    pub key: PathBuf,
+    /// The certificate chain and key presented.
+    pub certificate: Certificate,
     /// Send a Retry to every client whose Initial carries no valid token.
     pub retry: bool,
 }
@@ -150,13 +98,8 @@ impl Server {
         if !options.root.is_dir() {
             bail!("--root {} is not a directory", options.root.display());
         }
-        let mut config = config()?;
-        config
-            .load_cert_chain_from_pem_file(path_str(&options.cert)?)
-            .with_context(|| format!("quiche cannot load {}", options.cert.display()))?;
-        config
-            .load_priv_key_from_pem_file(path_str(&options.key)?)
-            .with_context(|| format!("quiche cannot load {}", options.key.display()))?;
+        let mut config = hq_config()?;
+        config::install(&mut config, &options.certificate)?;
         let udp = UdpLoop::bind(options.listen)
             .with_context(|| format!("cannot listen on {}", options.listen))?;
         let rng = ring::rand::SystemRandom::new();
@@ -262,7 +205,7 @@ impl Server {
             &mut self.config,
         )
         .ok()?;
-        key_log(&mut conn);
+        config::key_log(&mut conn);
         let slot = self
             .sessions
             .iter()
@@ -312,13 +255,7 @@ impl Server {
             let Some(session) = self.sessions[slot].as_mut() else {
                 continue;
             };
-            if session
-                .conn
-                .timeout_instant()
-                .is_some_and(|at| at <= Instant::now())
-            {
-                session.conn.on_timeout();
-            }
+            config::on_due_timeout(&mut session.conn);
             session.serve(&self.options.root);
             for id in session.spare_ids(&self.rng) {
                 self.ids.insert(id, slot);
@@ -442,12 +379,12 @@ impl Session {
                 return;
             };
             request.extend_from_slice(&buf[..len]);
-            if !fin && request.len() <= super::MAX_REQUEST_BYTES {
+            if !fin && request.len() <= hq::MAX_REQUEST_BYTES {
                 continue;
             }
-            let file = super::parse_request(request)
+            let file = hq::parse_request(request)
                 .ok()
-                .and_then(|path| super::resolve(root, &path))
+                .and_then(|path| files::file_under(root, &path))
                 .and_then(|full| File::open(full).ok());
             match file {
                 Some(file) => {
@@ -462,9 +399,11 @@ impl Session {
                 }
                 None => {
                     self.streams.remove(&id);
-                    let _ = self
-                        .conn
-                        .stream_shutdown(id, quiche::Shutdown::Write, NOT_FOUND_ERROR);
+                    let _ = self.conn.stream_shutdown(
+                        id,
+                        quiche::Shutdown::Write,
+                        hq::NOT_FOUND_ERROR.into(),
+                    );
                 }
             }
             return;
@@ -526,16 +465,8 @@ pub fn run_client(options: &ClientOptions) -> anyhow::Result<ClientReport> {
         bail!("quiche 0.28 cannot initiate a key update (it only answers one)");
     }
     let first = options.urls.first().context("no URL given")?;
-    let mut config = config()?;
-    match &options.ca {
-        Some(ca) => {
-            config
-                .load_verify_locations_from_file(path_str(ca)?)
-                .with_context(|| format!("quiche cannot load {}", ca.display()))?;
-            config.verify_peer(true);
-        }
-        None => config.verify_peer(false),
-    }
+    let mut config = hq_config()?;
+    config::trust(&mut config, options.ca.as_deref())?;
     let mut report = ClientReport {
         stack: "quiche".into(),
         version: "QUIC v1".into(),
@@ -597,7 +528,7 @@ impl<'a> Client<'a> {
             config,
         )
         .context("quiche refuses to connect")?;
-        key_log(&mut conn);
+        config::key_log(&mut conn);
         if let Some(session) = session {
             // A session quiche cannot use means a full handshake, not a failure.
             let _ = conn.set_session(session);
@@ -628,20 +559,14 @@ impl<'a> Client<'a> {
             .flush(&self.udp, &mut self.conn)
             .context("quiche cannot send")?;
         loop {
-            if self
-                .conn
-                .timeout_instant()
-                .is_some_and(|at| at <= Instant::now())
-            {
-                self.conn.on_timeout();
-            }
+            config::on_due_timeout(&mut self.conn);
             if self.conn.is_closed() {
                 if closing_since.is_some() {
                     return Ok(());
                 }
                 bail!(
                     "connection closed before the downloads ended: {}",
-                    self.why_closed()
+                    config::why_closed(&self.conn)
                 );
             }
             match closing_since {
@@ -690,25 +615,6 @@ impl<'a> Client<'a> {
         }
     }
 
-    fn why_closed(&self) -> String {
-        let describe = |e: &quiche::ConnectionError, by: &str| {
-            format!(
-                "{by} error 0x{:x} {}",
-                e.error_code,
-                String::from_utf8_lossy(&e.reason)
-            )
-        };
-        if let Some(e) = self.conn.peer_error() {
-            describe(e, "peer")
-        } else if let Some(e) = self.conn.local_error() {
-            describe(e, "local")
-        } else if self.conn.is_timed_out() {
-            "idle timeout".into()
-        } else {
-            "no reason given".into()
-        }
-    }
-
     /// Sends the next requests the server's stream limit allows (in 0-RTT
     /// when the connection resumed with early data).
     fn request(&mut self, urls: &[Url]) -> anyhow::Result<()> {
@@ -720,11 +626,8 @@ impl<'a> Client<'a> {
             let index = self.next_request;
             let stream = 4 * index as u64;
             let url = &urls[index];
-            let download = Download::create(&self.options.output_dir, &url.path)?;
-            match self
-                .conn
-                .stream_send(stream, &super::request(&url.path), true)
-            {
+            let download = Download::under(&self.options.output_dir, &url.path, UNBUFFERED)?;
+            match self.conn.stream_send(stream, &hq::request(&url.path), true) {
                 Ok(_) => {}
                 Err(quiche::Error::Done | quiche::Error::StreamLimit) => return Ok(()),
                 Err(e) => bail!("cannot send the request for /{}: {e}", url.path),
@@ -756,7 +659,7 @@ impl<'a> Client<'a> {
                 download.write(&buf[..len])?;
                 if fin {
                     if let Some((index, download)) = self.open.remove(&stream) {
-                        self.files[index] = Some(download.finish());
+                        self.files[index] = Some(download.finish()?);
                     }
                     break;
                 }
@@ -784,13 +687,5 @@ impl<'a> Client<'a> {
         self.old_udp = Some(std::mem::replace(&mut self.udp, udp));
         self.migrated = true;
         Ok(())
-    }
-}
-
-fn any_address(like: SocketAddr) -> SocketAddr {
-    if like.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     }
 }

@@ -1,6 +1,8 @@
 //! One UDP socket under a mio poll, and the outbox that sends a quiche
 //! connection's packets no earlier than quiche's pacer wants them
-//! (`SendInfo::at`).
+//! (`SendInfo::at`; quiche's examples send at once, sift paces, and behind
+//! a 12-packet queue unpaced bursts would be an unfair handicap). One
+//! `sendto` per datagram, as quiche's examples do: no GSO.
 
 use std::io;
 use std::net::SocketAddr;
@@ -9,7 +11,8 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 
-use super::tls::MAX_DATAGRAM_SIZE;
+use crate::peers::net;
+use crate::peers::settings::MAX_DATAGRAM_SIZE;
 
 /// A packet due within this much of now goes now: the poll wakes in whole
 /// milliseconds, so finer pacing would only spin.
@@ -33,11 +36,9 @@ pub struct UdpLoop {
 }
 
 impl UdpLoop {
-    /// Binds `addr` (port 0 picks a free one).
+    /// Binds `addr` (port 0 picks a free one; `peers::net`'s buffers).
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let mut socket = UdpSocket::bind(addr)?;
-        set_buffer(&socket, libc::SO_RCVBUF);
-        set_buffer(&socket, libc::SO_SNDBUF);
+        let mut socket = UdpSocket::from_std(net::bind_udp(addr)?);
         let poll = Poll::new()?;
         poll.registry()
             .register(&mut socket, SOCKET, Interest::READABLE)?;
@@ -87,26 +88,6 @@ impl UdpLoop {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
             result => result.map(|_| ()),
         }
-    }
-}
-
-/// Asks for sift's kernel socket buffer size (`sift::io::SOCKET_BUFFER_BYTES`),
-/// so that neither stack loses datagrams to a smaller buffer than the
-/// other's. The kernel caps it at `net.core.{r,w}mem_max`, for both alike; a
-/// refusal leaves the default, as sift does.
-fn set_buffer(socket: &UdpSocket, option: libc::c_int) {
-    use std::os::fd::AsRawFd;
-    let bytes = libc::c_int::try_from(sift::io::SOCKET_BUFFER_BYTES).unwrap_or(libc::c_int::MAX);
-    // SAFETY: setsockopt on a socket this struct owns, with a pointer to a
-    // live c_int and its exact size.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            option,
-            (&bytes as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
     }
 }
 
