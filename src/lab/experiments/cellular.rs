@@ -595,7 +595,12 @@ mod tests {
             let labels: Vec<&str> = figure.series.iter().map(|s| s.label.as_str()).collect();
             assert_eq!(labels.len(), 2, "{}: {labels:?}", figure.name);
             for series in &figure.series {
-                assert!(!series.points.is_empty(), "{}: {}", figure.name, series.label);
+                assert!(
+                    !series.points.is_empty(),
+                    "{}: {}",
+                    figure.name,
+                    series.label
+                );
                 assert!(series.points.iter().all(|&(_, y)| y > 0.0 && y.is_finite()));
             }
         }

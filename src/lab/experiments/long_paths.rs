@@ -568,7 +568,12 @@ fn delivery_curve(label: &str, flow: &FlowReport) -> Series {
             .timeseries
             .iter()
             .filter(|sample| sample.t_s >= flow.start_s)
-            .map(|sample| (sample.t_s - flow.start_s, sample.bytes_delivered as f64 / 1e6))
+            .map(|sample| {
+                (
+                    sample.t_s - flow.start_s,
+                    sample.bytes_delivered as f64 / 1e6,
+                )
+            })
             .collect(),
     }
 }
@@ -669,13 +674,21 @@ mod tests {
             let labels: Vec<&str> = figure.series.iter().map(|s| s.label.as_str()).collect();
             assert_eq!(
                 labels,
-                ["first connection", "second, fresh", "second, Careful Resume"],
+                [
+                    "first connection",
+                    "second, fresh",
+                    "second, Careful Resume"
+                ],
                 "{}",
                 figure.name
             );
             for series in &figure.series {
                 let (t, delivered) = *series.points.last().expect("a curve has points");
-                assert!(t > 0.0 && delivered >= 0.3, "{}: {t} s, {delivered} MB", figure.name);
+                assert!(
+                    t > 0.0 && delivered >= 0.3,
+                    "{}: {t} s, {delivered} MB",
+                    figure.name
+                );
             }
         }
     }

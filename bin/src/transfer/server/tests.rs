@@ -14,6 +14,7 @@ use crate::transfer::frame::read_frame;
 use crate::transfer::listing::EntryKind;
 use crate::transfer::part_file::download_part_path;
 use crate::transfer::perf::{run_perf, PerfOptions};
+use crate::transfer::request::{PerfDirection, PerfLimit};
 use crate::transfer::response::parse_response;
 use crate::transfer::test_dir::TestDir;
 
