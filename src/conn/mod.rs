@@ -455,7 +455,9 @@ pub struct Connection {
     path_rng: ChaCha8Rng,
     /// Careful Resume: the saved state used and the last one offered.
     resume: resume::ResumeState,
-    /// The source address of the datagram being processed, and its size.
+    /// The source address of the datagram being processed, and its size
+    /// (a server's Initials must come in 1200 bytes, RFC 9000 §14.1; held
+    /// 1-RTT packets keep their own, `held`).
     recv_from: SocketAddr,
     recv_datagram_len: usize,
     /// The destination ID of the packet being processed.
@@ -468,10 +470,10 @@ pub struct Connection {
     handshake_confirmed: bool,
     handshake_done_pending: bool,
     probes: [u32; 3],
-    /// Server: the client's address is validated (it sent a Handshake packet).
+    /// The peer's current address is validated: a server's client sent a
+    /// Handshake packet, a token, or echoed a PATH_CHALLENGE sent there.
+    /// Until then what goes there is limited (`path::UnprovenAddresses`).
     address_validated: bool,
-    amplification_received: u64,
-    amplification_sent: u64,
     notices_negotiated: bool,
     /// Which datagrams leave without a UDP checksum.
     checksums: checksums::ChecksumPolicy,
@@ -713,8 +715,6 @@ impl Connection {
             handshake_done_pending: false,
             probes: [0; 3],
             address_validated: side == Side::Client,
-            amplification_received: 0,
-            amplification_sent: 0,
             notices_negotiated: false,
             checksums: checksums::ChecksumPolicy::default(),
             send_scratch: send::SendScratch::default(),
@@ -993,11 +993,10 @@ impl Connection {
             self.start_new_path();
         }
         let was_validated = self.address_validated;
-        // Unvalidated again: three times what arrived on it, until the
-        // challenge comes back.
+        // Unvalidated again: three times what arrived from it (the budget
+        // it has had since its first datagram, probes and their answers
+        // included), until the challenge comes back.
         self.address_validated = false;
-        self.amplification_received = self.recv_datagram_len as u64;
-        self.amplification_sent = 0;
         let previous = was_validated.then_some(old);
         let mut data = [0u8; 8];
         self.path_rng.fill_bytes(&mut data);
@@ -1006,6 +1005,13 @@ impl Connection {
             (self.recovery.pto_period(SpaceId::Data) * 3).max(self.config.recovery.initial_rtt * 6);
         self.path.challenge(data, self.now + patience, previous);
         tracing::debug!(%old, new = %to, "the peer moved: validating its new address");
+    }
+
+    /// The peer's current address proved itself: nothing limits what goes
+    /// there from now on.
+    fn on_address_validated(&mut self) {
+        self.address_validated = true;
+        self.path.unproven.on_validated(self.remote);
     }
 
     /// The new address never echoed our challenge: go back to where the
@@ -1703,6 +1709,7 @@ impl Connection {
             connection_id_switches: self.cids.switches,
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,
+            path_responses_withheld: self.counters.path_responses_withheld,
             corruption_notices_sent: c.corruption_notices_sent,
             payload_corrupt_received: c.payload_corrupt_received,
             header_corrupt_dropped: c.header_corrupt_dropped,

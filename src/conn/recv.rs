@@ -126,8 +126,9 @@ impl Connection {
         self.recv_datagram_len = len;
         self.counters.datagrams_received += 1;
         self.counters.bytes_received += len as u64;
-        if !self.address_validated && !other_path {
-            self.amplification_received += len as u64;
+        if other_path || !self.address_validated {
+            // What it may be sent: three times this (see `path`).
+            self.path.unproven.on_received(from, len, self.remote);
         }
         let mut offset = 0;
         let processed_before = self.counters.packets_received;
@@ -523,7 +524,7 @@ impl Connection {
         if self.side == Side::Server && space == SpaceId::Handshake {
             // RFC 9000 §8.1: a Handshake packet proves the client owns its
             // address; RFC 9001 §4.9.1: Initial keys go.
-            self.address_validated = true;
+            self.on_address_validated();
             self.discard_space(SpaceId::Initial);
         }
         (packet_len, PacketOutcome::Continue)
@@ -824,19 +825,16 @@ impl Connection {
                 }
                 self.acks[space.index()].request_immediate();
             }
-            Frame::PathChallenge { data } => {
-                self.path
-                    .on_challenge(data, self.recv_from, self.recv_datagram_len)
-            }
+            Frame::PathChallenge { data } => self.path.on_challenge(data, self.recv_from),
             Frame::PathResponse { data } => match self.path.on_response(data) {
                 ResponseOutcome::NotOurs => {}
                 ResponseOutcome::Validated => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated");
-                    self.address_validated = true;
+                    self.on_address_validated();
                 }
                 ResponseOutcome::AddressOnly => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated, not yet its path MTU");
-                    self.address_validated = true;
+                    self.on_address_validated();
                     let mut data = [0u8; 8];
                     rand::RngCore::fill_bytes(&mut self.path_rng, &mut data);
                     self.path.challenge_mtu(data);

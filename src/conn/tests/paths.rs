@@ -267,3 +267,138 @@ fn a_client_does_not_move_when_the_server_disables_active_migration() {
     assert!(client_may_move(false));
     assert!(!client_may_move(true));
 }
+
+/// Seals `frames` in the client's next 1-RTT packet, under its real keys,
+/// as the datagram a client would send (it is the attacker here, or a
+/// peer whose packets an attacker replays).
+fn client_datagram(pair: &mut Pair, frames: &[u8]) -> Vec<u8> {
+    let space = SpaceId::Data;
+    let client = &mut pair.client;
+    let packet_number = client.next_packet_number[space.index()];
+    client.next_packet_number[space.index()] += 1;
+    let header = client.header_for(space, packet_number);
+    let keys = client.keys[space.index()].as_deref().unwrap();
+    let mut datagram = vec![0u8; 2000];
+    let mut scratch = Vec::new();
+    let len = client
+        .versions
+        .current()
+        .seal_into(
+            &header,
+            client.recovery.largest_acked(space),
+            frames,
+            keys,
+            &mut scratch,
+            &mut datagram,
+        )
+        .unwrap();
+    datagram.truncate(len);
+    datagram
+}
+
+/// Delivers `datagram` to the server as if it came from `from`.
+fn server_receives_from(pair: &mut Pair, mut datagram: Vec<u8>, from: SocketAddr) {
+    let info = RecvInfo {
+        from,
+        to: pair.server.local(),
+        now: pair.now,
+    };
+    let _ = pair.server.recv(&mut datagram, info);
+}
+
+/// Everything the server sends now and on its timers over `span`: the
+/// bytes of the datagrams addressed to `to`. Nothing is delivered.
+fn server_sends_to(pair: &mut Pair, to: SocketAddr, span: Duration) -> usize {
+    let mut buf = vec![0u8; 65_535];
+    let end = pair.now + span;
+    let mut bytes = 0;
+    loop {
+        while let Ok(Some((len, info))) = pair.server.send(&mut buf, pair.now) {
+            if info.to == to {
+                bytes += len;
+            }
+        }
+        let Some(wait) = pair.server.timeout(pair.now) else {
+            break;
+        };
+        let next = pair.now + wait.max(Duration::from_millis(1));
+        if next > end {
+            break;
+        }
+        pair.now = next;
+        pair.server.on_timeout(next);
+    }
+    bytes
+}
+
+/// A datagram of four PATH_CHALLENGEs (and nothing else: a probe, so the
+/// server does not move) from the client.
+fn four_challenges(pair: &mut Pair, round: u8) -> Vec<u8> {
+    let mut frames = Vec::new();
+    for i in 0..4 {
+        Frame::PathChallenge {
+            data: [round, i, 0, 0, 0, 0, 0, 1],
+        }
+        .encode(&mut frames);
+    }
+    client_datagram(pair, &frames)
+}
+
+#[test]
+fn path_challenges_from_an_unproven_address_draw_at_most_three_times_their_bytes() {
+    // Issue 53, finding 2: a client sends small datagrams of four
+    // PATH_CHALLENGEs with a victim's source address. Every answer to an
+    // address that has not proved itself counts against one budget of
+    // three times what came from it (RFC 9000 §8, §8.2.2).
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let victim = SocketAddr::from(([192, 0, 2, 66], 4433));
+    let (mut arrived, mut sent) = (0, 0);
+    for round in 0..10 {
+        let datagram = four_challenges(&mut pair, round);
+        arrived += datagram.len();
+        server_receives_from(&mut pair, datagram, victim);
+        sent += server_sends_to(&mut pair, victim, Duration::from_millis(20));
+    }
+    sent += server_sends_to(&mut pair, victim, Duration::from_secs(5));
+    assert!(arrived < 100 * 10, "small datagrams: {arrived} bytes");
+    assert!(sent > 0, "the probes were answered");
+    assert!(
+        sent <= 3 * arrived,
+        "{sent} bytes to the victim for {arrived} from it"
+    );
+    assert_eq!(pair.server.remote(), addr(1), "probes move nothing");
+}
+
+#[test]
+fn an_address_that_probes_then_moves_has_one_budget() {
+    // The same address first probes (PATH_RESPONSEs go to it alone),
+    // then sends a non-probing packet (the server moves there and
+    // challenges it). Neither resets what it has already been sent.
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let victim = SocketAddr::from(([192, 0, 2, 66], 4433));
+    let probe = four_challenges(&mut pair, 1);
+    let mut arrived = probe.len();
+    server_receives_from(&mut pair, probe, victim);
+    let mut sent = server_sends_to(&mut pair, victim, Duration::from_millis(20));
+    let mut ping = Vec::new();
+    Frame::Ping.encode(&mut ping);
+    let moving = client_datagram(&mut pair, &ping);
+    arrived += moving.len();
+    server_receives_from(&mut pair, moving, victim);
+    assert_eq!(
+        pair.server.remote(),
+        victim,
+        "a non-probing packet moves it"
+    );
+    let id = pair.server.stream_open_uni().unwrap();
+    pair.server.stream_send(id, &[5; 50_000], false).unwrap();
+    sent += server_sends_to(&mut pair, victim, Duration::from_secs(5));
+    assert!(
+        sent <= 3 * arrived,
+        "{sent} bytes to the new address for {arrived} from it"
+    );
+}

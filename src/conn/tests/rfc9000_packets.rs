@@ -788,7 +788,7 @@ fn a_server_held_by_the_amplification_limit_arms_no_probe_timer() {
     let deadline = pair.now + Duration::from_secs(60);
     while pair.now < deadline && pair.step_before(&mut first_only, Some(deadline)) {
         let server = &pair.server;
-        if server.amplification_received > 0 && server.amplification_blocked() {
+        if server.stats().bytes_received > 0 && server.amplification_blocked() {
             blocked_at_ptos.get_or_insert(server.stats().ptos);
         }
     }
