@@ -980,13 +980,29 @@ impl Connection {
         self.recovery.on_new_path(self.config.cc.build(mss), mss);
     }
 
-    /// The peer's highest-numbered packet came from `to`: send there from
-    /// now on and validate the new path (see `path`).
-    fn migrate_to(&mut self, to: SocketAddr) {
+    /// The peer's highest-numbered packet came from `to`, sent to our ID
+    /// `dcid`: send there from now on and validate the new path (see
+    /// `path`), on an ID of the peer's not used on another path (RFC 9000
+    /// §9.5). Without a spare, the current ID goes on only where §9.5
+    /// allows it: the peer kept the ID it sent to (a NAT rebinding), or
+    /// its IDs are empty. Otherwise the move is not followed: the
+    /// connection stays where it was.
+    fn migrate_to(&mut self, to: SocketAddr, dcid: ConnectionId) {
+        let rebinding = self.path.dcid_on_path == Some(dcid);
+        match self.cids.switch_for(to) {
+            Some(cid) => {
+                tracing::debug!(from = %self.peer_cid, to = %cid, "moving to another of the peer's connection IDs");
+                self.peer_cid = cid;
+            }
+            None if rebinding || self.peer_cid.is_empty() => {}
+            None => {
+                tracing::debug!(%to, "the peer moved to a new connection ID and left us none unused for its new address: not following (RFC 9000 §9.5)");
+                return;
+            }
+        }
         let old = self.remote;
         self.remote = to;
         self.path.migrations += 1;
-        self.switch_peer_cid();
         self.pmtud
             .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
         if !path::only_port_changed(old, to) {

@@ -156,6 +156,10 @@ pub(super) struct PathValidation {
     pub responses: VecDeque<PendingResponse>,
     /// What addresses that have not proved themselves may still be sent.
     pub unproven: UnprovenAddresses,
+    /// Our connection ID the peer's latest packet from its current
+    /// address was sent to: a move that keeps it is a NAT rebinding, which
+    /// may keep the ID we send to (RFC 9000 §9.5).
+    pub dcid_on_path: Option<crate::wire::ConnectionId>,
     /// Every copy of the outstanding challenge left in a datagram of at
     /// least 1200 bytes (so far).
     pub challenge_expanded: bool,

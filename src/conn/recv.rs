@@ -508,12 +508,13 @@ impl Connection {
                 self.on_peer_activity(now);
                 // RFC 9000 §9.3: the peer moved if its highest-numbered
                 // non-probing packet came from elsewhere.
-                if self.recv_from != self.remote
-                    && space == SpaceId::Data
+                if self.recv_from == self.remote {
+                    self.path.dcid_on_path = Some(dcid);
+                } else if space == SpaceId::Data
                     && self.acks[space.index()].largest_received() == Some(packet_number)
                     && !only_probing(frames)
                 {
-                    self.migrate_to(self.recv_from);
+                    self.migrate_to(self.recv_from, dcid);
                 }
             }
             Err(failure) => {

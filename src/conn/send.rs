@@ -6,6 +6,7 @@
 //! control data, then stream data (retransmissions ahead of new data — the
 //! streams layer orders them), PING only when a probe has nothing else.
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::error::codes;
@@ -339,13 +340,15 @@ impl Connection {
     /// The PATH_RESPONSEs to challenges that came from another address
     /// than the peer's (a path it probes, RFC 9000 §9.1), together, alone
     /// in a datagram to that address: a response goes on the path its
-    /// challenge came on (RFC 9000 §8.2.2). The address has not proved
-    /// itself, so the datagram draws on its budget, three times what came
-    /// from it (`path::UnprovenAddresses`); it is expanded to 1200 bytes as
-    /// far as that allows (§8.2.2), and responses that do not fit at all
-    /// are dropped (a response is never resent, §8.2.2, and the peer
-    /// challenges again). Not in recovery's ledger: its fate says nothing
-    /// about the path the connection uses.
+    /// challenge came on (RFC 9000 §8.2.2), under a connection ID of the
+    /// peer's used on no other path (§9.5, `cid`). The address has not
+    /// proved itself, so the datagram draws on its budget, three times
+    /// what came from it (`path::UnprovenAddresses`); it is expanded to
+    /// 1200 bytes as far as that allows (§8.2.2), and responses that do
+    /// not fit at all, or find no unused ID, are dropped (a response is
+    /// never resent, §8.2.2, and the peer challenges again). Not in
+    /// recovery's ledger: its fate says nothing about the path the
+    /// connection uses.
     fn send_off_path_response(
         &mut self,
         out: &mut [u8],
@@ -361,6 +364,35 @@ impl Connection {
         while let Some(data) = self.path.pop_on_path(to) {
             responses.push(data);
         }
+        // RFC 9000 §9.5: not the ID of another path. An empty ID links
+        // nothing; without a spare there is no answer.
+        let dcid = if self.peer_cid.is_empty() {
+            self.peer_cid
+        } else if let Some(cid) = self.cids.for_probing_address(to) {
+            cid
+        } else {
+            tracing::trace!(%to, "no unused connection ID of the peer's for a probing address: its challenges go unanswered");
+            self.counters.path_responses_withheld += 1;
+            return None;
+        };
+        // Sealed under that ID: the packet's header is built from
+        // `peer_cid`, which goes back to the current path's below.
+        let current = std::mem::replace(&mut self.peer_cid, dcid);
+        let sent = self.seal_path_responses(&responses, to, out, now);
+        self.peer_cid = current;
+        sent
+    }
+
+    /// [`Self::send_off_path_response`]'s datagram: the responses, padded
+    /// as far as `to`'s budget allows, under the current `peer_cid`.
+    fn seal_path_responses(
+        &mut self,
+        responses: &[[u8; 8]],
+        to: SocketAddr,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<(usize, SendInfo)> {
+        let space = SpaceId::Data;
         let allowance = usize::try_from(self.path.unproven.allowance(to)).unwrap_or(usize::MAX);
         let size = MIN_INITIAL_DATAGRAM.min(allowance).min(out.len());
         let packet_number = self
@@ -370,7 +402,7 @@ impl Connection {
             .sealed_len(space, packet_number, size)?
             .checked_sub(size)?;
         let mut frames = self.send_scratch.take_frames(size);
-        for data in responses {
+        for &data in responses {
             Frame::PathResponse { data }.encode(&mut frames);
         }
         if overhead + frames.len() > size {

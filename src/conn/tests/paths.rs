@@ -402,3 +402,109 @@ fn an_address_that_probes_then_moves_has_one_budget() {
         "{sent} bytes to the new address for {arrived} from it"
     );
 }
+
+/// The datagrams the server sends now, to `to`.
+fn server_datagrams_to(pair: &mut Pair, to: SocketAddr) -> Vec<Vec<u8>> {
+    let mut buf = vec![0u8; 65_535];
+    let mut datagrams = Vec::new();
+    while let Ok(Some((len, info))) = pair.server.send(&mut buf, pair.now) {
+        if info.to == to {
+            datagrams.push(buf[..len].to_vec());
+        }
+    }
+    datagrams
+}
+
+/// A full-size probe (one PATH_CHALLENGE, padded) from the client.
+fn probe(pair: &mut Pair, data: [u8; 8]) -> Vec<u8> {
+    let mut frames = Vec::new();
+    Frame::PathChallenge { data }.encode(&mut frames);
+    frames.resize(1150, 0);
+    client_datagram(pair, &frames)
+}
+
+/// The destination connection ID of a 1-RTT datagram to the client
+/// (its IDs are 8 bytes, after the flags byte).
+fn short_header_dcid(datagram: &[u8]) -> &[u8] {
+    &datagram[1..1 + SHORT_HEADER_DCID_LEN]
+}
+
+#[test]
+fn responses_to_a_probing_address_carry_a_connection_id_used_on_no_other_path() {
+    // RFC 9000 §9.5: an endpoint does not send to two addresses under one
+    // connection ID; a server answering a probe from a new address picks
+    // one of the client's unused IDs for it.
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let current = pair.server.peer_cid;
+    let (first, second) = (
+        SocketAddr::from(([127, 0, 0, 1], 7001)),
+        SocketAddr::from(([127, 0, 0, 1], 7002)),
+    );
+    let datagram = probe(&mut pair, [1; 8]);
+    server_receives_from(&mut pair, datagram, first);
+    let answers = server_datagrams_to(&mut pair, first);
+    assert_eq!(answers.len(), 1);
+    let first_id = short_header_dcid(&answers[0]).to_vec();
+    assert_ne!(first_id, current.as_slice(), "the current path's ID");
+    // The same address again: the same ID, which it has already seen.
+    let datagram = probe(&mut pair, [2; 8]);
+    server_receives_from(&mut pair, datagram, first);
+    let answers = server_datagrams_to(&mut pair, first);
+    assert_eq!(short_header_dcid(&answers[0]), first_id);
+    // Another address: another ID still.
+    let datagram = probe(&mut pair, [3; 8]);
+    server_receives_from(&mut pair, datagram, second);
+    let answers = server_datagrams_to(&mut pair, second);
+    let second_id = short_header_dcid(&answers[0]);
+    assert_ne!(second_id, current.as_slice());
+    assert_ne!(second_id, first_id);
+    // The connection itself still sends on its own ID.
+    assert_eq!(pair.server.peer_cid, current);
+    assert_eq!(pair.server.remote(), addr(1));
+}
+
+#[test]
+fn without_an_unused_connection_id_a_probe_goes_unanswered_and_a_move_to_a_new_id_is_not_followed()
+{
+    // RFC 9000 §9.5: an endpoint out of connection IDs "cannot ... respond
+    // to probes or attempts by its peer to migrate", except that a peer
+    // whose packets keep the ID they had (a NAT rebinding) may be
+    // followed on the current one.
+    let mut pair = Pair::default();
+    // The client gives the server one ID besides the handshake's.
+    pair.server
+        .handshake
+        .local_params_mut()
+        .active_connection_id_limit = 2;
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let probing = SocketAddr::from(([127, 0, 0, 1], 7001));
+    let datagram = probe(&mut pair, [1; 8]);
+    server_receives_from(&mut pair, datagram, probing);
+    assert_eq!(server_datagrams_to(&mut pair, probing).len(), 1);
+    // The one spare went to that address: none is left for another.
+    let other = SocketAddr::from(([127, 0, 0, 1], 7002));
+    let datagram = probe(&mut pair, [2; 8]);
+    server_receives_from(&mut pair, datagram, other);
+    assert!(server_datagrams_to(&mut pair, other).is_empty());
+    assert_eq!(pair.server.stats().path_responses_withheld, 1);
+
+    // The client moves to a third address and to a new ID of the server's.
+    let handshake_id = pair.client.peer_cid;
+    pair.client.peer_cid = pair.client.cids.switch().expect("the server issued IDs");
+    let mut ping = Vec::new();
+    Frame::Ping.encode(&mut ping);
+    let moving = client_datagram(&mut pair, &ping);
+    server_receives_from(&mut pair, moving, SocketAddr::from(([127, 0, 0, 1], 7003)));
+    assert_eq!(pair.server.remote(), addr(1), "followed with a linkable ID");
+    assert_eq!(pair.server.stats().peer_migrations, 0);
+
+    // A NAT rebinding keeps the ID the client sent to: followed.
+    pair.client.peer_cid = handshake_id;
+    let rebound = SocketAddr::from(([127, 0, 0, 1], 7004));
+    let moving = client_datagram(&mut pair, &ping);
+    server_receives_from(&mut pair, moving, rebound);
+    assert_eq!(pair.server.remote(), rebound);
+}

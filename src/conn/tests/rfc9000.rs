@@ -695,8 +695,10 @@ fn path_challenge_data_comes_from_the_connections_entropy() {
         };
         let mut pair = Pair::new(fixed_size(), server);
         pair.handshake();
+        let dcid = pair.server.path.dcid_on_path.expect("a 1-RTT packet came");
         [9, 10].map(|port| {
-            pair.server.migrate_to(SocketAddr::new(addr(1).ip(), port));
+            pair.server
+                .migrate_to(SocketAddr::new(addr(1).ip(), port), dcid);
             pair.server.path.challenge.expect("a challenge")
         })
     };
@@ -719,7 +721,8 @@ fn a_path_challenge_is_repeated_no_sooner_than_a_probe_timeout() {
     let to = SocketAddr::new(addr(1).ip(), 3);
     let keep = pair.server.remote;
     pair.server.path.unproven.on_received(to, 100_000, keep);
-    pair.server.migrate_to(to);
+    let dcid = pair.server.path.dcid_on_path.expect("a 1-RTT packet came");
+    pair.server.migrate_to(to, dcid);
     pair.run_until(
         Duration::from_secs(2),
         &mut |_, _, _| PathAction::Drop,
