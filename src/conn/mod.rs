@@ -432,7 +432,9 @@ pub struct Connection {
     /// these (its original destination ID, our Retry's source ID).
     retried_from: Option<(ConnectionId, ConnectionId)>,
     /// Server: a token for the client's next connection, sent in a
-    /// NEW_TOKEN frame once the handshake is done (and again if lost).
+    /// NEW_TOKEN frame once the handshake is done (and again if lost),
+    /// only while the address it is bound to is the peer's, validated:
+    /// dropped when the peer moves.
     new_token_out: Option<Vec<u8>>,
     new_token_pending: bool,
     /// Client: the token our first Initial carries (from an earlier
@@ -978,6 +980,7 @@ impl Connection {
         }
         let mss = self.pmtud.current() as u64;
         self.recovery.on_new_path(self.config.cc.build(mss), mss);
+        self.on_new_path_for_resume();
     }
 
     /// The peer's highest-numbered packet came from `to`, sent to our ID
@@ -1008,6 +1011,10 @@ impl Connection {
         if !path::only_port_changed(old, to) {
             self.start_new_path();
         }
+        // A token waiting to go was sealed for the address the peer left:
+        // it goes nowhere else, least of all to an address not validated.
+        self.new_token_out = None;
+        self.new_token_pending = false;
         let was_validated = self.address_validated;
         // Unvalidated again: three times what arrived from it (the budget
         // it has had since its first datagram, probes and their answers

@@ -654,7 +654,7 @@ impl Connection {
         }
         space == SpaceId::Data
             && (self.handshake_done_pending
-                || self.new_token_pending
+                || (self.new_token_pending && self.address_validated)
                 || self.path.challenge_pending
                 || self.cids.has_pending_frames()
                 || self.ack_frequency.has_pending_frame()
@@ -877,7 +877,9 @@ impl Connection {
             // With the handshake confirmed, the token for next time.
             self.new_token_pending = self.new_token_out.is_some();
         }
-        if space == SpaceId::Data && self.new_token_pending {
+        // Only to a validated address (the one it was sealed for: a move
+        // drops it).
+        if space == SpaceId::Data && self.new_token_pending && self.address_validated {
             if let Some(token) = self.new_token_out.as_deref() {
                 let frame = Frame::NewToken { token };
                 if frame.encoded_len() <= remaining(plan) {

@@ -508,3 +508,114 @@ fn without_an_unused_connection_id_a_probe_goes_unanswered_and_a_move_to_a_new_i
     server_receives_from(&mut pair, moving, rebound);
     assert_eq!(pair.server.remote(), rebound);
 }
+
+/// The server sends `len` bytes on a stream, all delivered; returns once
+/// the client has read them.
+fn download(pair: &mut Pair, len: usize) {
+    let id = pair.server.stream_open_uni().unwrap();
+    let data = pattern(len);
+    let (mut written, mut read) = (0, 0);
+    let mut buf = vec![0u8; 65_536];
+    while read < len {
+        if written < len {
+            let end = (written + 64 * 1024).min(len);
+            if let Ok(n) = pair.server.stream_send(id, &data[written..end], end == len) {
+                written += n;
+            }
+        }
+        for stream in pair.client.readable() {
+            while let Ok((n, _)) = pair.client.stream_recv(stream, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                read += n;
+            }
+        }
+        assert!(pair.step(&mut deliver_all), "the download stalled");
+    }
+}
+
+#[test]
+fn a_spoofed_move_seals_no_path_state_and_sends_no_token_to_the_new_address() {
+    // Issue 53, finding 1: one 1-RTT packet of the client's from a
+    // victim's address moved the server there, and the state of the old
+    // path (times the 333 ms default RTT) was sealed at once in a token
+    // bound to the victim's address, and sent there with any token still
+    // pending. Tokens and saved path states are for validated addresses.
+    let mut pair = Pair::default();
+    // A 10 Mb/s bottleneck with a queue: the flight outgrows the path's
+    // bandwidth-delay product, as on any path a download fills.
+    pair.link_rate = Some(1_250_000);
+    pair.handshake();
+    download(&mut pair, 2_000_000);
+    // What the endpoint would have sealed by now, for the client's own
+    // address; and one more token waiting to go.
+    while pair.server.path_state_to_save().is_some() {}
+    pair.server
+        .send_new_token(b"bound to the client's address".to_vec());
+    pair.client.take_new_token();
+
+    // A full-size datagram: room for 3600 bytes to the victim.
+    let victim = SocketAddr::from(([192, 0, 2, 66], 4433));
+    let mut ping = Vec::new();
+    Frame::Ping.encode(&mut ping);
+    ping.resize(1150, 0);
+    let spoofed = client_datagram(&mut pair, &ping);
+    server_receives_from(&mut pair, spoofed, victim);
+    assert_eq!(pair.server.remote(), victim);
+    assert_eq!(
+        pair.server.path_state_to_save(),
+        None,
+        "a path state for an address nobody validated"
+    );
+    // Whatever reaches the victim, read by the one who can: the client.
+    let mut to_victim = Vec::new();
+    let mut buf = vec![0u8; 65_535];
+    let end = pair.now + Duration::from_secs(5);
+    while pair.now < end && pair.server.remote() == victim {
+        while let Ok(Some((len, info))) = pair.server.send(&mut buf, pair.now) {
+            if info.to == victim {
+                to_victim.push(buf[..len].to_vec());
+            }
+        }
+        assert_eq!(pair.server.path_state_to_save(), None);
+        let Some(wait) = pair.server.timeout(pair.now) else {
+            break;
+        };
+        pair.now += wait.max(Duration::from_millis(1));
+        let now = pair.now;
+        pair.server.on_timeout(now);
+    }
+    assert!(!to_victim.is_empty(), "the server challenged the victim");
+    for mut datagram in to_victim {
+        let info = RecvInfo {
+            from: addr(2),
+            to: addr(1),
+            now: pair.now,
+        };
+        let _ = pair.client.recv(&mut datagram, info);
+    }
+    assert_eq!(
+        pair.client.take_new_token(),
+        None,
+        "a token went to the victim"
+    );
+}
+
+#[test]
+fn a_validated_new_address_gets_the_path_state_of_its_own_path() {
+    // The client really moved: once its new address echoed the challenge
+    // and the new path carried data, its state is offered, with the RTT
+    // measured on it (20 ms here), not the old path's nor the default.
+    let mut pair = Pair::default();
+    pair.handshake();
+    let new_ip = SocketAddr::from(([127, 0, 0, 9], 1));
+    let (received, _) = download_with_a_move(&mut pair, &pattern(3_000_000), 1_000_000, new_ip);
+    assert_eq!(received.len(), 3_000_000);
+    assert_eq!(pair.server.stats().paths_validated, 1);
+    let saved = pair
+        .server
+        .path_state_to_save()
+        .expect("a state of the new path");
+    assert!(saved.min_rtt < Duration::from_millis(30), "{saved:?}");
+}
