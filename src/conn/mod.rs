@@ -778,14 +778,39 @@ impl Connection {
     }
 
     /// A client may move to a new address now (RFC 9000 §9): the
-    /// handshake is confirmed, and the server gave a connection ID the new
-    /// path can use (§9.5), so the move is not linkable.
+    /// handshake is confirmed, the server gave a connection ID the new
+    /// path can use (§9.5), so the move is not linkable, and it did not
+    /// disable active migration (§18.2). A move it may not make is refused
+    /// ([`Connection::on_local_address_changed`]).
     pub fn can_migrate(&self) -> bool {
         self.side == Side::Client
-            && self.handshake_confirmed
             && self.state == State::Established
-            && self.cids.has_spare()
-            && !self.peer_disables_migration
+            && self.why_not_move().is_none()
+    }
+
+    /// Why this end may not send from a new local address now, if it may
+    /// not. A connection that is closing or closed says nothing more that
+    /// matters and may move.
+    pub(crate) fn why_not_move(&self) -> Option<&'static str> {
+        if self.is_closing() {
+            return None;
+        }
+        if self.side == Side::Server {
+            return Some("a server does not move; only clients migrate (RFC 9000 §9)");
+        }
+        if !self.handshake_confirmed || self.state != State::Established {
+            return Some("the handshake is not confirmed yet (RFC 9000 §9)");
+        }
+        if self.peer_disables_migration {
+            return Some("the server disabled active migration (RFC 9000 §18.2)");
+        }
+        if self.peer_cid.is_empty() {
+            return Some("the server uses zero-length connection IDs: the move would be linkable (RFC 9000 §9.5)");
+        }
+        if !self.cids.has_spare() {
+            return Some("the server has given no spare connection ID yet (RFC 9000 §9.5)");
+        }
+        None
     }
 
     /// The connection is draining or closed and will send nothing more.
@@ -957,7 +982,18 @@ impl Connection {
     /// estimate start over (RFC 9000 §9.4), as the server's do when it
     /// sees one; a new port on the same address (or on the unspecified
     /// address, which says nothing about the path) keeps them.
-    pub fn on_local_address_changed(&mut self, local: SocketAddr) {
+    ///
+    /// Refused, with nothing changed, when this end may not move
+    /// ([`Connection::can_migrate`]): before the handshake is confirmed,
+    /// without a spare connection ID of the server's, against its
+    /// `disable_active_migration`, or on a server (RFC 9000 §9, §9.5).
+    pub fn on_local_address_changed(&mut self, local: SocketAddr) -> Result<(), Error> {
+        if local == self.local {
+            return Ok(());
+        }
+        if let Some(reason) = self.why_not_move() {
+            return Err(Error::MigrationRefused(reason));
+        }
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
             self.pmtud
@@ -969,6 +1005,7 @@ impl Connection {
             let probes = &mut self.probes[SpaceId::Data.index()];
             *probes = (*probes).max(1);
         }
+        Ok(())
     }
 
     /// A new network path: congestion control, the RTT estimate and the

@@ -1590,7 +1590,9 @@ fn a_client_that_rebinds_moves_to_a_fresh_id_and_the_server_answers_on_one_too()
         .unwrap()
         .local_cid();
 
-    net.endpoints[1].rebound(addr(1099));
+    net.endpoints[1]
+        .rebound(addr(1099))
+        .expect("the client may move");
     send_on_stream(&mut net, handle);
     assert!(net.run_until(|e| {
         e[0].connection_ref(server_handle)
@@ -1682,7 +1684,9 @@ fn a_server_recognises_a_reset_with_the_token_of_the_client_id_it_uses() {
     run_until_ids_issued(&mut net);
     // The client moves: the server follows it to another of its IDs,
     // whose token the client gave in NEW_CONNECTION_ID.
-    net.endpoints[1].rebound(addr(1099));
+    net.endpoints[1]
+        .rebound(addr(1099))
+        .expect("a confirmed client with a spare ID may move");
     send_on_stream(&mut net, handle);
     let server_handle = ConnectionHandle(0);
     assert!(net.run_until(|e| e[0]
@@ -1706,11 +1710,27 @@ fn a_server_recognises_a_reset_with_the_token_of_the_client_id_it_uses() {
 }
 
 #[test]
+fn an_endpoint_whose_client_may_not_move_yet_keeps_its_address() {
+    // RFC 9000 §9: no move before the handshake is confirmed. The driver
+    // asks the endpoint before it gives up its socket.
+    let mut client = Endpoint::new(addr(1001), None);
+    client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let _ = client.rebound(addr(1099));
+    assert_eq!(client.local_addr(), addr(1001));
+    let error = client.may_rebind(addr(1099)).unwrap_err();
+    assert!(error.to_string().contains("not confirmed"), "{error}");
+}
+
+#[test]
 fn a_restarted_server_resets_a_client_that_moved_to_another_id() {
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let (mut net, handle) = connected_pair(&secret);
     run_until_ids_issued(&mut net);
-    net.endpoints[1].rebound(addr(1099));
+    net.endpoints[1]
+        .rebound(addr(1099))
+        .expect("the client may move");
     send_on_stream(&mut net, handle);
     assert!(net.run_until(|e| e[0]
         .connection_ref(ConnectionHandle(0))

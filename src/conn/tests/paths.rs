@@ -95,7 +95,9 @@ fn download_with_a_move(
         }
         if size_before.is_none() && received.len() >= move_after {
             size_before = Some(pair.server.stats().max_datagram_size);
-            pair.client.on_local_address_changed(to);
+            pair.client
+                .on_local_address_changed(to)
+                .expect("the client may move");
         }
         assert!(pair.step(&mut deliver_all), "nothing left to do");
     }
@@ -618,4 +620,67 @@ fn a_validated_new_address_gets_the_path_state_of_its_own_path() {
         .path_state_to_save()
         .expect("a state of the new path");
     assert!(saved.min_rtt < Duration::from_millis(30), "{saved:?}");
+}
+
+/// Whether the client's move to another port took effect: its address,
+/// and a datagram sent from there.
+fn moved(pair: &mut Pair) -> bool {
+    let to = SocketAddr::new(addr(1).ip(), 9);
+    let _ = pair.client.on_local_address_changed(to);
+    let mut buf = vec![0u8; 65_535];
+    let sent_from_there = matches!(
+        pair.client.send(&mut buf, pair.now),
+        Ok(Some((_, info))) if info.from == to
+    );
+    pair.client.local() == to || sent_from_there
+}
+
+#[test]
+fn a_client_refuses_to_move_before_confirmation_without_a_spare_id_or_when_the_server_says_so() {
+    // RFC 9000 §9: no move before the handshake is confirmed, nor to a
+    // server that sent disable_active_migration (§18.2); §9.5: none
+    // without an unused connection ID of the server's. `can_migrate`
+    // advised this; the connection now refuses.
+    let mut pair = Pair::default();
+    assert!(!moved(&mut pair), "before the handshake");
+
+    // Earlier moves used up the server's spare IDs; its next ones have
+    // not arrived.
+    let mut pair = Pair::default();
+    pair.handshake();
+    while let Some(cid) = pair.client.cids.switch() {
+        pair.client.peer_cid = cid;
+    }
+    assert!(!moved(&mut pair), "with no spare ID");
+
+    let mut pair = Pair::default();
+    pair.server
+        .handshake
+        .local_params_mut()
+        .disable_active_migration = true;
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        p.client.cids.has_spare()
+    });
+    assert!(!moved(&mut pair), "against disable_active_migration");
+
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        p.client.cids.has_spare()
+    });
+    assert!(moved(&mut pair), "once it may");
+}
+
+#[test]
+fn a_server_connection_does_not_move() {
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let error = pair
+        .server
+        .on_local_address_changed(SocketAddr::new(addr(2).ip(), 9))
+        .unwrap_err();
+    assert!(matches!(error, Error::MigrationRefused(_)), "{error}");
+    assert_eq!(pair.server.local(), addr(2));
 }
