@@ -1261,3 +1261,62 @@ fn a_token_obtained_by_moving_to_a_victim_does_not_aim_the_server_at_it() {
     println!("{stats:?}");
     assert_census_within_limit(net.census());
 }
+
+// ---------------------------------------------------------------------------
+// Finding 2 of issue 53: PATH_CHALLENGE reflection.
+
+#[test]
+fn path_challenges_in_a_victims_name_draw_at_most_three_times_their_size() {
+    // A client that finished a handshake sends small 1-RTT datagrams of
+    // four PATH_CHALLENGEs each (probing frames only, so nothing moves) in
+    // the victim's name. The server answers a probed path; the victim must
+    // get at most three times what was sent in its name (RFC 9000 §8,
+    // SECURITY.md "Connection migration"). Before the fix: 12x.
+    let mut net = Network::new(Instant::now());
+    net.add_endpoint(server(RetryPolicy::Never, 0, Served::default()));
+    let attacker = net.add(Attacker::new(attacker_addr()), &[attacker_addr()]);
+    net.add(Sink::default(), &[victim_addr()]);
+    let handle = attacker_connected(&mut net, attacker, 7);
+    let frames = craft::path_challenges(4);
+    for round in 0..50u32 {
+        let now = net.now();
+        let len = net
+            .node(attacker)
+            .forge(handle, &frames, victim_addr(), now)
+            .expect("the attacker holds 1-RTT keys");
+        if round == 0 {
+            println!("each forged datagram: {len} bytes");
+        }
+        net.run_for(Duration::from_millis(20)).unwrap();
+    }
+    net.run_for(Duration::from_secs(2)).unwrap();
+    let census = net.census();
+    let victim = census
+        .get(server_addr(), victim_addr())
+        .expect("datagrams arrived in the victim's name");
+    assert!(victim.spoofed_received > 0);
+    assert_census_within_limit(census);
+}
+
+#[test]
+fn full_size_probes_in_a_victims_name_draw_at_most_three_times_their_size() {
+    // The same with 1200-byte probing packets (four PATH_CHALLENGEs and
+    // PADDING): each answer is padded to 1200 bytes, so four of them are
+    // 4x. Every answer to an address that has not proved itself counts
+    // against one budget of three times what arrived from it.
+    let mut net = Network::new(Instant::now());
+    net.add_endpoint(server(RetryPolicy::Never, 0, Served::default()));
+    let attacker = net.add(Attacker::new(attacker_addr()), &[attacker_addr()]);
+    net.add(Sink::default(), &[victim_addr()]);
+    let handle = attacker_connected(&mut net, attacker, 7);
+    let frames = craft::padded_probe(4, 1150);
+    for _ in 0..20 {
+        let now = net.now();
+        net.node(attacker)
+            .forge(handle, &frames, victim_addr(), now)
+            .expect("the attacker holds 1-RTT keys");
+        net.run_for(Duration::from_millis(50)).unwrap();
+    }
+    net.run_for(Duration::from_secs(2)).unwrap();
+    assert_census_within_limit(net.census());
+}
