@@ -970,6 +970,24 @@ impl Connection {
                 .stateless_reset_token
                 .map(crate::crypto::ResetToken::new),
         );
+        if let (Side::Client, Some(preferred)) = (self.side, params.preferred_address) {
+            // RFC 9000 §18.2: a server that uses a zero-length ID must not
+            // offer one; its well-formed one (checked when read) is the
+            // server's connection ID number 1 (§5.1.1), a spare like any
+            // other (sift does not move to the address, §9.6).
+            if self.peer_cid.is_empty() {
+                return Err(param_error(
+                    "preferred_address from a server that uses a zero-length connection ID",
+                ));
+            }
+            self.cids.on_new_connection_id(
+                1,
+                0,
+                preferred.connection_id,
+                preferred.reset_token,
+                self.peer_cid,
+            )?;
+        }
         self.streams.set_peer_limits(&Self::peer_limits(&params));
         self.recovery
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay_ms));

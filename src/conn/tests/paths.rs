@@ -242,10 +242,44 @@ fn a_client_may_not_send_a_preferred_address() {
     use crate::wire::TransportParams;
     assert!(!has_server_only_params(&TransportParams::default()));
     let preferred = TransportParams {
-        preferred_address: Some(vec![0; 41]),
+        preferred_address: Some(preferred_address()),
         ..TransportParams::default()
     };
     assert!(has_server_only_params(&preferred));
+}
+
+/// A server's preferred_address with a connection ID of its own.
+fn preferred_address() -> crate::wire::PreferredAddress {
+    crate::wire::PreferredAddress {
+        ipv4: Some("192.0.2.1:443".parse().unwrap()),
+        ipv6: None,
+        connection_id: ConnectionId::new(&[0xaa; 8]).unwrap(),
+        reset_token: [0xbb; 16],
+    }
+}
+
+#[test]
+fn a_client_takes_the_preferred_address_id_as_the_servers_number_one() {
+    // RFC 9000 §5.1.1, §18.2: the connection ID in preferred_address is
+    // the server's sequence number 1. The sift server offering it here
+    // does not know that, and issues another ID as its number 1: a client
+    // that took the preferred one finds the contradiction.
+    let mut pair = Pair::default();
+    pair.server.handshake.local_params_mut().preferred_address = Some(preferred_address());
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |p| {
+        p.client.close_reason().is_some()
+    });
+    match pair.client.close_reason() {
+        Some(CloseReason::Local {
+            application: false,
+            code,
+            reason,
+        }) => {
+            assert_eq!(*code, codes::PROTOCOL_VIOLATION);
+            assert!(reason.contains("1 repeated with another ID"), "{reason}");
+        }
+        other => panic!("the client took no ID from preferred_address: {other:?}"),
+    }
 }
 
 /// Whether the client may move once it holds a spare connection ID, with

@@ -670,7 +670,12 @@ fn a_client_sends_no_server_only_transport_parameter_and_a_server_refuses_each()
             ..TransportParams::default()
         },
         TransportParams {
-            preferred_address: Some(vec![0; 41]),
+            preferred_address: Some(crate::wire::PreferredAddress {
+                ipv4: None,
+                ipv6: None,
+                connection_id: cid,
+                reset_token: [2; 16],
+            }),
             ..TransportParams::default()
         },
     ] {
