@@ -1057,7 +1057,14 @@ impl Connection {
         // it has had since its first datagram, probes and their answers
         // included), until the challenge comes back.
         self.address_validated = false;
-        let previous = was_validated.then_some(old);
+        // Where to go back to if this address never answers: the last
+        // validated one (RFC 9000 §9.3.2), which is still the one before
+        // if the peer moves again while a validation is under way.
+        let previous = if was_validated {
+            Some(old)
+        } else {
+            self.path.previous
+        };
         let mut data = [0u8; 8];
         self.path_rng.fill_bytes(&mut data);
         // RFC 9000 §8.2.4: three PTOs, and no less than six initial RTTs.
@@ -1074,9 +1081,11 @@ impl Connection {
         self.path.unproven.on_validated(self.remote);
     }
 
-    /// The new address never echoed our challenge: go back to where the
-    /// peer was if that was validated; otherwise stay (the idle timeout
-    /// ends a connection whose peer is really gone).
+    /// The new address never echoed our challenge: go back to the last
+    /// validated address; with none, end the connection silently,
+    /// discarding its state (RFC 9000 §9.3.2). A server follows only a
+    /// confirmed client, whose address its handshake validated, so that
+    /// last case is a safeguard.
     fn abandon_path_validation(&mut self) {
         let failed = self.remote;
         match self.path.give_up() {
@@ -1086,7 +1095,11 @@ impl Connection {
                 self.address_validated = true;
             }
             None => {
-                tracing::debug!(%failed, "the new address did not answer, and there is none to go back to")
+                tracing::debug!(%failed, "the new address did not answer, and there is none to go back to: closing silently");
+                self.close_reason = Some(CloseReason::PathValidationFailed);
+                self.close_pending = false;
+                self.state = State::Closed;
+                self.trace_flush();
             }
         }
     }
@@ -1356,6 +1369,9 @@ impl Connection {
         }
         if self.path.deadline.is_some_and(|t| t <= now) {
             self.abandon_path_validation();
+            if self.state == State::Closed {
+                return;
+            }
         }
         if self.path.repeat_at.is_some_and(|t| t <= now) {
             self.path.on_repeat_due();

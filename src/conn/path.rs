@@ -12,9 +12,11 @@
 //! NAT and congestion state is kept; a new IP address is a new path, and
 //! the congestion controller and RTT estimate start over (RFC 9000 §9.4).
 //! If the challenge goes unanswered for three PTOs (at least six initial
-//! RTTs, RFC 9000 §8.2.4), the connection goes back to the previous
-//! address if it had been validated (RFC 9000 §9.3.2: a spoofed or
-//! short-lived address does not keep the connection).
+//! RTTs, RFC 9000 §8.2.4), the connection goes back to the last validated
+//! address, however many unvalidated ones came since (RFC 9000 §9.3.2: a
+//! spoofed or short-lived address does not keep the connection); with no
+//! validated address to go back to it ends silently, its state discarded
+//! (`CloseReason::PathValidationFailed`).
 //! Clients never follow a server to another address. A server that follows
 //! a client, and a client that rebinds its own socket, move to an unused
 //! connection ID of the peer's where one is left (see `cid`).

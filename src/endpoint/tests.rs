@@ -1504,6 +1504,39 @@ fn a_new_address_that_never_answers_is_given_up_for_the_old_one() {
     }));
 }
 
+#[test]
+fn a_second_move_that_never_answers_goes_back_to_the_last_validated_address() {
+    // RFC 9000 §9.3.2: back to the last validated address, however many
+    // unvalidated ones the peer seemed to pass through since.
+    let (mut net, _, datagram) = confirmed_pair_and_a_client_datagram();
+    let now = net.now;
+    let mut buf = vec![0u8; 2000];
+    let (len, _) = net.endpoints[1]
+        .poll_transmit(now, &mut buf)
+        .expect("a second datagram");
+    let later = buf[..len].to_vec();
+    // An attacker forwards both, from two addresses of its own.
+    net.endpoints[0].recv(&mut datagram.clone(), addr(6666), now);
+    net.endpoints[0].recv(&mut later.clone(), addr(7777), now);
+    let server_handle = ConnectionHandle(0);
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(7777));
+    assert_eq!(server.stats().peer_migrations, 2);
+    let mut t = now;
+    while net.endpoints[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.stats().paths_abandoned == 0)
+    {
+        while net.endpoints[0].poll_transmit(t, &mut buf).is_some() {}
+        t = net.endpoints[0].timeout(t).expect("a timer").max(t);
+        net.endpoints[0].on_timeout(t);
+        assert!(t - now < Duration::from_secs(5), "never gave up");
+    }
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(1001));
+    assert!(!server.is_closed());
+}
+
 /// Runs `net` over a path of `one_way` latency and a bottleneck of
 /// `rate` bytes/s each way with an unbounded queue, until `done` holds
 /// (or 30 s of virtual time pass). Returns whether `done` held.

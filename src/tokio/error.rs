@@ -101,7 +101,7 @@ impl From<&CloseReason> for ConnectionError {
                 code,
                 reason,
             },
-            CloseReason::IdleTimeout => Self::TimedOut,
+            CloseReason::IdleTimeout | CloseReason::PathValidationFailed => Self::TimedOut,
             CloseReason::StatelessReset => Self::Reset,
             reason @ CloseReason::VersionMismatch { .. } => {
                 Self::VersionMismatch(reason.to_string())

@@ -718,3 +718,53 @@ fn a_server_connection_does_not_move() {
     assert!(matches!(error, Error::MigrationRefused(_)), "{error}");
     assert_eq!(pair.server.local(), addr(2));
 }
+
+#[test]
+fn a_failed_validation_with_no_validated_address_to_return_to_closes_silently() {
+    // RFC 9000 §9.3.2: with nothing validated to go back to, the
+    // connection ends without a word and its state is discarded.
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let moved_to = SocketAddr::new(addr(1).ip(), 3);
+    pair.client
+        .on_local_address_changed(moved_to)
+        .expect("the client may move");
+    // The server hears the client from there; nothing it sends arrives.
+    let mut to_server_only = |to_server: bool, _: u64, _: &[u8]| {
+        if to_server {
+            PathAction::Deliver
+        } else {
+            PathAction::Drop
+        }
+    };
+    assert!(
+        pair.run_until(Duration::from_secs(1), &mut to_server_only, |p| {
+            p.server.remote() == moved_to
+        })
+    );
+    // As if the address it came from had never been validated.
+    pair.server.path.previous = None;
+    assert!(
+        pair.run_until(Duration::from_secs(10), &mut to_server_only, |p| {
+            p.server.is_closed()
+        }),
+        "the connection lives on at an address that never answered: {:?}",
+        pair.server.stats()
+    );
+    assert!(
+        matches!(pair.server.state, State::Closed),
+        "its state is discarded at once, no draining"
+    );
+    assert_eq!(
+        pair.server.close_reason(),
+        Some(&CloseReason::PathValidationFailed)
+    );
+    let sent = pair.server.stats().bytes_sent;
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    assert_eq!(
+        pair.server.stats().bytes_sent,
+        sent,
+        "silently: no CONNECTION_CLOSE"
+    );
+}
