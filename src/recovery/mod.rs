@@ -515,8 +515,9 @@ impl<F> Recovery<F> {
     /// The peer moved to a new network path (a new IP address, RFC 9000
     /// §9.4): what was learnt of the old one does not hold. `cc` starts
     /// from its initial window and the RTT estimate from the initial RTT;
-    /// packets in flight stay in the ledger and are acknowledged or lost
-    /// as usual, but say nothing of what the new path carries: the path
+    /// packets in flight stay in the ledger and leave flight when
+    /// acknowledged or lost, but say nothing of what the new path carries:
+    /// they give no RTT sample, grow no window and cut none, and the path
     /// observation (`observed_path`) starts again from the first packet
     /// sent on it. A saved state not yet taken up was for the old path.
     pub fn on_new_path(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
@@ -787,7 +788,12 @@ impl<F> Recovery<F> {
         // ack-eliciting (RFC 9002 §5.1).
         let mut rtt_sampled = false;
         if let Some(largest) = acked.last() {
-            if largest.packet_number == largest_in_frame && acked.iter().any(|p| p.ack_eliciting) {
+            // Not from a packet sent on the path the peer left (RFC 9000
+            // §9.4).
+            if largest.packet_number == largest_in_frame
+                && self.on_current_path(space, largest.packet_number)
+                && acked.iter().any(|p| p.ack_eliciting)
+            {
                 let latest = now.saturating_duration_since(largest.time_sent);
                 let delay = match space {
                     SpaceId::Initial => Duration::ZERO,
@@ -875,8 +881,15 @@ impl<F> Recovery<F> {
         let mut acked_packets = 0;
         let mut all_before_recovery = true;
         let mut largest: Option<&SentPacket<F>> = None;
+        let mut any_in_flight = false;
         for packet in acked.iter().filter(|p| p.in_flight) {
             self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
+            any_in_flight = true;
+            if !self.on_current_path(space, packet.packet_number) {
+                // Sent on the path the peer left: it only leaves flight
+                // (RFC 9000 §9.4).
+                continue;
+            }
             acked_bytes += packet.size;
             acked_packets += 1;
             if self
@@ -887,14 +900,15 @@ impl<F> Recovery<F> {
             }
             largest = Some(packet);
         }
-        let Some(largest) = largest else { return };
+        if !any_in_flight {
+            return;
+        }
         let rate = self
             .rate
             .on_ack(acked.iter().filter(|p| p.in_flight), now, self.rtt.min());
-        // Handshake spaces are gone before any move.
-        let on_this_path =
-            space != SpaceId::Data || largest.packet_number >= self.path_first_packet;
-        if let Some(sample) = rate.filter(|s| !s.is_app_limited && on_this_path) {
+        // Only the current path's packets are observed and reach `cc`.
+        let Some(largest) = largest else { return };
+        if let Some(sample) = rate.filter(|s| !s.is_app_limited) {
             self.observed.max_delivery_rate =
                 self.observed.max_delivery_rate.max(sample.delivery_rate);
             self.observed.max_bytes_in_flight =
@@ -919,6 +933,13 @@ impl<F> Recovery<F> {
     /// the window on entering recovery is still to go.
     pub fn may_send_beyond_window(&self) -> bool {
         self.recovery_packet_allowed
+    }
+
+    /// Whether packet `packet_number` of `space` was sent on the current
+    /// path, not one the peer left (`on_new_path`). Handshake spaces are
+    /// gone before any move.
+    fn on_current_path(&self, space: SpaceId, packet_number: u64) -> bool {
+        space != SpaceId::Data || packet_number >= self.path_first_packet
     }
 
     /// Drops a space whose keys are discarded (RFC 9002 §6.4).

@@ -981,3 +981,31 @@ fn careful_resume_takes_no_rtt_sample_from_a_handshake_not_yet_confirmed() {
     let status = r.careful_resume().expect("resumed");
     assert!(status.jumped, "{status:?}");
 }
+
+#[test]
+fn packets_sent_before_a_move_feed_neither_the_new_paths_controller_nor_its_rtt() {
+    // RFC 9000 §9.4: what was sent on the old path says nothing of the new
+    // one. Its acknowledgements give no RTT sample and grow no window, and
+    // its losses cut none; it only leaves flight.
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    flight_acked(&mut r, 0, 10, t0, ms(10));
+    let t1 = t0 + ms(10);
+    for pn in 10..30 {
+        send(&mut r, pn, t1);
+    }
+    r.on_new_path(CcConfig::Reno(RenoConfig::default()).build(MSS), MSS);
+    let (window, ssthresh) = (r.window(), r.ssthresh());
+    let events = r.stats().congestion_events;
+    // The old flight arrives late, all but its first four, which are lost.
+    let outcome = ack(&mut r, 14..=29, t1 + ms(500));
+    assert_eq!(numbers(&outcome.lost), vec![10, 11, 12, 13]);
+    assert!(!r.rtt().has_sample(), "an RTT sample from the old path");
+    assert_eq!((r.window(), r.ssthresh()), (window, ssthresh));
+    assert_eq!(r.stats().congestion_events, events);
+    assert_eq!(r.bytes_in_flight(), 0, "the old flight left flight");
+    // The new path's own flight: sampled, and the window grows.
+    flight_acked(&mut r, 30, 5, t1 + ms(500), ms(40));
+    assert_eq!(r.rtt().latest(), ms(40));
+    assert!(r.window() > window);
+}
