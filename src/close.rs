@@ -32,6 +32,10 @@ pub enum CloseReason {
     },
     /// Nothing was heard from the peer for the idle timeout.
     IdleTimeout,
+    /// The peer moved to an address that never answered our
+    /// PATH_CHALLENGE, and no address it used before was validated: the
+    /// connection ended silently (RFC 9000 §9.3.2).
+    PathValidationFailed,
     /// The peer sent a stateless reset (RFC 9000 §10.3): it no longer has
     /// this connection, typically because it restarted.
     StatelessReset,
@@ -78,6 +82,9 @@ impl std::fmt::Display for CloseReason {
                 Ok(())
             }
             CloseReason::IdleTimeout => f.write_str("idle timeout: the peer went silent"),
+            CloseReason::PathValidationFailed => f.write_str(
+                "the peer's new address never answered, and it had no validated one to go back to",
+            ),
             CloseReason::StatelessReset => f.write_str(
                 "the peer reset the connection: it no longer knows it (it restarted or lost its state)",
             ),

@@ -492,21 +492,44 @@ impl Endpoint {
         self.local = local;
     }
 
+    /// Whether the endpoint's connections may all move to a socket at
+    /// `local`: the first reason one may not, as an error
+    /// ([`Connection::on_local_address_changed`]). A driver asks before it
+    /// gives up its socket.
+    pub fn may_rebind(&self, local: SocketAddr) -> Result<(), crate::conn::Error> {
+        if local == self.local {
+            return Ok(());
+        }
+        match self
+            .connections
+            .values()
+            .find_map(|entry| entry.connection.why_not_move())
+        {
+            Some(reason) => Err(crate::conn::Error::MigrationRefused(reason)),
+            None => Ok(()),
+        }
+    }
+
     /// The driver moved the endpoint to a socket at `local` (a client
     /// changing networks): datagrams now come and go there, and each
     /// connection says something from it at once, so that its peer learns
     /// the new address even if the connection was only receiving, and
     /// moves to a connection ID of the peer's it has not used yet.
-    pub fn rebound(&mut self, local: SocketAddr) {
+    /// Refused, with nothing changed, if a connection may not move
+    /// ([`Endpoint::may_rebind`]): the driver keeps its old socket.
+    pub fn rebound(&mut self, local: SocketAddr) -> Result<(), crate::conn::Error> {
+        self.may_rebind(local)?;
         self.local = local;
         let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
         for handle in handles {
             if let Some(entry) = self.connections.get_mut(&handle) {
-                entry.connection.on_local_address_changed(local);
+                // Each one agreed in `may_rebind`.
+                let _ = entry.connection.on_local_address_changed(local);
             }
             self.apply_cid_changes(handle);
             self.timers.touch(handle);
         }
+        Ok(())
     }
 
     /// Whether new client connections are accepted.

@@ -1144,3 +1144,179 @@ bytes = 5_000_000
         assert_census_within_limit(census);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Finding 1 of issue 53: a path state sealed for an address nobody
+// validated, then used from there.
+
+#[test]
+fn a_token_obtained_by_moving_to_a_victim_does_not_aim_the_server_at_it() {
+    // The attacker downloads 2 MB on its own connection (the server saves
+    // the path state in its tokens) and keeps a session ticket. It seals
+    // a 1200-byte PING with its keys and sends it in the victim's name:
+    // the server moves there, and then back when the victim never answers;
+    // whatever token it sealed meanwhile reaches the attacker too. The
+    // attacker then opens a connection in the victim's name with the
+    // newest token, a resumed ClientHello and a 0-RTT request, and says
+    // nothing more. The victim must get at most three times what was sent
+    // in its name (SECURITY.md "Address validation and Retry"): no token
+    // sealed for an address that never proved itself may lift the limit.
+    use sift::crypto::tls::{SessionCache, TicketStore};
+    let mut config = server_config(RetryPolicy::Never);
+    config.tls.session_cache = Some(SessionCache::new(16, true));
+    let mut net = Network::new(Instant::now());
+    let server = net.add_endpoint(
+        EndpointNode::new(Endpoint::new(server_addr(), Some(config)))
+            .with_application(serve(2_000_000, Served::default())),
+    );
+    let attacker = net.add(Attacker::new(attacker_addr()), &[attacker_addr()]);
+    // A 10 Mb/s downlink: the download's flight outgrows the path's
+    // delivery rate times its round trip, as on a real link with a queue.
+    net.set_downlink(attacker, 10_000_000);
+    net.add(Sink::default(), &[victim_addr()]);
+    let tokens = sift::endpoint::TokenStore::new();
+    let tickets = TicketStore::new();
+    let mut attacker_config = client_config(7);
+    attacker_config.token_store = Some(tokens.clone());
+    attacker_config.tls.tickets = Some(tickets.clone());
+
+    let now = net.now();
+    let endpoint = net.node(attacker).endpoint();
+    let own = endpoint
+        .connect(attacker_config.clone(), server_addr(), now)
+        .unwrap();
+    let stream = request(endpoint, own, b"GET /");
+    let mut got = 0;
+    assert!(net
+        .run_until(now + Duration::from_secs(20), |net| {
+            got += read(net.node(attacker).endpoint(), own, stream).0;
+            got == 2_000_000 && !tickets.is_empty()
+        })
+        .unwrap());
+    net.run_for(Duration::from_millis(300)).unwrap();
+    let mut collected: Vec<Vec<u8>> = tokens.take(server_addr()).into_iter().collect();
+
+    // The move, and back.
+    let now = net.now();
+    net.node(attacker)
+        .forge(own, &craft::padded_ping(1150), victim_addr(), now)
+        .expect("1-RTT keys");
+    let tokens_before = collected.len();
+    net.run_until(now + Duration::from_secs(4), |_| {
+        collected.extend(tokens.take(server_addr()));
+        false
+    })
+    .unwrap();
+    let saved = net.node(server).endpoint().stats().path_states_saved;
+    println!(
+        "tokens the attacker got: {} before the move, {} after; path states saved {saved}",
+        tokens_before,
+        collected.len() - tokens_before
+    );
+    net.node(attacker)
+        .endpoint()
+        .connection(own)
+        .unwrap()
+        .close(0, "done");
+    net.run_for(Duration::from_millis(500)).unwrap();
+
+    // In the victim's name: the newest token, a resumed hello and a
+    // 0-RTT request, once.
+    let token = collected.last().cloned();
+    let spoof_store = sift::endpoint::TokenStore::new();
+    if let Some(token) = token {
+        spoof_store.insert(server_addr(), token);
+    }
+    let spoof_config = Config {
+        token_store: Some(spoof_store),
+        ..attacker_config
+    };
+    let now = net.now();
+    let node = net.node(attacker);
+    let endpoint = node.endpoint();
+    let spoofed_handle = endpoint.connect(spoof_config, server_addr(), now).unwrap();
+    let connection = endpoint.connection(spoofed_handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection.mark_replay_safe(stream);
+    connection.stream_send(stream, b"GET /", true).unwrap();
+    let mut buffer = vec![0u8; 65_536];
+    let mut flight = Vec::new();
+    while let Some((len, to)) = endpoint.poll_transmit(now, &mut buffer) {
+        flight.push(Datagram {
+            from: victim_addr(),
+            to,
+            bytes: buffer[..len].to_vec(),
+        });
+    }
+    node.allow_endpoint_datagrams(Some(0));
+    println!(
+        "first flight in the victim's name: {:?} bytes",
+        flight.iter().map(|d| d.bytes.len()).collect::<Vec<_>>()
+    );
+    for datagram in flight {
+        node.send(datagram);
+    }
+    net.run_for(Duration::from_secs(12)).unwrap();
+    let stats = net.node(server).endpoint().stats().clone();
+    println!("{stats:?}");
+    assert_census_within_limit(net.census());
+}
+
+// ---------------------------------------------------------------------------
+// Finding 2 of issue 53: PATH_CHALLENGE reflection.
+
+#[test]
+fn path_challenges_in_a_victims_name_draw_at_most_three_times_their_size() {
+    // A client that finished a handshake sends small 1-RTT datagrams of
+    // four PATH_CHALLENGEs each (probing frames only, so nothing moves) in
+    // the victim's name. The server answers a probed path; the victim must
+    // get at most three times what was sent in its name (RFC 9000 §8,
+    // SECURITY.md "Connection migration"). Before the fix: 12x.
+    let mut net = Network::new(Instant::now());
+    net.add_endpoint(server(RetryPolicy::Never, 0, Served::default()));
+    let attacker = net.add(Attacker::new(attacker_addr()), &[attacker_addr()]);
+    net.add(Sink::default(), &[victim_addr()]);
+    let handle = attacker_connected(&mut net, attacker, 7);
+    let frames = craft::path_challenges(4);
+    for round in 0..50u32 {
+        let now = net.now();
+        let len = net
+            .node(attacker)
+            .forge(handle, &frames, victim_addr(), now)
+            .expect("the attacker holds 1-RTT keys");
+        if round == 0 {
+            println!("each forged datagram: {len} bytes");
+        }
+        net.run_for(Duration::from_millis(20)).unwrap();
+    }
+    net.run_for(Duration::from_secs(2)).unwrap();
+    let census = net.census();
+    let victim = census
+        .get(server_addr(), victim_addr())
+        .expect("datagrams arrived in the victim's name");
+    assert!(victim.spoofed_received > 0);
+    assert_census_within_limit(census);
+}
+
+#[test]
+fn full_size_probes_in_a_victims_name_draw_at_most_three_times_their_size() {
+    // The same with 1200-byte probing packets (four PATH_CHALLENGEs and
+    // PADDING): each answer is padded to 1200 bytes, so four of them are
+    // 4x. Every answer to an address that has not proved itself counts
+    // against one budget of three times what arrived from it.
+    let mut net = Network::new(Instant::now());
+    net.add_endpoint(server(RetryPolicy::Never, 0, Served::default()));
+    let attacker = net.add(Attacker::new(attacker_addr()), &[attacker_addr()]);
+    net.add(Sink::default(), &[victim_addr()]);
+    let handle = attacker_connected(&mut net, attacker, 7);
+    let frames = craft::padded_probe(4, 1150);
+    for _ in 0..20 {
+        let now = net.now();
+        net.node(attacker)
+            .forge(handle, &frames, victim_addr(), now)
+            .expect("the attacker holds 1-RTT keys");
+        net.run_for(Duration::from_millis(50)).unwrap();
+    }
+    net.run_for(Duration::from_secs(2)).unwrap();
+    assert_census_within_limit(net.census());
+}

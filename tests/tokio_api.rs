@@ -714,6 +714,9 @@ async fn a_client_that_rebinds_its_socket_mid_download_gets_every_byte() {
 async fn an_idle_client_that_rebinds_is_found_at_its_new_address() {
     bounded(async {
         let (_server, client, client_side, server_side) = connected(config()).await;
+        // Not before the handshake is confirmed and a spare connection ID
+        // is in (RFC 9000 §9, §9.5): the endpoint would refuse.
+        client_side.migratable().await.unwrap();
         client.rebind(localhost()).unwrap();
         // The server speaks first. The client has nothing to say, so the
         // server can only learn its new address from the PING a rebound

@@ -371,7 +371,8 @@ impl BlockingConnection {
     /// has validated the new address. Datagrams in flight to the old
     /// socket are lost, as on a real move; recovery resends them. A
     /// server connection cannot move: its listener's socket serves every
-    /// client.
+    /// client. Refused, the old socket kept, while the client may not move
+    /// ([`Self::can_migrate`]: RFC 9000 §9, §9.5).
     pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, SiftIoError> {
         let is_client = self
             .inner

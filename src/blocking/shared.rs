@@ -271,7 +271,10 @@ impl Shared {
 
     /// Binds a new socket at `addr`, bound like the first, and has the
     /// driver move the endpoint to it. Returns the bound address.
+    /// Refused, the old socket kept, while a connection may not move
+    /// (`Endpoint::may_rebind`).
     pub(super) fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, SiftIoError> {
+        self.lock().endpoint.may_rebind(addr)?;
         let datapath = Datapath::bind(addr, self.options, self.max_datagram)?;
         let bound = datapath.local_addr();
         let fd = datapath.socket().as_fd().try_clone_to_owned()?;
@@ -281,7 +284,7 @@ impl Shared {
         }
         // The connections move now, not when the driver next looks (see the
         // tokio endpoint's `rebind`).
-        state.endpoint.rebound(bound);
+        state.endpoint.rebound(bound)?;
         state.rebind = Some(datapath);
         *self.socket_fd.lock().unwrap_or_else(|p| p.into_inner()) = fd;
         state.driver_may_sleep = true; // force a wake: the driver must move

@@ -6,8 +6,14 @@
 //! linkable by its ID (RFC 9000 §9.5). A client that rebinds its socket
 //! moves to an unused ID of the server's and retires the old one; a server
 //! that follows a client to a new address does the same (as quinn does).
-//! With no spare ID left, the connection keeps its current one: linkable,
-//! but never stalled.
+//! A server answering a probe from another address than the client's
+//! (RFC 9000 §9.1) sets a spare aside for that address, so that its
+//! PATH_RESPONSEs there carry no ID of another path (§9.5); if the client
+//! then moves there, that ID becomes the current one. With no spare left
+//! a probe is not answered (§9.5: such an endpoint "cannot ... respond to
+//! probes"), and a move is followed on the current ID only where §9.5
+//! allows it: the client's packets kept the destination ID they had (a
+//! NAT rebinding), or the client's IDs are empty (`Connection::migrate_to`).
 //!
 //! Decisions:
 //! - Every ID sift issues is 8 bytes: a short header carries the
@@ -38,6 +44,7 @@
 //!   after [`MAX_PENDING_CHANGES`], so the queue stays bounded.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
@@ -108,6 +115,9 @@ pub(super) struct ConnectionIds {
     current_reset_token: Option<ResetToken>,
     /// The peer's other IDs, unused.
     spares: Vec<Spare>,
+    /// A spare set aside for the one other address the peer probes from,
+    /// used only for what goes there.
+    probing: Option<(SocketAddr, Spare)>,
     /// The largest Retire Prior To the peer sent.
     retire_prior_to: u64,
     /// Peer IDs at or above `retire_prior_to` we retired ourselves (moving
@@ -145,6 +155,7 @@ impl ConnectionIds {
             current: 0,
             current_reset_token: None,
             spares: Vec::new(),
+            probing: None,
             retire_prior_to: 0,
             retired: RangeSet::new(),
             unretired: VecDeque::new(),
@@ -283,6 +294,7 @@ impl ConnectionIds {
         } else {
             self.spares
                 .iter()
+                .chain(self.probing.as_ref().map(|(_, spare)| spare))
                 .find(|spare| spare.sequence == sequence)
                 .map(|spare| (spare.cid, Some(spare.reset_token)))
         };
@@ -293,7 +305,12 @@ impl ConnectionIds {
                 }
             }
             None => {
-                let reused = cid == current_cid || self.spares.iter().any(|spare| spare.cid == cid);
+                let reused = cid == current_cid
+                    || self
+                        .spares
+                        .iter()
+                        .chain(self.probing.as_ref().map(|(_, spare)| spare))
+                        .any(|spare| spare.cid == cid);
                 if reused {
                     return violation(&format!("{sequence} repeats an ID under another number"));
                 }
@@ -323,6 +340,13 @@ impl ConnectionIds {
                 }
             }
             self.spares = kept;
+            if let Some((_, spare)) = self
+                .probing
+                .take_if(|(_, spare)| spare.sequence < retire_prior_to)
+            {
+                // Its token was never watched (see `retire_unused`).
+                self.queue_retirement(spare.sequence)?;
+            }
             if self.current < retire_prior_to {
                 // The ID we send to is retired too, and its retirement
                 // waits in the same bounded queue: a peer raising Retire
@@ -333,7 +357,8 @@ impl ConnectionIds {
                 switched_to = self.switch();
             }
         }
-        if 1 + self.spares.len() as u64 > ACTIVE_LIMIT {
+        let held = 1 + self.spares.len() + usize::from(self.probing.is_some());
+        if held as u64 > ACTIVE_LIMIT {
             return Err(TransportFailure::new(
                 codes::CONNECTION_ID_LIMIT_ERROR,
                 format!("the peer issued more than {ACTIVE_LIMIT} connection IDs at once"),
@@ -350,8 +375,58 @@ impl ConnectionIds {
     /// Moves to the lowest-numbered spare peer ID and retires the current
     /// one. Returns the new ID, or `None` (nothing changes) without a spare.
     pub fn switch(&mut self) -> Option<ConnectionId> {
+        let next = self.take_spare()?;
+        Some(self.make_current(next))
+    }
+
+    /// The peer moved to `address`: the ID set aside for it if it probed
+    /// from there first (already seen on that path, and only there), else
+    /// the lowest-numbered spare, as [`Self::switch`].
+    pub fn switch_for(&mut self, address: SocketAddr) -> Option<ConnectionId> {
+        match self.probing.take_if(|(probed, _)| *probed == address) {
+            Some((_, spare)) => Some(self.make_current(spare)),
+            None => self.switch(),
+        }
+    }
+
+    /// The peer's ID for what goes to `address`, another address than its
+    /// current one that it probes from (RFC 9000 §9.5): the spare set
+    /// aside for it, or a new one (the one set aside for an earlier
+    /// address is retired). `None` without a spare.
+    pub fn for_probing_address(&mut self, address: SocketAddr) -> Option<ConnectionId> {
+        if let Some((probed, spare)) = &self.probing {
+            if *probed == address {
+                return Some(spare.cid);
+            }
+        }
+        let spare = self.take_spare()?;
+        if let Some((_, old)) = self.probing.replace((address, spare)) {
+            self.retire_unused(old);
+        }
+        Some(spare.cid)
+    }
+
+    /// Takes the lowest-numbered spare out of the reserve.
+    fn take_spare(&mut self) -> Option<Spare> {
         let index = (0..self.spares.len()).min_by_key(|&i| self.spares[i].sequence)?;
-        let next = self.spares.swap_remove(index);
+        Some(self.spares.swap_remove(index))
+    }
+
+    /// Retires a spare we used on a path we left (RETIRE_CONNECTION_ID).
+    /// Its reset token was never watched: the endpoint watches tokens by
+    /// the address the connection sends to, and a probing ID's token is
+    /// watched only once the ID becomes the current one (`make_current`).
+    fn retire_unused(&mut self, spare: Spare) {
+        if spare.sequence >= self.retire_prior_to {
+            self.retired.insert_one(spare.sequence);
+        }
+        if !self.unretired.contains(&spare.sequence) {
+            self.unretired.push_back(spare.sequence);
+        }
+    }
+
+    /// Sends to `next` from now on and retires the current ID.
+    fn make_current(&mut self, next: Spare) -> ConnectionId {
         if let Some(token) = self.current_reset_token.take() {
             self.watch(CidChange::ForgetResetToken(token));
         }
@@ -366,7 +441,7 @@ impl ConnectionIds {
         self.current_reset_token = Some(next.reset_token);
         self.watch(CidChange::WatchResetToken(next.reset_token));
         self.switches += 1;
-        Some(next.cid)
+        next.cid
     }
 
     /// A RETIRE_CONNECTION_ID from the peer (RFC 9000 §19.16), in a packet
@@ -570,6 +645,37 @@ mod tests {
                 CidChange::WatchResetToken(ResetToken::new([12; 16])),
             ]
         );
+    }
+
+    #[test]
+    fn a_probing_address_keeps_its_own_id_and_takes_it_along_when_the_peer_moves_there() {
+        let address = |port| SocketAddr::from(([192, 0, 2, 1], port));
+        let mut ids = ConnectionIds::new(cid(1), None, false);
+        ids.on_peer_params(4, None);
+        for sequence in 1..=3 {
+            ids.on_new_connection_id(sequence, 0, cid(10 + sequence as u8), [0; 16], cid(10))
+                .unwrap();
+        }
+        assert_eq!(ids.for_probing_address(address(1)), Some(cid(11)));
+        assert_eq!(ids.for_probing_address(address(1)), Some(cid(11)));
+        // Another probing address: the first one's ID is retired.
+        assert_eq!(ids.for_probing_address(address(2)), Some(cid(12)));
+        assert_eq!(ids.next_retirement(), Some(1));
+        // The peer moves to the address it probed from: that ID, not a
+        // fresh one, and the handshake's ID is retired.
+        assert_eq!(ids.switch_for(address(2)), Some(cid(12)));
+        assert_eq!(ids.next_retirement(), Some(0));
+        // Elsewhere: the last spare.
+        assert_eq!(ids.switch_for(address(3)), Some(cid(13)));
+        assert_eq!(ids.switch_for(address(4)), None);
+        // A retransmitted NEW_CONNECTION_ID of the probing ID is no new ID.
+        let mut ids = ConnectionIds::new(cid(1), None, false);
+        ids.on_new_connection_id(1, 0, cid(11), [0; 16], cid(10))
+            .unwrap();
+        ids.for_probing_address(address(1));
+        ids.on_new_connection_id(1, 0, cid(11), [0; 16], cid(10))
+            .unwrap();
+        assert!(!ids.has_spare());
     }
 
     #[test]

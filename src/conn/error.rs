@@ -59,6 +59,10 @@ pub enum Error {
     /// The configuration cannot work.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+    /// This end may not move to a new local address now (RFC 9000 §9,
+    /// §9.5); the reason says why. Nothing changed.
+    #[error("cannot move to a new address: {0}")]
+    MigrationRefused(&'static str),
 }
 
 /// A protocol violation by the peer, found while processing its packets.

@@ -432,7 +432,9 @@ pub struct Connection {
     /// these (its original destination ID, our Retry's source ID).
     retried_from: Option<(ConnectionId, ConnectionId)>,
     /// Server: a token for the client's next connection, sent in a
-    /// NEW_TOKEN frame once the handshake is done (and again if lost).
+    /// NEW_TOKEN frame once the handshake is done (and again if lost),
+    /// only while the address it is bound to is the peer's, validated:
+    /// dropped when the peer moves.
     new_token_out: Option<Vec<u8>>,
     new_token_pending: bool,
     /// Client: the token our first Initial carries (from an earlier
@@ -455,7 +457,9 @@ pub struct Connection {
     path_rng: ChaCha8Rng,
     /// Careful Resume: the saved state used and the last one offered.
     resume: resume::ResumeState,
-    /// The source address of the datagram being processed, and its size.
+    /// The source address of the datagram being processed, and its size
+    /// (a server's Initials must come in 1200 bytes, RFC 9000 §14.1; held
+    /// 1-RTT packets keep their own, `held`).
     recv_from: SocketAddr,
     recv_datagram_len: usize,
     /// The destination ID of the packet being processed.
@@ -468,10 +472,10 @@ pub struct Connection {
     handshake_confirmed: bool,
     handshake_done_pending: bool,
     probes: [u32; 3],
-    /// Server: the client's address is validated (it sent a Handshake packet).
+    /// The peer's current address is validated: a server's client sent a
+    /// Handshake packet, a token, or echoed a PATH_CHALLENGE sent there.
+    /// Until then what goes there is limited (`path::UnprovenAddresses`).
     address_validated: bool,
-    amplification_received: u64,
-    amplification_sent: u64,
     notices_negotiated: bool,
     /// Which datagrams leave without a UDP checksum.
     checksums: checksums::ChecksumPolicy,
@@ -713,8 +717,6 @@ impl Connection {
             handshake_done_pending: false,
             probes: [0; 3],
             address_validated: side == Side::Client,
-            amplification_received: 0,
-            amplification_sent: 0,
             notices_negotiated: false,
             checksums: checksums::ChecksumPolicy::default(),
             send_scratch: send::SendScratch::default(),
@@ -776,14 +778,39 @@ impl Connection {
     }
 
     /// A client may move to a new address now (RFC 9000 §9): the
-    /// handshake is confirmed, and the server gave a connection ID the new
-    /// path can use (§9.5), so the move is not linkable.
+    /// handshake is confirmed, the server gave a connection ID the new
+    /// path can use (§9.5), so the move is not linkable, and it did not
+    /// disable active migration (§18.2). A move it may not make is refused
+    /// ([`Connection::on_local_address_changed`]).
     pub fn can_migrate(&self) -> bool {
         self.side == Side::Client
-            && self.handshake_confirmed
             && self.state == State::Established
-            && self.cids.has_spare()
-            && !self.peer_disables_migration
+            && self.why_not_move().is_none()
+    }
+
+    /// Why this end may not send from a new local address now, if it may
+    /// not. A connection that is closing or closed says nothing more that
+    /// matters and may move.
+    pub(crate) fn why_not_move(&self) -> Option<&'static str> {
+        if self.is_closing() {
+            return None;
+        }
+        if self.side == Side::Server {
+            return Some("a server does not move; only clients migrate (RFC 9000 §9)");
+        }
+        if !self.handshake_confirmed || self.state != State::Established {
+            return Some("the handshake is not confirmed yet (RFC 9000 §9)");
+        }
+        if self.peer_disables_migration {
+            return Some("the server disabled active migration (RFC 9000 §18.2)");
+        }
+        if self.peer_cid.is_empty() {
+            return Some("the server uses zero-length connection IDs: the move would be linkable (RFC 9000 §9.5)");
+        }
+        if !self.cids.has_spare() {
+            return Some("the server has given no spare connection ID yet (RFC 9000 §9.5)");
+        }
+        None
     }
 
     /// The connection is draining or closed and will send nothing more.
@@ -955,7 +982,18 @@ impl Connection {
     /// estimate start over (RFC 9000 §9.4), as the server's do when it
     /// sees one; a new port on the same address (or on the unspecified
     /// address, which says nothing about the path) keeps them.
-    pub fn on_local_address_changed(&mut self, local: SocketAddr) {
+    ///
+    /// Refused, with nothing changed, when this end may not move
+    /// ([`Connection::can_migrate`]): before the handshake is confirmed,
+    /// without a spare connection ID of the server's, against its
+    /// `disable_active_migration`, or on a server (RFC 9000 §9, §9.5).
+    pub fn on_local_address_changed(&mut self, local: SocketAddr) -> Result<(), Error> {
+        if local == self.local {
+            return Ok(());
+        }
+        if let Some(reason) = self.why_not_move() {
+            return Err(Error::MigrationRefused(reason));
+        }
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
             self.pmtud
@@ -967,6 +1005,7 @@ impl Connection {
             let probes = &mut self.probes[SpaceId::Data.index()];
             *probes = (*probes).max(1);
         }
+        Ok(())
     }
 
     /// A new network path: congestion control, the RTT estimate and the
@@ -978,27 +1017,54 @@ impl Connection {
         }
         let mss = self.pmtud.current() as u64;
         self.recovery.on_new_path(self.config.cc.build(mss), mss);
+        self.on_new_path_for_resume();
     }
 
-    /// The peer's highest-numbered packet came from `to`: send there from
-    /// now on and validate the new path (see `path`).
-    fn migrate_to(&mut self, to: SocketAddr) {
+    /// The peer's highest-numbered packet came from `to`, sent to our ID
+    /// `dcid`: send there from now on and validate the new path (see
+    /// `path`), on an ID of the peer's not used on another path (RFC 9000
+    /// §9.5). Without a spare, the current ID goes on only where §9.5
+    /// allows it: the peer kept the ID it sent to (a NAT rebinding), or
+    /// its IDs are empty. Otherwise the move is not followed: the
+    /// connection stays where it was.
+    fn migrate_to(&mut self, to: SocketAddr, dcid: ConnectionId) {
+        let rebinding = self.path.dcid_on_path == Some(dcid);
+        match self.cids.switch_for(to) {
+            Some(cid) => {
+                tracing::debug!(from = %self.peer_cid, to = %cid, "moving to another of the peer's connection IDs");
+                self.peer_cid = cid;
+            }
+            None if rebinding || self.peer_cid.is_empty() => {}
+            None => {
+                tracing::debug!(%to, "the peer moved to a new connection ID and left us none unused for its new address: not following (RFC 9000 §9.5)");
+                return;
+            }
+        }
         let old = self.remote;
         self.remote = to;
         self.path.migrations += 1;
-        self.switch_peer_cid();
         self.pmtud
             .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
         if !path::only_port_changed(old, to) {
             self.start_new_path();
         }
+        // A token waiting to go was sealed for the address the peer left:
+        // it goes nowhere else, least of all to an address not validated.
+        self.new_token_out = None;
+        self.new_token_pending = false;
         let was_validated = self.address_validated;
-        // Unvalidated again: three times what arrived on it, until the
-        // challenge comes back.
+        // Unvalidated again: three times what arrived from it (the budget
+        // it has had since its first datagram, probes and their answers
+        // included), until the challenge comes back.
         self.address_validated = false;
-        self.amplification_received = self.recv_datagram_len as u64;
-        self.amplification_sent = 0;
-        let previous = was_validated.then_some(old);
+        // Where to go back to if this address never answers: the last
+        // validated one (RFC 9000 §9.3.2), which is still the one before
+        // if the peer moves again while a validation is under way.
+        let previous = if was_validated {
+            Some(old)
+        } else {
+            self.path.previous
+        };
         let mut data = [0u8; 8];
         self.path_rng.fill_bytes(&mut data);
         // RFC 9000 §8.2.4: three PTOs, and no less than six initial RTTs.
@@ -1008,9 +1074,18 @@ impl Connection {
         tracing::debug!(%old, new = %to, "the peer moved: validating its new address");
     }
 
-    /// The new address never echoed our challenge: go back to where the
-    /// peer was if that was validated; otherwise stay (the idle timeout
-    /// ends a connection whose peer is really gone).
+    /// The peer's current address proved itself: nothing limits what goes
+    /// there from now on.
+    fn on_address_validated(&mut self) {
+        self.address_validated = true;
+        self.path.unproven.on_validated(self.remote);
+    }
+
+    /// The new address never echoed our challenge: go back to the last
+    /// validated address; with none, end the connection silently,
+    /// discarding its state (RFC 9000 §9.3.2). A server follows only a
+    /// confirmed client, whose address its handshake validated, so that
+    /// last case is a safeguard.
     fn abandon_path_validation(&mut self) {
         let failed = self.remote;
         match self.path.give_up() {
@@ -1020,7 +1095,11 @@ impl Connection {
                 self.address_validated = true;
             }
             None => {
-                tracing::debug!(%failed, "the new address did not answer, and there is none to go back to")
+                tracing::debug!(%failed, "the new address did not answer, and there is none to go back to: closing silently");
+                self.close_reason = Some(CloseReason::PathValidationFailed);
+                self.close_pending = false;
+                self.state = State::Closed;
+                self.trace_flush();
             }
         }
     }
@@ -1290,6 +1369,9 @@ impl Connection {
         }
         if self.path.deadline.is_some_and(|t| t <= now) {
             self.abandon_path_validation();
+            if self.state == State::Closed {
+                return;
+            }
         }
         if self.path.repeat_at.is_some_and(|t| t <= now) {
             self.path.on_repeat_due();
@@ -1703,6 +1785,7 @@ impl Connection {
             connection_id_switches: self.cids.switches,
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,
+            path_responses_withheld: self.counters.path_responses_withheld,
             corruption_notices_sent: c.corruption_notices_sent,
             payload_corrupt_received: c.payload_corrupt_received,
             header_corrupt_dropped: c.header_corrupt_dropped,

@@ -12,12 +12,24 @@
 //! NAT and congestion state is kept; a new IP address is a new path, and
 //! the congestion controller and RTT estimate start over (RFC 9000 §9.4).
 //! If the challenge goes unanswered for three PTOs (at least six initial
-//! RTTs, RFC 9000 §8.2.4), the connection goes back to the previous
-//! address if it had been validated (RFC 9000 §9.3.2: a spoofed or
-//! short-lived address does not keep the connection).
+//! RTTs, RFC 9000 §8.2.4), the connection goes back to the last validated
+//! address, however many unvalidated ones came since (RFC 9000 §9.3.2: a
+//! spoofed or short-lived address does not keep the connection); with no
+//! validated address to go back to it ends silently, its state discarded
+//! (`CloseReason::PathValidationFailed`).
 //! Clients never follow a server to another address. A server that follows
 //! a client, and a client that rebinds its own socket, move to an unused
 //! connection ID of the peer's where one is left (see `cid`).
+//!
+//! **Anti-amplification.** Everything sent to an address that has not
+//! proved it is the peer's — the client's address before its handshake
+//! does, a new address the peer moved to before it echoes our
+//! PATH_CHALLENGE, an address the peer only probes from — counts against
+//! one budget per address: three times the bytes that arrived from that
+//! address ([`UnprovenAddresses`], RFC 9000 §8, §8.2.1, §9.3.1). PATH_RESPONSEs,
+//! our own challenges and the padding that expands either to 1200 bytes
+//! draw on the same budget: a flood of challenges from a spoofed address
+//! earns its victim no more than three times the flood.
 //!
 //! A dual-stack socket (`[::]`, IPv6 with `IPV6_V6ONLY` off) reports an
 //! IPv4 peer as the IPv4-mapped IPv6 address `::ffff:a.b.c.d` (RFC 4291
@@ -35,6 +47,15 @@ use std::net::SocketAddr;
 /// the latest few only.
 const MAX_PENDING_RESPONSES: usize = 4;
 
+/// Addresses whose budget is kept besides the peer's current one: a peer
+/// probes one or two paths at a time; more spoofed addresses only push
+/// out the oldest (which then gets nothing more until it sends again).
+const MAX_UNPROVEN_ADDRESSES: usize = 4;
+
+/// RFC 9000 §8: before an address is validated, an endpoint sends it at
+/// most three times the bytes it received from it.
+pub(super) const AMPLIFICATION_FACTOR: u64 = 3;
+
 /// A peer's PATH_CHALLENGE still to echo, and where it came from: the
 /// response goes back on that path (RFC 9000 §8.2.2), whatever the peer's
 /// address is by then.
@@ -44,9 +65,71 @@ pub(super) struct PendingResponse {
     pub data: [u8; 8],
     /// The address the challenge came from.
     pub from: SocketAddr,
-    /// The size of the datagram that carried it: three times this bounds
-    /// the response's datagram on a path not validated (RFC 9000 §8.1).
-    pub datagram_len: usize,
+}
+
+/// What came from one address that has not proved itself, and what went
+/// to it.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    address: SocketAddr,
+    received: u64,
+    sent: u64,
+}
+
+/// The anti-amplification budgets of the addresses that have not proved
+/// they are the peer's (see the module docs): one per address, bounded in
+/// number, whichever way the bytes went out (a response alone on its
+/// path, or the connection's own packets once it moved there).
+#[derive(Debug, Default)]
+pub(super) struct UnprovenAddresses {
+    budgets: VecDeque<Budget>,
+}
+
+impl UnprovenAddresses {
+    /// A datagram of `len` bytes came from `from`, which has not proved
+    /// itself. `keep` (the peer's current address) is never pushed out
+    /// to make room: its budget is the one the connection sends on.
+    pub fn on_received(&mut self, from: SocketAddr, len: usize, keep: SocketAddr) {
+        if let Some(budget) = self.budgets.iter_mut().find(|b| b.address == from) {
+            budget.received = budget.received.saturating_add(len as u64);
+            return;
+        }
+        if self.budgets.len() > MAX_UNPROVEN_ADDRESSES {
+            // Forgetting an address loses what it may still be sent,
+            // never lets it be sent more: the oldest goes.
+            if let Some(index) = self.budgets.iter().position(|b| b.address != keep) {
+                self.budgets.remove(index);
+            }
+        }
+        self.budgets.push_back(Budget {
+            address: from,
+            received: len as u64,
+            sent: 0,
+        });
+    }
+
+    /// Bytes that may still go to `to` (nothing to an address never heard
+    /// from).
+    pub fn allowance(&self, to: SocketAddr) -> u64 {
+        self.budgets
+            .iter()
+            .find(|b| b.address == to)
+            .map_or(0, |b| {
+                (AMPLIFICATION_FACTOR * b.received).saturating_sub(b.sent)
+            })
+    }
+
+    /// A datagram of `len` bytes went to `to`.
+    pub fn on_sent(&mut self, to: SocketAddr, len: usize) {
+        if let Some(budget) = self.budgets.iter_mut().find(|b| b.address == to) {
+            budget.sent = budget.sent.saturating_add(len as u64);
+        }
+    }
+
+    /// `address` proved itself: no budget from now on.
+    pub fn on_validated(&mut self, address: SocketAddr) {
+        self.budgets.retain(|b| b.address != address);
+    }
 }
 
 /// What a PATH_RESPONSE did to our path validation.
@@ -73,6 +156,12 @@ pub(super) struct PathValidation {
     pub challenge_pending: bool,
     /// The peer's challenges to echo, oldest first.
     pub responses: VecDeque<PendingResponse>,
+    /// What addresses that have not proved themselves may still be sent.
+    pub unproven: UnprovenAddresses,
+    /// Our connection ID the peer's latest packet from its current
+    /// address was sent to: a move that keeps it is a NAT rebinding, which
+    /// may keep the ID we send to (RFC 9000 §9.5).
+    pub dcid_on_path: Option<crate::wire::ConnectionId>,
     /// Every copy of the outstanding challenge left in a datagram of at
     /// least 1200 bytes (so far).
     pub challenge_expanded: bool,
@@ -157,17 +246,12 @@ impl PathValidation {
         ResponseOutcome::Validated
     }
 
-    /// The peer challenged us from `from`, in a datagram of
-    /// `datagram_len` bytes: echo it there.
-    pub fn on_challenge(&mut self, data: [u8; 8], from: SocketAddr, datagram_len: usize) {
+    /// The peer challenged us from `from`: echo it there.
+    pub fn on_challenge(&mut self, data: [u8; 8], from: SocketAddr) {
         if self.responses.len() == MAX_PENDING_RESPONSES {
             self.responses.pop_front();
         }
-        self.responses.push_back(PendingResponse {
-            data,
-            from,
-            datagram_len,
-        });
+        self.responses.push_back(PendingResponse { data, from });
     }
 
     /// The oldest challenge to echo that came from `remote` (the path the
@@ -177,11 +261,13 @@ impl PathValidation {
         self.responses.remove(index).map(|r| r.data)
     }
 
-    /// The oldest challenge to echo that came from another address than
-    /// `remote`: its response leaves alone, to that address.
-    pub fn pop_off_path(&mut self, remote: SocketAddr) -> Option<PendingResponse> {
-        let index = self.responses.iter().position(|r| r.from != remote)?;
-        self.responses.remove(index)
+    /// The address of the oldest challenge to echo that came from another
+    /// address than `remote`: its responses leave alone, to that address.
+    pub fn off_path_address(&self, remote: SocketAddr) -> Option<SocketAddr> {
+        self.responses
+            .iter()
+            .find(|r| r.from != remote)
+            .map(|r| r.from)
     }
 
     /// The outstanding challenge went out, in a datagram of at least 1200
@@ -272,17 +358,41 @@ mod tests {
     #[test]
     fn responses_are_sorted_by_the_path_their_challenge_came_on() {
         let mut path = PathValidation::default();
-        path.on_challenge([1; 8], address(1), 1200);
-        path.on_challenge([2; 8], address(2), 60);
-        path.on_challenge([3; 8], address(1), 1200);
+        path.on_challenge([1; 8], address(1));
+        path.on_challenge([2; 8], address(2));
+        path.on_challenge([3; 8], address(1));
         assert_eq!(path.pop_on_path(address(1)), Some([1; 8]));
-        let off = path.pop_off_path(address(1)).unwrap();
-        assert_eq!(
-            (off.data, off.from, off.datagram_len),
-            ([2; 8], address(2), 60)
-        );
-        assert_eq!(path.pop_off_path(address(1)), None);
+        assert_eq!(path.off_path_address(address(1)), Some(address(2)));
+        assert_eq!(path.pop_on_path(address(2)), Some([2; 8]));
+        assert_eq!(path.off_path_address(address(1)), None);
         assert_eq!(path.pop_on_path(address(1)), Some([3; 8]));
+    }
+
+    #[test]
+    fn an_unproven_address_is_sent_three_times_what_came_from_it_in_all() {
+        let mut unproven = UnprovenAddresses::default();
+        let keep = address(9);
+        assert_eq!(unproven.allowance(address(1)), 0, "never heard from");
+        unproven.on_received(address(1), 60, keep);
+        unproven.on_sent(address(1), 100);
+        unproven.on_received(address(1), 40, keep);
+        assert_eq!(unproven.allowance(address(1)), 3 * 100 - 100);
+        unproven.on_validated(address(1));
+        assert_eq!(unproven.allowance(address(1)), 0);
+    }
+
+    #[test]
+    fn many_spoofed_addresses_push_out_the_oldest_but_never_the_peers() {
+        let mut unproven = UnprovenAddresses::default();
+        let keep = address(100);
+        unproven.on_received(keep, 1200, keep);
+        for port in 1..=20 {
+            unproven.on_received(address(port), 50, keep);
+        }
+        assert_eq!(unproven.budgets.len(), MAX_UNPROVEN_ADDRESSES + 1);
+        assert_eq!(unproven.allowance(keep), 3600);
+        assert_eq!(unproven.allowance(address(1)), 0, "pushed out");
+        assert_eq!(unproven.allowance(address(20)), 150);
     }
 
     #[test]

@@ -126,8 +126,9 @@ impl Connection {
         self.recv_datagram_len = len;
         self.counters.datagrams_received += 1;
         self.counters.bytes_received += len as u64;
-        if !self.address_validated && !other_path {
-            self.amplification_received += len as u64;
+        if other_path || !self.address_validated {
+            // What it may be sent: three times this (see `path`).
+            self.path.unproven.on_received(from, len, self.remote);
         }
         let mut offset = 0;
         let processed_before = self.counters.packets_received;
@@ -507,12 +508,13 @@ impl Connection {
                 self.on_peer_activity(now);
                 // RFC 9000 §9.3: the peer moved if its highest-numbered
                 // non-probing packet came from elsewhere.
-                if self.recv_from != self.remote
-                    && space == SpaceId::Data
+                if self.recv_from == self.remote {
+                    self.path.dcid_on_path = Some(dcid);
+                } else if space == SpaceId::Data
                     && self.acks[space.index()].largest_received() == Some(packet_number)
                     && !only_probing(frames)
                 {
-                    self.migrate_to(self.recv_from);
+                    self.migrate_to(self.recv_from, dcid);
                 }
             }
             Err(failure) => {
@@ -523,7 +525,7 @@ impl Connection {
         if self.side == Side::Server && space == SpaceId::Handshake {
             // RFC 9000 §8.1: a Handshake packet proves the client owns its
             // address; RFC 9001 §4.9.1: Initial keys go.
-            self.address_validated = true;
+            self.on_address_validated();
             self.discard_space(SpaceId::Initial);
         }
         (packet_len, PacketOutcome::Continue)
@@ -824,19 +826,16 @@ impl Connection {
                 }
                 self.acks[space.index()].request_immediate();
             }
-            Frame::PathChallenge { data } => {
-                self.path
-                    .on_challenge(data, self.recv_from, self.recv_datagram_len)
-            }
+            Frame::PathChallenge { data } => self.path.on_challenge(data, self.recv_from),
             Frame::PathResponse { data } => match self.path.on_response(data) {
                 ResponseOutcome::NotOurs => {}
                 ResponseOutcome::Validated => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated");
-                    self.address_validated = true;
+                    self.on_address_validated();
                 }
                 ResponseOutcome::AddressOnly => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated, not yet its path MTU");
-                    self.address_validated = true;
+                    self.on_address_validated();
                     let mut data = [0u8; 8];
                     rand::RngCore::fill_bytes(&mut self.path_rng, &mut data);
                     self.path.challenge_mtu(data);
@@ -971,6 +970,24 @@ impl Connection {
                 .stateless_reset_token
                 .map(crate::crypto::ResetToken::new),
         );
+        if let (Side::Client, Some(preferred)) = (self.side, params.preferred_address) {
+            // RFC 9000 §18.2: a server that uses a zero-length ID must not
+            // offer one; its well-formed one (checked when read) is the
+            // server's connection ID number 1 (§5.1.1), a spare like any
+            // other (sift does not move to the address, §9.6).
+            if self.peer_cid.is_empty() {
+                return Err(param_error(
+                    "preferred_address from a server that uses a zero-length connection ID",
+                ));
+            }
+            self.cids.on_new_connection_id(
+                1,
+                0,
+                preferred.connection_id,
+                preferred.reset_token,
+                self.peer_cid,
+            )?;
+        }
         self.streams.set_peer_limits(&Self::peer_limits(&params));
         self.recovery
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay_ms));

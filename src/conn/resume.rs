@@ -58,12 +58,16 @@ impl Connection {
     }
 
     /// The path state to save now, when Careful Resume is on, the
-    /// handshake is confirmed and the observed capacity grew by
-    /// [`SAVE_GROWTH`] since the last state this returned: a server seals
-    /// it in a fresh NEW_TOKEN token. `None` otherwise.
+    /// handshake is confirmed, the peer's current address is validated
+    /// and the observed capacity grew by [`SAVE_GROWTH`] since the last
+    /// state this returned: a server seals it in a fresh NEW_TOKEN token
+    /// bound to [`Connection::remote`]. `None` otherwise: a state sealed
+    /// for an address the peer moved to but has not proved would let
+    /// anyone who sends one packet from a victim's address aim a resumed
+    /// window at it (issue 53).
     pub fn path_state_to_save(&mut self) -> Option<SavedPath> {
         self.config.careful_resume?;
-        if !self.handshake_confirmed {
+        if !self.handshake_confirmed || !self.address_validated {
             return None;
         }
         let observed = self.observed_path()?;
@@ -75,6 +79,11 @@ impl Connection {
         }
         self.resume.last_offered_cwnd = observed.cwnd;
         Some(observed)
+    }
+
+    /// A new path: nothing observed of it has been offered yet.
+    pub(super) fn on_new_path_for_resume(&mut self) {
+        self.resume.last_offered_cwnd = 0;
     }
 
     /// Careful Resume's phase and numbers, when this connection resumed.

@@ -6,6 +6,7 @@
 //! control data, then stream data (retransmissions ahead of new data — the
 //! streams layer orders them), PING only when a probe has nothing else.
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::error::codes;
@@ -113,10 +114,9 @@ impl Connection {
             limit = limit.min(self.peer_max_udp_payload as usize);
         }
         if !self.address_validated {
-            // RFC 9000 §8.1: at most three times what the client sent.
-            let allowance =
-                (3 * self.amplification_received).saturating_sub(self.amplification_sent);
-            limit = limit.min(allowance as usize);
+            // RFC 9000 §8.1: at most three times what came from there.
+            let allowance = self.path.unproven.allowance(self.remote);
+            limit = limit.min(usize::try_from(allowance).unwrap_or(usize::MAX));
         }
         if let (State::Closing { .. }, Some(allowance)) = (&self.state, self.closing.allowance()) {
             // RFC 9000 §10.2.1: answers to unopened packets stay within
@@ -325,7 +325,7 @@ impl Connection {
         self.counters.bytes_sent += len as u64;
         self.counters.checksum_free_datagrams += u64::from(checksum_free);
         if !self.address_validated {
-            self.amplification_sent += len as u64;
+            self.path.unproven.on_sent(self.remote, len);
         }
         self.trace_checksum_free(checksum_free);
         self.trace_flush();
@@ -337,13 +337,18 @@ impl Connection {
         }
     }
 
-    /// A PATH_RESPONSE to a challenge that came from another address than
-    /// the peer's (a path it probes, RFC 9000 §9.1), alone in a datagram
-    /// to that address: a response goes on the path its challenge came on
-    /// (RFC 9000 §8.2.2). Expanded to 1200 bytes as far as three times the
-    /// challenge's datagram allows (the address is not validated, §8.1).
-    /// Not in recovery's ledger: a response is never resent (§8.2.2), and
-    /// its fate says nothing about the path the connection uses.
+    /// The PATH_RESPONSEs to challenges that came from another address
+    /// than the peer's (a path it probes, RFC 9000 §9.1), together, alone
+    /// in a datagram to that address: a response goes on the path its
+    /// challenge came on (RFC 9000 §8.2.2), under a connection ID of the
+    /// peer's used on no other path (§9.5, `cid`). The address has not
+    /// proved itself, so the datagram draws on its budget, three times
+    /// what came from it (`path::UnprovenAddresses`); it is expanded to
+    /// 1200 bytes as far as that allows (§8.2.2), and responses that do
+    /// not fit at all, or find no unused ID, are dropped (a response is
+    /// never resent, §8.2.2, and the peer challenges again). Not in
+    /// recovery's ledger: its fate says nothing about the path the
+    /// connection uses.
     fn send_off_path_response(
         &mut self,
         out: &mut [u8],
@@ -354,10 +359,42 @@ impl Connection {
         }
         let space = SpaceId::Data;
         self.keys[space.index()].as_ref()?;
-        let response = self.path.pop_off_path(self.remote)?;
-        let size = MIN_INITIAL_DATAGRAM
-            .min(response.datagram_len.saturating_mul(3))
-            .min(out.len());
+        let to = self.path.off_path_address(self.remote)?;
+        let mut responses = Vec::new();
+        while let Some(data) = self.path.pop_on_path(to) {
+            responses.push(data);
+        }
+        // RFC 9000 §9.5: not the ID of another path. An empty ID links
+        // nothing; without a spare there is no answer.
+        let dcid = if self.peer_cid.is_empty() {
+            self.peer_cid
+        } else if let Some(cid) = self.cids.for_probing_address(to) {
+            cid
+        } else {
+            tracing::trace!(%to, "no unused connection ID of the peer's for a probing address: its challenges go unanswered");
+            self.counters.path_responses_withheld += 1;
+            return None;
+        };
+        // Sealed under that ID: the packet's header is built from
+        // `peer_cid`, which goes back to the current path's below.
+        let current = std::mem::replace(&mut self.peer_cid, dcid);
+        let sent = self.seal_path_responses(&responses, to, out, now);
+        self.peer_cid = current;
+        sent
+    }
+
+    /// [`Self::send_off_path_response`]'s datagram: the responses, padded
+    /// as far as `to`'s budget allows, under the current `peer_cid`.
+    fn seal_path_responses(
+        &mut self,
+        responses: &[[u8; 8]],
+        to: SocketAddr,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<(usize, SendInfo)> {
+        let space = SpaceId::Data;
+        let allowance = usize::try_from(self.path.unproven.allowance(to)).unwrap_or(usize::MAX);
+        let size = MIN_INITIAL_DATAGRAM.min(allowance).min(out.len());
         let packet_number = self
             .skips
             .next_packet_number(&mut self.next_packet_number[space.index()]);
@@ -365,13 +402,19 @@ impl Connection {
             .sealed_len(space, packet_number, size)?
             .checked_sub(size)?;
         let mut frames = self.send_scratch.take_frames(size);
-        Frame::PathResponse {
-            data: response.data,
+        for &data in responses {
+            Frame::PathResponse { data }.encode(&mut frames);
         }
-        .encode(&mut frames);
-        let padded = size.saturating_sub(overhead).max(frames.len());
-        frames.resize(padded, 0); // PADDING
+        if overhead + frames.len() > size {
+            // Not even the responses fit what this address may be sent.
+            tracing::trace!(%to, allowance, "a probe's responses exceed its address's budget: dropped");
+            self.counters.path_responses_withheld += 1;
+            self.send_scratch.give_back(frames);
+            return None;
+        }
+        frames.resize(size - overhead, 0); // PADDING
         let len = self.seal_alone(space, packet_number, frames, out, now)?;
+        self.path.unproven.on_sent(to, len);
         self.counters.packets_sent += 1;
         self.counters.datagrams_sent += 1;
         self.counters.bytes_sent += len as u64;
@@ -380,7 +423,7 @@ impl Connection {
             len,
             SendInfo {
                 from: self.local,
-                to: response.from,
+                to,
                 at: now,
                 checksum_free: false,
             },
@@ -502,7 +545,7 @@ impl Connection {
         Some(len)
     }
 
-    fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'_> {
+    pub(super) fn header_for(&self, space: SpaceId, packet_number: u64) -> Header<'_> {
         let ty = match space {
             SpaceId::Initial => PacketType::Initial,
             SpaceId::Handshake => PacketType::Handshake,
@@ -586,7 +629,7 @@ impl Connection {
         if self.address_validated {
             return false;
         }
-        let allowance = (3 * self.amplification_received).saturating_sub(self.amplification_sent);
+        let allowance = self.path.unproven.allowance(self.remote);
         // A server's probe of an Initial in flight is itself an Initial,
         // which needs a full 1200-byte datagram (RFC 9000 §14.1,
         // `plan_packet`); under less, no probe could leave.
@@ -611,7 +654,7 @@ impl Connection {
         }
         space == SpaceId::Data
             && (self.handshake_done_pending
-                || self.new_token_pending
+                || (self.new_token_pending && self.address_validated)
                 || self.path.challenge_pending
                 || self.cids.has_pending_frames()
                 || self.ack_frequency.has_pending_frame()
@@ -834,7 +877,9 @@ impl Connection {
             // With the handshake confirmed, the token for next time.
             self.new_token_pending = self.new_token_out.is_some();
         }
-        if space == SpaceId::Data && self.new_token_pending {
+        // Only to a validated address (the one it was sealed for: a move
+        // drops it).
+        if space == SpaceId::Data && self.new_token_pending && self.address_validated {
             if let Some(token) = self.new_token_out.as_deref() {
                 let frame = Frame::NewToken { token };
                 if frame.encoded_len() <= remaining(plan) {

@@ -28,6 +28,7 @@ pub(crate) struct Counters {
     pub keep_alives_sent: u64,
     pub checksum_free_datagrams: u64,
     pub datagrams_dropped: u64,
+    pub path_responses_withheld: u64,
 }
 
 /// A snapshot of a connection, for `--json`, reports and logs. Field names
@@ -112,6 +113,11 @@ pub struct Stats {
     /// went back to the previous one where it could).
     #[serde(default)]
     pub paths_abandoned: u64,
+    /// PATH_RESPONSEs to a probing address not sent: they did not fit
+    /// three times what came from there (RFC 9000 §8), or no unused
+    /// connection ID of the peer's was left for that path (§9.5).
+    #[serde(default)]
+    pub path_responses_withheld: u64,
     /// CORRUPTED frames we sent.
     pub corruption_notices_sent: u64,
     /// Packets we received with a good header and a bad payload.
@@ -234,6 +240,7 @@ impl Default for Stats {
             connection_id_switches: 0,
             paths_validated: 0,
             paths_abandoned: 0,
+            path_responses_withheld: 0,
             corruption_notices_sent: 0,
             payload_corrupt_received: 0,
             header_corrupt_dropped: 0,

@@ -1504,6 +1504,177 @@ fn a_new_address_that_never_answers_is_given_up_for_the_old_one() {
     }));
 }
 
+#[test]
+fn a_second_move_that_never_answers_goes_back_to_the_last_validated_address() {
+    // RFC 9000 §9.3.2: back to the last validated address, however many
+    // unvalidated ones the peer seemed to pass through since.
+    let (mut net, _, datagram) = confirmed_pair_and_a_client_datagram();
+    let now = net.now;
+    let mut buf = vec![0u8; 2000];
+    let (len, _) = net.endpoints[1]
+        .poll_transmit(now, &mut buf)
+        .expect("a second datagram");
+    let later = buf[..len].to_vec();
+    // An attacker forwards both, from two addresses of its own.
+    net.endpoints[0].recv(&mut datagram.clone(), addr(6666), now);
+    net.endpoints[0].recv(&mut later.clone(), addr(7777), now);
+    let server_handle = ConnectionHandle(0);
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(7777));
+    assert_eq!(server.stats().peer_migrations, 2);
+    let mut t = now;
+    while net.endpoints[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.stats().paths_abandoned == 0)
+    {
+        while net.endpoints[0].poll_transmit(t, &mut buf).is_some() {}
+        t = net.endpoints[0].timeout(t).expect("a timer").max(t);
+        net.endpoints[0].on_timeout(t);
+        assert!(t - now < Duration::from_secs(5), "never gave up");
+    }
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), addr(1001));
+    assert!(!server.is_closed());
+}
+
+/// Runs `net` over a path of `one_way` latency and a bottleneck of
+/// `rate` bytes/s each way with an unbounded queue, until `done` holds
+/// (or 30 s of virtual time pass). Returns whether `done` held.
+fn run_over_a_bottleneck(
+    net: &mut Net,
+    one_way: Duration,
+    rate: u64,
+    mut done: impl FnMut(&mut [Endpoint]) -> bool,
+) -> bool {
+    let deadline = net.now + Duration::from_secs(30);
+    let mut buf = vec![0u8; 65_535];
+    // (arrival, from, to, bytes), and when each sender's link is next free.
+    let mut in_flight: Vec<(Instant, SocketAddr, SocketAddr, Vec<u8>)> = Vec::new();
+    let mut link_free = vec![net.now; net.endpoints.len()];
+    while net.now < deadline {
+        if done(&mut net.endpoints) {
+            return true;
+        }
+        for (index, free) in link_free.iter_mut().enumerate() {
+            let from = net.endpoints[index].local_addr();
+            while let Some((len, to)) = net.endpoints[index].poll_transmit(net.now, &mut buf) {
+                let serialised = Duration::from_secs_f64(len as f64 / rate as f64);
+                *free = (*free).max(net.now) + serialised;
+                in_flight.push((*free + one_way, from, to, buf[..len].to_vec()));
+            }
+        }
+        let mut delivered = false;
+        while let Some(next) = in_flight
+            .iter()
+            .enumerate()
+            .filter(|(_, (at, ..))| *at <= net.now)
+            .min_by_key(|(_, (at, ..))| *at)
+            .map(|(i, _)| i)
+        {
+            let (_, from, to, mut datagram) = in_flight.remove(next);
+            if let Some(peer) = net.endpoints.iter_mut().find(|e| e.local_addr() == to) {
+                peer.recv(&mut datagram, from, net.now);
+            }
+            delivered = true;
+        }
+        if delivered {
+            continue;
+        }
+        let now = net.now;
+        let next = net
+            .endpoints
+            .iter_mut()
+            .filter_map(|e| e.timeout(now))
+            .chain(in_flight.iter().map(|(at, ..)| *at))
+            .min();
+        let Some(next) = next else { break };
+        net.now = next.max(net.now);
+        for endpoint in &mut net.endpoints {
+            endpoint.on_timeout(net.now);
+        }
+    }
+    done(&mut net.endpoints)
+}
+
+#[test]
+fn a_server_seals_no_path_state_for_an_address_its_client_has_not_proved() {
+    // Issue 53, finding 1, over the endpoint: after a download through a
+    // queue, one genuine 1-RTT packet of the client's, sent again from a
+    // victim's address, moved the server there, and the endpoint sealed
+    // at once a token with the old path's state (times the default RTT)
+    // bound to the victim's address. Nothing is sealed for an address
+    // until it proves itself.
+    let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let server = server_with_secret(&secret, RetryPolicy::Never);
+    let mut client = Endpoint::new(addr(1001), None);
+    let handle = client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let mut net = Net::new(vec![server, client]);
+    let (one_way, rate) = (Duration::from_millis(20), 1_250_000);
+    let server_handle = ConnectionHandle(0);
+    assert!(run_over_a_bottleneck(&mut net, one_way, rate, |e| {
+        established(&mut e[1], handle)
+            && e[0]
+                .connection_ref(server_handle)
+                .is_some_and(|c| c.follows_migration())
+    }));
+    let len = 2_000_000;
+    let connection = net.endpoints[0].connection(server_handle).unwrap();
+    let stream = connection.stream_open_uni().unwrap();
+    let data = vec![5u8; len];
+    let (mut written, mut read) = (0, 0);
+    let mut buf = vec![0u8; 65_536];
+    assert!(run_over_a_bottleneck(&mut net, one_way, rate, |e| {
+        let server = e[0].connection(server_handle).unwrap();
+        if written < len {
+            written += server
+                .stream_send(stream, &data[written..], true)
+                .unwrap_or(0);
+        }
+        let client = e[1].connection(handle).unwrap();
+        for id in client.readable() {
+            while let Ok((n, _)) = client.stream_recv(id, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                read += n;
+            }
+        }
+        read == len
+    }));
+    let saved = net.endpoints[0].stats().path_states_saved;
+    assert!(saved > 0, "the client's own address got a path state");
+
+    // The client's next datagram, and the same again from the victim's.
+    let connection = net.endpoints[1].connection(handle).unwrap();
+    let stream = connection.stream_open_bi().unwrap();
+    connection.stream_send(stream, b"more", false).unwrap();
+    let now = net.now;
+    let (len, _) = net.endpoints[1].poll_transmit(now, &mut buf).unwrap();
+    let victim = SocketAddr::from(([127, 0, 0, 66], 4433));
+    net.endpoints[0].recv(&mut buf[..len].to_vec(), victim, now);
+    let server = net.endpoints[0].connection_ref(server_handle).unwrap();
+    assert_eq!(server.remote(), victim);
+    // Until the server gives the silent address up.
+    let mut t = now;
+    while net.endpoints[0]
+        .connection_ref(server_handle)
+        .is_some_and(|c| c.stats().paths_abandoned == 0)
+    {
+        assert_eq!(
+            net.endpoints[0].stats().path_states_saved,
+            saved,
+            "a path state sealed for the victim's address"
+        );
+        while net.endpoints[0].poll_transmit(t, &mut buf).is_some() {}
+        t = net.endpoints[0].timeout(t).expect("a timer").max(t);
+        net.endpoints[0].on_timeout(t);
+        assert!(t - now < Duration::from_secs(5), "never gave up");
+    }
+    assert_eq!(net.endpoints[0].stats().path_states_saved, saved);
+}
+
 /// A server that always asks for Retry and a client whose first
 /// connection went through one and brought back a NEW_TOKEN token.
 fn client_holding_a_new_token() -> (Net, ConnectionHandle) {
@@ -1590,7 +1761,9 @@ fn a_client_that_rebinds_moves_to_a_fresh_id_and_the_server_answers_on_one_too()
         .unwrap()
         .local_cid();
 
-    net.endpoints[1].rebound(addr(1099));
+    net.endpoints[1]
+        .rebound(addr(1099))
+        .expect("the client may move");
     send_on_stream(&mut net, handle);
     assert!(net.run_until(|e| {
         e[0].connection_ref(server_handle)
@@ -1682,7 +1855,9 @@ fn a_server_recognises_a_reset_with_the_token_of_the_client_id_it_uses() {
     run_until_ids_issued(&mut net);
     // The client moves: the server follows it to another of its IDs,
     // whose token the client gave in NEW_CONNECTION_ID.
-    net.endpoints[1].rebound(addr(1099));
+    net.endpoints[1]
+        .rebound(addr(1099))
+        .expect("a confirmed client with a spare ID may move");
     send_on_stream(&mut net, handle);
     let server_handle = ConnectionHandle(0);
     assert!(net.run_until(|e| e[0]
@@ -1706,11 +1881,27 @@ fn a_server_recognises_a_reset_with_the_token_of_the_client_id_it_uses() {
 }
 
 #[test]
+fn an_endpoint_whose_client_may_not_move_yet_keeps_its_address() {
+    // RFC 9000 §9: no move before the handshake is confirmed. The driver
+    // asks the endpoint before it gives up its socket.
+    let mut client = Endpoint::new(addr(1001), None);
+    client
+        .connect(config(2), addr(SERVER), Instant::now())
+        .unwrap();
+    let _ = client.rebound(addr(1099));
+    assert_eq!(client.local_addr(), addr(1001));
+    let error = client.may_rebind(addr(1099)).unwrap_err();
+    assert!(error.to_string().contains("not confirmed"), "{error}");
+}
+
+#[test]
 fn a_restarted_server_resets_a_client_that_moved_to_another_id() {
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
     let (mut net, handle) = connected_pair(&secret);
     run_until_ids_issued(&mut net);
-    net.endpoints[1].rebound(addr(1099));
+    net.endpoints[1]
+        .rebound(addr(1099))
+        .expect("the client may move");
     send_on_stream(&mut net, handle);
     assert!(net.run_until(|e| e[0]
         .connection_ref(ConnectionHandle(0))

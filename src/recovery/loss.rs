@@ -119,9 +119,9 @@ impl<F> Recovery<F> {
         self.congestion_event(space, lost, lost_bytes, newest_lost, persistent, now);
     }
 
-    /// Takes lost packets out of flight and remembers them; returns their
-    /// in-flight bytes and the send time of the newest one (None if none was
-    /// in flight).
+    /// Takes lost packets out of flight and remembers them; returns the
+    /// in-flight bytes of those sent on the current path and the send time
+    /// of the newest of them (None if none was).
     fn remove_lost_from_flight(
         &mut self,
         space: SpaceId,
@@ -170,6 +170,10 @@ impl<F> Recovery<F> {
             );
             if packet.in_flight {
                 self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
+            }
+            if packet.in_flight && self.on_current_path(space, packet.packet_number) {
+                // Only a loss on the current path is congestion there
+                // (RFC 9000 §9.4).
                 lost_bytes += packet.size;
                 newest_lost =
                     Some(newest_lost.map_or(packet.time_sent, |t| t.max(packet.time_sent)));
@@ -240,10 +244,12 @@ impl<F> Recovery<F> {
         };
         let duration = self.pto_period(space) * self.config.persistent_congestion_threshold;
         let mut run: Option<(u64, Instant)> = None; // (previous pn, run start time)
-        for packet in lost
-            .iter()
-            .filter(|p| p.ack_eliciting && !p.pmtu_probe && p.time_sent > first_sample)
-        {
+        for packet in lost.iter().filter(|p| {
+            p.ack_eliciting
+                && !p.pmtu_probe
+                && p.time_sent > first_sample
+                && self.on_current_path(space, p.packet_number)
+        }) {
             run = match run {
                 Some((previous, start)) if packet.packet_number == previous + 1 => {
                     if packet.time_sent.saturating_duration_since(start) >= duration {
@@ -260,6 +266,13 @@ impl<F> Recovery<F> {
     pub(super) fn on_timeout_loss(&mut self, space: SpaceId, lost: &[SentPacket<F>], now: Instant) {
         let (lost_bytes, newest_lost) = self.remove_lost_from_flight(space, lost, now);
         self.report_lost(lost, now);
+        let old_path_only = lost
+            .iter()
+            .all(|p| !self.on_current_path(space, p.packet_number));
+        if old_path_only && !lost.is_empty() {
+            // Nothing sent on the current path was lost (RFC 9000 §9.4).
+            return;
+        }
         self.congestion_event(
             space,
             lost,

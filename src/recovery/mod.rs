@@ -364,6 +364,12 @@ pub struct Recovery<F> {
     loss_trigger: Option<LossTrigger>,
     /// What this connection saw of its path, for a later one (RFC 9959).
     observed: PathObservation,
+    /// The first 1-RTT packet sent on the current path: only packets from
+    /// it on tell what this path carries (a new path starts afresh).
+    path_first_packet: u64,
+    /// A saved path state to run Careful Resume from once the handshake
+    /// is confirmed (`resume_path`).
+    pending_resume: Option<(SavedPath, CarefulResumeConfig)>,
 }
 
 /// The capacity a connection saw on its path, for Careful Resume's saved
@@ -408,12 +414,30 @@ impl<F> Recovery<F> {
             notes: None,
             loss_trigger: None,
             observed: PathObservation::default(),
+            path_first_packet: 0,
+            pending_resume: None,
         }
     }
 
     /// Runs the controller under Careful Resume from `saved` (RFC 9959):
     /// Reconnaissance from its own initial window. Call before data flows.
+    ///
+    /// Not before the handshake is confirmed: until then the peer has not
+    /// shown it is who the saved state was kept for, nor that it is at the
+    /// address packets go to (a spoofed Initial can carry a client's
+    /// token), and an RTT sample of the handshake's spaces may come from
+    /// anyone who can guess a packet number. The controller is wrapped at
+    /// confirmation, and Careful Resume confirms the RTT with a sample
+    /// taken after it.
     pub fn resume_path(&mut self, saved: SavedPath, config: CarefulResumeConfig, mss: u64) {
+        if !self.handshake_confirmed {
+            self.pending_resume = Some((saved, config));
+            return;
+        }
+        self.wrap_in_careful_resume(saved, config, mss);
+    }
+
+    fn wrap_in_careful_resume(&mut self, saved: SavedPath, config: CarefulResumeConfig, mss: u64) {
         let placeholder: Box<dyn CongestionControl> =
             Box::new(sift_cc::Reno::new(sift_cc::RenoConfig::default(), mss));
         let inner = std::mem::replace(&mut self.cc, placeholder);
@@ -434,10 +458,12 @@ impl<F> Recovery<F> {
     /// §3.1): the path's demonstrated capacity as a window — the largest
     /// delivery rate of a sample that was not application-limited times the
     /// minimum RTT, no more than the largest flight that was acknowledged —
-    /// and the minimum RTT. `None` before any such sample.
+    /// and the minimum RTT. `None` before any such sample, and before an
+    /// RTT sample (the initial RTT is no measurement). Only packets sent
+    /// on the current path count (`on_new_path`).
     pub fn observed_path(&self) -> Option<SavedPath> {
         let min_rtt = self.rtt.min();
-        if self.observed.max_delivery_rate <= 0.0 || min_rtt.is_zero() {
+        if self.observed.max_delivery_rate <= 0.0 || min_rtt.is_zero() || !self.rtt.has_sample() {
             return None;
         }
         let bdp = (self.observed.max_delivery_rate * min_rtt.as_secs_f64()) as u64;
@@ -489,11 +515,19 @@ impl<F> Recovery<F> {
     /// The peer moved to a new network path (a new IP address, RFC 9000
     /// §9.4): what was learnt of the old one does not hold. `cc` starts
     /// from its initial window and the RTT estimate from the initial RTT;
-    /// packets in flight stay in the ledger and are acknowledged or lost
-    /// as usual.
+    /// packets in flight stay in the ledger and leave flight when
+    /// acknowledged or lost, but say nothing of what the new path carries:
+    /// they give no RTT sample, grow no window and cut none, and the path
+    /// observation (`observed_path`) starts again from the first packet
+    /// sent on it. A saved state not yet taken up was for the old path.
     pub fn on_new_path(&mut self, cc: Box<dyn CongestionControl>, mss: u64) {
         self.replace_controller(cc, mss);
         self.rtt = RttEstimator::new(self.config.initial_rtt);
+        self.observed = PathObservation::default();
+        self.path_first_packet = self.spaces[SpaceId::Data.index()]
+            .largest_sent
+            .map_or(0, |largest| largest + 1);
+        self.pending_resume = None;
         self.corruption_budget.on_new_path();
         self.recovery_start = None;
         self.episode = None;
@@ -513,9 +547,13 @@ impl<F> Recovery<F> {
     }
 
     /// The handshake is confirmed: application-space PTOs may run and the
-    /// peer's ack delay is trusted (RFC 9002 §5.3, §6.2.1).
+    /// peer's ack delay is trusted (RFC 9002 §5.3, §6.2.1), and a saved
+    /// path state waiting for it is taken up (`resume_path`).
     pub fn set_handshake_confirmed(&mut self) {
         self.handshake_confirmed = true;
+        if let Some((saved, config)) = self.pending_resume.take() {
+            self.wrap_in_careful_resume(saved, config, self.mss);
+        }
     }
 
     /// The sender ran out of data with window to spare.
@@ -750,7 +788,12 @@ impl<F> Recovery<F> {
         // ack-eliciting (RFC 9002 §5.1).
         let mut rtt_sampled = false;
         if let Some(largest) = acked.last() {
-            if largest.packet_number == largest_in_frame && acked.iter().any(|p| p.ack_eliciting) {
+            // Not from a packet sent on the path the peer left (RFC 9000
+            // §9.4).
+            if largest.packet_number == largest_in_frame
+                && self.on_current_path(space, largest.packet_number)
+                && acked.iter().any(|p| p.ack_eliciting)
+            {
                 let latest = now.saturating_duration_since(largest.time_sent);
                 let delay = match space {
                     SpaceId::Initial => Duration::ZERO,
@@ -782,7 +825,7 @@ impl<F> Recovery<F> {
         if lost.len() > early {
             self.on_packets_lost(space, &lost[early..], now);
         }
-        self.on_packets_acked(&acked, controller_sampled, now);
+        self.on_packets_acked(space, &acked, controller_sampled, now);
         self.pto_count = 0;
         AckOutcome { acked, lost }
     }
@@ -827,13 +870,26 @@ impl<F> Recovery<F> {
         true
     }
 
-    fn on_packets_acked(&mut self, acked: &[SentPacket<F>], rtt_sampled: bool, now: Instant) {
+    fn on_packets_acked(
+        &mut self,
+        space: SpaceId,
+        acked: &[SentPacket<F>],
+        rtt_sampled: bool,
+        now: Instant,
+    ) {
         let mut acked_bytes = 0;
         let mut acked_packets = 0;
         let mut all_before_recovery = true;
         let mut largest: Option<&SentPacket<F>> = None;
+        let mut any_in_flight = false;
         for packet in acked.iter().filter(|p| p.in_flight) {
             self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size);
+            any_in_flight = true;
+            if !self.on_current_path(space, packet.packet_number) {
+                // Sent on the path the peer left: it only leaves flight
+                // (RFC 9000 §9.4).
+                continue;
+            }
             acked_bytes += packet.size;
             acked_packets += 1;
             if self
@@ -844,10 +900,14 @@ impl<F> Recovery<F> {
             }
             largest = Some(packet);
         }
-        let Some(largest) = largest else { return };
+        if !any_in_flight {
+            return;
+        }
         let rate = self
             .rate
             .on_ack(acked.iter().filter(|p| p.in_flight), now, self.rtt.min());
+        // Only the current path's packets are observed and reach `cc`.
+        let Some(largest) = largest else { return };
         if let Some(sample) = rate.filter(|s| !s.is_app_limited) {
             self.observed.max_delivery_rate =
                 self.observed.max_delivery_rate.max(sample.delivery_rate);
@@ -873,6 +933,13 @@ impl<F> Recovery<F> {
     /// the window on entering recovery is still to go.
     pub fn may_send_beyond_window(&self) -> bool {
         self.recovery_packet_allowed
+    }
+
+    /// Whether packet `packet_number` of `space` was sent on the current
+    /// path, not one the peer left (`on_new_path`). Handshake spaces are
+    /// gone before any move.
+    fn on_current_path(&self, space: SpaceId, packet_number: u64) -> bool {
+        space != SpaceId::Data || packet_number >= self.path_first_packet
     }
 
     /// Drops a space whose keys are discarded (RFC 9002 §6.4).

@@ -877,3 +877,135 @@ fn entering_recovery_allows_one_packet_beyond_the_window_until_the_next_ack_elic
     send(&mut r, 10, t0 + ms(102));
     assert!(!r.may_send_beyond_window());
 }
+
+/// A flight of `count` packets from `first`, sent at `at` and acknowledged
+/// together `rtt` later.
+fn flight_acked(r: &mut Recovery<u64>, first: u64, count: u64, at: Instant, rtt: Duration) {
+    for pn in first..first + count {
+        send(r, pn, at);
+    }
+    ack(r, first..=first + count - 1, at + rtt);
+}
+
+#[test]
+fn a_new_path_starts_its_observations_afresh() {
+    // Issue 53, finding 1: what a connection saw of one path is no saved
+    // state for another. Right after a move the RTT estimate is back to
+    // its 333 ms default; the old path's rate times that was offered as
+    // the new path's window.
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    flight_acked(&mut r, 0, 10, t0, ms(10));
+    let t1 = t0 + ms(10);
+    flight_acked(&mut r, 10, 20, t1, ms(10));
+    assert!(r.observed_path().is_some(), "the old path was observed");
+    // A flight in the air when the peer moves.
+    let t2 = t1 + ms(10);
+    for pn in 30..40 {
+        send(&mut r, pn, t2);
+    }
+    r.on_new_path(CcConfig::Reno(RenoConfig::default()).build(MSS), MSS);
+    assert_eq!(r.observed_path(), None, "nothing seen of the new path yet");
+    // Its acknowledgement says how long the move took, not what the new
+    // path carries.
+    ack(&mut r, 30..=39, t2 + ms(50));
+    assert_eq!(r.observed_path(), None, "packets of the old path");
+    // A flight of the new path's own: observed, with its RTT.
+    let t3 = t2 + ms(50);
+    flight_acked(&mut r, 40, 10, t3, ms(40));
+    let observed = r.observed_path().expect("the new path's flight");
+    assert_eq!(observed.min_rtt, ms(40));
+}
+
+/// Sends `count` packets of `space` from `first` at `at`.
+fn send_in(r: &mut Recovery<u64>, space: SpaceId, first: u64, count: u64, at: Instant) {
+    for pn in first..first + count {
+        r.on_packet_sent(
+            space,
+            SentPacket {
+                packet_number: pn,
+                time_sent: at,
+                size: MSS,
+                ack_eliciting: true,
+                in_flight: true,
+                app_limited: false,
+                pmtu_probe: false,
+                delivery: Default::default(),
+                frames: vec![pn],
+            },
+            at,
+        );
+    }
+}
+
+#[test]
+fn careful_resume_takes_no_rtt_sample_from_a_handshake_not_yet_confirmed() {
+    // Issue 53, finding 1: a spoofed Initial carrying a client's token
+    // makes a server resume that client's saved path toward the victim;
+    // one blind Initial ACK of the server's first flight gave Careful
+    // Resume its RTT sample and the window jumped to half the saved one
+    // with no handshake ever completed.
+    let t0 = Instant::now();
+    let mut r: Recovery<u64> = Recovery::new(
+        RecoveryConfig::default(),
+        CcConfig::Reno(RenoConfig::default()).build(MSS),
+        MSS,
+    );
+    let saved = SavedPath {
+        cwnd: 1_000_000,
+        min_rtt: ms(100),
+    };
+    r.resume_path(saved, CarefulResumeConfig::default(), MSS);
+    // The server's first flight fills its initial window.
+    send_in(&mut r, SpaceId::Initial, 0, 10, t0);
+    r.on_ack_received(
+        SpaceId::Initial,
+        [0..=0].into_iter(),
+        Duration::ZERO,
+        t0 + ms(100),
+    );
+    send_in(&mut r, SpaceId::Initial, 10, 2, t0 + ms(100));
+    let jumped = r.careful_resume().is_some_and(|status| status.jumped);
+    assert!(!jumped, "jumped on an unconfirmed handshake's sample");
+    assert!(r.window() < 20 * MSS, "window {}", r.window());
+
+    // Once the handshake is confirmed, a 1-RTT sample lets it jump.
+    r.discard_space(SpaceId::Initial);
+    r.set_handshake_confirmed();
+    let t1 = t0 + ms(200);
+    for pn in 0..12 {
+        send(&mut r, pn, t1);
+    }
+    ack(&mut r, 0..=0, t1 + ms(100));
+    send(&mut r, 12, t1 + ms(100));
+    let status = r.careful_resume().expect("resumed");
+    assert!(status.jumped, "{status:?}");
+}
+
+#[test]
+fn packets_sent_before_a_move_feed_neither_the_new_paths_controller_nor_its_rtt() {
+    // RFC 9000 §9.4: what was sent on the old path says nothing of the new
+    // one. Its acknowledgements give no RTT sample and grow no window, and
+    // its losses cut none; it only leaves flight.
+    let t0 = Instant::now();
+    let mut r = recovery(RecoveryConfig::default());
+    flight_acked(&mut r, 0, 10, t0, ms(10));
+    let t1 = t0 + ms(10);
+    for pn in 10..30 {
+        send(&mut r, pn, t1);
+    }
+    r.on_new_path(CcConfig::Reno(RenoConfig::default()).build(MSS), MSS);
+    let (window, ssthresh) = (r.window(), r.ssthresh());
+    let events = r.stats().congestion_events;
+    // The old flight arrives late, all but its first four, which are lost.
+    let outcome = ack(&mut r, 14..=29, t1 + ms(500));
+    assert_eq!(numbers(&outcome.lost), vec![10, 11, 12, 13]);
+    assert!(!r.rtt().has_sample(), "an RTT sample from the old path");
+    assert_eq!((r.window(), r.ssthresh()), (window, ssthresh));
+    assert_eq!(r.stats().congestion_events, events);
+    assert_eq!(r.bytes_in_flight(), 0, "the old flight left flight");
+    // The new path's own flight: sampled, and the window grows.
+    flight_acked(&mut r, 30, 5, t1 + ms(500), ms(40));
+    assert_eq!(r.rtt().latest(), ms(40));
+    assert!(r.window() > window);
+}

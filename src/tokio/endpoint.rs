@@ -266,16 +266,33 @@ impl Endpoint {
     /// and servers that migrate (sift's do, once the handshake is
     /// confirmed) follow after validating it. Datagrams already in flight
     /// to the old socket are lost, as on a real move; recovery resends.
+    ///
+    /// Refused with [`BindError::MoveRefused`], the old socket kept, while
+    /// a connection may not move ([`Connection::migratable`]): before its
+    /// handshake is confirmed, without a spare connection ID of the
+    /// server's, when the server disabled active migration, or on a
+    /// server (RFC 9000 §9).
+    ///
+    /// [`Connection::migratable`]: super::Connection::migratable
     pub fn rebind(&self, addr: SocketAddr) -> Result<SocketAddr, BindError> {
+        self.inner
+            .shared
+            .lock()
+            .endpoint
+            .may_rebind(addr)
+            .map_err(BindError::MoveRefused)?;
         let datapath = Datapath::bind(addr, self.inner.options, self.inner.max_datagram)
             .map_err(|source| BindError::Io { addr, source })?;
         let bound = datapath.local_addr();
         let mut state = self.inner.shared.lock();
-        state.rebind = Some(datapath);
         // The connections move now, not when the driver next looks: a turn
         // already under way could otherwise answer the next request on the
         // old path and connection ID.
-        state.endpoint.rebound(bound);
+        state
+            .endpoint
+            .rebound(bound)
+            .map_err(BindError::MoveRefused)?;
+        state.rebind = Some(datapath);
         state.wake_driver();
         Ok(bound)
     }

@@ -101,7 +101,7 @@ impl From<&CloseReason> for ConnectionError {
                 code,
                 reason,
             },
-            CloseReason::IdleTimeout => Self::TimedOut,
+            CloseReason::IdleTimeout | CloseReason::PathValidationFailed => Self::TimedOut,
             CloseReason::StatelessReset => Self::Reset,
             reason @ CloseReason::VersionMismatch { .. } => {
                 Self::VersionMismatch(reason.to_string())
@@ -146,6 +146,10 @@ pub enum BindError {
     /// identity, or an unusable certificate or key).
     #[error("cannot serve with this configuration: {0}")]
     Config(crate::conn::Error),
+    /// A connection of the endpoint may not move to a new address now
+    /// (RFC 9000 §9): the endpoint kept its socket.
+    #[error("{0}")]
+    MoveRefused(crate::conn::Error),
 }
 
 /// Why [`Endpoint::connect`](super::Endpoint::connect) did not yield a

@@ -46,8 +46,8 @@ pub use retry::{
 };
 pub use steering::CidSteering;
 pub use transport_params::{
-    TransportParams, VersionInformation, MAX_ACK_DELAY_LIMIT_MS, MIN_ACTIVE_CONNECTION_ID_LIMIT,
-    RESET_TOKEN_LEN,
+    PreferredAddress, TransportParams, VersionInformation, MAX_ACK_DELAY_LIMIT_MS,
+    MIN_ACTIVE_CONNECTION_ID_LIMIT, RESET_TOKEN_LEN,
 };
 pub use varint::{
     check_varint, put_u16, put_u32, put_u8, put_varint, varint_len, Reader, VARINT_MAX,

@@ -6,6 +6,8 @@
 //! and sift's `corruption_notices` (the HACK option: both peers must offer
 //! it, as in the paper's SYN option).
 
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+
 use super::cid::{ConnectionId, MAX_CID_LEN};
 use super::varint::{put_varint, varint_len, Reader};
 use super::WireError;
@@ -116,17 +118,104 @@ pub struct TransportParams {
     /// disable_active_migration): a client must not move to a new local
     /// address while it sends to the address the handshake used (§9).
     pub disable_active_migration: bool,
-    /// Server only: the value of a preferred_address parameter, as sent
-    /// (RFC 9000 §18.2; at least its fixed fields, 41 bytes). sift does
-    /// not move to it (a client may ignore it, §9.6); it is kept so a
-    /// client's can be refused.
-    pub preferred_address: Option<Vec<u8>>,
+    /// Server only: a preferred_address parameter, read and checked
+    /// (RFC 9000 §18.2). sift does not move to it (a client may ignore it,
+    /// §9.6), but a client takes its connection ID as the server's
+    /// sequence number 1 (§5.1.1); a client's is refused.
+    pub preferred_address: Option<PreferredAddress>,
 }
 
 /// The shortest preferred_address value: IPv4 address and port, IPv6
 /// address and port, a connection ID length of 0 and a reset token
 /// (RFC 9000 §18.2, Figure 22).
 const MIN_PREFERRED_ADDRESS_LEN: usize = 4 + 2 + 16 + 2 + 1 + RESET_TOKEN_LEN;
+
+/// A server's preferred_address (RFC 9000 §18.2, Figure 22), read: its
+/// addresses, and a connection ID with its reset token, sequence number 1
+/// (§5.1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreferredAddress {
+    /// The IPv4 address, `None` when sent as all zeroes (`0.0.0.0:0`).
+    pub ipv4: Option<SocketAddrV4>,
+    /// The IPv6 address, `None` when sent as all zeroes (`[::]:0`).
+    pub ipv6: Option<SocketAddrV6>,
+    /// The connection ID, 1 to 20 bytes.
+    pub connection_id: ConnectionId,
+    /// The stateless reset token of `connection_id`.
+    pub reset_token: [u8; RESET_TOKEN_LEN],
+}
+
+impl PreferredAddress {
+    /// Reads a preferred_address value. Malformed: a value not exactly its
+    /// fields' length, a connection ID longer than 20 bytes, or a
+    /// zero-length one (RFC 9000 §18.2: a server must not send one; a
+    /// client treats it as a TRANSPORT_PARAMETER_ERROR).
+    pub fn parse(value: &[u8]) -> Result<Self, WireError> {
+        let malformed = |reason| WireError::MalformedTransportParameter {
+            id: id::PREFERRED_ADDRESS,
+            reason,
+        };
+        let mut reader = Reader::new(value);
+        let short = |_| malformed("preferred_address is shorter than its fields");
+        let ipv4 = Ipv4Addr::from(reader.u32().map_err(short)?);
+        let ipv4_port = reader.u16().map_err(short)?;
+        let ipv6_octets: [u8; 16] = reader
+            .bytes(16)
+            .map_err(short)?
+            .try_into()
+            .map_err(|_| malformed("preferred_address is shorter than its fields"))?;
+        let ipv6_port = reader.u16().map_err(short)?;
+        let cid_len = usize::from(reader.u8().map_err(short)?);
+        if cid_len == 0 {
+            return Err(malformed(
+                "preferred_address with a zero-length connection ID",
+            ));
+        }
+        if cid_len > MAX_CID_LEN {
+            return Err(malformed(
+                "preferred_address connection ID longer than 20 bytes",
+            ));
+        }
+        let connection_id = ConnectionId::new(reader.bytes(cid_len).map_err(short)?)
+            .map_err(|_| malformed("preferred_address connection ID longer than 20 bytes"))?;
+        let reset_token: [u8; RESET_TOKEN_LEN] = reader
+            .bytes(RESET_TOKEN_LEN)
+            .map_err(short)?
+            .try_into()
+            .map_err(|_| malformed("preferred_address is shorter than its fields"))?;
+        if !reader.is_empty() {
+            return Err(malformed("preferred_address is longer than its fields"));
+        }
+        let ipv6 = Ipv6Addr::from(ipv6_octets);
+        Ok(Self {
+            ipv4: (!ipv4.is_unspecified() || ipv4_port != 0)
+                .then(|| SocketAddrV4::new(ipv4, ipv4_port)),
+            ipv6: (!ipv6.is_unspecified() || ipv6_port != 0)
+                .then(|| SocketAddrV6::new(ipv6, ipv6_port, 0, 0)),
+            connection_id,
+            reset_token,
+        })
+    }
+
+    /// The value that [`PreferredAddress::parse`] reads back.
+    pub fn encode(&self) -> Vec<u8> {
+        let ipv4 = self
+            .ipv4
+            .unwrap_or_else(|| SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+        let ipv6 = self
+            .ipv6
+            .unwrap_or_else(|| SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0));
+        let mut out = Vec::with_capacity(MIN_PREFERRED_ADDRESS_LEN + self.connection_id.len());
+        out.extend_from_slice(&ipv4.ip().octets());
+        out.extend_from_slice(&ipv4.port().to_be_bytes());
+        out.extend_from_slice(&ipv6.ip().octets());
+        out.extend_from_slice(&ipv6.port().to_be_bytes());
+        out.push(self.connection_id.len() as u8);
+        out.extend_from_slice(self.connection_id.as_slice());
+        out.extend_from_slice(&self.reset_token);
+        out
+    }
+}
 
 /// Versions listed in a `version_information` parameter, at most.
 pub const MAX_AVAILABLE_VERSIONS: usize = 64;
@@ -282,10 +371,11 @@ impl TransportParams {
             put_varint(out, id::DISABLE_ACTIVE_MIGRATION);
             put_varint(out, 0);
         }
-        if let Some(value) = &self.preferred_address {
+        if let Some(preferred) = &self.preferred_address {
+            let value = preferred.encode();
             put_varint(out, id::PREFERRED_ADDRESS);
             put_varint(out, value.len() as u64);
-            out.extend_from_slice(value);
+            out.extend_from_slice(&value);
         }
         if let Some(info) = &self.version_information {
             let versions = 1 + info.available.len().min(MAX_AVAILABLE_VERSIONS);
@@ -381,13 +471,7 @@ impl TransportParams {
                     params.disable_active_migration = true;
                 }
                 id::PREFERRED_ADDRESS => {
-                    if value.len() < MIN_PREFERRED_ADDRESS_LEN {
-                        return Err(WireError::MalformedTransportParameter {
-                            id: param,
-                            reason: "preferred_address is shorter than its fixed fields",
-                        });
-                    }
-                    params.preferred_address = Some(value.to_vec());
+                    params.preferred_address = Some(PreferredAddress::parse(value)?);
                 }
                 id::VERSION_INFORMATION => {
                     params.version_information = Some(version_information(param, value)?)
@@ -712,11 +796,16 @@ mod tests {
 
     #[test]
     fn disable_active_migration_and_preferred_address_are_read() {
-        let preferred = vec![7; MIN_PREFERRED_ADDRESS_LEN];
+        let preferred = PreferredAddress {
+            ipv4: None,
+            ipv6: Some("[2001:db8::1]:443".parse().unwrap()),
+            connection_id: ConnectionId::new(&[7; 4]).unwrap(),
+            reset_token: [7; RESET_TOKEN_LEN],
+        };
         let mut out = Vec::new();
         TransportParams {
             disable_active_migration: true,
-            preferred_address: Some(preferred.clone()),
+            preferred_address: Some(preferred),
             ..TransportParams::default()
         }
         .encode(&mut out);
@@ -729,6 +818,60 @@ mod tests {
                 Err(WireError::MalformedTransportParameter { .. })
             ));
         }
+    }
+
+    #[test]
+    fn a_preferred_address_with_a_zero_length_connection_id_does_not_decode() {
+        // RFC 9000 §18.2: a server must not send one, and a client treats
+        // it as a TRANSPORT_PARAMETER_ERROR.
+        let mut value = vec![0; 4 + 2 + 16 + 2];
+        value.push(0);
+        value.extend([0; RESET_TOKEN_LEN]);
+        let mut out = Vec::new();
+        put_varint(&mut out, id::PREFERRED_ADDRESS);
+        put_varint(&mut out, value.len() as u64);
+        out.extend_from_slice(&value);
+        assert!(matches!(
+            TransportParams::decode(&out),
+            Err(WireError::MalformedTransportParameter { id: 0x0d, .. })
+        ));
+    }
+
+    #[test]
+    fn a_preferred_address_reads_back_and_a_malformed_one_is_refused() {
+        let preferred = PreferredAddress {
+            ipv4: Some("192.0.2.1:4433".parse().unwrap()),
+            ipv6: None,
+            connection_id: ConnectionId::new(&[9; 8]).unwrap(),
+            reset_token: [4; RESET_TOKEN_LEN],
+        };
+        let value = preferred.encode();
+        assert_eq!(value.len(), MIN_PREFERRED_ADDRESS_LEN + 8);
+        assert_eq!(PreferredAddress::parse(&value), Ok(preferred));
+        let with_cid_len = |len: u8| {
+            let mut value = vec![0; 24];
+            value.push(len);
+            value.extend(std::iter::repeat_n(7, usize::from(len)));
+            value.extend([0; RESET_TOKEN_LEN]);
+            value
+        };
+        let mut trailing = value.clone();
+        trailing.push(0);
+        for bad in [
+            with_cid_len(0),
+            with_cid_len(21),
+            trailing,
+            value[..value.len() - 1].to_vec(),
+        ] {
+            assert!(
+                matches!(
+                    PreferredAddress::parse(&bad),
+                    Err(WireError::MalformedTransportParameter { id: 0x0d, .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(PreferredAddress::parse(&with_cid_len(20)).is_ok());
     }
 
     #[test]
@@ -782,9 +925,12 @@ mod tests {
                 proptest::collection::vec(1u32.., 1..=MAX_AVAILABLE_VERSIONS + 1)
             ),
             disable_active_migration in any::<bool>(),
-            preferred_address in proptest::option::of(
-                proptest::collection::vec(any::<u8>(), MIN_PREFERRED_ADDRESS_LEN..64)
-            ),
+            preferred_address in proptest::option::of((
+                proptest::option::of(any::<(u32, u16)>()),
+                proptest::option::of(any::<(u128, u16)>()),
+                proptest::collection::vec(any::<u8>(), 1..=MAX_CID_LEN),
+                any::<[u8; RESET_TOKEN_LEN]>(),
+            )),
         ) -> TransportParams {
             TransportParams {
                 original_destination_connection_id,
@@ -811,7 +957,15 @@ mod tests {
                     available: versions[1..].to_vec(),
                 }),
                 disable_active_migration,
-                preferred_address,
+                preferred_address: preferred_address.map(|(ipv4, ipv6, cid, reset_token)| {
+                    PreferredAddress {
+                        // All zeroes reads as absent.
+                        ipv4: ipv4.map(|(ip, port)| SocketAddrV4::new(ip.max(1).into(), port)),
+                        ipv6: ipv6.map(|(ip, port)| SocketAddrV6::new(ip.max(1).into(), port, 0, 0)),
+                        connection_id: ConnectionId::new(&cid).unwrap(),
+                        reset_token,
+                    }
+                }),
             }
         }
     }

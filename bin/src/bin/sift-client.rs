@@ -202,7 +202,9 @@ enum Command {
         resume: bool,
         /// Once connected, move to a new local UDP port (as when a phone
         /// changes networks): the connection must follow (active
-        /// migration, RFC 9000 §9).
+        /// migration, RFC 9000 §9). Waits up to 5 s for the move to be
+        /// allowed (handshake confirmed, a spare connection ID from the
+        /// server, migration not disabled by it), and fails if it is not.
         #[arg(long)]
         migrate: bool,
         /// Fetch the first URL over one connection, then the others over a
@@ -547,8 +549,8 @@ fn get_many(
         // The server sends both in its first 1-RTT packets.
         match connection.wait_can_migrate(Duration::from_secs(5)) {
             Ok(()) => {}
-            Err(SiftIoError::Timeout { .. }) => eprintln!(
-                "sift-client: --migrate: the server gave no spare connection ID within 5 s; moving anyway (the move is linkable)"
+            Err(SiftIoError::Timeout { .. }) => anyhow::bail!(
+                "--migrate: the server gave no spare connection ID within 5 s, or disabled migration: sift does not move without one (RFC 9000 §9, §9.5)"
             ),
             Err(other) => return Err(other).context("waiting to migrate (--migrate)"),
         }

@@ -447,7 +447,10 @@ fn every_byte_of_a_datagram_from_an_unvalidated_client_counts_toward_its_allowan
     let received: usize = sizes.iter().sum();
     assert!(received >= MIN_INITIAL_DATAGRAM);
     assert!(!pair.server.address_validated);
-    assert_eq!(pair.server.amplification_received, received as u64);
+    assert_eq!(
+        pair.server.path.unproven.allowance(pair.server.remote),
+        3 * received as u64
+    );
     let mut sent = 0;
     let mut buf = vec![0u8; 65_535];
     while let Ok(Some((len, _))) = pair.server.send(&mut buf, now) {
@@ -692,8 +695,10 @@ fn path_challenge_data_comes_from_the_connections_entropy() {
         };
         let mut pair = Pair::new(fixed_size(), server);
         pair.handshake();
+        let dcid = pair.server.path.dcid_on_path.expect("a 1-RTT packet came");
         [9, 10].map(|port| {
-            pair.server.migrate_to(SocketAddr::new(addr(1).ip(), port));
+            pair.server
+                .migrate_to(SocketAddr::new(addr(1).ip(), port), dcid);
             pair.server.path.challenge.expect("a challenge")
         })
     };
@@ -713,8 +718,11 @@ fn a_path_challenge_is_repeated_no_sooner_than_a_probe_timeout() {
     let pto = pair.server.recovery.pto_period(SpaceId::Data);
     // The client's packet arrived from a new port (room to answer it
     // plenty of times), and nothing from there comes back.
-    pair.server.recv_datagram_len = 100_000;
-    pair.server.migrate_to(SocketAddr::new(addr(1).ip(), 3));
+    let to = SocketAddr::new(addr(1).ip(), 3);
+    let keep = pair.server.remote;
+    pair.server.path.unproven.on_received(to, 100_000, keep);
+    let dcid = pair.server.path.dcid_on_path.expect("a 1-RTT packet came");
+    pair.server.migrate_to(to, dcid);
     pair.run_until(
         Duration::from_secs(2),
         &mut |_, _, _| PathAction::Drop,

@@ -670,7 +670,12 @@ fn a_client_sends_no_server_only_transport_parameter_and_a_server_refuses_each()
             ..TransportParams::default()
         },
         TransportParams {
-            preferred_address: Some(vec![0; 41]),
+            preferred_address: Some(crate::wire::PreferredAddress {
+                ipv4: None,
+                ipv6: None,
+                connection_id: cid,
+                reset_token: [2; 16],
+            }),
             ..TransportParams::default()
         },
     ] {
@@ -788,7 +793,7 @@ fn a_server_held_by_the_amplification_limit_arms_no_probe_timer() {
     let deadline = pair.now + Duration::from_secs(60);
     while pair.now < deadline && pair.step_before(&mut first_only, Some(deadline)) {
         let server = &pair.server;
-        if server.amplification_received > 0 && server.amplification_blocked() {
+        if server.stats().bytes_received > 0 && server.amplification_blocked() {
             blocked_at_ptos.get_or_insert(server.stats().ptos);
         }
     }

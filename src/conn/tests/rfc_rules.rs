@@ -241,7 +241,9 @@ fn a_server_holds_its_initial_rather_than_send_it_under_1200_bytes() {
     // anti-amplification allowance are left.
     let lost = drain_datagrams(&mut pair.server, pair.now);
     assert!(lost.iter().any(|d| carries_initial(d)));
-    pair.server.amplification_sent = 3 * pair.server.amplification_received - 600;
+    let client = pair.server.remote;
+    let spent = pair.server.path.unproven.allowance(client) - 600;
+    pair.server.path.unproven.on_sent(client, spent as usize);
     // RFC 9000 §14.1: never an ack-eliciting Initial under 1200 bytes, so
     // the probe of the lost Initial cannot leave, and RFC 9002 §6.2.2.1
     // arms no probe timer for it: whatever the timers do over several
