@@ -257,6 +257,13 @@ impl Handshake {
         self.peer_params.as_ref()
     }
 
+    /// Tests: the peer's parameters as if its handshake message had
+    /// arrived.
+    #[cfg(test)]
+    pub(super) fn set_peer_params(&mut self, params: TransportParams) {
+        self.peer_params = Some(params);
+    }
+
     /// Our own parameters (the server fills in connection IDs late).
     pub fn local_params_mut(&mut self) -> &mut TransportParams {
         &mut self.local_params

@@ -115,10 +115,15 @@ impl Connection {
     }
 
     /// Client: 0-RTT packets go out now (keys, and no 1-RTT keys yet).
+    /// Once the server's own transport parameters are read, none: they
+    /// replace the remembered limits in `streams` at once, and RFC 9000
+    /// §7.4.1 keeps 0-RTT data to the remembered ones. The 1-RTT keys
+    /// come with the server's Finished, right behind.
     pub(super) fn sending_zero_rtt(&self) -> bool {
         self.side == Side::Client
             && self.zero_rtt.keys.is_some()
             && self.keys[SpaceId::Data.index()].is_none()
+            && self.handshake.peer_params().is_none()
     }
 
     /// The keys packets of `space` are sealed with now.

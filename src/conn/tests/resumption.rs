@@ -319,3 +319,74 @@ fn an_early_request_is_answered_within_three_times_what_came_from_an_unproved_ad
         "the limit held something back"
     );
 }
+
+#[test]
+fn a_server_whose_limits_shrank_since_the_ticket_accepts_no_zero_rtt_with_it() {
+    // RFC 9000 §7.4.1: 0-RTT data keeps to the limits remembered with the
+    // ticket, so a server that now announces less must not accept it.
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+
+    let mut smaller = server.clone();
+    smaller.streams.initial_max_data = server.streams.initial_max_data / 2;
+    let mut pair = Pair::new(client, smaller);
+    early_request(&mut pair, b"GET /a.bin", true);
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"GET /a.bin");
+    assert!(!early, "the request was read from 0-RTT data");
+    pair.handshake();
+    let stats = pair.client.stats();
+    assert!(!stats.zero_rtt_accepted && stats.zero_rtt_rejected);
+    assert!(!pair.server.stats().resumed);
+    assert!(!pair.client.is_closed());
+}
+
+#[test]
+fn a_server_with_the_same_limits_under_a_new_config_still_accepts_zero_rtt() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+
+    let mut other = server.clone();
+    other.idle_timeout = server.idle_timeout * 2; // not a 0-RTT limit
+    let mut pair = Pair::new(client, other);
+    early_request(&mut pair, b"GET /a.bin", true);
+    let (_, early) = server_reads_request(&mut pair);
+    assert!(early, "the request waited for the handshake");
+    pair.handshake();
+    assert!(pair.client.stats().zero_rtt_accepted);
+}
+
+#[test]
+fn a_client_sends_no_zero_rtt_once_the_servers_own_parameters_are_read() {
+    // RFC 9000 §7.4.1: 0-RTT data keeps to the limits remembered with the
+    // ticket. The server's parameters replace them in flow control at
+    // once, before the 1-RTT keys arrive; 0-RTT stops there.
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client, server.clone(), &store);
+    let (client, _) = resumable(&store, &cache);
+    let mut pair = Pair::new(client, server);
+    early_request(&mut pair, b"GET /a.bin", true);
+    assert!(pair.client.early_data_possible());
+    let mut larger = pair.client.handshake.remembered_params().unwrap();
+    larger.initial_max_data *= 4;
+    pair.client.handshake.set_peer_params(larger);
+    assert!(!pair.client.early_data_possible());
+    let mut buf = vec![0u8; 65_535];
+    let mut sent = 0;
+    while let Ok(Some((len, _))) = pair.client.send(&mut buf, pair.now) {
+        sent += 1;
+        let mut rest = &buf[..len];
+        while rest.first().is_some_and(|first| first & 0x80 != 0) {
+            let version = u32::from_be_bytes(rest[1..5].try_into().unwrap());
+            let format = crate::crypto::format::for_version(version).unwrap();
+            let parsed = crate::crypto::PacketFormat::parse(format, rest).unwrap();
+            assert_ne!(parsed.ty, crate::wire::PacketType::ZeroRtt);
+            rest = &rest[parsed.packet_len..];
+        }
+        assert!(rest.is_empty(), "a short-header packet before 1-RTT keys");
+    }
+    assert!(sent > 0, "no first flight");
+}

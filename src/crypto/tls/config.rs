@@ -354,7 +354,13 @@ impl rustls::client::ResolvesClientCert for NoClientCertificate {
 }
 
 /// The rustls server configuration for `config`.
-pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, TlsSetupError> {
+/// The rustls configuration of a server session; `params` are the
+/// transport parameters the session announces, to which the tickets it
+/// issues and the ones it resumes are bound (`SessionCache::bound_to`).
+pub(super) fn server_config(
+    config: &TlsConfig,
+    params: Option<&[u8]>,
+) -> Result<rustls::ServerConfig, TlsSetupError> {
     let identity = config.identity.as_ref().ok_or(TlsSetupError::NoIdentity)?;
     let builder = rustls::ServerConfig::builder_with_provider(provider_with(&config.cipher_suites))
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -374,7 +380,10 @@ pub(super) fn server_config(config: &TlsConfig) -> Result<rustls::ServerConfig, 
     }
     match &config.session_cache {
         Some(cache) => {
-            server.session_storage = cache.storage();
+            server.session_storage = match params {
+                Some(params) => cache.bound_to(params),
+                None => cache.storage(),
+            };
             // RFC 9001 §4.6.1: QUIC allows 0 (no early data) or 0xffffffff;
             // flow control bounds 0-RTT, not TLS.
             server.max_early_data_size = if cache.early_data { u32::MAX } else { 0 };

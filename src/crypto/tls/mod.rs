@@ -292,7 +292,7 @@ impl TlsSession {
 
     /// A server session sending `params`.
     pub fn server(config: &TlsConfig, params: Vec<u8>) -> Result<Self, TlsSetupError> {
-        let server = config::server_config(config)?;
+        let server = config::server_config(config, Some(&params))?;
         let connection = quic::ServerConnection::new(Arc::new(server), Version::V1, params)
             .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
         Ok(Self {
@@ -309,7 +309,7 @@ impl TlsSession {
     pub fn validate(config: &TlsConfig, side: Side) -> Result<(), TlsSetupError> {
         match side {
             Side::Client => config::client_config(config, None).map(drop),
-            Side::Server => config::server_config(config).map(drop),
+            Side::Server => config::server_config(config, None).map(drop),
         }
     }
 }

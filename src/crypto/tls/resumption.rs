@@ -29,6 +29,14 @@
 //!   set of pins is never used under another. sift also re-checks the
 //!   restored certificate against the pins when a resumed handshake
 //!   completes (`TlsSession`).
+//! - **Tickets bound to the limits they were issued under.** A client's
+//!   0-RTT data keeps to the limits the server announced with the ticket
+//!   (RFC 9000 §7.4.1), which the server must not have lowered. Each
+//!   connection's view of the shared cache ([`SessionCache::bound_to`])
+//!   stores its limits beside every session it issues and finds only
+//!   sessions issued under the same limits: a server whose limits changed
+//!   while its cache lived gives an old ticket a full handshake, without
+//!   early data, rather than accept 0-RTT it may not honour.
 //! - **Memory only.** rustls 0.23 offers no way to serialise a client
 //!   session (`Tls13ClientSessionValue` has private fields and no codec:
 //!   rustls issue #2287), so tickets last as long as the process.
@@ -46,6 +54,7 @@ use rustls::pki_types::ServerName;
 use rustls::NamedGroup;
 
 use super::identity::Fingerprint;
+use crate::wire::TransportParams;
 
 /// Tickets kept per server, port and version: a server sends two per
 /// connection (rustls's default), and each is used once.
@@ -305,5 +314,82 @@ impl SessionCache {
 
     pub(super) fn storage(&self) -> Arc<dyn rustls::server::StoresServerSessions> {
         self.storage.clone()
+    }
+
+    /// The cache as a connection announcing `params` (its encoded
+    /// transport parameters) sees it: sessions it issues carry those
+    /// limits, and it resumes only sessions issued under the same ones
+    /// (RFC 9000 §7.4.1).
+    pub(super) fn bound_to(&self, params: &[u8]) -> Arc<dyn rustls::server::StoresServerSessions> {
+        Arc::new(BoundToLimits {
+            inner: self.storage.clone(),
+            limits: zero_rtt_limits(params),
+        })
+    }
+}
+
+/// What a client's 0-RTT data may rely on (RFC 9000 §7.4.1; RFC 9221 §3
+/// for max_datagram_frame_size), as bytes to compare: the initial flow
+/// control and stream limits, active_connection_id_limit,
+/// max_udp_payload_size and max_datagram_frame_size. Parameters that do
+/// not decode bind to their whole encoding, which no other connection
+/// shares: no resumption rather than a wrong one.
+fn zero_rtt_limits(params: &[u8]) -> Vec<u8> {
+    let Ok(p) = TransportParams::decode(params) else {
+        return params.to_vec();
+    };
+    [
+        p.initial_max_data,
+        p.initial_max_stream_data_bidi_local,
+        p.initial_max_stream_data_bidi_remote,
+        p.initial_max_stream_data_uni,
+        p.initial_max_streams_bidi,
+        p.initial_max_streams_uni,
+        p.active_connection_id_limit,
+        p.max_udp_payload_size,
+        p.max_datagram_frame_size.map_or(u64::MAX, |size| size),
+        u64::from(p.max_datagram_frame_size.is_some()),
+    ]
+    .iter()
+    .flat_map(|value| value.to_be_bytes())
+    .collect()
+}
+
+/// A connection's view of the server's session cache: every session it
+/// stores is prefixed with its limits, and a session stored under other
+/// limits is not found.
+#[derive(Debug)]
+struct BoundToLimits {
+    inner: Arc<dyn rustls::server::StoresServerSessions>,
+    limits: Vec<u8>,
+}
+
+impl BoundToLimits {
+    fn unwrap(&self, stored: Vec<u8>) -> Option<Vec<u8>> {
+        stored
+            .strip_prefix(self.limits.as_slice())
+            .map(<[u8]>::to_vec)
+    }
+}
+
+impl rustls::server::StoresServerSessions for BoundToLimits {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        let mut stored = Vec::with_capacity(self.limits.len() + value.len());
+        stored.extend_from_slice(&self.limits);
+        stored.extend_from_slice(&value);
+        self.inner.put(key, stored)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.inner.get(key).and_then(|stored| self.unwrap(stored))
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        // Taken either way: a ticket resumes at most once.
+        self.inner.take(key).and_then(|stored| self.unwrap(stored))
+    }
+
+    fn can_cache(&self) -> bool {
+        self.inner.can_cache()
     }
 }
