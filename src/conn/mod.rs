@@ -1071,6 +1071,14 @@ impl Connection {
         let patience =
             (self.recovery.pto_period(SpaceId::Data) * 3).max(self.config.recovery.initial_rtt * 6);
         self.path.challenge(data, self.now + patience, previous);
+        if was_validated {
+            // RFC 9000 §9.3.3: the path left is challenged too, so that a
+            // peer still there (the move was a packet an attacker
+            // forwarded) answers, and its packets bring the connection back.
+            let mut old_data = [0u8; 8];
+            self.path_rng.fill_bytes(&mut old_data);
+            self.path.challenge_old_path(old, old_data);
+        }
         tracing::debug!(%old, new = %to, "the peer moved: validating its new address");
     }
 

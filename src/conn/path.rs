@@ -146,6 +146,18 @@ pub(super) enum ResponseOutcome {
     AddressOnly,
 }
 
+/// A PATH_CHALLENGE for the path the peer seemed to leave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct OldPathProbe {
+    /// Where the peer was.
+    pub to: SocketAddr,
+    /// The challenge's data.
+    pub data: [u8; 8],
+    /// It went out (once: an old path that no longer works simply never
+    /// answers).
+    pub sent: bool,
+}
+
 /// Path validation state: the challenge we sent on the current path, and
 /// the peer's challenges we still have to echo.
 #[derive(Debug, Default)]
@@ -184,6 +196,14 @@ pub(super) struct PathValidation {
     pub repeat_at: Option<std::time::Instant>,
     /// Challenges given up, and the peer's old address restored.
     pub abandoned: u64,
+    /// RFC 9000 §9.3.3: the previously active path's address and the
+    /// challenge that goes there once after an apparent migration, and
+    /// whether it went. If the migration was a packet an attacker
+    /// forwarded, the peer, still there, answers and its next packets
+    /// bring the connection back.
+    pub old_path: Option<OldPathProbe>,
+    /// Echoes of `old_path` challenges.
+    pub old_path_answered: u64,
 }
 
 impl PathValidation {
@@ -203,6 +223,30 @@ impl PathValidation {
         self.repeat_at = None;
         self.deadline = Some(deadline);
         self.previous = previous;
+    }
+
+    /// After an apparent migration away from `to`, challenge it too with
+    /// `data` (RFC 9000 §9.3.3).
+    pub fn challenge_old_path(&mut self, to: SocketAddr, data: [u8; 8]) {
+        self.old_path = Some(OldPathProbe {
+            to,
+            data,
+            sent: false,
+        });
+    }
+
+    /// The old path's challenge, if it still has to go.
+    pub fn old_path_probe_due(&self) -> Option<(SocketAddr, [u8; 8])> {
+        self.old_path
+            .filter(|probe| !probe.sent)
+            .map(|probe| (probe.to, probe.data))
+    }
+
+    /// The old path's challenge went (or cannot go).
+    pub fn on_old_path_probe_sent(&mut self) {
+        if let Some(probe) = &mut self.old_path {
+            probe.sent = true;
+        }
     }
 
     /// The address passed but not the MTU (`ResponseOutcome::AddressOnly`):
@@ -228,6 +272,12 @@ impl PathValidation {
 
     /// The peer echoed `data`: what that validates.
     pub fn on_response(&mut self, data: [u8; 8]) -> ResponseOutcome {
+        if self.old_path.is_some_and(|probe| probe.data == data) {
+            // The old path still works: nothing to do but note it.
+            self.old_path = None;
+            self.old_path_answered += 1;
+            return ResponseOutcome::NotOurs;
+        }
         if self.challenge != Some(data) {
             return ResponseOutcome::NotOurs;
         }

@@ -106,6 +106,9 @@ impl Connection {
         if let Some(sent) = self.send_off_path_response(out, now) {
             return Ok(Some(sent));
         }
+        if let Some(sent) = self.send_old_path_challenge(out, now) {
+            return Ok(Some(sent));
+        }
         if let Some(sent) = self.send_pmtu_probe(out, now) {
             return Ok(Some(sent));
         }
@@ -381,6 +384,70 @@ impl Connection {
         let sent = self.seal_path_responses(&responses, to, out, now);
         self.peer_cid = current;
         sent
+    }
+
+    /// The challenge of the path the peer seemed to leave (RFC 9000
+    /// §9.3.3), alone in a datagram of 1200 bytes to its address (which
+    /// was validated), under an ID of the peer's used on no other path
+    /// (§9.5); without a spare ID it does not go.
+    fn send_old_path_challenge(
+        &mut self,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<(usize, SendInfo)> {
+        if self.state != State::Established || self.close_frame.is_some() {
+            return None;
+        }
+        let space = SpaceId::Data;
+        self.keys[space.index()].as_ref()?;
+        let (to, data) = self.path.old_path_probe_due()?;
+        self.path.on_old_path_probe_sent();
+        let dcid = if self.peer_cid.is_empty() {
+            self.peer_cid
+        } else if let Some(cid) = self.cids.for_probing_address(to) {
+            cid
+        } else {
+            tracing::trace!(%to, "no unused connection ID of the peer's for the path it left: not challenged");
+            return None;
+        };
+        let current = std::mem::replace(&mut self.peer_cid, dcid);
+        let sent = self.seal_old_path_challenge(data, to, out, now);
+        self.peer_cid = current;
+        sent
+    }
+
+    fn seal_old_path_challenge(
+        &mut self,
+        data: [u8; 8],
+        to: SocketAddr,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<(usize, SendInfo)> {
+        let space = SpaceId::Data;
+        let size = MIN_INITIAL_DATAGRAM.min(out.len());
+        let packet_number = self
+            .skips
+            .next_packet_number(&mut self.next_packet_number[space.index()]);
+        let overhead = self
+            .sealed_len(space, packet_number, size)?
+            .checked_sub(size)?;
+        let mut frames = self.send_scratch.take_frames(size);
+        Frame::PathChallenge { data }.encode(&mut frames);
+        frames.resize(size.checked_sub(overhead)?.max(frames.len()), 0); // PADDING
+        let len = self.seal_alone(space, packet_number, frames, out, now)?;
+        self.counters.packets_sent += 1;
+        self.counters.datagrams_sent += 1;
+        self.counters.bytes_sent += len as u64;
+        self.trace_flush();
+        Some((
+            len,
+            SendInfo {
+                from: self.local,
+                to,
+                at: now,
+                checksum_free: false,
+            },
+        ))
     }
 
     /// [`Self::send_off_path_response`]'s datagram: the responses, padded

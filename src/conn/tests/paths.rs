@@ -768,3 +768,54 @@ fn a_failed_validation_with_no_validated_address_to_return_to_closes_silently() 
         "silently: no CONNECTION_CLOSE"
     );
 }
+
+#[test]
+fn an_apparent_migration_challenges_the_path_left_and_its_answer_brings_the_connection_back() {
+    // RFC 9000 §9.3.3: an attacker forwards one of the client's packets
+    // from its own address; the server moves there, and challenges the
+    // path it left too. The client, still there, answers, and its next
+    // packets bring the server back long before the new address's
+    // validation would have failed.
+    let mut pair = Pair::default();
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let attacker = SocketAddr::from(([192, 0, 2, 66], 4433));
+    let mut ping = Vec::new();
+    Frame::Ping.encode(&mut ping);
+    let forwarded = client_datagram(&mut pair, &ping);
+    server_receives_from(&mut pair, forwarded, attacker);
+    assert_eq!(pair.server.remote(), attacker);
+    let mut buf = vec![0u8; 65_535];
+    let (mut to_attacker, mut to_old_path) = (Vec::new(), Vec::new());
+    while let Ok(Some((len, info))) = pair.server.send(&mut buf, pair.now) {
+        let datagram = buf[..len].to_vec();
+        match info.to {
+            to if to == attacker => to_attacker.push(datagram),
+            to if to == addr(1) => to_old_path.push(datagram),
+            to => panic!("a datagram to {to}"),
+        }
+    }
+    // One full-size datagram to the path left, under an ID not used
+    // toward the attacker's address (RFC 9000 §9.5).
+    assert_eq!(to_old_path.len(), 1);
+    let challenge = to_old_path.remove(0);
+    assert!(challenge.len() >= 1200, "{} bytes", challenge.len());
+    assert!(!to_attacker.is_empty());
+    for datagram in &to_attacker {
+        assert_ne!(short_header_dcid(datagram), short_header_dcid(&challenge));
+    }
+    let mut datagram = challenge;
+    let _ = pair.client.recv(
+        &mut datagram,
+        RecvInfo {
+            from: pair.server.local(),
+            to: pair.client.local(),
+            now: pair.now,
+        },
+    );
+    let back = pair.run_until(Duration::from_millis(300), &mut deliver_all, |p| {
+        p.server.remote() == addr(1) && p.server.path.old_path_answered == 1
+    });
+    assert!(back, "the server is still at {}", pair.server.remote());
+    assert_eq!(pair.server.path.abandoned, 0, "it came back by the answer");
+}
