@@ -1,0 +1,416 @@
+//! `docs/requirements.toml` holds (issue 53): the map of the QUIC RFCs'
+//! requirements to the code that meets them and the test that shows it.
+//!
+//! This test reads the map and checks its schema, that no MUST or MUST NOT
+//! is left unmet, and that every test it names is one `#[test]` function in
+//! the workspace. That the named tests also *ran and passed* is checked by
+//! CI on the output of `cargo test --workspace` (`.ci/requirements-ran`),
+//! which reads the `test = "..."` lines the way [`named_tests_by_line`]
+//! does; a test here keeps the two readings in step.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The RFCs the map covers; a row of another RFC is a typo until this says so.
+const RFCS: &[u32] = &[9000, 9001, 9002, 9368, 9959];
+const LEVELS: &[&str] = &["MUST", "MUST NOT", "SHOULD", "SHOULD NOT"];
+const STATUSES: &[&str] = &["met", "not-met", "not-applicable"];
+/// Where the workspace's Rust sources live (its members `.`, `cc`, `bin`).
+const SOURCE_DIRS: &[&str] = &["src", "cc", "bin", "tests"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Map {
+    requirement: Vec<Requirement>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Requirement {
+    rfc: u32,
+    section: String,
+    level: String,
+    text: String,
+    status: String,
+    code: Option<String>,
+    test: Option<String>,
+    why: Option<String>,
+}
+
+impl Requirement {
+    /// How a failure names this row: `RFC 9001 §5.7 MUST: text`.
+    fn label(&self) -> String {
+        format!(
+            "RFC {} §{} {}: {}",
+            self.rfc, self.section, self.level, self.text
+        )
+    }
+
+    fn is_must(&self) -> bool {
+        self.level == "MUST" || self.level == "MUST NOT"
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn map_text() -> String {
+    let path = root().join("docs/requirements.toml");
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+fn map() -> Map {
+    toml::from_str(&map_text()).unwrap_or_else(|e| panic!("docs/requirements.toml: {e}"))
+}
+
+/// A section number as numbers to compare: "8.2.10" after "8.2.9";
+/// appendix letters ("A.5") after every numbered section.
+fn section_key(section: &str) -> Vec<u32> {
+    section
+        .split('.')
+        .map(|part| match part.parse::<u32>() {
+            Ok(n) => n,
+            Err(_) => 1000 + part.bytes().map(u32::from).sum::<u32>(),
+        })
+        .collect()
+}
+
+fn is_section(section: &str) -> bool {
+    let mut parts = section.split('.');
+    let first = parts.next().unwrap_or("");
+    let first_ok = (!first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()))
+        || (first.len() == 1 && first.bytes().all(|b| b.is_ascii_uppercase()));
+    first_ok && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// What is wrong with one row's shape, if anything.
+fn schema_problems(row: &Requirement) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !RFCS.contains(&row.rfc) {
+        problems.push(format!("rfc {} is not one of {RFCS:?}", row.rfc));
+    }
+    if !is_section(&row.section) {
+        problems.push(format!(
+            "section {:?} is not like \"8.2.1\" or \"A.5\"",
+            row.section
+        ));
+    }
+    if !LEVELS.contains(&row.level.as_str()) {
+        problems.push(format!("level {:?} is not one of {LEVELS:?}", row.level));
+    }
+    if !STATUSES.contains(&row.status.as_str()) {
+        problems.push(format!(
+            "status {:?} is not one of {STATUSES:?}",
+            row.status
+        ));
+    }
+    if row.text.trim().is_empty() || row.text.contains('\n') {
+        problems.push("text must be one non-empty line".into());
+    }
+    let present = |field: &Option<String>| field.as_deref().is_some_and(|s| !s.trim().is_empty());
+    match row.status.as_str() {
+        "met" => {
+            if !present(&row.code) {
+                problems.push("a met row names its code".into());
+            }
+            match row.test.as_deref() {
+                None => problems.push("a met row names its test".into()),
+                Some(name) if !is_identifier(name) => {
+                    problems.push(format!("test {name:?} is not a function name"));
+                }
+                Some(_) => {}
+            }
+        }
+        "not-met" | "not-applicable" if !present(&row.why) => {
+            problems.push(format!("a {} row says why", row.status));
+        }
+        _ => {}
+    }
+    if let Some(name) = &row.test {
+        if row.status != "met" && !is_identifier(name) {
+            problems.push(format!("test {name:?} is not a function name"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn requirements_map_rows_follow_the_schema() {
+    let map = map();
+    assert!(
+        !map.requirement.is_empty(),
+        "docs/requirements.toml has no [[requirement]] rows"
+    );
+    let mut bad = Vec::new();
+    for row in &map.requirement {
+        for problem in schema_problems(row) {
+            bad.push(format!("{}\n    {problem}", row.label()));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for row in &map.requirement {
+        if !seen.insert((
+            row.rfc,
+            row.section.as_str(),
+            row.level.as_str(),
+            row.text.as_str(),
+        )) {
+            bad.push(format!("{}\n    appears twice", row.label()));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "rows of docs/requirements.toml out of shape:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn requirements_map_rows_are_in_section_order() {
+    let map = map();
+    let mut bad = Vec::new();
+    for pair in map.requirement.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        if before.rfc == after.rfc && section_key(&after.section) < section_key(&before.section) {
+            bad.push(format!(
+                "§{} comes after §{} (RFC {})",
+                after.section, before.section, after.rfc
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "docs/requirements.toml out of section order:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The issue's bar (issue 53): every MUST and MUST NOT is met or does not
+/// apply to sift.
+#[test]
+fn no_must_in_the_requirements_map_is_unmet() {
+    let map = map();
+    let unmet: Vec<String> = map
+        .requirement
+        .iter()
+        .filter(|row| row.is_must() && row.status == "not-met")
+        .map(|row| {
+            format!(
+                "{}\n    why: {}",
+                row.label(),
+                row.why.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    assert!(
+        unmet.is_empty(),
+        "{} MUST / MUST NOT rows of docs/requirements.toml are not met:\n{}",
+        unmet.len(),
+        unmet.join("\n")
+    );
+}
+
+#[test]
+fn requirements_map_code_paths_exist() {
+    let map = map();
+    let mut missing = Vec::new();
+    for row in &map.requirement {
+        let Some(code) = &row.code else { continue };
+        // Every path named (a word holding '/' and a file extension) must be there.
+        for word in
+            code.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')'))
+        {
+            let word = word.trim_matches('`');
+            let looks_like_path = word.contains('/') && Path::new(word).extension().is_some();
+            if looks_like_path && !root().join(word).is_file() {
+                missing.push(format!(
+                    "{}\n    code names {word}, which does not exist",
+                    row.label()
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/requirements.toml names missing files:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// Each `*.rs` file under `dir`, skipping build output.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            if name != "target" && !name.starts_with('.') {
+                rust_files(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The name of the function a line declares, if it declares one:
+/// `fn name(`, `async fn name<T>(`, `pub(crate) fn name(`.
+fn declared_fn(line: &str) -> Option<&str> {
+    let line = line.trim_start();
+    let at = if line.starts_with("fn ") {
+        Some(0)
+    } else {
+        line.find(" fn ").map(|i| i + 1)
+    }?;
+    let rest = &line[at + 3..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let name = &rest[..end];
+    (!name.is_empty()).then_some(name)
+}
+
+/// Whether a line is a test attribute: `#[test]`, `#[tokio::test]`,
+/// `#[tokio::test(flavor = ...)]` (proptest's functions carry `#[test]`).
+fn is_test_attribute(line: &str) -> bool {
+    let line = line.trim();
+    line == "#[test]" || line.starts_with("#[tokio::test]") || line.starts_with("#[tokio::test(")
+}
+
+/// A line that may stand between a test attribute and its `fn`.
+fn is_attribute_or_comment(line: &str) -> bool {
+    let line = line.trim();
+    line.is_empty() || line.starts_with("#[") || line.starts_with("//") || line.starts_with(")]")
+}
+
+/// Every test function of the workspace: name → the files that declare one by that name.
+fn workspace_tests() -> BTreeMap<String, Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for dir in SOURCE_DIRS {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut tests: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for file in files {
+        let Ok(source) = fs::read_to_string(&file) else {
+            continue;
+        };
+        let mut after_test_attribute = false;
+        for line in source.lines() {
+            if is_test_attribute(line) {
+                after_test_attribute = true;
+            } else if after_test_attribute && !line.trim_start().starts_with("//") {
+                if let Some(name) = declared_fn(line) {
+                    let relative = file.strip_prefix(root()).unwrap_or(&file).to_path_buf();
+                    tests.entry(name.to_string()).or_default().push(relative);
+                    after_test_attribute = false;
+                } else if !is_attribute_or_comment(line) {
+                    after_test_attribute = false;
+                }
+            }
+        }
+    }
+    tests
+}
+
+#[test]
+fn every_test_the_requirements_map_names_exists_once() {
+    let map = map();
+    let tests = workspace_tests();
+    let mut bad = Vec::new();
+    for row in &map.requirement {
+        let Some(name) = &row.test else { continue };
+        match tests.get(name).map(Vec::as_slice) {
+            None | Some([]) => bad.push(format!(
+                "{}\n    test {name} is not a #[test] fn in the workspace",
+                row.label()
+            )),
+            Some([_]) => {}
+            Some(files) => bad.push(format!(
+                "{}\n    test {name} is declared {} times ({}); CI matches tests by name",
+                row.label(),
+                files.len(),
+                files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "docs/requirements.toml names tests that cannot be found:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The test names as `.ci/requirements-ran` reads them: a line
+/// `test = "NAME"`, alone on it but for a trailing comment.
+fn named_tests_by_line(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line
+                .strip_prefix("test")?
+                .trim_start()
+                .strip_prefix('=')?
+                .trim_start();
+            let rest = rest.strip_prefix('"')?;
+            Some(rest[..rest.find('"')?].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn ci_reads_the_same_test_names_as_the_toml_parser() {
+    let text = map_text();
+    let parsed: BTreeSet<String> = map()
+        .requirement
+        .into_iter()
+        .filter_map(|row| row.test)
+        .collect();
+    assert_eq!(
+        named_tests_by_line(&text),
+        parsed,
+        "write each `test = \"NAME\"` of docs/requirements.toml on a line of its own, \
+         so that .ci/requirements-ran finds the same names"
+    );
+}
+
+#[test]
+fn the_test_finder_sees_attributes_and_skips_helpers() {
+    // The finder must be able to say no: this file's helper is not a test,
+    // and this very test is.
+    let tests = workspace_tests();
+    assert!(!tests.contains_key("workspace_tests"));
+    assert_eq!(
+        tests
+            .get("the_test_finder_sees_attributes_and_skips_helpers")
+            .map(Vec::len),
+        Some(1)
+    );
+    // A tokio test and a proptest (whose functions carry #[test]) are found.
+    assert!(tests
+        .values()
+        .flatten()
+        .any(|f| f.ends_with("tests/tokio_api.rs")));
+    assert!(tests.contains_key("sealed_packets_open_to_their_frames"));
+    assert_eq!(
+        declared_fn("    async fn name_here<T>(x: T) {"),
+        Some("name_here")
+    );
+    assert_eq!(declared_fn("    pub(crate) fn other() {"), Some("other"));
+    assert_eq!(declared_fn("    let f = 1;"), None);
+}
