@@ -223,7 +223,7 @@ fn resumable(store: &TicketStore, cache: &SessionCache) -> (Config, Config) {
 
 /// A pair whose client resumes with 0-RTT, a request written before its
 /// first flight.
-fn resumed_pair() -> Pair {
+pub(super) fn resumed_pair() -> Pair {
     let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
     let (client, server) = resumable(&store, &cache);
     let mut first = Pair::new(client.clone(), server.clone());

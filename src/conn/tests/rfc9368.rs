@@ -110,3 +110,26 @@ fn a_clients_version_information_lists_its_chosen_version() {
         assert!(info.available.contains(&info.chosen), "{info:?}");
     }
 }
+
+#[test]
+fn a_client_resuming_a_sift1_session_sends_its_zero_rtt_in_sift1() {
+    // RFC 9368 §7.3: 0-RTT never needs converting, because a client with a
+    // sift/1 ticket starts in sift/1 (a v1 ticket starts in v1).
+    let mut pair = super::rfc9001::resumed_pair();
+    assert_eq!(pair.client.version(), VERSION);
+    assert!(pair.client.early_data_possible());
+    let versions = std::cell::RefCell::new(Vec::new());
+    pair.flush(&mut |to_server, _, bytes| {
+        if to_server {
+            versions
+                .borrow_mut()
+                .push(u32::from_be_bytes(bytes[1..5].try_into().unwrap()));
+        }
+        PathAction::Deliver
+    });
+    let versions = versions.into_inner();
+    assert!(!versions.is_empty());
+    assert!(versions.iter().all(|v| *v == VERSION), "{versions:x?}");
+    pair.handshake();
+    assert!(pair.client.stats().zero_rtt_accepted);
+}

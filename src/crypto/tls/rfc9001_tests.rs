@@ -588,3 +588,86 @@ fn a_malformed_version_information_is_a_transport_parameter_error() {
     let error = server.peer_params().unwrap_err();
     assert_eq!(error.error_code(), 0x8, "{error:?}");
 }
+
+// ---- RFC 9001 §9.2: TLS 1.3's replay protection ----------------------------------
+
+#[test]
+fn a_replayed_resuming_client_hello_resumes_and_reads_early_data_once() {
+    let tickets = TicketStore::new();
+    let config = TlsConfig {
+        tickets: Some(tickets.clone()),
+        session_cache: Some(SessionCache::new(16, true)),
+        ..TlsConfig::loopback(identity())
+    };
+    let server_address = SocketAddr::new(LOCALHOST, 4433);
+    let version = crate::wire::QUIC_V1;
+    let mut client =
+        TlsSession::client_in_version(&config, server_address, version, params()).unwrap();
+    let mut server = TlsSession::server(&config, params()).unwrap();
+    handshake(&mut client, &mut server).unwrap();
+
+    let mut resuming =
+        TlsSession::client_in_version(&config, server_address, version, params()).unwrap();
+    assert!(resuming.zero_rtt_keys().is_some());
+    let mut hello = Vec::new();
+    resuming.write_handshake(&mut hello);
+    // The same flight twice, as an attacker who captured it replays it.
+    let outcomes: Vec<(bool, bool)> = (0..2)
+        .map(|_| {
+            let mut server = TlsSession::server(&config, params()).unwrap();
+            server.read_handshake(Level::Initial, &hello).unwrap();
+            let mut flight = Vec::new();
+            server.write_handshake(&mut flight);
+            (server.is_resumed(), server.early_data_accepted())
+        })
+        .collect();
+    assert_eq!(outcomes, [(true, true), (false, false)]);
+}
+
+// ---- RFC 9001 §5.4.2: the header protection sample ---------------------------
+
+#[test]
+fn a_quic_v1_packet_too_short_for_its_header_protection_sample_is_dropped() {
+    use crate::crypto::format::{PacketFormat, QUIC_V1};
+    use crate::wire::{ConnectionId, Header, PacketType};
+    let sealing = initial_protection(&[0x83; 8], Side::Client);
+    let opening = initial_protection(&[0x83; 8], Side::Server);
+    let header = Header {
+        ty: PacketType::OneRtt,
+        version: crate::wire::QUIC_V1,
+        dcid: ConnectionId::new(&[0x5a; 8]).unwrap(),
+        scid: ConnectionId::new(&[]).unwrap(),
+        token: &[],
+        packet_number: 7,
+        payload_len: 0,
+        key_phase: false,
+    };
+    let mut packet = vec![0u8; 128];
+    let len = QUIC_V1
+        .seal_into(
+            &header,
+            None,
+            &[0x01],
+            &sealing,
+            &mut Vec::new(),
+            &mut packet,
+        )
+        .unwrap();
+    packet.truncate(len);
+    // 1 byte of flags, 8 of destination ID: the sample starts 4 bytes
+    // past the packet number's start, and is 16 bytes long.
+    let sample_end = 1 + 8 + 4 + 16;
+    assert!(packet.len() >= sample_end, "sealing pads for the sample");
+    let mut whole = packet.clone();
+    let mut parsed = QUIC_V1.parse(&whole).unwrap().without_token();
+    assert!(QUIC_V1.unprotect(&mut parsed, &mut whole, &opening).is_ok());
+    // A byte short: refused when parsed, before any key is used.
+    let mut short = packet[..sample_end - 1].to_vec();
+    let dropped = match QUIC_V1.parse(&short).map(|parsed| parsed.without_token()) {
+        Err(_) => true,
+        Ok(mut parsed) => QUIC_V1
+            .unprotect(&mut parsed, &mut short, &opening)
+            .is_err(),
+    };
+    assert!(dropped);
+}
