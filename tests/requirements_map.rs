@@ -7,6 +7,11 @@
 //! CI on the output of `cargo test --workspace` (`.ci/requirements-ran`),
 //! which reads the `test = "..."` lines the way [`named_tests_by_line`]
 //! does; a test here keeps the two readings in step.
+//!
+//! The counts for a closing note (rows by RFC, level and status) print with
+//! `cargo test -p sift --test requirements_map -- --nocapture counts`.
+//! `REQUIREMENTS_MAP_ROOT=DIR` checks another checkout's map and sources
+//! with the same test binary (a merge candidate, say) instead of this one's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -54,8 +59,15 @@ impl Requirement {
     }
 }
 
+/// The checkout whose map and sources are read: this one, unless
+/// `REQUIREMENTS_MAP_ROOT` names another.
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        std::env::var_os("REQUIREMENTS_MAP_ROOT")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+    })
 }
 
 fn map_text() -> String {
@@ -218,6 +230,94 @@ fn no_must_in_the_requirements_map_is_unmet() {
         unmet.len(),
         unmet.join("\n")
     );
+}
+
+/// Rows counted by (RFC, level) and status.
+type Counts = BTreeMap<(u32, usize), BTreeMap<&'static str, usize>>;
+
+fn counts(rows: &[Requirement]) -> Counts {
+    let mut counts = Counts::new();
+    for row in rows {
+        let (Some(level), Some(status)) = (
+            LEVELS.iter().position(|l| *l == row.level),
+            STATUSES.iter().find(|s| **s == row.status),
+        ) else {
+            continue;
+        };
+        *counts
+            .entry((row.rfc, level))
+            .or_default()
+            .entry(status)
+            .or_default() += 1;
+    }
+    counts
+}
+
+/// The counts as a Markdown table: a line per RFC and level, a total per
+/// RFC, and one for the whole map.
+fn counts_table(counts: &Counts) -> String {
+    let mut out = String::from(
+        "| RFC | level | met | not-met | not-applicable | rows |\n\
+         |-----|-------|----:|--------:|---------------:|-----:|\n",
+    );
+    let line = |out: &mut String, rfc: &str, level: &str, by: &BTreeMap<&str, usize>| {
+        let of = |status: &str| by.get(status).copied().unwrap_or(0);
+        let total: usize = by.values().sum();
+        out.push_str(&format!(
+            "| {rfc} | {level} | {} | {} | {} | {total} |\n",
+            of("met"),
+            of("not-met"),
+            of("not-applicable")
+        ));
+    };
+    let mut all: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut rfc_total: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut previous: Option<u32> = None;
+    for ((rfc, level), by) in counts {
+        if let Some(done) = previous.filter(|p| p != rfc) {
+            line(&mut out, &done.to_string(), "all", &rfc_total);
+            rfc_total.clear();
+        }
+        previous = Some(*rfc);
+        line(&mut out, &rfc.to_string(), LEVELS[*level], by);
+        for (status, n) in by {
+            *rfc_total.entry(*status).or_default() += n;
+            *all.entry(*status).or_default() += n;
+        }
+    }
+    if let Some(rfc) = previous {
+        line(&mut out, &rfc.to_string(), "all", &rfc_total);
+    }
+    line(&mut out, "all", "all", &all);
+    out
+}
+
+/// Prints the counts (run with `--nocapture`), and checks that they account
+/// for every row: a row whose level or status the table cannot place would
+/// otherwise vanish from the closing note.
+#[test]
+fn requirements_map_counts_account_for_every_row() {
+    let map = map();
+    let counts = counts(&map.requirement);
+    let counted: usize = counts.values().flat_map(BTreeMap::values).sum();
+    let table = counts_table(&counts);
+    println!(
+        "docs/requirements.toml: {} rows\n{table}",
+        map.requirement.len()
+    );
+    assert_eq!(counted, map.requirement.len(), "{table}");
+    assert!(table.ends_with(&format!(
+        "| all | all | {} | {} | {} | {counted} |\n",
+        map.requirement.iter().filter(|r| r.status == "met").count(),
+        map.requirement
+            .iter()
+            .filter(|r| r.status == "not-met")
+            .count(),
+        map.requirement
+            .iter()
+            .filter(|r| r.status == "not-applicable")
+            .count(),
+    )));
 }
 
 #[test]
