@@ -24,8 +24,9 @@ use serde::Deserialize;
 const RFCS: &[u32] = &[9000, 9001, 9002, 9368, 9959];
 const LEVELS: &[&str] = &["MUST", "MUST NOT", "SHOULD", "SHOULD NOT"];
 const STATUSES: &[&str] = &["met", "not-met", "not-applicable"];
-/// Where the workspace's Rust sources live (its members `.`, `cc`, `bin`).
-const SOURCE_DIRS: &[&str] = &["src", "cc", "bin", "tests"];
+/// Where the workspace's Rust sources live (its members `.`, `cc`, `bin`
+/// and `interop/sift-h3`; the rest of interop/ is another workspace).
+const SOURCE_DIRS: &[&str] = &["src", "cc", "bin", "tests", "interop/sift-h3"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
