@@ -554,7 +554,7 @@ fn row_naming(test: &str) -> String {
 
 /// A log as `cargo test --workspace` writes it, cargo's lines and all.
 const LOG: &str = "\
-   Compiling sift v0.1.0 (/work/sift)
+   Compiling sift v0.1.0 (/home/ci/sift)
      Running unittests src/lib.rs (target/debug/deps/sift-0123456789abcdef)
 
 running 7 tests
