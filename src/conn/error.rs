@@ -28,6 +28,9 @@ pub mod codes {
     /// APPLICATION_ERROR: the application closed before the handshake
     /// completed (RFC 9000 §10.2.3).
     pub const APPLICATION_ERROR: u64 = 0xc;
+    /// KEY_UPDATE_ERROR: the peer broke the rules of key update (RFC 9001
+    /// §6.4: newer keys on an older packet number than older keys).
+    pub const KEY_UPDATE_ERROR: u64 = 0xe;
     /// AEAD_LIMIT_REACHED: more received packets failed authentication
     /// than the cipher's integrity limit allows (RFC 9001 §6.6).
     pub const AEAD_LIMIT_REACHED: u64 = 0xf;

@@ -283,10 +283,29 @@ impl Handshake {
             Protection::Tls => match crate::crypto::tls::peek_client_hello(hello) {
                 crate::crypto::tls::ClientHelloPeek::Incomplete => return Ok(None),
                 crate::crypto::tls::ClientHelloPeek::Params(params) => params,
+                crate::crypto::tls::ClientHelloPeek::LegacySessionId => {
+                    return Err(HandshakeError::ProtocolViolation(
+                        "the ClientHello asks for TLS middlebox compatibility mode (RFC 9001 §8.4)"
+                            .to_string(),
+                    ))
+                }
             },
             // Null clients start in the version they mean to run.
             Protection::Null => None,
         };
+        let info = client_params
+            .as_ref()
+            .and_then(|params| params.version_information.as_ref());
+        if info.is_some_and(|info| !info.available.contains(&info.chosen)) {
+            // RFC 9368 §4: a parse failure, as malformed parameters are.
+            return Err(HandshakeError::TransportParameters(
+                crate::wire::WireError::MalformedTransportParameter {
+                    // version_information (RFC 9368 §3).
+                    id: 0x11,
+                    reason: "version_information does not list its chosen version",
+                },
+            ));
+        }
         let original = self.client_original_version;
         let chosen = super::version::server_choice(
             original,
@@ -442,6 +461,15 @@ impl Handshake {
             progress.handshake_keys = written.handshake_keys.or(progress.handshake_keys);
             progress.one_rtt_keys = written.one_rtt_keys.or(progress.one_rtt_keys);
         }
+        // RFC 9001 §4.1.3: bytes of a level TLS has left, still waiting
+        // behind a gap, will never be read: the peer sent past its flight.
+        let read_level = self.read_level();
+        if let Some(left) = Level::ALL
+            .into_iter()
+            .find(|level| *level < read_level && !self.recv[level.index()].segments.is_empty())
+        {
+            return Err(HandshakeError::LeftUnread(left));
+        }
         if self.side == Side::Server && !self.zero_rtt_checked {
             if let Some(session) = &self.session {
                 // Decided with the server's first flight, which reading
@@ -568,6 +596,135 @@ mod tests {
         );
         // RFC 9001 §4.1.3: closed as a protocol violation.
         assert_eq!(HandshakeError::StaleLevel(Level::Initial).error_code(), 0xa);
+    }
+
+    #[test]
+    fn crypto_data_left_unread_when_the_handshake_moves_on_is_an_error() {
+        // RFC 9001 §4.1.3: bytes of a level that TLS never consumed, once
+        // it gave the keys of the next, are a protocol violation.
+        let (mut client, mut server) = pair(Protection::Tls);
+        deliver(&mut client, &mut server, Level::Initial);
+        let flight = drain(&mut server, Level::Initial);
+        let end = flight
+            .iter()
+            .map(|(offset, bytes)| offset + bytes.len() as u64)
+            .max()
+            .unwrap();
+        // Past a gap after the ServerHello: buffered, never read.
+        client
+            .on_crypto(Level::Initial, end + 10, b"stray")
+            .unwrap();
+        let outcome = flight
+            .into_iter()
+            .map(|(offset, bytes)| client.on_crypto(Level::Initial, offset, &bytes))
+            .find(Result::is_err)
+            .expect("the handshake moved on past unread bytes");
+        let error = outcome.unwrap_err();
+        assert_eq!(error, HandshakeError::LeftUnread(Level::Initial));
+        assert_eq!(error.error_code(), 0xa);
+    }
+
+    /// A client that starts in QUIC v1 sending `info` as its
+    /// `version_information`, and a sift server that saw its first packets
+    /// come in v1.
+    fn pair_with_version_information(
+        info: crate::wire::VersionInformation,
+    ) -> (Handshake, Handshake) {
+        let identity = ServerIdentity::self_signed(&["localhost"]).unwrap();
+        let config = Config {
+            tls: TlsConfig::loopback(identity),
+            ..Config::default()
+        };
+        let remote = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 4433);
+        let params = TransportParams {
+            version_information: Some(info),
+            ..TransportParams::default()
+        };
+        let v1 = crate::wire::QUIC_V1;
+        let client = Handshake::new(Side::Client, &config, remote, v1, params).unwrap();
+        let mut server = Handshake::new(
+            Side::Server,
+            &config,
+            remote,
+            v1,
+            TransportParams::default(),
+        )
+        .unwrap();
+        server.set_client_original_version(v1);
+        (client, server)
+    }
+
+    /// The error the server's first CRYPTO data from `client` ends in.
+    fn server_refusal(client: &mut Handshake, server: &mut Handshake) -> HandshakeError {
+        drain(client, Level::Initial)
+            .into_iter()
+            .find_map(|(offset, bytes)| server.on_crypto(Level::Initial, offset, &bytes).err())
+            .expect("the server accepted the hello")
+    }
+
+    #[test]
+    fn a_client_hello_whose_chosen_version_is_not_its_packets_closes_with_version_negotiation_error(
+    ) {
+        // RFC 9368 §4: the client's packets are v1, its hello says sift/1.
+        let sift = crate::wire::VERSION;
+        let (mut client, mut server) =
+            pair_with_version_information(crate::wire::VersionInformation {
+                chosen: sift,
+                available: vec![sift, crate::wire::QUIC_V1],
+            });
+        let error = server_refusal(&mut client, &mut server);
+        assert!(
+            matches!(error, HandshakeError::VersionNegotiation(_)),
+            "{error:?}"
+        );
+        assert_eq!(error.error_code(), 0x11);
+    }
+
+    #[test]
+    fn version_information_that_leaves_out_its_chosen_version_is_a_transport_parameter_error() {
+        // RFC 9368 §4: a server treats it as a parse failure, which in
+        // QUIC v1 closes with TRANSPORT_PARAMETER_ERROR.
+        let v1 = crate::wire::QUIC_V1;
+        let (mut client, mut server) =
+            pair_with_version_information(crate::wire::VersionInformation {
+                chosen: v1,
+                available: vec![crate::wire::VERSION],
+            });
+        let error = server_refusal(&mut client, &mut server);
+        assert_eq!(error.error_code(), 0x8, "{error:?}");
+        // Listed, it is accepted.
+        let (mut client, mut server) =
+            pair_with_version_information(crate::wire::VersionInformation {
+                chosen: v1,
+                available: vec![crate::wire::VERSION, v1],
+            });
+        for (offset, bytes) in drain(&mut client, Level::Initial) {
+            server.on_crypto(Level::Initial, offset, &bytes).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_client_hello_with_a_legacy_session_id_is_a_protocol_violation() {
+        // RFC 9001 §8.4: QUIC has no use for TLS 1.3's middlebox
+        // compatibility mode.
+        let (mut client, mut server) = pair(Protection::Tls);
+        let mut hello: Vec<u8> = drain(&mut client, Level::Initial)
+            .into_iter()
+            .flat_map(|(_, bytes)| bytes)
+            .collect();
+        // legacy_session_id follows the type, length, version and random.
+        let at = 4 + 2 + 32;
+        assert_eq!(hello[at], 0, "sift's own hello asks for no compatibility");
+        hello[at] = 32;
+        hello.splice(at + 1..at + 1, [0x5e; 32]);
+        let len = (hello.len() - 4) as u32;
+        hello[1..4].copy_from_slice(&len.to_be_bytes()[1..]);
+        let error = server.on_crypto(Level::Initial, 0, &hello).unwrap_err();
+        assert!(
+            matches!(error, HandshakeError::ProtocolViolation(_)),
+            "{error:?}"
+        );
+        assert_eq!(error.error_code(), 0xa);
     }
 
     #[test]

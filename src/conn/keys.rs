@@ -5,10 +5,13 @@
 //! - The next phase's keys are derived as soon as the current ones are
 //!   installed, so a peer's update is recognised on its first packet.
 //! - A 1-RTT packet whose key-phase bit differs from ours is opened with
-//!   the previous phase's keys if it predates the first packet the peer
-//!   sent in our current phase, else with the next phase's keys; if those
-//!   open it, the peer has updated and we follow (both directions move
-//!   together, RFC 9001 §6.2).
+//!   the previous phase's keys if it is numbered below every packet the
+//!   current keys opened, else with the next phase's keys; if those open
+//!   it, the peer has updated and we follow (both directions move
+//!   together, RFC 9001 §6.2). So old keys never open a packet numbered
+//!   above one that newer keys opened: such a packet is dropped (§5.5),
+//!   and newer keys opening a packet numbered below one the current keys
+//!   opened is a KEY_UPDATE_ERROR (§6.4).
 //! - We initiate an update after `Config::key_update_interval` packets in a
 //!   phase (a test knob) or near the cipher's confidentiality limit
 //!   (RFC 9001 §6.6), once the handshake is confirmed and a packet of the
@@ -67,8 +70,8 @@ pub(super) struct KeyPhases {
     pub phase: bool,
     next: Option<Box<dyn PacketProtection>>,
     previous: Option<Box<dyn PacketProtection>>,
-    /// The first packet number the peer sent in the current phase.
-    first_received_in_phase: Option<u64>,
+    /// The lowest and highest packet numbers the current keys opened.
+    received_in_phase: Option<(u64, u64)>,
     /// The first packet number we sent in the current phase.
     first_sent_in_phase: Option<u64>,
     /// A packet of ours in the current phase was acknowledged.
@@ -101,8 +104,8 @@ impl KeyPhases {
             return KeySlot::Current;
         }
         let predates_phase = self
-            .first_received_in_phase
-            .is_none_or(|first| packet_number < first);
+            .received_in_phase
+            .is_none_or(|(lowest, _)| packet_number < lowest);
         match (&self.previous, &self.next) {
             (Some(_), _) if predates_phase => KeySlot::Previous,
             (_, Some(_)) => KeySlot::Next,
@@ -170,20 +173,39 @@ impl Connection {
     }
 
     /// A 1-RTT packet opened with the keys of `slot`.
-    pub(super) fn on_one_rtt_opened(&mut self, slot: KeySlot, packet_number: u64) {
+    pub(super) fn on_one_rtt_opened(
+        &mut self,
+        slot: KeySlot,
+        packet_number: u64,
+    ) -> Result<(), TransportFailure> {
         match slot {
             KeySlot::Next => {
+                if let Some((_, highest)) = self.key_phases.received_in_phase {
+                    if packet_number < highest {
+                        return Err(TransportFailure::new(
+                            codes::KEY_UPDATE_ERROR,
+                            format!(
+                                "packet {packet_number} is in a newer key phase than packet {highest}"
+                            ),
+                        ));
+                    }
+                }
                 tracing::debug!(packet_number, "the peer updated its keys");
                 self.rotate_keys();
-                self.key_phases.first_received_in_phase = Some(packet_number);
+                self.key_phases.received_in_phase = Some((packet_number, packet_number));
             }
             KeySlot::Current => {
-                self.key_phases
-                    .first_received_in_phase
-                    .get_or_insert(packet_number);
+                let range = &mut self.key_phases.received_in_phase;
+                *range = Some(match *range {
+                    Some((lowest, highest)) => {
+                        (lowest.min(packet_number), highest.max(packet_number))
+                    }
+                    None => (packet_number, packet_number),
+                });
             }
             KeySlot::Previous => {}
         }
+        Ok(())
     }
 
     /// Installs freshly negotiated 1-RTT keys (phase 0) and derives phase 1.
@@ -202,7 +224,7 @@ impl Connection {
         self.key_phases.next = self.handshake.next_one_rtt_keys();
         let phases = &mut self.key_phases;
         phases.phase = !phases.phase;
-        phases.first_received_in_phase = None;
+        phases.received_in_phase = None;
         phases.first_sent_in_phase = None;
         phases.current_phase_acked = false;
         phases.sent_in_phase = 0;
@@ -271,4 +293,28 @@ impl Connection {
 
     /// The transport error code for a protection mismatch.
     pub(super) const PROTECTION_MISMATCH_CODE: u64 = codes::CONNECTION_REFUSED;
+}
+
+#[cfg(test)]
+impl KeyPhases {
+    /// The next phase's keys, derived ahead of any packet that needs them.
+    pub(super) fn next_keys(&self) -> Option<&dyn PacketProtection> {
+        self.next.as_deref()
+    }
+
+    /// The previous phase's keys, kept for packets sent before the update.
+    pub(super) fn previous_keys(&self) -> Option<&dyn PacketProtection> {
+        self.previous.as_deref()
+    }
+
+    /// The lowest packet number opened with this phase's keys.
+    pub(super) fn lowest_received_in_phase(&self) -> Option<u64> {
+        self.received_in_phase.map(|(lowest, _)| lowest)
+    }
+
+    /// Pretends `sent` packets went out in this phase (the confidentiality
+    /// limit is millions of packets away).
+    pub(super) fn set_sent_in_phase(&mut self, sent: u64) {
+        self.sent_in_phase = sent;
+    }
 }

@@ -935,9 +935,11 @@ impl Connection {
     /// Version Negotiation packet. `echoed_dcid` is its source connection
     /// ID, which must be the destination ID we chose. Ignored (RFC 9000
     /// §6.2) once any packet from the server was processed, if the IDs do
-    /// not match, or if the list names our own version (a forgery or a
-    /// confused server: not a reason to give up). Otherwise the connection
-    /// closes at once with [`CloseReason::VersionMismatch`].
+    /// not match, if the list names our own version (a forgery or a
+    /// confused server: not a reason to give up), or if this attempt
+    /// already answers one (RFC 9368 §4). If the server lists a version we
+    /// speak, the handshake starts over in it (RFC 9368 §2.1); otherwise
+    /// the connection closes at once with [`CloseReason::VersionMismatch`].
     pub fn on_version_negotiation(
         &mut self,
         echoed_dcid: &[u8],
@@ -955,16 +957,62 @@ impl Connection {
         let offered: Vec<u32> = offered.into_iter().collect();
         // RFC 9000 §6.2: a list naming the version we sent is a forgery
         // (or a confused server), never a reason to give up or downgrade.
-        if offered.contains(&self.versions.original()) {
+        if offered.contains(&self.versions.original()) || self.versions.after_negotiation() {
             return;
         }
         self.now = now;
+        let tls = self.config.protection == Protection::Tls;
+        if let Some(version) =
+            version::client_choice_from_negotiation(&self.config.versions, &offered, tls)
+        {
+            if self.start_over_in(version) {
+                return;
+            }
+        }
         let reason = CloseReason::VersionMismatch { offered };
         tracing::debug!("{reason}");
         self.close_reason = Some(reason);
         self.close_pending = false;
         // The server kept no state: there is nobody to tell and nothing to drain.
         self.state = State::Draining { until: now };
+    }
+
+    /// Client: abandons the first flight (the server kept no state) and
+    /// starts the handshake again in `version`, after a Version
+    /// Negotiation (RFC 9368 §2.1): a new TLS session, so ALPN is
+    /// negotiated afresh (§6), and the same connection IDs. What 0-RTT
+    /// packets carried is sent again. False if the new session cannot be
+    /// made.
+    fn start_over_in(&mut self, version: u32) -> bool {
+        let tls = self.config.protection == Protection::Tls;
+        let mut params = self.handshake.local_params_mut().clone();
+        let versions =
+            version::Versions::client_after_negotiation(version, &self.config.versions, tls);
+        params.version_information = Some(versions.information(version));
+        let Ok(handshake) =
+            Handshake::new(Side::Client, &self.config, self.remote, version, params)
+        else {
+            return false;
+        };
+        tracing::debug!(
+            version = format_args!("{version:#010x}"),
+            "the server does not speak our version: starting over in one it lists"
+        );
+        self.handshake = handshake;
+        self.versions = versions;
+        self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
+            self.config.protection,
+            self.original_dcid.as_slice(),
+            Side::Client,
+        ));
+        // The abandoned ClientHello is not resent: the new session wrote its own.
+        self.recovery.discard_space(SpaceId::Initial);
+        let early = self.recovery.discard_space(SpaceId::Data);
+        self.on_packets_lost(SpaceId::Data, early);
+        self.zero_rtt.keys = None;
+        self.zero_rtt.outcome = zero_rtt::EarlyOutcome::NotOffered;
+        self.start_zero_rtt();
+        true
     }
 
     /// Whether a datagram from another address than the peer's may be for

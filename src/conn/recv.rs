@@ -440,7 +440,10 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         } else if space == SpaceId::Data {
-            self.on_one_rtt_opened(key_slot, packet_number);
+            if let Err(failure) = self.on_one_rtt_opened(key_slot, packet_number) {
+                self.fail(failure);
+                return (packet_len, PacketOutcome::StopDatagram);
+            }
         }
         if self.acks[space.index()].is_duplicate(packet_number) {
             self.counters.duplicate_packets += 1;

@@ -1894,6 +1894,9 @@ mod paths;
 mod resumption;
 mod rfc9000;
 mod rfc9000_packets;
+mod rfc9001;
+mod rfc9368;
+mod rfc9959;
 mod rfc_rules;
 
 #[test]

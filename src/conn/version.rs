@@ -16,6 +16,13 @@
 //! - The server decides once the client's hello is whole, from the
 //!   `version_information` in it, and checks that the client's chosen
 //!   version is the one its first packets used.
+//! - A client whose server answers with Version Negotiation listing a
+//!   version it speaks starts over in the first of its own versions the
+//!   server lists (RFC 9368 §2.1: incompatible negotiation), with a new
+//!   TLS session (so ALPN is negotiated afresh, §6). It ignores any later
+//!   Version Negotiation, and checks that the server's
+//!   `version_information` would have led it to the same version (§4); a
+//!   v1 server that sends none is taken to list v1 alone (§8).
 //! - The format is chosen per packet only by a long header's version
 //!   field, among those this connection accepts; `conn` never branches on
 //!   a version to seal or open (the [`PacketFormat`] seam does that).
@@ -46,6 +53,17 @@ pub fn client_original(versions: &[u32], tls: bool) -> u32 {
     } else {
         versions.first().copied().unwrap_or(SIFT_V1_VERSION)
     }
+}
+
+/// The version a client starts over in when the server's Version
+/// Negotiation lists `offered` (RFC 9368 §2.1): the first of its own
+/// `ours` the server offers. QUIC v1 needs TLS (Null protection runs only
+/// between sift ends, in sift/1). `None`: no version in common.
+pub fn client_choice_from_negotiation(ours: &[u32], offered: &[u32], tls: bool) -> Option<u32> {
+    ours.iter()
+        .copied()
+        .filter(|version| tls || *version != QUIC_V1)
+        .find(|version| offered.contains(version) && for_version(*version).is_some())
 }
 
 /// The version a server runs for a client whose first packets came in
@@ -86,6 +104,9 @@ pub(super) struct Versions {
     /// The version is settled: the client saw the server's first packet,
     /// or the server decided.
     settled: bool,
+    /// Client: this attempt answers a Version Negotiation (RFC 9368 §2.1);
+    /// `tls` as the client runs.
+    after_negotiation: Option<bool>,
 }
 
 impl Versions {
@@ -97,7 +118,23 @@ impl Versions {
             original,
             listed: listed.to_vec(),
             settled: false,
+            after_negotiation: None,
         }
+    }
+
+    /// A client's that starts over in `version`, chosen from a Version
+    /// Negotiation ([`client_choice_from_negotiation`]) among `listed`
+    /// (`tls`: the client runs TLS, and could have chosen v1).
+    pub fn client_after_negotiation(version: u32, listed: &[u32], tls: bool) -> Self {
+        Self {
+            after_negotiation: Some(tls),
+            ..Self::client(version, listed)
+        }
+    }
+
+    /// Client: this attempt answers a Version Negotiation.
+    pub fn after_negotiation(&self) -> bool {
+        self.after_negotiation.is_some()
     }
 
     /// A server's, speaking `listed`, waiting for the client's first packet.
@@ -111,6 +148,7 @@ impl Versions {
             original: 0,
             listed: listed.to_vec(),
             settled: false,
+            after_negotiation: None,
         }
     }
 
@@ -175,10 +213,39 @@ impl Versions {
     }
 
     /// Client: checks the server's `version_information` against the
-    /// version its packets came in (RFC 9368 §4).
+    /// version its packets came in (RFC 9368 §4), and after a Version
+    /// Negotiation that its available versions lead to the version this
+    /// attempt chose (a forged Version Negotiation cannot force a
+    /// downgrade).
     pub fn check_server(&mut self, server: Option<&VersionInformation>) -> Result<(), String> {
         let current = self.current.version();
         self.settled = true;
+        if let Some(tls) = self.after_negotiation {
+            // §8: a v1 server that knows nothing of version_information
+            // is taken to list v1 alone.
+            let v1_only = VersionInformation {
+                chosen: QUIC_V1,
+                available: vec![QUIC_V1],
+            };
+            let info = match server {
+                Some(info) => info,
+                None if current == QUIC_V1 => &v1_only,
+                None => {
+                    return Err(format!(
+                        "the server answered our Version Negotiation retry in {current:#010x} without version_information"
+                    ))
+                }
+            };
+            let mut offered = info.available.clone();
+            offered.push(info.chosen);
+            let choice = client_choice_from_negotiation(&self.listed, &offered, tls);
+            if info.available.is_empty() || choice != Some(self.original) {
+                return Err(format!(
+                    "the server's available versions {:x?} would not have led to {:#010x}: a forged Version Negotiation",
+                    info.available, self.original
+                ));
+            }
+        }
         match server {
             Some(info) if info.chosen != current => Err(format!(
                 "the server's version_information chose {:#010x} but its packets are {:#010x}",
@@ -258,6 +325,79 @@ mod tests {
         // A QUIC-only server that stayed in v1 says nothing: fine.
         let mut versions = Versions::client(QUIC_V1, &SUPPORTED_VERSIONS);
         assert!(versions.check_server(None).is_ok());
+    }
+
+    #[test]
+    fn compatibility_is_assumed_only_between_sift1_and_v1() {
+        // RFC 9368 §2.2: only what a document says is compatible.
+        let quic_v2 = 0x6b33_43cf;
+        assert!(compatible(QUIC_V1, SIFT_V1_VERSION) && compatible(SIFT_V1_VERSION, QUIC_V1));
+        assert!(!compatible(QUIC_V1, quic_v2) && !compatible(quic_v2, SIFT_V1_VERSION));
+        let client = offer(QUIC_V1, &[quic_v2, QUIC_V1]);
+        assert_eq!(
+            server_choice(QUIC_V1, Some(&client), &[quic_v2, QUIC_V1]),
+            Ok(QUIC_V1)
+        );
+    }
+
+    #[test]
+    fn a_server_choosing_a_version_the_client_did_not_offer_is_refused() {
+        // A client that offers v1 alone never moves to sift/1...
+        let mut versions = Versions::client(QUIC_V1, &[QUIC_V1]);
+        assert!(versions.format_for_long_header(SIFT_V1_VERSION).is_none());
+        // ...and a server that claims to have chosen it is refused.
+        assert!(versions
+            .check_server(Some(&offer(SIFT_V1_VERSION, &SUPPORTED_VERSIONS)))
+            .is_err());
+    }
+
+    #[test]
+    fn a_client_starts_over_in_the_first_of_its_versions_the_server_lists() {
+        let reserved = 0x1a2a_3a4a;
+        let choose =
+            |ours: &[u32], offered: &[u32], tls| client_choice_from_negotiation(ours, offered, tls);
+        assert_eq!(
+            choose(&SUPPORTED_VERSIONS, &[QUIC_V1, SIFT_V1_VERSION], true),
+            Some(SIFT_V1_VERSION),
+            "our preference, not the server's"
+        );
+        assert_eq!(
+            choose(&SUPPORTED_VERSIONS, &[QUIC_V1, reserved], true),
+            Some(QUIC_V1)
+        );
+        // Null protection runs sift/1 only.
+        assert_eq!(choose(&SUPPORTED_VERSIONS, &[QUIC_V1], false), None);
+        assert_eq!(choose(&SUPPORTED_VERSIONS, &[reserved], true), None);
+    }
+
+    #[test]
+    fn after_version_negotiation_a_server_without_version_information_is_refused_unless_v1() {
+        let mut versions =
+            Versions::client_after_negotiation(SIFT_V1_VERSION, &SUPPORTED_VERSIONS, true);
+        assert!(versions.after_negotiation());
+        assert!(versions.check_server(None).is_err());
+        // RFC 9368 §8: a v1 server that knows nothing of it lists v1 alone,
+        // which leads a client offering v1 back to v1.
+        let mut versions = Versions::client_after_negotiation(QUIC_V1, &SUPPORTED_VERSIONS, true);
+        assert!(versions.check_server(None).is_ok());
+    }
+
+    #[test]
+    fn after_version_negotiation_the_servers_available_versions_must_lead_to_the_same_choice() {
+        // A Version Negotiation listing only v1 sent us back to v1; the
+        // server's own list says it speaks sift/1, which we prefer: the
+        // Version Negotiation was forged to downgrade us.
+        let mut versions = Versions::client_after_negotiation(QUIC_V1, &SUPPORTED_VERSIONS, true);
+        assert!(versions
+            .check_server(Some(&offer(QUIC_V1, &SUPPORTED_VERSIONS)))
+            .is_err());
+        let mut versions = Versions::client_after_negotiation(QUIC_V1, &SUPPORTED_VERSIONS, true);
+        assert!(versions
+            .check_server(Some(&offer(QUIC_V1, &[QUIC_V1])))
+            .is_ok());
+        // An empty list proves nothing.
+        let mut versions = Versions::client_after_negotiation(QUIC_V1, &SUPPORTED_VERSIONS, true);
+        assert!(versions.check_server(Some(&offer(QUIC_V1, &[]))).is_err());
     }
 
     #[test]

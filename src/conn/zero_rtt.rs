@@ -24,7 +24,7 @@
 //! - A server opens 0-RTT packets from the moment it accepted the client's
 //!   early data until its handshake completes; 0-RTT packets may carry no
 //!   ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN, PATH_RESPONSE or
-//!   RETIRE_CONNECTION_ID (RFC 9000 §12.4).
+//!   RETIRE_CONNECTION_ID (RFC 9000 §12.4), nor CORRUPTED.
 //!
 //! No clock reads: like the rest of `conn`.
 
@@ -67,11 +67,15 @@ pub(super) struct ZeroRtt {
     pub first_flight_held: bool,
 }
 
-/// RFC 9000 §12.4, Table 3: the frames a 0-RTT packet may not carry.
+/// RFC 9000 §12.4, Table 3: the frames a 0-RTT packet may not carry; and
+/// CORRUPTED, sift's own, which names received 1-RTT packets as ACK does
+/// (RFC 9001 §9.2: an extension is kept out of 0-RTT or says how a replay
+/// affects it).
 pub(super) fn frame_allowed_in_zero_rtt(frame: &Frame<'_>) -> bool {
     !matches!(
         frame,
         Frame::Ack(_)
+            | Frame::Corrupted(_)
             | Frame::Crypto { .. }
             | Frame::HandshakeDone
             | Frame::NewToken { .. }

@@ -42,12 +42,20 @@ pub enum HandshakeError {
     /// New CRYPTO data at a level the handshake has left behind.
     #[error("new CRYPTO data at {0:?}, a level the handshake has left")]
     StaleLevel(Level),
+    /// CRYPTO data at a level was still unread when TLS moved to the next
+    /// (RFC 9001 §4.1.3).
+    #[error("CRYPTO data at {0:?} left unread when the handshake moved on")]
+    LeftUnread(Level),
     /// The peer's transport parameters do not decode.
     #[error("malformed transport parameters: {0}")]
     TransportParameters(WireError),
     /// Compatible version negotiation failed (RFC 9368 §4).
     #[error("version negotiation: {0}")]
     VersionNegotiation(String),
+    /// The peer broke a rule QUIC adds to TLS, which RFC 9001 closes with
+    /// PROTOCOL_VIOLATION rather than a TLS alert (§4.4, §4.6.1, §8.4).
+    #[error("{0}")]
+    ProtocolViolation(String),
     /// TLS failed; `alert` is the TLS alert sent or implied.
     #[error("TLS: {reason}")]
     Tls { alert: u8, reason: String },
@@ -60,7 +68,9 @@ impl HandshakeError {
             HandshakeError::TransportParameters(_) => TRANSPORT_PARAMETER_ERROR,
             HandshakeError::VersionNegotiation(_) => VERSION_NEGOTIATION_ERROR,
             // RFC 9001 §4.1.3: a protocol violation, not a TLS failure.
-            HandshakeError::StaleLevel(_) => PROTOCOL_VIOLATION,
+            HandshakeError::StaleLevel(_)
+            | HandshakeError::LeftUnread(_)
+            | HandshakeError::ProtocolViolation(_) => PROTOCOL_VIOLATION,
             HandshakeError::BufferExceeded(_) => CRYPTO_BUFFER_EXCEEDED,
             HandshakeError::Tls { alert, .. } => CRYPTO_ERROR_BASE + u64::from(*alert),
             _ => CRYPTO_ERROR_BASE + u64::from(ALERT_HANDSHAKE_FAILURE),

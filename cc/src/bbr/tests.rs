@@ -682,3 +682,24 @@ fn under_the_probe_first_rule_probe_rtt_waits_until_the_probe_ends() {
         Some((3, BbrState::ProbeBwUp))
     );
 }
+
+#[test]
+fn leaving_a_safe_retreat_drops_the_rates_measured_while_the_jump_drained() {
+    // RFC 9959 Appendix C: while a jump that met congestion drains, BBR's
+    // delivery-rate samples are tainted (the jump's queue pushed out other
+    // flows' packets). Careful Resume holds the window meanwhile; when the
+    // retreat ends, the model restarts from the retreat window.
+    let t0 = Instant::now() + ms(1_000);
+    let mut bbr = Bbr::new(BbrConfig::default(), MSS);
+    bbr.on_ack(&ack(t0, 100, 100_000.0, 0, 1_000));
+    bbr.seed_path_model(BW, ms(100));
+    bbr.on_ack(&ack(t0 + ms(100), 100, 3.0 * BW, 1_000, 2_000));
+    assert!(bbr.max_bandwidth() >= 3.0 * BW);
+    bbr.set_window(20_000, Some(20_000));
+    // 20 kB over the 100 ms minimum RTT: 200 kB/s, nothing of the jump.
+    assert!(
+        (bbr.max_bandwidth() - 200_000.0).abs() < 1.0,
+        "{}",
+        bbr.max_bandwidth()
+    );
+}

@@ -24,6 +24,10 @@ pub enum ClientHelloPeek {
     /// hello without them later). Boxed: the parameters are large beside
     /// the other variant, and a peek happens once per connection.
     Params(Option<Box<TransportParams>>),
+    /// The hello carries a legacy_session_id: it asks for TLS 1.3's
+    /// middlebox compatibility mode, which a QUIC client must not (RFC 9001
+    /// §8.4; the server treats it as a PROTOCOL_VIOLATION).
+    LegacySessionId,
 }
 
 /// Reads the transport parameters of the ClientHello at the start of
@@ -39,11 +43,21 @@ pub fn peek_client_hello(crypto: &[u8]) -> ClientHelloPeek {
     if kind != CLIENT_HELLO {
         return ClientHelloPeek::Params(None);
     }
+    if legacy_session_id_len(body).is_some_and(|len| len > 0) {
+        return ClientHelloPeek::LegacySessionId;
+    }
     ClientHelloPeek::Params(
         extension(body, QUIC_TRANSPORT_PARAMETERS)
             .and_then(|raw| TransportParams::decode(raw).ok())
             .map(Box::new),
     )
+}
+
+/// The length of a ClientHello body's legacy_session_id.
+fn legacy_session_id_len(body: &[u8]) -> Option<usize> {
+    let mut reader = Reader::new(body);
+    reader.bytes(2 + 32).ok()?; // legacy_version, random
+    Some(usize::from(reader.u8().ok()?))
 }
 
 /// The body of extension `wanted` in a ClientHello body.
@@ -107,9 +121,12 @@ mod tests {
                 "{cut}"
             );
         }
-        // Garbage of the right length says nothing, and never panics.
+        // Garbage of the right length yields no parameters, and never
+        // panics (all-ones claims a legacy_session_id).
         let mut junk = hello.clone();
         junk[4..].fill(0xff);
+        assert_eq!(peek_client_hello(&junk), ClientHelloPeek::LegacySessionId);
+        junk[4..].fill(0);
         assert_eq!(peek_client_hello(&junk), ClientHelloPeek::Params(None));
     }
 }

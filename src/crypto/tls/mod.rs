@@ -44,6 +44,8 @@ use crate::Side;
 const ALERT_INTERNAL_ERROR: u8 = 80;
 /// RFC 8446 §6: bad_certificate.
 const ALERT_BAD_CERTIFICATE: u8 = 42;
+/// RFC 7301 §3.2: no_application_protocol (QUIC error 0x0178, RFC 9001 §8.1).
+const ALERT_NO_APPLICATION_PROTOCOL: u8 = 120;
 
 /// The name tickets are filed under: the configured server name, else
 /// the server's address (as the rustls server name is chosen).
@@ -185,6 +187,47 @@ fn describe(error: &rustls::Error) -> String {
     }
 }
 
+/// The error a TLS failure closes the connection with: the alert rustls
+/// sent (`CRYPTO_ERROR`, RFC 9001 §4.8), except where RFC 9001 asks for
+/// another code than the alert rustls picks:
+/// - a CertificateRequest after the handshake (post-handshake client
+///   authentication, §4.4) and a ticket whose TLS early_data size is not
+///   0xffffffff (§4.6.1) are PROTOCOL_VIOLATIONs;
+/// - a server that selected an ALPN protocol the client did not offer is
+///   no_application_protocol (0x0178, §8.1), as is a server that selected
+///   none (which rustls already reports so).
+fn quic_handshake_error(
+    error: &rustls::Error,
+    alert: Option<rustls::AlertDescription>,
+    was_handshaking: bool,
+) -> HandshakeError {
+    use rustls::{Error, HandshakeType, PeerMisbehaved};
+    match error {
+        Error::InappropriateHandshakeMessage {
+            got_type: HandshakeType::CertificateRequest,
+            ..
+        } if !was_handshaking => HandshakeError::ProtocolViolation(
+            "a CertificateRequest after the handshake (RFC 9001 §4.4)".to_string(),
+        ),
+        Error::PeerMisbehaved(PeerMisbehaved::InvalidMaxEarlyDataSize) => {
+            HandshakeError::ProtocolViolation(
+                "a session ticket's early_data size is not 0xffffffff (RFC 9001 §4.6.1)"
+                    .to_string(),
+            )
+        }
+        Error::PeerMisbehaved(PeerMisbehaved::SelectedUnofferedApplicationProtocol) => {
+            HandshakeError::Tls {
+                alert: ALERT_NO_APPLICATION_PROTOCOL,
+                reason: describe(error),
+            }
+        }
+        _ => HandshakeError::Tls {
+            alert: alert.map_or(ALERT_INTERNAL_ERROR, u8::from),
+            reason: describe(error),
+        },
+    }
+}
+
 /// One side of a TLS 1.3 handshake.
 pub struct TlsSession {
     connection: quic::Connection,
@@ -319,15 +362,9 @@ impl Session for TlsSession {
         // rustls checks each message against the level it expects next;
         // the caller feeds each level's bytes in order.
         let was_handshaking = self.connection.is_handshaking();
-        self.connection
-            .read_hs(data)
-            .map_err(|error| HandshakeError::Tls {
-                alert: self
-                    .connection
-                    .alert()
-                    .map_or(ALERT_INTERNAL_ERROR, u8::from),
-                reason: describe(&error),
-            })?;
+        self.connection.read_hs(data).map_err(|error| {
+            quic_handshake_error(&error, self.connection.alert(), was_handshaking)
+        })?;
         if was_handshaking && !self.connection.is_handshaking() {
             self.check_resumed_pin()?;
         }
@@ -428,5 +465,7 @@ impl Session for TlsSession {
     }
 }
 
+#[cfg(test)]
+mod rfc9001_tests;
 #[cfg(test)]
 mod tests;
