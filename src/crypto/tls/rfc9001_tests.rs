@@ -339,7 +339,7 @@ fn a_server_announces_early_data_only_as_0xffffffff() {
             ..TlsConfig::loopback(identity())
         };
         let expected = early_data.then_some(u32::MAX);
-        let rustls_config = server_config(&config).unwrap();
+        let rustls_config = server_config(&config, None).unwrap();
         assert_eq!(
             rustls_config.max_early_data_size,
             expected.unwrap_or(0),
