@@ -423,31 +423,9 @@ impl Connection {
         out: &mut [u8],
         now: Instant,
     ) -> Option<(usize, SendInfo)> {
-        let space = SpaceId::Data;
-        let size = MIN_INITIAL_DATAGRAM.min(out.len());
-        let packet_number = self
-            .skips
-            .next_packet_number(&mut self.next_packet_number[space.index()]);
-        let overhead = self
-            .sealed_len(space, packet_number, size)?
-            .checked_sub(size)?;
-        let mut frames = self.send_scratch.take_frames(size);
-        Frame::PathChallenge { data }.encode(&mut frames);
-        frames.resize(size.checked_sub(overhead)?.max(frames.len()), 0); // PADDING
-        let len = self.seal_alone(space, packet_number, frames, out, now)?;
-        self.counters.packets_sent += 1;
-        self.counters.datagrams_sent += 1;
-        self.counters.bytes_sent += len as u64;
-        self.trace_flush();
-        Some((
-            len,
-            SendInfo {
-                from: self.local,
-                to,
-                at: now,
-                checksum_free: false,
-            },
-        ))
+        let mut frame = Vec::new();
+        Frame::PathChallenge { data }.encode(&mut frame);
+        self.seal_path_frames(&frame, to, None, out, now)
     }
 
     /// [`Self::send_off_path_response`]'s datagram: the responses, padded
@@ -459,8 +437,33 @@ impl Connection {
         out: &mut [u8],
         now: Instant,
     ) -> Option<(usize, SendInfo)> {
+        let mut frames = Vec::new();
+        for &data in responses {
+            Frame::PathResponse { data }.encode(&mut frames);
+        }
+        let budget = self.path.unproven.allowance(to);
+        let sent = self.seal_path_frames(&frames, to, Some(budget), out, now);
+        match sent {
+            Some((len, _)) => self.path.unproven.on_sent(to, len),
+            None => self.counters.path_responses_withheld += 1,
+        }
+        sent
+    }
+
+    /// A datagram of path frames alone (`encoded`) to `to`, under the
+    /// current `peer_cid`, padded to 1200 bytes as far as `budget` allows
+    /// (what `to` may still be sent if it has not proved itself); nothing
+    /// if not even the frames fit.
+    fn seal_path_frames(
+        &mut self,
+        encoded: &[u8],
+        to: SocketAddr,
+        budget: Option<u64>,
+        out: &mut [u8],
+        now: Instant,
+    ) -> Option<(usize, SendInfo)> {
         let space = SpaceId::Data;
-        let allowance = usize::try_from(self.path.unproven.allowance(to)).unwrap_or(usize::MAX);
+        let allowance = budget.map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
         let size = MIN_INITIAL_DATAGRAM.min(allowance).min(out.len());
         let packet_number = self
             .skips
@@ -468,20 +471,14 @@ impl Connection {
         let overhead = self
             .sealed_len(space, packet_number, size)?
             .checked_sub(size)?;
-        let mut frames = self.send_scratch.take_frames(size);
-        for &data in responses {
-            Frame::PathResponse { data }.encode(&mut frames);
-        }
-        if overhead + frames.len() > size {
-            // Not even the responses fit what this address may be sent.
-            tracing::trace!(%to, allowance, "a probe's responses exceed its address's budget: dropped");
-            self.counters.path_responses_withheld += 1;
-            self.send_scratch.give_back(frames);
+        if overhead + encoded.len() > size {
+            tracing::trace!(%to, allowance, "path frames exceed what their address may be sent: dropped");
             return None;
         }
+        let mut frames = self.send_scratch.take_frames(size);
+        frames.extend_from_slice(encoded);
         frames.resize(size - overhead, 0); // PADDING
         let len = self.seal_alone(space, packet_number, frames, out, now)?;
-        self.path.unproven.on_sent(to, len);
         self.counters.packets_sent += 1;
         self.counters.datagrams_sent += 1;
         self.counters.bytes_sent += len as u64;
