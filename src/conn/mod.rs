@@ -26,6 +26,7 @@ pub mod retry_policy;
 mod send;
 mod send_times;
 mod skip;
+mod spaces;
 mod stats;
 pub mod token_store;
 mod trace;
@@ -40,9 +41,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift_cc::CcConfig;
 
-use crate::crypto::{
-    Entropy, Fingerprint, Level, PacketProtection, ResetToken, ServerSecret, TlsConfig,
-};
+use crate::crypto::{Entropy, Fingerprint, Level, ResetToken, ServerSecret, TlsConfig};
 use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
 use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
 use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
@@ -67,6 +66,7 @@ use handshake::Handshake;
 use keys::KeyPhases;
 use path::PathValidation;
 use skip::PacketNumberSkips;
+use spaces::PacketSpace;
 use stats::Counters;
 
 /// Mixed into the seed of each side's packet-number skips, so client and
@@ -402,8 +402,9 @@ pub struct Connection {
     handshake: Handshake,
     /// The version spoken, and the packet format that goes with it.
     versions: version::Versions,
-    /// Keys per packet-number space; for 1-RTT the current key phase's.
-    keys: [Option<Box<dyn PacketProtection>>; 3],
+    /// Keys, packet numbers, ACK state and owed probes per packet-number
+    /// space, indexed by `SpaceId` (`spaces.rs`).
+    spaces: [PacketSpace; 3],
     key_phases: KeyPhases,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
@@ -442,7 +443,6 @@ pub struct Connection {
     initial_token: Vec<u8>,
     /// Client: the latest NEW_TOKEN from the server, until taken.
     new_token_in: Option<Vec<u8>>,
-    next_packet_number: [u64; 3],
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
     skips: PacketNumberSkips,
@@ -466,12 +466,10 @@ pub struct Connection {
     recv_dcid: ConnectionId,
     /// Issued and received connection IDs beyond the handshake's.
     cids: ConnectionIds,
-    acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
     streams: Streams,
     handshake_confirmed: bool,
     handshake_done_pending: bool,
-    probes: [u32; 3],
     /// The peer's current address is validated: a server's client sent a
     /// Handshake packet, a token, or echoed a PATH_CHALLENGE sent there.
     /// Until then what goes there is limited (`path::UnprovenAddresses`).
@@ -671,7 +669,15 @@ impl Connection {
             peer_cid_learned: false,
             handshake,
             versions,
-            keys: [initial_keys, None, None],
+            spaces: [
+                PacketSpace::new(initial_keys, AckState::new(Duration::ZERO)),
+                PacketSpace::new(None, AckState::new(Duration::ZERO)),
+                PacketSpace::new(
+                    None,
+                    AckState::new(config.max_ack_delay)
+                        .lying_about_gaps(config.lie_about_losses == ReceiverLie::EveryGap),
+                ),
+            ],
             key_phases: KeyPhases::default(),
             protection_mismatch: None,
             retry: None,
@@ -681,7 +687,6 @@ impl Connection {
             initial_token: Vec::new(),
             new_token_in: None,
             refusal: None,
-            next_packet_number: [0; 3],
             skips: PacketNumberSkips::from_rng(
                 config.rng(SKIP_LABEL[side as usize], SKIP_SEED_SALT[side as usize]),
             ),
@@ -705,17 +710,10 @@ impl Connection {
             recv_dcid: local_cid,
             cids: ConnectionIds::new(local_cid, reset_token, true)
                 .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
-            acks: [
-                AckState::new(Duration::ZERO),
-                AckState::new(Duration::ZERO),
-                AckState::new(config.max_ack_delay)
-                    .lying_about_gaps(config.lie_about_losses == ReceiverLie::EveryGap),
-            ],
             recovery,
             streams,
             handshake_confirmed: false,
             handshake_done_pending: false,
-            probes: [0; 3],
             address_validated: side == Side::Client,
             notices_negotiated: false,
             checksums: checksums::ChecksumPolicy::default(),
@@ -1000,7 +998,7 @@ impl Connection {
         );
         self.handshake = handshake;
         self.versions = versions;
-        self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
+        self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
             self.original_dcid.as_slice(),
             Side::Client,
@@ -1045,12 +1043,12 @@ impl Connection {
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
             self.pmtud
-                .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
+                .on_path_change(self.spaces[SpaceId::Data].next_packet_number);
             if !path::only_port_changed(old, local) {
                 self.start_new_path();
             }
             self.switch_peer_cid();
-            let probes = &mut self.probes[SpaceId::Data.index()];
+            let probes = &mut self.spaces[SpaceId::Data].probes;
             *probes = (*probes).max(1);
         }
         Ok(())
@@ -1092,7 +1090,7 @@ impl Connection {
         self.remote = to;
         self.path.migrations += 1;
         self.pmtud
-            .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
+            .on_path_change(self.spaces[SpaceId::Data].next_packet_number);
         if !path::only_port_changed(old, to) {
             self.start_new_path();
         }
@@ -1194,7 +1192,7 @@ impl Connection {
         });
         self.retry = Some((retry.token.to_vec(), retry.scid));
         self.peer_cid = retry.scid;
-        self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
+        self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
             retry.scid.as_slice(),
             Side::Client,
@@ -1226,7 +1224,7 @@ impl Connection {
     /// Client, before anything is sent: carry `token` (from an earlier
     /// connection's NEW_TOKEN to the same server) in our Initials.
     pub fn use_token(&mut self, token: Vec<u8>) {
-        if self.side == Side::Client && self.next_packet_number[SpaceId::Initial.index()] == 0 {
+        if self.side == Side::Client && self.spaces[SpaceId::Initial].next_packet_number == 0 {
             self.initial_token = token;
         }
     }
@@ -1367,8 +1365,8 @@ impl Connection {
             None,
         ];
         for space in SpaceId::ALL {
-            if self.keys[space.index()].is_some() {
-                timers[6 + space.index()] = self.acks[space.index()].deadline();
+            if self.spaces[space].keys.is_some() {
+                timers[6 + space.index()] = self.spaces[space].acks.deadline();
             }
         }
         timers.into_iter().flatten().min()
@@ -1420,7 +1418,7 @@ impl Connection {
             // An ack-eliciting PING: recovery then probes on its own if it
             // goes unanswered.
             self.keep_alive_since = now;
-            self.probes[SpaceId::Data.index()] = self.probes[SpaceId::Data.index()].max(1);
+            self.spaces[SpaceId::Data].probes = self.spaces[SpaceId::Data].probes.max(1);
             self.counters.keep_alives_sent += 1;
         }
         if self.path.deadline.is_some_and(|t| t <= now) {
@@ -1438,7 +1436,7 @@ impl Connection {
                 self.on_packets_lost(space, outcome.lost);
             }
             if let Some((space, count)) = outcome.probes {
-                self.probes[space.index()] += count;
+                self.spaces[space].probes += count;
                 if space != SpaceId::Data {
                     self.requeue_outstanding_crypto(space);
                 }
@@ -1534,7 +1532,7 @@ impl Connection {
                 match frame {
                     SentFrame::Ack {
                         largest: Some(largest),
-                    } => self.acks[space.index()].on_ack_acked(largest),
+                    } => self.spaces[space].acks.on_ack_acked(largest),
                     SentFrame::Stream(chunk) => self.streams.on_chunk_acked(&chunk),
                     SentFrame::Control(control) => self.streams.on_control_acked(&control),
                     SentFrame::Ack { largest: None }
@@ -1613,9 +1611,9 @@ impl Connection {
     }
 
     fn discard_space(&mut self, space: SpaceId) {
-        if self.keys[space.index()].take().is_some() {
+        if self.spaces[space].keys.take().is_some() {
             self.recovery.discard_space(space);
-            self.probes[space.index()] = 0;
+            self.spaces[space].probes = 0;
         }
     }
 
