@@ -29,6 +29,7 @@ mod skip;
 mod spaces;
 mod stats;
 pub mod token_store;
+mod tokens;
 mod trace;
 pub mod version;
 mod zero_rtt;
@@ -426,23 +427,8 @@ pub struct Connection {
     first_packet_unprocessed: bool,
     /// 1-RTT packets received before the handshake completed, unread.
     held: held::HeldPackets,
-    /// Client: the token and connection ID of the server's Retry, once one
-    /// was accepted (at most one per connection).
-    retry: Option<(Vec<u8>, ConnectionId)>,
-    /// Server: the client proved its address with a Retry token naming
-    /// these (its original destination ID, our Retry's source ID).
-    retried_from: Option<(ConnectionId, ConnectionId)>,
-    /// Server: a token for the client's next connection, sent in a
-    /// NEW_TOKEN frame once the handshake is done (and again if lost),
-    /// only while the address it is bound to is the peer's, validated:
-    /// dropped when the peer moves.
-    new_token_out: Option<Vec<u8>>,
-    new_token_pending: bool,
-    /// Client: the token our first Initial carries (from an earlier
-    /// connection's NEW_TOKEN); a Retry's token replaces it.
-    initial_token: Vec<u8>,
-    /// Client: the latest NEW_TOKEN from the server, until taken.
-    new_token_in: Option<Vec<u8>>,
+    /// Retry and NEW_TOKEN tokens, in and out (`tokens.rs`).
+    tokens: tokens::Tokens,
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
     skips: PacketNumberSkips,
@@ -680,12 +666,7 @@ impl Connection {
             ],
             key_phases: KeyPhases::default(),
             protection_mismatch: None,
-            retry: None,
-            retried_from: None,
-            new_token_out: None,
-            new_token_pending: false,
-            initial_token: Vec::new(),
-            new_token_in: None,
+            tokens: tokens::Tokens::default(),
             refusal: None,
             skips: PacketNumberSkips::from_rng(
                 config.rng(SKIP_LABEL[side as usize], SKIP_SEED_SALT[side as usize]),
@@ -947,7 +928,7 @@ impl Connection {
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.peer_cid_learned
-            || self.retry.is_some()
+            || self.tokens.retry.is_some()
             || echoed_dcid != self.original_dcid.as_slice()
         {
             return;
@@ -1096,8 +1077,8 @@ impl Connection {
         }
         // A token waiting to go was sealed for the address the peer left:
         // it goes nowhere else, least of all to an address not validated.
-        self.new_token_out = None;
-        self.new_token_pending = false;
+        self.tokens.new_token_out = None;
+        self.tokens.new_token_pending = false;
         let was_validated = self.address_validated;
         // Unvalidated again: three times what arrived from it (the budget
         // it has had since its first datagram, probes and their answers
@@ -1169,7 +1150,7 @@ impl Connection {
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.peer_cid_learned
-            || self.retry.is_some()
+            || self.tokens.retry.is_some()
             || retry.dcid != self.local_cid
             || retry.scid == self.original_dcid
             || retry.version != self.versions.original()
@@ -1190,7 +1171,7 @@ impl Connection {
             scid: retry.scid,
             token_len: retry.token.len() as u64,
         });
-        self.retry = Some((retry.token.to_vec(), retry.scid));
+        self.tokens.retry = Some((retry.token.to_vec(), retry.scid));
         self.peer_cid = retry.scid;
         self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
@@ -1214,10 +1195,10 @@ impl Connection {
     /// validation (RFC 9000 §8.1.3). The endpoint seals it.
     pub fn send_new_token(&mut self, token: Vec<u8>) {
         if self.side == Side::Server && !token.is_empty() {
-            self.new_token_out = Some(token);
+            self.tokens.new_token_out = Some(token);
             // After the handshake, a later token (one carrying a saved path
             // state, RFC 9959) goes at once; before it, with HANDSHAKE_DONE.
-            self.new_token_pending |= self.handshake_confirmed;
+            self.tokens.new_token_pending |= self.handshake_confirmed;
         }
     }
 
@@ -1225,13 +1206,13 @@ impl Connection {
     /// connection's NEW_TOKEN to the same server) in our Initials.
     pub fn use_token(&mut self, token: Vec<u8>) {
         if self.side == Side::Client && self.spaces[SpaceId::Initial].next_packet_number == 0 {
-            self.initial_token = token;
+            self.tokens.initial_token = token;
         }
     }
 
     /// Client: the latest token the server gave for a later connection.
     pub fn take_new_token(&mut self) -> Option<Vec<u8>> {
-        self.new_token_in.take()
+        self.tokens.new_token_in.take()
     }
 
     /// Server, before the client's first Initial arrives: the client's
@@ -1257,7 +1238,7 @@ impl Connection {
     ) {
         if self.side == Side::Server && !self.peer_cid_learned {
             self.address_validated = address_validated;
-            self.retried_from = Some((original_dcid, retry_scid));
+            self.tokens.retried_from = Some((original_dcid, retry_scid));
         }
     }
 
@@ -1500,7 +1481,9 @@ impl Connection {
                     SentFrame::Control(control) => self.streams.on_control_lost(&control),
                     SentFrame::HandshakeDone => self.handshake_done_pending = true,
                     SentFrame::PathChallenge(data) => self.path.on_challenge_lost(data),
-                    SentFrame::NewToken => self.new_token_pending = self.new_token_out.is_some(),
+                    SentFrame::NewToken => {
+                        self.tokens.new_token_pending = self.tokens.new_token_out.is_some()
+                    }
                     SentFrame::NewConnectionId(sequence) => {
                         self.cids.on_announcement_lost(sequence)
                     }
@@ -1544,7 +1527,9 @@ impl Connection {
                     | SentFrame::AckFrequency(_) => {}
                     // A newer token (a fresher saved path state) may be
                     // waiting to go: only the one sent last is done.
-                    SentFrame::NewToken if !self.new_token_pending => self.new_token_out = None,
+                    SentFrame::NewToken if !self.tokens.new_token_pending => {
+                        self.tokens.new_token_out = None
+                    }
                     SentFrame::NewToken => {}
                 }
             }
@@ -1830,7 +1815,7 @@ impl Connection {
             corruption_notices_distrusted: self.recovery.notices_distrusted(),
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
-            retried: self.retry.is_some(),
+            retried: self.tokens.retry.is_some(),
             resumed: self.handshake.is_resumed(),
             zero_rtt_accepted: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Accepted,
             zero_rtt_rejected: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Rejected,

@@ -465,7 +465,7 @@ impl Connection {
             self.peer_cid_learned = true;
             self.peer_first_scid = Some(peer_scid);
             let params = self.handshake.local_params_mut();
-            match self.retried_from {
+            match self.tokens.retried_from {
                 Some((original_dcid, retry_scid)) => {
                     params.original_destination_connection_id = Some(original_dcid);
                     params.retry_source_connection_id = Some(retry_scid);
@@ -762,7 +762,7 @@ impl Connection {
                     ));
                 }
                 if token.len() <= crate::wire::MAX_RETRY_TOKEN_LEN {
-                    self.new_token_in = Some(token.to_vec());
+                    self.tokens.new_token_in = Some(token.to_vec());
                 }
             }
             Frame::NewConnectionId {
@@ -949,7 +949,8 @@ impl Connection {
         }
         // RFC 9000 §7.3: the server says whether it sent a Retry, and which.
         if self.side == Side::Client
-            && params.retry_source_connection_id != self.retry.as_ref().map(|(_, scid)| *scid)
+            && params.retry_source_connection_id
+                != self.tokens.retry.as_ref().map(|(_, scid)| *scid)
         {
             return Err(param_error(
                 "retry_source_connection_id does not match the Retry received",

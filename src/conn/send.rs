@@ -622,9 +622,9 @@ impl Connection {
             dcid: self.peer_cid,
             scid: self.local_cid,
             // After a Retry every Initial of the client carries its token.
-            token: match (space, &self.retry) {
+            token: match (space, &self.tokens.retry) {
                 (SpaceId::Initial, Some((token, _))) => token,
-                (SpaceId::Initial, None) => &self.initial_token,
+                (SpaceId::Initial, None) => &self.tokens.initial_token,
                 _ => &[],
             },
             packet_number,
@@ -718,7 +718,7 @@ impl Connection {
         }
         space == SpaceId::Data
             && (self.handshake_done_pending
-                || (self.new_token_pending && self.address_validated)
+                || (self.tokens.new_token_pending && self.address_validated)
                 || self.path.challenge_pending
                 || self.cids.has_pending_frames()
                 || self.ack_frequency.has_pending_frame()
@@ -939,18 +939,18 @@ impl Connection {
             plan.ack_eliciting = true;
             self.handshake_done_pending = false;
             // With the handshake confirmed, the token for next time.
-            self.new_token_pending = self.new_token_out.is_some();
+            self.tokens.new_token_pending = self.tokens.new_token_out.is_some();
         }
         // Only to a validated address (the one it was sealed for: a move
         // drops it).
-        if space == SpaceId::Data && self.new_token_pending && self.address_validated {
-            if let Some(token) = self.new_token_out.as_deref() {
+        if space == SpaceId::Data && self.tokens.new_token_pending && self.address_validated {
+            if let Some(token) = self.tokens.new_token_out.as_deref() {
                 let frame = Frame::NewToken { token };
                 if frame.encoded_len() <= remaining(plan) {
                     frame.encode(&mut plan.frames);
                     plan.sent.push(SentFrame::NewToken);
                     plan.ack_eliciting = true;
-                    self.new_token_pending = false;
+                    self.tokens.new_token_pending = false;
                 }
             }
         }

@@ -642,7 +642,7 @@ fn frames_only_a_server_sends_are_protocol_violations_from_a_client() {
     }
     // And a client never sends one: only a server has tokens to give.
     pair.client.send_new_token(b"token".to_vec());
-    assert!(pair.client.new_token_out.is_none());
+    assert!(pair.client.tokens.new_token_out.is_none());
 }
 
 #[test]
