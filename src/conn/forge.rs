@@ -20,10 +20,10 @@ impl Connection {
             return None;
         }
         let space = SpaceId::Data;
-        self.keys[space.index()].as_ref()?;
+        self.spaces[space].keys.as_ref()?;
         let packet_number = self
             .skips
-            .next_packet_number(&mut self.next_packet_number[space.index()]);
+            .next_packet_number(&mut self.spaces[space].next_packet_number);
         let len = self.seal_alone(space, packet_number, frames.to_vec(), out, now)?;
         self.recovery.on_packet_sent(
             space,

@@ -165,7 +165,7 @@ impl Connection {
     ) -> Option<(&dyn PacketProtection, KeySlot)> {
         let slot = self.key_phases.slot_for(key_phase, packet_number);
         let keys = match slot {
-            KeySlot::Current => self.keys[SpaceId::Data.index()].as_deref(),
+            KeySlot::Current => self.spaces[SpaceId::Data].keys.as_deref(),
             KeySlot::Previous => self.key_phases.previous.as_deref(),
             KeySlot::Next => self.key_phases.next.as_deref(),
         }?;
@@ -210,7 +210,7 @@ impl Connection {
 
     /// Installs freshly negotiated 1-RTT keys (phase 0) and derives phase 1.
     pub(super) fn install_one_rtt_keys(&mut self, keys: Box<dyn PacketProtection>) {
-        self.keys[SpaceId::Data.index()] = Some(keys);
+        self.spaces[SpaceId::Data].keys = Some(keys);
         self.key_phases.next = self.handshake.next_one_rtt_keys();
     }
 
@@ -219,7 +219,7 @@ impl Connection {
         let Some(next) = self.key_phases.next.take() else {
             return;
         };
-        let current = &mut self.keys[SpaceId::Data.index()];
+        let current = &mut self.spaces[SpaceId::Data].keys;
         self.key_phases.previous = current.replace(next);
         self.key_phases.next = self.handshake.next_one_rtt_keys();
         let phases = &mut self.key_phases;
@@ -234,7 +234,8 @@ impl Connection {
     /// Packets the current 1-RTT keys may seal (RFC 9001 §6.6).
     fn one_rtt_confidentiality_limit(&self) -> u64 {
         self.confidentiality_limit.unwrap_or_else(|| {
-            self.keys[SpaceId::Data.index()]
+            self.spaces[SpaceId::Data]
+                .keys
                 .as_deref()
                 .map_or(u64::MAX, |keys| keys.confidentiality_limit())
         })

@@ -26,8 +26,10 @@ pub mod retry_policy;
 mod send;
 mod send_times;
 mod skip;
+mod spaces;
 mod stats;
 pub mod token_store;
+mod tokens;
 mod trace;
 pub mod version;
 mod zero_rtt;
@@ -40,9 +42,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sift_cc::CcConfig;
 
-use crate::crypto::{
-    Entropy, Fingerprint, Level, PacketProtection, ResetToken, ServerSecret, TlsConfig,
-};
+use crate::crypto::{Entropy, Fingerprint, Level, ResetToken, ServerSecret, TlsConfig};
 use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
 use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
 use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
@@ -67,6 +67,7 @@ use handshake::Handshake;
 use keys::KeyPhases;
 use path::PathValidation;
 use skip::PacketNumberSkips;
+use spaces::PacketSpace;
 use stats::Counters;
 
 /// Mixed into the seed of each side's packet-number skips, so client and
@@ -402,8 +403,9 @@ pub struct Connection {
     handshake: Handshake,
     /// The version spoken, and the packet format that goes with it.
     versions: version::Versions,
-    /// Keys per packet-number space; for 1-RTT the current key phase's.
-    keys: [Option<Box<dyn PacketProtection>>; 3],
+    /// Keys, packet numbers, ACK state and owed probes per packet-number
+    /// space, indexed by `SpaceId` (`spaces.rs`).
+    spaces: [PacketSpace; 3],
     key_phases: KeyPhases,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
@@ -425,24 +427,8 @@ pub struct Connection {
     first_packet_unprocessed: bool,
     /// 1-RTT packets received before the handshake completed, unread.
     held: held::HeldPackets,
-    /// Client: the token and connection ID of the server's Retry, once one
-    /// was accepted (at most one per connection).
-    retry: Option<(Vec<u8>, ConnectionId)>,
-    /// Server: the client proved its address with a Retry token naming
-    /// these (its original destination ID, our Retry's source ID).
-    retried_from: Option<(ConnectionId, ConnectionId)>,
-    /// Server: a token for the client's next connection, sent in a
-    /// NEW_TOKEN frame once the handshake is done (and again if lost),
-    /// only while the address it is bound to is the peer's, validated:
-    /// dropped when the peer moves.
-    new_token_out: Option<Vec<u8>>,
-    new_token_pending: bool,
-    /// Client: the token our first Initial carries (from an earlier
-    /// connection's NEW_TOKEN); a Retry's token replaces it.
-    initial_token: Vec<u8>,
-    /// Client: the latest NEW_TOKEN from the server, until taken.
-    new_token_in: Option<Vec<u8>>,
-    next_packet_number: [u64; 3],
+    /// Retry and NEW_TOKEN tokens, in and out (`tokens.rs`).
+    tokens: tokens::Tokens,
     /// 1-RTT packet numbers left unused, against optimistic ACKs and
     /// receivers that call losses corruption.
     skips: PacketNumberSkips,
@@ -466,12 +452,10 @@ pub struct Connection {
     recv_dcid: ConnectionId,
     /// Issued and received connection IDs beyond the handshake's.
     cids: ConnectionIds,
-    acks: [AckState; 3],
     recovery: Recovery<SentFrame>,
     streams: Streams,
     handshake_confirmed: bool,
     handshake_done_pending: bool,
-    probes: [u32; 3],
     /// The peer's current address is validated: a server's client sent a
     /// Handshake packet, a token, or echoed a PATH_CHALLENGE sent there.
     /// Until then what goes there is limited (`path::UnprovenAddresses`).
@@ -671,17 +655,19 @@ impl Connection {
             peer_cid_learned: false,
             handshake,
             versions,
-            keys: [initial_keys, None, None],
+            spaces: [
+                PacketSpace::new(initial_keys, AckState::new(Duration::ZERO)),
+                PacketSpace::new(None, AckState::new(Duration::ZERO)),
+                PacketSpace::new(
+                    None,
+                    AckState::new(config.max_ack_delay)
+                        .lying_about_gaps(config.lie_about_losses == ReceiverLie::EveryGap),
+                ),
+            ],
             key_phases: KeyPhases::default(),
             protection_mismatch: None,
-            retry: None,
-            retried_from: None,
-            new_token_out: None,
-            new_token_pending: false,
-            initial_token: Vec::new(),
-            new_token_in: None,
+            tokens: tokens::Tokens::default(),
             refusal: None,
-            next_packet_number: [0; 3],
             skips: PacketNumberSkips::from_rng(
                 config.rng(SKIP_LABEL[side as usize], SKIP_SEED_SALT[side as usize]),
             ),
@@ -705,17 +691,10 @@ impl Connection {
             recv_dcid: local_cid,
             cids: ConnectionIds::new(local_cid, reset_token, true)
                 .steered_by(config.cid_steering.filter(|_| side == Side::Server)),
-            acks: [
-                AckState::new(Duration::ZERO),
-                AckState::new(Duration::ZERO),
-                AckState::new(config.max_ack_delay)
-                    .lying_about_gaps(config.lie_about_losses == ReceiverLie::EveryGap),
-            ],
             recovery,
             streams,
             handshake_confirmed: false,
             handshake_done_pending: false,
-            probes: [0; 3],
             address_validated: side == Side::Client,
             notices_negotiated: false,
             checksums: checksums::ChecksumPolicy::default(),
@@ -949,7 +928,7 @@ impl Connection {
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.peer_cid_learned
-            || self.retry.is_some()
+            || self.tokens.retry.is_some()
             || echoed_dcid != self.original_dcid.as_slice()
         {
             return;
@@ -1000,7 +979,7 @@ impl Connection {
         );
         self.handshake = handshake;
         self.versions = versions;
-        self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
+        self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
             self.original_dcid.as_slice(),
             Side::Client,
@@ -1045,12 +1024,12 @@ impl Connection {
         let old = std::mem::replace(&mut self.local, local);
         if self.state == State::Established {
             self.pmtud
-                .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
+                .on_path_change(self.spaces[SpaceId::Data].next_packet_number);
             if !path::only_port_changed(old, local) {
                 self.start_new_path();
             }
             self.switch_peer_cid();
-            let probes = &mut self.probes[SpaceId::Data.index()];
+            let probes = &mut self.spaces[SpaceId::Data].probes;
             *probes = (*probes).max(1);
         }
         Ok(())
@@ -1092,14 +1071,14 @@ impl Connection {
         self.remote = to;
         self.path.migrations += 1;
         self.pmtud
-            .on_path_change(self.next_packet_number[SpaceId::Data.index()]);
+            .on_path_change(self.spaces[SpaceId::Data].next_packet_number);
         if !path::only_port_changed(old, to) {
             self.start_new_path();
         }
         // A token waiting to go was sealed for the address the peer left:
         // it goes nowhere else, least of all to an address not validated.
-        self.new_token_out = None;
-        self.new_token_pending = false;
+        self.tokens.new_token_out = None;
+        self.tokens.new_token_pending = false;
         let was_validated = self.address_validated;
         // Unvalidated again: three times what arrived from it (the budget
         // it has had since its first datagram, probes and their answers
@@ -1171,7 +1150,7 @@ impl Connection {
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.peer_cid_learned
-            || self.retry.is_some()
+            || self.tokens.retry.is_some()
             || retry.dcid != self.local_cid
             || retry.scid == self.original_dcid
             || retry.version != self.versions.original()
@@ -1192,9 +1171,9 @@ impl Connection {
             scid: retry.scid,
             token_len: retry.token.len() as u64,
         });
-        self.retry = Some((retry.token.to_vec(), retry.scid));
+        self.tokens.retry = Some((retry.token.to_vec(), retry.scid));
         self.peer_cid = retry.scid;
-        self.keys[SpaceId::Initial.index()] = Some(keys::initial_keys(
+        self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
             retry.scid.as_slice(),
             Side::Client,
@@ -1216,24 +1195,24 @@ impl Connection {
     /// validation (RFC 9000 §8.1.3). The endpoint seals it.
     pub fn send_new_token(&mut self, token: Vec<u8>) {
         if self.side == Side::Server && !token.is_empty() {
-            self.new_token_out = Some(token);
+            self.tokens.new_token_out = Some(token);
             // After the handshake, a later token (one carrying a saved path
             // state, RFC 9959) goes at once; before it, with HANDSHAKE_DONE.
-            self.new_token_pending |= self.handshake_confirmed;
+            self.tokens.new_token_pending |= self.handshake_confirmed;
         }
     }
 
     /// Client, before anything is sent: carry `token` (from an earlier
     /// connection's NEW_TOKEN to the same server) in our Initials.
     pub fn use_token(&mut self, token: Vec<u8>) {
-        if self.side == Side::Client && self.next_packet_number[SpaceId::Initial.index()] == 0 {
-            self.initial_token = token;
+        if self.side == Side::Client && self.spaces[SpaceId::Initial].next_packet_number == 0 {
+            self.tokens.initial_token = token;
         }
     }
 
     /// Client: the latest token the server gave for a later connection.
     pub fn take_new_token(&mut self) -> Option<Vec<u8>> {
-        self.new_token_in.take()
+        self.tokens.new_token_in.take()
     }
 
     /// Server, before the client's first Initial arrives: the client's
@@ -1259,7 +1238,7 @@ impl Connection {
     ) {
         if self.side == Side::Server && !self.peer_cid_learned {
             self.address_validated = address_validated;
-            self.retried_from = Some((original_dcid, retry_scid));
+            self.tokens.retried_from = Some((original_dcid, retry_scid));
         }
     }
 
@@ -1367,8 +1346,8 @@ impl Connection {
             None,
         ];
         for space in SpaceId::ALL {
-            if self.keys[space.index()].is_some() {
-                timers[6 + space.index()] = self.acks[space.index()].deadline();
+            if self.spaces[space].keys.is_some() {
+                timers[6 + space.index()] = self.spaces[space].acks.deadline();
             }
         }
         timers.into_iter().flatten().min()
@@ -1420,7 +1399,7 @@ impl Connection {
             // An ack-eliciting PING: recovery then probes on its own if it
             // goes unanswered.
             self.keep_alive_since = now;
-            self.probes[SpaceId::Data.index()] = self.probes[SpaceId::Data.index()].max(1);
+            self.spaces[SpaceId::Data].probes = self.spaces[SpaceId::Data].probes.max(1);
             self.counters.keep_alives_sent += 1;
         }
         if self.path.deadline.is_some_and(|t| t <= now) {
@@ -1438,7 +1417,7 @@ impl Connection {
                 self.on_packets_lost(space, outcome.lost);
             }
             if let Some((space, count)) = outcome.probes {
-                self.probes[space.index()] += count;
+                self.spaces[space].probes += count;
                 if space != SpaceId::Data {
                     self.requeue_outstanding_crypto(space);
                 }
@@ -1502,7 +1481,9 @@ impl Connection {
                     SentFrame::Control(control) => self.streams.on_control_lost(&control),
                     SentFrame::HandshakeDone => self.handshake_done_pending = true,
                     SentFrame::PathChallenge(data) => self.path.on_challenge_lost(data),
-                    SentFrame::NewToken => self.new_token_pending = self.new_token_out.is_some(),
+                    SentFrame::NewToken => {
+                        self.tokens.new_token_pending = self.tokens.new_token_out.is_some()
+                    }
                     SentFrame::NewConnectionId(sequence) => {
                         self.cids.on_announcement_lost(sequence)
                     }
@@ -1534,7 +1515,7 @@ impl Connection {
                 match frame {
                     SentFrame::Ack {
                         largest: Some(largest),
-                    } => self.acks[space.index()].on_ack_acked(largest),
+                    } => self.spaces[space].acks.on_ack_acked(largest),
                     SentFrame::Stream(chunk) => self.streams.on_chunk_acked(&chunk),
                     SentFrame::Control(control) => self.streams.on_control_acked(&control),
                     SentFrame::Ack { largest: None }
@@ -1546,7 +1527,9 @@ impl Connection {
                     | SentFrame::AckFrequency(_) => {}
                     // A newer token (a fresher saved path state) may be
                     // waiting to go: only the one sent last is done.
-                    SentFrame::NewToken if !self.new_token_pending => self.new_token_out = None,
+                    SentFrame::NewToken if !self.tokens.new_token_pending => {
+                        self.tokens.new_token_out = None
+                    }
                     SentFrame::NewToken => {}
                 }
             }
@@ -1613,9 +1596,9 @@ impl Connection {
     }
 
     fn discard_space(&mut self, space: SpaceId) {
-        if self.keys[space.index()].take().is_some() {
+        if self.spaces[space].keys.take().is_some() {
             self.recovery.discard_space(space);
-            self.probes[space.index()] = 0;
+            self.spaces[space].probes = 0;
         }
     }
 
@@ -1832,7 +1815,7 @@ impl Connection {
             corruption_notices_distrusted: self.recovery.notices_distrusted(),
             packet_numbers_skipped: self.skips.total(),
             peer_migrations: self.path.migrations,
-            retried: self.retry.is_some(),
+            retried: self.tokens.retry.is_some(),
             resumed: self.handshake.is_resumed(),
             zero_rtt_accepted: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Accepted,
             zero_rtt_rejected: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Rejected,

@@ -226,7 +226,7 @@ impl Connection {
                 self.counters.header_corrupt_dropped += 1;
                 return (packet_len, PacketOutcome::StopDatagram);
             };
-            self.keys[space.index()] = Some(keys);
+            self.spaces[space].keys = Some(keys);
             let refusal = match (self.protection_mismatch, self.refusal.take()) {
                 (Some(client_asked), _) => Some((
                     Self::PROTECTION_MISMATCH_CODE,
@@ -255,7 +255,7 @@ impl Connection {
         let header_keys = if zero_rtt {
             self.zero_rtt.keys.as_deref()
         } else {
-            self.keys[space.index()].as_deref()
+            self.spaces[space].keys.as_deref()
         };
         let Some(header_keys) = header_keys else {
             // Keys not yet available or already discarded.
@@ -270,7 +270,7 @@ impl Connection {
             return (packet_len, PacketOutcome::StopDatagram);
         }
         let packet_number = decode_packet_number_of_len(
-            self.acks[space.index()].largest_received(),
+            self.spaces[space].acks.largest_received(),
             u64::from(parsed.truncated_pn),
             parsed.pn_len,
         );
@@ -282,7 +282,8 @@ impl Connection {
         } else if space == SpaceId::Data {
             self.one_rtt_opening_keys(parsed.key_phase, packet_number)
         } else {
-            self.keys[space.index()]
+            self.spaces[space]
+                .keys
                 .as_deref()
                 .map(|keys| (keys, KeySlot::Current))
         };
@@ -347,7 +348,7 @@ impl Connection {
                 // packet replayed with a bit flipped would keep a dead
                 // connection, and its slot at the server, alive.
                 if self.notices_negotiated && space == SpaceId::Data {
-                    self.acks[space.index()].on_corrupted(packet_number);
+                    self.spaces[space].acks.on_corrupted(packet_number);
                 }
                 return (packet_len, PacketOutcome::Continue);
             }
@@ -445,7 +446,7 @@ impl Connection {
                 return (packet_len, PacketOutcome::StopDatagram);
             }
         }
-        if self.acks[space.index()].is_duplicate(packet_number) {
+        if self.spaces[space].acks.is_duplicate(packet_number) {
             self.counters.duplicate_packets += 1;
             return (packet_len, PacketOutcome::Continue);
         }
@@ -464,7 +465,7 @@ impl Connection {
             self.peer_cid_learned = true;
             self.peer_first_scid = Some(peer_scid);
             let params = self.handshake.local_params_mut();
-            match self.retried_from {
+            match self.tokens.retried_from {
                 Some((original_dcid, retry_scid)) => {
                     params.original_destination_connection_id = Some(original_dcid);
                     params.retry_source_connection_id = Some(retry_scid);
@@ -505,16 +506,18 @@ impl Connection {
         match self.process_frames(space, frames, now) {
             Ok(ack_eliciting) => {
                 for lost in lies {
-                    self.acks[space.index()].on_corrupted(lost);
+                    self.spaces[space].acks.on_corrupted(lost);
                 }
-                self.acks[space.index()].on_packet_received(packet_number, ack_eliciting, now);
+                self.spaces[space]
+                    .acks
+                    .on_packet_received(packet_number, ack_eliciting, now);
                 self.on_peer_activity(now);
                 // RFC 9000 §9.3: the peer moved if its highest-numbered
                 // non-probing packet came from elsewhere.
                 if self.recv_from == self.remote {
                     self.path.dcid_on_path = Some(dcid);
                 } else if space == SpaceId::Data
-                    && self.acks[space.index()].largest_received() == Some(packet_number)
+                    && self.spaces[space].acks.largest_received() == Some(packet_number)
                     && !only_probing(frames)
                 {
                     self.migrate_to(self.recv_from, dcid);
@@ -668,7 +671,7 @@ impl Connection {
             Frame::Padding { .. } | Frame::Ping | Frame::Corrupted(_) => {}
             Frame::Ack(ack) => {
                 let largest = ack.ranges.largest();
-                if largest >= self.next_packet_number[space.index()] {
+                if largest >= self.spaces[space].next_packet_number {
                     return Err(TransportFailure::new(
                         codes::PROTOCOL_VIOLATION,
                         format!("ACK of packet {largest}, which was never sent"),
@@ -759,7 +762,7 @@ impl Connection {
                     ));
                 }
                 if token.len() <= crate::wire::MAX_RETRY_TOKEN_LEN {
-                    self.new_token_in = Some(token.to_vec());
+                    self.tokens.new_token_in = Some(token.to_vec());
                 }
             }
             Frame::NewConnectionId {
@@ -813,7 +816,7 @@ impl Connection {
                     )
                     .map_err(|reason| TransportFailure::new(codes::PROTOCOL_VIOLATION, reason))?;
                 if let Some(request) = request {
-                    self.acks[space.index()].set_frequency(
+                    self.spaces[space].acks.set_frequency(
                         request.threshold,
                         request.max_ack_delay,
                         request.reordering,
@@ -827,7 +830,7 @@ impl Connection {
                         "IMMEDIATE_ACK frame without our min_ack_delay",
                     ));
                 }
-                self.acks[space.index()].request_immediate();
+                self.spaces[space].acks.request_immediate();
             }
             Frame::PathChallenge { data } => self.path.on_challenge(data, self.recv_from),
             Frame::PathResponse { data } => match self.path.on_response(data) {
@@ -897,7 +900,7 @@ impl Connection {
             self.versions.settle_on(version);
         }
         if let Some(keys) = progress.handshake_keys {
-            self.keys[SpaceId::Handshake.index()] = Some(keys);
+            self.spaces[SpaceId::Handshake].keys = Some(keys);
             self.recovery.set_handshake_keys();
         }
         if let Some(keys) = progress.zero_rtt_keys {
@@ -946,7 +949,8 @@ impl Connection {
         }
         // RFC 9000 §7.3: the server says whether it sent a Retry, and which.
         if self.side == Side::Client
-            && params.retry_source_connection_id != self.retry.as_ref().map(|(_, scid)| *scid)
+            && params.retry_source_connection_id
+                != self.tokens.retry.as_ref().map(|(_, scid)| *scid)
         {
             return Err(param_error(
                 "retry_source_connection_id does not match the Retry received",

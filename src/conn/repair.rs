@@ -117,7 +117,7 @@ impl Connection {
         scratch: &'s mut Vec<u8>,
         tries: &mut RepairTries,
     ) -> Option<(u64, &'s [u8])> {
-        let acks = &self.acks[SpaceId::Data.index()];
+        let acks = &self.spaces[SpaceId::Data].acks;
         let largest = acks.largest_received();
         // The next in line (packet 0 before any 1-RTT packet arrived).
         let next = largest.map_or(0, |largest| largest + 1);

@@ -95,9 +95,9 @@ impl Connection {
             return Ok(None);
         }
         if self
-            .next_packet_number
+            .spaces
             .iter()
-            .any(|&next| next >= PACKET_NUMBER_LIMIT)
+            .any(|space| space.next_packet_number >= PACKET_NUMBER_LIMIT)
         {
             self.close_on_exhausted_packet_numbers();
             return Ok(None);
@@ -126,7 +126,7 @@ impl Connection {
             // three times what arrived (`closing`).
             limit = limit.min(usize::try_from(allowance).unwrap_or(usize::MAX));
         }
-        if self.probes[SpaceId::Data.index()] > 0 && self.recovery.pto_count() > 0 {
+        if self.spaces[SpaceId::Data].probes > 0 && self.recovery.pto_count() > 0 {
             if let Some(size) = self.pmtud.pto_probe_size() {
                 // A probe timeout with large packets outstanding may be a
                 // black hole: a probe of the base size gets through one,
@@ -217,7 +217,7 @@ impl Connection {
             ack_eliciting |= plan.ack_eliciting;
             sent_handshake |= plan.space == SpaceId::Handshake;
             if plan.ack_eliciting {
-                let probes = &mut self.probes[plan.space.index()];
+                let probes = &mut self.spaces[plan.space].probes;
                 *probes = probes.saturating_sub(1);
             }
             if zero_rtt {
@@ -361,7 +361,7 @@ impl Connection {
             return None;
         }
         let space = SpaceId::Data;
-        self.keys[space.index()].as_ref()?;
+        self.spaces[space].keys.as_ref()?;
         let to = self.path.off_path_address(self.remote)?;
         let mut responses = Vec::new();
         while let Some(data) = self.path.pop_on_path(to) {
@@ -399,7 +399,7 @@ impl Connection {
             return None;
         }
         let space = SpaceId::Data;
-        self.keys[space.index()].as_ref()?;
+        self.spaces[space].keys.as_ref()?;
         let (to, data) = self.path.old_path_probe_due()?;
         self.path.on_old_path_probe_sent();
         let dcid = if self.peer_cid.is_empty() {
@@ -467,7 +467,7 @@ impl Connection {
         let size = MIN_INITIAL_DATAGRAM.min(allowance).min(out.len());
         let packet_number = self
             .skips
-            .next_packet_number(&mut self.next_packet_number[space.index()]);
+            .next_packet_number(&mut self.spaces[space].next_packet_number);
         let overhead = self
             .sealed_len(space, packet_number, size)?
             .checked_sub(size)?;
@@ -510,7 +510,7 @@ impl Connection {
             return None;
         }
         let space = SpaceId::Data;
-        self.keys[space.index()].as_ref()?;
+        self.spaces[space].keys.as_ref()?;
         let size = self.pmtud.poll_probe(now)?;
         if size > out.len()
             || self.recovery.bytes_in_flight() + size as u64 > self.recovery.window()
@@ -519,7 +519,7 @@ impl Connection {
         }
         let packet_number = self
             .skips
-            .next_packet_number(&mut self.next_packet_number[space.index()]);
+            .next_packet_number(&mut self.spaces[space].next_packet_number);
         // Frames that make the sealed packet exactly `size` bytes; the
         // length varint may shrink as the frames do, so settle in rounds.
         let mut frames_len = size;
@@ -574,7 +574,7 @@ impl Connection {
         let mut header_scratch = std::mem::take(&mut self.send_scratch.header);
         let header = self.header_for(space, packet_number);
         let zero_rtt = header.ty == PacketType::ZeroRtt;
-        let sealed = match self.keys[space.index()].as_deref() {
+        let sealed = match self.spaces[space].keys.as_deref() {
             Some(protection) => self
                 .versions
                 .current()
@@ -604,7 +604,7 @@ impl Connection {
         }
         self.send_scratch.give_back(frames);
         let len = sealed?;
-        self.next_packet_number[space.index()] += 1;
+        self.spaces[space].next_packet_number += 1;
         self.key_phases.on_sent(packet_number);
         Some(len)
     }
@@ -622,9 +622,9 @@ impl Connection {
             dcid: self.peer_cid,
             scid: self.local_cid,
             // After a Retry every Initial of the client carries its token.
-            token: match (space, &self.retry) {
+            token: match (space, &self.tokens.retry) {
                 (SpaceId::Initial, Some((token, _))) => token,
-                (SpaceId::Initial, None) => &self.initial_token,
+                (SpaceId::Initial, None) => &self.tokens.initial_token,
                 _ => &[],
             },
             packet_number,
@@ -718,7 +718,7 @@ impl Connection {
         }
         space == SpaceId::Data
             && (self.handshake_done_pending
-                || (self.new_token_pending && self.address_validated)
+                || (self.tokens.new_token_pending && self.address_validated)
                 || self.path.challenge_pending
                 || self.cids.has_pending_frames()
                 || self.ack_frequency.has_pending_frame()
@@ -730,7 +730,7 @@ impl Connection {
     /// May an ack-eliciting packet leave now? Probes bypass the window
     /// (RFC 9002 §7.5); everything else needs window room and pacing credit.
     fn may_send_ack_eliciting(&mut self, space: SpaceId, now: Instant) -> bool {
-        if self.probes[space.index()] > 0 {
+        if self.spaces[space].probes > 0 {
             return true;
         }
         let packet = self.pmtud.current() as u64;
@@ -755,7 +755,7 @@ impl Connection {
     }
 
     fn plan_packet(&mut self, space: SpaceId, room: usize, now: Instant) -> Option<PlannedPacket> {
-        let next = &mut self.next_packet_number[space.index()];
+        let next = &mut self.spaces[space].next_packet_number;
         let packet_number = match space {
             SpaceId::Data => self.skips.next_packet_number(next),
             SpaceId::Initial | SpaceId::Handshake => *next,
@@ -794,11 +794,11 @@ impl Connection {
                 reason,
             }
             .encode(&mut plan.frames);
-            self.next_packet_number[space.index()] += 1;
+            self.spaces[space].next_packet_number += 1;
             return Some(plan);
         }
 
-        let has_data = self.has_ack_eliciting_data(space) || self.probes[space.index()] > 0;
+        let has_data = self.has_ack_eliciting_data(space) || self.spaces[space].probes > 0;
         // RFC 9000 §14.1: a server's ack-eliciting Initial leaves in a
         // datagram of at least 1200 bytes. Initial is planned first, so
         // `room` is the datagram's limit: under a smaller anti-amplification
@@ -818,11 +818,11 @@ impl Connection {
                 self.send_scratch.give_back(plan.frames);
                 return None;
             }
-            self.next_packet_number[space.index()] += 1;
+            self.spaces[space].next_packet_number += 1;
             return Some(plan);
         }
         let ack_of_acks_interval = self.recovery.rtt().smoothed();
-        let acks = &mut self.acks[space.index()];
+        let acks = &mut self.spaces[space].acks;
         if acks.ack_due(now) || (may_send && acks.worth_piggybacking(now, ack_of_acks_interval)) {
             let notices = self.notices_negotiated && space == SpaceId::Data;
             let had_notices = notices && acks.has_corruption_notices();
@@ -849,7 +849,7 @@ impl Connection {
 
         if may_send {
             self.fill_ack_eliciting(space, &mut plan, budget);
-            if self.probes[space.index()] > 0 {
+            if self.spaces[space].probes > 0 {
                 if space == SpaceId::Data
                     && self.ack_frequency.peer_takes_frames()
                     && plan.frames.len() < budget
@@ -867,7 +867,7 @@ impl Connection {
             self.send_scratch.give_back(plan.frames);
             return None;
         }
-        self.next_packet_number[space.index()] += 1;
+        self.spaces[space].next_packet_number += 1;
         Some(plan)
     }
 
@@ -886,7 +886,7 @@ impl Connection {
             };
             self.zero_rtt.stream_bytes += len as u64;
         }
-        if !plan.ack_eliciting && self.probes[SpaceId::Data.index()] > 0 {
+        if !plan.ack_eliciting && self.spaces[SpaceId::Data].probes > 0 {
             Frame::Ping.encode(&mut plan.frames);
             plan.ack_eliciting = true;
         }
@@ -939,18 +939,18 @@ impl Connection {
             plan.ack_eliciting = true;
             self.handshake_done_pending = false;
             // With the handshake confirmed, the token for next time.
-            self.new_token_pending = self.new_token_out.is_some();
+            self.tokens.new_token_pending = self.tokens.new_token_out.is_some();
         }
         // Only to a validated address (the one it was sealed for: a move
         // drops it).
-        if space == SpaceId::Data && self.new_token_pending && self.address_validated {
-            if let Some(token) = self.new_token_out.as_deref() {
+        if space == SpaceId::Data && self.tokens.new_token_pending && self.address_validated {
+            if let Some(token) = self.tokens.new_token_out.as_deref() {
                 let frame = Frame::NewToken { token };
                 if frame.encoded_len() <= remaining(plan) {
                     frame.encode(&mut plan.frames);
                     plan.sent.push(SentFrame::NewToken);
                     plan.ack_eliciting = true;
-                    self.new_token_pending = false;
+                    self.tokens.new_token_pending = false;
                 }
             }
         }

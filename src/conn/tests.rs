@@ -339,9 +339,9 @@ fn handshake_completes_and_negotiates_notices() {
     assert!(pair.client.corruption_notices_negotiated());
     assert!(pair.server.corruption_notices_negotiated());
     // Both handshake spaces are gone once confirmed.
-    assert!(pair.client.keys[SpaceId::Initial.index()].is_none());
-    assert!(pair.client.keys[SpaceId::Handshake.index()].is_none());
-    assert!(pair.server.keys[SpaceId::Handshake.index()].is_none());
+    assert!(pair.client.spaces[SpaceId::Initial].keys.is_none());
+    assert!(pair.client.spaces[SpaceId::Handshake].keys.is_none());
+    assert!(pair.server.spaces[SpaceId::Handshake].keys.is_none());
 }
 
 #[test]
@@ -1299,8 +1299,8 @@ fn null_protection_has_no_key_update() {
 /// Seals `frames` in a 1-RTT packet from the server under its real keys
 /// (the peer itself misbehaves) and hands it to the client.
 fn server_sends_forged(pair: &mut Pair, frames: &[u8]) {
-    let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
-    pair.server.next_packet_number[SpaceId::Data.index()] += 1;
+    let packet_number = pair.server.spaces[SpaceId::Data].next_packet_number;
+    pair.server.spaces[SpaceId::Data].next_packet_number += 1;
     let header = Header {
         ty: PacketType::OneRtt,
         version: VERSION,
@@ -1312,7 +1312,7 @@ fn server_sends_forged(pair: &mut Pair, frames: &[u8]) {
         key_phase: false,
     };
     let mut datagram = Vec::new();
-    let server_keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    let server_keys = pair.server.spaces[SpaceId::Data].keys.as_deref().unwrap();
     seal_packet(&header, frames, server_keys, &mut datagram).unwrap();
     let info = RecvInfo {
         from: addr(2),
@@ -1324,7 +1324,7 @@ fn server_sends_forged(pair: &mut Pair, frames: &[u8]) {
 
 /// The first 1-RTT packet number the client skipped.
 fn first_skipped(pair: &Pair) -> u64 {
-    let sent = pair.client.next_packet_number[SpaceId::Data.index()];
+    let sent = pair.client.spaces[SpaceId::Data].next_packet_number;
     pair.client
         .skips
         .first_skipped_in(&(0..=sent))
@@ -1351,7 +1351,7 @@ fn an_ack_of_a_skipped_packet_number_closes_the_connection() {
     let skipped = first_skipped(&pair);
     // An optimistic ACK: everything up to now, the skipped number included.
     let mut acked = RangeSet::default();
-    acked.insert(0..pair.client.next_packet_number[SpaceId::Data.index()]);
+    acked.insert(0..pair.client.spaces[SpaceId::Data].next_packet_number);
     let mut frames = Vec::new();
     encode_ack(&acked, 0, 16, &mut frames);
     server_sends_forged(&mut pair, &frames);
@@ -1939,7 +1939,8 @@ fn a_client_discards_a_server_initial_that_carries_a_token() {
         payload_len: 0,
         key_phase: false,
     };
-    let keys = pair.server.keys[SpaceId::Initial.index()]
+    let keys = pair.server.spaces[SpaceId::Initial]
+        .keys
         .as_deref()
         .expect("the server has Initial keys");
     let mut datagram = Vec::new();

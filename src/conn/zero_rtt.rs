@@ -126,7 +126,7 @@ impl Connection {
     pub(super) fn sending_zero_rtt(&self) -> bool {
         self.side == Side::Client
             && self.zero_rtt.keys.is_some()
-            && self.keys[SpaceId::Data.index()].is_none()
+            && self.spaces[SpaceId::Data].keys.is_none()
             && self.handshake.peer_params().is_none()
     }
 
@@ -138,7 +138,7 @@ impl Connection {
         if space == SpaceId::Data && self.one_rtt_keys_exhausted() {
             return None;
         }
-        self.keys[space.index()].as_deref()
+        self.spaces[space].keys.as_deref()
     }
 
     /// Client, when its handshake completes: did the server take the

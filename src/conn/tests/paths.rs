@@ -200,7 +200,9 @@ fn a_path_response_goes_back_on_the_path_its_challenge_came_on() {
     let now = pair.now;
     // Nothing left to acknowledge (written away as if sent), so the probe
     // carries only PATH_CHALLENGE and PADDING: a probing packet (§9.1).
-    pair.client.acks[SpaceId::Data.index()].write(now, false, &mut Vec::new());
+    pair.client.spaces[SpaceId::Data]
+        .acks
+        .write(now, false, &mut Vec::new());
     pair.client
         .path
         .challenge([7; 8], now + Duration::from_secs(5), None);
@@ -317,10 +319,10 @@ fn a_client_does_not_move_when_the_server_disables_active_migration() {
 fn client_datagram(pair: &mut Pair, frames: &[u8]) -> Vec<u8> {
     let space = SpaceId::Data;
     let client = &mut pair.client;
-    let packet_number = client.next_packet_number[space.index()];
-    client.next_packet_number[space.index()] += 1;
+    let packet_number = client.spaces[space].next_packet_number;
+    client.spaces[space].next_packet_number += 1;
     let header = client.header_for(space, packet_number);
-    let keys = client.keys[space.index()].as_deref().unwrap();
+    let keys = client.spaces[space].keys.as_deref().unwrap();
     let mut datagram = vec![0u8; 2000];
     let mut scratch = Vec::new();
     let len = client

@@ -92,8 +92,8 @@ fn hand_over(from: &mut Connection, to: &mut Connection, now: Instant) -> Vec<us
 /// it came from the source ID `scid`, padded to 1200 bytes.
 fn forged_initial(sender: &mut Connection, dcid: ConnectionId, scid: ConnectionId) -> Vec<u8> {
     let space = SpaceId::Initial;
-    let packet_number = sender.next_packet_number[space.index()];
-    sender.next_packet_number[space.index()] += 1;
+    let packet_number = sender.spaces[space].next_packet_number;
+    sender.spaces[space].next_packet_number += 1;
     let mut frames = encoded(&[Frame::Ping]);
     frames.resize(1100, 0);
     let header = Header {
@@ -106,7 +106,8 @@ fn forged_initial(sender: &mut Connection, dcid: ConnectionId, scid: ConnectionI
         payload_len: 0,
         key_phase: false,
     };
-    let keys = sender.keys[space.index()]
+    let keys = sender.spaces[space]
+        .keys
         .as_deref()
         .expect("Initial keys in hand");
     let mut datagram = vec![0u8; 2000];
@@ -396,7 +397,7 @@ fn a_packet_whose_crypto_data_is_already_held_is_still_acknowledged() {
     let mut pair = Pair::new(fixed_size(), server);
     pair.handshake();
     pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
-    let packet_number = pair.server.next_packet_number[SpaceId::Data.index()];
+    let packet_number = pair.server.spaces[SpaceId::Data].next_packet_number;
     let frames = encoded(&[Frame::Crypto {
         offset: 0,
         data: &[0xaa; 10],
@@ -407,7 +408,7 @@ fn a_packet_whose_crypto_data_is_already_held_is_still_acknowledged() {
         "{:?}",
         pair.client.close_reason()
     );
-    let acks = &pair.client.acks[SpaceId::Data.index()];
+    let acks = &pair.client.spaces[SpaceId::Data].acks;
     assert_eq!(acks.largest_received(), Some(packet_number));
     assert!(acks.deadline().is_some(), "an ACK is owed for it");
 }

@@ -136,8 +136,8 @@ fn server_sends_long(pair: &mut Pair, space: SpaceId, frames: &[u8]) {
         SpaceId::Initial => PacketType::Initial,
         _ => PacketType::Handshake,
     };
-    let packet_number = pair.server.next_packet_number[space.index()];
-    pair.server.next_packet_number[space.index()] += 1;
+    let packet_number = pair.server.spaces[space].next_packet_number;
+    pair.server.spaces[space].next_packet_number += 1;
     let header = Header {
         ty,
         version: pair.server.versions.current().version(),
@@ -148,7 +148,8 @@ fn server_sends_long(pair: &mut Pair, space: SpaceId, frames: &[u8]) {
         payload_len: 0,
         key_phase: false,
     };
-    let keys = pair.server.keys[space.index()]
+    let keys = pair.server.spaces[space]
+        .keys
         .as_deref()
         .expect("the server has keys for the space");
     let format = pair.server.versions.current();
@@ -296,12 +297,12 @@ fn a_coalesced_datagram_has_one_destination_and_each_packet_is_processed_and_ack
     assert_eq!(pair.client.stats().packets_received, before + 2);
     for space in [SpaceId::Initial, SpaceId::Handshake] {
         assert_eq!(
-            pair.client.acks[space.index()].largest_received(),
+            pair.client.spaces[space].acks.largest_received(),
             Some(0),
             "{space:?}"
         );
         assert!(
-            pair.client.acks[space.index()].ack_due(pair.now),
+            pair.client.spaces[space].acks.ack_due(pair.now),
             "{space:?}"
         );
     }
@@ -328,11 +329,11 @@ fn a_coalesced_packet_that_fails_to_open_leaves_the_rest_of_the_datagram_to_be_r
     deliver_to_client(&mut pair, &mut forged);
     assert!(!pair.client.is_closing());
     assert_eq!(
-        pair.client.acks[SpaceId::Initial.index()].largest_received(),
+        pair.client.spaces[SpaceId::Initial].acks.largest_received(),
         Some(0),
         "the server's Initial behind the forged packet was not read"
     );
-    assert!(pair.client.keys[SpaceId::Handshake.index()].is_some());
+    assert!(pair.client.spaces[SpaceId::Handshake].keys.is_some());
 }
 
 #[test]
@@ -357,12 +358,12 @@ fn a_packet_that_fails_authentication_is_neither_acknowledged_nor_taken_for_a_du
         to: addr(2),
         now: pair.now,
     };
-    let largest_before = pair.server.acks[SpaceId::Data.index()].largest_received();
+    let largest_before = pair.server.spaces[SpaceId::Data].acks.largest_received();
     let received_before = pair.server.stats().packets_received;
     pair.server.recv(&mut damaged, info).unwrap();
     assert_eq!(pair.server.stats().packets_received, received_before);
     assert_eq!(
-        pair.server.acks[SpaceId::Data.index()].largest_received(),
+        pair.server.spaces[SpaceId::Data].acks.largest_received(),
         largest_before,
         "a packet that did not open is not acknowledged"
     );
@@ -420,7 +421,7 @@ fn frames_an_initial_or_handshake_packet_may_not_carry_are_protocol_violations()
             }
         };
         let ready = pair.run_until(Duration::from_secs(1), &mut first_only, |p| {
-            p.client.keys[SpaceId::Handshake.index()].is_some()
+            p.client.spaces[SpaceId::Handshake].keys.is_some()
         });
         assert!(ready);
         server_sends_long(&mut pair, space, &frames);
@@ -460,7 +461,7 @@ fn an_ack_of_a_packet_never_sent_is_a_protocol_violation() {
     // of a packet it did not send as PROTOCOL_VIOLATION (an optimistic ACK).
     let mut pair = Pair::default();
     pair.handshake();
-    let next = pair.client.next_packet_number[SpaceId::Data.index()];
+    let next = pair.client.spaces[SpaceId::Data].next_packet_number;
     let mut acked = RangeSet::default();
     acked.insert(next + 10..next + 11);
     let mut frames = Vec::new();
@@ -549,7 +550,7 @@ fn an_ack_with_ecn_counts_acknowledges_like_an_ack() {
     let kept = Rc::new(RefCell::new(Vec::new()));
     pair.flush(&mut keeping(true, &kept));
     assert!(pair.client.recovery.bytes_in_flight() > 0);
-    let largest = pair.client.next_packet_number[SpaceId::Data.index()] - 1;
+    let largest = pair.client.spaces[SpaceId::Data].next_packet_number - 1;
     let mut frames = Vec::new();
     // ACK_ECN: largest, delay 0, no gaps, first range 0, ECT0 3, ECT1 0, CE 1.
     crate::wire::put_varint(&mut frames, 0x03);
@@ -641,7 +642,7 @@ fn frames_only_a_server_sends_are_protocol_violations_from_a_client() {
     }
     // And a client never sends one: only a server has tokens to give.
     pair.client.send_new_token(b"token".to_vec());
-    assert!(pair.client.new_token_out.is_none());
+    assert!(pair.client.tokens.new_token_out.is_none());
 }
 
 #[test]
@@ -729,11 +730,12 @@ fn a_small_datagram_with_an_initial_does_not_close_the_server() {
         dcid: pair.client.peer_cid,
         scid: pair.client.local_cid(),
         token: &[],
-        packet_number: pair.client.next_packet_number[SpaceId::Initial.index()],
+        packet_number: pair.client.spaces[SpaceId::Initial].next_packet_number,
         payload_len: 0,
         key_phase: false,
     };
-    let keys = pair.client.keys[SpaceId::Initial.index()]
+    let keys = pair.client.spaces[SpaceId::Initial]
+        .keys
         .as_deref()
         .unwrap();
     let format = pair.client.versions.current();
@@ -759,7 +761,7 @@ fn packet_numbers_run_out_in_a_silent_close() {
     let mut pair = Pair::default();
     pair.handshake();
     settle(&mut pair);
-    pair.client.next_packet_number[SpaceId::Data.index()] = crate::wire::VARINT_MAX - 1;
+    pair.client.spaces[SpaceId::Data].next_packet_number = crate::wire::VARINT_MAX - 1;
     let id = pair.client.stream_open_bi().unwrap();
     pair.client.stream_send(id, b"one more", true).unwrap();
     let mut buf = vec![0u8; 2048];
@@ -820,7 +822,7 @@ fn a_probe_leaves_a_full_window_is_ack_eliciting_and_counts_in_flight() {
         }
     };
     let probed = pair.run_until(Duration::from_secs(5), &mut drop_to_server, |p| {
-        p.client.stats().ptos > 0 && p.client.probes[SpaceId::Data.index()] == 0
+        p.client.stats().ptos > 0 && p.client.spaces[SpaceId::Data].probes == 0
     });
     assert!(probed, "no probe went out");
     let stats = pair.client.stats();
@@ -867,7 +869,7 @@ fn a_client_probes_with_a_full_size_initial_and_then_in_the_handshake_space() {
         }
     };
     let got_keys = pair.run_until(Duration::from_secs(1), &mut first_only, |p| {
-        p.client.keys[SpaceId::Handshake.index()].is_some()
+        p.client.spaces[SpaceId::Handshake].keys.is_some()
     });
     assert!(got_keys);
     let ptos = pair.client.stats().ptos;
@@ -892,8 +894,8 @@ fn a_client_probes_with_a_full_size_initial_and_then_in_the_handshake_space() {
 /// `reserved` set in its first byte before protection, sealed with the
 /// server's keys and delivered to the client.
 fn server_sends_reserved_bits(pair: &mut Pair, space: SpaceId, reserved: u8) {
-    let packet_number = pair.server.next_packet_number[space.index()];
-    pair.server.next_packet_number[space.index()] += 1;
+    let packet_number = pair.server.spaces[space].next_packet_number;
+    pair.server.spaces[space].next_packet_number += 1;
     let header = Header {
         ty: if space == SpaceId::Data {
             PacketType::OneRtt
@@ -908,7 +910,7 @@ fn server_sends_reserved_bits(pair: &mut Pair, space: SpaceId, reserved: u8) {
         payload_len: 0,
         key_phase: space == SpaceId::Data && pair.server.key_phases.phase,
     };
-    let keys = pair.server.keys[space.index()].as_deref().unwrap();
+    let keys = pair.server.spaces[space].keys.as_deref().unwrap();
     let tag_len = keys.payload_tag_len();
     let mut packet = Vec::new();
     let pn_len = 4;
@@ -958,7 +960,7 @@ fn reserved_bits_set_in_a_packet_that_opens_are_a_protocol_violation() {
                 }
             };
             let ready = pair.run_until(Duration::from_secs(1), &mut first_only, |p| {
-                p.client.keys[SpaceId::Handshake.index()].is_some()
+                p.client.spaces[SpaceId::Handshake].keys.is_some()
             });
             assert!(ready);
         }
@@ -986,7 +988,7 @@ fn a_retry_after_the_servers_initial_is_discarded() {
     let mut flight = servers_first_flight(&mut pair);
     deliver_to_client(&mut pair, &mut flight[0]);
     assert_eq!(
-        pair.client.acks[SpaceId::Initial.index()].largest_received(),
+        pair.client.spaces[SpaceId::Initial].acks.largest_received(),
         Some(0)
     );
     let retry = retry_for(&pair, ConnectionId::new(&[0x77; 8]).unwrap(), b"token");
@@ -1222,7 +1224,8 @@ fn a_coalesced_packet_for_another_connection_id_is_ignored() {
         payload_len: 0,
         key_phase: false,
     };
-    let keys = pair.server.keys[SpaceId::Initial.index()]
+    let keys = pair.server.spaces[SpaceId::Initial]
+        .keys
         .as_deref()
         .unwrap();
     let mut foreign = vec![0; 2000];
@@ -1241,7 +1244,7 @@ fn a_coalesced_packet_for_another_connection_id_is_ignored() {
         "only the packets to the client's own ID"
     );
     assert_eq!(
-        pair.client.acks[SpaceId::Initial.index()].largest_received(),
+        pair.client.spaces[SpaceId::Initial].acks.largest_received(),
         Some(0)
     );
 }

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use super::*;
 use crate::crypto::format::{for_version, QUIC_V1 as QUIC_V1_FORMAT};
 use crate::crypto::tls::{process_loopback_config, SessionCache, TicketStore};
-use crate::crypto::{PacketFormat, TlsConfig};
+use crate::crypto::{PacketFormat, PacketProtection, TlsConfig};
 use crate::wire::QUIC_V1;
 
 /// RFC 9000 §20.1.
@@ -131,24 +131,25 @@ fn the_server_sends_handshake_done_as_its_handshake_completes() {
 /// Initial keys, and that no Initial packet numbers are used after.
 fn check_initial_keys_through(path: &mut dyn FnMut(bool, u64, &[u8]) -> PathAction) {
     let mut pair = Pair::default();
-    let initial = SpaceId::Initial.index();
-    let handshake = SpaceId::Handshake.index();
     let mut initials_at_discard: [Option<u64>; 2] = [None, None];
     let done = pair.run_until(Duration::from_secs(10), path, |p| {
         for (index, conn) in [&p.client, &p.server].into_iter().enumerate() {
             let used_handshake = match conn.side {
                 // The client drops them when it sends a Handshake packet...
-                Side::Client => conn.next_packet_number[handshake] > 0,
+                Side::Client => conn.spaces[SpaceId::Handshake].next_packet_number > 0,
                 // ...the server when it opens one.
-                Side::Server => conn.acks[handshake].largest_received().is_some(),
+                Side::Server => conn.spaces[SpaceId::Handshake]
+                    .acks
+                    .largest_received()
+                    .is_some(),
             };
             if used_handshake {
                 assert!(
-                    conn.keys[initial].is_none(),
+                    conn.spaces[SpaceId::Initial].keys.is_none(),
                     "{:?} kept Initial keys",
                     conn.side
                 );
-                let sent = conn.next_packet_number[initial];
+                let sent = conn.spaces[SpaceId::Initial].next_packet_number;
                 let at_discard = *initials_at_discard[index].get_or_insert(sent);
                 assert_eq!(sent, at_discard, "{:?} sent an Initial after", conn.side);
             }
@@ -243,11 +244,10 @@ pub(super) fn resumed_pair() -> Pair {
 #[test]
 fn zero_rtt_keys_are_gone_once_one_rtt_keys_are_installed() {
     let mut pair = resumed_pair();
-    let data = SpaceId::Data.index();
     let mut server_had_zero_rtt_keys = false;
     let done = pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
         // The client's 1-RTT keys replace its 0-RTT keys at once.
-        if p.client.keys[data].is_some() {
+        if p.client.spaces[SpaceId::Data].keys.is_some() {
             assert!(p.client.zero_rtt.keys.is_none(), "client kept 0-RTT keys");
         }
         server_had_zero_rtt_keys |= p.server.zero_rtt.keys.is_some();
@@ -321,7 +321,7 @@ fn a_client_discards_zero_rtt_packets_unread() {
         key_phase: false,
     };
     let mut datagram = Vec::new();
-    let keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    let keys = pair.server.spaces[SpaceId::Data].keys.as_deref().unwrap();
     seal_packet(&header, &ping(), keys, &mut datagram).unwrap();
     deliver_to_client(&mut pair, datagram);
     let after = &pair.client.counters;
@@ -344,7 +344,7 @@ fn a_client_opens_no_one_rtt_packet_before_its_handshake_completes() {
     let mut pair = Pair::new(v1(), v1());
     // The client's Initial reaches the server, which then holds 1-RTT keys.
     assert!(pair.step(&mut deliver_all));
-    let server_keys = pair.server.keys[SpaceId::Data.index()].as_deref();
+    let server_keys = pair.server.spaces[SpaceId::Data].keys.as_deref();
     let server_keys = server_keys.expect("a server has 1-RTT keys with its first flight");
     // A 1-RTT packet the server could send now, before the client has
     // even its Handshake keys.
@@ -382,9 +382,8 @@ fn a_client_opens_no_one_rtt_packet_before_its_handshake_completes() {
         pair.client.counters.packets_received,
         before.packets_received
     );
-    let data = SpaceId::Data.index();
     let done = pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
-        if p.client.keys[data].is_some() {
+        if p.client.spaces[SpaceId::Data].keys.is_some() {
             assert!(
                 p.client.handshake.is_complete(),
                 "1-RTT keys before completion"
@@ -434,15 +433,15 @@ fn no_key_update_starts_before_the_handshake_is_confirmed() {
     }
     pair.flush(&mut deliver_all);
     assert!(!pair.client.handshake_confirmed);
-    let sent = pair.client.next_packet_number[SpaceId::Data.index()];
+    let sent = pair.client.spaces[SpaceId::Data].next_packet_number;
     assert!(sent > 0, "the client sent 1-RTT packets");
     // The server acknowledges its latest 1-RTT packet, without confirming.
     let mut acked = RangeSet::default();
     acked.insert(sent - 1..sent);
     let mut frames = Vec::new();
     encode_ack(&acked, 0, 16, &mut frames);
-    let server_pn = pair.server.next_packet_number[SpaceId::Data.index()] + 50;
-    let keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    let server_pn = pair.server.spaces[SpaceId::Data].next_packet_number + 50;
+    let keys = pair.server.spaces[SpaceId::Data].keys.as_deref().unwrap();
     let datagram = sealed_for_client(&pair, keys, false, server_pn, &frames);
     deliver_to_client(&mut pair, datagram);
     let mut buf = vec![0u8; 65_535];
@@ -473,7 +472,7 @@ fn a_second_key_update_waits_for_an_ack_in_the_current_phase() {
     let data = pattern(50_000);
     assert_eq!(transfer(&mut pair, &data, &mut deliver_all), data);
     let updates = pair.client.key_phases.updates;
-    let sent = pair.client.next_packet_number[SpaceId::Data.index()];
+    let sent = pair.client.spaces[SpaceId::Data].next_packet_number;
     // From now on nothing reaches the client: no acknowledgement of any
     // packet of a new phase.
     let id = pair.client.stream_open_bi().unwrap();
@@ -488,7 +487,7 @@ fn a_second_key_update_waits_for_an_ack_in_the_current_phase() {
         }
     };
     pair.run_until(Duration::from_secs(3), &mut cut, |_| false);
-    assert!(pair.client.next_packet_number[SpaceId::Data.index()] >= sent + 20);
+    assert!(pair.client.spaces[SpaceId::Data].next_packet_number >= sent + 20);
     assert!(
         pair.client.key_phases.updates <= updates + 1,
         "{} updates without an acknowledgement",
@@ -536,8 +535,8 @@ fn a_packet_that_seems_to_update_the_keys_but_does_not_open_is_dropped() {
     pair.handshake();
     let before = pair.client.counters;
     // Current keys, but the key-phase bit of the next phase.
-    let packet_number = pair.server.next_packet_number[SpaceId::Data.index()] + 10;
-    let keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    let packet_number = pair.server.spaces[SpaceId::Data].next_packet_number + 10;
+    let keys = pair.server.spaces[SpaceId::Data].keys.as_deref().unwrap();
     let datagram = sealed_for_client(&pair, keys, true, packet_number, &ping());
     deliver_to_client(&mut pair, datagram);
     let after = &pair.client.counters;
@@ -578,7 +577,7 @@ fn old_keys_open_only_packets_numbered_below_the_new_phase() {
 
     // Old keys, numbered after the new phase began: dropped, nothing else.
     let before = pair.client.counters;
-    let later = pair.server.next_packet_number[SpaceId::Data.index()] + 10;
+    let later = pair.server.spaces[SpaceId::Data].next_packet_number + 10;
     let keys = pair.server.key_phases.previous_keys().unwrap();
     let datagram = sealed_for_client(&pair, keys, old_phase, later, &ping());
     deliver_to_client(&mut pair, datagram);
@@ -607,9 +606,9 @@ fn old_keys_open_only_packets_numbered_below_the_new_phase() {
 fn a_peer_update_numbered_below_an_old_phase_packet_is_a_key_update_error() {
     let mut pair = Pair::default();
     pair.handshake();
-    let next = pair.server.next_packet_number[SpaceId::Data.index()];
+    let next = pair.server.spaces[SpaceId::Data].next_packet_number;
     // Phase 0 opens packet next + 10...
-    let keys = pair.server.keys[SpaceId::Data.index()].as_deref().unwrap();
+    let keys = pair.server.spaces[SpaceId::Data].keys.as_deref().unwrap();
     let datagram = sealed_for_client(&pair, keys, false, next + 10, &ping());
     deliver_to_client(&mut pair, datagram);
     assert!(!pair.client.is_closing());
@@ -630,7 +629,7 @@ fn a_key_update_starts_before_the_confidentiality_limit() {
         pair.client.key_phases.updates, 0,
         "no update far from the limit"
     );
-    let keys = pair.client.keys[SpaceId::Data.index()].as_deref().unwrap();
+    let keys = pair.client.spaces[SpaceId::Data].keys.as_deref().unwrap();
     let limit = keys.confidentiality_limit();
     assert_eq!(limit, 1 << 23, "AES-128-GCM (RFC 9001 §6.6)");
     // 2^16 packets short of the limit: the update is due now.
@@ -656,8 +655,8 @@ fn server_in_early_data() -> Pair {
 /// A 0-RTT packet from the client carrying `frames`, as the client would
 /// seal one.
 fn zero_rtt_packet(pair: &mut Pair, frames: &[u8]) -> Vec<u8> {
-    let packet_number = pair.client.next_packet_number[SpaceId::Data.index()];
-    pair.client.next_packet_number[SpaceId::Data.index()] += 1;
+    let packet_number = pair.client.spaces[SpaceId::Data].next_packet_number;
+    pair.client.spaces[SpaceId::Data].next_packet_number += 1;
     let header = Header {
         ty: PacketType::ZeroRtt,
         version: pair.client.version(),

@@ -7,7 +7,7 @@
 
 use super::*;
 use crate::crypto::format::for_version;
-use crate::crypto::PacketFormat;
+use crate::crypto::{PacketFormat, PacketProtection};
 
 /// The long-header packets at the start of `datagram`, and the
 /// short-header packet after them (empty if there is none).
@@ -139,7 +139,7 @@ fn a_server_holds_one_rtt_packets_until_its_handshake_completes() {
         "the server acted on 1-RTT data before its handshake completed"
     );
     assert_eq!(
-        pair.server.acks[SpaceId::Data.index()].largest_received(),
+        pair.server.spaces[SpaceId::Data].acks.largest_received(),
         None,
         "nor took it for acknowledgement"
     );
@@ -177,12 +177,13 @@ fn a_client_discards_long_headers_from_another_source_id_than_the_servers_first_
     assert_ne!(forger, pair.client.peer_cid);
     let mut forged = initial_packet(
         pair.server.versions.current(),
-        pair.server.keys[SpaceId::Initial.index()]
+        pair.server.spaces[SpaceId::Initial]
+            .keys
             .as_deref()
             .unwrap(),
         pair.client.local_cid(),
         forger,
-        pair.server.next_packet_number[SpaceId::Initial.index()] + 3,
+        pair.server.spaces[SpaceId::Initial].next_packet_number + 3,
         &close_frame(),
     );
     let before = pair.client.stats().malformed_dropped;
@@ -211,12 +212,13 @@ fn a_server_discards_a_later_client_initial_from_another_source_id() {
     frames.resize(MIN_INITIAL_DATAGRAM, 0); // PADDING: no size excuse
     let mut forged = initial_packet(
         pair.client.versions.current(),
-        pair.client.keys[SpaceId::Initial.index()]
+        pair.client.spaces[SpaceId::Initial]
+            .keys
             .as_deref()
             .unwrap(),
         pair.client.peer_cid,
         forger,
-        pair.client.next_packet_number[SpaceId::Initial.index()] + 3,
+        pair.client.spaces[SpaceId::Initial].next_packet_number + 3,
         &frames,
     );
     assert!(forged.len() >= MIN_INITIAL_DATAGRAM);
@@ -299,12 +301,13 @@ fn a_server_discards_a_client_initial_in_a_datagram_under_1200_bytes() {
     // discard it, the connection's first Initial or not.
     let mut small = initial_packet(
         pair.client.versions.current(),
-        pair.client.keys[SpaceId::Initial.index()]
+        pair.client.spaces[SpaceId::Initial]
+            .keys
             .as_deref()
             .unwrap(),
         pair.client.peer_cid,
         pair.client.local_cid(),
-        pair.client.next_packet_number[SpaceId::Initial.index()],
+        pair.client.spaces[SpaceId::Initial].next_packet_number,
         &close_frame(),
     );
     assert!(small.len() < 1200);
