@@ -16,7 +16,7 @@ use super::stream::Reads;
 use super::trust::ClientTrust;
 use super::url::SiftUrl;
 use crate::transfer::client;
-use crate::transfer::part_file::{download_partial_path, interrupted_download_note};
+use crate::transfer::part_file::DownloadPart;
 use crate::transfer::SenderReport;
 
 /// Application close code for a client that is done.
@@ -135,11 +135,8 @@ pub fn download(
     quiet: bool,
     reads: Reads,
 ) -> anyhow::Result<FlowReport> {
-    let partial = download_partial_path(dest);
-    interrupt::announce_on_interrupt(format!(
-        "interrupted: {}",
-        interrupted_download_note(&partial)
-    ));
+    let part = DownloadPart::new(dest);
+    interrupt::announce_on_interrupt(format!("interrupted: {}", part.interrupted_note()));
     // A download is safe to replay: it may leave in 0-RTT.
     let mut stream = connection.open_bi_replay_safe()?;
     let mut progress = Progress::new(remote_path, quiet);
@@ -154,7 +151,7 @@ pub fn download(
         client::get(
             stream,
             remote_path,
-            dest,
+            &part,
             resume,
             controller,
             &mut on_progress,
@@ -162,7 +159,7 @@ pub fn download(
     });
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
-        Some(line) => anyhow::anyhow!("{line}; {}", interrupted_download_note(&partial)),
+        Some(line) => anyhow::anyhow!("{line}; {}", part.interrupted_note()),
         None => error.into(),
     })?;
     let elapsed = outcome.verified_at.saturating_duration_since(started);

@@ -4,7 +4,7 @@
 //! the SHA-256 of the whole file matches the server's; an interrupted one
 //! keeps the partial file, and a resume continues it from its length.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,7 +18,7 @@ use super::duplex::{abort_codes, read_to_sink, reset_code, Duplex, ReadToSinkErr
 use super::error::ProtocolError;
 use super::frame::read_frame;
 use super::listing::ListEntry;
-use super::part_file::{download_partial_path, interrupted_download_note};
+use super::part_file::DownloadPart;
 use super::request::Request;
 use super::response::{
     parse_digest, parse_response, parse_trailer, Response, SenderReport, Status,
@@ -34,12 +34,12 @@ pub enum ClientError {
     Server { status: Status, message: String },
     #[error(
         "transfer interrupted after {received} of {expected} bytes ({reason}); {}",
-        interrupted_download_note(partial)
+        partial.interrupted_note()
     )]
     Interrupted {
         received: u64,
         expected: u64,
-        partial: PathBuf,
+        partial: DownloadPart,
         reason: String,
     },
     #[error("SHA-256 mismatch: the server announced {expected}, the received file has {actual}; {} removed", partial.display())]
@@ -144,37 +144,31 @@ pub struct GetOutcome {
     pub sender: Option<SenderReport>,
 }
 
-/// Downloads `remote_path` to `dest` (via `dest.sift-part`). With `resume`,
-/// an existing partial file is continued from its length and the final
-/// hash still covers the whole file. A `dest` that exists and is neither a
-/// file nor a directory (`/dev/null`, a FIFO) is written in place: renaming
-/// a partial file over it would replace the device. With `controller` (a `--cc` name) the
+/// Downloads `remote_path` to `part`'s destination (via its `.sift-part`,
+/// or in place for a device or a FIFO: see [`DownloadPart`]). With
+/// `resume`, an existing partial file is continued from its length and the
+/// final hash still covers the whole file. With `controller` (a `--cc` name) the
 /// server is asked to send the file under that congestion controller.
 /// `progress(done, total)` is called as bytes arrive.
 pub fn get<S: Duplex + ?Sized>(
     stream: &mut S,
     remote_path: &str,
-    dest: &Path,
+    part: &DownloadPart,
     resume: bool,
     controller: Option<&str>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<GetOutcome, ClientError> {
-    let partial = download_partial_path(dest);
-    // Written in place (a device, a pipe): no partial file of its own.
-    let in_place = partial == dest;
-    let offset = if resume && !in_place {
-        match partial.metadata() {
-            Ok(meta) => meta.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(local(format!("reading {}", partial.display()))(e)),
-        }
+    let partial = part.path();
+    let offset = if resume {
+        part.resume_offset()
+            .map_err(local(format!("reading {}", partial.display())))?
     } else {
         0
     };
     let mut hasher = Sha256Hasher::new();
     if offset > 0 {
         let mut existing =
-            File::open(&partial).map_err(local(format!("opening {}", partial.display())))?;
+            File::open(partial).map_err(local(format!("opening {}", partial.display())))?;
         hasher
             .update_from(&mut (&mut existing).take(offset))
             .map_err(local(format!("reading {}", partial.display())))?;
@@ -195,12 +189,9 @@ pub fn get<S: Duplex + ?Sized>(
         return Err(ClientError::Protocol(ProtocolError::MissingDigest));
     }
     let size = response.size;
-    let mut out = if offset > 0 {
-        OpenOptions::new().append(true).open(&partial)
-    } else {
-        File::create(&partial)
-    }
-    .map_err(local(format!("writing {}", partial.display())))?;
+    let mut out = part
+        .open(offset)
+        .map_err(local(format!("writing {}", partial.display())))?;
     progress(offset, size);
 
     let wanted = size.saturating_sub(offset);
@@ -211,7 +202,7 @@ pub fn get<S: Duplex + ?Sized>(
         let interrupted = |reason: String| ClientError::Interrupted {
             received: offset + received,
             expected: size,
-            partial: partial.clone(),
+            partial: part.clone(),
             reason,
         };
         let read = read_to_sink(stream, &mut buf, want, &mut |bytes| {
@@ -240,33 +231,27 @@ pub fn get<S: Duplex + ?Sized>(
             .map_err(|e| ClientError::Interrupted {
                 received: offset + received,
                 expected: size,
-                partial: partial.clone(),
+                partial: part.clone(),
                 reason: format!("no digest after the data: {e}"),
             })?,
     };
-    if !in_place {
-        out.sync_all()
-            .map_err(local(format!("writing {}", partial.display())))?;
-    }
+    part.sync(&out)
+        .map_err(local(format!("writing {}", partial.display())))?;
     drop(out);
     let actual = hasher.finish();
     if actual != expected {
-        if !in_place {
-            let _ = std::fs::remove_file(&partial);
-        }
+        part.remove();
         return Err(ClientError::HashMismatch {
             expected,
             actual,
-            partial,
+            partial: partial.to_path_buf(),
         });
     }
-    if !in_place {
-        std::fs::rename(&partial, dest).map_err(local(format!(
-            "renaming {} to {}",
-            partial.display(),
-            dest.display()
-        )))?;
-    }
+    part.commit().map_err(local(format!(
+        "renaming {} to {}",
+        partial.display(),
+        part.dest().display()
+    )))?;
     // The file is whole, verified and in place: the download is done. The
     // server sends its counters once it has seen the data acknowledged, a
     // round trip after the last byte, and neither the file nor the
@@ -275,7 +260,7 @@ pub fn get<S: Duplex + ?Sized>(
     let sender = read_trailer(stream);
     await_end_of_stream(stream);
     Ok(GetOutcome {
-        dest: dest.to_path_buf(),
+        dest: part.dest().to_path_buf(),
         bytes: received,
         resumed_from: offset,
         size,

@@ -14,7 +14,7 @@
 //! The server side is [`super::FileServer::serve_hq`], beside sift's own
 //! protocol, so that path confinement and file reading are one code.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::buffers::{CHUNK_LEN, DOWNLOAD_READ_LEN};
 use super::digest::{Sha256Digest, Sha256Hasher};
 use super::duplex::{is_stopped, read_to_sink, reset_code, Duplex, ReadToSinkError};
-use super::part_file::{download_part_path, download_writes_in_place};
+use super::part_file::DownloadPart;
 
 /// The ALPN of hq-interop.
 pub const ALPN: &[u8] = b"hq-interop";
@@ -224,17 +224,17 @@ pub fn get_requested<S: Duplex + ?Sized>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<HqOutcome, HqError> {
     let local = |context: String| move |error| HqError::Local { context, error };
-    if download_writes_in_place(dest) {
-        let file = OpenOptions::new()
-            .write(true)
-            .open(dest)
-            .map_err(local(format!("opening {}", dest.display())))?;
-        return receive(stream, path, file, dest, PartialLeft::InPlace, progress);
-    }
-    let part = download_part_path(dest);
-    let file = File::create(&part).map_err(local(format!("creating {}", part.display())))?;
-    let result = receive(stream, path, file, &part, PartialLeft::Removed, progress);
-    finish_part(result, &part, dest)
+    let part = DownloadPart::new(dest);
+    let (verb, left) = if part.writes_in_place() {
+        ("opening", PartialLeft::InPlace)
+    } else {
+        ("creating", PartialLeft::Removed)
+    };
+    let file = part
+        .open(0)
+        .map_err(local(format!("{verb} {}", part.path().display())))?;
+    let result = receive(stream, path, file, part.path(), left, progress);
+    finish_part(result, &part)
 }
 
 /// Sends the request line for `path` and closes our direction. A server
@@ -251,25 +251,24 @@ pub fn request<S: Duplex + ?Sized>(stream: &mut S, path: &str) -> Result<(), HqE
     }
 }
 
-/// The `.sift-part` file renamed to `dest` when the download is whole,
-/// removed when it is not.
+/// The `.sift-part` file renamed to its destination when the download is
+/// whole, removed when it is not (a device or a pipe stays as it is).
 fn finish_part(
     result: Result<HqOutcome, HqError>,
-    part: &Path,
-    dest: &Path,
+    part: &DownloadPart,
 ) -> Result<HqOutcome, HqError> {
     let local = |context: String| move |error| HqError::Local { context, error };
     match result {
         Ok(outcome) => {
-            std::fs::rename(part, dest).map_err(local(format!(
+            part.commit().map_err(local(format!(
                 "renaming {} to {}",
-                part.display(),
-                dest.display()
+                part.path().display(),
+                part.dest().display()
             )))?;
             Ok(outcome)
         }
         Err(error) => {
-            let _ = std::fs::remove_file(part);
+            part.remove();
             Err(error)
         }
     }
@@ -466,7 +465,7 @@ mod tests {
         // waiting for a writer forever.
         let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
         assert!(kind.is_fifo(), "still a FIFO: {kind:?}");
-        assert!(!download_part_path(&fifo).exists());
+        assert!(!DownloadPart::part_path(&fifo).exists());
         assert_eq!(reader.join().unwrap(), data);
     }
 
@@ -523,7 +522,7 @@ mod tests {
             error.to_string().ends_with("partial file removed"),
             "{error}"
         );
-        assert!(!dest.exists() && !download_part_path(&dest).exists());
+        assert!(!dest.exists() && !DownloadPart::part_path(&dest).exists());
 
         // A device or pipe keeps what arrived, and the message says so.
         let null = Path::new("/dev/null");

@@ -15,47 +15,132 @@ use super::confine::{UploadTarget, UPLOAD_PART_MARKER};
 /// Suffix of a client's partial download: `FILE.sift-part`.
 pub const DOWNLOAD_PART_SUFFIX: &str = ".sift-part";
 
-/// The partial-download path for a destination file.
-pub fn download_part_path(dest: &Path) -> PathBuf {
-    let mut name = OsString::from(dest.as_os_str());
-    name.push(DOWNLOAD_PART_SUFFIX);
-    PathBuf::from(name)
+/// A download's partial file, from its destination to the end: where the
+/// bytes go until the file is verified, what a resume continues from, the
+/// rename into place, the removal of a bad one and what an interrupted
+/// one leaves for the user. Made once per download from its destination.
+///
+/// A destination that exists and is neither a file nor a directory
+/// (`/dev/null`, a FIFO, a terminal) is written in place: renaming a
+/// partial file over it would replace the device or the pipe with a
+/// regular file (as root, `/dev/null` itself). Anything else goes through
+/// `DEST.sift-part` beside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DownloadPart {
+    dest: PathBuf,
+    /// Where the bytes go: `dest` itself when `in_place`, else its part file.
+    path: PathBuf,
+    in_place: bool,
 }
 
-/// Whether a download to `dest` goes straight into it rather than through
-/// its `.sift-part` file: `dest` exists and is neither a file nor a
-/// directory (`/dev/null`, a FIFO, a terminal). Renaming a partial file
-/// over such a `dest` would replace the device or the pipe with a regular
-/// file (as root, `/dev/null` itself).
-pub fn download_writes_in_place(dest: &Path) -> bool {
-    std::fs::metadata(dest).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
-}
-
-/// Where a download to `dest` writes until it is verified: `dest` itself
-/// when [`download_writes_in_place`], else its `.sift-part` file.
-pub fn download_partial_path(dest: &Path) -> PathBuf {
-    if download_writes_in_place(dest) {
-        dest.to_path_buf()
-    } else {
-        download_part_path(dest)
+impl DownloadPart {
+    /// The partial file of a download to `dest`, as `dest` stands now.
+    pub fn new(dest: &Path) -> Self {
+        let in_place = std::fs::metadata(dest).is_ok_and(|meta| !meta.is_file() && !meta.is_dir());
+        let path = if in_place {
+            dest.to_path_buf()
+        } else {
+            Self::part_path(dest)
+        };
+        Self {
+            dest: dest.to_path_buf(),
+            path,
+            in_place,
+        }
     }
-}
 
-/// What an interrupted download leaves, for the user: the partial file
-/// and how to go on, or, for a download written in place into a device or
-/// a pipe (`partial` is then the destination), that nothing is kept to
-/// resume.
-pub fn interrupted_download_note(partial: &Path) -> String {
-    if download_writes_in_place(partial) {
-        format!(
-            "{} is not a regular file, so nothing is kept to resume",
-            partial.display()
-        )
-    } else {
-        format!(
-            "partial download kept in {} — run again with --resume",
-            partial.display()
-        )
+    /// The name of `dest`'s part file, `DEST.sift-part`, whether or not a
+    /// download to `dest` would use it.
+    pub fn part_path(dest: &Path) -> PathBuf {
+        let mut name = OsString::from(dest.as_os_str());
+        name.push(DOWNLOAD_PART_SUFFIX);
+        PathBuf::from(name)
+    }
+
+    /// Where the download ends up.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Where the download writes until it is verified: the part file, or
+    /// the destination itself when it [`writes_in_place`](Self::writes_in_place).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the download goes straight into a device or a pipe, with no
+    /// part file of its own (nothing to resume, rename or remove).
+    pub fn writes_in_place(&self) -> bool {
+        self.in_place
+    }
+
+    /// Where a resume continues: the part file's length, 0 when there is
+    /// none or the download writes in place.
+    pub fn resume_offset(&self) -> io::Result<u64> {
+        if self.in_place {
+            return Ok(0);
+        }
+        match self.path.metadata() {
+            Ok(meta) => Ok(meta.len()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens the file to write to: a device or pipe as it is, a part file
+    /// appended to from `offset` (a resume) or created afresh at 0.
+    pub fn open(&self, offset: u64) -> io::Result<File> {
+        if self.in_place {
+            OpenOptions::new().write(true).open(&self.path)
+        } else if offset > 0 {
+            OpenOptions::new().append(true).open(&self.path)
+        } else {
+            File::create(&self.path)
+        }
+    }
+
+    /// Flushes a finished part file to disk, so that its rename does not
+    /// put an unwritten file in place; a device or pipe has nothing to keep.
+    pub fn sync(&self, file: &File) -> io::Result<()> {
+        if self.in_place {
+            Ok(())
+        } else {
+            file.sync_all()
+        }
+    }
+
+    /// Renames the part file, whole and verified, to the destination.
+    pub fn commit(&self) -> io::Result<()> {
+        if self.in_place {
+            Ok(())
+        } else {
+            std::fs::rename(&self.path, &self.dest)
+        }
+    }
+
+    /// Removes a part file that will never be whole (best effort); a
+    /// device or pipe is left as it is.
+    pub fn remove(&self) {
+        if !self.in_place {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    /// What an interrupted download leaves, for the user: the part file
+    /// and how to go on, or, for a download written in place into a device
+    /// or a pipe, that nothing is kept to resume.
+    pub fn interrupted_note(&self) -> String {
+        if self.in_place {
+            format!(
+                "{} is not a regular file, so nothing is kept to resume",
+                self.path.display()
+            )
+        } else {
+            format!(
+                "partial download kept in {} — run again with --resume",
+                self.path.display()
+            )
+        }
     }
 }
 
@@ -138,19 +223,51 @@ mod tests {
 
     #[test]
     fn an_interrupted_download_into_a_device_has_nothing_to_resume() {
-        let null = Path::new("/dev/null");
-        assert_eq!(download_partial_path(null), null);
-        let note = interrupted_download_note(&download_partial_path(null));
+        let null = DownloadPart::new(Path::new("/dev/null"));
+        assert!(null.writes_in_place());
+        assert_eq!(null.path(), Path::new("/dev/null"));
+        assert_eq!(null.resume_offset().unwrap(), 0);
         assert_eq!(
-            note,
+            null.interrupted_note(),
             "/dev/null is not a regular file, so nothing is kept to resume"
         );
         let dir = TestDir::new("interrupted-note");
-        let file = dir.path().join("big.iso");
-        let partial = download_partial_path(&file);
-        assert_eq!(partial, download_part_path(&file));
-        assert!(interrupted_download_note(&partial)
+        let file = DownloadPart::new(&dir.path().join("big.iso"));
+        assert!(!file.writes_in_place());
+        assert_eq!(file.path(), DownloadPart::part_path(file.dest()));
+        assert!(file
+            .interrupted_note()
             .ends_with("big.iso.sift-part — run again with --resume"));
+    }
+
+    #[test]
+    fn a_download_part_resumes_from_its_length_and_commits_into_place() {
+        let dir = TestDir::new("download-part");
+        let part = DownloadPart::new(&dir.path().join("f.bin"));
+        assert_eq!(part.resume_offset().unwrap(), 0, "no part file yet");
+        part.open(0).unwrap().write_all(b"half").unwrap();
+        assert_eq!(part.resume_offset().unwrap(), 4);
+        let mut out = part.open(4).unwrap();
+        out.write_all(b" more").unwrap();
+        part.sync(&out).unwrap();
+        part.commit().unwrap();
+        assert_eq!(std::fs::read(part.dest()).unwrap(), b"half more");
+        assert!(!part.path().exists());
+
+        let again = DownloadPart::new(&dir.path().join("g.bin"));
+        again.open(0).unwrap().write_all(b"bad").unwrap();
+        again.remove();
+        assert!(!again.path().exists() && !again.dest().exists());
+    }
+
+    #[test]
+    fn a_download_into_a_device_neither_renames_nor_removes_it() {
+        let null = DownloadPart::new(Path::new("/dev/null"));
+        null.open(0).unwrap().write_all(b"gone").unwrap();
+        null.commit().unwrap();
+        null.remove();
+        let kind = std::fs::metadata("/dev/null").unwrap().file_type();
+        assert!(!kind.is_file(), "still a device: {kind:?}");
     }
 
     fn target(dir: &TestDir, name: &str) -> UploadTarget {
@@ -199,7 +316,7 @@ mod tests {
     #[test]
     fn the_download_part_sits_beside_the_destination() {
         assert_eq!(
-            download_part_path(Path::new("out/file.bin")),
+            DownloadPart::part_path(Path::new("out/file.bin")),
             PathBuf::from("out/file.bin.sift-part")
         );
     }

@@ -12,7 +12,7 @@ use crate::transfer::digest::sha256;
 use crate::transfer::duplex::Duplex;
 use crate::transfer::frame::read_frame;
 use crate::transfer::listing::EntryKind;
-use crate::transfer::part_file::download_part_path;
+use crate::transfer::part_file::DownloadPart;
 use crate::transfer::perf::{run_perf, PerfOptions};
 use crate::transfer::request::{PerfDirection, PerfLimit};
 use crate::transfer::response::parse_response;
@@ -109,7 +109,14 @@ fn get_delivers_the_file_byte_exact_with_its_digest() {
     let server = server_with(&root);
     let dest = out.path().join("f.bin");
     let (outcome, record) = exchange(&server, |s| {
-        client::get(s, "f.bin", &dest, false, None, &mut no_progress())
+        client::get(
+            s,
+            "f.bin",
+            &DownloadPart::new(&dest),
+            false,
+            None,
+            &mut no_progress(),
+        )
     });
     let outcome = outcome.unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), data);
@@ -118,7 +125,7 @@ fn get_delivers_the_file_byte_exact_with_its_digest() {
         (outcome.bytes, outcome.size, outcome.resumed_from),
         (300_000, 300_000, 0)
     );
-    assert!(!download_part_path(&dest).exists());
+    assert!(!DownloadPart::part_path(&dest).exists());
     assert_eq!(
         (record.verb, record.bytes, record.status),
         ("GET", 300_000, Some(Status::Ok))
@@ -162,7 +169,7 @@ fn get_from_a_dying_server(
     let outcome = client::get(
         &mut client_end,
         "f.bin",
-        dest,
+        &DownloadPart::new(dest),
         false,
         None,
         &mut no_progress(),
@@ -258,14 +265,22 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
         file: &data,
         in_place_at_trailer: None,
     };
-    let outcome = client::get(&mut watch, "f.bin", &dest, false, None, &mut no_progress()).unwrap();
+    let outcome = client::get(
+        &mut watch,
+        "f.bin",
+        &DownloadPart::new(&dest),
+        false,
+        None,
+        &mut no_progress(),
+    )
+    .unwrap();
     assert_eq!(
         watch.in_place_at_trailer,
         Some(true),
         "the file waited for the sender's counters"
     );
     assert_eq!(outcome.sender, Some(report), "the counters still arrive");
-    assert!(!download_part_path(&dest).exists());
+    assert!(!DownloadPart::part_path(&dest).exists());
 }
 
 #[test]
@@ -344,7 +359,7 @@ fn a_download_whose_digest_never_comes_keeps_its_partial() {
         "{outcome:?}"
     );
     assert!(!dest.exists());
-    assert_eq!(std::fs::read(download_part_path(&dest)).unwrap(), data);
+    assert_eq!(std::fs::read(DownloadPart::part_path(&dest)).unwrap(), data);
 }
 
 #[test]
@@ -367,14 +382,21 @@ fn a_download_to_a_device_or_fifo_writes_into_it_and_leaves_it_in_place() {
     };
     let server = server_with(&root);
     let (outcome, _) = exchange(&server, |s| {
-        client::get(s, "f.bin", &fifo, false, None, &mut no_progress())
+        client::get(
+            s,
+            "f.bin",
+            &DownloadPart::new(&fifo),
+            false,
+            None,
+            &mut no_progress(),
+        )
     });
     assert_eq!(outcome.unwrap().sha256, sha256(&data));
     // Checked before joining: a replaced FIFO would leave the reader
     // waiting for a writer forever.
     let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
     assert!(kind.is_fifo(), "still a FIFO: {kind:?}");
-    assert!(!download_part_path(&fifo).exists());
+    assert!(!DownloadPart::part_path(&fifo).exists());
     assert_eq!(reader.join().unwrap(), data);
 }
 
@@ -399,13 +421,20 @@ fn an_interrupted_download_keeps_its_partial_and_resume_fetches_only_the_rest() 
     ));
     assert!(!dest.exists(), "nothing that looks complete");
     assert_eq!(
-        std::fs::read(download_part_path(&dest)).unwrap(),
+        std::fs::read(DownloadPart::part_path(&dest)).unwrap(),
         &data[..70_000]
     );
 
     let server = server_with(&root);
     let (outcome, record) = exchange(&server, |s| {
-        client::get(s, "f.bin", &dest, true, None, &mut no_progress())
+        client::get(
+            s,
+            "f.bin",
+            &DownloadPart::new(&dest),
+            true,
+            None,
+            &mut no_progress(),
+        )
     });
     let outcome = outcome.unwrap();
     // 200 000 − 70 000 = 130 000 bytes travel on the resume.
@@ -421,14 +450,21 @@ fn a_resume_over_a_wrong_partial_fails_the_hash_and_removes_it() {
     let data = content(50_000, 3);
     std::fs::write(root.path().join("f.bin"), &data).unwrap();
     let dest = out.path().join("f.bin");
-    std::fs::write(download_part_path(&dest), vec![0u8; 10_000]).unwrap();
+    std::fs::write(DownloadPart::part_path(&dest), vec![0u8; 10_000]).unwrap();
     let server = server_with(&root);
     let (outcome, _) = exchange(&server, |s| {
-        client::get(s, "f.bin", &dest, true, None, &mut no_progress())
+        client::get(
+            s,
+            "f.bin",
+            &DownloadPart::new(&dest),
+            true,
+            None,
+            &mut no_progress(),
+        )
     });
     assert!(matches!(outcome, Err(ClientError::HashMismatch { .. })));
     assert!(!dest.exists());
-    assert!(!download_part_path(&dest).exists());
+    assert!(!DownloadPart::part_path(&dest).exists());
 }
 
 #[test]
@@ -677,7 +713,14 @@ fn a_missing_file_is_not_found() {
     let server = server_with(&root);
     let dest = out.path().join("x");
     let (outcome, _) = exchange(&server, |s| {
-        client::get(s, "nope.bin", &dest, false, None, &mut no_progress())
+        client::get(
+            s,
+            "nope.bin",
+            &DownloadPart::new(&dest),
+            false,
+            None,
+            &mut no_progress(),
+        )
     });
     assert!(matches!(
         outcome,
@@ -929,7 +972,14 @@ fn from_early_data_a_download_is_served_and_generated_data_is_not() {
     let server = server_with(&root);
     let dest = out.path().join("f.bin");
     let (outcome, record) = exchange_as(&server, &ReplayedConnection, |s| {
-        client::get(s, "f.bin", &dest, false, None, &mut no_progress())
+        client::get(
+            s,
+            "f.bin",
+            &DownloadPart::new(&dest),
+            false,
+            None,
+            &mut no_progress(),
+        )
     });
     assert_eq!(outcome.unwrap().bytes, 50_000, "a GET is replay-safe");
     assert_eq!(record.status, Some(Status::Ok));
