@@ -21,9 +21,7 @@
 //!      Normal ◄──(last unvalidated packet acked)── Validating ◄─────┘  acked, or jump sent)
 //!        ▲                                           │
 //!        └──(last unvalidated packet acked)── Safe Retreat ◄── (congestive loss in
-//!                                                                Unvalidated or Validating,
-//!                                                                > 2% of the jump lost or
-//!                                                                an RTT > 5/4 the saved one)
+//!                                                                Unvalidated or Validating)
 //! ```
 //!
 //! Packets are told apart by when they were sent, not by packet number (a
@@ -31,24 +29,31 @@
 //! packet is acknowledged" is an ACK whose largest newly acknowledged
 //! packet was sent at or after the first send of the Unvalidated phase.
 //!
-//! Four choices differ from the RFC's letter, each a
-//! [`CarefulResumeConfig`] field whose other value is the letter:
-//! - a loss the wrapped controller judges *random* (Veno's, Westwood's or
-//!   BBR's verdict) does not start Safe Retreat unless
-//!   [`CarefulResumeConfig::retreat_on_random_loss`] is set. The RFC names
-//!   "packet loss or ECN-CE" as congestion; sift's premise is that on a
-//!   lossy radio path a loss the controller attributes to the link says
-//!   nothing about the jump. Reno and CUBIC judge every loss congestive.
-//! - even a congestive loss starts Safe Retreat only once the bytes
-//!   declared lost since the jump exceed
-//!   [`CarefulResumeConfig::retreat_loss_permille`] (2%) of the bytes sent
-//!   since it: a jump that overfills the path's queue loses a burst, while
-//!   a sprinkle of random loss (1% on a radio path: about seven packets of
-//!   a 700-packet jump, one of them near-certain before validation ends)
-//!   says nothing about the jump. An RTT since the jump above 5/4 of the
-//!   saved one (a queue) makes any congestive loss count. Each loss below
-//!   the share still reaches the wrapped controller (CUBIC's ordinary
-//!   decrease); `0` is the letter.
+//! "Congestion" (§3.3: a sender that detects it while unvalidated MUST
+//! retreat) is what the wrapped controller judges congestive, as the RFC
+//! names packet loss or ECN-CE: Reno and CUBIC judge every loss so, and a
+//! loss-differentiating controller (Veno's, Westwood's or BBR's verdict)
+//! that attributes a loss to the link has detected no congestion; sift's
+//! premise is that on a lossy radio path such a loss says nothing about the
+//! jump. [`CarefulResumeConfig::retreat_on_random_loss`] retreats on every
+//! loss whatever the verdict.
+//!
+//! One option, off by default, relaxes the retreat:
+//! [`CarefulResumeConfig::retreat_loss_permille`] at
+//! [`MEASURED_RETREAT_LOSS_PERMILLE`] (2%) retreats on a congestive loss
+//! only once the bytes declared lost since the jump exceed that share of
+//! the bytes sent since it (or an RTT since the jump exceeds 5/4 of the
+//! saved one, a queue): a jump that overfills the path's queue loses a
+//! burst, while a sprinkle of random loss (1% on a radio path: about seven
+//! packets of a 700-packet jump) says nothing about it. Measured in
+//! `docs/notes/2026-11-27-long-paths.md`: it keeps a resumed CUBIC on a
+//! path with 1% random loss from retreating to half its pipe, where under
+//! the RFC it runs slower than a fresh connection. It breaks §3.3's MUST,
+//! so it is an option for such paths and experiments, not the default.
+//!
+//! Two choices differ from the RFC's letter, each a
+//! [`CarefulResumeConfig`] field whose other value is the letter, none of
+//! them against a MUST:
 //! - a current RTT above twice the saved one is another path
 //!   ([`CarefulResumeConfig::rtt_upper_factor`]; the RFC's bound is ten
 //!   times): an RTT grown by another flow's standing queue passed the
@@ -92,6 +97,10 @@ pub const RTT_UPPER_FACTOR: u32 = 10;
 /// [`CarefulResumeConfig::jump_after_reconnaissance_acked`] the jump then
 /// waits for the initial window's fate.
 pub const QUEUED_RTT_FRACTION: (u32, u32) = (5, 4);
+/// sift's measured share of a jump that may be lost before a congestive
+/// loss retreats ([`CarefulResumeConfig::retreat_loss_permille`]): 2%,
+/// BBR's `loss_threshold`. An option; the RFC's letter, `0`, is the default.
+pub const MEASURED_RETREAT_LOSS_PERMILLE: u32 = 20;
 
 /// What a sender saved about a path at the end of (or during) an earlier
 /// connection: the capacity it saw, as a window in bytes, and the minimum
@@ -108,11 +117,11 @@ pub struct SavedPath {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CarefulResumeConfig {
-    /// Start Safe Retreat on any loss during Unvalidated or Validating, as
-    /// the RFC's letter says, even one the controller judges random.
+    /// Start Safe Retreat on any loss during Unvalidated or Validating,
+    /// even one the controller judges random (the link's, not congestion).
     /// `false` (the default): only a loss judged congestive (every loss,
     /// for Reno and CUBIC), and then only past
-    /// [`Self::retreat_loss_permille`].
+    /// [`Self::retreat_loss_permille`] (none, by default).
     pub retreat_on_random_loss: bool,
     /// At the jump, tell a controller with a Startup (BBR) the saved
     /// path's bandwidth (`saved_cwnd / saved_rtt`), so that it ends
@@ -150,18 +159,19 @@ pub struct CarefulResumeConfig {
     pub rtt_upper_factor: u32,
     /// Safe Retreat needs, besides a loss judged congestive in
     /// Unvalidated or Validating, the bytes declared lost since the jump
-    /// to exceed this many thousandths of the bytes sent since it. The
-    /// RFC retreats on any loss; Reno and CUBIC judge every loss
+    /// to exceed this many thousandths of the bytes sent since it. `0`, the
+    /// default, is the RFC's letter (§3.3: any congestion retreats).
+    /// [`MEASURED_RETREAT_LOSS_PERMILLE`] (20, 2%) is sift's measured
+    /// option for paths with random loss: Reno and CUBIC judge every loss
     /// congestive, so on a path with 1% random loss a resumed CUBIC
     /// connection almost always retreated, to half its validated pipe,
     /// and ran slower than a fresh one (`docs/notes/2026-11-27-long-paths.md`).
-    /// A jump that overfills a one-BDP queue loses far more
-    /// than 2% of it in a burst; 2% is also BBR's `loss_threshold`. An RTT
-    /// since the jump above [`QUEUED_RTT_FRACTION`] of the saved one shows
-    /// a queue, and then any congestive loss retreats: a jump into
-    /// another flow's standing queue is seen by its RTT before its losses
-    /// add up. A loss below the share still reaches the controller as
-    /// usual. The default is 20 (2%); `0` is the RFC's letter (any loss).
+    /// A jump that overfills a one-BDP queue loses far more than 2% of it
+    /// in a burst; 2% is also BBR's `loss_threshold`. An RTT since the
+    /// jump above [`QUEUED_RTT_FRACTION`] of the saved one shows a queue,
+    /// and then any congestive loss retreats: a jump into another flow's
+    /// standing queue is seen by its RTT before its losses add up. A loss
+    /// below the share still reaches the controller as usual.
     pub retreat_loss_permille: u32,
 }
 
@@ -172,7 +182,7 @@ impl Default for CarefulResumeConfig {
             startup_exit_at_saved_rate: true,
             jump_after_reconnaissance_acked: true,
             rtt_upper_factor: 2,
-            retreat_loss_permille: 20,
+            retreat_loss_permille: 0,
         }
     }
 }

@@ -17,7 +17,7 @@ use sift::endpoint::{RetryPolicy, DEFAULT_RETRY_HALF_OPEN};
 use sift::tokio::{BindError, Endpoint, EndpointConfig};
 use sift::wire::steering::MAX_WORKERS;
 use sift_bin::cli::authorized::AuthorizedClientsFile;
-use sift_bin::cli::common::{self, OnOff};
+use sift_bin::cli::common::{self, CarefulResumeMode, OnOff};
 use sift_bin::cli::format;
 use sift_bin::cli::server_loop::{self, Service};
 use sift_bin::cli::state::{self, IdentitySource};
@@ -125,8 +125,13 @@ struct Args {
     /// the capacity and RTT seen for each client inside the address token
     /// it gives it, and jump to half that window, paced, when the client
     /// comes back from the same IP address with the token (within an hour).
-    #[arg(long, value_name = "on|off", default_value = "on")]
-    careful_resume: OnOff,
+    /// `loss-share`: on, but a jump retreats only once more than 2% of it
+    /// is lost (or an RTT shows a queue), not on its first congestive
+    /// loss as RFC 9959 §3.3 requires: for paths with random loss, where
+    /// a resumed CUBIC would otherwise retreat and start slower than a
+    /// fresh connection.
+    #[arg(long, value_name = "on|off|loss-share", default_value = "on")]
+    careful_resume: CarefulResumeMode,
     /// Versions to speak, most preferred first: sift/1 (split tags,
     /// corruption notices) and v1 (QUIC version 1: any QUIC client). A
     /// client that offers sift/1 is upgraded to it without a round trip.
@@ -309,9 +314,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut config = common::transport_config(protection, cc, args.corruption_notices);
     config.pmtud.enabled = args.pmtud.enabled();
     config.versions = args.versions.clone();
-    if !args.careful_resume.enabled() {
-        config.careful_resume = None;
-    }
+    config.careful_resume = args.careful_resume.config();
     config.trace = common::trace_sink(args.qlog.as_deref())?;
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;

@@ -40,6 +40,31 @@ impl OnOff {
     }
 }
 
+/// `--careful-resume`: RFC 9959 as written, off, or with sift's measured
+/// loss share before a retreat
+/// ([`sift_cc::careful_resume::MEASURED_RETREAT_LOSS_PERMILLE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CarefulResumeMode {
+    On,
+    Off,
+    LossShare,
+}
+
+impl CarefulResumeMode {
+    /// The transport's Careful Resume knobs; `None` for `off`.
+    pub fn config(self) -> Option<sift_cc::CarefulResumeConfig> {
+        let rfc = sift_cc::CarefulResumeConfig::default();
+        match self {
+            CarefulResumeMode::On => Some(rfc),
+            CarefulResumeMode::Off => None,
+            CarefulResumeMode::LossShare => Some(sift_cc::CarefulResumeConfig {
+                retreat_loss_permille: sift_cc::careful_resume::MEASURED_RETREAT_LOSS_PERMILLE,
+                ..rfc
+            }),
+        }
+    }
+}
+
 /// clap value parser for `--cc`: the controller's name, with sift-cc's own
 /// message for an unknown one.
 pub fn parse_cc(name: &str) -> Result<CcConfig, String> {
@@ -199,6 +224,18 @@ mod tests {
         assert_eq!(one_line(&error), "uploading: opening x: no such file");
         let multi = anyhow::anyhow!("first\nsecond");
         assert_eq!(one_line(&multi), "first second");
+    }
+
+    #[test]
+    fn careful_resume_on_is_the_rfc_and_loss_share_is_the_measured_option() {
+        let on = CarefulResumeMode::On.config().unwrap();
+        assert_eq!(on.retreat_loss_permille, 0, "RFC 9959 §3.3: any congestion retreats");
+        let share = CarefulResumeMode::LossShare.config().unwrap();
+        assert_eq!(
+            share.retreat_loss_permille,
+            sift_cc::careful_resume::MEASURED_RETREAT_LOSS_PERMILLE
+        );
+        assert_eq!(CarefulResumeMode::Off.config(), None);
     }
 
     #[test]

@@ -176,7 +176,6 @@ fn rfc_letter() -> CarefulResumeConfig {
     CarefulResumeConfig {
         jump_after_reconnaissance_acked: false,
         rtt_upper_factor: RTT_UPPER_FACTOR,
-        retreat_loss_permille: 0,
         ..CarefulResumeConfig::default()
     }
 }
@@ -516,9 +515,18 @@ fn resumed_700(config: CarefulResumeConfig) -> (CarefulResume, Instant) {
     (cr, last)
 }
 
+/// sift's measured option: a share of the jump may be lost before a
+/// congestive loss retreats.
+fn loss_share() -> CarefulResumeConfig {
+    CarefulResumeConfig {
+        retreat_loss_permille: MEASURED_RETREAT_LOSS_PERMILLE,
+        ..CarefulResumeConfig::default()
+    }
+}
+
 #[test]
-fn one_random_loss_in_a_700_packet_jump_does_not_retreat() {
-    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+fn under_the_loss_share_option_one_loss_in_a_700_packet_jump_does_not_retreat() {
+    let (mut cr, last) = resumed_700(loss_share());
     let before = cr.window();
     // Reno judges it congestive, and it is Reno's loss as usual...
     let verdict = lose(&mut cr, last + ms(300), 1, true);
@@ -538,8 +546,8 @@ fn one_random_loss_in_a_700_packet_jump_does_not_retreat() {
 }
 
 #[test]
-fn a_jump_that_loses_a_tenth_retreats_within_the_recovery_period() {
-    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+fn under_the_loss_share_option_a_jump_that_loses_a_tenth_retreats_within_the_recovery_period() {
+    let (mut cr, last) = resumed_700(loss_share());
     // The overflow's first declaration: 3 packets, below 2%...
     lose(&mut cr, last + ms(300), 3, true);
     assert_eq!(cr.phase(), CarefulResumePhase::Validating);
@@ -551,19 +559,19 @@ fn a_jump_that_loses_a_tenth_retreats_within_the_recovery_period() {
 }
 
 #[test]
-fn under_the_rfc_letter_one_loss_in_a_700_packet_jump_retreats() {
-    let letter = CarefulResumeConfig {
-        retreat_loss_permille: 0,
-        ..CarefulResumeConfig::default()
-    };
-    let (mut cr, last) = resumed_700(letter);
-    lose(&mut cr, last + ms(300), 1, true);
+fn by_default_one_congestive_loss_in_a_700_packet_jump_retreats() {
+    // RFC 9959 §3.3: congestion detected while unvalidated retreats, and
+    // Reno judges every loss congestion.
+    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+    let verdict = lose(&mut cr, last + ms(300), 1, true);
+    assert_eq!(verdict, Some(LossVerdict::Congestive));
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+    assert!(cr.careful_resume().unwrap().retreated);
 }
 
 #[test]
-fn one_loss_retreats_once_an_rtt_since_the_jump_shows_a_queue() {
-    let (mut cr, last) = resumed_700(CarefulResumeConfig::default());
+fn under_the_loss_share_option_one_loss_retreats_once_an_rtt_since_the_jump_shows_a_queue() {
+    let (mut cr, last) = resumed_700(loss_share());
     // An ACK of a jumped packet 800 ms after it left: above 5/4 of the
     // saved 600 ms, the jump is sitting in a queue.
     let mut queued = rtt_of(600);
