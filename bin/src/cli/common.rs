@@ -229,7 +229,10 @@ mod tests {
     #[test]
     fn careful_resume_on_is_the_rfc_and_loss_share_is_the_measured_option() {
         let on = CarefulResumeMode::On.config().unwrap();
-        assert_eq!(on.retreat_loss_permille, 0, "RFC 9959 §3.3: any congestion retreats");
+        assert_eq!(
+            on.retreat_loss_permille, 0,
+            "RFC 9959 §3.3: any congestion retreats"
+        );
         let share = CarefulResumeMode::LossShare.config().unwrap();
         assert_eq!(
             share.retreat_loss_permille,
