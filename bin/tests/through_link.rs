@@ -550,3 +550,71 @@ fn path_mtu_discovery_settles_on_the_largest_datagram_a_1500_byte_link_carries(l
         "{direct}"
     );
 }
+
+/// What a UDP "server" behind a rebinding sift-link hears from one client:
+/// the source port of the first datagram, then the first datagram from
+/// another port (the NAT rebound), then whether a reply sent to the first
+/// port still reaches the client.
+fn reply_to_the_old_port_arrives(linger: &str) -> bool {
+    use std::net::UdpSocket;
+    use std::time::{Duration, Instant};
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let link = Link::start(
+        IPV4,
+        server.local_addr().unwrap(),
+        "delay 1ms",
+        "delay 1ms",
+        &["--rebind-every", "0.2", "--rebind-linger", linger],
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(&link.addr).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    // The client keeps talking until the server has heard it from two
+    // ports: the NAT rebound it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut first = None;
+    let old_port = loop {
+        assert!(
+            Instant::now() < deadline,
+            "sift-link never rebound the client"
+        );
+        client.send(b"ping").unwrap();
+        if let Ok((_, from)) = server.recv_from(&mut buf) {
+            match first {
+                None => first = Some(from),
+                Some(old) if old != from => break old,
+                Some(_) => {}
+            }
+        }
+    };
+    // Drain what the client may have queued, then answer on the old port.
+    while client.recv(&mut buf).is_ok() {}
+    server.send_to(b"late reply", old_port).unwrap();
+    let waited = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < waited {
+        if let Ok(n) = client.recv(&mut buf) {
+            if &buf[..n] == b"late reply" {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn a_rebinding_nat_drops_replies_to_the_old_port_unless_told_to_linger() {
+    assert!(
+        !reply_to_the_old_port_arrives("0"),
+        "by default the old mapping is gone at once"
+    );
+    assert!(
+        reply_to_the_old_port_arrives("5"),
+        "--rebind-linger 5 keeps the old mapping carrying replies"
+    );
+}

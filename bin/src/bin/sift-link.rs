@@ -68,6 +68,8 @@ Examples:
 
   # A NAT that rebinds every client to a new port every 2 s (connection migration)
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --rebind-every 2
+  # ...whose old mappings still carry replies for 30 s, as a real NAT's do
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --rebind-every 2 --rebind-linger 30
 
   # Log every packet's fate as JSON lines; print counters with `kill -USR1 PID`
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --forward \"loss gemodel 1% 30%\" \\
@@ -132,10 +134,23 @@ struct Args {
     /// Act as a NAT that rebinds: every SECS seconds (fractions allowed)
     /// each client gets a new upstream socket, so the server sees it come
     /// from a new port; replies to the old port are dropped, as a NAT drops
-    /// them once the mapping is gone. The server must follow the client
-    /// (connection migration).
+    /// them once the mapping is gone (unless --rebind-linger keeps it). The
+    /// server must follow the client (connection migration).
     #[arg(long, value_name = "SECS")]
     rebind_every: Option<f64>,
+    /// After a rebinding, the old mapping still carries the server's
+    /// replies back for SECS seconds (fractions allowed) before it is
+    /// dropped, as a real NAT's lives until its timer expires (RFC 4787
+    /// asks for at least two minutes) and the QUIC interop runner's NAT
+    /// keeps its stale ones. 0, the default: replies to the old port are
+    /// dropped at once, the harshest NAT.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 0.0,
+        requires = "rebind_every"
+    )]
+    rebind_linger: f64,
     /// On exit (and on SIGUSR1), write to FILE as JSON what each direction
     /// carried: datagrams, bytes, long-header packets per QUIC version and
     /// type, Version Negotiation, handshakes started (distinct client
@@ -355,6 +370,11 @@ struct Relay {
     started: Instant,
     idle_timeout: Duration,
     rebind_every: Option<Duration>,
+    /// `--rebind-linger`: how long an old mapping still carries replies.
+    rebind_linger: Duration,
+    /// Old mappings still carrying replies: when each is dropped, and the
+    /// flag that stops its reader thread.
+    lingering: Vec<(Instant, Arc<AtomicBool>)>,
     rebinds: u64,
     /// What each direction carried, for --stats.
     census: Censuses,
@@ -406,6 +426,13 @@ impl Relay {
         let Some(every) = self.rebind_every else {
             return;
         };
+        self.lingering.retain(|(until, closed)| {
+            let expired = now >= *until;
+            if expired {
+                closed.store(true, Ordering::SeqCst);
+            }
+            !expired
+        });
         let due: Vec<u64> = self
             .sessions
             .iter()
@@ -418,10 +445,14 @@ impl Relay {
                     let Some(session) = self.sessions.get_mut(&id) else {
                         continue;
                     };
-                    session.closed.store(true, Ordering::SeqCst);
                     tracing::debug!(client = %session.client, session = id, old = ?session.upstream.local_addr().ok(), new = ?upstream.local_addr().ok(), "rebinding");
+                    let old = std::mem::replace(&mut session.closed, closed);
+                    if self.rebind_linger.is_zero() {
+                        old.store(true, Ordering::SeqCst);
+                    } else {
+                        self.lingering.push((now + self.rebind_linger, old));
+                    }
                     session.upstream = upstream;
-                    session.closed = closed;
                     session.bound_at = now;
                     self.rebinds += 1;
                 }
@@ -737,6 +768,13 @@ fn run(args: Args) -> Result<()> {
         }
         Some(secs) => bail!("--rebind-every must be a positive number of seconds, not {secs}"),
     };
+    if !(args.rebind_linger.is_finite() && (0.0..1e9).contains(&args.rebind_linger)) {
+        bail!(
+            "--rebind-linger must be zero or a positive number of seconds, not {}",
+            args.rebind_linger
+        );
+    }
+    let rebind_linger = Duration::from_secs_f64(args.rebind_linger);
     let server = resolve("--to", &args.to)?;
     let socket_options = SocketOptions {
         accept_zero_checksums: true,
@@ -768,6 +806,8 @@ fn run(args: Args) -> Result<()> {
         started,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         rebind_every,
+        rebind_linger,
+        lingering: Vec::new(),
         rebinds: 0,
         census: Censuses::default(),
         stats: args.stats,

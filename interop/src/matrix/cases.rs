@@ -90,6 +90,10 @@ pub const AMPLIFICATION_CHAIN: usize = 9;
 /// (padding a datagram to 1200 bytes, as quinn does, cannot hide it).
 pub const RESUMPTION_CHAIN: usize = 4;
 
+/// `rebind-port`: how long an old NAT mapping lingers, seconds: longer
+/// than the case's transfer.
+pub const REBIND_LINGER_S: f64 = 30.0;
+
 /// A case's link: `sift-link` between tap and server with these netem
 /// specs (forward = client → server), and how often it rebinds.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +104,9 @@ pub struct Link {
     pub reverse: &'static str,
     /// `--rebind-every SECS`.
     pub rebind_every_s: Option<f64>,
+    /// `--rebind-linger SECS`: how long an old mapping still carries the
+    /// server's replies after a rebinding.
+    pub rebind_linger_s: Option<f64>,
 }
 
 impl Case {
@@ -220,26 +227,36 @@ impl Case {
                 forward: "delay 15ms rate 20mbit limit 100",
                 reverse: "delay 15ms rate 20mbit limit 100",
                 rebind_every_s: Some(1.0),
+                // As the runner's NAT, which keeps its stale mappings, and
+                // a real one until its timer expires: packets in flight to
+                // the old port still arrive. Dropping them at once strands
+                // them for quiche 0.28, whose loss detection runs per path
+                // and never declares them lost (cloudflare/quiche#2452).
+                rebind_linger_s: Some(REBIND_LINGER_S),
             }),
             Case::ConnectionMigration => Some(Link {
                 forward: "delay 15ms rate 20mbit limit 100",
                 reverse: "delay 15ms rate 20mbit limit 100",
                 rebind_every_s: None,
+                rebind_linger_s: None,
             }),
             Case::HandshakeLoss => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 loss 30%",
                 reverse: "delay 15ms rate 10mbit limit 25 loss 30%",
                 rebind_every_s: None,
+                rebind_linger_s: None,
             }),
             Case::TransferLoss => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 loss 2%",
                 reverse: "delay 15ms rate 10mbit limit 25 loss 2%",
                 rebind_every_s: None,
+                rebind_linger_s: None,
             }),
             Case::TransferCorruption => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 corrupt 2%",
                 reverse: "delay 15ms rate 10mbit limit 25 corrupt 2%",
                 rebind_every_s: None,
+                rebind_linger_s: None,
             }),
             _ => None,
         }

@@ -224,6 +224,9 @@ impl CellRunner {
         if let Some(every) = link.rebind_every_s {
             command.arg("--rebind-every").arg(every.to_string());
         }
+        if let Some(linger) = link.rebind_linger_s {
+            command.arg("--rebind-linger").arg(linger.to_string());
+        }
         if self.binaries.link_stats {
             command.arg("--stats").arg(dir.join("link-stats.json"));
         }
