@@ -94,6 +94,14 @@ pub fn connect(remote: SocketAddr, config: Config) -> Result<BlockingConnection,
 /// waits for the first write on a stream, or for the first call that
 /// waits on the peer (a read, an accept, a finish that waits), so the
 /// request is in it however soon the handshake would have completed.
+///
+/// The server may reject the 0-RTT (RFC 9001 §4.6.2): every stream opened
+/// before then is gone and its reads and writes fail with
+/// [`SiftIoError::ZeroRttRejected`]. Check
+/// [`BlockingConnection::early_data`] (or
+/// [`SiftStream::is_zero_rtt_rejected`]) and send the request again on a
+/// new stream, if [`BlockingConnection::alpn_protocol`] is still the
+/// protocol it assumed.
 pub fn connect_early(
     remote: SocketAddr,
     config: Config,

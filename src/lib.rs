@@ -102,7 +102,7 @@ pub mod trace;
 pub mod wire;
 
 pub use close::CloseReason;
-pub use conn::{Config, Connection, Error, RecvInfo, SendInfo, Stats};
+pub use conn::{Config, Connection, EarlyData, Error, RecvInfo, SendInfo, Stats};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointError, EndpointStats, Transmit};
 
 /// Which end of a connection this is.

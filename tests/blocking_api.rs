@@ -610,3 +610,101 @@ fn a_read_in_place_gets_every_byte_in_order() {
     });
     assert!(got == source, "the bytes arrived in order");
 }
+
+#[test]
+fn a_stream_whose_zero_rtt_was_rejected_fails_and_the_request_sent_again_is_answered() {
+    use sift::crypto::tls::{process_loopback_config, SessionCache, TicketStore};
+    use sift::crypto::TlsConfig;
+    use sift::EarlyData;
+
+    let tickets = TicketStore::new();
+    let client_config = Config {
+        tls: TlsConfig {
+            tickets: Some(tickets.clone()),
+            ..process_loopback_config()
+        },
+        ..Config::default()
+    };
+    // A new session cache each: the second server is the first restarted.
+    let server_config = || Config {
+        tls: TlsConfig {
+            session_cache: Some(SessionCache::new(16, true)),
+            ..process_loopback_config()
+        },
+        ..Config::default()
+    };
+    // Answers one request on one connection with `answer`.
+    let serve = |listener: Listener, answer: &'static [u8]| {
+        thread::spawn(move || {
+            let connection = listener.accept_timeout(STEP_LIMIT).unwrap();
+            let mut stream = connection.accept_bi().unwrap();
+            let mut request = Vec::new();
+            stream.read_to_end(&mut request).unwrap();
+            stream.write_all(answer).unwrap();
+            stream.finish_and_wait().unwrap();
+            request
+        })
+    };
+
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap(), server_config()).unwrap();
+    let addr = listener.local_addr();
+    let first = serve(listener, b"first");
+    let client = blocking::connect(addr, client_config.clone()).unwrap();
+    let mut stream = client.open_bi().unwrap();
+    stream.write_all(b"GET /a").unwrap();
+    stream.finish().unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    assert_eq!(first.join().unwrap(), b"GET /a");
+    // The tickets came with the handshake, before the answer.
+    assert!(!tickets.is_empty(), "no ticket to resume with");
+    drop((stream, client));
+
+    // The first server's socket closes once its connection has drained.
+    let started = std::time::Instant::now();
+    let restarted = loop {
+        match Listener::bind(addr, server_config()) {
+            Ok(listener) => break listener,
+            Err(error) => assert!(started.elapsed() < STEP_LIMIT, "{addr}: {error}"),
+        }
+        thread::yield_now();
+    };
+    let second = serve(restarted, b"second");
+    let client = bounded(move || blocking::connect_early(addr, client_config).unwrap());
+    let mut early = client.open_bi_replay_safe().unwrap();
+    early.write_all(b"GET /b").unwrap();
+    early.finish().unwrap();
+    let error = bounded(move || {
+        let result = early.read(&mut [0u8; 64]);
+        (result, early)
+    });
+    let (result, early) = error;
+    let error = result.expect_err("a read of a discarded stream");
+    assert_eq!(error.kind(), ErrorKind::ConnectionReset);
+    let inner = error
+        .into_inner()
+        .unwrap()
+        .downcast::<SiftIoError>()
+        .unwrap();
+    assert!(
+        matches!(*inner, SiftIoError::ZeroRttRejected { id } if id == early.id()),
+        "{inner}"
+    );
+    assert!(early.is_zero_rtt_rejected());
+    assert_eq!(client.early_data().unwrap(), EarlyData::Rejected);
+
+    // Sent again on a new stream, which takes the old one's ID; dropping
+    // the stale handle does not touch it.
+    let mut again = client.open_bi_replay_safe().unwrap();
+    assert_eq!(again.id(), early.id());
+    assert!(!again.is_zero_rtt_rejected());
+    again.write_all(b"GET /b").unwrap();
+    drop(early);
+    again.finish().unwrap();
+    let answer = bounded(move || {
+        let mut answer = Vec::new();
+        again.read_to_end(&mut answer).map(|_| answer)
+    });
+    assert_eq!(answer.unwrap(), b"second");
+    assert_eq!(second.join().unwrap(), b"GET /b");
+}

@@ -14,7 +14,7 @@ use crate::conn::CloseReason;
 use crate::endpoint::ConnectionHandle;
 use crate::io::handshake_completed;
 use crate::stream::{Dir, StreamError};
-use crate::{Connection, Error, Stats};
+use crate::{Connection, EarlyData, Error, Stats};
 
 /// How long [`BlockingConnection::close`] waits for the CONNECTION_CLOSE
 /// to leave the socket.
@@ -197,6 +197,15 @@ impl BlockingConnection {
             None,
             &|| "no stream credit".to_string(),
             &mut |connection| {
+                // Its data waits for 1-RTT anyway: opened once the server
+                // answered 0-RTT, it is not discarded by a rejection.
+                if !replay_safe && connection.early_data() == EarlyData::Offered {
+                    return if connection.is_closing() {
+                        Step::Ready(Err(closed_error(connection)))
+                    } else {
+                        Step::Pending
+                    };
+                }
                 let opened = match dir {
                     Dir::Bi => connection.stream_open_bi(),
                     Dir::Uni => connection.stream_open_uni(),
@@ -206,7 +215,10 @@ impl BlockingConnection {
                         if replay_safe {
                             connection.mark_replay_safe(id);
                         }
-                        Step::Ready(Ok(id))
+                        // Opened before the server answered 0-RTT: the
+                        // stream is gone if it refuses.
+                        let early = connection.early_data() == EarlyData::Offered;
+                        Step::Ready(Ok((id, early)))
                     }
                     // Wait for the peer to grant more streams.
                     Err(Error::Stream(StreamError::StreamsExhausted)) => Step::Pending,
@@ -215,7 +227,8 @@ impl BlockingConnection {
                 }
             },
         )?;
-        Ok(SiftStream::new(Arc::clone(&self.inner), id))
+        let (id, early) = id;
+        Ok(SiftStream::new(Arc::clone(&self.inner), id, early))
     }
 
     fn accept_stream(&self, dir: Dir) -> Result<SiftStream, SiftIoError> {
@@ -229,23 +242,29 @@ impl BlockingConnection {
                 None => Step::Pending,
             },
         )?;
-        Ok(SiftStream::new(Arc::clone(&self.inner), id))
+        Ok(SiftStream::new(Arc::clone(&self.inner), id, false))
     }
 
     /// Opens a bidirectional stream, waiting while the peer's stream limit
-    /// is reached. The peer sees it once something is written.
+    /// is reached. The peer sees it once something is written. On a
+    /// connection sending 0-RTT it waits for the handshake: its data could
+    /// not leave before, and so a rejected 0-RTT never discards it.
     pub fn open_bi(&self) -> Result<SiftStream, SiftIoError> {
         self.open(Dir::Bi)
     }
 
     /// Opens a bidirectional stream whose data may go out in 0-RTT, before
     /// the handshake completes (see [`crate::Connection::mark_replay_safe`]):
-    /// only for a request whose replay does no harm.
+    /// only for a request whose replay does no harm. If the server rejects
+    /// the 0-RTT, the stream is gone ([`SiftStream::is_zero_rtt_rejected`],
+    /// [`BlockingConnection::early_data`]): send the request again on a
+    /// new stream.
     pub fn open_bi_replay_safe(&self) -> Result<SiftStream, SiftIoError> {
         self.open_marked(Dir::Bi, true)
     }
 
-    /// Opens a unidirectional (send-only) stream.
+    /// Opens a unidirectional (send-only) stream (waiting for the
+    /// handshake as [`open_bi`](Self::open_bi) does).
     pub fn open_uni(&self) -> Result<SiftStream, SiftIoError> {
         self.open(Dir::Uni)
     }
@@ -258,6 +277,28 @@ impl BlockingConnection {
     /// Waits for the peer's next unidirectional (receive-only) stream.
     pub fn accept_uni(&self) -> Result<SiftStream, SiftIoError> {
         self.accept_stream(Dir::Uni)
+    }
+
+    /// Waits until the handshake completes and says what became of this
+    /// client's 0-RTT ([`crate::Connection::early_data`]). On
+    /// [`EarlyData::Rejected`] the streams opened before are gone (their
+    /// reads and writes fail with [`SiftIoError::ZeroRttRejected`]): open
+    /// new ones and send again, if [`alpn_protocol`](Self::alpn_protocol)
+    /// is still the protocol they assumed (RFC 9001 §4.6.2).
+    pub fn early_data(&self) -> Result<EarlyData, SiftIoError> {
+        self.inner.block_on(
+            None,
+            &|| "the handshake did not complete".to_string(),
+            &mut |connection| {
+                if handshake_completed(connection) {
+                    Step::Ready(Ok(connection.early_data()))
+                } else if connection.is_closing() {
+                    Step::Ready(Err(closed_error(connection)))
+                } else {
+                    Step::Pending
+                }
+            },
+        )
     }
 
     /// Runs `cc` from now on for the data this side sends (see

@@ -50,6 +50,14 @@ pub enum SiftIoError {
         /// The peer's error code.
         error_code: u64,
     },
+    /// The stream was opened before the server rejected 0-RTT: it is gone
+    /// and the server never saw it (RFC 9001 §4.6.2). Open a new stream
+    /// and send again ([`BlockingConnection::early_data`](super::BlockingConnection::early_data)).
+    #[error("stream {id} was opened in 0-RTT, which the server rejected: open a new stream and send again")]
+    ZeroRttRejected {
+        /// The stream.
+        id: StreamId,
+    },
     /// The endpoint's driver thread ended (its socket failed).
     #[error("the endpoint on {local} stopped: {reason}")]
     EndpointStopped {
@@ -74,7 +82,9 @@ impl From<SiftIoError> for io::Error {
             SiftIoError::Closed(_) | SiftIoError::EndpointStopped { .. } => {
                 io::ErrorKind::ConnectionAborted
             }
-            SiftIoError::StreamReset { .. } => io::ErrorKind::ConnectionReset,
+            SiftIoError::StreamReset { .. } | SiftIoError::ZeroRttRejected { .. } => {
+                io::ErrorKind::ConnectionReset
+            }
             SiftIoError::StreamStopped { .. } => io::ErrorKind::BrokenPipe,
             SiftIoError::Connection(_) | SiftIoError::Endpoint(_) => io::ErrorKind::Other,
         };

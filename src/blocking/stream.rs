@@ -21,6 +21,10 @@ pub struct SiftStream {
     send_done: bool,
     /// FIN read (or reset seen): reads return `Ok(0)` / the error again.
     recv_done: bool,
+    /// Opened before the server answered this client's 0-RTT: gone if it
+    /// refused (then the ID may name a new stream, which this handle must
+    /// not touch).
+    early: bool,
 }
 
 impl std::fmt::Debug for SiftStream {
@@ -33,7 +37,8 @@ impl std::fmt::Debug for SiftStream {
 }
 
 impl SiftStream {
-    pub(super) fn new(conn: Arc<ConnInner>, id: StreamId) -> Self {
+    /// `early`: opened before the server answered this client's 0-RTT.
+    pub(super) fn new(conn: Arc<ConnInner>, id: StreamId, early: bool) -> Self {
         let side = conn
             .peek(|connection| connection.side())
             .unwrap_or(crate::Side::Client);
@@ -46,7 +51,25 @@ impl SiftStream {
             receives: !ours || bidirectional,
             send_done: false,
             recv_done: false,
+            early,
         }
+    }
+
+    /// The stream was opened before the server rejected 0-RTT: it is gone
+    /// (its calls fail with [`SiftIoError::ZeroRttRejected`]), the server
+    /// never saw it, and its request is to be sent again on a new stream.
+    pub fn is_zero_rtt_rejected(&self) -> bool {
+        self.early
+            && self
+                .conn
+                .peek(|connection| connection.zero_rtt_rejected())
+                .unwrap_or(false)
+    }
+
+    /// The error for any call on this stream once 0-RTT was rejected.
+    fn rejected(&self, connection: &crate::Connection) -> Option<SiftIoError> {
+        (self.early && connection.zero_rtt_rejected())
+            .then_some(SiftIoError::ZeroRttRejected { id: self.id })
     }
 
     /// The stream ID (RFC 9000 §2.1).
@@ -62,10 +85,15 @@ impl SiftStream {
         }
         let id = self.id;
         self.conn
-            .with(|connection| match connection.stream_send(id, &[], true) {
-                Ok(_) => Ok(()),
-                Err(Error::Closed) => Err(closed_error(connection)),
-                Err(other) => Err(stream_error(other)),
+            .with(|connection| {
+                if let Some(rejected) = self.rejected(connection) {
+                    return Err(rejected);
+                }
+                match connection.stream_send(id, &[], true) {
+                    Ok(_) => Ok(()),
+                    Err(Error::Closed) => Err(closed_error(connection)),
+                    Err(other) => Err(stream_error(other)),
+                }
             })
             .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))?;
         self.send_done = true;
@@ -80,7 +108,9 @@ impl SiftStream {
             None,
             &|| format!("stream {id} data not acknowledged"),
             &mut |connection| {
-                if connection.stream_data_acked(id) {
+                if let Some(rejected) = self.rejected(connection) {
+                    Step::Ready(Err(rejected))
+                } else if connection.stream_data_acked(id) {
                     Step::Ready(Ok(()))
                 } else if connection.is_closing() {
                     Step::Ready(Err(closed_error(connection)))
@@ -100,7 +130,9 @@ impl SiftStream {
             None,
             &|| format!("stream {id} not acknowledged"),
             &mut |connection| {
-                if connection.stream_finished_sending(id) {
+                if let Some(rejected) = self.rejected(connection) {
+                    Step::Ready(Err(rejected))
+                } else if connection.stream_finished_sending(id) {
                     Step::Ready(Ok(()))
                 } else if connection.is_closing() {
                     Step::Ready(Err(closed_error(connection)))
@@ -116,10 +148,15 @@ impl SiftStream {
     pub fn reset(&mut self, error_code: u64) -> Result<(), SiftIoError> {
         let id = self.id;
         self.conn
-            .with(|connection| match connection.stream_reset(id, error_code) {
-                Ok(()) => Ok(()),
-                Err(Error::Closed) => Err(closed_error(connection)),
-                Err(other) => Err(stream_error(other)),
+            .with(|connection| {
+                if let Some(rejected) = self.rejected(connection) {
+                    return Err(rejected);
+                }
+                match connection.stream_reset(id, error_code) {
+                    Ok(()) => Ok(()),
+                    Err(Error::Closed) => Err(closed_error(connection)),
+                    Err(other) => Err(stream_error(other)),
+                }
             })
             .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))?;
         self.send_done = true;
@@ -131,13 +168,16 @@ impl SiftStream {
     pub fn stop_sending(&mut self, error_code: u64) -> Result<(), SiftIoError> {
         let id = self.id;
         self.conn
-            .with(
-                |connection| match connection.stream_stop_sending(id, error_code) {
+            .with(|connection| {
+                if let Some(rejected) = self.rejected(connection) {
+                    return Err(rejected);
+                }
+                match connection.stream_stop_sending(id, error_code) {
                     Ok(()) => Ok(()),
                     Err(Error::Closed) => Err(closed_error(connection)),
                     Err(other) => Err(stream_error(other)),
-                },
-            )
+                }
+            })
             .unwrap_or(Err(SiftIoError::Connection(Error::Closed)))?;
         self.recv_done = true;
         Ok(())
@@ -160,6 +200,7 @@ fn stream_error(error: Error) -> SiftIoError {
         Error::Stream(StreamError::Stopped { id, error_code }) => {
             SiftIoError::StreamStopped { id, error_code }
         }
+        Error::Stream(StreamError::ZeroRttRejected(id)) => SiftIoError::ZeroRttRejected { id },
         other => SiftIoError::Connection(other),
     }
 }
@@ -207,30 +248,37 @@ impl SiftStream {
             return Ok(0);
         }
         let id = self.id;
+        let early = self.early;
         let mut fin = false;
         let result = self.conn.block_on(
             None,
             &|| format!("no data on stream {id}"),
-            &mut |connection| match recv(connection) {
-                Ok((read, at_end)) => {
-                    fin = at_end;
-                    // A read frees receive credit, but the peer hears of
-                    // it only once half a window is read: waking the
-                    // driver for every other read was most of a download's
-                    // wake-ups of it (2 400 per GiB), each a hand-off to
-                    // another core.
-                    if connection.has_pending_stream_frames() {
-                        Step::Ready(Ok(read))
-                    } else {
-                        Step::ReadyQuiet(Ok(read))
+            &mut |connection| {
+                // Checked first: the ID may name a new stream now.
+                if early && connection.zero_rtt_rejected() {
+                    return Step::Ready(Err(SiftIoError::ZeroRttRejected { id }));
+                }
+                match recv(connection) {
+                    Ok((read, at_end)) => {
+                        fin = at_end;
+                        // A read frees receive credit, but the peer hears of
+                        // it only once half a window is read: waking the
+                        // driver for every other read was most of a download's
+                        // wake-ups of it (2 400 per GiB), each a hand-off to
+                        // another core.
+                        if connection.has_pending_stream_frames() {
+                            Step::Ready(Ok(read))
+                        } else {
+                            Step::ReadyQuiet(Ok(read))
+                        }
                     }
+                    Err(Error::Stream(StreamError::Blocked)) if connection.is_closing() => {
+                        Step::Ready(Err(closed_error(connection)))
+                    }
+                    Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
+                    Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
+                    Err(other) => Step::Ready(Err(stream_error(other))),
                 }
-                Err(Error::Stream(StreamError::Blocked)) if connection.is_closing() => {
-                    Step::Ready(Err(closed_error(connection)))
-                }
-                Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
-                Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
-                Err(other) => Step::Ready(Err(stream_error(other))),
             },
         );
         if fin {
@@ -269,14 +317,21 @@ impl SiftStream {
         send: &mut dyn FnMut(&mut crate::Connection) -> Result<usize, Error>,
     ) -> io::Result<usize> {
         let id = self.id;
+        let early = self.early;
         let written = self.conn.block_on(
             None,
             &|| format!("no room on stream {id}"),
-            &mut |connection| match send(connection) {
-                Ok(written) => Step::Ready(Ok(written)),
-                Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
-                Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
-                Err(other) => Step::Ready(Err(stream_error(other))),
+            &mut |connection| {
+                // Checked first: the ID may name a new stream now.
+                if early && connection.zero_rtt_rejected() {
+                    return Step::Ready(Err(SiftIoError::ZeroRttRejected { id }));
+                }
+                match send(connection) {
+                    Ok(written) => Step::Ready(Ok(written)),
+                    Err(Error::Stream(StreamError::Blocked)) => Step::Pending,
+                    Err(Error::Closed) => Step::Ready(Err(closed_error(connection))),
+                    Err(other) => Step::Ready(Err(stream_error(other))),
+                }
             },
         )?;
         Ok(written)
@@ -305,7 +360,12 @@ impl Drop for SiftStream {
         let finish = self.sends && !self.send_done;
         let stop = self.receives && !self.recv_done;
         if finish || stop {
+            let early = self.early;
             self.conn.with(|connection| {
+                if early && connection.zero_rtt_rejected() {
+                    // Gone: the ID may name a new stream now.
+                    return;
+                }
                 if finish {
                     let _ = connection.stream_send(id, &[], true);
                 }

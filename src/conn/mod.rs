@@ -56,6 +56,7 @@ pub use path::canonical_peer;
 pub use pmtud::PmtudConfig;
 pub use send_times::SendTimes;
 pub use stats::Stats;
+pub use zero_rtt::EarlyData;
 
 use ack::AckState;
 pub(crate) use cid::CidChange;
@@ -989,7 +990,7 @@ impl Connection {
         let early = self.recovery.discard_space(SpaceId::Data);
         self.on_packets_lost(SpaceId::Data, early);
         self.zero_rtt.keys = None;
-        self.zero_rtt.outcome = zero_rtt::EarlyOutcome::NotOffered;
+        self.zero_rtt.outcome = zero_rtt::EarlyData::NotOffered;
         self.start_zero_rtt();
         true
     }
@@ -1817,8 +1818,8 @@ impl Connection {
             peer_migrations: self.path.migrations,
             retried: self.tokens.retry.is_some(),
             resumed: self.handshake.is_resumed(),
-            zero_rtt_accepted: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Accepted,
-            zero_rtt_rejected: self.zero_rtt.outcome == zero_rtt::EarlyOutcome::Rejected,
+            zero_rtt_accepted: self.zero_rtt.outcome == zero_rtt::EarlyData::Accepted,
+            zero_rtt_rejected: self.zero_rtt.outcome == zero_rtt::EarlyData::Rejected,
             zero_rtt_bytes: self.zero_rtt.stream_bytes,
             zero_rtt_packets: self.zero_rtt.packets,
             connection_id_switches: self.cids.switches,

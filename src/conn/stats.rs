@@ -92,8 +92,9 @@ pub struct Stats {
     /// The server read the client's 0-RTT data.
     #[serde(default)]
     pub zero_rtt_accepted: bool,
-    /// Client: it sent 0-RTT data the server refused; the data went
-    /// again in 1-RTT.
+    /// Client: it offered 0-RTT and the server refused it: every stream
+    /// opened before the handshake completed was reset, unread by the
+    /// server, for the application to send again (RFC 9001 §4.6.2).
     #[serde(default)]
     pub zero_rtt_rejected: bool,
     /// Stream bytes sent (client) or received (server) in 0-RTT packets.

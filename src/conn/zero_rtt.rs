@@ -17,10 +17,19 @@
 //! - A Retry (RFC 9000 §17.2.5.3): the server kept nothing of the first
 //!   flight, so the client sends its 0-RTT data again at once, under the
 //!   same keys, to the connection ID the Retry gave (`Connection::on_retry`).
-//! - A server that rejects 0-RTT never reads those packets: the client
-//!   learns it when the handshake completes, counts every 0-RTT packet
-//!   lost (without a congestion signal: nothing was congested) and sends
-//!   their data again in 1-RTT.
+//! - A server that rejects 0-RTT never reads those packets, and what the
+//!   client assumed with them (protocol, limits) may no longer hold, so
+//!   the client resets every stream (RFC 9001 §4.6.2), as quinn does: it
+//!   learns of the rejection when its handshake completes, drops the 0-RTT
+//!   packets from recovery without a congestion signal (nothing was
+//!   congested) and resends none of their stream data; every stream is
+//!   forgotten and the stream IDs start again at 0 under the server's
+//!   actual limits (`Streams::zero_rtt_rejected`). The application
+//!   learns it from [`Connection::zero_rtt_rejected`]
+//!   ([`Connection::early_data`]), and calls on a discarded stream fail
+//!   with [`StreamError::ZeroRttRejected`](crate::stream::StreamError);
+//!   it sends its requests again on new streams if the negotiated
+//!   protocol is still the one it assumed.
 //! - A server opens 0-RTT packets from the moment it accepted the client's
 //!   early data until its handshake completes; 0-RTT packets may carry no
 //!   ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN, PATH_RESPONSE or
@@ -29,24 +38,28 @@
 //! No clock reads: like the rest of `conn`.
 
 use super::error::{codes, TransportFailure};
-use super::Connection;
+use super::{Connection, SentFrame};
 use crate::crypto::PacketProtection;
 use crate::recovery::SpaceId;
 use crate::stream::{PeerLimits, StreamId};
 use crate::wire::Frame;
 use crate::Side;
 
-/// What became of a client's 0-RTT.
+/// What became of 0-RTT on a connection ([`Connection::early_data`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) enum EarlyOutcome {
-    /// No 0-RTT keys: nothing was offered.
+pub enum EarlyData {
+    /// Client: no 0-RTT keys, nothing was offered. Server: none accepted.
     #[default]
     NotOffered,
-    /// Keys in hand, answer not yet known.
+    /// Client: 0-RTT offered, the server's answer is not known yet (the
+    /// handshake has not completed). A stream opened now is discarded if
+    /// the server rejects it.
     Offered,
-    /// The server read the early data.
+    /// The server read the early data: streams opened in 0-RTT go on.
     Accepted,
-    /// The server refused it; the data went again in 1-RTT.
+    /// Client: the server refused the early data. Every stream opened
+    /// before the handshake completed was discarded, unread by the server
+    /// (RFC 9001 §4.6.2).
     Rejected,
 }
 
@@ -55,7 +68,7 @@ pub(super) enum EarlyOutcome {
 pub(super) struct ZeroRtt {
     /// Client: seals 0-RTT packets. Server: opens them.
     pub keys: Option<Box<dyn PacketProtection>>,
-    pub outcome: EarlyOutcome,
+    pub outcome: EarlyData,
     /// Client: the limits remembered with the ticket, used for 0-RTT.
     pub remembered: Option<PeerLimits>,
     /// Stream bytes sent (client) or received (server) in 0-RTT packets.
@@ -114,7 +127,7 @@ impl Connection {
         self.streams.set_early_data_only(true);
         self.zero_rtt.remembered = Some(limits);
         self.zero_rtt.keys = Some(keys);
-        self.zero_rtt.outcome = EarlyOutcome::Offered;
+        self.zero_rtt.outcome = EarlyData::Offered;
         tracing::debug!(remote = %self.remote, "resuming with 0-RTT");
     }
 
@@ -142,16 +155,16 @@ impl Connection {
     }
 
     /// Client, when its handshake completes: did the server take the
-    /// early data? If not, everything sent in 0-RTT goes again in 1-RTT;
-    /// if so, the server's limits must not have shrunk.
+    /// early data? If so, the server's limits must not have shrunk; if
+    /// not, every stream is reset ([`Connection::reject_zero_rtt`]).
     pub(super) fn settle_zero_rtt(&mut self) -> Result<(), TransportFailure> {
         self.zero_rtt.keys = None;
         self.streams.set_early_data_only(false);
-        if self.side != Side::Client || self.zero_rtt.outcome != EarlyOutcome::Offered {
+        if self.side != Side::Client || self.zero_rtt.outcome != EarlyData::Offered {
             return Ok(());
         }
         if self.handshake.early_data_accepted() {
-            self.zero_rtt.outcome = EarlyOutcome::Accepted;
+            self.zero_rtt.outcome = EarlyData::Accepted;
             let actual = self.handshake.peer_params().map(Self::peer_limits);
             if let (Some(remembered), Some(actual)) = (&self.zero_rtt.remembered, &actual) {
                 if reduces(remembered, actual) {
@@ -163,17 +176,59 @@ impl Connection {
             }
             return Ok(());
         }
-        self.zero_rtt.outcome = EarlyOutcome::Rejected;
+        self.reject_zero_rtt();
+        Ok(())
+    }
+
+    /// Client: the server rejected 0-RTT, so it read none of it, and what
+    /// the client assumed (protocol, limits) may be wrong: every stream is
+    /// reset, application state included (RFC 9001 §4.6.2; quinn-proto's
+    /// `reject_0rtt`). The 0-RTT packets leave recovery without a loss or
+    /// a congestion signal and their stream data is not sent again; the
+    /// streams start as on a new connection, under the server's actual
+    /// limits. What else the packets carried (connection IDs, ACK
+    /// frequency) is queued again as after a loss.
+    fn reject_zero_rtt(&mut self) {
+        self.zero_rtt.outcome = EarlyData::Rejected;
         // Every Data packet outstanding now is a 0-RTT packet: 1-RTT keys
         // arrived with this very step.
         let unread = self.recovery.discard_space(SpaceId::Data);
+        let actual = self.handshake.peer_params().map(Self::peer_limits);
+        self.streams.zero_rtt_rejected(actual.as_ref());
         tracing::debug!(
             remote = %self.remote,
             packets = unread.len(),
-            "the server rejected 0-RTT: sending its data again in 1-RTT"
+            "the server rejected 0-RTT: every stream was reset"
         );
-        self.on_packets_lost(SpaceId::Data, unread);
-        Ok(())
+        let unread = unread
+            .into_iter()
+            .map(|mut packet| {
+                // The streams they named are gone.
+                packet
+                    .frames
+                    .retain(|frame| !matches!(frame, SentFrame::Stream(_) | SentFrame::Control(_)));
+                packet
+            })
+            .collect();
+        self.send_again(SpaceId::Data, unread);
+    }
+
+    /// What became of 0-RTT: on a client, whether it was offered and
+    /// whether the server took it (known once the handshake completes);
+    /// on a server, whether it accepted the client's.
+    pub fn early_data(&self) -> EarlyData {
+        self.zero_rtt.outcome
+    }
+
+    /// Client: the server rejected 0-RTT. Every stream opened before the
+    /// handshake completed is gone (calls on it fail with
+    /// [`StreamError::ZeroRttRejected`](crate::stream::StreamError)) and
+    /// the server read none of it; the application opens new streams
+    /// (from stream 0 again) and sends its requests again, if the
+    /// negotiated protocol ([`Connection::alpn_protocol`]) is still the
+    /// one it assumed (RFC 9001 §4.6.2).
+    pub fn zero_rtt_rejected(&self) -> bool {
+        self.zero_rtt.outcome == EarlyData::Rejected
     }
 
     /// Marks stream `id` replay-safe: until the handshake completes, its
@@ -228,13 +283,13 @@ impl Connection {
     /// this is false.
     pub fn in_early_data(&self) -> bool {
         self.side == Side::Server
-            && self.zero_rtt.outcome == EarlyOutcome::Accepted
+            && self.zero_rtt.outcome == EarlyData::Accepted
             && !self.handshake.is_complete()
     }
 
     /// Server: the client's hello was read and its early data accepted.
     pub(super) fn accept_zero_rtt(&mut self, keys: Box<dyn PacketProtection>) {
         self.zero_rtt.keys = Some(keys);
-        self.zero_rtt.outcome = EarlyOutcome::Accepted;
+        self.zero_rtt.outcome = EarlyData::Accepted;
     }
 }

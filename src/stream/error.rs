@@ -41,6 +41,12 @@ pub enum StreamError {
         /// The peer's error code.
         error_code: u64,
     },
+    /// The stream was opened before the server rejected 0-RTT (RFC 9001
+    /// §4.6.2): its state is gone and the server never saw it. Open a new
+    /// stream and send the request again, if the negotiated protocol
+    /// still wants it.
+    #[error("stream {0} was opened in 0-RTT, which the server rejected: open a new stream and send again")]
+    ZeroRttRejected(StreamId),
     /// Nothing can be done now: the send buffer is full, or no data is
     /// ready to read. Retry after progress (acks, or data arriving).
     #[error("the stream is blocked: nothing can be accepted or read now")]

@@ -17,7 +17,9 @@
 //! read the FIN or was told of the peer's reset, or stopped the stream and
 //! the final size is known. A retired peer stream gives the peer one more
 //! stream (MAX_STREAMS). A bidirectional peer stream therefore needs the
-//! application to finish or reset its own half too.
+//! application to finish or reset its own half too. A client whose 0-RTT
+//! the server rejected drops every stream at once and starts its IDs over
+//! ([`Streams::zero_rtt_rejected`], RFC 9001 §4.6.2).
 //!
 //! Memory a peer can make a connection hold (SECURITY.md, "Memory a peer
 //! can pin"; every limit a [`StreamConfig`] field):

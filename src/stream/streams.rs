@@ -82,11 +82,14 @@ impl SendTally {
 
 /// The sending half of stream `id`, for an application call. Takes the map,
 /// not `self`, so callers may still touch the rest of `Streams`.
+/// `missing` is the error for a stream that does not exist
+/// ([`Streams::missing`]).
 fn send_half(
     streams: &mut BTreeMap<StreamId, StreamState>,
     id: StreamId,
+    missing: StreamError,
 ) -> Result<&mut SendHalf, StreamError> {
-    let stream = streams.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+    let stream = streams.get_mut(&id).ok_or(missing)?;
     stream.send.as_mut().ok_or(StreamError::WrongDirection(id))
 }
 
@@ -94,8 +97,9 @@ fn send_half(
 fn recv_half(
     streams: &mut BTreeMap<StreamId, StreamState>,
     id: StreamId,
+    missing: StreamError,
 ) -> Result<&mut RecvHalf, StreamError> {
-    let stream = streams.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+    let stream = streams.get_mut(&id).ok_or(missing)?;
     stream.recv.as_mut().ok_or(StreamError::WrongDirection(id))
 }
 
@@ -230,6 +234,10 @@ pub struct Streams {
     pub(super) replay_safe: BTreeSet<StreamId>,
     /// Only `replay_safe` streams send now: the connection is in 0-RTT.
     pub(super) early_data_only: bool,
+    /// Client, once the server rejected 0-RTT: how many streams of ours
+    /// per direction were opened before (all discarded); those not opened
+    /// again since are stale ([`Self::zero_rtt_rejected`]).
+    pub(super) rejected_in_zero_rtt: [u64; 2],
 }
 
 impl Streams {
@@ -273,6 +281,7 @@ impl Streams {
             last_served: None,
             replay_safe: BTreeSet::new(),
             early_data_only: false,
+            rejected_in_zero_rtt: [0; 2],
             send_buffer,
             connection_send_buffer,
             send_tally: SendTally::default(),
@@ -380,6 +389,42 @@ impl Streams {
         }
     }
 
+    /// Client, when the server rejected 0-RTT (RFC 9001 §4.6.2): the
+    /// server never saw a stream, so every one is discarded — send and
+    /// receive state, buffered data, flow-control accounting, stream-count
+    /// credit, queued control frames — and streams start as on a new
+    /// connection under the server's actual limits `peer`: the next stream
+    /// opened is stream 0 again. Calls on a discarded stream's ID fail
+    /// with [`StreamError::ZeroRttRejected`] until a stream with that ID
+    /// is opened again. The counters of [`stats`](Self::stats) go on.
+    pub fn zero_rtt_rejected(&mut self, peer: Option<&PeerLimits>) {
+        let mut fresh = Streams::new(self.side, self.config.clone());
+        fresh.stats = std::mem::take(&mut self.stats);
+        fresh.send_buffer = self.send_buffer;
+        fresh.connection_send_buffer = self.connection_send_buffer;
+        fresh.rejected_in_zero_rtt = self.next_local;
+        *self = fresh;
+        if let Some(peer) = peer {
+            self.set_peer_limits(peer);
+        }
+    }
+
+    /// The error for a call on stream `id`, which does not exist:
+    /// `ZeroRttRejected` if 0-RTT's rejection discarded it and it was not
+    /// opened again, else `UnknownStream`.
+    fn missing(&self, id: StreamId) -> StreamError {
+        let index = stream_index(id);
+        let dir = stream_dir(id).index();
+        let stale = stream_initiator(id) == self.side
+            && index >= self.next_local[dir]
+            && index < self.rejected_in_zero_rtt[dir];
+        if stale {
+            StreamError::ZeroRttRejected(id)
+        } else {
+            StreamError::UnknownStream(id)
+        }
+    }
+
     /// Opens a stream of ours. Fails with `StreamsExhausted` (and queues
     /// STREAMS_BLOCKED) when the peer's MAX_STREAMS is reached. Before the
     /// peer's limits are known, opening succeeds and data waits.
@@ -483,7 +528,8 @@ impl Streams {
     ) -> Result<usize, StreamError> {
         let connection_room = self.connection_write_room();
         let (buffer_limit, beyond_credit) = (self.send_buffer, self.config.send_beyond_credit);
-        let send = send_half(&mut self.streams, id)?;
+        let missing = self.missing(id);
+        let send = send_half(&mut self.streams, id, missing)?;
         if let Some(error_code) = send.buffer.stopped_by_peer() {
             return Err(StreamError::Stopped { id, error_code });
         }
@@ -560,7 +606,8 @@ impl Streams {
         srtt: Duration,
         min_rtt: Duration,
     ) -> Result<(usize, bool), StreamError> {
-        let recv = recv_half(&mut self.streams, id)?;
+        let missing = self.missing(id);
+        let recv = recv_half(&mut self.streams, id, missing)?;
         if recv.buffer.is_stopped() {
             return Err(StreamError::ReceiveStopped(id));
         }
@@ -606,7 +653,8 @@ impl Streams {
     /// retransmittable data. Doing it again, or after everything was
     /// acknowledged, changes nothing.
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
-        let send = send_half(&mut self.streams, id)?;
+        let missing = self.missing(id);
+        let send = send_half(&mut self.streams, id, missing)?;
         let before = SendTally::of(&send.buffer);
         if send.buffer.reset(error_code).is_some() {
             self.pending.insert(PendingControl::ResetStream(id));
@@ -619,7 +667,8 @@ impl Streams {
     /// (unless the final size is already known) and discards data from now
     /// on; reads then fail with `ReceiveStopped`.
     pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), StreamError> {
-        let recv = recv_half(&mut self.streams, id)?;
+        let missing = self.missing(id);
+        let recv = recv_half(&mut self.streams, id, missing)?;
         if recv.buffer.is_stopped() {
             return Ok(());
         }

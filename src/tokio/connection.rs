@@ -398,6 +398,19 @@ impl Connection {
             .is_none_or(|connection| connection.in_early_data())
     }
 
+    /// What became of 0-RTT ([`crate::Connection::early_data`]); `None`
+    /// once the connection is gone. A client of this API connects after
+    /// its handshake completes, so it opens no stream in 0-RTT and none of
+    /// its streams is discarded by a rejection: the answer is settled and
+    /// only tells what the handshake saved.
+    pub fn early_data(&self) -> Option<crate::EarlyData> {
+        let state = self.inner.shared.lock();
+        state
+            .endpoint
+            .connection_ref(self.inner.handle)
+            .map(crate::Connection::early_data)
+    }
+
     /// Waits until the handshake has completed. At a server, nothing the
     /// client sent can be a replay of its 0-RTT data from then on (RFC
     /// 8446 §8): a replayed first flight never completes a handshake. Fails

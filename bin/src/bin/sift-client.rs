@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use sift::blocking::SiftIoError;
 use sift::conn::Protection;
+use sift::crypto::tls::DEFAULT_ALPN;
 use sift::crypto::{Aead, Fingerprint};
 use sift_bin::cli::common::{self, OnOff};
 use sift_bin::cli::fetch::{self, Fetch};
@@ -167,8 +168,9 @@ struct Common {
     no_0rtt: bool,
     /// Do the whole command this many times, each over a new connection:
     /// the second and later resume the first's TLS session, and a get or
-    /// ls sends its request in 0-RTT (one round trip earlier). One report
-    /// per connection.
+    /// ls sends its request in 0-RTT (one round trip earlier; sent again
+    /// after the handshake if the server rejects it). One report per
+    /// connection.
     #[arg(long, global = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
     /// Log more (-v: this tool's events, -vv: the transport's too).
@@ -663,11 +665,20 @@ fn put(url: &SiftUrl, dial: Dial, file: &Path, json: bool) -> anyhow::Result<()>
 
 fn ls(url: &SiftUrl, dial: Dial, json: bool) -> anyhow::Result<()> {
     let connection = dial.connect(url)?;
-    // A listing is safe to replay: it may leave in 0-RTT.
-    let entries = connection
-        .open_bi_replay_safe()
-        .map_err(anyhow::Error::new)
-        .and_then(|mut stream| Ok(client::list(&mut stream, &url.path)?));
+    // A listing is safe to replay: it may leave in 0-RTT, and is asked
+    // again if the server rejected that.
+    let list = || -> anyhow::Result<_> {
+        let mut stream = connection.open_bi_replay_safe()?;
+        let listed = client::list(&mut stream, &url.path);
+        if listed.is_err()
+            && session::redo_after_rejected_zero_rtt(&connection, &stream, DEFAULT_ALPN)?
+        {
+            let mut stream = connection.open_bi()?;
+            return Ok(client::list(&mut stream, &url.path)?);
+        }
+        Ok(listed?)
+    };
+    let entries = list();
     connection.close(CLOSE_DONE, "done");
     let entries = entries?;
     let mut stdout = std::io::stdout();

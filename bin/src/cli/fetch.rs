@@ -239,8 +239,12 @@ fn request_stream(connection: &BlockingConnection, path: &str) -> Result<SiftStr
     let mut stream = connection
         .open_bi_replay_safe()
         .map_err(|e| e.to_string())?;
-    hq::request(&mut stream, path).map_err(|e| e.to_string())?;
-    Ok(stream)
+    match hq::request(&mut stream, path) {
+        // Rejected 0-RTT: reading the answer fails too, and sends again.
+        Err(_) if stream.is_zero_rtt_rejected() => Ok(stream),
+        Err(e) => Err(e.to_string()),
+        Ok(()) => Ok(stream),
+    }
 }
 
 /// One file over a stream of its own: `sent`, when its request went
@@ -257,11 +261,18 @@ fn fetch_one(
         Scheme::Https => {
             let mut stream = sent.unwrap_or_else(|| request_stream(connection, &fetch.url.path))?;
             let (path, dest) = (&fetch.url.path, &fetch.dest);
-            let outcome = reads
-                .on(&mut stream, |stream| {
+            let get = |stream: &mut SiftStream| {
+                reads.on(stream, |stream| {
                     hq::get_requested(stream, path, dest, &mut |_| {})
                 })
-                .map_err(|e| e.to_string())?;
+            };
+            let mut outcome = get(&mut stream);
+            let redo = session::redo_after_rejected_zero_rtt(connection, &stream, hq::ALPN);
+            if outcome.is_err() && redo.map_err(|e| e.to_string())? {
+                stream = request_stream(connection, path)?;
+                outcome = get(&mut stream);
+            }
+            let outcome = outcome.map_err(|e| e.to_string())?;
             (
                 outcome.bytes,
                 outcome.sha256.to_string(),

@@ -54,7 +54,8 @@ pub struct FlowReport {
     /// The TLS handshake resumed an earlier session (a ticket).
     pub tls_resumed: bool,
     /// What became of this client's 0-RTT data: "accepted", "rejected"
-    /// (sent again in 1-RTT) or "none" (not sent).
+    /// (the request was sent again on a new stream once the handshake
+    /// completed) or "none" (not sent).
     pub zero_rtt: &'static str,
     /// Request bytes this client sent in 0-RTT packets.
     pub zero_rtt_bytes: u64,

@@ -5,8 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sift::blocking::{self, BlockingConnection, SiftIoError};
+use sift::blocking::{self, BlockingConnection, SiftIoError, SiftStream};
 use sift::conn::{codes, CloseReason};
+use sift::crypto::tls::DEFAULT_ALPN;
 use sift::endpoint::is_busy_refusal;
 
 use super::interrupt;
@@ -122,6 +123,32 @@ pub fn restarted_server(connection: &BlockingConnection) -> Option<&'static str>
         .then_some("server restarted: it no longer knows this connection (stateless reset)")
 }
 
+/// After a request on `stream` failed: whether the server rejected the
+/// 0-RTT it went in, which discarded the stream unread (RFC 9001 §4.6.2),
+/// so that the request is to be sent again on a new stream. An error if
+/// the protocol the server chose is not `alpn`, the one the request
+/// assumed.
+pub fn redo_after_rejected_zero_rtt(
+    connection: &BlockingConnection,
+    stream: &SiftStream,
+    alpn: &[u8],
+) -> anyhow::Result<bool> {
+    if !stream.is_zero_rtt_rejected() {
+        return Ok(false);
+    }
+    match connection.alpn_protocol() {
+        Some(chosen) if chosen == alpn => Ok(true),
+        chosen => anyhow::bail!(
+            "the server rejected 0-RTT and chose protocol {}, not {}: the request was not sent again",
+            chosen.map_or_else(
+                || "none".to_string(),
+                |chosen| String::from_utf8_lossy(&chosen).into_owned()
+            ),
+            String::from_utf8_lossy(alpn)
+        ),
+    }
+}
+
 /// Downloads `remote_path` to `dest`, resuming a `.sift-part` if asked, and
 /// asking the server to send it under `controller` if one is given;
 /// `reads` says how its bytes leave the stream (in place when it is alone
@@ -147,16 +174,23 @@ pub fn download(
         first_byte.get_or_insert_with(Instant::now);
         progress.update(done, total)
     };
-    let outcome = reads.on(&mut stream, |stream| {
-        client::get(
-            stream,
-            remote_path,
-            &part,
-            resume,
-            controller,
-            &mut on_progress,
-        )
-    });
+    let mut get = |stream: &mut SiftStream| {
+        reads.on(stream, |stream| {
+            client::get(
+                stream,
+                remote_path,
+                &part,
+                resume,
+                controller,
+                &mut on_progress,
+            )
+        })
+    };
+    let mut outcome = get(&mut stream);
+    if outcome.is_err() && redo_after_rejected_zero_rtt(connection, &stream, DEFAULT_ALPN)? {
+        stream = connection.open_bi()?;
+        outcome = get(&mut stream);
+    }
     progress.finish();
     let outcome = outcome.map_err(|error| match restarted_server(connection) {
         Some(line) => anyhow::anyhow!("{line}; {}", part.interrupted_note()),

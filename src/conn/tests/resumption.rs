@@ -5,6 +5,7 @@
 use super::*;
 use crate::crypto::tls::{process_loopback_config, SessionCache, TicketScope, TicketStore};
 use crate::crypto::{ServerIdentity, ServerTrust, TlsConfig};
+use crate::stream::StreamError;
 use crate::wire::QUIC_V1;
 
 /// A client keeping tickets in `store`, a server issuing them from `cache`.
@@ -168,45 +169,164 @@ fn a_stream_not_marked_replay_safe_waits_for_one_rtt() {
     assert_eq!(pair.server.stats().zero_rtt_bytes, 0);
 }
 
-#[test]
-fn zero_rtt_refused_by_a_restarted_server_is_sent_again_in_one_rtt() {
+/// A client resuming with 0-RTT from a server that took its first
+/// connection with `server` and now runs `rejecting`, which refuses the
+/// early data.
+fn pair_rejecting_zero_rtt(
+    rejecting: impl FnOnce(Config, &TicketStore, &SessionCache) -> Config,
+) -> Pair {
     let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
     let (client, server) = resumable(&store, &cache);
-    first_connection(client.clone(), server, &store);
+    first_connection(client.clone(), server.clone(), &store);
+    let server = rejecting(server, &store, &cache);
+    Pair::new(client, server)
+}
 
-    // A new cache: the server restarted and knows no ticket.
-    let (_, restarted) = resumable(&store, &SessionCache::new(16, true));
-    let mut pair = Pair::new(client, restarted);
+/// A server that issues tickets but takes no early data.
+fn without_early_data(_: Config, store: &TicketStore, cache: &SessionCache) -> Config {
+    let mut no_early_data = cache.clone();
+    no_early_data.early_data = false;
+    resumable(store, &no_early_data).1
+}
+
+/// The server answers the first whole request it reads with `answer`;
+/// steps until the client has read all of it on `stream`, and returns
+/// the request and the answer read.
+fn request_answered(pair: &mut Pair, stream: StreamId, answer: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let (request, _) = server_reads_request(pair);
+    assert!(
+        pair.server.readable().is_empty(),
+        "a second request arrived"
+    );
+    // Both ends name a stream alike.
+    pair.server.stream_send(stream, answer, true).unwrap();
+    let mut read = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    let done = pair.run_until(Duration::from_secs(10), &mut deliver_all, |p| loop {
+        match p.client.stream_recv(stream, &mut buf) {
+            Ok((n, fin)) => {
+                read.extend_from_slice(&buf[..n]);
+                if fin {
+                    return true;
+                }
+            }
+            Err(Error::Stream(StreamError::Blocked)) => return false,
+            Err(other) => panic!("reading the answer: {other}"),
+        }
+    });
+    assert!(done, "the answer did not arrive whole");
+    (request, read)
+}
+
+#[test]
+fn zero_rtt_rejected_by_the_server_resets_every_stream() {
+    let mut pair = pair_rejecting_zero_rtt(without_early_data);
+    let request = early_request(&mut pair, b"GET /a.bin", true);
+    // Not replay-safe: its bytes wait in the stream's buffer.
+    let upload = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(upload, b"PUT /b.bin", false)
+        .unwrap();
+    assert_eq!(pair.client.early_data(), EarlyData::Offered);
+    pair.handshake();
+    assert!(pair.client.zero_rtt_rejected());
+    assert_eq!(pair.client.early_data(), EarlyData::Rejected);
+    let stats = pair.client.stats();
+    assert!(stats.resumed && stats.zero_rtt_rejected && !stats.zero_rtt_accepted);
+    assert_eq!(stats.zero_rtt_bytes, 10, "the request went in 0-RTT");
+    // Refused unread: no congestion signal.
+    assert_eq!(stats.congestion_events, 0);
+
+    // Buffered data gone, and no 0-RTT byte is sent again in 1-RTT.
+    assert_eq!(stats.stream_send_buffered, 0);
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    assert_eq!(pair.client.streams.stats().bytes_retransmitted, 0);
+    assert!(
+        pair.server.readable().is_empty(),
+        "a stream reached the server"
+    );
+    assert_eq!(pair.server.streams.stats().streams_opened_remote, 0);
+    assert_eq!(pair.server.streams.stats().bytes_received, 0);
+
+    // A stale handle fails with its own error, for every call.
+    let mut buf = [0u8; 16];
+    let rejected = |id| Error::Stream(StreamError::ZeroRttRejected(id));
+    let send = pair.client.stream_send(request, b"x", false);
+    assert_eq!(send, Err(rejected(request)));
+    let recv = pair.client.stream_recv(upload, &mut buf);
+    assert_eq!(recv, Err(rejected(upload)));
+    assert_eq!(pair.client.stream_reset(upload, 1), Err(rejected(upload)));
+    assert!(pair.client.readable().is_empty() && pair.client.writable().is_empty());
+
+    // IDs start again at 0, with nothing buffered on them.
+    let again = pair.client.stream_open_bi().unwrap();
+    assert_eq!(again, request, "the stream IDs did not start again");
+    assert_eq!(pair.client.stats().stream_send_buffered, 0);
+    // Opened again, the ID is a new stream; the next one is still stale.
+    let send = pair.client.stream_send(upload, b"x", false);
+    assert_eq!(send, Err(rejected(upload)));
+    pair.client.stream_send(again, b"GET /c.bin", true).unwrap();
+    let (request, answer) = request_answered(&mut pair, again, b"c");
+    assert_eq!(request, b"GET /c.bin", "0-RTT bytes reached the server");
+    assert_eq!(answer, b"c");
+}
+
+#[test]
+fn a_request_redone_after_zero_rtt_was_rejected_gets_the_whole_answer() {
+    let mut pair = pair_rejecting_zero_rtt(without_early_data);
     early_request(&mut pair, b"GET /a.bin", true);
-    let (request, early) = server_reads_request(&mut pair);
-    assert_eq!(request, b"GET /a.bin", "the request was not resent whole");
-    assert!(!early);
+    pair.handshake();
+    assert!(pair.client.zero_rtt_rejected());
+    assert_eq!(pair.client.alpn_protocol(), Some(&b"sift/1"[..]));
+    // The application sends its request again on a new stream.
+    let stream = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(stream, b"GET /a.bin", true)
+        .unwrap();
+    let answer: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let (request, read) = request_answered(&mut pair, stream, &answer);
+    assert_eq!(request, b"GET /a.bin");
+    assert!(read == answer, "the answer did not arrive byte-exact");
+}
+
+#[test]
+fn zero_rtt_accepted_by_the_server_keeps_its_streams() {
+    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
+    let (client, server) = resumable(&store, &cache);
+    first_connection(client.clone(), server.clone(), &store);
+    let mut pair = Pair::new(client, server);
+    let stream = early_request(&mut pair, b"GET /a.bin", true);
+    let (request, answer) = request_answered(&mut pair, stream, b"the answer");
+    assert_eq!(request, b"GET /a.bin");
+    assert_eq!(answer, b"the answer");
+    assert_eq!(pair.client.early_data(), EarlyData::Accepted);
+    assert!(!pair.client.zero_rtt_rejected());
+    // The early stream counts: the next one is stream 4.
+    assert_eq!(pair.client.stream_open_bi().unwrap(), stream + 4);
+}
+
+#[test]
+fn zero_rtt_refused_by_a_restarted_server_resets_the_streams_and_is_redone() {
+    // A new cache: the server restarted and knows no ticket.
+    let mut pair =
+        pair_rejecting_zero_rtt(|_, store, _| resumable(store, &SessionCache::new(16, true)).1);
+    let early = early_request(&mut pair, b"GET /a.bin", true);
     pair.handshake();
     let stats = pair.client.stats();
     assert!(!stats.resumed && stats.zero_rtt_rejected && !stats.zero_rtt_accepted);
     assert_eq!(stats.zero_rtt_bytes, 10);
-    // Refused unread: no congestion signal.
     assert_eq!(stats.congestion_events, 0);
-}
-
-#[test]
-fn zero_rtt_refused_by_a_server_without_early_data_is_sent_again_in_one_rtt() {
-    let (store, cache) = (TicketStore::new(), SessionCache::new(16, true));
-    let (client, server) = resumable(&store, &cache);
-    first_connection(client.clone(), server, &store);
-
-    let mut no_early_data = cache.clone();
-    no_early_data.early_data = false;
-    let (_, no_early) = resumable(&store, &no_early_data);
-    let mut pair = Pair::new(client, no_early);
-    early_request(&mut pair, b"GET /a.bin", true);
-    let (request, early) = server_reads_request(&mut pair);
-    assert_eq!(request, b"GET /a.bin");
-    assert!(!early);
-    pair.handshake();
-    let stats = pair.client.stats();
-    // Resumed (the ticket is good), but the early data was refused.
-    assert!(stats.resumed && stats.zero_rtt_rejected);
+    let stream = pair.client.stream_open_bi().unwrap();
+    assert_eq!(stream, early);
+    pair.client
+        .stream_send(stream, b"GET /a.bin", true)
+        .unwrap();
+    let (request, answer) = request_answered(&mut pair, stream, b"a");
+    assert_eq!(
+        request, b"GET /a.bin",
+        "the request arrived other than once"
+    );
+    assert_eq!(answer, b"a");
 }
 
 #[test]
@@ -332,14 +452,19 @@ fn a_server_whose_limits_shrank_since_the_ticket_accepts_no_zero_rtt_with_it() {
     smaller.streams.initial_max_data = server.streams.initial_max_data / 2;
     let mut pair = Pair::new(client, smaller);
     early_request(&mut pair, b"GET /a.bin", true);
-    let (request, early) = server_reads_request(&mut pair);
-    assert_eq!(request, b"GET /a.bin");
-    assert!(!early, "the request was read from 0-RTT data");
     pair.handshake();
     let stats = pair.client.stats();
     assert!(!stats.zero_rtt_accepted && stats.zero_rtt_rejected);
     assert!(!pair.server.stats().resumed);
     assert!(!pair.client.is_closed());
+    // Sent again by the application, under the smaller limits.
+    let stream = pair.client.stream_open_bi().unwrap();
+    pair.client
+        .stream_send(stream, b"GET /a.bin", true)
+        .unwrap();
+    let (request, early) = server_reads_request(&mut pair);
+    assert_eq!(request, b"GET /a.bin");
+    assert!(!early, "the request was read from 0-RTT data");
 }
 
 #[test]
