@@ -888,8 +888,8 @@ async fn a_client_whose_address_changes_stays_with_the_worker_that_accepted_it()
     bounded(async {
         // Two workers on one port. The kernel's own reuseport hash would
         // send a client's new 4-tuple to either socket; the steering
-        // program routes by the connection ID, which names the worker that
-        // issued it. Each client moves to a new port and asks again: the
+        // program routes by the connection ID, which the worker that issued
+        // it drew to route back to it. Each client moves to a new port and asks again: the
         // same worker answers (a datagram steered elsewhere would be
         // dropped, and the exchange would hang). Six clients: with the
         // kernel's hash alone, all six staying put is a 1-in-64 chance.

@@ -11,7 +11,7 @@ use super::shared::{start_endpoint, start_workers, Shared, Wait};
 use super::SiftIoError;
 use crate::endpoint::ConnectionHandle;
 use crate::io::{os_entropy, os_seed};
-use crate::wire::steering::{CidSteering, MAX_WORKERS};
+use crate::wire::steering::MAX_WORKERS;
 use crate::Config;
 
 /// A server endpoint: accepts connections on one address.
@@ -75,22 +75,19 @@ impl Listener {
                 format!("{workers} workers need room for at least {workers} connections, not {max_connections}"),
             )));
         }
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            return Err(SiftIoError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("workers must be 1..={MAX_WORKERS}, not {workers}"),
+            )));
+        }
         let servers = (0..workers)
-            .map(|index| {
-                let steering = CidSteering::new(index, workers).ok_or_else(|| {
-                    SiftIoError::Io(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("workers must be 1..={MAX_WORKERS}, not {workers}"),
-                    ))
-                })?;
-                Ok(Config {
-                    rng_seed: os_seed(),
-                    entropy: Some(os_entropy()),
-                    cid_steering: Some(steering),
-                    ..config.clone()
-                })
+            .map(|_| Config {
+                rng_seed: os_seed(),
+                entropy: Some(os_entropy()),
+                ..config.clone()
             })
-            .collect::<Result<Vec<_>, SiftIoError>>()?;
+            .collect();
         let shared = start_workers(addr, servers, &config, max_connections)?;
         Ok(shared.into_iter().map(|shared| Self { shared }).collect())
     }

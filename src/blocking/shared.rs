@@ -618,7 +618,8 @@ fn server_ledger() -> TokenLedger {
 
 /// Binds `workers` endpoints to `bind` in one reuseport group, each with its
 /// driver thread, the kernel routing datagrams among them by connection ID.
-/// `servers[i]` is worker `i`'s config (naming it in `cid_steering`);
+/// `servers[i]` is worker `i`'s config (given its `cid_steering` here, from
+/// its socket's place in the group and the group's key);
 /// `max_connections` is shared out among them.
 pub(super) fn start_workers(
     bind: SocketAddr,
@@ -641,6 +642,10 @@ pub(super) fn start_workers(
         .zip(servers)
         .enumerate()
         .map(|(index, (datapath, server))| {
+            let server = Config {
+                cid_steering: datapath.cid_steering(),
+                ..server
+            };
             let driver = Driver::new(datapath)?;
             let worker = Worker {
                 index,

@@ -128,7 +128,7 @@ pub(super) struct ConnectionIds {
     changes: VecDeque<CidChange>,
     /// Whether the endpoint watches for the peer's reset tokens (clients).
     watch_resets: bool,
-    /// The worker our new IDs must name (a multi-worker server).
+    /// The worker our new IDs must route to (a multi-worker server).
     steering: Option<CidSteering>,
     /// Times we moved to another of the peer's IDs.
     pub switches: u64,
@@ -166,8 +166,8 @@ impl ConnectionIds {
         }
     }
 
-    /// Names `steering`'s worker in every ID issued from now on (the
-    /// handshake's was named when it was drawn).
+    /// Draws every ID issued from now on so that it routes to `steering`'s
+    /// worker (the handshake's was drawn so).
     pub fn steered_by(mut self, steering: Option<CidSteering>) -> Self {
         self.steering = steering;
         self
@@ -199,12 +199,14 @@ impl ConnectionIds {
     pub fn replenish(&mut self, rng: &mut ChaCha8Rng, secret: Option<&ServerSecret>) {
         let target = self.peer_limit.min(ACTIVE_LIMIT);
         while (self.issued.len() as u64) < target && self.changes.len() < MAX_PENDING_CHANGES {
-            let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
-            rng.fill_bytes(&mut bytes);
-            if let Some(steering) = self.steering {
-                steering.name(&mut bytes);
-            }
-            let cid = ConnectionId::new(&bytes).unwrap_or_default();
+            let cid = match self.steering {
+                Some(steering) => steering.draw(rng),
+                None => {
+                    let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
+                    rng.fill_bytes(&mut bytes);
+                    ConnectionId::new(&bytes).unwrap_or_default()
+                }
+            };
             let reset_token = match secret {
                 Some(secret) => *secret.reset_token(&cid).as_bytes(),
                 None => {

@@ -172,8 +172,9 @@ pub struct Config {
     pub server_secret: Option<ServerSecret>,
     /// Server: the worker whose connection IDs this endpoint issues, when
     /// several endpoints share one address (`SO_REUSEPORT`) and the kernel
-    /// routes datagrams to them by connection ID (`wire::steering`).
-    /// `None`: one endpoint, IDs entirely random.
+    /// routes datagrams to them by a keyed hash of the connection ID
+    /// (`wire::steering`; the key comes with it, drawn by `io`). IDs stay
+    /// entirely random to anyone without the key. `None`: one endpoint.
     pub cid_steering: Option<crate::wire::CidSteering>,
     /// Server: when new clients must prove their address with a Retry
     /// before the endpoint keeps state for them (RFC 9000 §8.1.2). Needs
@@ -526,11 +527,11 @@ fn server_secret(side: Side, config: &Config) -> Option<&ServerSecret> {
 }
 
 fn random_cid(rng: &mut ChaCha8Rng, steering: Option<crate::wire::CidSteering>) -> ConnectionId {
+    if let Some(steering) = steering {
+        return steering.draw(rng);
+    }
     let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
     rng.fill_bytes(&mut bytes);
-    if let Some(steering) = steering {
-        steering.name(&mut bytes);
-    }
     ConnectionId::new(&bytes).expect("8 bytes is a valid connection ID length")
 }
 

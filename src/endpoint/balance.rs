@@ -1,12 +1,12 @@
 //! Spreading new clients evenly over the workers of a multi-core server.
 //!
 //! The kernel hands a client's first Initial to the worker its (random)
-//! destination connection ID names (`wire::steering`), so by itself the
+//! destination connection ID routes to (`wire::steering`), so by itself the
 //! spread is a coin toss per client: with 8 clients on 2 workers, one of
 //! them gets 6 or more about 29% of the time. Workers therefore publish how
 //! many clients they serve in one shared [`WorkerLoads`]; a worker that
 //! gets a new client while another serves fewer answers with a Retry whose
-//! connection ID names the lighter worker (RFC 9000 §8.1.2: the client's
+//! connection ID routes to the lighter worker (RFC 9000 §8.1.2: the client's
 //! next Initial goes to that ID, so the kernel routes it there). The Retry
 //! token is sealed with the server secret every worker shares, so the other
 //! worker accepts it, and a client that comes with a Retry token is never

@@ -26,7 +26,7 @@ use super::{
     MIN_RESET_LEN, RESET_FIRST_BYTE_BITS,
 };
 use crate::crypto::ResetToken;
-use crate::wire::{CidSteering, ConnectionId, RESET_TOKEN_LEN};
+use crate::wire::{ConnectionId, RESET_TOKEN_LEN};
 
 /// The peers' reset tokens our connections watch, by the peer's address (a
 /// reset must come from the address the connection sends to).
@@ -131,8 +131,8 @@ impl Endpoint {
     /// Queues a stateless reset for a short-header packet of `trigger_len`
     /// bytes naming `dcid`, which we do not know, if this endpoint has a
     /// server secret and the rate limit allows. A worker of a multi-worker
-    /// server answers only for IDs that name it: one naming another worker
-    /// reached this one in a batch the kernel steered by another
+    /// server answers only for IDs that route to it: one routing to another
+    /// worker reached this one in a batch the kernel steered by another
     /// connection's ID (GRO), and its connection may well be alive there.
     pub(super) fn send_stateless_reset(
         &mut self,
@@ -142,8 +142,7 @@ impl Endpoint {
         now: Instant,
     ) {
         if let Some(steering) = self.cid_steering() {
-            if CidSteering::worker_of(dcid.as_slice(), steering.workers()) != Some(steering.index())
-            {
+            if steering.worker_of(dcid.as_slice()) != Some(steering.index()) {
                 tracing::debug!(%to, %dcid, "not resetting another worker's connection ID");
                 return;
             }

@@ -15,9 +15,7 @@ use super::token::{
 };
 use super::{Endpoint, RetryPolicy, MAX_QUEUED_STATELESS};
 use crate::crypto::TOKEN_NONCE_LEN;
-use crate::wire::{
-    encode_retry_unsigned, parse_retry, CidSteering, ConnectionId, SHORT_HEADER_DCID_LEN,
-};
+use crate::wire::{encode_retry_unsigned, parse_retry, ConnectionId, SHORT_HEADER_DCID_LEN};
 
 impl Endpoint {
     /// Whether a new client must first prove its address (the policy, and
@@ -43,8 +41,8 @@ impl Endpoint {
     }
 
     /// Answers a client Initial with a Retry: a new connection ID for the
-    /// client to use, and a token sealed for its address. The ID names
-    /// this endpoint's worker, or `to_worker` (a multi-worker server
+    /// client to use, and a token sealed for its address. The ID routes to
+    /// this endpoint's worker, or to `to_worker` (a multi-worker server
     /// sending the client to a less busy worker).
     pub(super) fn send_retry(
         &mut self,
@@ -65,16 +63,18 @@ impl Endpoint {
             return;
         };
         let protection = config.protection;
-        let mut scid = [0u8; SHORT_HEADER_DCID_LEN];
-        self.rng.fill_bytes(&mut scid);
         let steering = config.cid_steering.and_then(|own| match to_worker {
-            Some(worker) => CidSteering::new(worker, own.workers()),
+            Some(worker) => own.for_worker(worker),
             None => Some(own),
         });
-        if let Some(steering) = steering {
-            steering.name(&mut scid);
-        }
-        let retry_scid = ConnectionId::new(&scid).expect("8 bytes");
+        let retry_scid = match steering {
+            Some(steering) => steering.draw(&mut self.rng),
+            None => {
+                let mut scid = [0u8; SHORT_HEADER_DCID_LEN];
+                self.rng.fill_bytes(&mut scid);
+                ConnectionId::new(&scid).expect("8 bytes")
+            }
+        };
         let mut nonce = [0u8; TOKEN_NONCE_LEN];
         self.rng.fill_bytes(&mut nonce);
         let issued = self.token_ledger(now).clock().unix_time(now);

@@ -16,6 +16,10 @@ fn addr(port: u16) -> SocketAddr {
 
 const SERVER: u16 = 4433;
 
+/// The key the workers of these tests' multi-worker servers steer by.
+const TEST_STEERING_KEY: crate::wire::steering::SteeringKey =
+    crate::wire::steering::SteeringKey::from_bytes(*b"steering");
+
 fn config(seed: u64) -> Config {
     Config {
         rng_seed: seed,
@@ -1977,7 +1981,7 @@ fn workers_share_out_the_connection_limit() {
         Endpoint::new(
             addr(SERVER),
             Some(Config {
-                cid_steering: crate::wire::CidSteering::new(index, 2),
+                cid_steering: crate::wire::CidSteering::new(index, 2, TEST_STEERING_KEY),
                 ..config(1)
             }),
         )
@@ -2000,7 +2004,7 @@ fn a_worker_past_its_share_accepts_while_the_server_has_room() {
     let server = Endpoint::new(
         addr(SERVER),
         Some(Config {
-            cid_steering: crate::wire::CidSteering::new(0, 2),
+            cid_steering: crate::wire::CidSteering::new(0, 2, TEST_STEERING_KEY),
             ..config(1)
         }),
     )
@@ -2032,7 +2036,7 @@ fn a_full_worker_refusing_a_client_still_counts_the_one_it_serves() {
         addr(SERVER),
         Some(Config {
             server_secret: Some(ServerSecret::new(&[9; SERVER_SECRET_LEN])),
-            cid_steering: crate::wire::CidSteering::new(0, 2),
+            cid_steering: crate::wire::CidSteering::new(0, 2, TEST_STEERING_KEY),
             ..config(1)
         }),
     )
@@ -2091,23 +2095,28 @@ fn a_damaged_destination_id_still_reaches_the_one_connection_at_that_address() {
 }
 
 #[test]
-fn a_worker_resets_only_connection_ids_that_name_it() {
-    // Worker 1 of 2: the kernel steers odd first bytes here. An unknown
-    // even one came in a batch steered by another connection's ID (GRO):
-    // its connection may be alive at worker 0, so no reset ends it.
+fn a_worker_resets_only_connection_ids_that_route_to_it() {
+    // Worker 1 of 2. An unknown ID that routes to worker 0 came in a batch
+    // the kernel steered by another connection's ID (GRO): its connection
+    // may be alive at worker 0, so no reset ends it.
     let secret = ServerSecret::new(&[9; SERVER_SECRET_LEN]);
+    let steering = crate::wire::CidSteering::new(1, 2, TEST_STEERING_KEY).unwrap();
     let mut worker = Endpoint::new(
         addr(SERVER),
         Some(Config {
             server_secret: Some(secret.clone()),
-            cid_steering: crate::wire::CidSteering::new(1, 2),
+            cid_steering: Some(steering),
             ..config(1)
         }),
     );
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(21);
+    let elsewhere = steering.for_worker(0).unwrap().draw(&mut rng);
+    let here = steering.draw(&mut rng);
     let now = Instant::now();
-    for (first_byte, resets) in [(0x42u8, 0), (0x43, 1)] {
+    for (dcid, resets) in [(elsewhere, 0), (here, 1)] {
         // A short header naming the ID, then zeros (a packet that parses).
-        let mut datagram = vec![0x40, first_byte, 1, 2, 3, 4, 5, 6, 7];
+        let mut datagram = vec![0x40];
+        datagram.extend_from_slice(dcid.as_slice());
         datagram.resize(60, 0);
         assert_eq!(worker.recv(&mut datagram, addr(1001), now), None);
         assert_eq!(worker.stats().stateless_resets_sent, resets);
@@ -2115,7 +2124,7 @@ fn a_worker_resets_only_connection_ids_that_name_it() {
     assert_eq!(worker.stats().dropped_unknown_connection, 2);
     let mut buf = vec![0u8; 1500];
     let (len, to) = worker.poll_transmit(now, &mut buf).expect("the reset");
-    let named = ConnectionId::new(&[0x43, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    let named = here;
     assert_eq!(to, addr(1001));
     assert!(buf[..len].ends_with(secret.reset_token(&named).as_bytes()));
     assert!(
@@ -2132,7 +2141,7 @@ fn retrying_worker(index: usize) -> Endpoint {
         Some(Config {
             server_secret: Some(ServerSecret::new(&[9; SERVER_SECRET_LEN])),
             retry: RetryPolicy::Always,
-            cid_steering: crate::wire::CidSteering::new(index, 2),
+            cid_steering: crate::wire::CidSteering::new(index, 2, TEST_STEERING_KEY),
             ..config(1)
         }),
     )
@@ -2423,7 +2432,7 @@ fn a_client_back_with_an_address_token_is_served_by_the_worker_it_reached() {
         addr(SERVER),
         Some(Config {
             server_secret: Some(ServerSecret::new(&[9; SERVER_SECRET_LEN])),
-            cid_steering: crate::wire::CidSteering::new(0, 2),
+            cid_steering: crate::wire::CidSteering::new(0, 2, TEST_STEERING_KEY),
             ..config(1)
         }),
     )

@@ -60,7 +60,7 @@ use super::batch::{
     RecvSlots, MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
 use super::socket::{bind_udp, set_checksum_free_sends, SocketOptions, SocketReport};
-use super::steering::bind_reuseport_group;
+use super::steering::{bind_reuseport_group, steering_key};
 use crate::endpoint::{ConnectionHandle, Endpoint, Transmit};
 use crate::wire::CidSteering;
 
@@ -294,8 +294,10 @@ impl Datapath {
 
     /// Binds `workers` datapaths to `addr` in one `SO_REUSEPORT` group, in
     /// worker order, with the kernel routing each datagram to the worker
-    /// its connection ID names (`io::steering`); each needs an endpoint
-    /// whose config names that worker (`Config::cid_steering`).
+    /// its connection ID routes to under a key drawn here from the
+    /// operating system (`io::steering`); each needs an endpoint whose
+    /// config carries that worker's [`Datapath::cid_steering`]
+    /// (`Config::cid_steering`), so that its IDs route back to it.
     pub fn bind_workers(
         addr: SocketAddr,
         options: SocketOptions,
@@ -303,16 +305,24 @@ impl Datapath {
         workers: usize,
     ) -> io::Result<Vec<Self>> {
         let (socket_options, per_datagram_checksums) = checksum_options(options);
-        bind_reuseport_group(addr, socket_options, workers)?
+        let key = steering_key();
+        bind_reuseport_group(addr, socket_options, key, workers)?
             .into_iter()
             .enumerate()
             .map(|(index, (socket, report))| {
                 let mut datapath =
                     Self::from_socket(socket, report, per_datagram_checksums, max_datagram)?;
-                datapath.worker = CidSteering::new(index, workers);
+                datapath.worker = CidSteering::new(index, workers, key);
                 Ok(datapath)
             })
             .collect()
+    }
+
+    /// Which worker of its group this datapath is, with the group's key
+    /// (`None`: the only endpoint on its address): what its endpoint's
+    /// `Config::cid_steering` must be.
+    pub fn cid_steering(&self) -> Option<CidSteering> {
+        self.worker
     }
 
     fn from_socket(
@@ -536,7 +546,7 @@ impl Datapath {
         }
         let strays = self.worker.is_some_and(|me| {
             buffer[..len].chunks(segment).any(|datagram| {
-                CidSteering::worker_of_datagram(datagram, me.workers())
+                me.worker_of_datagram(datagram)
                     .is_some_and(|worker| worker != me.index())
             })
         });
@@ -813,12 +823,16 @@ mod tests {
             .collect()
     }
 
-    /// Short-header datagrams of `len` bytes whose destination IDs start
-    /// with `first_bytes`, back to back (a GSO run).
-    fn run_of(first_bytes: &[u8], len: usize) -> Vec<u8> {
+    /// Short-header datagrams of `len` bytes, one to an ID of each of
+    /// `workers` in turn, back to back (a GSO run).
+    fn run_to(workers: &[&Datapath], len: usize) -> Vec<u8> {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(len as u64);
         let mut run = Vec::new();
-        for first in first_bytes {
-            let mut datagram = vec![0x40, *first, 1, 2, 3, 4, 5, 6, 7];
+        for worker in workers {
+            let mut datagram = vec![0x40];
+            let steering = worker.cid_steering().expect("a worker");
+            datagram.extend_from_slice(steering.draw(&mut rng).as_slice());
             datagram.resize(len, 0);
             run.extend_from_slice(&datagram);
         }
@@ -847,14 +861,16 @@ mod tests {
             return;
         }
         // A run for worker 0 alone: it arrives whole, and GRO stays on.
-        send_segments(client.as_raw_fd(), server, &run_of(&[2, 4], 100), 100).unwrap();
+        let run = run_to(&[&workers[0], &workers[0]], 100);
+        send_segments(client.as_raw_fd(), server, &run, 100).unwrap();
         receive(&mut workers[0]);
         assert_eq!(workers[0].received_datagrams(), 2);
         assert_eq!(workers[0].received.len(), 1, "the run stays in one buffer");
         assert!(workers[0].recv_slots.is_none(), "GRO still on");
         // The kernel steers a run by its first datagram: worker 1's second
         // one comes to worker 0 too, which from now on reads without GRO.
-        send_segments(client.as_raw_fd(), server, &run_of(&[6, 3], 100), 100).unwrap();
+        let run = run_to(&[&workers[0], &workers[1]], 100);
+        send_segments(client.as_raw_fd(), server, &run, 100).unwrap();
         receive(&mut workers[0]);
         assert_eq!(workers[0].received_datagrams(), 4);
         assert!(workers[0].counters.gro_stopped);
@@ -865,7 +881,8 @@ mod tests {
         receive(&mut workers[1]);
         assert!(workers[1].received.is_empty());
         // A datagram of its own still arrives.
-        client.send_to(&run_of(&[8], 100), server).unwrap();
+        let own = run_to(&[&workers[0]], 100);
+        client.send_to(&own, server).unwrap();
         receive(&mut workers[0]);
         assert_eq!(workers[0].received_datagrams(), 5);
     }

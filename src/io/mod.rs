@@ -39,7 +39,9 @@ pub use socket::{
     zero_checksums_accepted, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,
     UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX,
 };
-pub use steering::{attach_cid_steering, bind_reuseport_group, SO_ATTACH_REUSEPORT_CBPF};
+pub use steering::{
+    attach_cid_steering, bind_reuseport_group, steering_key, PROGRAM_LEN, SO_ATTACH_REUSEPORT_CBPF,
+};
 pub use timer::Timer;
 
 /// A seed for connection IDs from the operating system's RNG. The sans-IO

@@ -13,7 +13,7 @@ use super::error::{BindError, ConnectError, ConnectionError};
 use super::shared::Shared;
 use crate::endpoint::{EndpointStats, TokenLedger, WorkerLoads, DEFAULT_MAX_CONNECTIONS};
 use crate::io::{connect_timeout, os_entropy, os_seed, token_clock, Datapath, SocketOptions};
-use crate::wire::steering::{CidSteering, MAX_WORKERS};
+use crate::wire::steering::MAX_WORKERS;
 use crate::{Config, Side};
 
 /// How an endpoint is bound: whether it accepts connections, the
@@ -187,11 +187,11 @@ impl Endpoint {
                 config.max_connections
             )));
         }
-        let steering = |index| {
-            CidSteering::new(index, workers)
-                .ok_or_else(|| invalid(format!("workers must be 1..={MAX_WORKERS}, not {workers}")))
-        };
-        steering(0)?;
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            return Err(invalid(format!(
+                "workers must be 1..={MAX_WORKERS}, not {workers}"
+            )));
+        }
         let options = SocketOptions {
             disable_checksums: server.corruption_notices || config.client.corruption_notices,
             ..SocketOptions::default()
@@ -206,13 +206,13 @@ impl Endpoint {
         let ledger = TokenLedger::new(token_clock());
         datapaths
             .into_iter()
-            .enumerate()
             .zip(runtimes)
-            .map(|((index, datapath), runtime)| {
+            .map(|(datapath, runtime)| {
                 let server = Config {
                     rng_seed: os_seed(),
                     entropy: Some(os_entropy()),
-                    cid_steering: Some(steering(index)?),
+                    // The worker and the key its socket group steers by.
+                    cid_steering: datapath.cid_steering(),
                     ..server.clone()
                 };
                 let endpoint = crate::Endpoint::new(datapath.local_addr(), Some(server))
