@@ -2,8 +2,8 @@
 //! requirements to the code that meets them and the test that shows it.
 //!
 //! This test reads the map and checks its schema, that every test it names
-//! is one `#[test]` function in the workspace, and (ignored until it holds)
-//! that no MUST or MUST NOT is left unmet. That the named tests also *ran
+//! is one `#[test]` function in the workspace, and that no MUST or MUST
+//! NOT is left unmet. That the named tests also *ran
 //! and passed* is checked by CI on the output of `cargo test --workspace`
 //! (`.ci/requirements-ran`), which reads the `test = "..."` lines the way
 //! [`named_tests_by_line`] does; tests here keep the two readings in step
@@ -209,14 +209,10 @@ fn requirements_map_rows_are_in_section_order() {
     );
 }
 
-/// The issue's bar (issue 53): every MUST and MUST NOT is met or does not
-/// apply to sift. Ignored while branches that fix the listed rows are open,
-/// so that `cargo test --workspace` stays green on main meanwhile; CI prints
-/// the same list every run (`.ci/requirements-ran`). Run it with
-/// `cargo test -p sift --test requirements_map -- --ignored`; drop the
-/// `#[ignore]` once it passes, and it guards the bar from then on.
+/// Issue 53's bar, kept from then on: every MUST and MUST NOT is met or
+/// does not apply to sift (CI prints the same list every run,
+/// `.ci/requirements-ran`).
 #[test]
-#[ignore = "issue 53's bar: fails while a MUST row is not met; CI lists them"]
 fn no_must_in_the_requirements_map_is_unmet() {
     let map = map();
     let unmet: Vec<String> = map
