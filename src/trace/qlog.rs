@@ -47,6 +47,11 @@ pub struct QlogWriter {
     /// The last metrics written, so that an update carries only changes.
     last_metrics: Option<RecoveryMetrics>,
     failed: bool,
+    /// The connection closed: every later event (a draining connection's
+    /// packets) is flushed as it is written, since the process may exit
+    /// before the trace is dropped and a buffered record would be left
+    /// half written.
+    closed: bool,
 }
 
 impl std::fmt::Debug for QlogWriter {
@@ -102,6 +107,7 @@ impl QlogWriter {
             side,
             last_metrics: None,
             failed: false,
+            closed: false,
         })
     }
 
@@ -453,14 +459,15 @@ impl Observer for QlogWriter {
             Event::Closed(reason) => {
                 let closed = connection_closed(reason);
                 self.quic(now, EventData::QuicConnectionClosed(closed));
-                if !self.failed {
-                    if let Err(error) = self.output.flush() {
-                        tracing::warn!(%error, "qlog trace stopped: cannot write it");
-                        self.failed = true;
-                    }
-                }
+                self.closed = true;
             }
             Event::Annotation { name, data } => self.sift(now, name, (*data).clone()),
+        }
+        if self.closed && !self.failed {
+            if let Err(error) = self.output.flush() {
+                tracing::warn!(%error, "qlog trace stopped: cannot write it");
+                self.failed = true;
+            }
         }
     }
 }

@@ -32,7 +32,7 @@ pub enum TraceReadError {
         message: String,
     },
     /// Records of the file did not parse as events.
-    #[error("qlog trace {path}: {unparsed} of {records} records are not qlog events")]
+    #[error("qlog trace {path}: {unparsed} of {records} records are not qlog events (the first, record {first_index}: {first})")]
     Unparsed {
         /// The trace.
         path: PathBuf,
@@ -40,6 +40,12 @@ pub enum TraceReadError {
         records: usize,
         /// Records the reader skipped.
         unparsed: usize,
+        /// The first record that is not a JSON event, counted from 1 after
+        /// the header (0 if every record is one and the reader still
+        /// skipped some).
+        first_index: usize,
+        /// Its first bytes, as text.
+        first: String,
     },
 }
 
@@ -78,11 +84,37 @@ pub fn read_trace(path: &Path) -> Result<Vec<TraceEvent>, TraceReadError> {
         });
     }
     if events.len() != records {
+        let (first_index, first) = first_unparsed(&bytes).unwrap_or_default();
         return Err(TraceReadError::Unparsed {
             path: path.to_path_buf(),
             records,
             unparsed: records.saturating_sub(events.len()),
+            first_index,
+            first,
         });
     }
     Ok(events)
+}
+
+/// The first record after the header that is not a JSON object with a
+/// time, a name and data (what an event needs), and its first bytes: what
+/// a failed read points at.
+fn first_unparsed(bytes: &[u8]) -> Option<(usize, String)> {
+    const SHOWN: usize = 160;
+    bytes
+        .split(|&b| b == 0x1e)
+        .filter(|record| record.iter().any(|b| !b.is_ascii_whitespace()))
+        .skip(1)
+        .enumerate()
+        .find(|(_, record)| {
+            !serde_json::from_slice::<Value>(record).is_ok_and(|value| {
+                ["time", "name", "data"]
+                    .iter()
+                    .all(|key| value.get(key).is_some())
+            })
+        })
+        .map(|(index, record)| {
+            let shown = &record[..record.len().min(SHOWN)];
+            (index + 1, String::from_utf8_lossy(shown).trim().to_string())
+        })
 }

@@ -219,9 +219,14 @@ fn a_trace_with_a_damaged_record_is_refused() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(b"\x1e{\"time\": \"not a number\"}\n");
     std::fs::write(&path, bytes).unwrap();
-    assert!(matches!(
-        read_trace(&path),
-        Err(TraceReadError::Unparsed { unparsed: 1, .. })
-    ));
+    match read_trace(&path) {
+        Err(TraceReadError::Unparsed {
+            unparsed: 1,
+            first_index: 2,
+            first,
+            ..
+        }) => assert!(first.contains("not a number"), "{first}"),
+        other => panic!("expected the damaged second record named, got {other:?}"),
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
