@@ -247,7 +247,7 @@ impl Default for Config {
             token_store: None,
             repair_damaged_headers: true,
             lie_about_losses: ReceiverLie::Honest,
-            versions: version::SUPPORTED_VERSIONS.to_vec(),
+            versions: version::DEFAULT_VERSIONS.to_vec(),
             trace: None,
             careful_resume: Some(sift_cc::CarefulResumeConfig::default()),
         }
@@ -642,8 +642,14 @@ impl Connection {
         let handshake = Handshake::new(side, &config, remote, versions.original(), params)
             .map_err(|error| Error::InvalidConfig(error.to_string()))?;
         // A server derives its Initial keys from the client's first Initial.
-        let initial_keys = (side == Side::Client)
-            .then(|| keys::initial_keys(config.protection, original_dcid.as_slice(), side));
+        let initial_keys = (side == Side::Client).then(|| {
+            keys::initial_keys(
+                config.protection,
+                versions.original(),
+                original_dcid.as_slice(),
+                side,
+            )
+        });
         let mut conn = Self {
             side,
             local,
@@ -983,6 +989,7 @@ impl Connection {
         self.versions = versions;
         self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
+            version,
             self.original_dcid.as_slice(),
             Side::Client,
         ));
@@ -1177,6 +1184,7 @@ impl Connection {
         self.peer_cid = retry.scid;
         self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
+            self.versions.original(),
             retry.scid.as_slice(),
             Side::Client,
         ));
