@@ -409,6 +409,11 @@ pub struct Connection {
     /// space, indexed by `SpaceId` (`spaces.rs`).
     spaces: [PacketSpace; 3],
     key_phases: KeyPhases,
+    /// Server moved from the client's original version to one with other
+    /// Initial keys (QUIC v1 to v2): the original's, which open the
+    /// client's Initials still in that version (RFC 9368 §2.3, RFC 9369
+    /// §4). Dropped with the Initial space.
+    original_initial_keys: Option<Box<dyn crate::crypto::PacketProtection>>,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
     /// Server: refuse the client's first Initial with this code and reason.
@@ -673,6 +678,7 @@ impl Connection {
                 ),
             ],
             key_phases: KeyPhases::default(),
+            original_initial_keys: None,
             protection_mismatch: None,
             tokens: tokens::Tokens::default(),
             refusal: None,
@@ -1606,6 +1612,9 @@ impl Connection {
     }
 
     fn discard_space(&mut self, space: SpaceId) {
+        if space == SpaceId::Initial {
+            self.original_initial_keys = None;
+        }
         if self.spaces[space].keys.take().is_some() {
             self.recovery.discard_space(space);
             self.spaces[space].probes = 0;

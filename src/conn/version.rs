@@ -71,13 +71,6 @@ pub fn compatible(from: u32, to: u32) -> bool {
         || pair(QUIC_V1, QUIC_V2)
 }
 
-/// Whether a client that began in `from` can follow a server to `to`: the
-/// server must be allowed to move it, and its TLS session must already
-/// run `to`'s key schedule, which rustls fixed when the session was made.
-pub fn client_can_follow(from: u32, to: u32) -> bool {
-    compatible(from, to) && same_key_schedule(from, to)
-}
-
 /// The version a client starts in: QUIC v1 when it may use it (TLS, and
 /// listed) and does not list v2 before it, so any QUIC server understands
 /// its first flight; else its first listed version (Null protection exists
@@ -151,6 +144,9 @@ pub(super) struct Versions {
     /// Client: this attempt answers a Version Negotiation (RFC 9368 §2.1);
     /// `tls` as the client runs.
     after_negotiation: Option<bool>,
+    /// Client: the version whose TLS key schedule its session runs, fixed
+    /// when the session was made: its original version's.
+    session: u32,
 }
 
 impl Versions {
@@ -163,7 +159,27 @@ impl Versions {
             listed: listed.to_vec(),
             settled: false,
             after_negotiation: None,
+            session: original,
         }
+    }
+
+    /// Test fixture: a client whose TLS session runs `version`'s key
+    /// schedule while its first flight goes out in its original version,
+    /// as a TLS stack that can change schedule mid-handshake would let it
+    /// (rustls cannot): it can then follow a server to `version`.
+    #[cfg(test)]
+    pub fn with_session_in(self, version: u32) -> Self {
+        Self {
+            session: version,
+            ..self
+        }
+    }
+
+    /// Client: whether it can follow a server from its original version
+    /// to `version` (the server may move it, and its session already runs
+    /// `version`'s key schedule).
+    fn can_follow(&self, version: u32) -> bool {
+        compatible(self.original, version) && same_key_schedule(self.session, version)
     }
 
     /// A client's that starts over in `version`, chosen from a Version
@@ -193,6 +209,7 @@ impl Versions {
             listed: listed.to_vec(),
             settled: false,
             after_negotiation: None,
+            session: 0,
         }
     }
 
@@ -217,7 +234,7 @@ impl Versions {
                 .listed
                 .iter()
                 .copied()
-                .filter(|version| *version == chosen || client_can_follow(chosen, *version))
+                .filter(|version| *version == chosen || self.can_follow(*version))
                 .collect(),
         };
         VersionInformation { chosen, available }
@@ -250,9 +267,7 @@ impl Versions {
         match self.side {
             // The server answers in one version; the first packet names it.
             Side::Client
-                if !self.settled
-                    && self.listed.contains(&version)
-                    && client_can_follow(self.original, version) =>
+                if !self.settled && self.listed.contains(&version) && self.can_follow(version) =>
             {
                 tracing::debug!(
                     version = format_args!("{version:#010x}"),
