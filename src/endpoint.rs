@@ -659,7 +659,14 @@ impl Endpoint {
                 + stats.stateless_resets_received
         };
         let unrouted_before = unrouted(&self.stats);
-        let routed = if is_retry(datagram) {
+        // A version this server does not list is answered before its
+        // packet type is read: a v2 Retry's type bits are a v1 Initial's.
+        let routed = if let Some(version) = self.unoffered_version(datagram) {
+            if !self.recognise_reset(datagram, from, now) {
+                self.on_other_version(datagram, version, from, now);
+            }
+            None
+        } else if is_retry(datagram) {
             self.on_retry(datagram, from, now);
             None
         } else {
@@ -737,12 +744,6 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> Option<ConnectionHandle> {
-        if let Some(version) = self.unoffered_version(datagram) {
-            if !self.recognise_reset(datagram, from, now) {
-                self.on_other_version(datagram, version, from, now);
-            }
-            return None;
-        }
         let header = match parse_any_header(datagram) {
             Ok(header) => header,
             Err(WireError::UnsupportedVersion(version)) => {
