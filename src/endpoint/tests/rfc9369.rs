@@ -44,6 +44,10 @@ fn a_v2_client_passes_a_v2_retry_and_is_established() {
     assert_eq!(retry[0] & 0xf0, 0xc0, "a v2 Retry's type bits are 0b00");
     client.recv(&mut retry, addr(SERVER), now);
     assert_eq!(client.stats().retries_received, 1);
+    // RFC 9369 §4.1: the Initial that carries the token is in v2 too.
+    let (len, _) = client.poll_transmit(now, &mut buf).expect("the Initial again");
+    assert_eq!(version_of(&buf[..len]), QUIC_V2);
+    server.recv(&mut buf[..len], addr(1001), now);
     let mut net = Net::new(vec![server, client]);
     net.now = now;
     assert!(net.run_until(|e| established(&mut e[1], handle)));
