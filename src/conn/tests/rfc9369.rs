@@ -165,7 +165,7 @@ fn a_server_preferring_v2_reads_a_second_client_initial_still_in_v1() {
     assert_eq!(u32::from_be_bytes(first[1..5].try_into().unwrap()), QUIC_V1);
     assert!(fresh.step(&mut deliver_all));
     assert_eq!(fresh.server.version(), QUIC_V2);
-    let before = fresh.server.counters.clone();
+    let before = fresh.server.counters;
     let from = addr(1);
     let now = fresh.now;
     fresh

@@ -8,7 +8,7 @@
 //!   "quic iv" / "quic ku" labels) for v1 and sift/1, although sift/1's
 //!   version field differs from QUIC's: the schedule is what rustls offers
 //!   and what reviewers know. QUIC v2 runs rustls's v2 schedule (RFC 9369
-//!   §3.3), chosen when a session is made ([`key_schedule`]).
+//!   §3.3), chosen when a session is made (`key_schedule`).
 //! - Transport parameters ride in the TLS extension, encoded as in Null mode
 //!   (RFC 9000 §18 TLV), `corruption_notices` among them.
 //! - TLS 1.3 only. Session tickets and 0-RTT when configured

@@ -45,7 +45,9 @@ fn a_v2_client_passes_a_v2_retry_and_is_established() {
     client.recv(&mut retry, addr(SERVER), now);
     assert_eq!(client.stats().retries_received, 1);
     // RFC 9369 §4.1: the Initial that carries the token is in v2 too.
-    let (len, _) = client.poll_transmit(now, &mut buf).expect("the Initial again");
+    let (len, _) = client
+        .poll_transmit(now, &mut buf)
+        .expect("the Initial again");
     assert_eq!(version_of(&buf[..len]), QUIC_V2);
     server.recv(&mut buf[..len], addr(1001), now);
     let mut net = Net::new(vec![server, client]);
