@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// The RFCs the map covers; a row of another RFC is a typo until this says so.
-const RFCS: &[u32] = &[9000, 9001, 9002, 9368, 9959];
+const RFCS: &[u32] = &[9000, 9001, 9002, 9368, 9369, 9959];
 const LEVELS: &[&str] = &["MUST", "MUST NOT", "SHOULD", "SHOULD NOT"];
 const STATUSES: &[&str] = &["met", "not-met", "not-applicable"];
 /// Where the workspace's Rust sources live (its members `.`, `cc`, `bin`

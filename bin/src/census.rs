@@ -13,7 +13,8 @@ use serde::Serialize;
 use sift::crypto::format::SIFT_V1;
 use sift::crypto::PacketFormat;
 use sift::wire::{
-    is_retry, parse_long_invariant, PacketType, Reader, QUIC_V1, VERSION, VERSION_NEGOTIATION,
+    is_retry, parse_long_invariant, PacketType, Reader, QUIC_V1, QUIC_V2, VERSION,
+    VERSION_NEGOTIATION,
 };
 
 /// Versions counted each under its own key; packets of any further version
@@ -187,7 +188,7 @@ enum LongType {
 /// not know or a packet that does not parse.
 fn long_packet(version: u32, packet: &[u8]) -> Option<(LongType, usize)> {
     match version {
-        QUIC_V1 => quic_v1_packet(packet),
+        QUIC_V1 | QUIC_V2 => quic_packet(version, packet),
         VERSION => {
             let parsed = SIFT_V1.parse(packet).ok()?;
             let ty = match parsed.ty {
@@ -203,10 +204,17 @@ fn long_packet(version: u32, packet: &[u8]) -> Option<(LongType, usize)> {
 }
 
 /// RFC 9000 §17.2: the type bits, the Initial's token, then the Length of
-/// the rest (packet number and payload).
-fn quic_v1_packet(packet: &[u8]) -> Option<(LongType, usize)> {
+/// the rest (packet number and payload). QUIC v2's type bits are v1's plus
+/// one (RFC 9369 §3.2).
+fn quic_packet(version: u32, packet: &[u8]) -> Option<(LongType, usize)> {
     let invariant = parse_long_invariant(packet).ok()?;
-    let ty = match (packet[0] >> 4) & 0b11 {
+    let bits = (packet[0] >> 4) & 0b11;
+    let v1_bits = if version == QUIC_V2 {
+        bits.wrapping_sub(1) & 0b11
+    } else {
+        bits
+    };
+    let ty = match v1_bits {
         0 => LongType::Initial,
         1 => LongType::ZeroRtt,
         2 => LongType::Handshake,
@@ -254,6 +262,37 @@ mod tests {
         assert_eq!((v1.initial, v1.handshake, v1.zero_rtt), (1, 1, 0));
         assert_eq!(census.short_headers, 0, "the short header was coalesced");
         assert_eq!(census.bytes, datagram.len() as u64);
+    }
+
+    #[test]
+    fn v2_packets_are_counted_by_their_own_type_bits() {
+        // RFC 9369 §3.2: v2's Initial is v1's type bits 0b01, its
+        // Handshake 0b11, its Retry 0b00.
+        let v2 = |v1_type: u8| {
+            let mut p = v1_packet(v1_type, &[1, 2], 30);
+            p[0] = 0xc0 | (((v1_type + 1) & 0b11) << 4);
+            p[1..5].copy_from_slice(&QUIC_V2.to_be_bytes());
+            p
+        };
+        let mut datagram = v2(0);
+        datagram.extend(v2(2));
+        let mut census = Census::default();
+        census.record(&datagram);
+        let mut retry = vec![0xc0];
+        retry.extend_from_slice(&QUIC_V2.to_be_bytes());
+        retry.extend_from_slice(&[0, 0]);
+        retry.extend_from_slice(&[0u8; 20]);
+        census.record(&retry);
+        let counts = &census.long_headers["0x6b3343cf"];
+        assert_eq!(
+            (
+                counts.initial,
+                counts.handshake,
+                counts.retry,
+                counts.unparsed
+            ),
+            (1, 1, 1, 0)
+        );
     }
 
     #[test]

@@ -478,3 +478,51 @@ fn the_server_listens_dual_stack_on_port_4433_by_default() {
     let help = expect_success(&out);
     assert!(help.contains("[default: [::]:4433"), "{help}");
 }
+
+#[test]
+fn a_v2_client_gets_its_file_in_v2_and_a_server_without_v2_sends_it_to_v1() {
+    // RFC 9369: `--versions v2` starts in QUIC v2. A server that lists
+    // v2 serves it in v2; the default server (sift/1, v1) answers with
+    // Version Negotiation and a client that also lists v1 starts over there.
+    let dir = TestDir::new("quic-v2");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let data = content(200_000, 29);
+    std::fs::write(root.join("f.bin"), &data).unwrap();
+    let with_v2 = Server::start(&root, &["--versions", "v2,sift/1,v1", "--retry"]);
+    let default = Server::start(&root, &[]);
+    for (server, versions, expected) in
+        [(&with_v2, "v2", "QUIC v2"), (&default, "v2,v1", "QUIC v1")]
+    {
+        let dest = local.join(format!("{}.bin", expected.replace(' ', "-")));
+        let out = run_client(&[
+            "get",
+            &server.url("f.bin"),
+            "-o",
+            dest.to_str().unwrap(),
+            "--versions",
+            versions,
+            &server.pin(),
+        ]);
+        expect_success(&out);
+        assert_eq!(std::fs::read(&dest).unwrap(), data, "{versions}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(expected), "{versions}: {stdout}");
+    }
+    // A v2-only client and a server without v2 have nothing in common.
+    let out = run_client(&[
+        "get",
+        &default.url("f.bin"),
+        "-o",
+        local.join("none.bin").to_str().unwrap(),
+        "--versions",
+        "v2",
+        &default.pin(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("QUIC v2") || stderr.contains("sift/1"),
+        "{stderr}"
+    );
+}

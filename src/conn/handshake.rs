@@ -125,6 +125,8 @@ struct SessionRecipe {
     tls: TlsConfig,
     remote: SocketAddr,
     /// Client: the version it starts in (its tickets are scoped to it).
+    /// Server: the version it chose. The TLS session takes that
+    /// version's key schedule (`crypto::tls`).
     version: u32,
 }
 
@@ -144,7 +146,11 @@ impl SessionRecipe {
                 self.version,
                 encoded,
             )?),
-            (Protection::Tls, Side::Server) => Box::new(TlsSession::server(&self.tls, encoded)?),
+            (Protection::Tls, Side::Server) => Box::new(TlsSession::server_in_version(
+                &self.tls,
+                self.version,
+                encoded,
+            )?),
         })
     }
 }
@@ -428,7 +434,10 @@ impl Handshake {
         let mut negotiated_version = None;
         if self.session.is_none() && self.side == Side::Server {
             match self.choose_server_version()? {
-                Some(version) => negotiated_version = Some(version),
+                Some(version) => {
+                    negotiated_version = Some(version);
+                    self.recipe.version = version;
+                }
                 None => return Ok(Progress::default()),
             }
         }

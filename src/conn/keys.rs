@@ -26,7 +26,7 @@
 
 use super::error::{codes, TransportFailure};
 use super::{Connection, Protection};
-use crate::crypto::tls::initial_protection;
+use crate::crypto::tls::initial_protection_in;
 use crate::crypto::{NullProtection, PacketProtection};
 use crate::recovery::SpaceId;
 use crate::wire::{decode_packet_number, ParsedHeader, HEADER_TAG_LEN};
@@ -42,16 +42,18 @@ const CONFIDENTIALITY_MARGIN: u64 = 1 << 16;
 /// CONNECTION_CLOSE and its repeats; past the limit nothing is sealed.
 const CLOSE_RESERVE: u64 = 1 << 10;
 
-/// The Initial keys of `protection` for `side`, from the client's first
-/// destination connection ID.
+/// The Initial keys of `protection` in `version` for `side`, from the
+/// client's first destination connection ID (QUIC v2 has its own salt,
+/// RFC 9369 §3.3.1).
 pub(super) fn initial_keys(
     protection: Protection,
+    version: u32,
     client_dcid: &[u8],
     side: Side,
 ) -> Box<dyn PacketProtection> {
     match protection {
         Protection::Null => Box::new(NullProtection),
-        Protection::Tls => Box::new(initial_protection(client_dcid, side)),
+        Protection::Tls => Box::new(initial_protection_in(version, client_dcid, side)),
     }
 }
 
@@ -139,17 +141,22 @@ impl Connection {
             if ours == Protection::Null {
                 self.protection_mismatch = Some(Protection::Tls);
             }
-            return Some(initial_keys(Protection::Tls, client_dcid, Side::Server));
+            return Some(initial_keys(
+                Protection::Tls,
+                parsed.version,
+                client_dcid,
+                Side::Server,
+            ));
         }
         let packet_number = decode_packet_number(None, parsed.truncated_pn);
         let (header, tag) = packet
             .get(..parsed.header_len + HEADER_TAG_LEN)?
             .split_at(parsed.header_len);
-        let keys = initial_keys(ours, client_dcid, Side::Server);
+        let keys = initial_keys(ours, parsed.version, client_dcid, Side::Server);
         if keys.verify_header_tag(packet_number, header, tag) {
             return Some(keys);
         }
-        let keys = initial_keys(theirs, client_dcid, Side::Server);
+        let keys = initial_keys(theirs, parsed.version, client_dcid, Side::Server);
         if !keys.verify_header_tag(packet_number, header, tag) {
             return None;
         }

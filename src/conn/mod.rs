@@ -247,7 +247,7 @@ impl Default for Config {
             token_store: None,
             repair_damaged_headers: true,
             lie_about_losses: ReceiverLie::Honest,
-            versions: version::SUPPORTED_VERSIONS.to_vec(),
+            versions: version::DEFAULT_VERSIONS.to_vec(),
             trace: None,
             careful_resume: Some(sift_cc::CarefulResumeConfig::default()),
         }
@@ -409,6 +409,11 @@ pub struct Connection {
     /// space, indexed by `SpaceId` (`spaces.rs`).
     spaces: [PacketSpace; 3],
     key_phases: KeyPhases,
+    /// Server moved from the client's original version to one with other
+    /// Initial keys (QUIC v1 to v2): the original's, which open the
+    /// client's Initials still in that version (RFC 9368 §2.3, RFC 9369
+    /// §4). Dropped with the Initial space.
+    original_initial_keys: Option<Box<dyn crate::crypto::PacketProtection>>,
     /// Server: the client's first Initial asked for this other protection.
     protection_mismatch: Option<Protection>,
     /// Server: refuse the client's first Initial with this code and reason.
@@ -642,8 +647,14 @@ impl Connection {
         let handshake = Handshake::new(side, &config, remote, versions.original(), params)
             .map_err(|error| Error::InvalidConfig(error.to_string()))?;
         // A server derives its Initial keys from the client's first Initial.
-        let initial_keys = (side == Side::Client)
-            .then(|| keys::initial_keys(config.protection, original_dcid.as_slice(), side));
+        let initial_keys = (side == Side::Client).then(|| {
+            keys::initial_keys(
+                config.protection,
+                versions.original(),
+                original_dcid.as_slice(),
+                side,
+            )
+        });
         let mut conn = Self {
             side,
             local,
@@ -667,6 +678,7 @@ impl Connection {
                 ),
             ],
             key_phases: KeyPhases::default(),
+            original_initial_keys: None,
             protection_mismatch: None,
             tokens: tokens::Tokens::default(),
             refusal: None,
@@ -983,6 +995,7 @@ impl Connection {
         self.versions = versions;
         self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
+            version,
             self.original_dcid.as_slice(),
             Side::Client,
         ));
@@ -1177,6 +1190,7 @@ impl Connection {
         self.peer_cid = retry.scid;
         self.spaces[SpaceId::Initial].keys = Some(keys::initial_keys(
             self.config.protection,
+            self.versions.original(),
             retry.scid.as_slice(),
             Side::Client,
         ));
@@ -1598,6 +1612,9 @@ impl Connection {
     }
 
     fn discard_space(&mut self, space: SpaceId) {
+        if space == SpaceId::Initial {
+            self.original_initial_keys = None;
+        }
         if self.spaces[space].keys.take().is_some() {
             self.recovery.discard_space(space);
             self.spaces[space].probes = 0;

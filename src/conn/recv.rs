@@ -163,7 +163,12 @@ impl Connection {
                     self.versions.on_first_client_packet(version);
                     self.handshake.set_client_original_version(version);
                 }
-                self.versions.format_for_long_header(version)
+                let before = self.versions.current().version();
+                let format = self.versions.format_for_long_header(version);
+                if self.side == Side::Client && self.versions.current().version() != before {
+                    self.rekey_initial_for(version);
+                }
+                format
             }
             _ => Some(self.versions.current()),
         }
@@ -255,7 +260,7 @@ impl Connection {
         let header_keys = if zero_rtt {
             self.zero_rtt.keys.as_deref()
         } else {
-            self.spaces[space].keys.as_deref()
+            self.long_header_keys(space, parsed.version)
         };
         let Some(header_keys) = header_keys else {
             // Keys not yet available or already discarded.
@@ -282,9 +287,7 @@ impl Connection {
         } else if space == SpaceId::Data {
             self.one_rtt_opening_keys(parsed.key_phase, packet_number)
         } else {
-            self.spaces[space]
-                .keys
-                .as_deref()
+            self.long_header_keys(space, parsed.version)
                 .map(|keys| (keys, KeySlot::Current))
         };
         let Some((protection, key_slot)) = opening else {
@@ -894,10 +897,55 @@ impl Connection {
         Ok(())
     }
 
+    /// The keys of `space` for a packet of `version`: a server that moved
+    /// the client to a version with other Initial keys opens the client's
+    /// Initials in its original version with the original's.
+    fn long_header_keys(
+        &self,
+        space: SpaceId,
+        version: u32,
+    ) -> Option<&dyn crate::crypto::PacketProtection> {
+        match &self.original_initial_keys {
+            Some(original) if space == SpaceId::Initial && version == self.versions.original() => {
+                Some(&**original)
+            }
+            _ => self.spaces[space].keys.as_deref(),
+        }
+    }
+
+    /// The connection moved to `version`: if its Initial keys differ from
+    /// the original version's (QUIC v2's salt, RFC 9369 §3.3.1), Initials
+    /// go out from now on under `version`'s, derived from the same client
+    /// destination ID (RFC 9368 §2.3); a server keeps the original's to
+    /// open the client's Initials that are still in it.
+    fn rekey_initial_for(&mut self, version: u32) {
+        let original = self.versions.original();
+        if crate::crypto::tls::same_key_schedule(original, version)
+            || self.spaces[SpaceId::Initial].keys.is_none()
+        {
+            return;
+        }
+        let client_dcid = match (self.side, &self.tokens.retry) {
+            (Side::Client, Some((_, retry_scid))) => *retry_scid,
+            _ => self.original_dcid,
+        };
+        let keys = super::keys::initial_keys(
+            self.config.protection,
+            version,
+            client_dcid.as_slice(),
+            self.side,
+        );
+        let previous = self.spaces[SpaceId::Initial].keys.replace(keys);
+        if self.side == Side::Server {
+            self.original_initial_keys = previous;
+        }
+    }
+
     fn on_handshake_progress(&mut self, progress: Progress) -> Result<(), TransportFailure> {
         if let Some(version) = progress.negotiated_version {
             // Everything from our first flight on goes out in it.
             self.versions.settle_on(version);
+            self.rekey_initial_for(version);
         }
         if let Some(keys) = progress.handshake_keys {
             self.spaces[SpaceId::Handshake].keys = Some(keys);

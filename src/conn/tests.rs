@@ -1896,6 +1896,7 @@ mod rfc9000;
 mod rfc9000_packets;
 mod rfc9001;
 mod rfc9368;
+mod rfc9369;
 mod rfc9959;
 mod rfc_rules;
 

@@ -8,7 +8,10 @@
 //!   header is named in a CORRUPTED frame;
 //! - **QUIC v1** ([`QUIC_V1`]): header protection over 1–4 byte packet
 //!   numbers and one AEAD tag over the frames (RFC 9000 §17, RFC 9001 §5);
-//!   any damage looks like a forgery, so nothing can be named.
+//!   any damage looks like a forgery, so nothing can be named;
+//! - **QUIC v2** ([`QUIC_V2`]): v1's layout and protection with other
+//!   long-header type bits (RFC 9369 §3.2); its keys differ (its own
+//!   Initial salt and labels), which the level's keys carry, not the format.
 //!
 //! A connection holds one [`PacketFormat`] for short headers and picks a
 //! long header's by its version field ([`for_version`]); it never asks
@@ -22,7 +25,7 @@ use crate::wire::{
     encode_quic_header, packet_number_len, parse_header, parse_quic_header, quic_header_len,
     reserved_bits_clear, reveal_packet_number, Header, ParsedHeader, WireError,
     HEADER_PROTECTION_SAMPLE_LEN, PACKET_NUMBER_LEN, QUIC_V1 as QUIC_V1_VERSION,
-    SHORT_HEADER_DCID_LEN, VERSION as SIFT_V1_VERSION,
+    QUIC_V2 as QUIC_V2_VERSION, SHORT_HEADER_DCID_LEN, VERSION as SIFT_V1_VERSION,
 };
 
 /// One version's packet layout and protection.
@@ -88,7 +91,8 @@ pub trait PacketFormat: Send + Sync + std::fmt::Debug {
 #[derive(Debug)]
 pub struct SiftFormat;
 
-/// QUIC version 1: RFC 9000 §17 headers, RFC 9001 §5 protection.
+/// QUIC version 1 (RFC 9000 §17 headers, RFC 9001 §5 protection) and
+/// version 2 (RFC 9369), told apart by `version`.
 #[derive(Debug)]
 pub struct QuicFormat {
     version: u32,
@@ -100,12 +104,17 @@ pub static SIFT_V1: SiftFormat = SiftFormat;
 pub static QUIC_V1: QuicFormat = QuicFormat {
     version: QUIC_V1_VERSION,
 };
+/// The QUIC v2 format.
+pub static QUIC_V2: QuicFormat = QuicFormat {
+    version: QUIC_V2_VERSION,
+};
 
 /// The format of `version`, if sift speaks it.
 pub fn for_version(version: u32) -> Option<&'static dyn PacketFormat> {
     match version {
         SIFT_V1_VERSION => Some(&SIFT_V1),
         QUIC_V1_VERSION => Some(&QUIC_V1),
+        QUIC_V2_VERSION => Some(&QUIC_V2),
         _ => None,
     }
 }

@@ -2516,3 +2516,4 @@ fn a_qlog_directory_gets_no_file_for_clients_that_never_prove_their_address() {
 mod rfc9000;
 mod rfc9000_versions;
 mod rfc9368;
+mod rfc9369;

@@ -37,7 +37,7 @@ pub use packet_number::{
 };
 pub use quic::{
     encode_quic_header, parse_quic_header, quic_header_len, reserved_bits_clear,
-    reveal_packet_number, HEADER_PROTECTION_SAMPLE_LEN, QUIC_V1,
+    reveal_packet_number, HEADER_PROTECTION_SAMPLE_LEN, QUIC_V1, QUIC_V2,
 };
 pub use ranges::RangeSet;
 pub use retry::{

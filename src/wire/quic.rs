@@ -1,5 +1,7 @@
 //! QUIC version 1 packet headers (RFC 9000 §17), as bytes: the other packet
-//! format sift speaks, with every QUIC peer (DESIGN §3.1).
+//! format sift speaks, with every QUIC peer (DESIGN §3.1). QUIC version 2
+//! (RFC 9369) lays its headers out the same way with other long-header
+//! type bits (§3.2), so it is parsed and written here too.
 //!
 //! ```text
 //! Long:  flags = 1 1 T T R R P P | version(4) | dcid_len(1) dcid | scid_len(1) scid
@@ -26,6 +28,8 @@ use super::WireError;
 
 /// QUIC version 1 (RFC 9000).
 pub const QUIC_V1: u32 = 0x0000_0001;
+/// QUIC version 2 (RFC 9369 §3.1).
+pub const QUIC_V2: u32 = 0x6b33_43cf;
 
 /// The fixed bit, set in both header forms (RFC 9000 §17.2, §17.3).
 const FIXED_BIT: u8 = 0x40;
@@ -43,6 +47,32 @@ pub const MAX_PN_LEN: usize = 4;
 
 /// The long-header type bits of a QUIC v1 Retry (RFC 9000 §17.2.5).
 pub const QUIC_RETRY_TYPE: u8 = 0b11;
+/// The long-header type bits of a QUIC v2 Retry (RFC 9369 §3.2).
+pub const QUIC_V2_RETRY_TYPE: u8 = 0b00;
+
+/// The long-header type bits of `ty` in `version`: v1's (RFC 9000 §17.2:
+/// Initial 0b00, 0-RTT 0b01, Handshake 0b10) unless `version` is v2,
+/// whose types move up by one (RFC 9369 §3.2: Initial 0b01, 0-RTT 0b10,
+/// Handshake 0b11).
+fn long_type_bits(version: u32, ty: PacketType) -> u8 {
+    let v1 = super::header::long_type_bits(ty);
+    if version == QUIC_V2 {
+        (v1 + 1) & 0b11
+    } else {
+        v1
+    }
+}
+
+/// The packet type of long-header type bits `bits` in `version` (the
+/// inverse of [`long_type_bits`]); a Retry's bits are an error here.
+fn long_packet_type(version: u32, bits: u8) -> Result<PacketType, WireError> {
+    let v1_bits = if version == QUIC_V2 {
+        bits.wrapping_sub(1) & 0b11
+    } else {
+        bits
+    };
+    super::header::long_packet_type(v1_bits).map_err(|_| WireError::UnsupportedPacketType(bits))
+}
 
 /// Appends `header` in the QUIC v1 layout with its packet number in
 /// `pn_len` bytes (1 to 4), before any protection; `payload_len` is the
@@ -59,7 +89,7 @@ pub fn encode_quic_header(
     let pn_bits = (pn_len - 1) as u8;
     match header.ty {
         PacketType::Initial | PacketType::ZeroRtt | PacketType::Handshake => {
-            let type_bits = super::header::long_type_bits(header.ty);
+            let type_bits = long_type_bits(header.version, header.ty);
             put_u8(
                 out,
                 LONG_FORM_BIT | FIXED_BIT | (type_bits << LONG_TYPE_SHIFT) | pn_bits,
@@ -111,8 +141,8 @@ pub fn quic_header_len(header: &Header<'_>, pn_len: usize, payload_len: usize) -
     before_pn + pn_len
 }
 
-/// Parses a QUIC v1 header (of `version`, whose long headers have v1's
-/// layout) up to its protected packet number, and checks that the packet
+/// Parses a QUIC v1 or v2 header (of `version`, whose long headers have
+/// v1's layout) up to its protected packet number, and checks that the packet
 /// is all there. In the result, `header_len` is where the packet number
 /// starts and `payload_len` what follows it up to the packet's end;
 /// `truncated_pn`, `key_phase` and the final lengths come from
@@ -134,7 +164,7 @@ pub fn parse_quic_header(
         if packet_version != version {
             return Err(WireError::UnsupportedVersion(packet_version));
         }
-        let ty = super::header::long_packet_type((flags >> LONG_TYPE_SHIFT) & 0b11)?;
+        let ty = long_packet_type(version, (flags >> LONG_TYPE_SHIFT) & 0b11)?;
         let dcid = read_cid(&mut reader)?;
         let scid = read_cid(&mut reader)?;
         let token = if ty == PacketType::Initial {
@@ -284,6 +314,63 @@ mod tests {
     }
 
     #[test]
+    fn rfc_9369_initial_headers_have_the_documented_bytes() {
+        // RFC 9369 §A.2 and §A.3, before header protection: v2's Initial
+        // type bits are 0b01 (0xd3: long, fixed, type 01, pn length 4).
+        let client = Header {
+            ty: PacketType::Initial,
+            version: QUIC_V2,
+            dcid: cid(&[0x83, 0x94, 0xc8, 0xf0, 0x3e, 0x51, 0x57, 0x08]),
+            scid: ConnectionId::EMPTY,
+            token: &[],
+            packet_number: 2,
+            payload_len: 0,
+            key_phase: false,
+        };
+        let mut out = Vec::new();
+        encode_quic_header(&client, 4, 1178, &mut out);
+        assert_eq!(out, hex("d36b3343cf088394c8f03e5157080000449e00000002"));
+        let server = Header {
+            dcid: ConnectionId::EMPTY,
+            scid: cid(&[0xf0, 0x67, 0xa5, 0x50, 0x2a, 0x42, 0x62, 0xb5]),
+            packet_number: 1,
+            ..client
+        };
+        out.clear();
+        encode_quic_header(&server, 2, 115, &mut out);
+        assert_eq!(out, hex("d16b3343cf0008f067a5502a4262b50040750001"));
+    }
+
+    #[test]
+    fn v2_long_header_types_are_v1_types_moved_up_by_one() {
+        // RFC 9369 §3.2: Initial 0b01, 0-RTT 0b10, Handshake 0b11, Retry 0b00.
+        for (ty, v1_bits, v2_bits) in [
+            (PacketType::Initial, 0b00, 0b01),
+            (PacketType::ZeroRtt, 0b01, 0b10),
+            (PacketType::Handshake, 0b10, 0b11),
+        ] {
+            assert_eq!(long_type_bits(QUIC_V1, ty), v1_bits, "{ty:?}");
+            assert_eq!(long_type_bits(QUIC_V2, ty), v2_bits, "{ty:?}");
+            assert_eq!(long_packet_type(QUIC_V2, v2_bits), Ok(ty));
+        }
+        assert_eq!(
+            long_packet_type(QUIC_V2, QUIC_V2_RETRY_TYPE),
+            Err(WireError::UnsupportedPacketType(QUIC_V2_RETRY_TYPE))
+        );
+        assert_eq!(
+            long_packet_type(QUIC_V1, QUIC_RETRY_TYPE),
+            Err(WireError::UnsupportedPacketType(QUIC_RETRY_TYPE))
+        );
+    }
+
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
     fn packets_shorter_than_a_sample_are_refused() {
         let mut out = Vec::new();
         encode_quic_header(&header(PacketType::OneRtt, 1), 1, 0, &mut out);
@@ -374,6 +461,7 @@ mod tests {
     proptest! {
         #[test]
         fn headers_round_trip_through_parse_and_reveal(
+            version in prop_oneof![Just(QUIC_V1), Just(QUIC_V2)],
             ty in prop_oneof![
                 Just(PacketType::Initial),
                 Just(PacketType::ZeroRtt),
@@ -386,7 +474,7 @@ mod tests {
             key_phase in any::<bool>(),
             trailing in proptest::collection::vec(any::<u8>(), 0..30),
         ) {
-            let header = Header { key_phase, ..header(ty, packet_number) };
+            let header = Header { key_phase, version, ..header(ty, packet_number) };
             let mut datagram = Vec::new();
             encode_quic_header(&header, pn_len, payload_len, &mut datagram);
             prop_assert_eq!(datagram.len(), quic_header_len(&header, pn_len, payload_len));
@@ -396,7 +484,7 @@ mod tests {
                 // A following coalesced packet does not change the parse.
                 datagram.extend_from_slice(&trailing);
             }
-            let mut parsed = parse_quic_header(&datagram, QUIC_V1, 8).expect("ours parses");
+            let mut parsed = parse_quic_header(&datagram, version, 8).expect("ours parses");
             prop_assert_eq!(parsed.ty, ty);
             prop_assert_eq!(parsed.dcid, header.dcid);
             prop_assert_eq!(parsed.packet_len, packet_len);

@@ -1,12 +1,13 @@
 //! The Retry packet (RFC 9000 §17.2.5): a server's stateless answer to a
 //! client Initial, asking it to prove it owns its address by sending its
 //! Initial again with the token. It goes out in the version of the Initial
-//! it answers; the two layouts differ only in the flags.
+//! it answers; the layouts differ only in the flags.
 //!
 //! ```text
 //! sift/1:  flags = 1 1 1 K 0 0 0 0 | version(4) | dcid_len(1) dcid | scid_len(1) scid
 //!          | token(rest) | integrity_tag(16)
 //! QUIC v1: flags = 1 1 1 1 U U U U (U: unused, any value), the rest alike
+//! QUIC v2: flags = 1 1 0 0 U U U U (RFC 9369 §3.2: Retry is type 0b00)
 //! ```
 //!
 //! `dcid` is the client's source connection ID, `scid` the connection ID
@@ -16,7 +17,9 @@
 //! it, so corruption is caught and only someone who saw the client's
 //! Initial can make a Retry it accepts.
 
-use super::{put_u32, put_u8, ConnectionId, Reader, WireError, MAX_CID_LEN, QUIC_V1, VERSION};
+use super::{
+    put_u32, put_u8, ConnectionId, Reader, WireError, MAX_CID_LEN, QUIC_V1, QUIC_V2, VERSION,
+};
 
 /// Bytes of the Retry integrity tag.
 pub const RETRY_INTEGRITY_TAG_LEN: usize = 16;
@@ -25,6 +28,9 @@ pub const RETRY_FLAGS: u8 = 0x80 | (0b11 << 5);
 /// A QUIC v1 Retry's flags: long form, fixed bit, type 0b11 (the low four
 /// bits are unused).
 const QUIC_RETRY_FLAGS: u8 = 0xf0;
+/// A QUIC v2 Retry's flags: long form, fixed bit, type 0b00 (RFC 9369
+/// §3.2; the low four bits are unused).
+const QUIC_V2_RETRY_FLAGS: u8 = 0xc0;
 /// The largest token a Retry may carry: the token goes back in an Initial,
 /// which must fit a 1200-byte datagram with the client's first flight.
 pub const MAX_RETRY_TOKEN_LEN: usize = 512;
@@ -55,6 +61,7 @@ pub fn is_retry(datagram: &[u8]) -> bool {
     match u32::from_be_bytes([version[0], version[1], version[2], version[3]]) {
         VERSION => datagram[0] & 0xf0 == RETRY_FLAGS & 0xf0,
         QUIC_V1 => datagram[0] & 0xf0 == QUIC_RETRY_FLAGS,
+        QUIC_V2 => datagram[0] & 0xf0 == QUIC_V2_RETRY_FLAGS,
         _ => false,
     }
 }
@@ -64,6 +71,7 @@ fn retry_flags_valid(version: u32, flags: u8) -> bool {
     match version {
         VERSION => flags == RETRY_FLAGS,
         QUIC_V1 => flags & 0xf0 == QUIC_RETRY_FLAGS,
+        QUIC_V2 => flags & 0xf0 == QUIC_V2_RETRY_FLAGS,
         _ => false,
     }
 }
@@ -119,6 +127,7 @@ pub fn encode_retry_unsigned(
     let flags = match version {
         VERSION => RETRY_FLAGS,
         QUIC_V1 => QUIC_RETRY_FLAGS,
+        QUIC_V2 => QUIC_V2_RETRY_FLAGS,
         _ => return Err(WireError::UnsupportedVersion(version)),
     };
     put_u8(out, flags);
@@ -198,6 +207,37 @@ mod tests {
         assert!(!is_retry(&[0x80, 0x53, 0x46, 0x00, 0x01]));
         assert!(!is_retry(&[0xe0, 0, 0, 0, 1]), "a v1 Handshake");
         assert!(!is_retry(&[0xf0, 0, 0, 0, 2]), "another version");
+        // RFC 9369 §3.2: v1's Retry type bits are v2's Handshake, and v2's
+        // Retry type bits are v1's Initial.
+        assert!(!is_retry(&[0xf0, 0x6b, 0x33, 0x43, 0xcf]), "a v2 Handshake");
+        assert!(!is_retry(&[0xd0, 0x6b, 0x33, 0x43, 0xcf]), "a v2 Initial");
+        assert!(!is_retry(&[0xc0, 0, 0, 0, 1]), "a v1 Initial");
+        assert!(is_retry(&[0xcf, 0x6b, 0x33, 0x43, 0xcf]), "a v2 Retry");
+    }
+
+    #[test]
+    fn the_rfc_9369_retry_parses_as_a_v2_retry() {
+        // RFC 9369 §A.4.
+        let bytes: Vec<u8> = (0..72)
+            .step_by(2)
+            .map(|i| {
+                let text =
+                    "cf6b3343cf0008f067a5502a4262b5746f6b656ec8646ce8bfe33952d955543665dcc7b6";
+                u8::from_str_radix(&text[i..i + 2], 16).unwrap()
+            })
+            .collect();
+        let parsed = parse_retry(&bytes).unwrap();
+        assert_eq!(parsed.version, QUIC_V2);
+        assert_eq!(parsed.dcid, ConnectionId::EMPTY);
+        assert_eq!(
+            parsed.scid.as_slice(),
+            [0xf0, 0x67, 0xa5, 0x50, 0x2a, 0x42, 0x62, 0xb5]
+        );
+        assert_eq!(parsed.token, b"token");
+        let mut ours = Vec::new();
+        encode_retry_unsigned(&mut ours, QUIC_V2, &parsed.dcid, &parsed.scid, b"token").unwrap();
+        assert_eq!(ours[0], 0xc0, "unused bits sent as zero");
+        assert_eq!(ours[1..], parsed.signed[1..]);
     }
 
     #[test]

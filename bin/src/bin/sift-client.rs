@@ -112,8 +112,11 @@ struct Common {
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     pmtud: OnOff,
     /// Versions to speak, most preferred first: sift/1 (split tags,
-    /// corruption notices) and v1 (QUIC version 1). The client starts in v1
-    /// and a sift server upgrades it to sift/1 without a round trip.
+    /// corruption notices), v1 (QUIC version 1) and v2 (QUIC version 2,
+    /// RFC 9369). The client starts in v1 and a sift server upgrades it to
+    /// sift/1 without a round trip; listed before v1, v2 is where it starts
+    /// (rustls cannot move a handshake from v1 to v2), and a server without
+    /// v2 sends it back to v1 with Version Negotiation.
     #[arg(long, global = true, value_name = "LIST", default_value = "sift/1,v1", value_delimiter = ',', value_parser = common::parse_version)]
     versions: Vec<u32>,
     /// Print one JSON object (DESIGN §11 flow fields, plus sha256 and path)

@@ -133,8 +133,10 @@ struct Args {
     #[arg(long, value_name = "on|off|loss-share", default_value = "on")]
     careful_resume: CarefulResumeMode,
     /// Versions to speak, most preferred first: sift/1 (split tags,
-    /// corruption notices) and v1 (QUIC version 1: any QUIC client). A
-    /// client that offers sift/1 is upgraded to it without a round trip.
+    /// corruption notices), v1 (QUIC version 1: any QUIC client) and v2
+    /// (QUIC version 2, RFC 9369). A v1 client that offers sift/1, or v2
+    /// when v2 comes before v1 here, is moved to it without a round trip;
+    /// a client of a version not listed hears Version Negotiation.
     #[arg(long, value_name = "LIST", default_value = "sift/1,v1", value_delimiter = ',', value_parser = common::parse_version)]
     versions: Vec<u32>,
     /// Where the server keeps its certificate, key and authorized_clients

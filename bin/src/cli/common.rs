@@ -91,12 +91,14 @@ pub fn parse_initial_window(text: &str) -> Result<u64, String> {
 }
 
 /// clap value parser for one entry of `--versions` (comma-separated,
-/// most preferred first): `sift/1`, or `v1` for QUIC version 1.
+/// most preferred first): `sift/1`, `v1` for QUIC version 1, or `v2` for
+/// QUIC version 2 (RFC 9369).
 pub fn parse_version(name: &str) -> Result<u32, String> {
     match name.trim() {
         "sift/1" | "sift" => Ok(sift::wire::VERSION),
         "v1" | "quic" | "quic-v1" => Ok(sift::wire::QUIC_V1),
-        other => Err(format!("unknown version {other:?}: use sift/1 and v1")),
+        "v2" | "quic-v2" => Ok(sift::wire::QUIC_V2),
+        other => Err(format!("unknown version {other:?}: use sift/1, v1 and v2")),
     }
 }
 

@@ -176,8 +176,11 @@ impl FlowReport {
                 self.retransmitted_packets, self.ptos
             ),
         );
-        if self.version == "QUIC v1" {
-            row("corrupted", "QUIC v1 peer: no corruption notices".into());
+        if self.version.starts_with("QUIC v") {
+            row(
+                "corrupted",
+                format!("{} peer: no corruption notices", self.version),
+            );
         } else {
             row(
                 "corrupted",

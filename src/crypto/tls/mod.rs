@@ -5,8 +5,10 @@
 //!
 //! The only module of sift that names rustls. Decisions:
 //! - rustls's QUIC v1 key schedule (RFC 9001 §5: Initial salt, "quic key" /
-//!   "quic iv" / "quic ku" labels), although sift's version field differs
-//!   from QUIC's: the schedule is what rustls offers and what reviewers know.
+//!   "quic iv" / "quic ku" labels) for v1 and sift/1, although sift/1's
+//!   version field differs from QUIC's: the schedule is what rustls offers
+//!   and what reviewers know. QUIC v2 runs rustls's v2 schedule (RFC 9369
+//!   §3.3), chosen when a session is made (`key_schedule`).
 //! - Transport parameters ride in the TLS extension, encoded as in Null mode
 //!   (RFC 9000 §18 TLV), `corruption_notices` among them.
 //! - TLS 1.3 only. Session tickets and 0-RTT when configured
@@ -63,17 +65,49 @@ fn rustls_side(side: Side) -> rustls::Side {
     }
 }
 
-/// RFC 9001 §5.2 Initial keys for `side`, from the client's first
-/// destination connection ID (AES-128-GCM). Anyone who sees the packet can
-/// derive them: they protect against corruption and off-path injection,
-/// not against an on-path observer.
+/// rustls's key schedule for a QUIC `version` on the wire: QUIC v2's
+/// (RFC 9369 §3.3: its Initial salt and "quicv2 key" / "quicv2 iv" /
+/// "quicv2 hp" / "quicv2 ku" labels) for v2, v1's for v1 and sift/1.
+///
+/// rustls fixes the schedule when a session is made
+/// (`quic::ClientConnection::new` sets `common_state.quic.version`, which
+/// nothing changes afterwards): a server picks it after it peeked at the
+/// ClientHello, but a client cannot follow a server from v1 to v2.
+fn key_schedule(version: u32) -> Version {
+    if version == crate::wire::QUIC_V2 {
+        Version::V2
+    } else {
+        Version::V1
+    }
+}
+
+/// RFC 9001 §5.2 Initial keys of QUIC v1 (and sift/1) for `side`: see
+/// [`initial_protection_in`].
 pub fn initial_protection(client_dcid: &[u8], side: Side) -> TlsProtection {
+    initial_protection_in(crate::wire::QUIC_V1, client_dcid, side)
+}
+
+/// Initial keys of `version` for `side`, from the client's first
+/// destination connection ID (AES-128-GCM; RFC 9001 §5.2, with RFC 9369
+/// §3.3.1's salt and §3.3.2's labels in v2). Anyone who sees the packet
+/// can derive them: they protect against corruption and off-path
+/// injection, not against an on-path observer.
+pub fn initial_protection_in(version: u32, client_dcid: &[u8], side: Side) -> TlsProtection {
     let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
         .tls13()
         .and_then(|suite| suite.quic_suite())
         .expect("the ring provider's TLS13_AES_128_GCM_SHA256 supports QUIC");
-    let keys = suite.keys(client_dcid, rustls_side(side), Version::V1);
+    let keys = suite.keys(client_dcid, rustls_side(side), key_schedule(version));
     protection_of(keys)
+}
+
+/// Whether `a` and `b` share a TLS key schedule, so that a handshake
+/// begun in one can go on in the other: v1 and sift/1 do, v2 is alone.
+pub fn same_key_schedule(a: u32, b: u32) -> bool {
+    matches!(
+        (key_schedule(a), key_schedule(b)),
+        (Version::V1, Version::V1) | (Version::V2, Version::V2)
+    )
 }
 
 /// A TLS config that presents and trusts one self-signed identity, made
@@ -259,10 +293,11 @@ impl TlsSession {
         remote: IpAddr,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
-        Self::make_client(config, remote, None, params)
+        Self::make_client(config, remote, None, Version::V1, params)
     }
 
-    /// A client session to `remote` starting in QUIC `version`: with
+    /// A client session to `remote` starting in QUIC `version` (under its
+    /// key schedule, which stays for the session's life): with
     /// [`TlsConfig::tickets`] it resumes with a ticket of that server,
     /// port and version if one is held (sending 0-RTT if allowed), and
     /// files the tickets it gets under the version set last
@@ -278,13 +313,14 @@ impl TlsSession {
             port: remote.port(),
             version,
         });
-        Self::make_client(config, remote.ip(), scope, params)
+        Self::make_client(config, remote.ip(), scope, key_schedule(version), params)
     }
 
     fn make_client(
         config: &TlsConfig,
         remote: IpAddr,
         scope: Option<TicketScope>,
+        schedule: Version,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
         let tickets = match (&config.tickets, scope) {
@@ -294,7 +330,7 @@ impl TlsSession {
         let ticket_version = tickets.as_ref().map(|t| t.version_handle());
         let client = config::client_config(config, tickets)?;
         let name = config::server_name(config, remote)?;
-        let connection = quic::ClientConnection::new(Arc::new(client), Version::V1, name, params)
+        let connection = quic::ClientConnection::new(Arc::new(client), schedule, name, params)
             .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
         let pins = match &config.trust {
             Some(ServerTrust::Pinned(pins)) => Some(pins.clone()),
@@ -333,11 +369,23 @@ impl TlsSession {
         })
     }
 
-    /// A server session sending `params`.
+    /// A QUIC v1 (or sift/1) server session sending `params`.
     pub fn server(config: &TlsConfig, params: Vec<u8>) -> Result<Self, TlsSetupError> {
+        Self::server_in_version(config, crate::wire::QUIC_V1, params)
+    }
+
+    /// A server session for a connection that runs QUIC `version` (the
+    /// server chose it from the ClientHello before making the session),
+    /// sending `params`.
+    pub fn server_in_version(
+        config: &TlsConfig,
+        version: u32,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
         let server = config::server_config(config, Some(&params))?;
-        let connection = quic::ServerConnection::new(Arc::new(server), Version::V1, params)
-            .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
+        let connection =
+            quic::ServerConnection::new(Arc::new(server), key_schedule(version), params)
+                .map_err(|error| TlsSetupError::Rustls(error.to_string()))?;
         Ok(Self {
             connection: connection.into(),
             next_secrets: None,
