@@ -61,7 +61,7 @@ func hqServer(args []string) error {
 	certFile := set.String("cert", "", "certificate chain to present (PEM)")
 	keyFile := set.String("key", "", "its private key (PEM)")
 	retry := set.Bool("retry", false, "make every new client prove its address with a Retry first")
-	versions := set.String("versions", "v1", "QUIC versions accepted: v1, v2 or both")
+	versions := set.String("versions", "v1,v2", "QUIC versions accepted: v1, v2 or both (quic-go's default: both)")
 	if _, err := parseInterspersed(set, args); err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func fetchHQ(targets []target, tlsConf *tls.Config, versions []quic.Version, opt
 		tickets = &ticketCache{tls.NewLRUClientSessionCache(4), make(chan struct{}, 1)}
 		tlsConf.ClientSessionCache = tickets
 	}
-	report := &hqReport{Stack: "quic-go", Version: versionName(versions[0]), ALPN: hqALPN}
+	report := &hqReport{Stack: "quic-go", Version: versionName(versions[0]), ALPN: hqALPN, Files: []fileReport{}}
 	groups := [][]target{targets}
 	if resuming && len(targets) > 1 {
 		groups = [][]target{targets[:1], targets[1:]}
