@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one command: build sift's binaries and the peers (quiche, quinn), then
-# run the comparison. Arguments go to `sift-compare run` (see --help); with
+# The one command: build sift's binaries and the peers (quiche, quinn, and
+# quic-go where Go is installed), then run the comparison. Arguments go to `sift-compare run` (see --help); with
 # none, the full comparison is written to interop/results/.
 #
 #   interop/compare.sh                          # everything (about an hour on 2 cores)
@@ -18,6 +18,11 @@ cd "$(dirname "$0")/.."
 cargo build --release --locked -p sift-bin --bins >&2
 cargo build --release --locked --manifest-path interop/Cargo.toml >&2
 compare="${CARGO_TARGET_DIR:-interop/target}/release/sift-compare"
+# quic-go's peer is a Go program; without Go this says so and the
+# comparison has no quic-go rows.
+if [ "${1:-}" != merge ]; then
+    interop/quic-go/build.sh "${CARGO_TARGET_DIR:-interop/target}/release" >&2
+fi
 extra=()
 if [ "${SIFT_COMPARE_QUICHE_0_24:-0}" = 1 ] && [ "${1:-}" != merge ]; then
     cargo build --release --locked --manifest-path interop/quiche-0.24/Cargo.toml >&2

@@ -1,5 +1,5 @@
-//! sift-compare: sift, quiche and quinn side by side over the same emulated
-//! links.
+//! sift-compare: sift, quiche, quinn and quic-go side by side over the same
+//! emulated links.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,11 +15,14 @@ use sift_interop::compare::links::LinkFile;
 use sift_interop::compare::plan::{link_variants, loopback_variants, Plan, Protection, Stack};
 use sift_interop::compare::report::{self, rate};
 use sift_interop::compare::results::{
-    Machine, Results, RunRecord, QUICHE_024_VERSION, QUICHE_VERSION, QUINN_VERSION,
+    Machine, Results, RunRecord, QUICHE_024_VERSION, QUICHE_VERSION, QUIC_GO_VERSION, QUINN_VERSION,
 };
 use sift_interop::compare::{chart, summary};
 use sift_interop::peers::quiche::config::CONTROLLERS;
 use sift_interop::peers::quinn::config::CONTROLLERS as QUINN_CONTROLLERS;
+
+/// quic-go's controllers (its API has CUBIC alone; interop/quic-go/file.go).
+const QUIC_GO_CONTROLLERS: &[&str] = &["cubic"];
 
 const EXAMPLES: &str = "\
 Examples:
@@ -37,9 +40,11 @@ Examples:
   sift-compare run --shard 3/8 --out /tmp/shards/3
   sift-compare merge /tmp/shards/* --out interop/results";
 
-/// Run sift, quiche and quinn over the same emulated links (sift-link),
-/// every controller of each, and write results.json, comparison.md and
-/// comparison.svg.
+/// Run sift, quiche, quinn and quic-go over the same emulated links
+/// (sift-link), every controller of each, and write results.json,
+/// comparison.md and comparison.svg. quic-go's rows need its peer built
+/// (`interop/quic-go/build.sh`, Go); without it they are left out with a
+/// line saying so.
 #[derive(Parser)]
 #[command(version, after_help = EXAMPLES)]
 struct Cli {
@@ -87,6 +92,10 @@ struct RunArgs {
     /// `none`: no quinn rows].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     quinn_cc: Vec<String>,
+    /// quic-go controllers [default: cubic, the only one quic-go v0.65.0's
+    /// API offers; `none`: no quic-go rows].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    quic_go_cc: Vec<String>,
     /// Directory of quiche024-server and quiche024-client (quiche 0.24
     /// built apart: `compare.sh` builds and passes it when
     /// SIFT_COMPARE_QUICHE_0_24=1); without it, no quiche 0.24 rows.
@@ -248,6 +257,17 @@ fn run_in(
             ),
         );
         peer_versions.push(format!("quiche-0.24 {QUICHE_024_VERSION}"));
+    }
+    let quic_go_ccs = controllers(&args.quic_go_cc, QUIC_GO_CONTROLLERS);
+    if binaries.quic_go.is_none() {
+        if !quic_go_ccs.is_empty() {
+            eprintln!(
+                "sift-compare: no quic-go rows: quic-go-server and quic-go-client are not built (interop/quic-go/build.sh DIR, needs Go)"
+            );
+        }
+    } else {
+        peers.push((Stack::QuicGo, quic_go_ccs));
+        peer_versions.push(format!("quic-go {QUIC_GO_VERSION}"));
     }
     peers.retain(|(_, ccs)| !ccs.is_empty());
     let loopback_peers: Vec<Stack> = peers.iter().map(|(stack, _)| *stack).collect();

@@ -1,4 +1,5 @@
-//! Where the binaries are (sift's three, each peer's server and client), which controllers the sift binaries offer,
+//! Where the binaries are (sift's three, each peer's server and client;
+//! quic-go's only where Go built them), which controllers the sift binaries offer,
 //! and whether they run with their default protection.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,9 @@ pub struct Binaries {
     /// quiche 0.24's server and client, when built (interop/quiche-0.24/,
     /// opt-in).
     pub quiche_024: Option<(PathBuf, PathBuf)>,
+    /// quic-go's server and client, when built (`interop/quic-go/build.sh`
+    /// puts them beside quinn's; it needs Go).
+    pub quic_go: Option<(PathBuf, PathBuf)>,
 }
 
 impl Binaries {
@@ -60,11 +64,16 @@ impl Binaries {
             quinn_server: find(quiche_dir, "quinn-server", quiche)?,
             quinn_client: find(quiche_dir, "quinn-client", quiche)?,
             quiche_024,
+            quic_go: Some((
+                quiche_dir.join("quic-go-server"),
+                quiche_dir.join("quic-go-client"),
+            ))
+            .filter(|(server, client)| server.is_file() && client.is_file()),
         })
     }
 
     /// The server and client of a peer stack (`None` for sift, and for
-    /// quiche 0.24 when it was not built).
+    /// quiche 0.24 or quic-go when it was not built).
     pub fn peer(&self, stack: Stack) -> Option<(&Path, &Path)> {
         match stack {
             Stack::Sift => None,
@@ -72,6 +81,10 @@ impl Binaries {
             Stack::Quinn => Some((&self.quinn_server, &self.quinn_client)),
             Stack::Quiche024 => self
                 .quiche_024
+                .as_ref()
+                .map(|(server, client)| (server.as_path(), client.as_path())),
+            Stack::QuicGo => self
+                .quic_go
                 .as_ref()
                 .map(|(server, client)| (server.as_path(), client.as_path())),
         }

@@ -20,6 +20,7 @@ const PANEL_CHROME: u32 = 80;
 const QUICHE: RGBColor = RGBColor(31, 119, 180);
 const QUICHE_024: RGBColor = RGBColor(158, 202, 225);
 const QUINN: RGBColor = RGBColor(148, 103, 189);
+const QUIC_GO: RGBColor = RGBColor(23, 190, 207);
 const SIFT_NOTICES_ON: RGBColor = RGBColor(44, 160, 44);
 const SIFT_NOTICES_OFF: RGBColor = RGBColor(255, 127, 14);
 
@@ -28,6 +29,7 @@ fn colour(row: &Row) -> RGBColor {
         (Stack::Quiche, _) => QUICHE,
         (Stack::Quiche024, _) => QUICHE_024,
         (Stack::Quinn, _) => QUINN,
+        (Stack::QuicGo, _) => QUIC_GO,
         (Stack::Sift, Some(false)) => SIFT_NOTICES_OFF,
         (Stack::Sift, _) => SIFT_NOTICES_ON,
     }

@@ -20,11 +20,15 @@ pub enum Stack {
     /// than the newest release's on long lossy paths (issue 37).
     #[serde(rename = "quiche-0.24")]
     Quiche024,
+    /// quic-go v0.65.0 (`quic-go-server`, `quic-go-client`: the Go program
+    /// in interop/quic-go/, built where Go is installed).
+    #[serde(rename = "quic-go")]
+    QuicGo,
 }
 
 impl Stack {
     /// The peers sift is compared with, in the order their rows appear.
-    pub const PEERS: [Stack; 3] = [Stack::Quiche, Stack::Quiche024, Stack::Quinn];
+    pub const PEERS: [Stack; 4] = [Stack::Quiche, Stack::Quiche024, Stack::Quinn, Stack::QuicGo];
 
     /// Whether this is one of the peers (not sift).
     pub fn is_peer(self) -> bool {
@@ -39,6 +43,7 @@ impl fmt::Display for Stack {
             Stack::Quiche => "quiche",
             Stack::Quinn => "quinn",
             Stack::Quiche024 => "quiche-0.24",
+            Stack::QuicGo => "quic-go",
         })
     }
 }

@@ -57,6 +57,7 @@ fn protection(row: &Row) -> &'static str {
     match (row.variant.stack, row.variant.protection) {
         (Stack::Quiche | Stack::Quiche024, _) => "TLS 1.3 (BoringSSL)",
         (Stack::Quinn, _) => "TLS 1.3 (rustls)",
+        (Stack::QuicGo, _) => "TLS 1.3 (Go crypto/tls)",
         (Stack::Sift, Protection::Default) => "default",
         (Stack::Sift, Protection::Null) => "Null",
     }

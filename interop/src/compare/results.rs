@@ -16,6 +16,10 @@ pub const QUICHE_VERSION: &str = "0.28.0";
 /// The quinn version the quinn peer is built with (interop/Cargo.lock).
 pub const QUINN_VERSION: &str = "0.11.12";
 
+/// The quic-go release the quic-go peer is built with
+/// (interop/quic-go/go.mod).
+pub const QUIC_GO_VERSION: &str = "0.65.0";
+
 /// The quiche release built apart as `quiche-0.24`
 /// (interop/quiche-0.24/Cargo.lock).
 pub const QUICHE_024_VERSION: &str = "0.24.9";
@@ -264,7 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn the_recorded_quiche_version_is_the_one_in_the_lock_file() {
+    fn the_recorded_peer_versions_are_the_ones_in_the_lock_files() {
         let lock = include_str!("../../Cargo.lock");
         assert!(
             lock.contains(&format!(
@@ -275,6 +279,11 @@ mod tests {
         assert!(
             lock.contains(&format!("name = \"quinn\"\nversion = \"{QUINN_VERSION}\"")),
             "interop/Cargo.lock has another quinn than {QUINN_VERSION}"
+        );
+        let go_mod = include_str!("../../quic-go/go.mod");
+        assert!(
+            go_mod.contains(&format!("github.com/quic-go/quic-go v{QUIC_GO_VERSION}\n")),
+            "interop/quic-go/go.mod has another quic-go than {QUIC_GO_VERSION}"
         );
         let apart = include_str!("../../quiche-0.24/Cargo.lock");
         assert!(

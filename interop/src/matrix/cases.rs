@@ -9,6 +9,9 @@ use std::fmt;
 pub enum Case {
     /// A handshake and a 1 KB file.
     Handshake,
+    /// A handshake over a 1.5 s round trip: the client's ClientHello goes
+    /// twice before the server's answer can arrive.
+    LongRtt,
     /// Several files on one connection, 10 MB among them.
     Transfer,
     /// Many small files on one connection.
@@ -37,6 +40,10 @@ pub enum Case {
     TransferLoss,
     /// A transfer through 2% corruption.
     TransferCorruption,
+    /// Handshakes through 30% corruption.
+    HandshakeCorruption,
+    /// A transfer while the link goes dark 2 s in every 7 s.
+    Blackhole,
     /// The server keeps to 3× what an unvalidated client sent.
     AmplificationLimit,
     /// QUIC v2 chosen by compatible version negotiation.
@@ -46,8 +53,9 @@ pub enum Case {
 }
 
 /// Every case, in the table's column order.
-pub const ALL: [Case; 18] = [
+pub const ALL: [Case; 21] = [
     Case::Handshake,
+    Case::LongRtt,
     Case::Transfer,
     Case::Multiplexing,
     Case::Retry,
@@ -62,6 +70,8 @@ pub const ALL: [Case; 18] = [
     Case::HandshakeLoss,
     Case::TransferLoss,
     Case::TransferCorruption,
+    Case::HandshakeCorruption,
+    Case::Blackhole,
     Case::AmplificationLimit,
     Case::V2,
     Case::SiftUpgrade,
@@ -114,6 +124,7 @@ impl Case {
     pub fn name(self) -> &'static str {
         match self {
             Case::Handshake => "handshake",
+            Case::LongRtt => "longrtt",
             Case::Transfer => "transfer",
             Case::Multiplexing => "multiplexing",
             Case::Retry => "retry",
@@ -128,6 +139,8 @@ impl Case {
             Case::HandshakeLoss => "handshakeloss",
             Case::TransferLoss => "transferloss",
             Case::TransferCorruption => "transfercorruption",
+            Case::HandshakeCorruption => "handshakecorruption",
+            Case::Blackhole => "blackhole",
             Case::AmplificationLimit => "amplificationlimit",
             Case::V2 => "v2",
             Case::SiftUpgrade => "sift1-upgrade",
@@ -138,6 +151,7 @@ impl Case {
     pub fn letter(self) -> &'static str {
         match self {
             Case::Handshake => "H",
+            Case::LongRtt => "LR",
             Case::Transfer => "DC",
             Case::Multiplexing => "M",
             Case::Retry => "S",
@@ -152,6 +166,8 @@ impl Case {
             Case::HandshakeLoss => "L1",
             Case::TransferLoss => "L2",
             Case::TransferCorruption => "C2",
+            Case::HandshakeCorruption => "C1",
+            Case::Blackhole => "B",
             Case::AmplificationLimit => "A",
             Case::V2 => "V2",
             Case::SiftUpgrade => "SU",
@@ -162,6 +178,7 @@ impl Case {
     pub fn description(self) -> &'static str {
         match self {
             Case::Handshake => "one handshake, QUIC v1, a 1 KB file byte-exact",
+            Case::LongRtt => "one handshake over a 1.5 s round trip (10 Mb/s, queue 25): the client sends its ClientHello again before the server's answer arrives, a 1 KB file",
             Case::Transfer => "files of 2, 3 and 10 MB on one connection, byte-exact, one handshake",
             Case::Multiplexing => "1000 files of 32 bytes on one connection (beyond the initial stream limit)",
             Case::Retry => "the server sends a Retry; the client's next Initial carries the token; one handshake",
@@ -176,6 +193,8 @@ impl Case {
             Case::HandshakeLoss => "5 connections of one 1 KB file each through 30% loss both ways, 5 handshakes",
             Case::TransferLoss => "a 2 MB file at 10 Mb/s through 2% loss both ways",
             Case::TransferCorruption => "a 2 MB file at 10 Mb/s through 2% corruption both ways (damaged datagrams delivered)",
+            Case::HandshakeCorruption => "5 connections of one 1 KB file each through 30% corruption both ways (damaged datagrams delivered), 5 handshakes",
+            Case::Blackhole => "a 10 MB file at 10 Mb/s while the link goes dark for 2 s in every 7 s, both ways",
             Case::AmplificationLimit => "a 9-certificate chain; the client's datagrams 2-7 dropped; the server sends under 4× (3× + the runner's tolerance) what it got until the client's first Handshake packet",
             Case::V2 => "QUIC v2 chosen by compatible version negotiation",
             Case::SiftUpgrade => "sift ↔ sift: the client starts in QUIC v1, the connection runs sift/1, a file byte-exact",
@@ -194,7 +213,8 @@ impl Case {
                 .collect()
         };
         match self {
-            Case::Handshake | Case::Http3 | Case::V2 => named(&[KB]),
+            Case::Handshake | Case::LongRtt | Case::Http3 | Case::V2 => named(&[KB]),
+            Case::Blackhole => named(&[10 * MB]),
             Case::Transfer => named(&[2 * MB, 3 * MB, 10 * MB]),
             Case::Multiplexing => (0..MULTIPLEXING_FILES)
                 .map(|i| (format!("m{i:04}"), 32))
@@ -214,7 +234,7 @@ impl Case {
             Case::ConnectionMigration | Case::TransferLoss | Case::TransferCorruption => {
                 named(&[2 * MB])
             }
-            Case::HandshakeLoss => named(&[KB; HANDSHAKE_LOSS_RUNS]),
+            Case::HandshakeLoss | Case::HandshakeCorruption => named(&[KB; HANDSHAKE_LOSS_RUNS]),
             Case::AmplificationLimit => named(&[5 * KB]),
             Case::SiftUpgrade => named(&[KB, 3 * MB]),
         }
@@ -258,6 +278,26 @@ impl Case {
                 rebind_every_s: None,
                 rebind_linger_s: None,
             }),
+            // The runner's scenarios (testcases_quic.py): simple-p2p with
+            // 750 ms each way; corrupt-rate 30%; blackhole on 5 s, off 2 s.
+            Case::LongRtt => Some(Link {
+                forward: "delay 750ms rate 10mbit limit 25",
+                reverse: "delay 750ms rate 10mbit limit 25",
+                rebind_every_s: None,
+                rebind_linger_s: None,
+            }),
+            Case::HandshakeCorruption => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25 corrupt 30%",
+                reverse: "delay 15ms rate 10mbit limit 25 corrupt 30%",
+                rebind_every_s: None,
+                rebind_linger_s: None,
+            }),
+            Case::Blackhole => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25 outage 7s 2s",
+                reverse: "delay 15ms rate 10mbit limit 25 outage 7s 2s",
+                rebind_every_s: None,
+                rebind_linger_s: None,
+            }),
             _ => None,
         }
     }
@@ -266,14 +306,14 @@ impl Case {
     pub fn handshakes(self) -> usize {
         match self {
             Case::Resumption | Case::ZeroRtt => 2,
-            Case::HandshakeLoss => HANDSHAKE_LOSS_RUNS,
+            Case::HandshakeLoss | Case::HandshakeCorruption => HANDSHAKE_LOSS_RUNS,
             _ => 1,
         }
     }
 
     /// Whether the client runs once per file (the runner's multiconnect).
     pub fn connection_per_file(self) -> bool {
-        self == Case::HandshakeLoss
+        matches!(self, Case::HandshakeLoss | Case::HandshakeCorruption)
     }
 
     /// Whether the cell runs over IPv6.

@@ -180,6 +180,14 @@ pub fn check(case: Case, wire: &Wire, reports: &[Value]) -> Result<(), String> {
         Case::AmplificationLimit => {
             wire.amplification()?;
         }
+        Case::LongRtt => {
+            let initials = wire.client_initials_before_server();
+            if initials < 2 {
+                return Err(format!(
+                    "the client sent its first flight {initials} time(s) before the server's answer could arrive; a 1.5 s round trip needs it again"
+                ));
+            }
+        }
         _ => {}
     }
     Ok(())
@@ -224,6 +232,25 @@ mod tests {
                 ),
             ],
         }
+    }
+
+    #[test]
+    fn a_long_rtt_handshake_needs_the_client_initial_twice_before_any_answer() {
+        let once = one_handshake();
+        assert!(check(Case::LongRtt, &once, &[])
+            .unwrap_err()
+            .contains("first flight"));
+        let mut twice = one_handshake();
+        twice
+            .datagrams
+            .insert(1, datagram(true, vec![long(LongType::Initial, 7, 1200)]));
+        assert_eq!(check(Case::LongRtt, &twice, &[]), Ok(()));
+        // A second Initial after the server's answer is not a resend of
+        // the first flight.
+        let mut late = one_handshake();
+        late.datagrams
+            .push(datagram(true, vec![long(LongType::Initial, 7, 1200)]));
+        assert!(check(Case::LongRtt, &late, &[]).is_err());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The interop matrix: sift, quiche and quinn, each as client and as
+//! The interop matrix: sift, quiche, quinn and quic-go, each as client and as
 //! server, every pair, case by case as the quic-interop-runner tests QUIC
 //! stacks (`sift-matrix`, `interop/matrix.sh`).
 //!
@@ -61,8 +61,9 @@ mod tests {
     #[test]
     fn the_ci_slice_has_sift_against_each_peer_in_both_roles() {
         let cells = plan(&CI_CASES, &stacks::ALL, &stacks::ALL, ci_pair);
-        // sift→sift, sift→quiche, sift→quinn, quiche→sift, quinn→sift.
-        assert_eq!(cells.len(), 2 * 5);
+        // sift→sift, sift→{quiche, quinn, quic-go}, {quiche, quinn, quic-go}→sift.
+        assert_eq!(cells.len(), 2 * 7);
+        assert!(cells.contains(&(Stack::Sift, Stack::QuicGo, Case::Handshake)));
         assert!(cells.contains(&(Stack::Quinn, Stack::Sift, Case::Transfer)));
         assert!(!cells
             .iter()

@@ -1,4 +1,4 @@
-//! The implementations in the matrix (sift, quiche, quinn): where their
+//! The implementations in the matrix (sift, quiche, quinn, quic-go): where their
 //! binaries are, how each is started as server and as client for a case,
 //! and which cases each cannot run, with the reason (the runner's exit
 //! code 127).
@@ -21,10 +21,12 @@ pub enum Stack {
     Quiche,
     /// `quinn-hq` (quinn 0.11).
     Quinn,
+    /// `quic-go-hq` (quic-go v0.65.0, the Go program in interop/quic-go/).
+    QuicGo,
 }
 
 /// Every implementation, in the table's order.
-pub const ALL: [Stack; 3] = [Stack::Sift, Stack::Quiche, Stack::Quinn];
+pub const ALL: [Stack; 4] = [Stack::Sift, Stack::Quiche, Stack::Quinn, Stack::QuicGo];
 
 /// `sift-client --key-update-every N` in the keyupdate case: a client
 /// sends only a few dozen packets (requests, ACKs) during a 3 MB download
@@ -38,6 +40,7 @@ impl Stack {
             Stack::Sift => "sift",
             Stack::Quiche => "quiche",
             Stack::Quinn => "quinn",
+            Stack::QuicGo => "quic-go",
         }
     }
 
@@ -77,6 +80,9 @@ impl Stack {
             Stack::Quinn => {
                 "quinn 0.11 speaks QUIC v1 only (quinn-proto DEFAULT_SUPPORTED_VERSIONS: v1 and drafts)"
             }
+            Stack::QuicGo => {
+                "quic-go v0.65.0 speaks v2 only when the client starts in it: it has no compatible version negotiation (RFC 9368; connection.go picks a version from Version Negotiation packets alone)"
+            }
         }
     }
 }
@@ -111,9 +117,10 @@ pub fn parse_list(text: &str) -> anyhow::Result<Vec<Stack>> {
 
 /// The HTTP/3 case's programs, one per stack that has one: sift's
 /// examples on the `h3` crate over sift (`sift-h3-server`,
-/// `sift-h3-client`), h3-quinn's (`quinn-h3-server`, `quinn-h3-client`)
-/// and `quiche::h3`'s client (`quiche-h3-client`; no quiche HTTP/3 server
-/// is built). Servers are started like the hq peers (`--listen ADDR --root
+/// `sift-h3-client`), h3-quinn's (`quinn-h3-server`, `quinn-h3-client`),
+/// quic-go's `http3` (`quic-go-h3-server`, `quic-go-h3-client`) and
+/// `quiche::h3`'s client (`quiche-h3-client`; no quiche HTTP/3 server is
+/// built). Servers are started like the hq peers (`--listen ADDR --root
 /// DIR --cert F --key F`, printing `listening on ADDR`), clients with
 /// `URL... --output-dir DIR` and no certificate check, as the runner's.
 #[derive(Clone, Debug, Default)]
@@ -128,6 +135,10 @@ pub struct Http3 {
     pub quinn_client: Option<PathBuf>,
     /// quiche::h3's client.
     pub quiche_client: Option<PathBuf>,
+    /// quic-go's http3 server.
+    pub quic_go_server: Option<PathBuf>,
+    /// quic-go's http3 client.
+    pub quic_go_client: Option<PathBuf>,
 }
 
 impl Http3 {
@@ -141,6 +152,8 @@ impl Http3 {
             quinn_server: found("quinn-h3-server"),
             quinn_client: found("quinn-h3-client"),
             quiche_client: found("quiche-h3-client"),
+            quic_go_server: found("quic-go-h3-server"),
+            quic_go_client: found("quic-go-h3-client"),
         }
     }
 
@@ -148,6 +161,7 @@ impl Http3 {
         match stack {
             Stack::Sift => self.server.as_deref(),
             Stack::Quinn => self.quinn_server.as_deref(),
+            Stack::QuicGo => self.quic_go_server.as_deref(),
             Stack::Quiche => None,
         }
     }
@@ -157,6 +171,7 @@ impl Http3 {
             Stack::Sift => self.client.as_deref(),
             Stack::Quinn => self.quinn_client.as_deref(),
             Stack::Quiche => self.quiche_client.as_deref(),
+            Stack::QuicGo => self.quic_go_client.as_deref(),
         }
     }
 }
@@ -212,6 +227,8 @@ pub struct Binaries {
     pub quiche_hq: PathBuf,
     /// `quinn-hq`.
     pub quinn_hq: PathBuf,
+    /// `quic-go-hq`, when built (Go may be missing: [`QUIC_GO_BUILD`]).
+    pub quic_go_hq: Option<PathBuf>,
     /// The http3 case's programs.
     pub http3: Http3,
 }
@@ -243,17 +260,30 @@ impl Binaries {
             link_stats,
             quiche_hq: find(peer_dir, "quiche-hq", peers)?,
             quinn_hq: find(peer_dir, "quinn-hq", peers)?,
+            quic_go_hq: Some(peer_dir.join("quic-go-hq")).filter(|p| p.is_file()),
             http3,
         })
+    }
+
+    /// Whether `stack`'s programs are here (quic-go's need Go).
+    pub fn has(&self, stack: Stack) -> bool {
+        stack != Stack::QuicGo || self.quic_go_hq.is_some()
     }
 
     fn peer(&self, stack: Stack) -> &Path {
         match stack {
             Stack::Quiche => &self.quiche_hq,
+            Stack::QuicGo => self
+                .quic_go_hq
+                .as_deref()
+                .unwrap_or(Path::new("quic-go-hq")),
             _ => &self.quinn_hq,
         }
     }
 }
+
+/// How the quic-go peer is built (into the peers' folder), for messages.
+pub const QUIC_GO_BUILD: &str = "interop/quic-go/build.sh DIR (needs Go 1.26)";
 
 /// What a server is started with.
 #[derive(Clone, Debug)]
@@ -449,6 +479,8 @@ mod tests {
             quinn_server: Some("qs".into()),
             quinn_client: None,
             quiche_client: Some("qc".into()),
+            quic_go_server: Some("gs".into()),
+            quic_go_client: None,
         };
         assert_eq!(
             unsupported(&wired, Case::Http3, Stack::Sift, Stack::Sift),
@@ -464,6 +496,31 @@ mod tests {
         assert!(unsupported(&wired, Case::Http3, Stack::Quinn, Stack::Sift)
             .unwrap()
             .starts_with("client: quinn"));
+        assert_eq!(
+            unsupported(&wired, Case::Http3, Stack::Sift, Stack::QuicGo),
+            None
+        );
+        assert!(unsupported(&wired, Case::Http3, Stack::QuicGo, Stack::Sift)
+            .unwrap()
+            .starts_with("client: quic-go"));
+    }
+
+    #[test]
+    fn quic_go_runs_every_case_but_v2_and_sifts_own() {
+        let none = Http3::default();
+        for case in crate::matrix::cases::ALL {
+            let expected = matches!(case, Case::V2 | Case::SiftUpgrade | Case::Http3);
+            assert_eq!(
+                unsupported(&none, case, Stack::QuicGo, Stack::QuicGo).is_some(),
+                expected,
+                "{case}"
+            );
+        }
+        assert!(Stack::QuicGo
+            .client_unsupported(Case::V2)
+            .unwrap()
+            .contains("compatible version negotiation"));
+        assert_eq!(Stack::parse("quic-go"), Some(Stack::QuicGo));
     }
 
     #[test]

@@ -370,6 +370,31 @@ impl Wire {
         moves
     }
 
+    /// Datagrams of the client's carrying an Initial packet that the tap
+    /// passed before the server's first datagram came back: more than one
+    /// means the client sent its first flight again before any answer (the
+    /// runner's longrtt check counts ClientHellos, which needs the keys;
+    /// a probe before any answer carries the ClientHello again, RFC 9002
+    /// §6.2.4).
+    pub fn client_initials_before_server(&self) -> usize {
+        self.datagrams
+            .iter()
+            .filter(|d| !d.dropped)
+            .take_while(|d| d.from_client)
+            .filter(|d| {
+                d.packets.iter().any(|p| {
+                    matches!(
+                        p,
+                        Packet::Long {
+                            kind: LongType::Initial,
+                            ..
+                        }
+                    )
+                })
+            })
+            .count()
+    }
+
     /// The version of the client's first Initial.
     pub fn first_client_version(&self) -> Option<u32> {
         self.long(true).find_map(|p| match p {

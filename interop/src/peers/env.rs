@@ -8,8 +8,9 @@
 //!   ends write them (`sift::trace::TraceSink::qlog_dir`, as `sift-server`
 //!   and `sift-client` do); quiche's and quinn's peers do not: their
 //!   `qlog` features build other releases of the qlog crate than sift's
-//!   (0.17 and 0.15), for traces nothing here reads yet. A peer that
-//!   writes qlog writes it there.
+//!   (0.17 and 0.15), for traces nothing here reads yet. quic-go's
+//!   peer (interop/quic-go/) writes quic-go's own. A peer that writes
+//!   qlog writes it there.
 //!
 //! An empty value is the same as none.
 

@@ -73,7 +73,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<String, RequestError> {
 /// field names as `sift-client --json` where they mean the same.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClientReport {
-    /// Which client (`quiche` or `quinn`).
+    /// Which client (`quiche`, `quinn` or `quic-go`).
     pub stack: String,
     /// The QUIC version of the last connection.
     pub version: String,

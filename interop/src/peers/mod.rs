@@ -7,6 +7,10 @@
 //! | [`hq`]: hq-interop (the matrix) | `quiche-hq` | `quinn-hq` | `sift-server`, `sift-client` (`bin/`) |
 //! | [`h3`]: HTTP/3 (the matrix's http3 case) | `quiche-h3-client` | `quinn-h3-server`, `quinn-h3-client` | `sift-h3-server`, `sift-h3-client` |
 //!
+//! quic-go's peer keeps the same contract from outside this crate: a Go
+//! program in `interop/quic-go/` (`quic-go-server`, `quic-go-client`,
+//! `quic-go-hq`, `quic-go-h3-server`, `quic-go-h3-client`, one binary).
+//!
 //! The protocol modules hold what every stack's peer of that protocol
 //! shares (the wire format, the reports, code generic over a stack). What
 //! every peer shares whatever the protocol is written once beside them:
@@ -18,7 +22,7 @@
 //! The contract every peer keeps, so that `sift-compare` and `sift-matrix`
 //! start each the same way (a new stack keeps it too, in Rust here or
 //! built apart, like `interop/quiche-0.24/`, or a program in another
-//! language under `interop/` with its own build):
+//! language under `interop/` with its own build, like `interop/quic-go/`):
 //!
 //! - command lines as [`cli`] gives them; servers say `listening on ADDR`
 //!   (stdout or stderr) once bound, so port 0 works;
