@@ -316,6 +316,14 @@ impl Case {
         matches!(self, Case::HandshakeLoss | Case::HandshakeCorruption)
     }
 
+    /// Whether the tap sits between the link and the server rather than
+    /// between the client and the link: where the link corrupts, the
+    /// checks read the server's Initials (versions, source IDs) as the
+    /// server sent them, not as damaged on their way to the client.
+    pub fn tap_beside_server(self) -> bool {
+        matches!(self, Case::HandshakeCorruption | Case::TransferCorruption)
+    }
+
     /// Whether the cell runs over IPv6.
     pub fn ipv6(self) -> bool {
         self == Case::Ipv6

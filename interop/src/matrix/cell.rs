@@ -168,14 +168,29 @@ impl CellRunner {
         let mut server_process = Running::spawn(&format!("{server} server"), command)?;
         let started = server_process.listening_address();
         let outcome = started.and_then(|address| {
-            self.with_link(case, address, loopback, dir, |tap_target, link| {
-                let drops = if case == Case::AmplificationLimit {
-                    AMPLIFICATION_DROPS.to_vec()
-                } else {
-                    Vec::new()
+            let drops = if case == Case::AmplificationLimit {
+                AMPLIFICATION_DROPS.to_vec()
+            } else {
+                Vec::new()
+            };
+            // The tap beside the server sees the server's packets before
+            // the link damages them (Case::tap_beside_server).
+            let server_side_tap = if case.tap_beside_server() {
+                Some(Tap::start(loopback, address, drops.clone())?)
+            } else {
+                None
+            };
+            let link_target = server_side_tap.as_ref().map_or(address, Tap::address);
+            self.with_link(case, link_target, loopback, dir, |front, link| {
+                let (tap, client_target) = match server_side_tap {
+                    Some(tap) => (tap, front),
+                    None => {
+                        let tap = Tap::start(loopback, front, drops)?;
+                        let target = tap.address();
+                        (tap, target)
+                    }
                 };
-                let tap = Tap::start(loopback, tap_target, drops)?;
-                let clients = self.clients(client, case, tap.address(), &files, dir);
+                let clients = self.clients(client, case, client_target, &files, dir);
                 // Stop the link before reading the tap: its stats are
                 // written at exit.
                 let stats = link.map(|l| stop_link(l, dir));
