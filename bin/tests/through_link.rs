@@ -618,3 +618,70 @@ fn a_rebinding_nat_drops_replies_to_the_old_port_unless_told_to_linger() {
         "--rebind-linger 5 keeps the old mapping carrying replies"
     );
 }
+
+#[test]
+fn a_nat_that_rebinds_addresses_gives_the_client_a_new_ip_each_time() {
+    use std::net::UdpSocket;
+    use std::time::{Duration, Instant};
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let link = Link::start(
+        IPV4,
+        server.local_addr().unwrap(),
+        "delay 1ms",
+        "delay 1ms",
+        &["--rebind-every", "0.2", "--rebind-addr"],
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(&link.addr).unwrap();
+    let mut sources: Vec<IpAddr> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buf = [0u8; 16];
+    while sources.len() < 3 {
+        assert!(Instant::now() < deadline, "saw only {sources:?}");
+        client.send(b"ping").unwrap();
+        if let Ok((_, from)) = server.recv_from(&mut buf) {
+            if sources.last() != Some(&from.ip()) {
+                sources.push(from.ip());
+            }
+        }
+    }
+    assert!(
+        sources.windows(2).all(|pair| pair[0] != pair[1])
+            && sources.iter().all(IpAddr::is_loopback),
+        "each rebinding moves the client to another loopback address: {sources:?}"
+    );
+}
+
+#[test]
+fn a_client_whose_nat_changes_its_address_mid_download_finishes_byte_exact() {
+    // As the interop runner's rebind-addr: the server sees the client come
+    // from another IP address every 0.3 s, validates it and follows.
+    let dir = TestDir::new("through-link-rebind-addr");
+    let root = dir.subdir("root");
+    let data = content(12_000_000, 31);
+    std::fs::write(root.join("big.bin"), &data).unwrap();
+    let server = Server::start_on(IPV4, &root, &["-vv"]);
+    let link = Link::start(
+        IPV4,
+        server.addr,
+        "delay 5ms",
+        "delay 5ms rate 100mbit",
+        &["--rebind-every", "0.3", "--rebind-addr"],
+    );
+    let out = dir.path().join("big.bin");
+    let output = run_client(&[
+        "get",
+        &format!("sift://{}/big.bin", link.addr),
+        "-o",
+        out.to_str().unwrap(),
+        &server.pin(),
+    ]);
+    expect_success(&output);
+    assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
+    wait_for_line(&server.stderr, "the server following the client", |l| {
+        l.contains("the peer's new address is validated")
+    });
+}

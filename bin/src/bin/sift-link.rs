@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -151,6 +151,12 @@ struct Args {
         requires = "rebind_every"
     )]
     rebind_linger: f64,
+    /// Each rebinding also gives the client a new IP address (a carrier
+    /// NAT's pool, the interop runner's rebind-addr), not only a new port:
+    /// 127.0.0.2, 127.0.0.3, … in turn, so the server must be on IPv4
+    /// loopback.
+    #[arg(long, requires = "rebind_every")]
+    rebind_addr: bool,
     /// On exit (and on SIGUSR1), write to FILE as JSON what each direction
     /// carried: datagrams, bytes, long-header packets per QUIC version and
     /// type, Version Negotiation, handshakes started (distinct client
@@ -372,6 +378,8 @@ struct Relay {
     rebind_every: Option<Duration>,
     /// `--rebind-linger`: how long an old mapping still carries replies.
     rebind_linger: Duration,
+    /// `--rebind-addr`: rebindings change the client's IP address too.
+    rebind_addr: bool,
     /// Old mappings still carrying replies: when each is dropped, and the
     /// flag that stops its reader thread.
     lingering: Vec<(Instant, Arc<AtomicBool>)>,
@@ -398,11 +406,15 @@ struct Censuses {
 impl Relay {
     /// A new upstream socket towards the server, with its reader thread
     /// handing datagrams in as `session`'s.
-    fn open_upstream(&self, session: u64) -> Result<(Arc<UdpSocket>, Arc<AtomicBool>)> {
-        let local: SocketAddr = if self.server.is_ipv4() {
-            "0.0.0.0:0".parse()?
-        } else {
-            "[::]:0".parse()?
+    fn open_upstream(
+        &self,
+        session: u64,
+        binding: u64,
+    ) -> Result<(Arc<UdpSocket>, Arc<AtomicBool>)> {
+        let local: SocketAddr = match self.source_ip(binding) {
+            Some(ip) => SocketAddr::new(ip, 0),
+            None if self.server.is_ipv4() => "0.0.0.0:0".parse()?,
+            None => "[::]:0".parse()?,
         };
         let upstream =
             relay_socket(local, self.socket_options).context("cannot open an upstream socket")?;
@@ -418,6 +430,17 @@ impl Relay {
             self.inbound.clone(),
         )?;
         Ok((upstream, closed))
+    }
+
+    /// `--rebind-addr`: the source address of the relay's `binding`th
+    /// upstream socket (0 for a new client's, then one per rebinding):
+    /// 127.0.0.2–127.0.0.251 in turn, so each rebinding moves the client.
+    fn source_ip(&self, binding: u64) -> Option<IpAddr> {
+        if !self.rebind_addr {
+            return None;
+        }
+        let host = 2 + u8::try_from(binding % 250).unwrap_or(0);
+        Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, host)))
     }
 
     /// `--rebind-every`: sessions whose mapping is old enough get a new
@@ -440,7 +463,7 @@ impl Relay {
             .map(|(&id, _)| id)
             .collect();
         for id in due {
-            match self.open_upstream(id) {
+            match self.open_upstream(id, self.rebinds + 1) {
                 Ok((upstream, closed)) => {
                     let Some(session) = self.sessions.get_mut(&id) else {
                         continue;
@@ -468,7 +491,7 @@ impl Relay {
         }
         let id = self.next_session;
         self.next_session += 1;
-        let (upstream, closed) = self.open_upstream(id)?;
+        let (upstream, closed) = self.open_upstream(id, 0)?;
         tracing::debug!(client = %client, session = id, local = ?upstream.local_addr().ok(), "new client");
         self.sessions.insert(
             id,
@@ -776,6 +799,9 @@ fn run(args: Args) -> Result<()> {
     }
     let rebind_linger = Duration::from_secs_f64(args.rebind_linger);
     let server = resolve("--to", &args.to)?;
+    if args.rebind_addr && !matches!(server.ip(), IpAddr::V4(ip) if ip.is_loopback()) {
+        bail!("--rebind-addr moves clients among 127.0.0.0/8 addresses: --to must be on IPv4 loopback, not {server}");
+    }
     let socket_options = SocketOptions {
         accept_zero_checksums: true,
         disable_checksums: args.send_zero_checksums,
@@ -807,6 +833,7 @@ fn run(args: Args) -> Result<()> {
         idle_timeout: Duration::from_secs(args.idle_timeout),
         rebind_every,
         rebind_linger,
+        rebind_addr: args.rebind_addr,
         lingering: Vec::new(),
         rebinds: 0,
         census: Censuses::default(),

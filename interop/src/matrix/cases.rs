@@ -32,6 +32,8 @@ pub enum Case {
     Ipv6,
     /// The client's port changes under a NAT mid-transfer.
     RebindPort,
+    /// The client's address (IP and port) changes under a NAT mid-transfer.
+    RebindAddr,
     /// The client moves to a new port itself (active migration).
     ConnectionMigration,
     /// Handshakes through 30% loss.
@@ -53,7 +55,7 @@ pub enum Case {
 }
 
 /// Every case, in the table's column order.
-pub const ALL: [Case; 21] = [
+pub const ALL: [Case; 22] = [
     Case::Handshake,
     Case::LongRtt,
     Case::Transfer,
@@ -66,6 +68,7 @@ pub const ALL: [Case; 21] = [
     Case::KeyUpdate,
     Case::Ipv6,
     Case::RebindPort,
+    Case::RebindAddr,
     Case::ConnectionMigration,
     Case::HandshakeLoss,
     Case::TransferLoss,
@@ -117,6 +120,8 @@ pub struct Link {
     /// `--rebind-linger SECS`: how long an old mapping still carries the
     /// server's replies after a rebinding.
     pub rebind_linger_s: Option<f64>,
+    /// `--rebind-addr`: a rebinding changes the client's IP address too.
+    pub rebind_addr: bool,
 }
 
 impl Case {
@@ -135,6 +140,7 @@ impl Case {
             Case::KeyUpdate => "keyupdate",
             Case::Ipv6 => "ipv6",
             Case::RebindPort => "rebind-port",
+            Case::RebindAddr => "rebind-addr",
             Case::ConnectionMigration => "connectionmigration",
             Case::HandshakeLoss => "handshakeloss",
             Case::TransferLoss => "transferloss",
@@ -162,6 +168,7 @@ impl Case {
             Case::KeyUpdate => "U",
             Case::Ipv6 => "6",
             Case::RebindPort => "BP",
+            Case::RebindAddr => "BA",
             Case::ConnectionMigration => "CM",
             Case::HandshakeLoss => "L1",
             Case::TransferLoss => "L2",
@@ -189,6 +196,7 @@ impl Case {
             Case::KeyUpdate => "the client initiates a key update during a 3 MB download; the server follows",
             Case::Ipv6 => "files of 5 and 10 KB over ::1",
             Case::RebindPort => "a 5 MB download at 20 Mb/s through a NAT that gives the client a new port every second",
+            Case::RebindAddr => "a 5 MB download at 20 Mb/s through a NAT that gives the client a new IP address and port every second",
             Case::ConnectionMigration => "the client moves to a new port mid-download with a new connection ID; 2 MB at 20 Mb/s",
             Case::HandshakeLoss => "5 connections of one 1 KB file each through 30% loss both ways, 5 handshakes",
             Case::TransferLoss => "a 2 MB file at 10 Mb/s through 2% loss both ways",
@@ -230,7 +238,7 @@ impl Case {
                 .collect(),
             Case::ChaCha20 | Case::KeyUpdate => named(&[3 * MB]),
             Case::Ipv6 => named(&[5 * KB, 10 * KB]),
-            Case::RebindPort => named(&[5 * MB]),
+            Case::RebindPort | Case::RebindAddr => named(&[5 * MB]),
             Case::ConnectionMigration | Case::TransferLoss | Case::TransferCorruption => {
                 named(&[2 * MB])
             }
@@ -253,30 +261,44 @@ impl Case {
                 // them for quiche 0.28, whose loss detection runs per path
                 // and never declares them lost (cloudflare/quiche#2452).
                 rebind_linger_s: Some(REBIND_LINGER_S),
+                rebind_addr: false,
+            }),
+            // The runner's rebind-addr: its NAT moves the client to
+            // another address of its pool (here 127.0.0.2, .3, …).
+            Case::RebindAddr => Some(Link {
+                forward: "delay 15ms rate 20mbit limit 100",
+                reverse: "delay 15ms rate 20mbit limit 100",
+                rebind_every_s: Some(1.0),
+                rebind_linger_s: Some(REBIND_LINGER_S),
+                rebind_addr: true,
             }),
             Case::ConnectionMigration => Some(Link {
                 forward: "delay 15ms rate 20mbit limit 100",
                 reverse: "delay 15ms rate 20mbit limit 100",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             Case::HandshakeLoss => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 loss 30%",
                 reverse: "delay 15ms rate 10mbit limit 25 loss 30%",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             Case::TransferLoss => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 loss 2%",
                 reverse: "delay 15ms rate 10mbit limit 25 loss 2%",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             Case::TransferCorruption => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 corrupt 2%",
                 reverse: "delay 15ms rate 10mbit limit 25 corrupt 2%",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             // The runner's scenarios (testcases_quic.py): simple-p2p with
             // 750 ms each way; corrupt-rate 30%; blackhole on 5 s, off 2 s.
@@ -285,18 +307,21 @@ impl Case {
                 reverse: "delay 750ms rate 10mbit limit 25",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             Case::HandshakeCorruption => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 corrupt 30%",
                 reverse: "delay 15ms rate 10mbit limit 25 corrupt 30%",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             Case::Blackhole => Some(Link {
                 forward: "delay 15ms rate 10mbit limit 25 outage 7s 2s",
                 reverse: "delay 15ms rate 10mbit limit 25 outage 7s 2s",
                 rebind_every_s: None,
                 rebind_linger_s: None,
+                rebind_addr: false,
             }),
             _ => None,
         }

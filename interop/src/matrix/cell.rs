@@ -242,6 +242,9 @@ impl CellRunner {
         if let Some(linger) = link.rebind_linger_s {
             command.arg("--rebind-linger").arg(linger.to_string());
         }
+        if link.rebind_addr {
+            command.arg("--rebind-addr");
+        }
         if self.binaries.link_stats {
             command.arg("--stats").arg(dir.join("link-stats.json"));
         }
