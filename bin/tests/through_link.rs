@@ -133,18 +133,33 @@ fn five_megabytes_through_corrupt_2_percent_arrive_byte_exact_with_notices(loopb
 on_both_loopbacks!(a_client_whose_nat_rebinds_it_mid_download_finishes_byte_exact);
 fn a_client_whose_nat_rebinds_it_mid_download_finishes_byte_exact(loopback: IpAddr) {
     // sift-link as a NAT that maps the client to a new port every 0.3 s: the
-    // server sees the client come from elsewhere and must follow it.
-    let dir = TestDir::new("through-link-rebind");
+    // server sees the client come from elsewhere and must follow it. 12 MB
+    // at 100 Mb/s is about a second: the NAT rebound it at least twice.
+    download_through_a_rebinding_nat(loopback, "through-link-rebind", &[], 2);
+}
+
+/// A 12 MB download through sift-link rebinding the client every 0.3 s
+/// (with `extra` options), byte-exact, the server following the client to
+/// `validations` new addresses at least.
+fn download_through_a_rebinding_nat(
+    loopback: IpAddr,
+    name: &str,
+    extra: &[&str],
+    validations: usize,
+) {
+    let dir = TestDir::new(name);
     let root = dir.subdir("root");
     let data = content(12_000_000, 23);
     std::fs::write(root.join("big.bin"), &data).unwrap();
     let server = Server::start_on(loopback, &root, &["-vv"]);
+    let mut link_args = vec!["--rebind-every", "0.3"];
+    link_args.extend_from_slice(extra);
     let link = Link::start(
         loopback,
         server.addr,
         "delay 5ms",
         "delay 5ms rate 100mbit",
-        &["--rebind-every", "0.3"],
+        &link_args,
     );
     let out = dir.path().join("big.bin");
     let output = run_client(&[
@@ -156,8 +171,7 @@ fn a_client_whose_nat_rebinds_it_mid_download_finishes_byte_exact(loopback: IpAd
     ]);
     expect_success(&output);
     assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
-    // 12 MB at 100 Mb/s is about a second: the NAT rebound it at least twice.
-    for _ in 0..2 {
+    for _ in 0..validations {
         wait_for_line(&server.stderr, "the server following the client", |l| {
             l.contains("the peer's new address is validated")
         });
@@ -659,29 +673,5 @@ fn a_nat_that_rebinds_addresses_gives_the_client_a_new_ip_each_time() {
 fn a_client_whose_nat_changes_its_address_mid_download_finishes_byte_exact() {
     // As the interop runner's rebind-addr: the server sees the client come
     // from another IP address every 0.3 s, validates it and follows.
-    let dir = TestDir::new("through-link-rebind-addr");
-    let root = dir.subdir("root");
-    let data = content(12_000_000, 31);
-    std::fs::write(root.join("big.bin"), &data).unwrap();
-    let server = Server::start_on(IPV4, &root, &["-vv"]);
-    let link = Link::start(
-        IPV4,
-        server.addr,
-        "delay 5ms",
-        "delay 5ms rate 100mbit",
-        &["--rebind-every", "0.3", "--rebind-addr"],
-    );
-    let out = dir.path().join("big.bin");
-    let output = run_client(&[
-        "get",
-        &format!("sift://{}/big.bin", link.addr),
-        "-o",
-        out.to_str().unwrap(),
-        &server.pin(),
-    ]);
-    expect_success(&output);
-    assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
-    wait_for_line(&server.stderr, "the server following the client", |l| {
-        l.contains("the peer's new address is validated")
-    });
+    download_through_a_rebinding_nat(IPV4, "through-link-rebind-addr", &["--rebind-addr"], 1);
 }
