@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,4 +38,22 @@ func required(set *flag.FlagSet, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// clientTargets parses a hq or h3 client's flags and URLs, as both take
+// them: --output-dir is required, --ca and --insecure exclude each other,
+// and every URL is https. It returns the URLs as given and what they name.
+func clientTargets(set *flag.FlagSet, args []string, ca *string, insecure *bool) ([]string, []target, error) {
+	urls, err := parseInterspersed(set, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := required(set, "output-dir"); err != nil {
+		return nil, nil, err
+	}
+	if *ca != "" && *insecure {
+		return nil, nil, errors.New("--ca and --insecure exclude each other")
+	}
+	targets, err := parseTargets(urls, "https")
+	return urls, targets, err
 }

@@ -108,17 +108,7 @@ func runH3Client(args []string) error {
 	insecure := set.Bool("insecure", false, "accept any certificate")
 	serverName := set.String("server-name", "", "name sent as SNI and checked with --ca [default: the URL's host]")
 	asJSON := set.Bool("json", false, "print one JSON object (stack, version, alpn, files)")
-	urls, err := parseInterspersed(set, args)
-	if err != nil {
-		return err
-	}
-	if err := required(set, "output-dir"); err != nil {
-		return err
-	}
-	if *ca != "" && *insecure {
-		return errors.New("--ca and --insecure exclude each other")
-	}
-	targets, err := parseTargets(urls, "https")
+	urls, targets, err := clientTargets(set, args, ca, insecure)
 	if err != nil {
 		return err
 	}

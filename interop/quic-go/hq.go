@@ -211,17 +211,7 @@ func hqClient(args []string) error {
 	migrate := set.Bool("migrate", false, "move to a new local port once the first response bytes are in")
 	versions := set.String("versions", "v1", "QUIC versions offered, first one first: v1, v2 or both")
 	asJSON := set.Bool("json", false, "print one JSON object (what was done, each file's size and SHA-256)")
-	urls, err := parseInterspersed(set, args)
-	if err != nil {
-		return err
-	}
-	if err := required(set, "output-dir"); err != nil {
-		return err
-	}
-	if *ca != "" && *insecure {
-		return errors.New("--ca and --insecure exclude each other")
-	}
-	targets, err := parseTargets(urls, "https")
+	_, targets, err := clientTargets(set, args, ca, insecure)
 	if err != nil {
 		return err
 	}
