@@ -224,6 +224,51 @@ pub struct CorruptionEvent {
     pub rtt: RttSample,
 }
 
+/// The peer's ACK reported more packets marked Congestion Experienced than
+/// before (RFC 9000 §13.4.1: the ECN-CE count of an ACK frame grew). A CE
+/// mark is congestion the network names outright (RFC 3168; RFC 9002 §7.1):
+/// no controller may judge it random. Delivered for every ACK frame whose CE
+/// count grew, after that ACK's `on_ack`.
+#[derive(Clone, Debug)]
+pub struct EcnEvent {
+    /// When the ACK was processed.
+    pub now: Instant,
+    /// How much the ECN-CE count grew with this ACK: packets newly reported
+    /// marked.
+    pub newly_marked: u64,
+    /// Packets this ACK newly acknowledged, marked or not: with
+    /// `newly_marked`, the marked fraction a scalable controller (Prague,
+    /// RFC 9331) averages.
+    pub acked_packets: u64,
+    /// Bytes this ACK newly acknowledged.
+    pub acked_bytes: u64,
+    /// When the largest packet this ACK acknowledged was sent: a congestion
+    /// response starts its recovery period there (RFC 9002 §B.7
+    /// `ProcessECN`).
+    pub largest_acked_sent_time: Instant,
+    /// The recovery module counts this as a new congestion event: the
+    /// largest acknowledged packet was sent after the current recovery
+    /// period began. A classic controller reduces once, only then; the
+    /// recovery module has already started a new recovery period.
+    pub new_congestion_event: bool,
+    /// Bytes in flight after the acknowledged packets were removed.
+    pub bytes_in_flight: u64,
+    /// RTT estimates after this ACK was applied.
+    pub rtt: RttSample,
+}
+
+/// The ECN-capable codepoint a controller asks its packets to carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ect {
+    /// ECT(0), the classic response to CE (RFC 3168): every controller's
+    /// default.
+    #[default]
+    Ect0,
+    /// ECT(1): an L4S sender with a scalable response to CE (RFC 9331).
+    Ect1,
+}
+
 /// A congestion event proved spurious: every packet declared lost in the
 /// recovery episode it started was acknowledged after all (reordering or a
 /// late ACK, not a drop). The controller restores the state it had just
@@ -350,6 +395,38 @@ pub trait CongestionControl: Send + Debug {
     /// move it to their spurious count. The default keeps the reduced
     /// window, for a controller that has nothing to restore.
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {}
+
+    /// The peer reported CE marks (see [`EcnEvent`]). The default is the
+    /// classic response (RFC 9002 §7.1, RFC 3168): when the marks start a
+    /// new congestion event, react as to a congestive loss of nothing, by
+    /// calling `on_congestion` with an event that names no lost packet. A
+    /// controller that judges losses must override it: a mark is never
+    /// random.
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        if ev.new_congestion_event {
+            let _ = self.on_congestion(&LossEvent {
+                now: ev.now,
+                lost_packets: Vec::new(),
+                lost_bytes: 0,
+                largest_lost_sent_time: ev.largest_acked_sent_time,
+                bytes_in_flight: ev.bytes_in_flight,
+                rtt: ev.rtt,
+                persistent: false,
+            });
+        }
+    }
+
+    /// The path's ECN validation (RFC 9000 §13.4.2) changed: `true` once the
+    /// peer's ACKs have shown that marks survive the path and are counted,
+    /// `false` when validation failed or the path changed. While it is
+    /// `true`, a round with losses and no CE mark is evidence of random loss,
+    /// which a loss-differentiating controller may weigh. Ignored by default.
+    fn on_ecn_validated(&mut self, _validated: bool) {}
+
+    /// The codepoint this controller's packets carry while ECN is in use.
+    fn ect(&self) -> Ect {
+        Ect::Ect0
+    }
 
     /// The latest loss verdict and the numbers behind it, for traces;
     /// `None` before the first congestion event, and for controllers that

@@ -11,6 +11,7 @@
 //! (that is `crypto`), hold connection state, or read a clock.
 
 pub mod cid;
+pub mod ecn;
 pub mod frame;
 pub mod header;
 pub mod packet_number;
@@ -23,6 +24,7 @@ pub mod varint;
 pub mod version;
 
 pub use cid::{ConnectionId, MAX_CID_LEN, SHORT_HEADER_DCID_LEN};
+pub use ecn::Ecn;
 pub use frame::{
     crypto_frame_overhead, encode_ack, encode_corrupted, encode_stream_header, frame_type,
     parse_frames, stream_frame_overhead, AckFrame, AckRanges, AckRangesIter, Frame, Frames,
