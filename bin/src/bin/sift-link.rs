@@ -544,7 +544,7 @@ impl Relay {
             Direction::Forward => &mut self.forward,
             Direction::Reverse => &mut self.reverse,
         };
-        let fate = link.send(now, id, bytes);
+        let fate = link.send(now, id, bytes, sift::wire::Ecn::NotEct);
         tracing::trace!(?direction, %client, id, size, ?fate, "offered");
         self.log.write(LogLine {
             t: now - self.started,

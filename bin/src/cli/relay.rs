@@ -114,7 +114,9 @@ impl Direction {
 
     fn offer(&mut self, now: Instant, datagram: Vec<u8>) {
         self.next_id += 1;
-        let fate = self.link.send(now, self.next_id, datagram);
+        let fate = self
+            .link
+            .send(now, self.next_id, datagram, sift::wire::Ecn::NotEct);
         tracing::trace!(?fate, "relayed datagram");
         if matches!(fate, Fate::QueueDrop) {
             tracing::debug!("relay queue full");

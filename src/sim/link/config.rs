@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::aqm::Aqm;
 use super::corrupt::{CorruptRegion, CorruptionConfig};
 use super::delay::Distribution;
 use super::duplicate::Correlated;
@@ -116,6 +117,21 @@ pub struct LinkConfig {
     pub queue: QueueLimit,
     /// Random loss model; a plain number in a scenario file is Bernoulli.
     pub loss: LossModel,
+    /// netem's `ecn`: a packet the loss model picks is marked CE instead
+    /// of dropped if it is ECN-capable (ECT(0), ECT(1) or CE); a Not-ECT
+    /// one is dropped.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ecn: bool,
+    /// An active queue manager (CoDel or DualPI2) in place of the
+    /// drop-tail discipline at the bottleneck queue; its limit stays
+    /// `queue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<Aqm>,
+    /// The path clears the ECN field (sift's `bleach`): every packet
+    /// enters the link as Not-ECT, so no stage marks it and a mark made
+    /// before this link is lost too.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bleach: bool,
     /// Corruption models and where their flipped bits land.
     pub corrupt: CorruptionConfig,
     /// Duplication probability and correlation (netem `duplicate`).
@@ -182,6 +198,9 @@ impl LinkConfig {
             framing: Framing::default(),
             queue: QueueLimit::default(),
             loss: LossModel::default(),
+            ecn: false,
+            aqm: None,
+            bleach: false,
             corrupt: CorruptionConfig::default(),
             duplicate: Correlated::default(),
             reorder: None,
@@ -335,6 +354,14 @@ impl LinkConfig {
         {
             return invalid("delay_steps", "every step needs a duration > 0");
         }
+        if self.ecn && self.loss == LossModel::default() {
+            return invalid("ecn", "needs a loss model to mark instead of dropping");
+        }
+        if let Some(aqm) = &self.aqm {
+            if let Err(reason) = aqm.validate() {
+                return invalid("aqm", &reason);
+            }
+        }
         Ok(())
     }
 }
@@ -360,6 +387,10 @@ pub enum LinkConfigError {
     },
 }
 
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
 /// Serialize a `Duration` as (fractional) milliseconds in scenario files.
 pub(crate) mod duration_ms {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -377,6 +408,25 @@ pub(crate) mod duration_ms {
             ));
         }
         Duration::try_from_secs_f64(ms / 1e3).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An optional `Duration` as (fractional) milliseconds in scenario files.
+pub(crate) mod optional_duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration_ms::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        #[derive(Deserialize)]
+        struct Wrapped(#[serde(with = "super::duration_ms")] Duration);
+        Ok(Option::<Wrapped>::deserialize(d)?.map(|Wrapped(d)| d))
     }
 }
 
@@ -438,6 +488,36 @@ mod tests {
             err.contains("loss.probability must be a probability"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_table_configures_ecn_bleach_and_an_aqm() {
+        let s: Scenario = toml::from_str(
+            "forward = { rate_bps = 50000000, loss = 0.01, ecn = true, bleach = true, aqm = { codel = { target_ms = 5, interval_ms = 100, ecn = true } } }",
+        )
+        .unwrap();
+        let netem = LinkConfig::from_netem(
+            "delay 10ms rate 50mbit loss 1% ecn bleach codel target 5ms interval 100ms ecn",
+        )
+        .unwrap();
+        assert_eq!(s.forward, netem);
+        let s: Scenario =
+            toml::from_str("forward = { aqm = { dualpi2 = { step_thresh_ms = 2 } } }").unwrap();
+        let Some(super::Aqm::Dualpi2(d)) = &s.forward.aqm else {
+            panic!("{:?}", s.forward);
+        };
+        assert_eq!(d.step_thresh_ms, Duration::from_millis(2));
+        assert_eq!(d.target_ms, Duration::from_millis(15), "tc's default");
+        let err = toml::from_str::<Scenario>("forward = { ecn = true }")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("ecn: needs a loss model"), "{err}");
+        let err = toml::from_str::<Scenario>("forward = { aqm = { codel = { interval_ms = 0 } } }")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("interval must be > 0"), "{err}");
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! One direction of a link, as a chain of stages a packet passes in order:
 //!
 //! ```text
-//! send ─▶ outage ─▶ loss ─▶ duplicate ─▶ corrupt ─▶ reorder ─▶ drop-tail queue
+//! send ─▶ mtu ─▶ bleach ─▶ outage ─▶ loss (or a CE mark, with `ecn`) ─▶ duplicate
+//!      ─▶ corrupt ─▶ reorder ─▶ queue (drop-tail, CoDel or DualPI2: `aqm`)
 //!      ─▶ serializer (rate or rate steps, framing, stalls) ─▶ propagation (delay, jitter)
 //!      ─▶ slot gate ─▶ poll_delivery
 //! ```
+//!
+//! Each packet carries its ECN codepoint (`wire::Ecn`) through the chain:
+//! `send` takes the one it was sent with, and `Delivery::ecn` is the one it
+//! leaves with — CE if a stage marked it, Not-ECT if the path bleached it.
 //!
 //! The same chain serves the deterministic simulator and the real-time
 //! emulator `sift-link`; there is no second copy of the logic. Time is the
@@ -63,9 +68,16 @@
 //!   cellular-like links (`outage.rs`, `config.rs`).
 //! - **seed.** netem seeds one PRNG for everything; sift derives one stream
 //!   per stage from the seed.
+//! - **ECN.** netem's `ecn` is netem's: a packet `loss` picks is marked CE
+//!   instead of dropped if it is ECN-capable. The AQMs are separate qdiscs
+//!   in Linux (`tc qdisc add … codel` under netem); here `codel …` or
+//!   `dualpi2 …` in the same spec replace the drop-tail discipline of the
+//!   bottleneck queue, and `bleach` (sift's) clears the ECN field as the
+//!   packet enters (`aqm/`).
 //! - **Syntax.** Probabilities are `N%` or plain fractions, keywords are
-//!   spelt out, repeated options are errors, `ecn` is not modelled (`netem.rs`).
+//!   spelt out, repeated options are errors (`netem.rs`).
 
+mod aqm;
 mod config;
 mod corrupt;
 mod delay;
@@ -78,6 +90,7 @@ mod random;
 mod rate;
 mod reorder;
 mod slot;
+mod sojourn;
 mod units;
 
 #[cfg(test)]
@@ -85,11 +98,14 @@ mod tests;
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub use aqm::{
+    Aqm, Codel, DualPi2, CODEL_DEFAULT_INTERVAL, CODEL_DEFAULT_TARGET, DEVICE_MTU_BYTES,
+};
 pub use config::{delay_at, rate_at, DelayStep, LinkConfig, RateStep};
 pub use config::{LinkConfigError, MIN_MTU, PROBABILITY_SUM_SLACK};
 pub use corrupt::{BadRegion, CorruptBurst, CorruptRegion, Corruption, CorruptionConfig};
@@ -105,18 +121,26 @@ pub use queue::{QueueLimit, DEFAULT_QUEUE_PACKETS};
 pub use rate::{serialization_time, Framing};
 pub use reorder::Reorder;
 pub use slot::Slot;
+pub use sojourn::{QueueDelaySummary, QueueDelays};
 
+use aqm::Discipline;
 use corrupt::CorruptionProcess;
 use delay::{Jitter, Propagation};
 use loss::LossProcess;
-use queue::{DropTailQueue, QueueItem};
+use queue::QueueItem;
 use random::{stage_rng, CorrelatedEvent, Stage};
 use reorder::ReorderProcess;
 use slot::SlotGate;
 
+use crate::wire::Ecn;
+
 /// Finds the length of the header region of a datagram (for `corrupt-where`),
 /// or `None` if it cannot tell; sift plugs in `sift::wire::header_region_len`.
 pub type HeaderLenFn = fn(&[u8]) -> Option<usize>;
+
+/// How many late drops (`Link::poll_late_drop`) wait for a caller that
+/// does not poll them before the oldest are forgotten.
+const MAX_LATE_DROPS: usize = 1 << 16;
 
 /// IPv4 (20) and UDP (8) header bytes: what `mtu` adds to a datagram by
 /// default.
@@ -133,7 +157,9 @@ fn no_header(_: &[u8]) -> Option<usize> {
 pub enum Fate {
     /// On its way, intact.
     Delivered,
-    /// Dropped because the queue was full: congestion.
+    /// Dropped by the queue, full or by its AQM's choice: congestion.
+    /// An AQM decides at dequeue, after `send` returned `Delivered`: those
+    /// drops come from `Link::poll_late_drop`.
     QueueDrop,
     /// Dropped by the loss model: a random (link) loss.
     RandomLoss,
@@ -165,6 +191,11 @@ pub struct Delivery {
     pub corruption: Option<Corruption>,
     /// This is the extra copy made by the duplication stage.
     pub duplicate: bool,
+    /// Its ECN codepoint as it leaves: as sent, CE if a stage marked it,
+    /// Not-ECT if the link bleached it.
+    pub ecn: Ecn,
+    /// How long it waited in the bottleneck queue (its sojourn time).
+    pub queue_delay: Duration,
 }
 
 /// Counters over the link's life.
@@ -195,6 +226,17 @@ pub struct LinkCounters {
     pub duplicated: u64,
     /// Packets sent ahead by the reorder stage.
     pub reordered: u64,
+    /// ECN-capable packets the loss model picked and netem's `ecn` marked
+    /// CE instead of dropping.
+    pub loss_marks: u64,
+    /// Packets the AQM (CoDel, DualPI2) marked CE instead of dropping.
+    pub aqm_marks: u64,
+    /// Packets (copies included) the AQM dropped at dequeue.
+    pub aqm_drops: u64,
+    /// ECN-capable packets whose ECN field the link cleared (`bleach`).
+    pub bleached: u64,
+    /// Packets (copies included) handed out carrying CE.
+    pub delivered_ce: u64,
 }
 
 /// A packet inside the link.
@@ -206,6 +248,12 @@ struct Packet {
     duplicate: bool,
     /// Chosen by the reorder stage: skips the propagation delay.
     send_immediately: bool,
+    /// Its ECN codepoint now.
+    ecn: Ecn,
+    /// When it entered the bottleneck queue.
+    enqueued_at: Instant,
+    /// How long it waited there, once the serializer took it.
+    queue_delay: Duration,
 }
 
 impl QueueItem for Packet {
@@ -265,9 +313,17 @@ pub struct Link {
     corruption: CorruptionProcess,
     reorder: Option<ReorderProcess>,
     reorder_rng: ChaCha8Rng,
-    queue: DropTailQueue<Packet>,
-    /// When the serializer finishes the packet at the head of the queue.
+    queue: Discipline,
+    aqm_rng: ChaCha8Rng,
+    /// The packet on the serializer (it has left the queue).
+    in_service: Option<Packet>,
+    /// When the serializer finishes `in_service`.
     serializer_free_at: Option<Instant>,
+    /// Ids of packets the AQM dropped after `send` admitted them.
+    late_drops: VecDeque<u64>,
+    /// Reused buffer for the AQM's drops of one dequeue.
+    dropped: Vec<Packet>,
+    queue_delays: QueueDelays,
     propagation: Propagation,
     delay_rng: ChaCha8Rng,
     propagating: BinaryHeap<Reverse<Propagating>>,
@@ -305,8 +361,13 @@ impl Link {
             corruption: CorruptionProcess::new(&config.corrupt, seed),
             reorder: config.reorder.as_ref().map(ReorderProcess::new),
             reorder_rng: stage_rng(seed, Stage::Reorder),
-            queue: DropTailQueue::new(config.queue),
+            queue: Discipline::new(config.queue, config.aqm.as_ref()),
+            aqm_rng: stage_rng(seed, Stage::Aqm),
+            in_service: None,
             serializer_free_at: None,
+            late_drops: VecDeque::new(),
+            dropped: Vec::new(),
+            queue_delays: QueueDelays::default(),
             propagation: Propagation::new(config.delay_ms, jitter),
             delay_rng: stage_rng(seed, Stage::Delay),
             propagating: BinaryHeap::new(),
@@ -343,11 +404,13 @@ impl Link {
         self.epoch = Some(epoch);
     }
 
-    /// Offers a packet at `now`. Returns its fate if it was decided at once
-    /// (dropped), or how it is on its way (`Delivered`, `Corrupted`,
-    /// `Duplicated`). `Corrupted` wins over `Duplicated` when both apply;
-    /// each `Delivery` carries its own truth.
-    pub fn send(&mut self, now: Instant, id: u64, bytes: Vec<u8>) -> Fate {
+    /// Offers a packet sent with ECN codepoint `ecn` at `now`. Returns its
+    /// fate if it was decided at once (dropped), or how it is on its way
+    /// (`Delivered`, `Corrupted`, `Duplicated`; a packet marked CE instead
+    /// of dropped is on its way). `Corrupted` wins over `Duplicated` when
+    /// both apply; each `Delivery` carries its own truth. An AQM may still
+    /// drop it at dequeue: see `poll_late_drop`.
+    pub fn send(&mut self, now: Instant, id: u64, bytes: Vec<u8>, ecn: Ecn) -> Fate {
         self.advance(now);
         let epoch = *self.epoch.get_or_insert(now);
         self.counters.offered += 1;
@@ -360,6 +423,11 @@ impl Link {
             self.counters.mtu_drops += 1;
             return Fate::TooBig;
         }
+        let mut ecn = ecn;
+        if self.config.bleach && ecn != Ecn::NotEct {
+            ecn = Ecn::NotEct;
+            self.counters.bleached += 1;
+        }
         if let Some(outage) = &self.config.outage {
             if outage.is_down(epoch, now) {
                 self.counters.outage_drops += 1;
@@ -367,8 +435,14 @@ impl Link {
             }
         }
         if self.loss.lose(&mut self.loss_rng) {
-            self.counters.random_losses += 1;
-            return Fate::RandomLoss;
+            // netem's `ecn`: an ECN-capable packet is marked, not dropped.
+            if self.config.ecn && ecn.is_ecn_capable() {
+                ecn = Ecn::Ce;
+                self.counters.loss_marks += 1;
+            } else {
+                self.counters.random_losses += 1;
+                return Fate::RandomLoss;
+            }
         }
         let header_len = (self.header_len)(&bytes).unwrap_or(0).min(bytes.len());
         let copy = self
@@ -376,9 +450,9 @@ impl Link {
             .happens(&mut self.duplicate_rng)
             .then(|| bytes.clone());
         self.counters.duplicated += u64::from(copy.is_some());
-        let original = self.admit(now, id, bytes, header_len, false);
+        let original = self.admit(now, id, bytes, header_len, false, ecn);
         let copy_admitted = match copy {
-            Some(copy) => self.admit(now, id, copy, header_len, true).is_some(),
+            Some(copy) => self.admit(now, id, copy, header_len, true, ecn).is_some(),
             None => false,
         };
         self.advance(now);
@@ -402,10 +476,10 @@ impl Link {
         mut bytes: Vec<u8>,
         header_len: usize,
         duplicate: bool,
+        ecn: Ecn,
     ) -> Option<Option<Corruption>> {
         let corruption = self.corruption.apply(&mut bytes, header_len);
-        let in_service = self.serializer_free_at.is_some();
-        if self.queue.would_drop(bytes.len(), in_service) {
+        if self.queue.would_drop(bytes.len()) {
             self.counters.queue_drops += 1;
             return None;
         }
@@ -420,13 +494,11 @@ impl Link {
             corruption,
             duplicate,
             send_immediately,
+            ecn,
+            enqueued_at: now,
+            queue_delay: Duration::ZERO,
         };
-        let queued = if send_immediately {
-            self.queue.push_front(packet, in_service)
-        } else {
-            self.queue.push_back(packet, in_service)
-        };
-        if queued.is_err() {
+        if self.queue.enqueue(packet, send_immediately, now).is_err() {
             // `would_drop` said there was room; count it as a drop anyway
             // rather than lose track of the packet.
             self.counters.queue_drops += 1;
@@ -439,8 +511,8 @@ impl Link {
             self.counters.bits_flipped += u64::from(c.flipped_bits);
         }
         self.counters.reordered += u64::from(send_immediately);
-        if !in_service {
-            self.start_serializing(now);
+        if self.in_service.is_none() {
+            self.start_next(now);
         }
         Some(corruption)
     }
@@ -465,11 +537,35 @@ impl Link {
         start + serialization_time(rate, &self.config.framing, len)
     }
 
-    fn start_serializing(&mut self, now: Instant) {
-        self.serializer_free_at = self
+    /// Puts the packet the queue's discipline gives at `t` on the
+    /// serializer (the AQM may drop some first), or leaves it idle.
+    fn start_next(&mut self, t: Instant) {
+        let mut dropped = std::mem::take(&mut self.dropped);
+        let next = self
             .queue
-            .front()
-            .map(|head| self.serialized_at(now, head.bytes.len()));
+            .dequeue(t, &mut self.aqm_rng, &mut self.counters, &mut dropped);
+        for packet in dropped.drain(..) {
+            // A copy's drop is not news: `send` never reported the copy.
+            if !packet.duplicate {
+                if self.late_drops.len() >= MAX_LATE_DROPS {
+                    self.late_drops.pop_front();
+                }
+                self.late_drops.push_back(packet.id);
+            }
+        }
+        self.dropped = dropped;
+        match next {
+            Some(mut packet) => {
+                packet.queue_delay = t.saturating_duration_since(packet.enqueued_at);
+                self.queue_delays.record(packet.queue_delay);
+                self.serializer_free_at = Some(self.serialized_at(t, packet.bytes.len()));
+                self.in_service = Some(packet);
+            }
+            None => {
+                self.serializer_free_at = None;
+                self.in_service = None;
+            }
+        }
     }
 
     /// Moves packets whose serialization finished by `now` onto the wire.
@@ -478,7 +574,7 @@ impl Link {
             if done > now {
                 break;
             }
-            let Some(head) = self.queue.pop_front() else {
+            let Some(head) = self.in_service.take() else {
                 self.serializer_free_at = None;
                 break;
             };
@@ -511,10 +607,7 @@ impl Link {
                 packet: head,
             }));
             self.next_sequence += 1;
-            self.serializer_free_at = self
-                .queue
-                .front()
-                .map(|next| self.serialized_at(done, next.bytes.len()));
+            self.start_next(done);
         }
     }
 
@@ -562,18 +655,34 @@ impl Link {
         }
         let a = self.arrived.pop_front()?;
         self.counters.delivered += 1;
+        self.counters.delivered_ce += u64::from(a.packet.ecn == Ecn::Ce);
         Some(Delivery {
             id: a.packet.id,
             bytes: a.packet.bytes,
             at: a.at,
             corruption: a.packet.corruption,
             duplicate: a.packet.duplicate,
+            ecn: a.packet.ecn,
+            queue_delay: a.packet.queue_delay,
         })
+    }
+
+    /// The id of a packet the AQM dropped at dequeue after `send` had
+    /// returned that it was on its way (its fate is `QueueDrop`), oldest
+    /// first. Drop-tail queues decide at `send` and leave none. Up to
+    /// 65 536 wait for a caller that does not poll them.
+    pub fn poll_late_drop(&mut self) -> Option<u64> {
+        self.late_drops.pop_front()
     }
 
     /// Packets waiting in the queue or on the serializer.
     pub fn queue_len(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + usize::from(self.in_service.is_some())
+    }
+
+    /// The sojourn times of every packet the serializer has taken.
+    pub fn queue_delays(&self) -> &QueueDelays {
+        &self.queue_delays
     }
 
     /// Counters so far.

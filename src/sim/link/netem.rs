@@ -22,6 +22,13 @@
 //! rate-steps RATE TIME [RATE TIME]...    the rate changes on a repeating schedule
 //! jitter-reorder                         jitter reorders even behind a rate
 //! mtu BYTES                              drop datagrams whose IP packet exceeds BYTES
+//! bleach                                 the path clears the ECN field (Not-ECT)
+//! ECN and active queue management (see netem/aqm.rs for their options):
+//! ecn                                    loss marks ECN-capable packets CE instead (netem's)
+//! codel [target TIME] [interval TIME] [ecn|noecn] [ce_threshold TIME] [limit PACKETS]
+//! dualpi2 [target TIME] [tupdate TIME] [alpha F] [beta F] [coupling_factor K]
+//!         [step_thresh TIME] [classic_protection PERCENT] [l4s_ect|any_ect]
+//!         [drop_on_overload|overflow] [limit PACKETS]
 //! ```
 //!
 //! Units follow tc: times take `s`/`sec`/`secs`, `ms`/`msec`/`msecs`,
@@ -34,8 +41,10 @@
 //! Where sift differs from tc: probabilities are `N%` or a plain fraction
 //! (`loss 0.01` is 1%; tc would read it as 0.01%), and a bare `1` is refused
 //! as ambiguous; keywords must be spelt out (tc accepts any prefix);
-//! giving an option twice is an error (tc keeps the last one); `ecn`, custom
-//! distribution files and `slot distribution` are not supported.
+//! giving an option twice is an error (tc keeps the last one); custom
+//! distribution files and `slot distribution` are not supported. `codel`
+//! and `dualpi2` are separate qdiscs in tc; here they are words of the same
+//! spec, replacing the drop-tail discipline of the bottleneck queue.
 
 use std::fmt;
 use std::str::FromStr;
@@ -55,8 +64,10 @@ use super::slot::Slot;
 
 use super::units::{self, format_fraction, format_time, parse_probability};
 
+mod aqm;
+
 /// Every option keyword the parser knows, in canonical order.
-pub const OPTIONS: [&str; 22] = [
+pub const OPTIONS: [&str; 26] = [
     "limit",
     "limit-bytes",
     "delay",
@@ -77,6 +88,10 @@ pub const OPTIONS: [&str; 22] = [
     "rate-steps",
     "jitter-reorder",
     "mtu",
+    "bleach",
+    "ecn",
+    "codel",
+    "dualpi2",
     "seed",
     "latency",
 ];
@@ -205,6 +220,7 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
     let mut distribution_word = None;
     let mut jitter_reorder_word = None;
     let mut rate_steps_word = None;
+    let mut ecn_word = None;
     while let Some(option) = words.take() {
         match option.text {
             "limit" => {
@@ -265,7 +281,25 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
                 config.loss = parse_loss(&mut words, option)?;
             }
             "ecn" => {
-                return Err(option.error("ecn marking is not modelled: sift carries no ECN"));
+                seen.first("ecn", option)?;
+                config.ecn = true;
+                ecn_word = Some(option);
+            }
+            "bleach" => {
+                seen.first("bleach", option)?;
+                config.bleach = true;
+            }
+            "codel" | "dualpi2" => {
+                seen.first("codel or dualpi2", option)?;
+                let (aqm, limit) = aqm::parse(&mut words, option)?;
+                if let Some((packets, word)) = limit {
+                    if seen.at("limit-bytes").is_some() {
+                        return Err(word.error("limit and limit-bytes are exclusive"));
+                    }
+                    seen.first("limit", word)?;
+                    config.queue = QueueLimit::Packets(packets);
+                }
+                config.aqm = Some(aqm);
             }
             "corrupt" => {
                 seen.first("corrupt", option)?;
@@ -429,6 +463,13 @@ pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
     if let Some(word) = jitter_reorder_word {
         if config.jitter_ms.is_zero() {
             return Err(word.error("jitter-reorder needs a jitter (delay TIME JITTER)"));
+        }
+    }
+    if let Some(word) = ecn_word {
+        if config.loss == LossModel::default() {
+            return Err(
+                word.error("ecn needs a loss model to mark instead of dropping (add loss PERCENT)")
+            );
         }
     }
     if let Some(word) = rate_steps_word {
@@ -706,6 +747,9 @@ pub fn format(config: &LinkConfig) -> String {
         )),
         LossModel::GilbertElliott(m) => parts.push(format!("loss gemodel {}", format_gemodel(&m))),
     }
+    if config.ecn {
+        parts.push("ecn".to_string());
+    }
     let c = &config.corrupt;
     if c.probability != 0.0 || c.correlation != 0.0 {
         let mut text = format!("corrupt {}", format_fraction(c.probability));
@@ -774,8 +818,15 @@ pub fn format(config: &LinkConfig) -> String {
     if let Some(mtu) = config.mtu {
         parts.push(format!("mtu {mtu}"));
     }
+    if config.bleach {
+        parts.push("bleach".to_string());
+    }
     if let Some(seed) = config.seed {
         parts.push(format!("seed {seed}"));
+    }
+    // Last: an AQM takes the words after it that are its own.
+    if let Some(aqm) = &config.aqm {
+        parts.push(aqm::format(aqm));
     }
     parts.join(" ")
 }

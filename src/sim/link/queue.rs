@@ -3,7 +3,8 @@
 //!
 //! The packet being serialized has left the queue (Linux qdiscs count it the
 //! same way: it has been dequeued to the device), so `limit 2` holds one
-//! packet on the wire and two waiting.
+//! packet on the wire and two waiting. The link keeps the one in service
+//! apart; the queue holds only waiting packets.
 
 use std::collections::VecDeque;
 
@@ -34,14 +35,27 @@ pub(crate) trait QueueItem {
     fn len_bytes(&self) -> usize;
 }
 
-/// A FIFO with a tail-drop limit. The front item may be "in service" (on
-/// the serializer): it still sits at the front but does not count against
-/// the limit.
+/// A FIFO of waiting packets with a tail-drop limit. The packet being
+/// serialized has already left it.
 #[derive(Debug)]
 pub(crate) struct DropTailQueue<T> {
     limit: QueueLimit,
     items: VecDeque<T>,
     bytes: usize,
+}
+
+/// Whether `waiting` packets of `waiting_bytes` in all leave no room under
+/// `limit` for one more of `len` bytes.
+pub(crate) fn over_limit(
+    limit: QueueLimit,
+    waiting: usize,
+    waiting_bytes: usize,
+    len: usize,
+) -> bool {
+    match limit {
+        QueueLimit::Packets(n) => waiting >= n,
+        QueueLimit::Bytes(n) => waiting_bytes.saturating_add(len) > n,
+    }
 }
 
 impl<T: QueueItem> DropTailQueue<T> {
@@ -54,20 +68,13 @@ impl<T: QueueItem> DropTailQueue<T> {
     }
 
     /// Whether an item of `len` bytes would be dropped now.
-    pub(crate) fn would_drop(&self, len: usize, head_in_service: bool) -> bool {
-        let (waiting, waiting_bytes) = match (head_in_service, self.items.front()) {
-            (true, Some(head)) => (self.items.len() - 1, self.bytes - head.len_bytes()),
-            _ => (self.items.len(), self.bytes),
-        };
-        match self.limit {
-            QueueLimit::Packets(n) => waiting >= n,
-            QueueLimit::Bytes(n) => waiting_bytes.saturating_add(len) > n,
-        }
+    pub(crate) fn would_drop(&self, len: usize) -> bool {
+        over_limit(self.limit, self.items.len(), self.bytes, len)
     }
 
     /// Appends `item` at the tail, or hands it back if the queue is full.
-    pub(crate) fn push_back(&mut self, item: T, head_in_service: bool) -> Result<(), T> {
-        if self.would_drop(item.len_bytes(), head_in_service) {
+    pub(crate) fn push_back(&mut self, item: T) -> Result<(), T> {
+        if self.would_drop(item.len_bytes()) {
             return Err(item);
         }
         self.bytes += item.len_bytes();
@@ -75,20 +82,28 @@ impl<T: QueueItem> DropTailQueue<T> {
         Ok(())
     }
 
-    /// Puts `item` ahead of every waiting item (behind the one in service),
-    /// or hands it back if the queue is full: netem's reorder path.
-    pub(crate) fn push_front(&mut self, item: T, head_in_service: bool) -> Result<(), T> {
-        if self.would_drop(item.len_bytes(), head_in_service) {
+    /// Puts `item` ahead of every waiting item, or hands it back if the
+    /// queue is full: netem's reorder path.
+    pub(crate) fn push_front(&mut self, item: T) -> Result<(), T> {
+        if self.would_drop(item.len_bytes()) {
             return Err(item);
         }
         self.bytes += item.len_bytes();
-        let at = if head_in_service && !self.items.is_empty() {
-            1
-        } else {
-            0
-        };
-        self.items.insert(at, item);
+        self.items.push_front(item);
         Ok(())
+    }
+
+    /// Appends `item` without checking the limit (a discipline that keeps
+    /// one limit over several queues has checked it).
+    pub(crate) fn push_back_unchecked(&mut self, item: T) {
+        self.bytes += item.len_bytes();
+        self.items.push_back(item);
+    }
+
+    /// Puts `item` at the head without checking the limit.
+    pub(crate) fn push_front_unchecked(&mut self, item: T) {
+        self.bytes += item.len_bytes();
+        self.items.push_front(item);
     }
 
     pub(crate) fn front(&self) -> Option<&T> {
@@ -101,9 +116,14 @@ impl<T: QueueItem> DropTailQueue<T> {
         Some(item)
     }
 
-    /// Items in the queue, including the one in service.
+    /// Items waiting.
     pub(crate) fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// Bytes waiting.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -118,33 +138,31 @@ mod tests {
     }
 
     #[test]
-    fn packet_limit_does_not_count_the_packet_in_service() {
+    fn packet_limit_counts_the_waiting_packets() {
         let mut q = DropTailQueue::new(QueueLimit::Packets(2));
-        assert_eq!(q.push_back(100, false), Ok(()));
-        // The first is now on the serializer; two more fit, the third does not.
-        assert_eq!(q.push_back(100, true), Ok(()));
-        assert_eq!(q.push_back(100, true), Ok(()));
-        assert_eq!(q.push_back(7, true), Err(7));
-        assert_eq!(q.len(), 3);
+        assert_eq!(q.push_back(100), Ok(()));
+        assert_eq!(q.push_back(100), Ok(()));
+        assert_eq!(q.push_back(7), Err(7));
+        assert_eq!(q.len(), 2);
     }
 
     #[test]
     fn byte_limit_admits_what_fits() {
         let mut q = DropTailQueue::new(QueueLimit::Bytes(1500));
-        assert_eq!(q.push_back(1000, false), Ok(()));
-        assert_eq!(q.push_back(1000, true), Ok(()));
-        assert_eq!(q.push_back(1000, true), Err(1000));
-        assert_eq!(q.push_back(500, true), Ok(()));
+        assert_eq!(q.push_back(1000), Ok(()));
+        assert_eq!(q.push_back(1000), Err(1000));
+        assert_eq!(q.push_back(500), Ok(()));
+        assert_eq!(q.bytes(), 1500);
     }
 
     #[test]
-    fn push_front_jumps_the_waiting_packets_but_not_the_one_in_service() {
+    fn push_front_jumps_the_waiting_packets() {
         let mut q = DropTailQueue::new(QueueLimit::Packets(10));
         for len in [1, 2, 3] {
-            q.push_back(len, true).unwrap();
+            q.push_back(len).unwrap();
         }
-        q.push_front(9, true).unwrap();
+        q.push_front(9).unwrap();
         let order: Vec<usize> = std::iter::from_fn(|| q.pop_front()).collect();
-        assert_eq!(order, [1, 9, 2, 3]);
+        assert_eq!(order, [9, 1, 2, 3]);
     }
 }

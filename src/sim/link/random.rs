@@ -19,6 +19,8 @@ pub(crate) enum Stage {
     /// Where flipped bits land (kept apart from *whether* a packet is
     /// corrupted, so `corrupt-where` does not change which packets are hit).
     CorruptPlacement = 7,
+    /// The AQM's mark and drop rolls (DualPI2).
+    Aqm = 8,
 }
 
 /// The random stream of `stage` for a link seeded with `seed`.

@@ -41,8 +41,8 @@ fn serialization_and_propagation_delays_add_up() {
     let t0 = Instant::now();
     // 1000 bytes at 8 Mb/s = 1 ms on the wire, then 50 ms of propagation.
     let mut l = link(Some(8_000_000), QueueLimit::Packets(10), 0.0);
-    l.send(t0, 1, vec![0; 1000]);
-    l.send(t0, 2, vec![0; 1000]);
+    l.send(t0, 1, vec![0; 1000], Ecn::NotEct);
+    l.send(t0, 2, vec![0; 1000], Ecn::NotEct);
     assert_eq!(l.next_event(), Some(t0 + ms(1)));
     assert!(l.poll_delivery(t0 + ms(50)).is_none());
     let first = l.poll_delivery(t0 + ms(51)).unwrap();
@@ -56,7 +56,9 @@ fn serialization_and_propagation_delays_add_up() {
 fn full_queue_drops_tail_as_congestion() {
     let t0 = Instant::now();
     let mut l = link(Some(1_000_000), QueueLimit::Packets(2), 0.0);
-    let fates: Vec<Fate> = (0..4).map(|i| l.send(t0, i, vec![0; 1000])).collect();
+    let fates: Vec<Fate> = (0..4)
+        .map(|i| l.send(t0, i, vec![0; 1000], Ecn::NotEct))
+        .collect();
     // The first leaves the queue for the serializer at once; two wait;
     // the fourth finds the queue full.
     assert_eq!(
@@ -75,10 +77,10 @@ fn full_queue_drops_tail_as_congestion() {
 fn byte_limited_queue() {
     let t0 = Instant::now();
     let mut l = link(Some(1_000_000), QueueLimit::Bytes(1500), 0.0);
-    assert_eq!(l.send(t0, 0, vec![0; 1000]), Fate::Delivered); // serializing
-    assert_eq!(l.send(t0, 1, vec![0; 1000]), Fate::Delivered);
-    assert_eq!(l.send(t0, 2, vec![0; 1000]), Fate::QueueDrop);
-    assert_eq!(l.send(t0, 3, vec![0; 400]), Fate::Delivered);
+    assert_eq!(l.send(t0, 0, vec![0; 1000], Ecn::NotEct), Fate::Delivered); // serializing
+    assert_eq!(l.send(t0, 1, vec![0; 1000], Ecn::NotEct), Fate::Delivered);
+    assert_eq!(l.send(t0, 2, vec![0; 1000], Ecn::NotEct), Fate::QueueDrop);
+    assert_eq!(l.send(t0, 3, vec![0; 400], Ecn::NotEct), Fate::Delivered);
 }
 
 #[test]
@@ -93,7 +95,7 @@ fn bernoulli_loss_rate_and_repeatability() {
             seed,
         );
         (0..20_000u64)
-            .map(|i| l.send(t0, i, vec![0; 10]))
+            .map(|i| l.send(t0, i, vec![0; 10], Ecn::NotEct))
             .collect::<Vec<_>>()
     };
     let a = run(3);
@@ -110,7 +112,7 @@ fn serialization_time_counts_framing_exactly() {
     // ATM framing: 100 bytes → 3 cells × 53 bytes = 159 bytes = 1272 bits
     // at 1 Mb/s = 1272 µs, plus 10 ms of delay.
     let mut l = netem("delay 10ms rate 1mbit 0 48 5", 1);
-    l.send(t0, 0, vec![0; 100]);
+    l.send(t0, 0, vec![0; 100], Ecn::NotEct);
     let d = drain(&mut l);
     assert_eq!(d[0].at - t0, ms(10) + Duration::from_micros(1272));
 }
@@ -121,16 +123,27 @@ fn queue_limit_drops_exactly_the_overflow_of_a_burst() {
     // 1250 bytes at 1 Mb/s = 10 ms each. A burst of 20 at t0: one goes on
     // the serializer, 5 wait, 14 are dropped.
     let mut l = netem("delay 30ms rate 1mbit limit 5", 1);
-    let fates: Vec<Fate> = (0..20).map(|i| l.send(t0, i, vec![0; 1250])).collect();
+    let fates: Vec<Fate> = (0..20)
+        .map(|i| l.send(t0, i, vec![0; 1250], Ecn::NotEct))
+        .collect();
     let dropped: Vec<u64> = (0..20u64)
         .filter(|&i| fates[i as usize] == Fate::QueueDrop)
         .collect();
     assert_eq!(dropped, (6..20).collect::<Vec<u64>>());
     assert_eq!(l.queue_len(), 6);
     // At 25 ms two have left the serializer (10, 20 ms): room for two more.
-    assert_eq!(l.send(t0 + ms(25), 20, vec![0; 1250]), Fate::Delivered);
-    assert_eq!(l.send(t0 + ms(25), 21, vec![0; 1250]), Fate::Delivered);
-    assert_eq!(l.send(t0 + ms(25), 22, vec![0; 1250]), Fate::QueueDrop);
+    assert_eq!(
+        l.send(t0 + ms(25), 20, vec![0; 1250], Ecn::NotEct),
+        Fate::Delivered
+    );
+    assert_eq!(
+        l.send(t0 + ms(25), 21, vec![0; 1250], Ecn::NotEct),
+        Fate::Delivered
+    );
+    assert_eq!(
+        l.send(t0 + ms(25), 22, vec![0; 1250], Ecn::NotEct),
+        Fate::QueueDrop
+    );
     // Deliveries: packet k leaves the serializer at (k+1)·10 ms, arrives 30 ms later.
     let arrivals: Vec<(u64, Duration)> = drain(&mut l).iter().map(|d| (d.id, d.at - t0)).collect();
     let expected: Vec<(u64, Duration)> = [0, 1, 2, 3, 4, 5, 20, 21]
@@ -149,7 +162,7 @@ fn reorder_gap_sends_every_fifth_packet_ahead() {
     // Packet i sent at i ms. Ids 4, 9, 14 skip the 10 ms delay.
     let mut l = netem("delay 10ms reorder 100% gap 5", 1);
     for i in 0..15 {
-        l.send(t0 + ms(i), i, vec![0; 100]);
+        l.send(t0 + ms(i), i, vec![0; 100], Ecn::NotEct);
     }
     let order: Vec<(u64, u64)> = drain(&mut l)
         .iter()
@@ -183,7 +196,9 @@ fn duplication_adds_copies_at_its_rate() {
     let t0 = Instant::now();
     let mut l = netem("duplicate 10%", 2);
     let n = 50_000u64;
-    let fates: Vec<Fate> = (0..n).map(|i| l.send(t0, i, vec![i as u8; 20])).collect();
+    let fates: Vec<Fate> = (0..n)
+        .map(|i| l.send(t0, i, vec![i as u8; 20], Ecn::NotEct))
+        .collect();
     let deliveries = drain(&mut l);
     let copies = deliveries.iter().filter(|d| d.duplicate).count() as f64;
     // σ = sqrt(n·0.1·0.9) ≈ 67.
@@ -203,7 +218,7 @@ fn outages_drop_exactly_the_packets_offered_inside_the_windows() {
     // Down during [1000, 1200) ms and [2000, 2200) ms after the first packet.
     let mut l = netem("outage 1s 200ms", 1);
     let dropped: Vec<u64> = (0..300u64)
-        .filter(|&i| l.send(t0 + ms(10 * i), i, vec![0; 10]) == Fate::OutageDrop)
+        .filter(|&i| l.send(t0 + ms(10 * i), i, vec![0; 10], Ecn::NotEct) == Fate::OutageDrop)
         .collect();
     let expected: Vec<u64> = (100..120).chain(200..220).collect();
     assert_eq!(dropped, expected);
@@ -219,7 +234,7 @@ fn a_stall_holds_packets_in_order_until_it_ends_and_loses_none() {
     let mut deliveries = Vec::new();
     for i in 0..200u64 {
         let now = t0 + ms(10 * i);
-        assert_eq!(l.send(now, i, vec![0; 10]), Fate::Delivered);
+        assert_eq!(l.send(now, i, vec![0; 10], Ecn::NotEct), Fate::Delivered);
         while let Some(d) = l.poll_delivery(now) {
             deliveries.push(d);
         }
@@ -244,9 +259,9 @@ fn rate_steps_serialize_at_the_rate_in_force() {
     // take 1 ms, then 10 ms.
     let mut l = netem("rate-steps 8mbit 100ms 800kbit 100ms limit 1000", 1);
     l.set_epoch(t0);
-    l.send(t0 + ms(50), 1, vec![0; 1000]);
-    l.send(t0 + ms(150), 2, vec![0; 1000]);
-    l.send(t0 + ms(250), 3, vec![0; 1000]);
+    l.send(t0 + ms(50), 1, vec![0; 1000], Ecn::NotEct);
+    l.send(t0 + ms(150), 2, vec![0; 1000], Ecn::NotEct);
+    l.send(t0 + ms(250), 3, vec![0; 1000], Ecn::NotEct);
     let times: Vec<Duration> = drain(&mut l)
         .iter()
         .map(|d| d.at.duration_since(t0))
@@ -281,7 +296,7 @@ fn delay_steps_replace_the_propagation_delay_in_turn() {
     let mut l = Link::new(config, 1);
     l.set_epoch(t0);
     for (id, at) in [(1, 50), (2, 150), (3, 250)] {
-        l.send(t0 + ms(at), id, vec![0; 100]);
+        l.send(t0 + ms(at), id, vec![0; 100], Ecn::NotEct);
     }
     let times: Vec<Duration> = drain(&mut l)
         .iter()
@@ -295,7 +310,10 @@ fn the_epoch_can_be_set_before_the_first_packet() {
     let t0 = Instant::now();
     let mut l = netem("outage 100ms 10ms", 1);
     l.set_epoch(t0);
-    assert_eq!(l.send(t0 + ms(105), 0, vec![0]), Fate::OutageDrop);
+    assert_eq!(
+        l.send(t0 + ms(105), 0, vec![0], Ecn::NotEct),
+        Fate::OutageDrop
+    );
 }
 
 #[test]
@@ -304,7 +322,7 @@ fn enabling_corruption_does_not_change_which_packets_are_lost() {
     let lost = |spec: &str| {
         let mut l = netem(spec, 42);
         (0..5_000u64)
-            .filter(|&i| l.send(t0, i, vec![0; 200]) == Fate::RandomLoss)
+            .filter(|&i| l.send(t0, i, vec![0; 200], Ecn::NotEct) == Fate::RandomLoss)
             .collect::<Vec<_>>()
     };
     let plain = lost("loss 10%");
@@ -330,7 +348,7 @@ fn corrupted_packets_arrive_with_exactly_the_reported_flips_in_their_region() {
         l.set_header_len(twenty_byte_header);
         let original: Vec<u8> = (0..=255u8).cycle().take(500).collect();
         for i in 0..200 {
-            let fate = l.send(t0, i, original.clone());
+            let fate = l.send(t0, i, original.clone(), Ecn::NotEct);
             assert_eq!(
                 fate,
                 Fate::Corrupted {
@@ -367,7 +385,7 @@ fn header_share_of_95_percent_hits_the_header_of_95_percent_of_corrupted_packets
     let headers = (0..n)
         .filter(|&i| {
             matches!(
-                l.send(t0, i, vec![0; 1200]),
+                l.send(t0, i, vec![0; 1200], Ecn::NotEct),
                 Fate::Corrupted { header: true, .. }
             )
         })
@@ -381,7 +399,7 @@ fn jitter_spreads_delays_around_the_mean() {
     let t0 = Instant::now();
     let mut l = netem("delay 50ms 10ms distribution normal", 4);
     for i in 0..20_000 {
-        l.send(t0, i, vec![0; 10]);
+        l.send(t0, i, vec![0; 10], Ecn::NotEct);
     }
     let delays: Vec<f64> = drain(&mut l)
         .iter()
@@ -400,7 +418,7 @@ fn slots_release_packets_in_bursts() {
     let t0 = Instant::now();
     let mut l = netem("delay 5ms slot 10ms packets 2", 1);
     for i in 0..5 {
-        l.send(t0, i, vec![0; 100]);
+        l.send(t0, i, vec![0; 100], Ecn::NotEct);
     }
     // Ready at 5 ms; the first slot opens 10 ms later and carries two.
     let times: Vec<u64> = drain(&mut l)
@@ -419,7 +437,12 @@ fn a_busy_link_drains_completely_when_driven_by_next_event() {
     );
     let mut accepted = 0;
     for i in 0..2_000u64 {
-        let fate = l.send(t0 + Duration::from_micros(1_500 * i), i, vec![0; 700]);
+        let fate = l.send(
+            t0 + Duration::from_micros(1_500 * i),
+            i,
+            vec![0; 700],
+            Ecn::NotEct,
+        );
         accepted += match fate {
             Fate::Delivered | Fate::Corrupted { .. } => 1,
             Fate::Duplicated => 2,
@@ -455,6 +478,7 @@ fn same_seed_gives_the_same_deliveries_bit_for_bit() {
                 t0 + Duration::from_micros(500 * i),
                 i,
                 vec![(i % 251) as u8; 300],
+                Ecn::NotEct,
             );
         }
         drain(&mut l)
@@ -471,7 +495,9 @@ fn the_seed_in_the_spec_overrides_the_callers_seed() {
     let t0 = Instant::now();
     let fates = |seed| {
         let mut l = netem("loss 30% seed 77", seed);
-        (0..200).map(|i| l.send(t0, i, vec![0])).collect::<Vec<_>>()
+        (0..200)
+            .map(|i| l.send(t0, i, vec![0], Ecn::NotEct))
+            .collect::<Vec<_>>()
     };
     assert_eq!(fates(1), fates(2));
 }
@@ -521,7 +547,7 @@ fn hand_built_nonsense_configs_do_not_panic() {
     let mut l = Link::new(config, 1);
     l.set_header_len(|_| Some(usize::MAX));
     for i in 0..100 {
-        l.send(t0 + ms(i), i, vec![0; (i % 3) as usize]);
+        l.send(t0 + ms(i), i, vec![0; (i % 3) as usize], Ecn::NotEct);
     }
     drain(&mut l);
 }
@@ -537,7 +563,7 @@ fn arrival_order(spec: &str) -> Vec<u64> {
         while let Some(d) = l.poll_delivery(now) {
             out.push(d.id);
         }
-        l.send(now, id, vec![0; 1250]);
+        l.send(now, id, vec![0; 1250], Ecn::NotEct);
     }
     out.extend(drain(&mut l).into_iter().map(|d| d.id));
     out
@@ -566,4 +592,72 @@ fn jitter_without_a_rate_or_with_jitter_reorder_reorders_as_netem_tfifo() {
         assert_eq!(order.len(), 500, "{spec}");
         assert!(overtaken(&order) > 100, "{spec}: {}", overtaken(&order));
     }
+}
+
+#[test]
+fn the_ecn_codepoint_crosses_a_link_that_does_not_mark() {
+    let mut l = netem("delay 10ms rate 10mbit", 1);
+    let t0 = Instant::now();
+    for (id, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(l.send(t0, id as u64, vec![0; 100], ecn), Fate::Delivered);
+    }
+    let got: Vec<Ecn> = drain(&mut l).iter().map(|d| d.ecn).collect();
+    assert_eq!(got, [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce]);
+    assert_eq!(l.counters().delivered_ce, 1);
+}
+
+#[test]
+fn netem_ecn_with_total_loss_marks_every_ect_packet_and_drops_not_ect() {
+    let mut l = netem("delay 10ms loss 100% ecn", 1);
+    let t0 = Instant::now();
+    let sent = [Ecn::Ect0, Ecn::NotEct, Ecn::Ect1, Ecn::Ce, Ecn::NotEct];
+    let fates: Vec<Fate> = sent
+        .iter()
+        .enumerate()
+        .map(|(id, ecn)| l.send(t0, id as u64, vec![0; 100], *ecn))
+        .collect();
+    use Fate::{Delivered, RandomLoss};
+    assert_eq!(
+        fates,
+        [Delivered, RandomLoss, Delivered, Delivered, RandomLoss]
+    );
+    let got: Vec<(u64, Ecn)> = drain(&mut l).iter().map(|d| (d.id, d.ecn)).collect();
+    assert_eq!(got, [(0, Ecn::Ce), (2, Ecn::Ce), (3, Ecn::Ce)]);
+    let c = l.counters();
+    assert_eq!((c.loss_marks, c.random_losses, c.delivered_ce), (3, 2, 3));
+    // Without `ecn` the same loss drops them all.
+    let mut l = netem("delay 10ms loss 100%", 1);
+    assert_eq!(l.send(t0, 0, vec![0; 100], Ecn::Ect0), RandomLoss);
+}
+
+#[test]
+fn bleach_clears_the_field_before_any_stage_can_mark() {
+    let mut l = netem("delay 10ms bleach", 1);
+    let t0 = Instant::now();
+    for (id, ecn) in [Ecn::Ect0, Ecn::Ce, Ecn::NotEct].into_iter().enumerate() {
+        l.send(t0, id as u64, vec![0; 100], ecn);
+    }
+    assert!(drain(&mut l).iter().all(|d| d.ecn == Ecn::NotEct));
+    assert_eq!(l.counters().bleached, 2);
+    // A bleached packet is Not-ECT to the loss stage: dropped, not marked.
+    let mut l = netem("delay 10ms loss 100% ecn bleach", 1);
+    assert_eq!(l.send(t0, 0, vec![0; 100], Ecn::Ect0), Fate::RandomLoss);
+    assert_eq!(l.counters().loss_marks, 0);
+}
+
+#[test]
+fn deliveries_carry_their_queueing_delay() {
+    // 1000 bytes at 8 Mb/s: 1 ms each; the third of three waits 2 ms.
+    let mut l = netem("delay 5ms rate 8mbit", 1);
+    let t0 = Instant::now();
+    for id in 0..3 {
+        l.send(t0, id, vec![0; 1000], Ecn::NotEct);
+    }
+    let waits: Vec<Duration> = drain(&mut l).iter().map(|d| d.queue_delay).collect();
+    assert_eq!(waits, [ms(0), ms(1), ms(2)]);
+    assert_eq!(l.queue_delays().samples(), 3);
+    assert_eq!(l.queue_delays().percentile(1.0), Some(ms(2)));
 }

@@ -231,3 +231,23 @@ fn a_scenario_round_trips_through_toml() {
     let text = scenario.to_toml().unwrap();
     assert_eq!(parse(&text).unwrap(), scenario, "{text}");
 }
+
+#[test]
+fn a_scenario_link_takes_ecn_and_an_aqm_in_netem_words() {
+    let scenario = parse(
+        "name = \"codel\"\n[bottleneck]\nforward = \"delay 50ms rate 50mbit limit 420 loss 1% codel target 5ms interval 100ms ecn\"\nreverse = \"delay 50ms dualpi2 bleach\"\n[[flow]]\nbytes = 1000\n",
+    )
+    .unwrap();
+    let forward = &scenario.bottleneck.forward;
+    assert_eq!(forward.queue, QueueLimit::Packets(420));
+    assert!(matches!(
+        &forward.aqm,
+        Some(crate::sim::link::Aqm::Codel(c)) if c.ecn && c.target_ms == Duration::from_millis(5)
+    ));
+    let reverse = &scenario.bottleneck.reverse;
+    assert!(reverse.bleach);
+    assert!(matches!(
+        reverse.aqm,
+        Some(crate::sim::link::Aqm::Dualpi2(_))
+    ));
+}

@@ -3,6 +3,7 @@
 //! truth of every datagram's fate on the way.
 
 use super::*;
+use crate::wire::Ecn;
 
 impl<T: Transport> Simulation<T> {
     /// Puts a datagram from `endpoint` on the first link of its path.
@@ -18,27 +19,39 @@ impl<T: Transport> Simulation<T> {
         let moved = self.flows.get(endpoint.flow).is_some_and(|f| f.moved);
         let path = self.topology.sift_path_on(endpoint.flow, direction, moved);
         if let Some(first) = path.hop(0) {
-            self.offer(first, id, packet);
+            self.offer(first, id, packet, Ecn::NotEct);
         }
     }
 
-    /// Offers a sift datagram to a link and records its fate.
-    pub(super) fn offer(&mut self, link: LinkId, id: u64, packet: Vec<u8>) {
+    /// Offers a sift datagram carrying ECN codepoint `ecn` to a link and
+    /// records its fate.
+    pub(super) fn offer(&mut self, link: LinkId, id: u64, packet: Vec<u8>, ecn: Ecn) {
         let now = self.clock.now();
         let Some(slot) = self.links.get_mut(link.0) else {
             return;
         };
-        let fate = slot.link.send(now, id, packet);
+        let fate = slot.link.send(now, id, packet, ecn);
         self.truth.on_fate(id, fate);
         self.schedule_link(link);
     }
 
-    /// Makes sure the link is woken for its next event.
+    /// Records the link's late drops (an AQM drops at dequeue) and makes
+    /// sure the link is woken for its next event.
     pub(super) fn schedule_link(&mut self, link: LinkId) {
         let now = self.clock.now();
         let Some(slot) = self.links.get_mut(link.0) else {
             return;
         };
+        while let Some(id) = slot.link.poll_late_drop() {
+            match cbr_flow_of(id) {
+                Some(index) => {
+                    if let Some(cbr) = self.cbr.get_mut(index) {
+                        cbr.counters.queue_drops += 1;
+                    }
+                }
+                None => self.truth.on_fate(id, Fate::QueueDrop),
+            }
+        }
         if let Some(next) = slot.link.next_event() {
             let next = next.max(now);
             if slot.wake.is_none_or(|wake| next < wake) {
@@ -82,7 +95,7 @@ impl<T: Transport> Simulation<T> {
         });
         let next = next.flatten();
         if let Some(next) = next {
-            self.offer(next, delivery.id, delivery.bytes);
+            self.offer(next, delivery.id, delivery.bytes, delivery.ecn);
             return Ok(());
         }
         self.truth.on_delivered(delivery.id, now);
@@ -131,7 +144,7 @@ impl<T: Transport> Simulation<T> {
         let Some(slot) = self.links.get_mut(link.0) else {
             return;
         };
-        let fate = slot.link.send(now, id, packet);
+        let fate = slot.link.send(now, id, packet, Ecn::NotEct);
         if let Some(cbr) = self.cbr.get_mut(index) {
             match fate {
                 Fate::QueueDrop => cbr.counters.queue_drops += 1,

@@ -3,7 +3,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::sim::link::{Correlated, CorruptionConfig};
+use crate::sim::link::{Aqm, Codel, Correlated, CorruptionConfig, DualPi2};
 
 fn parse_ok(spec: &str) -> LinkConfig {
     parse(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"))
@@ -297,13 +297,108 @@ fn cross_option_rules_follow_iproute2() {
     assert!(e.reason.contains("given twice (first at word 1)"), "{e}");
     let e = parse_err("limit 10 limit-bytes 5000");
     assert_eq!(e.position, 3);
-    assert!(parse_err("loss 1% ecn").reason.contains("ecn"));
+    let e = parse_err("delay 5ms ecn");
+    assert_eq!((e.position, e.word.as_str()), (3, "ecn"));
+    assert!(e.reason.contains("needs a loss model"), "{e}");
     assert!(parse_err("slot distribution normal 1ms 1ms")
         .reason
         .contains("not supported"));
     assert!(parse_err("loss state 60% 50% 60%")
         .reason
         .contains("p31 + p32"));
+}
+
+#[test]
+fn the_ecn_example_gives_random_loss_and_codel_marking() {
+    let c =
+        parse_ok("delay 50ms rate 50mbit limit 420 loss 1% codel target 5ms interval 100ms ecn");
+    assert_eq!(c.queue, QueueLimit::Packets(420));
+    assert_eq!(c.loss, LossModel::bernoulli(0.01));
+    // `ecn` after `codel` is CoDel's: the random loss still drops.
+    assert!(!c.ecn);
+    assert_eq!(
+        c.aqm,
+        Some(Aqm::Codel(Codel {
+            target_ms: Duration::from_millis(5),
+            interval_ms: Duration::from_millis(100),
+            ecn: true,
+            ce_threshold_ms: None,
+        }))
+    );
+    assert_eq!(
+        format(&c),
+        "limit 420 delay 50ms rate 50000000bit loss random 0.01 codel target 5ms interval 100ms ecn"
+    );
+}
+
+#[test]
+fn netem_ecn_goes_before_the_aqm_and_other_words_return_to_netem() {
+    let c = parse_ok("loss 1% ecn codel target 10ms bleach seed 3");
+    assert!(c.ecn && c.bleach);
+    assert_eq!(c.seed, Some(3));
+    let Some(Aqm::Codel(codel)) = &c.aqm else {
+        panic!("{c:?}");
+    };
+    assert!(!codel.ecn, "codel defaults to noecn, as tc's");
+    assert_eq!(codel.target_ms, Duration::from_millis(10));
+    assert_eq!(codel.interval_ms, Duration::from_millis(100));
+    assert_eq!(parse_ok(&format(&c)), c);
+}
+
+#[test]
+fn dualpi2_takes_tc_defaults_and_its_options() {
+    let c = parse_ok("rate 50mbit dualpi2");
+    assert_eq!(c.aqm, Some(Aqm::Dualpi2(DualPi2::default())));
+    let d = DualPi2::default();
+    assert_eq!(d.target_ms, Duration::from_millis(15));
+    assert_eq!(d.tupdate_ms, Duration::from_millis(16));
+    assert_eq!(
+        (d.alpha, d.beta, d.coupling_factor),
+        (0.16015625, 3.19921875, 2.0)
+    );
+    assert_eq!(d.step_thresh_ms, Duration::from_millis(1));
+    let c = parse_ok(
+        "dualpi2 limit 300 target 20ms tupdate 10ms alpha 0.3 beta 4 coupling_factor 3 step_thresh 2ms classic_protection 20% any_ect overflow delay 5ms",
+    );
+    assert_eq!(c.queue, QueueLimit::Packets(300));
+    assert_eq!(c.delay_ms, Duration::from_millis(5));
+    let Some(Aqm::Dualpi2(d)) = &c.aqm else {
+        panic!("{c:?}");
+    };
+    assert_eq!(d.target_ms, Duration::from_millis(20));
+    assert_eq!(d.tupdate_ms, Duration::from_millis(10));
+    assert_eq!((d.alpha, d.beta, d.coupling_factor), (0.3, 4.0, 3.0));
+    assert_eq!(d.step_thresh_ms, Duration::from_millis(2));
+    assert_eq!(d.classic_protection, 20);
+    assert!(d.any_ect && !d.drop_on_overload);
+    assert_eq!(parse_ok(&format(&c)), c);
+}
+
+#[test]
+fn bad_aqm_values_are_one_clear_line() {
+    for (spec, position, reason) in [
+        ("codel target 0ms", 3, "must be > 0"),
+        ("codel interval soon", 3, "not a time"),
+        ("codel ecn noecn", 3, "codel ecn given twice"),
+        ("codel limit 10 limit 20", 4, "codel limit given twice"),
+        (
+            "limit 10 codel limit 20",
+            4,
+            "limit given twice (first at word 1)",
+        ),
+        ("limit-bytes 9000 codel limit 20", 4, "exclusive"),
+        ("codel dualpi2", 2, "given twice"),
+        ("dualpi2 alpha -1", 3, "not a gain"),
+        ("dualpi2 coupling_factor 0", 3, "coupling factor"),
+        ("dualpi2 classic_protection 150", 3, "percentage"),
+        ("dualpi2 step_thresh 30p", 3, "TIME only"),
+        ("dualpi2 target", 2, "missing TIME"),
+    ] {
+        let e = parse_err(spec);
+        assert_eq!(e.position, position, "{spec}: {e}");
+        assert!(e.reason.contains(reason), "{spec}: {e}");
+        assert!(!e.to_string().contains('\n'), "{spec}: {e}");
+    }
 }
 
 #[test]
@@ -422,6 +517,54 @@ fn corruption() -> impl Strategy<Value = CorruptionConfig> {
         )
 }
 
+fn aqm() -> impl Strategy<Value = Aqm> {
+    let codel = (
+        positive_duration(),
+        positive_duration(),
+        any::<bool>(),
+        proptest::option::of(duration()),
+    )
+        .prop_map(|(target_ms, interval_ms, ecn, ce_threshold_ms)| {
+            Aqm::Codel(Codel {
+                target_ms,
+                interval_ms,
+                ecn,
+                ce_threshold_ms,
+            })
+        });
+    let dualpi2 = (
+        (
+            duration(),
+            positive_duration(),
+            0.001f64..100.0,
+            0.001f64..100.0,
+        ),
+        (
+            1u8..=255,
+            duration(),
+            0u8..=100,
+            any::<bool>(),
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |((target_ms, tupdate_ms, alpha, beta), (k, step, wc, any_ect, drop))| {
+                Aqm::Dualpi2(DualPi2 {
+                    target_ms,
+                    tupdate_ms,
+                    alpha,
+                    beta,
+                    coupling_factor: f64::from(k),
+                    step_thresh_ms: step,
+                    classic_protection: wc,
+                    any_ect,
+                    drop_on_overload: drop,
+                })
+            },
+        );
+    prop_oneof![codel, dualpi2]
+}
+
 fn link_config() -> impl Strategy<Value = LinkConfig> {
     let timing = (
         duration(),
@@ -492,6 +635,9 @@ fn link_config() -> impl Strategy<Value = LinkConfig> {
             },
             queue,
             loss,
+            ecn: false,
+            aqm: None,
+            bleach: false,
             corrupt,
             duplicate: Correlated {
                 probability: duplicate.0,
@@ -531,6 +677,23 @@ proptest! {
 
     #[test]
     fn to_netem_round_trips(config in link_config()) {
+        prop_assert_eq!(config.validate(), Ok(()));
+        let text = config.to_netem();
+        let back = LinkConfig::from_netem(&text);
+        prop_assert_eq!(back.as_ref(), Ok(&config), "{}", text);
+    }
+
+    #[test]
+    fn ecn_bleach_and_aqm_round_trip(
+        base in link_config(),
+        ecn in any::<bool>(),
+        bleach in any::<bool>(),
+        aqm in proptest::option::of(aqm()),
+    ) {
+        let mut config = base;
+        config.ecn = ecn && config.loss != LossModel::default();
+        config.bleach = bleach;
+        config.aqm = aqm;
         prop_assert_eq!(config.validate(), Ok(()));
         let text = config.to_netem();
         let back = LinkConfig::from_netem(&text);
