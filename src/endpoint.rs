@@ -95,8 +95,8 @@ use crate::conn::{canonical_peer, CidChange, MIN_INITIAL_DATAGRAM};
 use crate::crypto::format::for_version;
 use crate::crypto::ResetToken;
 use crate::wire::{
-    is_retry, parse_long_invariant, CidSteering, ConnectionId, PacketType, ParsedHeader, WireError,
-    RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN,
+    is_retry, parse_long_invariant, CidSteering, ConnectionId, Ecn, PacketType, ParsedHeader,
+    WireError, RESET_TOKEN_LEN, SHORT_HEADER_DCID_LEN,
 };
 use crate::{Config, Connection, Error, RecvInfo};
 
@@ -159,6 +159,9 @@ pub struct Transmit {
     /// (`io`'s datapath keeps the checksum to a loopback peer, where it
     /// costs nothing and hides nothing.)
     pub checksum_free: bool,
+    /// The ECN codepoint for its IP header (RFC 9000 §13.4): its
+    /// connection's choice; not-ECT for the endpoint's own datagrams.
+    pub ecn: Ecn,
     /// The connection it belongs to; `None` for the endpoint's own
     /// (stateless resets). A segmentation-offload batch holds one
     /// connection's datagrams only: a multi-worker server's kernel steers
@@ -638,11 +641,25 @@ impl Endpoint {
 
     /// Hands one received datagram to its connection, creating a server
     /// connection for a new client Initial. Returns the connection it went
-    /// to; `None` if it was dropped (see the module docs and `stats`).
+    /// to; `None` if it was dropped (see the module docs and `stats`). The
+    /// datagram counts as not-ECT: a driver that reads the ECN field of
+    /// the IP header uses [`Endpoint::recv_with_ecn`].
     pub fn recv(
         &mut self,
         datagram: &mut [u8],
         from: SocketAddr,
+        now: Instant,
+    ) -> Option<ConnectionHandle> {
+        self.recv_with_ecn(datagram, from, Ecn::NotEct, now)
+    }
+
+    /// [`Endpoint::recv`] of a datagram that arrived with `ecn` in its IP
+    /// header (RFC 9000 §13.4.1: its connection counts it).
+    pub fn recv_with_ecn(
+        &mut self,
+        datagram: &mut [u8],
+        from: SocketAddr,
+        ecn: Ecn,
         now: Instant,
     ) -> Option<ConnectionHandle> {
         // A dual-stack socket spells an IPv4 peer `::ffff:a.b.c.d`: take the
@@ -687,6 +704,7 @@ impl Endpoint {
             from,
             to: self.local,
             now,
+            ecn,
         };
         // Opening may overwrite the datagram: keep its last 16 bytes for
         // the reset check below.
@@ -1068,6 +1086,9 @@ impl Endpoint {
                     len: datagram.len(),
                     to,
                     checksum_free: false,
+                    // The endpoint's own datagrams (reset, version
+                    // negotiation, Retry) belong to no validated path.
+                    ecn: Ecn::NotEct,
                     connection: None,
                 });
             }
@@ -1105,6 +1126,7 @@ impl Endpoint {
                 len,
                 to: info.to,
                 checksum_free: info.checksum_free,
+                ecn: info.ecn,
                 connection: Some(handle),
             }),
             // Closed connections send nothing more.

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::wire::{encode_ack, encode_corrupted, RangeSet};
+use crate::wire::{encode_ack_ecn, encode_corrupted, RangeSet};
 
 /// RFC 9000 §13.2.2: acknowledge at least every second ack-eliciting
 /// packet, i.e. at most one may wait (draft-ietf-quic-ack-frequency-13's
@@ -251,18 +251,26 @@ impl AckState {
         self.deadline
     }
 
-    /// Appends an ACK frame (and, if `notices` and any are pending, a
-    /// CORRUPTED frame) to `out`. Returns the largest packet number acked.
-    pub fn write(&mut self, now: Instant, notices: bool, out: &mut Vec<u8>) -> Option<u64> {
+    /// Appends an ACK frame (an ACK_ECN frame with `ecn_counts`, RFC 9000
+    /// §19.3.2; and, if `notices` and any are pending, a CORRUPTED frame)
+    /// to `out`. Returns the largest packet number acked.
+    pub fn write(
+        &mut self,
+        now: Instant,
+        notices: bool,
+        ecn_counts: Option<[u64; 3]>,
+        out: &mut Vec<u8>,
+    ) -> Option<u64> {
         let largest = self.largest_received;
         if largest.is_some() {
             let delay = self
                 .largest_received_at
                 .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
-            encode_ack(
+            encode_ack_ecn(
                 &self.received,
                 delay.as_micros() as u64,
                 MAX_ACK_RANGES_SENT,
+                ecn_counts,
                 out,
             );
         }
@@ -346,7 +354,7 @@ mod tests {
         acks.on_packet_received(0, false, t0);
         assert!(!acks.ack_due(t0));
         assert!(acks.worth_piggybacking(t0, rtt));
-        acks.write(t0, false, &mut Vec::new());
+        acks.write(t0, false, None, &mut Vec::new());
         // More of them within the round trip: nothing rides along.
         let t1 = t0 + Duration::from_millis(5);
         acks.on_packet_received(1, false, t1);
@@ -357,7 +365,7 @@ mod tests {
         // An ack-eliciting packet always is.
         acks.on_packet_received(3, true, t1);
         assert!(acks.worth_piggybacking(t1, rtt));
-        acks.write(t1, false, &mut Vec::new());
+        acks.write(t1, false, None, &mut Vec::new());
         // So is a pending corruption notice.
         assert!(!acks.worth_piggybacking(t1, rtt));
         acks.on_corrupted(5);
@@ -378,7 +386,7 @@ mod tests {
         assert!(acks.is_duplicate(2 * sent - 2));
         assert!(acks.is_duplicate(1));
         let mut out = Vec::new();
-        assert_eq!(acks.write(t0, false, &mut out), Some(2 * sent - 2));
+        assert_eq!(acks.write(t0, false, None, &mut out), Some(2 * sent - 2));
     }
 
     #[test]
@@ -417,7 +425,7 @@ mod tests {
         let mut acks = AckState::new(Duration::from_millis(25));
         acks.on_packet_received(0, true, t0);
         let mut out = Vec::new();
-        acks.write(t0, false, &mut out);
+        acks.write(t0, false, None, &mut out);
         acks.on_packet_received(2, true, t0);
         assert!(acks.ack_due(t0));
     }
@@ -434,7 +442,7 @@ mod tests {
         assert_eq!(acks.deadline(), Some(t0 + Duration::from_millis(2)));
         acks.on_packet_received(9, true, t0);
         assert!(acks.ack_due(t0), "the tenth is acked at once");
-        acks.write(t0, false, &mut Vec::new());
+        acks.write(t0, false, None, &mut Vec::new());
 
         // 10 missing: 11 and 12 wait, 13 is three past the gap.
         for pn in 11..=12 {
@@ -443,7 +451,7 @@ mod tests {
         }
         acks.on_packet_received(13, true, t0);
         assert!(acks.ack_due(t0), "the gap reached the reordering threshold");
-        acks.write(t0, false, &mut Vec::new());
+        acks.write(t0, false, None, &mut Vec::new());
         // The gap is reported: later packets do not re-trigger it, but the
         // late packet itself is acked at once.
         acks.on_packet_received(14, true, t0);
@@ -475,7 +483,7 @@ mod tests {
         assert!(acks.ack_due(t0));
         for _ in 0..CORRUPTION_NOTICE_REPEATS {
             let mut out = Vec::new();
-            acks.write(t0, true, &mut out);
+            acks.write(t0, true, None, &mut out);
             let written = frames(&out);
             assert_eq!(written.len(), 2, "{written:?}");
             assert!(
@@ -483,7 +491,7 @@ mod tests {
             );
         }
         let mut out = Vec::new();
-        acks.write(t0, true, &mut out);
+        acks.write(t0, true, None, &mut out);
         assert_eq!(frames(&out).len(), 1, "only the ACK after three repeats");
     }
 

@@ -35,6 +35,7 @@ impl Connection {
                 in_flight: true,
                 app_limited: true,
                 pmtu_probe: false,
+                ecn: crate::wire::Ecn::NotEct,
                 delivery: Default::default(),
                 frames: Vec::new(),
             },

@@ -16,6 +16,7 @@
 use std::time::Instant;
 
 use super::Connection;
+use crate::wire::Ecn;
 
 /// Bytes of 1-RTT packets held per connection, at most: a handful of full
 /// datagrams, what a client's first flight of requests fills.
@@ -24,20 +25,21 @@ pub const MAX_HELD_BYTES: usize = 16 * 1024;
 /// Protected 1-RTT packets waiting for the handshake to complete.
 #[derive(Debug, Default)]
 pub(super) struct HeldPackets {
-    /// Each packet's bytes and the size of the datagram it came in.
-    packets: Vec<(Vec<u8>, usize)>,
+    /// Each packet's bytes and the size and ECN field of the datagram it
+    /// came in.
+    packets: Vec<(Vec<u8>, usize, Ecn)>,
     bytes: usize,
 }
 
 impl HeldPackets {
-    /// Holds `packet` (from a datagram of `datagram_len` bytes) if there is
-    /// room; whether it was held.
-    pub fn hold(&mut self, packet: &[u8], datagram_len: usize) -> bool {
+    /// Holds `packet` (from a datagram of `datagram_len` bytes that
+    /// arrived with `ecn`) if there is room; whether it was held.
+    pub fn hold(&mut self, packet: &[u8], datagram_len: usize, ecn: Ecn) -> bool {
         if self.bytes + packet.len() > MAX_HELD_BYTES {
             return false;
         }
         self.bytes += packet.len();
-        self.packets.push((packet.to_vec(), datagram_len));
+        self.packets.push((packet.to_vec(), datagram_len, ecn));
         true
     }
 
@@ -47,7 +49,7 @@ impl HeldPackets {
     }
 
     /// Everything held, in arrival order, emptying the hold.
-    fn take(&mut self) -> Vec<(Vec<u8>, usize)> {
+    fn take(&mut self) -> Vec<(Vec<u8>, usize, Ecn)> {
         self.bytes = 0;
         std::mem::take(&mut self.packets)
     }
@@ -63,7 +65,10 @@ impl Connection {
     /// A 1-RTT packet arrived before the handshake completed: hold it
     /// unread, or drop it when the hold is full.
     pub(super) fn hold_one_rtt(&mut self, packet: &[u8]) {
-        if self.held.hold(packet, self.recv_datagram_len) {
+        if self
+            .held
+            .hold(packet, self.recv_datagram_len, self.recv_ecn)
+        {
             self.counters.one_rtt_held += 1;
         } else {
             self.counters.undecryptable_dropped += 1;
@@ -71,20 +76,23 @@ impl Connection {
     }
 
     /// Receives the held packets once the handshake has completed, as if
-    /// they arrived now, each with the size of its own datagram.
+    /// they arrived now, each with the size and ECN field of its own
+    /// datagram.
     pub(super) fn receive_held(&mut self, now: Instant) {
         if self.held.is_empty() || !self.may_open_one_rtt() {
             return;
         }
-        let datagram_len = self.recv_datagram_len;
-        for (mut packet, held_datagram_len) in self.held.take() {
+        let (datagram_len, ecn) = (self.recv_datagram_len, self.recv_ecn);
+        for (mut packet, held_datagram_len, held_ecn) in self.held.take() {
             if self.is_closing() {
                 break;
             }
             self.recv_datagram_len = held_datagram_len;
+            self.recv_ecn = held_ecn;
             let _ = self.recv_packet(&mut packet, now);
         }
         self.recv_datagram_len = datagram_len;
+        self.recv_ecn = ecn;
     }
 }
 
@@ -95,16 +103,22 @@ mod tests {
     #[test]
     fn the_hold_keeps_packets_in_order_up_to_its_byte_bound() {
         let mut held = HeldPackets::default();
-        assert!(held.hold(&[1; 1000], 1200));
-        assert!(held.hold(&[2; 1000], 1300));
-        assert!(!held.hold(&[3; MAX_HELD_BYTES], 1400), "beyond the bound");
+        assert!(held.hold(&[1; 1000], 1200, Ecn::NotEct));
+        assert!(held.hold(&[2; 1000], 1300, Ecn::Ect0));
+        assert!(
+            !held.hold(&[3; MAX_HELD_BYTES], 1400, Ecn::NotEct),
+            "beyond the bound"
+        );
         let taken = held.take();
         assert_eq!(taken.len(), 2);
         assert_eq!((taken[0].0[0], taken[0].1), (1, 1200));
-        assert_eq!((taken[1].0[0], taken[1].1), (2, 1300));
+        assert_eq!(
+            (taken[1].0[0], taken[1].1, taken[1].2),
+            (2, 1300, Ecn::Ect0)
+        );
         assert!(held.is_empty());
         assert!(
-            held.hold(&[4; MAX_HELD_BYTES], 1400),
+            held.hold(&[4; MAX_HELD_BYTES], 1400, Ecn::NotEct),
             "room again once taken"
         );
     }

@@ -11,6 +11,7 @@ mod ack_frequency;
 mod checksums;
 mod cid;
 mod closing;
+pub mod ecn;
 mod error;
 mod forge;
 mod handshake;
@@ -45,11 +46,12 @@ use sift_cc::CcConfig;
 use crate::crypto::{Entropy, Fingerprint, Level, ResetToken, ServerSecret, TlsConfig};
 use crate::recovery::{Recovery, RecoveryConfig, SpaceId, VerdictRecord};
 use crate::stream::{ControlFrame, Dir, PeerLimits, StreamChunk, StreamConfig, Streams};
-use crate::wire::{ConnectionId, TransportParams, SHORT_HEADER_DCID_LEN};
+use crate::wire::{ConnectionId, Ecn, TransportParams, SHORT_HEADER_DCID_LEN};
 
 pub use crate::stream::StreamId;
 pub use crate::CloseReason;
 pub use crate::Side;
+pub use ecn::{EcnCounts, EcnFailure, EcnState};
 pub use error::{codes, Error};
 pub use liar::ReceiverLie;
 pub use path::canonical_peer;
@@ -220,6 +222,13 @@ pub struct Config {
     /// the RFC's checks (RTT within bounds, half the saved window, Safe
     /// Retreat) bound what a stale one can cost.
     pub careful_resume: Option<sift_cc::CarefulResumeConfig>,
+    /// Explicit Congestion Notification (RFC 9000 §13.4): mark datagrams
+    /// ECT (ECT(0), or ECT(1) for an L4S controller) while the path's
+    /// validation allows (`conn::ecn`), report the marks that arrive in
+    /// ACK_ECN frames, and answer CE marks as congestion. On by default.
+    /// Off: every datagram leaves not-ECT and ACKs carry no counts, as
+    /// from a stack without ECN.
+    pub ecn: bool,
 }
 
 impl Default for Config {
@@ -250,6 +259,7 @@ impl Default for Config {
             versions: version::DEFAULT_VERSIONS.to_vec(),
             trace: None,
             careful_resume: Some(sift_cc::CarefulResumeConfig::default()),
+            ecn: true,
         }
     }
 }
@@ -320,6 +330,9 @@ pub struct RecvInfo {
     pub to: SocketAddr,
     /// When it arrived.
     pub now: Instant,
+    /// The ECN field of its IP header (RFC 9000 §13.4.1); `NotEct` where
+    /// the driver cannot read it.
+    pub ecn: Ecn,
 }
 
 /// Where a datagram from `send` goes, and the earliest time it may leave.
@@ -337,6 +350,8 @@ pub struct SendInfo {
     /// reaches the peer to be named (see `conn::checksums`); otherwise with
     /// one, which lets the driver batch it with segmentation offload.
     pub checksum_free: bool,
+    /// The ECN codepoint to put in its IP header (RFC 9000 §13.4).
+    pub ecn: Ecn,
 }
 
 /// What a sent packet carried, kept in the recovery ledger so that loss,
@@ -455,6 +470,11 @@ pub struct Connection {
     /// 1-RTT packets keep their own, `held`).
     recv_from: SocketAddr,
     recv_datagram_len: usize,
+    /// The ECN field of the datagram being processed (held 1-RTT packets
+    /// keep their own, `held`).
+    recv_ecn: Ecn,
+    /// ECN validation of the path and the counts it rests on (`ecn`).
+    ecn: ecn::EcnValidation,
     /// The destination ID of the packet being processed.
     recv_dcid: ConnectionId,
     /// Issued and received connection IDs beyond the handshake's.
@@ -697,6 +717,8 @@ impl Connection {
             resume: resume::ResumeState::default(),
             recv_from: canonical_peer(remote),
             recv_datagram_len: 0,
+            recv_ecn: Ecn::NotEct,
+            ecn: ecn::EcnValidation::new(config.ecn),
             integrity_limit: None,
             confidentiality_limit: None,
             peer_first_scid: None,
@@ -847,6 +869,7 @@ impl Connection {
             .map_err(|e| Error::InvalidConfig(e.to_string()))?;
         let mss = self.pmtud.current() as u64;
         self.recovery.replace_controller(cc.build(mss), mss);
+        self.ecn_tell_controller();
         self.config.cc = cc;
         self.rewrap_resume();
         Ok(())
@@ -1059,6 +1082,7 @@ impl Connection {
         }
         let mss = self.pmtud.current() as u64;
         self.recovery.on_new_path(self.config.cc.build(mss), mss);
+        self.ecn_on_new_path();
         self.on_new_path_for_resume();
     }
 
@@ -1430,9 +1454,11 @@ impl Connection {
         if self.loss_detection_timer(now).is_some_and(|t| t <= now) {
             let outcome = self.recovery.on_loss_detection_timeout(now);
             if let Some(space) = outcome.lost_space {
+                self.ecn_on_lost(&outcome.lost, now);
                 self.on_packets_lost(space, outcome.lost);
             }
             if let Some((space, count)) = outcome.probes {
+                self.ecn_on_pto();
                 self.spaces[space].probes += count;
                 if space != SpaceId::Data {
                     self.requeue_outstanding_crypto(space);
@@ -1873,6 +1899,7 @@ impl Connection {
             min_rtt_us: rtt.min().as_micros() as u64,
             rttvar_us: rtt.variance().as_micros() as u64,
             careful_resume: self.recovery.careful_resume(),
+            ecn: self.ecn_stats(),
             send_times: self.send_clock.times(),
             cc: self.recovery.cc_metrics(),
         }

@@ -124,6 +124,7 @@ impl Connection {
         }
         self.recv_from = from;
         self.recv_datagram_len = len;
+        self.recv_ecn = info.ecn;
         self.counters.datagrams_received += 1;
         self.counters.bytes_received += len as u64;
         if other_path || !self.address_validated {
@@ -514,6 +515,11 @@ impl Connection {
                 self.spaces[space]
                     .acks
                     .on_packet_received(packet_number, ack_eliciting, now);
+                if self.config.ecn {
+                    // RFC 9000 §13.4.1: each packet processed counts, the
+                    // coalesced ones of a datagram too.
+                    self.spaces[space].ecn_received.add(self.recv_ecn);
+                }
                 self.on_peer_activity(now);
                 // RFC 9000 §9.3: the peer moved if its highest-numbered
                 // non-probing packet came from elsewhere.
@@ -703,6 +709,7 @@ impl Connection {
                 let outcome = self
                     .recovery
                     .on_ack_received(space, ack.ranges.iter(), delay, now);
+                self.ecn_on_ack(space, largest, ack.ecn_counts, &outcome, now);
                 if space == SpaceId::Data {
                     // Path MTU discovery hears what this ACK acknowledged
                     // before what it declared lost: large packets

@@ -15,7 +15,7 @@ use super::{level_of, Connection, SentFrame, State, MIN_INITIAL_DATAGRAM};
 
 use crate::recovery::{SentPacket, SpaceId};
 use crate::stream::ControlFrame;
-use crate::wire::{encode_stream_header, Frame, Header, PacketType};
+use crate::wire::{encode_stream_header, Ecn, Frame, Header, PacketType};
 use crate::{Error, SendInfo, Side};
 
 /// CRYPTO frame overhead: type, 8-byte offset, 2-byte length.
@@ -168,6 +168,7 @@ impl Connection {
             self.pad_last_packet(&mut plans, MIN_INITIAL_DATAGRAM.min(limit));
         }
         let challenge_sent = plans.iter().any(|p| p.challenge);
+        let ecn = self.ecn_for_datagram(now);
 
         // Each packet is sealed straight into `out`: the plans were sized
         // to fit `limit`, which `out` holds.
@@ -244,11 +245,13 @@ impl Connection {
                     in_flight: plan.ack_eliciting || plan.padded,
                     app_limited: false,
                     pmtu_probe: false,
+                    ecn,
                     delivery: Default::default(),
                     frames: plan.sent,
                 },
                 now,
             );
+            self.ecn_on_packet_sent(plan.space, ecn, plan.ack_eliciting, now);
             if plan.space == SpaceId::Data && !self.has_ack_eliciting_data(SpaceId::Data) {
                 // Nothing left to send (application, flow control): rate
                 // samples until this flight is delivered are app-limited.
@@ -282,7 +285,7 @@ impl Connection {
             self.path
                 .on_challenge_sent(now + repeat, len >= MIN_INITIAL_DATAGRAM);
         }
-        Ok(Some((len, self.datagram_leaves(len, now))))
+        Ok(Some((len, self.datagram_leaves(len, ecn, now))))
     }
 
     /// Charges the time since the last poll (`send_times`), once the
@@ -315,10 +318,10 @@ impl Connection {
         self.send_clock.enter(state, now);
     }
 
-    /// Accounting for a datagram of `len` bytes about to leave: counters,
-    /// the amplification budget, whether it goes without a UDP checksum,
-    /// and the trace; returns how it is sent.
-    fn datagram_leaves(&mut self, len: usize, now: Instant) -> SendInfo {
+    /// Accounting for a datagram of `len` bytes about to leave marked
+    /// `ecn`: counters, the amplification budget, whether it goes without
+    /// a UDP checksum, and the trace; returns how it is sent.
+    fn datagram_leaves(&mut self, len: usize, ecn: Ecn, now: Instant) -> SendInfo {
         let checksum_free = self.checksums.checksum_free(
             self.notices_negotiated,
             now,
@@ -337,6 +340,7 @@ impl Connection {
             to: self.remote,
             at: now,
             checksum_free,
+            ecn,
         }
     }
 
@@ -490,6 +494,9 @@ impl Connection {
                 to,
                 at: now,
                 checksum_free: false,
+                // Another path than the connection's, not validated for
+                // ECN (RFC 9000 §13.4.2 validates per path).
+                ecn: Ecn::NotEct,
             },
         ))
     }
@@ -534,6 +541,7 @@ impl Connection {
         Frame::Ping.encode(&mut frames);
         frames.resize(frames_len.max(frames.len()), 0); // PADDING
         let len = self.seal_alone(space, packet_number, frames, out, now)?;
+        let ecn = self.ecn_for_datagram(now);
         self.recovery.on_packet_sent(
             space,
             SentPacket {
@@ -544,11 +552,13 @@ impl Connection {
                 in_flight: true,
                 app_limited: false,
                 pmtu_probe: true,
+                ecn,
                 delivery: Default::default(),
                 frames: Vec::new(),
             },
             now,
         );
+        self.ecn_on_packet_sent(space, ecn, true, now);
         self.pmtud.on_probe_sent(packet_number);
         tracing::trace!(size = len, packet_number, "path MTU probe");
         self.counters.packets_sent += 1;
@@ -556,7 +566,7 @@ impl Connection {
             self.last_activity = now;
             self.ack_eliciting_since_activity = true;
         }
-        Some((len, self.datagram_leaves(len, now)))
+        Some((len, self.datagram_leaves(len, ecn, now)))
     }
 
     /// Seals `frames` as packet `packet_number` of `space`, the only packet
@@ -822,11 +832,14 @@ impl Connection {
             return Some(plan);
         }
         let ack_of_acks_interval = self.recovery.rtt().smoothed();
+        // RFC 9000 §13.4.1: counts once any ECN-capable packet arrived.
+        let received = self.spaces[space].ecn_received;
+        let ecn_counts = (self.config.ecn && !received.is_zero()).then(|| received.to_array());
         let acks = &mut self.spaces[space].acks;
         if acks.ack_due(now) || (may_send && acks.worth_piggybacking(now, ack_of_acks_interval)) {
             let notices = self.notices_negotiated && space == SpaceId::Data;
             let had_notices = notices && acks.has_corruption_notices();
-            let largest = acks.write(now, notices, &mut plan.frames);
+            let largest = acks.write(now, notices, ecn_counts, &mut plan.frames);
             if had_notices {
                 self.counters.corruption_notices_sent += 1;
             }

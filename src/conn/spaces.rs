@@ -10,6 +10,7 @@
 use std::ops::{Index, IndexMut};
 
 use super::ack::AckState;
+use super::ecn::EcnCounts;
 use crate::crypto::PacketProtection;
 use crate::recovery::SpaceId;
 
@@ -27,6 +28,9 @@ pub(super) struct PacketSpace {
     /// Ack-eliciting packets a PTO (or a path change) asked for and not yet
     /// sent.
     pub(super) probes: u32,
+    /// Packets of the space processed, by the ECN field of the datagram
+    /// each came in (RFC 9000 §13.4.1): what our ACK_ECN frames report.
+    pub(super) ecn_received: EcnCounts,
 }
 
 impl PacketSpace {
@@ -37,6 +41,7 @@ impl PacketSpace {
             next_packet_number: 0,
             acks,
             probes: 0,
+            ecn_received: EcnCounts::default(),
         }
     }
 }

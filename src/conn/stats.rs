@@ -202,6 +202,10 @@ pub struct Stats {
     /// jumped and whether it retreated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub careful_resume: Option<sift_cc::CarefulResumeStatus>,
+    /// ECN (RFC 9000 §13.4): the path's validation state, the packets sent
+    /// and received per codepoint, and the CE marks the peer reported.
+    #[serde(default)]
+    pub ecn: super::ecn::EcnStats,
     /// Where the sending side's time went since the handshake: busy, or
     /// held back by the window, the pacer, the peer's credit or the
     /// application.
@@ -268,6 +272,7 @@ impl Default for Stats {
             min_rtt_us: 0,
             rttvar_us: 0,
             careful_resume: None,
+            ecn: Default::default(),
             send_times: Default::default(),
             cc: Metrics {
                 algorithm: String::new(),

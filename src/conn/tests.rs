@@ -17,8 +17,9 @@ fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-/// A datagram's source and destination addresses.
-type Route = (SocketAddr, SocketAddr);
+/// A datagram's source and destination addresses, and the ECN field of its
+/// IP header.
+type Route = (SocketAddr, SocketAddr, Ecn);
 
 /// What the path does to one datagram.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,6 +58,10 @@ struct Pair {
     link_rate: Option<u64>,
     /// When each direction's bottleneck is next free (to_client, to_server).
     link_free: [Instant; 2],
+    /// What the path does to each datagram's ECN field: `(to_server,
+    /// codepoint sent)` to the codepoint that arrives. Carried unchanged
+    /// by default.
+    ecn_path: Box<dyn FnMut(bool, Ecn) -> Ecn>,
 }
 
 /// The default config but for path MTU discovery, off: most tests here
@@ -99,6 +104,7 @@ impl Pair {
             max_datagrams_per_flush: usize::MAX,
             link_rate: None,
             link_free: [now; 2],
+            ecn_path: Box::new(|_, ecn| ecn),
         }
     }
 
@@ -126,7 +132,7 @@ impl Pair {
                 let Ok(Some((len, info))) = conn.send(&mut buf, self.now) else {
                     break;
                 };
-                let route = (info.from, info.to);
+                let route = (info.from, info.to, (self.ecn_path)(to_server, info.ecn));
                 let index = if to_server {
                     self.datagrams_to_server += 1;
                     self.datagrams_to_server
@@ -207,7 +213,7 @@ impl Pair {
             .partition(|(t, _, _, _)| *t <= self.now);
         due.sort_by_key(|(t, _, _, _)| *t);
         self.in_flight = later;
-        for (_, to_server, mut bytes, (from, to)) in due {
+        for (_, to_server, mut bytes, (from, to, ecn)) in due {
             let conn = if to_server {
                 &mut self.server
             } else {
@@ -222,6 +228,7 @@ impl Pair {
                     from,
                     to,
                     now: self.now,
+                    ecn,
                 },
             );
         }
@@ -688,6 +695,7 @@ fn a_replayed_damaged_packet_does_not_keep_an_idle_connection_alive() {
         from: addr(1),
         to: addr(2),
         now,
+        ecn: Ecn::NotEct,
     };
     pair.server
         .recv(&mut captured.clone(), to_server(pair.now))
@@ -782,6 +790,7 @@ fn garbage_datagrams_are_counted_not_fatal() {
             from: addr(1),
             to: addr(2),
             now: pair.now,
+            ecn: Ecn::NotEct,
         };
         pair.server.recv(&mut junk, info).unwrap();
     }
@@ -816,6 +825,7 @@ fn short_header_for_another_connection_is_ignored() {
         from: addr(1),
         to: addr(2),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     pair.server.recv(&mut packet, info).unwrap();
     assert_eq!(pair.server.stats().packets_received, before);
@@ -1318,6 +1328,7 @@ fn server_sends_forged(pair: &mut Pair, frames: &[u8]) {
         from: addr(2),
         to: addr(1),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.client.recv(&mut datagram, info);
 }
@@ -1603,6 +1614,7 @@ fn a_tls_client_starts_in_quic_v1_and_a_sift_server_upgrades_it_to_sift_1() {
                 from,
                 to: addr(2),
                 now: pair.now,
+                ecn: Ecn::NotEct,
             },
         )
         .unwrap();
@@ -1890,6 +1902,7 @@ fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
     assert_eq!(super::max_datagram_payload(1), 0);
 }
 
+mod ecn;
 mod paths;
 mod resumption;
 mod rfc9000;
@@ -1957,6 +1970,7 @@ fn a_client_discards_a_server_initial_that_carries_a_token() {
         from: addr(2),
         to: addr(1),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.client.recv(&mut datagram, info);
     // RFC 9000 §17.2.2: discarded, not acted on.

@@ -114,6 +114,10 @@ impl Connection {
     /// validated, recovery's decisions, the estimates, the controller's
     /// phase, key updates and the close.
     pub(super) fn trace_flush(&mut self) {
+        if self.trace.is_none() {
+            return;
+        }
+        let ecn_received = self.ecn_received().to_array();
         let Some(tracing) = self.trace.as_mut() else {
             return;
         };
@@ -136,6 +140,8 @@ impl Connection {
             rtt_variance: rtt.variance(),
             pto_count: self.recovery.pto_count(),
             pacing_rate: self.recovery.current_pacing_rate(),
+            ecn_received,
+            ecn_reported: self.ecn.reported().to_array(),
         };
         tracing
             .observer

@@ -946,6 +946,7 @@ mod tests {
             len: 1200,
             to: to.parse().unwrap(),
             checksum_free,
+            ecn: crate::wire::Ecn::NotEct,
             connection: None,
         }
     }

@@ -19,12 +19,14 @@
 //! `reordering` (the adaptive reordering window, RACK-TLP in RFC 9002
 //! terms), `spurious` (the memory of declared-lost packets, spurious losses
 //! and undo of the congestion response), `timer` (the loss-detection timer:
-//! PTO or RTO), `corruption` (CORRUPTED frames on the sender's side),
+//! PTO or RTO), `corruption` (CORRUPTED frames on the sender's side), `ecn` (the
+//! response to CE marks),
 //! `rate` (delivery-rate samples for the controller),
 //! `pacer`, `notes` (its decisions, for a traced connection); this file is the facade the connection calls and the ACK path
 //! that ties them together.
 
 mod corruption;
+mod ecn;
 mod loss;
 mod notes;
 mod pacer;
@@ -275,6 +277,14 @@ pub struct RecoveryStats {
     pub spurious_losses: u64,
     /// Congestion events undone because all their losses proved spurious.
     pub undone_congestion_events: u64,
+    /// Congestion events started by CE marks (RFC 9002 §7.1), also counted
+    /// in `congestion_events`.
+    #[serde(default)]
+    pub ecn_congestion_events: u64,
+    /// Growth of the peer's ECN-CE counts that passed validation: packets
+    /// of ours a queue marked.
+    #[serde(default)]
+    pub ce_marks_reported: u64,
 }
 
 /// What an ACK frame did.

@@ -231,6 +231,7 @@ mod tests {
             in_flight: true,
             app_limited: false,
             pmtu_probe: false,
+            ecn: crate::wire::Ecn::NotEct,
             delivery: sampler.on_packet_sent(now, in_flight, 1000),
             frames: Vec::new(),
         }

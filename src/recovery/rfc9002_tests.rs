@@ -30,6 +30,7 @@ fn packet(pn: u64, at: Instant, ack_eliciting: bool) -> SentPacket<u64> {
         in_flight: ack_eliciting,
         app_limited: false,
         pmtu_probe: false,
+        ecn: crate::wire::Ecn::NotEct,
         delivery: Default::default(),
         frames: vec![pn],
     }

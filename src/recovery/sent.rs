@@ -29,6 +29,10 @@ pub struct SentPacket<F> {
     /// so it only leaves flight: no congestion event, no loss count, no
     /// spurious-loss memory.
     pub pmtu_probe: bool,
+    /// The ECN codepoint its datagram left with (RFC 9000 §13.4): an
+    /// acknowledgement of an ECT packet must come with ECN counts that grew
+    /// (`conn::ecn`).
+    pub ecn: crate::wire::Ecn,
     /// The delivery-rate state when it left (`rate`); the recovery facade
     /// fills it in, so a new packet starts with the default.
     pub delivery: DeliverySnapshot,

@@ -52,6 +52,11 @@ pub struct RecoveryMetrics {
     pub pto_count: u32,
     /// The pacing rate, bytes per second.
     pub pacing_rate: u64,
+    /// Packets received by ECN codepoint (ECT(0), ECT(1), CE), all spaces:
+    /// what our ACKs report.
+    pub ecn_received: [u64; 3],
+    /// The peer's validated counts of our packets (ECT(0), ECT(1), CE).
+    pub ecn_reported: [u64; 3],
 }
 
 /// One thing that happened to a connection. Borrowed: an observer that
@@ -145,6 +150,16 @@ pub enum Event<'a> {
         new: u64,
         /// The search is over.
         done: bool,
+    },
+    /// ECN validation of the path changed state (qlog's
+    /// `quic:ecn_state_updated`).
+    EcnStateUpdated {
+        /// The state before.
+        old: crate::conn::EcnState,
+        /// The state now.
+        new: crate::conn::EcnState,
+        /// Why validation failed, when it did.
+        failure: Option<crate::conn::EcnFailure>,
     },
     /// Datagrams now leave without (true) or with a UDP checksum.
     ChecksumFreeChanged {

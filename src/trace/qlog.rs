@@ -314,6 +314,7 @@ impl QlogWriter {
             bytes_in_flight: changed(|m| m.bytes_in_flight),
             ssthresh: changed(|m| m.ssthresh).and_then(finite),
             pacing_rate: changed(|m| m.pacing_rate).map(|bytes| bytes.saturating_mul(8)),
+            ex_data: ecn_metrics(last.as_ref(), m),
             ..RecoveryMetricsUpdated::default()
         };
         if update == RecoveryMetricsUpdated::default() {
@@ -436,6 +437,18 @@ impl Observer for QlogWriter {
                     done: Some(*done),
                 }),
             ),
+            Event::EcnStateUpdated { old, new, failure } => {
+                self.quic(
+                    now,
+                    EventData::QuicEcnStateUpdated(qlog::events::quic::EcnStateUpdated {
+                        old: qlog_ecn_state(*old),
+                        new: qlog_ecn_state(*new).unwrap_or_default(),
+                    }),
+                );
+                if let Some(failure) = failure {
+                    self.sift(now, "ecn_validation_failed", json!({ "reason": failure }));
+                }
+            }
             Event::ChecksumFreeChanged { checksum_free } => self.sift(
                 now,
                 "checksum_free_datagrams",
@@ -831,4 +844,33 @@ fn connection_closed(reason: &CloseReason) -> ConnectionClosed {
         reason: text,
         trigger: Some(trigger),
     }
+}
+
+/// qlog's name for an ECN validation state (`Off` has none: it never
+/// changes).
+fn qlog_ecn_state(state: crate::conn::EcnState) -> Option<qlog::events::quic::EcnState> {
+    use crate::conn::EcnState;
+    use qlog::events::quic::EcnState as Qlog;
+    match state {
+        EcnState::Testing => Some(Qlog::Testing),
+        EcnState::Unknown => Some(Qlog::Unknown),
+        EcnState::Failed => Some(Qlog::Failed),
+        EcnState::Capable => Some(Qlog::Capable),
+        EcnState::Off => None,
+    }
+}
+
+/// The ECN counts of a metrics update, where they changed: extension
+/// fields `ecn_received` (what arrived, by codepoint) and `ecn_reported`
+/// (the peer's counts of ours), each `{ "ect0", "ect1", "ce" }`.
+fn ecn_metrics(last: Option<&RecoveryMetrics>, m: &RecoveryMetrics) -> qlog::events::ExData {
+    let mut data = qlog::events::ExData::new();
+    let counts = |[ect0, ect1, ce]: [u64; 3]| json!({ "ect0": ect0, "ect1": ect1, "ce": ce });
+    if last.is_none_or(|l| l.ecn_received != m.ecn_received) && m.ecn_received != [0; 3] {
+        data.insert("ecn_received".into(), counts(m.ecn_received));
+    }
+    if last.is_none_or(|l| l.ecn_reported != m.ecn_reported) && m.ecn_reported != [0; 3] {
+        data.insert("ecn_reported".into(), counts(m.ecn_reported));
+    }
+    data
 }

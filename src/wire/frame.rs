@@ -266,7 +266,7 @@ pub struct AckFrame<'a> {
     /// The acknowledged packet numbers.
     pub ranges: AckRanges<'a>,
     /// ECT(0), ECT(1) and CE counts of an ACK_ECN frame (RFC 9000
-    /// §19.3.2); sift reads them and sends plain ACKs (it sets no ECN).
+    /// §19.3.2), in that order; `None` for a plain ACK.
     pub ecn_counts: Option<[u64; 3]>,
 }
 
@@ -904,13 +904,31 @@ pub fn encode_stream_header(id: u64, offset: u64, len: usize, fin: bool, out: &m
 /// (at most `MAX_ACK_RANGES + 1`), largest first. Writes nothing if `ranges`
 /// is empty or `max_ranges` is 0.
 pub fn encode_ack(ranges: &RangeSet, ack_delay_micros: u64, max_ranges: usize, out: &mut Vec<u8>) {
-    encode_ranges(
-        frame_type::ACK,
-        Some(ack_delay_micros),
-        ranges,
-        max_ranges,
-        out,
-    );
+    encode_ack_ecn(ranges, ack_delay_micros, max_ranges, None, out);
+}
+
+/// [`encode_ack`] with the ECT(0), ECT(1) and CE counts of the space when
+/// `ecn_counts` is `Some`: an ACK_ECN frame (type 0x03, RFC 9000
+/// §19.3.2). Writes nothing if `ranges` is empty or `max_ranges` is 0.
+pub fn encode_ack_ecn(
+    ranges: &RangeSet,
+    ack_delay_micros: u64,
+    max_ranges: usize,
+    ecn_counts: Option<[u64; 3]>,
+    out: &mut Vec<u8>,
+) {
+    let ty = if ecn_counts.is_some() {
+        frame_type::ACK_ECN
+    } else {
+        frame_type::ACK
+    };
+    let before = out.len();
+    encode_ranges(ty, Some(ack_delay_micros), ranges, max_ranges, out);
+    if out.len() > before {
+        for count in ecn_counts.iter().flatten() {
+            put_varint(out, *count);
+        }
+    }
 }
 
 /// Appends a CORRUPTED frame naming the highest `max_ranges` ranges of

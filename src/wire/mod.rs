@@ -26,9 +26,9 @@ pub mod version;
 pub use cid::{ConnectionId, MAX_CID_LEN, SHORT_HEADER_DCID_LEN};
 pub use ecn::Ecn;
 pub use frame::{
-    crypto_frame_overhead, encode_ack, encode_corrupted, encode_stream_header, frame_type,
-    parse_frames, stream_frame_overhead, AckFrame, AckRanges, AckRangesIter, Frame, Frames,
-    MAX_ACK_RANGES,
+    crypto_frame_overhead, encode_ack, encode_ack_ecn, encode_corrupted, encode_stream_header,
+    frame_type, parse_frames, stream_frame_overhead, AckFrame, AckRanges, AckRangesIter, Frame,
+    Frames, MAX_ACK_RANGES,
 };
 pub use header::{
     header_region_len, parse_header, Header, PacketType, ParsedHeader, HEADER_TAG_LEN, VERSION,

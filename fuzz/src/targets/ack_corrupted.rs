@@ -290,6 +290,7 @@ fn apply(
                     in_flight,
                     app_limited: false,
                     pmtu_probe: false,
+                    ecn: sift::wire::Ecn::NotEct,
                     delivery: Default::default(),
                     frames: vec![packet_number],
                 },

@@ -352,7 +352,15 @@ fn receive(conn: &mut Connection, datagram: &mut [u8], from: SocketAddr, now: In
     let len = datagram.len() as u64;
     let before = conn.stats();
     let to = conn.local();
-    let result = conn.recv(datagram, RecvInfo { from, to, now });
+    let result = conn.recv(
+        datagram,
+        RecvInfo {
+            from,
+            to,
+            now,
+            ecn: sift::wire::Ecn::NotEct,
+        },
+    );
     let after = conn.stats();
     check_counters(&before, &after);
     if let Ok(consumed) = result {

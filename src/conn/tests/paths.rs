@@ -202,7 +202,7 @@ fn a_path_response_goes_back_on_the_path_its_challenge_came_on() {
     // carries only PATH_CHALLENGE and PADDING: a probing packet (§9.1).
     pair.client.spaces[SpaceId::Data]
         .acks
-        .write(now, false, &mut Vec::new());
+        .write(now, false, None, &mut Vec::new());
     pair.client
         .path
         .challenge([7; 8], now + Duration::from_secs(5), None);
@@ -347,6 +347,7 @@ fn server_receives_from(pair: &mut Pair, mut datagram: Vec<u8>, from: SocketAddr
         from,
         to: pair.server.local(),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.server.recv(&mut datagram, info);
 }
@@ -637,6 +638,7 @@ fn a_spoofed_move_seals_no_path_state_and_sends_no_token_to_the_new_address() {
             from: addr(2),
             to: addr(1),
             now: pair.now,
+            ecn: Ecn::NotEct,
         };
         let _ = pair.client.recv(&mut datagram, info);
     }
@@ -820,6 +822,7 @@ fn an_apparent_migration_challenges_the_path_left_and_its_answer_brings_the_conn
             from: pair.server.local(),
             to: pair.client.local(),
             now: pair.now,
+            ecn: Ecn::NotEct,
         },
     );
     let back = pair.run_until(Duration::from_millis(300), &mut deliver_all, |p| {

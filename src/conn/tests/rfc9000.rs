@@ -82,6 +82,7 @@ fn hand_over(from: &mut Connection, to: &mut Connection, now: Instant) -> Vec<us
                 from: info.from,
                 to: info.to,
                 now,
+                ecn: Ecn::NotEct,
             },
         );
     }
@@ -225,6 +226,7 @@ fn a_later_initial_with_another_source_id_moves_neither_side() {
         from: addr(1),
         to: addr(2),
         now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.server.recv(&mut late, from_client);
     assert_eq!(pair.server.peer_cid, client_id, "the server stays");
@@ -237,6 +239,7 @@ fn a_later_initial_with_another_source_id_moves_neither_side() {
         from: addr(2),
         to: addr(1),
         now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.client.recv(&mut late, from_server);
     assert_eq!(pair.client.peer_cid, server_id, "the client stays");
@@ -593,6 +596,7 @@ fn a_closing_connection_answers_at_most_three_times_what_arrives() {
                 from,
                 to: addr(1),
                 now: at,
+                ecn: Ecn::NotEct,
             },
         );
         if from == addr(2) {

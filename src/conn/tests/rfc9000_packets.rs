@@ -124,6 +124,7 @@ fn deliver_to_client(pair: &mut Pair, datagram: &mut [u8]) {
         from: addr(2),
         to: addr(1),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.client.recv(datagram, info);
 }
@@ -357,6 +358,7 @@ fn a_packet_that_fails_authentication_is_neither_acknowledged_nor_taken_for_a_du
         from: addr(1),
         to: addr(2),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let largest_before = pair.server.spaces[SpaceId::Data].acks.largest_received();
     let received_before = pair.server.stats().packets_received;
@@ -500,6 +502,7 @@ fn one_ack_eliciting_packet_draws_one_ack_only_packet_which_draws_nothing() {
         from: addr(1),
         to: addr(2),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     pair.server.recv(&mut ack_only, info).unwrap();
     let mut buf = vec![0u8; 2048];
@@ -528,7 +531,7 @@ fn the_ack_delay_field_reports_how_long_we_held_the_ack() {
     acks.on_packet_received(0, true, t0);
     acks.on_packet_received(1, false, t0 + Duration::from_millis(3));
     let mut out = Vec::new();
-    acks.write(t0 + Duration::from_millis(10), false, &mut out);
+    acks.write(t0 + Duration::from_millis(10), false, None, &mut out);
     match parse_frames(&out).next() {
         Some(Ok(Frame::Ack(ack))) => {
             assert_eq!(ack.ranges.largest(), 1);
@@ -540,8 +543,8 @@ fn the_ack_delay_field_reports_how_long_we_held_the_ack() {
 
 #[test]
 fn an_ack_with_ecn_counts_acknowledges_like_an_ack() {
-    // RFC 9000 §19.3: both ACK types are handled; sift sets no ECN
-    // codepoint, and a peer's ECN counts change nothing but the ACK.
+    // RFC 9000 §19.3: both ACK types are handled: an ACK_ECN frame
+    // acknowledges as a plain ACK does (its counts are `conn::ecn`'s).
     let mut pair = Pair::default();
     pair.handshake();
     settle(&mut pair);
@@ -749,6 +752,7 @@ fn a_small_datagram_with_an_initial_does_not_close_the_server() {
         from: addr(1),
         to: addr(2),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     pair.server.recv(&mut datagram, info).unwrap();
     assert!(!pair.server.is_closing());

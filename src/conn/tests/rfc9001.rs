@@ -67,6 +67,7 @@ fn deliver_to_client(pair: &mut Pair, mut datagram: Vec<u8>) {
         from: addr(2),
         to: addr(1),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.client.recv(&mut datagram, info);
 }
@@ -76,6 +77,7 @@ fn deliver_to_server(pair: &mut Pair, mut datagram: Vec<u8>) {
         from: addr(1),
         to: addr(2),
         now: pair.now,
+        ecn: Ecn::NotEct,
     };
     let _ = pair.server.recv(&mut datagram, info);
 }

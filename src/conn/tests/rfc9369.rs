@@ -176,6 +176,7 @@ fn a_server_preferring_v2_reads_a_second_client_initial_still_in_v1() {
                 from,
                 to: addr(2),
                 now,
+                ecn: Ecn::NotEct,
             },
         )
         .unwrap();

@@ -55,6 +55,7 @@ fn to_server(now: Instant) -> RecvInfo {
         from: addr(1),
         to: addr(2),
         now,
+        ecn: Ecn::NotEct,
     }
 }
 
@@ -63,6 +64,7 @@ fn to_client(now: Instant) -> RecvInfo {
         from: addr(2),
         to: addr(1),
         now,
+        ecn: Ecn::NotEct,
     }
 }
 

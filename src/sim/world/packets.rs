@@ -111,6 +111,8 @@ impl<T: Transport> Simulation<T> {
                 from: end.peer,
                 to: end.address,
                 now,
+                // The links carry no ECN field yet.
+                ecn: crate::wire::Ecn::NotEct,
             };
             if let Some(conn) = end.conn.as_mut() {
                 if let Err(e) = conn.recv(&mut bytes, info) {

@@ -96,6 +96,7 @@ impl Toy {
                 to: self.remote,
                 at,
                 checksum_free: false,
+                ecn: crate::wire::Ecn::NotEct,
             },
         ))
     }

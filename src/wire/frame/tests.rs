@@ -57,6 +57,21 @@ fn ack_with_one_range_has_no_gap_pairs() {
 }
 
 #[test]
+fn an_ack_with_ecn_counts_is_written_as_type_0x03_and_reads_back() {
+    let mut out = Vec::new();
+    encode_ack_ecn(&set(&[5..11]), 100, 8, Some([7, 1, 300]), &mut out);
+    assert_eq!(out[0], 0x03);
+    let Frame::Ack(ack) = only_frame(&out).expect("valid ACK_ECN") else {
+        panic!("not an ACK")
+    };
+    assert_eq!(ack.ecn_counts, Some([7, 1, 300]));
+    assert_eq!(ack.ack_delay_micros, 100);
+    let mut plain = Vec::new();
+    encode_ack_ecn(&set(&[5..11]), 100, 8, None, &mut plain);
+    assert_eq!(plain[0], 0x02, "no counts: a plain ACK");
+}
+
+#[test]
 fn ack_ecn_counts_are_read_and_written_back() {
     // RFC 9000 §19.3.2: an ACK frame of type 0x03 ends in ECT(0), ECT(1)
     // and CE counts (quinn sends them).
