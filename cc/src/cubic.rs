@@ -385,8 +385,6 @@ pub struct Cubic {
     ecn: EcnMemory,
     /// The congestion event being judged was started by CE marks.
     judging_mark: bool,
-    /// CE marks began or reached the current recovery period: it stays.
-    marked_in_recovery: bool,
     /// The ECN verdict on the current recovery period's loss, when the
     /// ECN rule judged it.
     ecn_verdict: Option<LossVerdict>,
@@ -422,7 +420,6 @@ impl Cubic {
             rollbacks: 0,
             ecn: EcnMemory::new(ecn_loss_verdict),
             judging_mark: false,
-            marked_in_recovery: false,
             ecn_verdict: None,
             basis: None,
         }
@@ -489,11 +486,8 @@ impl Cubic {
             Some(verdict) => verdict == LossVerdict::Random,
             None => self.loss_without_queue || !self.config.rollback_only_without_queue,
         };
-        if self.marked_in_recovery
-            || self.lost_in_recovery >= threshold
-            || !queue_allows
-            || !self.undo_congestion()
-        {
+        // A period CE marks began or reached has nothing left to undo.
+        if self.lost_in_recovery >= threshold || !queue_allows || !self.undo_congestion() {
             return false;
         }
         self.rollbacks += 1;
@@ -667,7 +661,6 @@ impl CongestionControl for Cubic {
             .is_some_and(|queue| queue < threshold);
         self.loss_without_queue =
             recent_floor || (self.config.rollback_jitter_robust && round_floor);
-        self.marked_in_recovery = self.judging_mark;
         // CUBIC tells random loss from congestion only by ECN.
         self.ecn_verdict = (!self.judging_mark && self.config.small_loss_rollback)
             .then(|| self.ecn.loss_verdict(ev))
@@ -704,9 +697,9 @@ impl CongestionControl for Cubic {
             self.judging_mark = true;
             self.on_congestion(&ev.as_congestion());
             self.judging_mark = false;
-        } else if self.window.in_recovery {
-            self.marked_in_recovery = true;
         }
+        // Marks confirm the period: neither the rollback nor a spurious
+        // event may undo its cut.
         self.window.forget_undo();
     }
 

@@ -91,3 +91,85 @@ impl Bbr {
         self.marked_in_round = 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::super::tests::{ack, cruising, one_lost};
+    use super::*;
+    use crate::test_support::{marks, ms};
+    use crate::{BbrConfig, CongestionControl};
+
+    #[test]
+    fn a_cruise_round_with_ce_marks_cuts_the_short_term_model_as_a_lossy_one() {
+        let t0 = Instant::now() + ms(1_000);
+        // A queue-free round without loss: the leaky-pipe rule lifts any cut.
+        let mut clean = cruising(t0, BbrConfig::default());
+        clean.on_ack(&ack(t0 + ms(100), 100, 900_000.0, 1_000_000, 1_001_000));
+        assert_eq!(clean.bw_shortterm(), f64::INFINITY);
+        // The same round with a mark: bw_shortterm = max(bw_latest 900_000,
+        // 0.7·1 MB/s), inflight_shortterm = max(1_000, 0.7·200_000).
+        let mut marked = cruising(t0, BbrConfig::default());
+        marked.on_ecn(&marks(t0 + ms(50), t0, 1, 1, true));
+        marked.on_ack(&ack(t0 + ms(100), 100, 900_000.0, 1_000_000, 1_001_000));
+        assert_eq!(marked.bw_shortterm(), 900_000.0);
+        assert_eq!(marked.inflight_shortterm(), 140_000);
+        assert_eq!(marked.metrics().fields["ecn_marks"], 1.0);
+    }
+
+    /// A BBR in Startup after two rounds of doubling rate samples, with
+    /// `marked` of the second round's one packet CE marked.
+    fn startup_round(marked: u64) -> Bbr {
+        let t0 = Instant::now() + ms(1_000);
+        let mut bbr = Bbr::new(BbrConfig::default(), 1_000);
+        bbr.on_ack(&ack(t0, 100, 100_000.0, 0, 1_000));
+        if marked > 0 {
+            bbr.on_ecn(&marks(t0 + ms(50), t0, marked, 1, true));
+        }
+        bbr.on_ack(&ack(t0 + ms(100), 100, 200_000.0, 1_000, 2_000));
+        bbr
+    }
+
+    #[test]
+    fn a_round_with_half_its_packets_marked_ends_startup() {
+        // Unmarked, the bandwidth doubled: Startup goes on.
+        assert_eq!(startup_round(0).state(), BbrState::Startup);
+        // Its one packet marked (ratio 1 ≥ 0.5): the pipe is full.
+        let marked = startup_round(1);
+        assert!(marked.full_bw_reached);
+        assert_ne!(marked.state(), BbrState::Startup);
+        assert_eq!(marked.metrics().fields["ce_ratio"], 1.0);
+    }
+
+    #[test]
+    fn with_the_ecn_verdict_a_lossy_round_without_marks_keeps_the_model() {
+        let t0 = Instant::now() + ms(1_000);
+        let config = BbrConfig {
+            background_loss_tolerance: false,
+            ecn_loss_verdict: true,
+            ..BbrConfig::default()
+        };
+        let round = |validated: bool, marked: bool| {
+            let mut bbr = cruising(t0, config.clone());
+            bbr.on_ecn_validated(validated);
+            if marked {
+                bbr.on_ecn(&marks(t0, t0, 1, 1, false));
+            }
+            bbr.on_packets_lost(&one_lost(t0, 1_000_500));
+            let verdict = bbr.on_congestion(&crate::test_support::loss(
+                t0,
+                crate::test_support::rtt(100, 100),
+                false,
+            ));
+            bbr.on_ack(&ack(t0 + ms(100), 100, 900_000.0, 1_000_500, 1_001_000));
+            (verdict, bbr.bw_shortterm())
+        };
+        // Validated, no mark: the link's loss, no cut.
+        assert_eq!(round(true, false), (LossVerdict::Random, f64::INFINITY));
+        // A mark in the round: congestion, the draft's cut.
+        assert_eq!(round(true, true), (LossVerdict::Congestive, 900_000.0));
+        // Not validated: the draft's cut (and its verdict: 1 of 1 lost).
+        assert_eq!(round(false, false).1, 900_000.0);
+    }
+}
