@@ -145,8 +145,11 @@ fn without_validation_or_without_the_option_each_paper_judges_the_loss() {
 #[test]
 fn the_ecn_variants_parse_and_only_for_loss_differentiating_controllers() {
     for base in CcConfig::ECN_VERDICT_NAMES {
-        let config: CcConfig = format!("{base}-ecn").parse().unwrap();
-        assert_eq!(config.name(), *base);
+        let name = format!("{base}-ecn");
+        let config: CcConfig = name.parse().unwrap();
+        // The name round-trips, so a peer asked by name runs the variant.
+        assert_eq!(config.name(), name);
+        assert_eq!(config.name().parse::<CcConfig>().unwrap(), config);
         assert_eq!(config.ecn_loss_verdict(), Some(true), "{base}");
         let plain: CcConfig = base.parse().unwrap();
         assert_eq!(

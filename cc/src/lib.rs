@@ -573,16 +573,24 @@ impl CcConfig {
     /// (`--cc westwood-a-ecn`).
     pub const ECN_VERDICT_SUFFIX: &'static str = "-ecn";
 
-    /// The name this configuration is selected by.
+    /// The name this configuration is selected by: `NAME-ecn` when the
+    /// ECN loss verdict is on, so that a peer asked by name runs it too.
     pub fn name(&self) -> &'static str {
+        let ecn = self.ecn_loss_verdict() == Some(true);
         match self {
             CcConfig::Reno(_) => "reno",
+            CcConfig::Cubic(_) if ecn => "cubic-ecn",
             CcConfig::Cubic(_) => "cubic",
+            CcConfig::Westwood(_) if ecn => "westwood-ecn",
             CcConfig::Westwood(_) => "westwood",
             CcConfig::Vegas(_) => "vegas",
+            CcConfig::Veno(_) if ecn => "veno-ecn",
             CcConfig::Veno(_) => "veno",
+            CcConfig::VenoEnhanced(_) if ecn => "veno-enhanced-ecn",
             CcConfig::VenoEnhanced(_) => "veno-enhanced",
+            CcConfig::WestwoodA(_) if ecn => "westwood-a-ecn",
             CcConfig::WestwoodA(_) => "westwood-a",
+            CcConfig::Bbr(_) if ecn => "bbr-ecn",
             CcConfig::Bbr(_) => "bbr",
             CcConfig::Prague(_) => "prague",
         }
