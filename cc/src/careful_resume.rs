@@ -71,8 +71,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    minimum_window, scale_window, AckEvent, CongestionControl, CorruptionEvent, LossEvent,
-    LossVerdict, Metrics, PacketsLost, RecoveryPolicy, SpuriousCongestionEvent, VerdictBasis,
+    minimum_window, scale_window, AckEvent, CongestionControl, CorruptionEvent, EcnEvent, Ect,
+    LossEvent, LossVerdict, Metrics, PacketsLost, RecoveryPolicy, SpuriousCongestionEvent,
+    VerdictBasis,
 };
 
 /// RFC 9959 §3.3: the jump is no more than half the saved window
@@ -236,6 +237,9 @@ pub enum CarefulResumeTrigger {
     LastUnvalidatedPacketAcknowledged,
     /// A loss judged congestive (or any, see the config).
     PacketLoss,
+    /// CE marks reported (sift's name: the qlog draft lists only
+    /// `packet_loss`, and RFC 9959 §3.3 treats CE as it treats loss).
+    CongestionExperienced,
     /// Safe Retreat is over: the jump's packets are acknowledged or lost.
     ExitRecovery,
 }
@@ -460,6 +464,11 @@ impl CarefulResume {
     /// §3.5: half the validated pipe, until the jump's packets are
     /// acknowledged.
     fn retreat(&mut self, now: Instant) {
+        self.retreat_on(now, CarefulResumeTrigger::PacketLoss);
+    }
+
+    /// Safe Retreat, for `trigger`.
+    fn retreat_on(&mut self, now: Instant, trigger: CarefulResumeTrigger) {
         if self.last_unvalidated_sent.is_none() {
             self.last_unvalidated_sent = self.last_sent;
         }
@@ -467,11 +476,7 @@ impl CarefulResume {
             scale_window(self.pipesize, RETREAT_FRACTION).max(minimum_window(self.mss));
         self.retreated = true;
         self.inner.set_window(self.held_cwnd, None);
-        self.enter(
-            CarefulResumePhase::SafeRetreat,
-            CarefulResumeTrigger::PacketLoss,
-            now,
-        );
+        self.enter(CarefulResumePhase::SafeRetreat, trigger, now);
     }
 
     /// The losses since the jump say it overfilled the path
@@ -633,6 +638,35 @@ impl CongestionControl for CarefulResume {
 
     fn on_corruption(&mut self, ev: &CorruptionEvent) {
         self.inner.on_corruption(ev);
+    }
+
+    /// CE marks are congestion (RFC 9959 §3.3 names ECN-CE beside loss):
+    /// before the jump they end Careful Resume, in Unvalidated or
+    /// Validating they retreat at once, whatever `retreat_loss_permille`
+    /// allows a loss (a mark is never the link's).
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.inner.on_ecn(ev);
+        match self.phase {
+            CarefulResumePhase::Reconnaissance => {
+                self.enter(
+                    CarefulResumePhase::Normal,
+                    CarefulResumeTrigger::CongestionExperienced,
+                    ev.now,
+                );
+            }
+            CarefulResumePhase::Unvalidated | CarefulResumePhase::Validating => {
+                self.retreat_on(ev.now, CarefulResumeTrigger::CongestionExperienced);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.inner.on_ecn_validated(validated);
+    }
+
+    fn ect(&self) -> Ect {
+        self.inner.ect()
     }
 
     fn on_packets_lost(&mut self, ev: &PacketsLost) {

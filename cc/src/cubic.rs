@@ -63,6 +63,15 @@
 //!   by default: it costs random loss and in-order jitter) takes the floor over the last
 //!   min_rtt of ACKs instead. `small_loss_rollback = false` is RFC 9438 exactly
 //!   (the paper-style baselines in tests use it);
+//! - ECN (DESIGN §5.1, `ecn.rs`): a CE mark is a congestion event (RFC
+//!   9438 §4.1 and §4.6 cut on ECN-Echo as on loss), and a recovery period
+//!   that CE marks began or reached is never rolled back nor undone as
+//!   spurious: a mark is the queue's own word, not a guess. With
+//!   `ecn_loss_verdict` on a path whose ECN is validated, the rollback's
+//!   queue test is replaced by the marks: a period whose loss had no CE
+//!   mark in its round is the link's (verdict random) and rolled back if it
+//!   lost few packets; one with a mark is congestive and kept. Off by
+//!   default;
 //! - slow start is HyStart++ (RFC 9406, which RFC 9438 §4.10 recommends)
 //!   unless `hystart` is off; when HyStart++ ends CSS the first epoch starts
 //!   with W_max = cwnd and K = 0, as after a timeout.
@@ -72,14 +81,15 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ecn::{EcnMemory, MARKED_BASIS};
 use crate::hystart::{rtt_rise_threshold, HyStart};
 use crate::queue_estimate::{
     BaseRttReset, QueueDelayEstimator, QueueEstimate, JITTER_ALLOWANCE_FACTOR,
 };
 use crate::ranges::{self, Range, Ranges, Valid};
 use crate::{
-    AckEvent, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
-    SpuriousCongestionEvent, WindowCore,
+    AckEvent, CongestionControl, EcnEvent, InvalidCcConfig, LossEvent, LossVerdict, Metrics,
+    SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// RFC 9438 §4.6 / §5: β_cubic, the multiplicative decrease factor.
@@ -154,6 +164,11 @@ pub struct CubicConfig {
     /// in-order jitter, whose min_rtt is the jitter's low tail, more
     /// (cellular, steady, 5 ms normal, 1% loss: 0.670 → 0.499, seeds 1–3).
     pub rollback_floor_over_min_rtt: bool,
+    /// With `small_loss_rollback`, on a path whose ECN is validated: the
+    /// rollback judges a loss by the CE marks of its round instead of by
+    /// the queue the RTT shows (module docs; `--cc cubic-ecn`). Off: the
+    /// RTT's test.
+    pub ecn_loss_verdict: bool,
 }
 
 impl Default for CubicConfig {
@@ -169,6 +184,7 @@ impl Default for CubicConfig {
             rollback_only_without_queue: true,
             rollback_jitter_robust: true,
             rollback_floor_over_min_rtt: false,
+            ecn_loss_verdict: false,
         }
     }
 }
@@ -365,6 +381,16 @@ pub struct Cubic {
     recent_floor: RecentRttFloor,
     /// Congestion events undone by `small_loss_rollback`.
     rollbacks: u64,
+    /// CE arrivals, validation and rounds, for the ECN rules.
+    ecn: EcnMemory,
+    /// The congestion event being judged was started by CE marks.
+    judging_mark: bool,
+    /// The ECN verdict on the current recovery period's loss, when the
+    /// ECN rule judged it.
+    ecn_verdict: Option<LossVerdict>,
+    /// The numbers behind the last verdict, when marks or the ECN rule
+    /// gave it.
+    basis: Option<VerdictBasis>,
 }
 
 impl Cubic {
@@ -373,6 +399,7 @@ impl Cubic {
     pub fn new(config: CubicConfig, mss: u64) -> Self {
         let config = config.sanitized();
         let window = WindowCore::new(mss, config.initial_window_packets);
+        let ecn_loss_verdict = config.ecn_loss_verdict;
         Self {
             hystart: HyStart::new(config.hystart),
             config,
@@ -391,6 +418,10 @@ impl Cubic {
             queue: QueueDelayEstimator::new(QueueEstimate::JitterRobust, BaseRttReset::Never),
             recent_floor: RecentRttFloor::default(),
             rollbacks: 0,
+            ecn: EcnMemory::new(ecn_loss_verdict),
+            judging_mark: false,
+            ecn_verdict: None,
+            basis: None,
         }
     }
 
@@ -451,7 +482,11 @@ impl Cubic {
         let window_packets = self.window.cwnd as u64 / self.window.mss;
         let threshold =
             (window_packets * ROLLBACK_THRESHOLD_PERCENT / 100).max(MIN_ROLLBACK_THRESHOLD);
-        let queue_allows = self.loss_without_queue || !self.config.rollback_only_without_queue;
+        let queue_allows = match self.ecn_verdict {
+            Some(verdict) => verdict == LossVerdict::Random,
+            None => self.loss_without_queue || !self.config.rollback_only_without_queue,
+        };
+        // A period CE marks began or reached has nothing left to undo.
         if self.lost_in_recovery >= threshold || !queue_allows || !self.undo_congestion() {
             return false;
         }
@@ -539,6 +574,7 @@ impl CongestionControl for Cubic {
             }
         }
         self.queue.on_ack(ack);
+        self.ecn.on_ack(ack);
         if ack.in_recovery {
             return;
         }
@@ -625,9 +661,24 @@ impl CongestionControl for Cubic {
             .is_some_and(|queue| queue < threshold);
         self.loss_without_queue =
             recent_floor || (self.config.rollback_jitter_robust && round_floor);
-        // CUBIC does not tell random loss from congestion.
-        self.last_verdict = Some(LossVerdict::Congestive);
-        LossVerdict::Congestive
+        // CUBIC tells random loss from congestion only by ECN.
+        self.ecn_verdict = (!self.judging_mark && self.config.small_loss_rollback)
+            .then(|| self.ecn.loss_verdict(ev))
+            .flatten();
+        let verdict = self.ecn_verdict.unwrap_or(LossVerdict::Congestive);
+        self.basis = if self.judging_mark {
+            Some(VerdictBasis {
+                verdict,
+                values: vec![MARKED_BASIS],
+            })
+        } else {
+            self.ecn_verdict.map(|verdict| VerdictBasis {
+                verdict,
+                values: self.ecn.basis_values(ev).to_vec(),
+            })
+        };
+        self.last_verdict = Some(verdict);
+        verdict
     }
 
     fn on_packets_lost(&mut self, ev: &crate::PacketsLost) {
@@ -638,6 +689,26 @@ impl CongestionControl for Cubic {
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
         self.undo_congestion();
+    }
+
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.ecn.on_mark(ev.now);
+        if ev.new_congestion_event {
+            self.judging_mark = true;
+            self.on_congestion(&ev.as_congestion());
+            self.judging_mark = false;
+        }
+        // Marks confirm the period: neither the rollback nor a spurious
+        // event may undo its cut.
+        self.window.forget_undo();
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.ecn.set_validated(validated);
+    }
+
+    fn verdict_basis(&self) -> Option<VerdictBasis> {
+        self.basis.clone()
     }
 
     fn set_mss(&mut self, mss: u64) {

@@ -17,6 +17,10 @@
 //!   `validate` and `sanitized` read.
 //! - `queue_estimate.rs`, `rounds.rs`, `hystart.rs`: the BaseRTT and
 //!   queueing-delay estimators, round counting and HyStart++ slow start.
+//! - `ecn.rs`: [`EcnMemory`], what a controller remembers of ECN (CE
+//!   arrivals, validation, rounds) for the rule that a CE mark is never
+//!   random and the option that judges an unmarked loss random on a
+//!   validated path (DESIGN §5.1).
 //!
 //! This crate knows nothing of `sift`: the dependency points one way only.
 //! The decisions behind each controller are §6 of the repository's
@@ -32,7 +36,9 @@ use serde::{Deserialize, Serialize};
 pub mod bbr;
 pub mod careful_resume;
 pub mod cubic;
+pub mod ecn;
 pub mod hystart;
+pub mod prague;
 pub mod queue_estimate;
 mod ranges;
 pub mod reno;
@@ -47,6 +53,8 @@ pub mod window;
 #[cfg(test)]
 mod config_tests;
 #[cfg(test)]
+mod ecn_tests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod undo_tests;
@@ -57,6 +65,8 @@ pub use careful_resume::{
     CarefulResumeStatus, CarefulResumeTrigger, SavedPath,
 };
 pub use cubic::{Cubic, CubicConfig};
+pub use ecn::EcnMemory;
+pub use prague::{Prague, PragueConfig};
 pub use queue_estimate::{BaseRttReset, QueueEstimate};
 pub use reno::{Reno, RenoConfig};
 pub use vegas::{Vegas, VegasConfig, VegasPhaseGroup};
@@ -229,6 +239,12 @@ pub struct CorruptionEvent {
 /// mark is congestion the network names outright (RFC 3168; RFC 9002 §7.1):
 /// no controller may judge it random. Delivered for every ACK frame whose CE
 /// count grew, after that ACK's `on_ack`.
+///
+/// Marks that arrive inside a recovery period a loss began
+/// (`new_congestion_event` false) confirm that period as congestion: a
+/// controller that judged its loss random answers again with the congestive
+/// branch of its rule, and no controller undoes that period's cut as
+/// spurious (RFC 9438 §4.9 undoes only what loss detection got wrong).
 #[derive(Clone, Debug)]
 pub struct EcnEvent {
     /// When the ACK was processed.
@@ -255,6 +271,23 @@ pub struct EcnEvent {
     pub bytes_in_flight: u64,
     /// RTT estimates after this ACK was applied.
     pub rtt: RttSample,
+}
+
+impl EcnEvent {
+    /// The congestion event the marks amount to under the classic response
+    /// (RFC 9002 §7.1): a loss of nothing, its recovery period starting at
+    /// the largest acknowledged packet's send time, never a timeout.
+    pub fn as_congestion(&self) -> LossEvent {
+        LossEvent {
+            now: self.now,
+            lost_packets: Vec::new(),
+            lost_bytes: 0,
+            largest_lost_sent_time: self.largest_acked_sent_time,
+            bytes_in_flight: self.bytes_in_flight,
+            rtt: self.rtt,
+            persistent: false,
+        }
+    }
 }
 
 /// The ECN-capable codepoint a controller asks its packets to carry.
@@ -404,15 +437,7 @@ pub trait CongestionControl: Send + Debug {
     /// random.
     fn on_ecn(&mut self, ev: &EcnEvent) {
         if ev.new_congestion_event {
-            let _ = self.on_congestion(&LossEvent {
-                now: ev.now,
-                lost_packets: Vec::new(),
-                lost_bytes: 0,
-                largest_lost_sent_time: ev.largest_acked_sent_time,
-                bytes_in_flight: ev.bytes_in_flight,
-                rtt: ev.rtt,
-                persistent: false,
-            });
+            let _ = self.on_congestion(&ev.as_congestion());
         }
     }
 
@@ -512,10 +537,14 @@ pub enum CcConfig {
     WestwoodA(WestwoodAConfig),
     /// BBRv3 (draft-ietf-ccwg-bbr).
     Bbr(BbrConfig),
+    /// Prague, the L4S sender (RFC 9331 §4.3): ECT(1), a DCTCP-style
+    /// scalable response to CE.
+    Prague(PragueConfig),
 }
 
 impl CcConfig {
-    /// Every name `FromStr` accepts.
+    /// Every controller's name. `FromStr` accepts these, and each of
+    /// [`Self::ECN_VERDICT_NAMES`] with [`Self::ECN_VERDICT_SUFFIX`].
     pub const NAMES: &'static [&'static str] = &[
         "reno",
         "cubic",
@@ -525,20 +554,73 @@ impl CcConfig {
         "westwood",
         "westwood-a",
         "bbr",
+        "prague",
     ];
 
-    /// The name this configuration is selected by.
+    /// The loss-differentiating controllers, whose configs have
+    /// `ecn_loss_verdict`: on a path with validated ECN, a loss with no CE
+    /// mark in its round is judged random (`ecn.rs`).
+    pub const ECN_VERDICT_NAMES: &'static [&'static str] = &[
+        "cubic",
+        "veno",
+        "veno-enhanced",
+        "westwood",
+        "westwood-a",
+        "bbr",
+    ];
+
+    /// `NAME-ecn` selects controller `NAME` with `ecn_loss_verdict` on
+    /// (`--cc westwood-a-ecn`).
+    pub const ECN_VERDICT_SUFFIX: &'static str = "-ecn";
+
+    /// The name this configuration is selected by: `NAME-ecn` when the
+    /// ECN loss verdict is on, so that a peer asked by name runs it too.
     pub fn name(&self) -> &'static str {
+        let ecn = self.ecn_loss_verdict() == Some(true);
         match self {
             CcConfig::Reno(_) => "reno",
+            CcConfig::Cubic(_) if ecn => "cubic-ecn",
             CcConfig::Cubic(_) => "cubic",
+            CcConfig::Westwood(_) if ecn => "westwood-ecn",
             CcConfig::Westwood(_) => "westwood",
             CcConfig::Vegas(_) => "vegas",
+            CcConfig::Veno(_) if ecn => "veno-ecn",
             CcConfig::Veno(_) => "veno",
+            CcConfig::VenoEnhanced(_) if ecn => "veno-enhanced-ecn",
             CcConfig::VenoEnhanced(_) => "veno-enhanced",
+            CcConfig::WestwoodA(_) if ecn => "westwood-a-ecn",
             CcConfig::WestwoodA(_) => "westwood-a",
+            CcConfig::Bbr(_) if ecn => "bbr-ecn",
             CcConfig::Bbr(_) => "bbr",
+            CcConfig::Prague(_) => "prague",
         }
+    }
+
+    /// Whether the ECN loss verdict is on (`ecn_loss_verdict`); `None` for
+    /// a controller that does not judge losses.
+    pub fn ecn_loss_verdict(&self) -> Option<bool> {
+        match self {
+            CcConfig::Cubic(c) => Some(c.ecn_loss_verdict),
+            CcConfig::Westwood(c) => Some(c.ecn_loss_verdict),
+            CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => Some(c.ecn_loss_verdict),
+            CcConfig::WestwoodA(c) => Some(c.ecn_loss_verdict),
+            CcConfig::Bbr(c) => Some(c.ecn_loss_verdict),
+            CcConfig::Reno(_) | CcConfig::Vegas(_) | CcConfig::Prague(_) => None,
+        }
+    }
+
+    /// The same controller with the ECN loss verdict `on`; a controller
+    /// that does not judge losses is returned unchanged.
+    pub fn with_ecn_loss_verdict(mut self, on: bool) -> Self {
+        match &mut self {
+            CcConfig::Cubic(c) => c.ecn_loss_verdict = on,
+            CcConfig::Westwood(c) => c.ecn_loss_verdict = on,
+            CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => c.ecn_loss_verdict = on,
+            CcConfig::WestwoodA(c) => c.ecn_loss_verdict = on,
+            CcConfig::Bbr(c) => c.ecn_loss_verdict = on,
+            CcConfig::Reno(_) | CcConfig::Vegas(_) | CcConfig::Prague(_) => {}
+        }
+        self
     }
 
     /// The window the controller starts from, in packets.
@@ -553,6 +635,7 @@ impl CcConfig {
             CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => c.initial_window_packets,
             CcConfig::WestwoodA(c) => c.initial_window_packets,
             CcConfig::Bbr(c) => c.initial_window_packets,
+            CcConfig::Prague(c) => c.initial_window_packets,
         }
     }
 
@@ -578,6 +661,7 @@ impl CcConfig {
             CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => &mut c.initial_window_packets,
             CcConfig::WestwoodA(c) => &mut c.initial_window_packets,
             CcConfig::Bbr(c) => &mut c.initial_window_packets,
+            CcConfig::Prague(c) => &mut c.initial_window_packets,
         };
         *field = packets;
         self
@@ -595,6 +679,7 @@ impl CcConfig {
             CcConfig::VenoEnhanced(c) => Box::new(VenoEnhanced::new(c.clone(), mss)),
             CcConfig::WestwoodA(c) => Box::new(WestwoodA::new(c.clone(), mss)),
             CcConfig::Bbr(c) => Box::new(Bbr::new(c.clone(), mss)),
+            CcConfig::Prague(c) => Box::new(Prague::new(c.clone(), mss)),
         }
     }
 
@@ -619,6 +704,7 @@ impl CcConfig {
             CcConfig::Veno(_) | CcConfig::VenoEnhanced(_) => Ok(()),
             CcConfig::WestwoodA(c) => c.validate(),
             CcConfig::Bbr(c) => c.validate(),
+            CcConfig::Prague(c) => c.validate(),
         }
     }
 }
@@ -631,7 +717,12 @@ impl Default for CcConfig {
 
 /// `--cc` named a controller sift does not have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown congestion controller {name:?} (expected one of: {})", CcConfig::NAMES.join(", "))]
+#[error(
+    "unknown congestion controller {name:?} (expected one of: {}; or one of {} with {})",
+    CcConfig::NAMES.join(", "),
+    CcConfig::ECN_VERDICT_NAMES.join(", "),
+    CcConfig::ECN_VERDICT_SUFFIX
+)]
 pub struct UnknownController {
     pub name: String,
 }
@@ -640,7 +731,13 @@ impl FromStr for CcConfig {
     type Err = UnknownController;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
-        match name.trim().to_ascii_lowercase().as_str() {
+        let name = name.trim().to_ascii_lowercase();
+        if let Some(base) = name.strip_suffix(CcConfig::ECN_VERDICT_SUFFIX) {
+            if CcConfig::ECN_VERDICT_NAMES.contains(&base) {
+                return Ok(base.parse::<CcConfig>()?.with_ecn_loss_verdict(true));
+            }
+        }
+        match name.as_str() {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
             "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
             "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
@@ -649,6 +746,7 @@ impl FromStr for CcConfig {
             "veno-enhanced" => Ok(CcConfig::VenoEnhanced(VenoConfig::default())),
             "westwood-a" => Ok(CcConfig::WestwoodA(WestwoodAConfig::default())),
             "bbr" => Ok(CcConfig::Bbr(BbrConfig::default())),
+            "prague" => Ok(CcConfig::Prague(PragueConfig::default())),
             other => Err(UnknownController {
                 name: other.to_string(),
             }),

@@ -5,6 +5,9 @@
 //! timeout does to the window (RFC 9002 collapses to 2 packets, classic TCP
 //! to 1). Slow start is HyStart++ (RFC 9406) unless `hystart` is off, as
 //! the 2002 testbeds' classic slow start.
+//!
+//! ECN is RFC 9002 §7.1's classic response: CE marks that start a
+//! congestion event halve the window as a loss does.
 
 use std::time::Instant;
 
@@ -12,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hystart::HyStart;
 use crate::{
-    AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, RecoveryPolicy,
+    AckEvent, CongestionControl, EcnEvent, LossEvent, LossVerdict, Metrics, RecoveryPolicy,
     SpuriousCongestionEvent, WindowCore,
 };
 
@@ -95,6 +98,16 @@ impl CongestionControl for Reno {
         if self.window.undo().is_some() {
             self.hystart.undo_congestion();
         }
+    }
+
+    /// The classic response (RFC 9002 §7.1): CE marks that start a new
+    /// congestion event cut as a loss does; marks confirm the cut, which
+    /// is then never undone as spurious.
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        if ev.new_congestion_event {
+            self.on_congestion(&ev.as_congestion());
+        }
+        self.window.forget_undo();
     }
 
     fn set_mss(&mut self, mss: u64) {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::{
-    AckEvent, CorruptionEvent, LossEvent, LostPacket, PacketsLost, RttSample,
+    AckEvent, CorruptionEvent, EcnEvent, LossEvent, LostPacket, PacketsLost, RttSample,
     SpuriousCongestionEvent,
 };
 
@@ -104,5 +104,27 @@ pub(crate) fn spurious(now: Instant, rtt: RttSample) -> SpuriousCongestionEvent 
         congestion_at: now,
         lost_packets: vec![1],
         rtt,
+    }
+}
+
+/// An ACK of `acked` packets, the largest sent at `sent`, that reported
+/// `marked` more of them CE marked; `new_event` says whether the recovery
+/// module counts it a new congestion event.
+pub(crate) fn marks(
+    now: Instant,
+    sent: Instant,
+    marked: u64,
+    acked: u64,
+    new_event: bool,
+) -> EcnEvent {
+    EcnEvent {
+        now,
+        newly_marked: marked,
+        acked_packets: acked,
+        acked_bytes: acked * MSS,
+        largest_acked_sent_time: sent,
+        new_congestion_event: new_event,
+        bytes_in_flight: 0,
+        rtt: rtt(100, 100),
     }
 }

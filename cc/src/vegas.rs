@@ -6,6 +6,11 @@
 //! HyStart++ and has its own slow-start exit, A), event for event (a unit
 //! test replays 10 000 random events against [`crate::Reno`]).
 //!
+//! ECN: CE marks that start a congestion event cut as a loss does, by the
+//! switchable parts that shape a loss's cut (F's 1/4, else 1/2; E's one
+//! reduction per window is the recovery module's `new_congestion_event`),
+//! and a cut marks confirmed is never undone as spurious.
+//!
 //! Measurement. Once per round (see `round.rs`) Vegas compares
 //! Expected = windowSize/BaseRTT with Actual = rttLen/rtt, where
 //! - windowSize is the data in transit when the round-ending ACK arrived
@@ -65,8 +70,8 @@ use round::Round;
 use crate::queue_estimate::{JitterMeter, QueueEstimate, RoundFloors};
 use crate::reno::LOSS_REDUCTION;
 use crate::{
-    slow_start, AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, RecoveryPolicy,
-    SpuriousCongestionEvent, WindowCore,
+    slow_start, AckEvent, CongestionControl, EcnEvent, LossEvent, LossVerdict, Metrics,
+    RecoveryPolicy, SpuriousCongestionEvent, WindowCore,
 };
 
 /// F: the window kept after a recovery, 3/4 (Hengartner et al. §VI-F:
@@ -338,6 +343,16 @@ impl CongestionControl for Vegas {
         self.avoidance = undo.avoidance;
         self.last_timeout_at = undo.last_timeout_at;
         self.last_verdict = undo.last_verdict;
+    }
+
+    /// The classic response (RFC 9002 §7.1): CE marks that start a new
+    /// congestion event cut as a loss does; marks confirm the cut, which
+    /// is then never undone as spurious.
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        if ev.new_congestion_event {
+            self.on_congestion(&ev.as_congestion());
+        }
+        self.window.forget_undo();
     }
 
     fn set_mss(&mut self, mss: u64) {

@@ -35,6 +35,14 @@
 //!   connection-long minimum is a deeper tail of the jitter than the
 //!   minimum since the last loss.
 //!
+//! **ECN** (DESIGN §5.1, `ecn.rs`). A CE mark is congestion: it takes the
+//! congestive branch (ssthresh = cwnd/2) whatever N says, and marks inside
+//! a recovery period whose loss was judged random turn that cut into the
+//! congestive one. With `ecn_loss_verdict` on a path whose ECN is
+//! validated, a loss is judged by its round instead of by N: congestive
+//! with a CE mark in it, random without. Off by default, and in the paper
+//! experiments (whose paths have no ECN).
+//!
 //! A congestion event that proves spurious (every packet it declared lost
 //! arrived after all) is undone: the window, ssthresh, BaseRTT and the last
 //! verdict return to their values before it, and the verdict moves from the
@@ -46,11 +54,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ecn::{EcnMemory, MARKED_BASIS};
 use crate::hystart::HyStart;
 use crate::queue_estimate::{BaseRttReset, QueueDelayEstimator, QueueEstimate};
 use crate::reno::{INITIAL_WINDOW_PACKETS, LOSS_REDUCTION};
 use crate::{
-    AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics,
+    AckEvent, CongestionControl, CorruptionEvent, EcnEvent, LossEvent, LossVerdict, Metrics,
     SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
@@ -101,6 +110,10 @@ pub struct VenoConfig {
     /// When BaseRTT is forgotten: `at-loss` (the paper, §II-A) or `never`
     /// (Linux `tcp_veno`, ns-3 `TcpVeno`).
     pub base_rtt_reset: BaseRttReset,
+    /// On a path whose ECN is validated, judge a loss by its round instead
+    /// of by N: congestive with a CE mark in it, random without (`ecn.rs`;
+    /// `--cc veno-ecn`). Off: the paper's N against β.
+    pub ecn_loss_verdict: bool,
 }
 
 impl Default for VenoConfig {
@@ -114,6 +127,7 @@ impl Default for VenoConfig {
             hystart: true,
             queue_estimate: QueueEstimate::JitterRobust,
             base_rtt_reset: BaseRttReset::AtLoss,
+            ecn_loss_verdict: false,
         }
     }
 }
@@ -137,6 +151,16 @@ impl VerdictCounts {
             LossVerdict::Random => self.random += 1,
             LossVerdict::Congestive => self.congestive += 1,
         }
+    }
+
+    /// Takes back one `verdict`, which CE marks overruled: the event is
+    /// counted again under its new verdict.
+    pub fn retract(&mut self, verdict: LossVerdict) {
+        let slot = match verdict {
+            LossVerdict::Random => &mut self.random,
+            LossVerdict::Congestive => &mut self.congestive,
+        };
+        *slot = slot.saturating_sub(1);
     }
 
     /// Moves one `verdict` to the spurious count: the loss was neither.
@@ -190,6 +214,10 @@ pub struct Veno {
     verdicts: VerdictCounts,
     /// The numbers behind the last loss verdict (for traces).
     basis: Option<VerdictBasis>,
+    /// CE arrivals, validation and rounds, for the ECN rules.
+    ecn: EcnMemory,
+    /// The congestion event being judged was started by CE marks.
+    judging_mark: bool,
 }
 
 impl Veno {
@@ -199,6 +227,8 @@ impl Veno {
             window: WindowCore::new(mss, config.initial_window_packets),
             hystart: HyStart::new(config.hystart),
             queue: QueueDelayEstimator::new(config.queue_estimate, config.base_rtt_reset),
+            ecn: EcnMemory::new(config.ecn_loss_verdict),
+            judging_mark: false,
             config,
             backlog_packets: None,
             next_packet_credited: false,
@@ -226,8 +256,10 @@ impl Veno {
     }
 
     /// Undoes the last congestion event, if it was not undone already;
-    /// returns the verdict it had.
-    pub(crate) fn undo_congestion(&mut self) -> Option<LossVerdict> {
+    /// returns the verdict it had. `spurious`: the loss was neither random
+    /// nor congestive; otherwise CE marks overruled its verdict, which is
+    /// taken back to be counted again.
+    pub(crate) fn undo_congestion(&mut self, spurious: bool) -> Option<LossVerdict> {
         let undo = self.window.undo()?;
         // BaseRTT was forgotten at the cut; what was learnt since still counts.
         let base_rtt = match (undo.base_rtt, self.queue.base_rtt()) {
@@ -237,7 +269,11 @@ impl Veno {
         self.queue.set_base_rtt(base_rtt);
         self.hystart.undo_congestion();
         self.last_verdict = undo.last_verdict;
-        self.verdicts.withdraw(undo.verdict);
+        if spurious {
+            self.verdicts.withdraw(undo.verdict);
+        } else {
+            self.verdicts.retract(undo.verdict);
+        }
         Some(undo.verdict)
     }
 
@@ -281,15 +317,48 @@ impl Veno {
     /// otherwise. A timeout is severe congestion whatever N says (Veno
     /// leaves Reno's timeout alone), and a loss with N unknown is congestive
     /// so that Veno falls back to Reno's halving.
+    ///
+    /// CE marks are congestive whatever N says; with `ecn_loss_verdict` on a
+    /// validated path the round's marks judge the loss instead of N.
     pub(crate) fn judge_loss(&mut self, ev: &LossEvent) -> LossVerdict {
         self.backlog_packets = self.estimate_backlog(ev.rtt.smoothed);
-        let verdict = match self.backlog_packets {
-            _ if ev.persistent => LossVerdict::Congestive,
-            Some(n) if n < self.config.backlog_threshold_packets => LossVerdict::Random,
+        let by_ecn = self.ecn.loss_verdict(ev);
+        let verdict = match (self.backlog_packets, by_ecn) {
+            _ if ev.persistent || self.judging_mark => LossVerdict::Congestive,
+            (_, Some(verdict)) => verdict,
+            (Some(n), None) if n < self.config.backlog_threshold_packets => LossVerdict::Random,
             _ => LossVerdict::Congestive,
         };
-        self.basis = Some(self.basis_of(verdict, ev));
+        let mut basis = self.basis_of(verdict, ev);
+        if self.judging_mark {
+            basis.values.push(MARKED_BASIS);
+        } else if by_ecn.is_some() {
+            basis.values.extend(self.ecn.basis_values(ev));
+        }
+        self.basis = Some(basis);
         verdict
+    }
+
+    /// The ECN memory, for Enhanced Veno's `on_ecn`.
+    pub(crate) fn ecn_mut(&mut self) -> &mut EcnMemory {
+        &mut self.ecn
+    }
+
+    /// While set, the congestion event being judged was started by CE
+    /// marks: congestive.
+    pub(crate) fn set_judging_mark(&mut self, marked: bool) {
+        self.judging_mark = marked;
+    }
+
+    /// Whether CE marks now arriving fall in a recovery period whose loss
+    /// was judged random: the verdict they overrule.
+    pub(crate) fn marks_overrule_random_cut(&self) -> bool {
+        self.window.in_recovery && self.last_verdict == Some(LossVerdict::Random)
+    }
+
+    /// CE marks confirmed the last cut: it can no longer prove spurious.
+    pub(crate) fn forget_undo(&mut self) {
+        self.window.forget_undo();
     }
 
     /// What a trace shows beside `verdict`: N (absent when unknown), β,
@@ -403,6 +472,7 @@ impl CongestionControl for Veno {
         // Estimators update even in recovery: that is how BaseRTT is
         // relearned after the loss that reset it.
         self.queue.on_ack(ack);
+        self.ecn.on_ack(ack);
         self.backlog_packets = self.estimate_backlog(ack.rtt.smoothed);
         if !self.window.ack_may_grow(ack) {
             return;
@@ -441,7 +511,23 @@ impl CongestionControl for Veno {
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        self.undo_congestion();
+        self.undo_congestion(true);
+    }
+
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.ecn.on_mark(ev.now);
+        let respond = ev.new_congestion_event
+            || (self.marks_overrule_random_cut() && self.undo_congestion(false).is_some());
+        if respond {
+            self.set_judging_mark(true);
+            self.on_congestion(&ev.as_congestion());
+            self.set_judging_mark(false);
+        }
+        self.forget_undo();
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.ecn.set_validated(validated);
     }
 
     fn set_mss(&mut self, mss: u64) {

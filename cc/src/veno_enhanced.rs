@@ -21,13 +21,17 @@
 //! spurious is neither random nor congestive: undoing it also takes it out
 //! of C_i (congestive) or reopens the interval it closed (random), so
 //! con_r counts only losses that happened.
+//!
+//! ECN is Veno's (`veno.rs`): a CE mark is a congestive loss in C_i, and
+//! marks inside a recovery period whose loss was judged random take that
+//! judgement back (the interval it closed reopens) and count as congestive.
 
 use std::time::{Duration, Instant};
 
 use crate::reno::LOSS_REDUCTION;
 use crate::veno::{Veno, VenoConfig};
 use crate::{
-    AckEvent, CongestionControl, CorruptionEvent, LossEvent, LossVerdict, Metrics,
+    AckEvent, CongestionControl, CorruptionEvent, EcnEvent, LossEvent, LossVerdict, Metrics,
     SpuriousCongestionEvent,
 };
 
@@ -83,6 +87,21 @@ impl VenoEnhanced {
     /// con_r at the last random loss, in congestive losses per second.
     pub fn congestion_loss_rate(&self) -> f64 {
         self.previous_loss_rate
+    }
+
+    /// Undoes the last congestion event and the interval state beside it
+    /// (see [`Veno::undo_congestion`] for `spurious`); whether there was
+    /// one to undo.
+    fn undo_congestion(&mut self, spurious: bool) -> bool {
+        if self.veno.undo_congestion(spurious).is_none() {
+            return false;
+        }
+        if let Some(undo) = self.undo.take() {
+            self.interval_start = undo.interval_start;
+            self.congestive_losses_in_interval = undo.congestive_losses_in_interval;
+            self.previous_loss_rate = undo.previous_loss_rate;
+        }
+        true
     }
 
     /// Records T_0 at the first event.
@@ -159,14 +178,25 @@ impl CongestionControl for VenoEnhanced {
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        if self.veno.undo_congestion().is_none() {
-            return;
+        self.undo_congestion(true);
+    }
+
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.observe(ev.now);
+        self.veno.ecn_mut().on_mark(ev.now);
+        let respond = ev.new_congestion_event
+            || (self.veno.marks_overrule_random_cut() && self.undo_congestion(false));
+        if respond {
+            self.veno.set_judging_mark(true);
+            self.on_congestion(&ev.as_congestion());
+            self.veno.set_judging_mark(false);
         }
-        if let Some(undo) = self.undo.take() {
-            self.interval_start = undo.interval_start;
-            self.congestive_losses_in_interval = undo.congestive_losses_in_interval;
-            self.previous_loss_rate = undo.previous_loss_rate;
-        }
+        self.veno.forget_undo();
+        self.undo = None;
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.veno.on_ecn_validated(validated);
     }
 
     fn set_mss(&mut self, mss: u64) {

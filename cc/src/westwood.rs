@@ -13,6 +13,14 @@
 //! as before it; the bandwidth estimate keeps what it measured since) and
 //! its verdict moves to the `spurious_losses` count.
 //!
+//! **ECN** (DESIGN §5.1, `ecn.rs`). A CE mark takes the same cut as a loss
+//! (ssthresh = BWE·RTTmin): the network says the queue is full. With
+//! `ecn_loss_verdict` on a path whose ECN is validated, a loss with no CE
+//! mark in its round is judged random and leaves the window and ssthresh
+//! as they are (a recovery period still runs); marks later in that period
+//! overrule the judgement and take the cut. Off by default (the paper's
+//! one rule for every loss).
+//!
 //! Decisions where the paper, Linux and ns-3 differ (DESIGN §6: the paper
 //! wins), each pinned by a test below:
 //! - the filter is the paper's Tustin filter with α_k = (2τ − Δ_k)/(2τ + Δ_k);
@@ -42,12 +50,13 @@ use serde::{Deserialize, Serialize};
 
 pub use bandwidth::{BandwidthEstimator, BandwidthSampling};
 
+use crate::ecn::{EcnMemory, MARKED_BASIS};
 use crate::hystart::HyStart;
 use crate::ranges::{self, Range, Ranges, Valid};
 use crate::veno::VerdictCounts;
 use crate::{
-    AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent, LossVerdict,
-    Metrics, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowCore,
+    AckEvent, AdditiveIncrease, CongestionControl, EcnEvent, InvalidCcConfig, LossEvent,
+    LossVerdict, Metrics, RttSample, SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// τ, the filter time constant (1/τ is its cut-off frequency): 500 ms, the
@@ -68,8 +77,8 @@ pub const TIMEOUT_WINDOW_PACKETS: u64 = 1;
 /// Metrics fields reported by [`Westwood`]: `bwe_bps` (the bandwidth
 /// estimate in bits per second, as of the latest event) and `rtt_min_ms`
 /// (RTTmin in milliseconds; 0 until the first RTT sample), and the verdict
-/// counts `random_losses` (always 0), `congestive_losses` and
-/// `spurious_losses`.
+/// counts `random_losses` (0 unless `ecn_loss_verdict` judged some),
+/// `congestive_losses` and `spurious_losses`.
 ///
 /// τ must exceed the RTT (§4). If it does not, the filter's pass band (up to
 /// 1/τ) contains the once-per-RTT pattern of the ACK stream, so the estimate
@@ -94,6 +103,10 @@ pub struct WestwoodConfig {
     /// Leave the initial slow start by HyStart++ (RFC 9406), as Reno does by
     /// default; the paper experiments turn it off.
     pub hystart: bool,
+    /// On a path whose ECN is validated, a loss with no CE mark in its
+    /// round is random and keeps the window (`ecn.rs`; `--cc
+    /// westwood-ecn`). Off: every loss takes the paper's cut.
+    pub ecn_loss_verdict: bool,
 }
 
 impl Default for WestwoodConfig {
@@ -105,6 +118,7 @@ impl Default for WestwoodConfig {
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             timeout_window_packets: TIMEOUT_WINDOW_PACKETS,
             hystart: true,
+            ecn_loss_verdict: false,
         }
     }
 }
@@ -156,8 +170,9 @@ impl WestwoodConfig {
 #[derive(Debug, Clone)]
 pub struct Westwood {
     config: WestwoodConfig,
-    /// The window, and the last verdict to restore if a cut is undone.
-    window: WindowCore<u64, Option<LossVerdict>>,
+    /// The window, and beside it the cut's verdict and the last verdict
+    /// before it, to restore if the cut is undone.
+    window: WindowCore<u64, (LossVerdict, Option<LossVerdict>)>,
     hystart: HyStart,
     bandwidth: BandwidthEstimator,
     /// RTTmin: the smallest RTT sample over the connection.
@@ -166,6 +181,10 @@ pub struct Westwood {
     verdicts: VerdictCounts,
     /// The numbers behind the last loss verdict (for traces).
     basis: Option<VerdictBasis>,
+    /// CE arrivals, validation and rounds, for the ECN rules.
+    ecn: EcnMemory,
+    /// The congestion event being judged was started by CE marks.
+    judging_mark: bool,
 }
 
 impl Westwood {
@@ -181,6 +200,8 @@ impl Westwood {
         Self {
             window: WindowCore::new(mss, config.initial_window_packets),
             hystart: HyStart::new(config.hystart),
+            ecn: EcnMemory::new(config.ecn_loss_verdict),
+            judging_mark: false,
             config,
             bandwidth,
             rtt_min: None,
@@ -218,6 +239,25 @@ impl Westwood {
         }
     }
 
+    /// Undoes the last cut, if it was not undone already. `spurious`: the
+    /// loss was neither random nor congestive; otherwise CE marks overruled
+    /// its verdict, which is counted again. Whether there was one.
+    fn undo_congestion(&mut self, spurious: bool) -> bool {
+        let Some((verdict, last_verdict)) = self.window.undo() else {
+            return false;
+        };
+        if verdict == LossVerdict::Congestive {
+            self.hystart.undo_congestion();
+        }
+        self.last_verdict = last_verdict;
+        if spurious {
+            self.verdicts.withdraw(verdict);
+        } else {
+            self.verdicts.retract(verdict);
+        }
+        true
+    }
+
     /// The paper's ideal window BWE·RTTmin in bytes, at least 2 packets.
     fn ideal_window(&self, fallback_rtt: Duration) -> u64 {
         let rtt_min = self.rtt_min.unwrap_or(fallback_rtt);
@@ -238,6 +278,7 @@ impl CongestionControl for Westwood {
         // paper counts even duplicate ACKs, §2.1).
         self.bandwidth
             .on_ack(ack.now, ack.acked_bytes, ack.rtt.smoothed);
+        self.ecn.on_ack(ack);
         if self.window.ack_may_grow(ack) {
             // Reno growth (§3: slow start and avoidance are unchanged).
             self.window.grow_as_reno(&mut self.hystart, ack);
@@ -250,23 +291,37 @@ impl CongestionControl for Westwood {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.bandwidth.advance_to(ev.now);
-        self.window.save_for_undo(self.last_verdict);
-        self.verdicts.count(LossVerdict::Congestive);
-        let ssthresh = self.ideal_window(ev.rtt.min);
+        let by_ecn = (!self.judging_mark)
+            .then(|| self.ecn.loss_verdict(ev))
+            .flatten();
+        let verdict = by_ecn.unwrap_or(LossVerdict::Congestive);
+        self.window.save_for_undo((verdict, self.last_verdict));
+        self.verdicts.count(verdict);
+        self.last_verdict = Some(verdict);
+        let ideal = self.ideal_window(ev.rtt.min);
+        let mut values = vec![
+            ("bwe_bps", self.bandwidth.bytes_per_second() * 8.0),
+            (
+                "rtt_min_us",
+                self.rtt_min.unwrap_or(ev.rtt.min).as_micros() as f64,
+            ),
+            ("ssthresh_bytes", ideal as f64),
+            ("cwnd_bytes", self.window.cwnd as f64),
+        ];
+        if self.judging_mark {
+            values.push(MARKED_BASIS);
+        } else if by_ecn.is_some() {
+            values.extend(self.ecn.basis_values(ev));
+        }
+        self.basis = Some(VerdictBasis { verdict, values });
         let window = &mut self.window;
+        if verdict == LossVerdict::Random {
+            // The link's loss: no cut, but a recovery period runs.
+            window.in_recovery = true;
+            return verdict;
+        }
+        let ssthresh = ideal;
         window.ssthresh = ssthresh;
-        self.basis = Some(VerdictBasis {
-            verdict: LossVerdict::Congestive,
-            values: vec![
-                ("bwe_bps", self.bandwidth.bytes_per_second() * 8.0),
-                (
-                    "rtt_min_us",
-                    self.rtt_min.unwrap_or(ev.rtt.min).as_micros() as f64,
-                ),
-                ("ssthresh_bytes", ssthresh as f64),
-                ("cwnd_bytes", window.cwnd as f64),
-            ],
-        });
         window.cwnd = if ev.persistent {
             // §3.2: cwin = 1 (configurable).
             window.packets(self.config.timeout_window_packets)
@@ -277,17 +332,26 @@ impl CongestionControl for Westwood {
         window.increase = AdditiveIncrease::default();
         window.in_recovery = !ev.persistent;
         self.hystart.on_congestion();
-        self.last_verdict = Some(LossVerdict::Congestive);
         LossVerdict::Congestive
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        let Some(last_verdict) = self.window.undo() else {
-            return;
-        };
-        self.hystart.undo_congestion();
-        self.last_verdict = last_verdict;
-        self.verdicts.withdraw(LossVerdict::Congestive);
+        self.undo_congestion(true);
+    }
+
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.ecn.on_mark(ev.now);
+        let overrule = self.window.in_recovery && self.last_verdict == Some(LossVerdict::Random);
+        if ev.new_congestion_event || (overrule && self.undo_congestion(false)) {
+            self.judging_mark = true;
+            self.on_congestion(&ev.as_congestion());
+            self.judging_mark = false;
+        }
+        self.window.forget_undo();
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.ecn.set_validated(validated);
     }
 
     fn set_mss(&mut self, mss: u64) {

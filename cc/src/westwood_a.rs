@@ -72,6 +72,15 @@
 //!   probing and PNCD's count as they were, and its verdict moves to
 //!   `spurious_losses`; the estimate, a measurement, stays.
 //!
+//! **ECN** (DESIGN §5.1, `ecn.rs`). A CE mark is judged congestive whatever
+//! the eligible window says, and takes the congestive branch (ssthresh =
+//! ERE·RTTmin, probing and the initial climb end, the CUBIC curve starts);
+//! marks inside a recovery period whose loss was judged random overrule
+//! that judgement. With `ecn_loss_verdict` on a path whose ECN is
+//! validated, a loss is judged by its round instead of by the eligible
+//! window: congestive with a CE mark in it, random without, each then
+//! answered as above. Off by default.
+//!
 //! **Radio paths: delay jitter.** The paper's ns-2 paths have none; radio
 //! links give each packet its own delay, and two things break:
 //! - *RTTmin is one lucky packet.* The eligible window and ER stand for "the
@@ -143,13 +152,14 @@ pub use base_rtt::BaseRtt;
 pub use eligible_rate::EligibleRate;
 
 use crate::cubic::{CubicCurve, C_CUBIC};
+use crate::ecn::{EcnMemory, MARKED_BASIS};
 use crate::ranges::{self, Range, Ranges, Valid};
 use crate::rounds::RoundTracker;
 use crate::veno::VerdictCounts;
 use crate::westwood::{FILTER_TIME_CONSTANT_MS, VIRTUAL_SAMPLE_DIVISOR};
 use crate::{
-    slow_start, AckEvent, AdditiveIncrease, CongestionControl, InvalidCcConfig, LossEvent,
-    LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowCore,
+    slow_start, AckEvent, AdditiveIncrease, CongestionControl, EcnEvent, InvalidCcConfig,
+    LossEvent, LossVerdict, Metrics, Phase, SpuriousCongestionEvent, VerdictBasis, WindowCore,
 };
 
 /// RFC 9002 §7.2 initial window (TCPW-A's ns-2 runs started from 1–2; sift's
@@ -199,6 +209,10 @@ pub struct WestwoodAConfig {
     /// before it when that is faster than one packet per round trip (see
     /// the module docs); false gives the paper's linear growth.
     pub cubic_growth: bool,
+    /// On a path whose ECN is validated, judge a loss by its round instead
+    /// of by the eligible window: congestive with a CE mark in it, random
+    /// without (`ecn.rs`; `--cc westwood-a-ecn`).
+    pub ecn_loss_verdict: bool,
 }
 
 impl Default for WestwoodAConfig {
@@ -211,6 +225,7 @@ impl Default for WestwoodAConfig {
             non_congestion_rounds: NON_CONGESTION_ROUNDS,
             climb_until_queue: true,
             cubic_growth: true,
+            ecn_loss_verdict: false,
         }
     }
 }
@@ -288,6 +303,10 @@ pub struct WestwoodA {
     basis: Option<VerdictBasis>,
     /// The CUBIC curve congestion avoidance may follow since the last cut.
     epoch: Option<CurveEpoch>,
+    /// CE arrivals, validation and rounds, for the ECN rules.
+    ecn: EcnMemory,
+    /// The congestion event being judged was started by CE marks.
+    judging_mark: bool,
 }
 
 /// Growth along CUBIC's curve after a cut (`cubic_growth`).
@@ -343,6 +362,8 @@ impl WestwoodA {
                 config.virtual_sample_divisor,
             ),
             climbing: config.climb_until_queue,
+            ecn: EcnMemory::new(config.ecn_loss_verdict),
+            judging_mark: false,
             config,
             window,
             rtt_min: None,
@@ -457,6 +478,26 @@ impl WestwoodA {
         });
     }
 
+    /// Undoes the last cut, if it was not undone already. `spurious`: the
+    /// loss was neither random nor congestive; otherwise CE marks overruled
+    /// its verdict, which is counted again. Whether there was one.
+    fn undo_congestion(&mut self, spurious: bool) -> bool {
+        let Some(undo) = self.window.undo() else {
+            return false;
+        };
+        self.agile = undo.agile;
+        self.non_congested_rounds = undo.non_congested_rounds;
+        self.climbing |= undo.ended_climb;
+        self.epoch = undo.epoch;
+        self.last_verdict = undo.last_verdict;
+        if spurious {
+            self.verdicts.withdraw(undo.verdict);
+        } else {
+            self.verdicts.retract(undo.verdict);
+        }
+        true
+    }
+
     /// The window's phase, agile probing counted as slow start.
     fn phase(&self) -> Phase {
         match self.window.phase() {
@@ -472,6 +513,7 @@ impl CongestionControl for WestwoodA {
     }
 
     fn on_ack(&mut self, ack: &AckEvent) {
+        self.ecn.on_ack(ack);
         let round_ended = self.rounds.on_ack(ack);
         if round_ended {
             self.base_rtt.on_round_end();
@@ -532,7 +574,14 @@ impl CongestionControl for WestwoodA {
         // Within an eighth, the gap is the estimate's, not a queue (module
         // docs): a window-limited flow measures ERE·RTTmin just under cwnd.
         let (num, den) = NON_CONGESTION_FRACTION;
-        let verdict = if ev.persistent || eligible < self.window.cwnd / den * num {
+        let by_ecn = (!self.judging_mark)
+            .then(|| self.ecn.loss_verdict(ev))
+            .flatten();
+        let verdict = if ev.persistent || self.judging_mark {
+            LossVerdict::Congestive
+        } else if let Some(verdict) = by_ecn {
+            verdict
+        } else if eligible < self.window.cwnd / den * num {
             LossVerdict::Congestive
         } else {
             LossVerdict::Random
@@ -546,19 +595,22 @@ impl CongestionControl for WestwoodA {
             epoch: self.epoch,
         });
         self.verdicts.count(verdict);
-        self.basis = Some(VerdictBasis {
-            verdict,
-            values: vec![
-                ("ere_bps", self.ere.bytes_per_second() * 8.0),
-                (
-                    "rtt_min_us",
-                    self.base_rtt().map_or(0.0, |rtt| rtt.as_micros() as f64),
-                ),
-                ("eligible_window_bytes", eligible as f64),
-                ("cwnd_bytes", self.window.cwnd as f64),
-                ("persistent", f64::from(u8::from(ev.persistent))),
-            ],
-        });
+        let mut values = vec![
+            ("ere_bps", self.ere.bytes_per_second() * 8.0),
+            (
+                "rtt_min_us",
+                self.base_rtt().map_or(0.0, |rtt| rtt.as_micros() as f64),
+            ),
+            ("eligible_window_bytes", eligible as f64),
+            ("cwnd_bytes", self.window.cwnd as f64),
+            ("persistent", f64::from(u8::from(ev.persistent))),
+        ];
+        if self.judging_mark {
+            values.push(MARKED_BASIS);
+        } else if by_ecn.is_some() {
+            values.extend(self.ecn.basis_values(ev));
+        }
+        self.basis = Some(VerdictBasis { verdict, values });
         if ev.persistent {
             // Timeout: TCPW's cwin = 1, then agile probing again.
             self.window.ssthresh = eligible.max(floor);
@@ -591,15 +643,22 @@ impl CongestionControl for WestwoodA {
     }
 
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
-        let Some(undo) = self.window.undo() else {
-            return;
-        };
-        self.agile = undo.agile;
-        self.non_congested_rounds = undo.non_congested_rounds;
-        self.climbing |= undo.ended_climb;
-        self.epoch = undo.epoch;
-        self.last_verdict = undo.last_verdict;
-        self.verdicts.withdraw(undo.verdict);
+        self.undo_congestion(true);
+    }
+
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.ecn.on_mark(ev.now);
+        let overrule = self.window.in_recovery && self.last_verdict == Some(LossVerdict::Random);
+        if ev.new_congestion_event || (overrule && self.undo_congestion(false)) {
+            self.judging_mark = true;
+            self.on_congestion(&ev.as_congestion());
+            self.judging_mark = false;
+        }
+        self.window.forget_undo();
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.ecn.set_validated(validated);
     }
 
     fn set_mss(&mut self, mss: u64) {

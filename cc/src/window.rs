@@ -197,6 +197,12 @@ impl<W: WindowBytes, S> WindowCore<W, S> {
         self.undo = Some((window, state));
     }
 
+    /// Forgets the last cut's saved state: CE marks confirmed it as
+    /// congestion, so it can no longer prove spurious.
+    pub fn forget_undo(&mut self) {
+        self.undo = None;
+    }
+
     /// Undoes the last cut, if it was not undone already: the window
     /// returns to at least what it was, ssthresh to what it was, additive
     /// increase restarts and the recovery period ends. Returns the state

@@ -91,7 +91,10 @@ struct Cli {
 #[derive(ClapArgs, Debug)]
 struct Common {
     /// Congestion controller: reno, cubic, vegas, veno, veno-enhanced,
-    /// westwood, westwood-a, bbr. This client sends with it (default cubic);
+    /// westwood, westwood-a, bbr, prague (L4S, ECT(1)); cubic, veno,
+    /// veno-enhanced, westwood, westwood-a and bbr also as NAME-ecn (a loss
+    /// without CE marks on a validated ECN path is judged random). This
+    /// client sends with it (default cubic);
     /// `get` also asks the server to send the file with it (default: the
     /// server's own), and fails if the server does not offer it.
     #[arg(long, global = true, value_name = "NAME", value_parser = common::parse_cc)]

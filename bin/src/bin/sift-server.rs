@@ -98,7 +98,10 @@ struct Args {
     root: PathBuf,
     /// Congestion controller for data the server sends, unless the client
     /// asks for another: reno, cubic, vegas, veno, veno-enhanced, westwood,
-    /// westwood-a, bbr.
+    /// westwood-a, bbr, prague (L4S, ECT(1)); the loss-differentiating ones
+    /// (cubic, veno, veno-enhanced, westwood, westwood-a, bbr) also as
+    /// NAME-ecn, which judges a loss without CE marks random on a path
+    /// whose ECN is validated.
     #[arg(long, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
     cc: CcConfig,
     /// Controllers a client may ask for with `sift-client get --cc NAME`

@@ -47,6 +47,13 @@
 //! and BBR alone is unchanged on the lossy and jittery paths measured
 //! (docs/notes/2026-11-26-sharing-with-cubic.md). With both rules off, the draft exactly.
 //!
+//! **ECN** (`ecn.rs`): the draft's MUST — CE marks are congestion — read in
+//! the draft's own terms: a marked round cuts the short-term model as a
+//! lossy one does, a round with half its packets marked is inflight too
+//! high (Linux BBRv3's threshold), and `ecn_loss_verdict` (off by default)
+//! takes a loss in a round without marks on a validated path for the
+//! link's.
+//!
 //! Where sift chooses (each pinned by a test):
 //! - the draft's `random_int_between` / `random_float_between` (ProbeBW wait)
 //!   come from a xorshift generator seeded with a constant and stirred with
@@ -69,6 +76,7 @@
 //!   its model draws.
 
 mod coexistence;
+mod ecn;
 mod filter;
 mod probe_bw;
 
@@ -81,9 +89,11 @@ use filter::WindowedMax;
 use crate::queue_estimate::JitterMeter;
 use crate::ranges::{self, Range, Ranges, Valid};
 use crate::veno::VerdictCounts;
+pub use ecn::ECN_THRESH;
+
 use crate::{
-    AckEvent, CongestionControl, LossEvent, LossVerdict, Metrics, PacketsLost, Phase, RateSample,
-    SpuriousCongestionEvent,
+    AckEvent, CongestionControl, EcnEvent, LossEvent, LossVerdict, Metrics, PacketsLost, Phase,
+    RateSample, SpuriousCongestionEvent,
 };
 
 /// draft §2.5: BBR.StartupPacingGain = 4·ln 2 ≈ 2.77, the least gain that
@@ -153,7 +163,9 @@ pub const INITIAL_WINDOW_PACKETS: u64 = 10;
 /// while unbounded), `round_count`, `full_bw_reached` (0/1),
 /// `standing_queue` (0/1: the last CRUISE round ran over a standing queue),
 /// `standing_queue_ms` (how far that round's smallest RTT sat above min_rtt)
-/// and `standing_queue_cuts` (cuts the standing-queue rule made), and
+/// and `standing_queue_cuts` (cuts the standing-queue rule made),
+/// `ecn_marks` (CE events) and `ce_ratio` (the share of the last loss
+/// round's bytes CE marked), and
 /// `random_losses`, `congestive_losses`, `spurious_losses` (congestion events
 /// by verdict).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -196,6 +208,11 @@ pub struct BbrConfig {
     /// was cut within 1.5 rounds and `inflight_longterm` grew two packets
     /// in 33 s (docs/notes/2026-11-27-long-paths.md, "Path changed").
     pub probe_rtt_waits_for_bw_probe: bool,
+    /// On a path whose ECN is validated, a loss in a round without CE marks
+    /// is the link's: no short-term cut, no count towards `LossThresh` or
+    /// Startup's exit, a random verdict (`ecn.rs`; `--cc bbr-ecn`). Off:
+    /// the draft's loss rules.
+    pub ecn_loss_verdict: bool,
 }
 
 impl Default for BbrConfig {
@@ -207,6 +224,7 @@ impl Default for BbrConfig {
             standing_queue_response: true,
             queue_free_samples_renew_min_rtt: true,
             probe_rtt_waits_for_bw_probe: false,
+            ecn_loss_verdict: false,
         }
     }
 }
@@ -426,6 +444,22 @@ pub struct Bbr {
     /// The verdicts of the congestion events since the episode began.
     undo_verdicts: Vec<LossVerdict>,
 
+    // ECN (`ecn.rs`).
+    /// CE marks arrived in the current loss round.
+    ce_in_round: bool,
+    /// ... and in the one before.
+    ce_in_last_round: bool,
+    /// Bytes CE marked in the current loss round (marked packets × mss).
+    marked_in_round: u64,
+    /// CE marks arrived since the last loss episode began: it stays.
+    marked_since_loss: bool,
+    /// The path's ECN is validated.
+    ecn_validated: bool,
+    /// CE events received (a metrics field).
+    ecn_marks: u64,
+    /// The share of the last loss round's delivered bytes CE marked.
+    last_round_ce_ratio: f64,
+
     /// xorshift64 state for the ProbeBW wait draws.
     random: u64,
     last_verdict: Option<LossVerdict>,
@@ -523,6 +557,13 @@ impl Bbr {
             undo_inflight_shortterm: u64::MAX,
             undo_inflight_longterm: u64::MAX,
             undo_verdicts: Vec::new(),
+            ce_in_round: false,
+            ce_in_last_round: false,
+            marked_in_round: 0,
+            marked_since_loss: false,
+            ecn_validated: false,
+            ecn_marks: 0,
+            last_round_ce_ratio: 0.0,
             random: RANDOM_SEED,
             last_verdict: None,
             verdicts: VerdictCounts::default(),
@@ -645,6 +686,7 @@ impl Bbr {
                 / BACKGROUND_LOSS_GAIN;
         }
         self.adapt_lower_bounds_from_congestion(round_loss_rate);
+        self.end_marked_round(delivered);
         self.note_standing_queue();
         self.is_loss_in_round = false;
         self.lost_in_round = 0;
@@ -667,7 +709,10 @@ impl Bbr {
         if self.is_probing_bw() {
             return;
         }
-        if self.config.background_loss_tolerance
+        // CE marks are congestion whatever the RTT or the loss rate say.
+        let marked = self.ce_in_round;
+        if !marked
+            && self.config.background_loss_tolerance
             && self.last_round_queue_free
             && round_loss_rate <= self.loss_thresh()
         {
@@ -676,7 +721,7 @@ impl Bbr {
             self.reset_short_term_model();
             return;
         }
-        if !self.is_loss_in_round {
+        if !marked && (!self.is_loss_in_round || self.loss_is_links_by_ecn()) {
             return;
         }
         // InitLowerBounds, then LossLowerBounds.
@@ -814,7 +859,9 @@ impl Bbr {
         }
         // Under the leaky-pipe rule, losses in a round without a queue did
         // not come from Startup overfilling the pipe.
-        let queue_free_exempt = self.config.background_loss_tolerance && self.last_round_queue_free;
+        let queue_free_exempt = (self.config.background_loss_tolerance
+            && self.last_round_queue_free)
+            || self.loss_is_links_by_ecn();
         if self.state == BbrState::Startup
             && !self.full_bw_reached
             && !queue_free_exempt
@@ -1027,6 +1074,7 @@ impl Bbr {
     /// SaveStateUponLoss (draft §5.5.11.1).
     fn save_state_upon_loss(&mut self) {
         self.save_cwnd();
+        self.marked_since_loss = self.ce_in_round;
         self.undo_state = None;
         self.undo_bw_shortterm = self.bw_shortterm;
         self.undo_inflight_shortterm = self.inflight_shortterm;
@@ -1166,8 +1214,9 @@ impl CongestionControl for Bbr {
             self.in_recovery = true;
         }
         let flight = (ev.bytes_in_flight + ev.lost_bytes).max(1) as f64;
-        let verdict = if ev.persistent || ev.lost_bytes as f64 > flight * self.config.loss_threshold
-        {
+        let verdict = if let Some(verdict) = self.ecn_loss_verdict(ev.persistent) {
+            verdict
+        } else if ev.persistent || ev.lost_bytes as f64 > flight * self.config.loss_threshold {
             LossVerdict::Congestive
         } else {
             LossVerdict::Random
@@ -1182,6 +1231,10 @@ impl CongestionControl for Bbr {
     fn on_spurious_congestion(&mut self, _ev: &SpuriousCongestionEvent) {
         self.restore_cwnd();
         self.in_recovery = false;
+        if self.marked_since_loss {
+            // CE marks confirmed the episode: its model cuts stay.
+            return;
+        }
         self.is_loss_in_round = false;
         self.reset_full_bw();
         self.bw_shortterm = self.bw_shortterm.max(self.undo_bw_shortterm);
@@ -1206,6 +1259,14 @@ impl CongestionControl for Bbr {
             self.verdicts.withdraw(verdict);
         }
         self.bound_bw_for_model();
+    }
+
+    fn on_ecn(&mut self, ev: &EcnEvent) {
+        self.note_marks(ev);
+    }
+
+    fn on_ecn_validated(&mut self, validated: bool) {
+        self.ecn_validated = validated;
     }
 
     fn set_mss(&mut self, mss: u64) {
@@ -1317,6 +1378,8 @@ impl CongestionControl for Bbr {
             "full_bw_reached".into(),
             f64::from(u8::from(self.full_bw_reached)),
         );
+        f.insert("ecn_marks".into(), self.ecn_marks as f64);
+        f.insert("ce_ratio".into(), self.last_round_ce_ratio);
         self.verdicts.insert_into(f);
         metrics
     }

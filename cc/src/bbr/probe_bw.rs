@@ -238,7 +238,7 @@ impl Bbr {
 
     /// HandleLostPacket (draft §5.5.10.2), for a packet sent while probing.
     pub(super) fn handle_lost_packet(&mut self, packet: &LostPacket, lost_total: u64) {
-        if !self.is_bw_probe_sample {
+        if !self.is_bw_probe_sample || self.loss_is_links_by_ecn() {
             return;
         }
         let rs = RateSample {
@@ -261,6 +261,12 @@ impl Bbr {
         let lost_prev = rs.lost.saturating_sub(size) as f64;
         let lost_prefix = ((thresh * inflight_prev - lost_prev) / (1.0 - thresh)).max(0.0);
         (inflight_prev + lost_prefix) as u64
+    }
+
+    /// A probe's round CE marked too much of (`ecn.rs`): as a probe's
+    /// excess loss, at the round's flight.
+    pub(super) fn handle_marked_inflight_too_high(&mut self, inflight: u64) {
+        self.handle_inflight_too_high(inflight, false);
     }
 
     fn handle_inflight_too_high(&mut self, tx_in_flight: u64, app_limited: bool) {

@@ -11,7 +11,7 @@ const BW: f64 = 1_000_000.0;
 /// An ACK at `now` of one packet, with RTT sample `rtt_ms` and a rate
 /// sample of `rate` B/s whose packet left when `prior` bytes were delivered;
 /// `delivered` counts this ACK.
-fn ack(now: Instant, rtt_ms: u64, rate: f64, prior: u64, delivered: u64) -> AckEvent {
+pub(super) fn ack(now: Instant, rtt_ms: u64, rate: f64, prior: u64, delivered: u64) -> AckEvent {
     let mut ack = crate::test_support::ack(now, now - ms(rtt_ms), 1, rtt(rtt_ms, rtt_ms), 0);
     ack.rate = Some(RateSample {
         delivery_rate: rate,
@@ -27,7 +27,7 @@ fn ack(now: Instant, rtt_ms: u64, rate: f64, prior: u64, delivered: u64) -> AckE
 
 /// A BBR in ProbeBW_CRUISE with max_bw = 1 MB/s and min_rtt = 100 ms,
 /// cwnd = 200_000, at `t0`, with 1_000_000 bytes delivered.
-fn cruising(t0: Instant, config: BbrConfig) -> Bbr {
+pub(super) fn cruising(t0: Instant, config: BbrConfig) -> Bbr {
     let mut bbr = Bbr::new(config, MSS);
     bbr.now = Some(t0);
     bbr.full_bw_reached = true;
@@ -295,7 +295,7 @@ fn draft_rule_cuts_the_short_term_model_on_any_lossy_cruise_round() {
     assert_eq!(bbr.bandwidth(), 900_000.0);
 }
 
-fn one_lost(now: Instant, delivered_total: u64) -> PacketsLost {
+pub(super) fn one_lost(now: Instant, delivered_total: u64) -> PacketsLost {
     PacketsLost {
         now,
         packets: vec![LostPacket {

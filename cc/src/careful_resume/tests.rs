@@ -581,3 +581,34 @@ fn under_the_loss_share_option_one_loss_retreats_once_an_rtt_since_the_jump_show
     lose(&mut cr, last + ms(300), 1, true);
     assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
 }
+
+#[test]
+fn ce_marks_while_unvalidated_retreat_whatever_the_loss_share_allows() {
+    // RFC 9959 §3.3 treats ECN-CE as it treats loss; a mark is never the
+    // link's, so the loss-share option does not hold it back.
+    for config in [CarefulResumeConfig::default(), loss_share()] {
+        let (mut cr, now) = reconnaissance(600);
+        cr.config = config;
+        send_jump(&mut cr, now, 20);
+        phases(&mut cr);
+        cr.on_ecn(&crate::test_support::marks(now + ms(50), now, 1, 1, false));
+        assert_eq!(cr.phase(), CarefulResumePhase::SafeRetreat);
+        assert_eq!(
+            phases(&mut cr),
+            vec![(
+                CarefulResumePhase::SafeRetreat,
+                CarefulResumeTrigger::CongestionExperienced
+            )]
+        );
+        assert!(cr.careful_resume().unwrap().retreated);
+    }
+}
+
+#[test]
+fn ce_marks_before_the_jump_end_careful_resume() {
+    let t0 = Instant::now();
+    let mut cr = resumed(CarefulResumeConfig::default());
+    cr.on_sent(t0, MSS, MSS);
+    cr.on_ecn(&crate::test_support::marks(t0 + ms(600), t0, 1, 1, true));
+    assert_eq!(cr.phase(), CarefulResumePhase::Normal);
+}

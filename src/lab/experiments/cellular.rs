@@ -20,8 +20,6 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use sift_cc::CcConfig;
-
 use super::{cell, controller, flow, label, link, name_number, report_f64, report_str, scenario};
 use crate::lab::metrics::{jain_fairness_index, run_goodputs_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -202,7 +200,7 @@ fn labels(s: &mut Scenario, part: &str, profile: Profile, jitter: Jitter, loss: 
 pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     let seeds = plan.seeds(3);
     let bytes = plan.pick(TRANSFER_BYTES, 2_000_000);
-    let controllers: Vec<&str> = plan.pick(CcConfig::NAMES.to_vec(), vec!["cubic", "bbr"]);
+    let controllers: Vec<&str> = plan.pick(super::drop_tail_controllers(), vec!["cubic", "bbr"]);
     let reverse = link(DELAY_MS, RATE_BPS, QUEUE_PACKETS, 0.0);
     let mut out = Vec::new();
     for profile in [Profile::Steady, Profile::Radio] {

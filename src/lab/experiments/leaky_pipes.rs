@@ -24,8 +24,8 @@
 use std::fmt::Write;
 
 use super::{
-    cell, controller, flow, label, link, name_number, param_f64, param_str, report_f64, report_str,
-    scenario,
+    cell, controller, drop_tail_controllers, flow, label, link, name_number, param_f64, param_str,
+    report_f64, report_str, scenario,
 };
 use crate::lab::metrics::{jain_fairness_index, run_goodputs_bps, window_goodput_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -127,7 +127,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     let bytes = plan.pick(TRANSFER_BYTES, 5_000_000);
     let mut out = Vec::new();
     for point in points(plan) {
-        for &cc in sift_cc::CcConfig::NAMES {
+        for cc in drop_tail_controllers() {
             let Some(config) = controller(cc) else {
                 continue;
             };
@@ -238,7 +238,7 @@ fn at(reports: &[Report], kind: &str, p: f64, rtt_ms: f64, cc: &str) -> Vec<f64>
 
 /// Builds the tables, figures and the targets section.
 pub fn compare(reports: &[Report]) -> Comparison {
-    let names = sift_cc::CcConfig::NAMES;
+    let names = drop_tail_controllers();
     let mut md = String::new();
     let mut tables = Vec::new();
     let mut figures = Vec::new();
@@ -281,7 +281,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
             let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
             let mut table = Table::new(&format!("{kind}-by-{axis}"), &header_refs);
             let mut series = Vec::new();
-            for &cc in names {
+            for &cc in &names {
                 let mut row = vec![cc.to_string()];
                 let mut line = Vec::new();
                 for &v in values.iter() {
@@ -422,7 +422,7 @@ fn sharing(reports: &[Report]) -> (String, Table) {
 
 /// The issue's targets at 50 Mb/s, 100 ms, queue one BDP, next to what ran.
 fn targets(reports: &[Report]) -> String {
-    let names = sift_cc::CcConfig::NAMES;
+    let names = drop_tail_controllers();
     let mut md =
         String::from("### Targets (issue 12)\n\n| target | measured | met |\n|---|---|---|\n");
     let mut row = |target: &str, measured: String, met: Option<bool>| {
@@ -458,7 +458,7 @@ fn targets(reports: &[Report]) -> String {
             worst.map(|w| w >= 0.9),
         );
     }
-    for &cc in names {
+    for &cc in &names {
         let m = median(&at(reports, "loss", 0.0, BASE_RTT_MS, cc));
         row(
             &format!("no loss: {cc} ≥ 0.95"),

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sift_cc::{
-    BbrConfig, CcConfig, CubicConfig, QueueEstimate, RenoConfig, VegasConfig, VenoConfig,
-    WestwoodAConfig, WestwoodConfig,
+    BbrConfig, CcConfig, CubicConfig, PragueConfig, QueueEstimate, RenoConfig, VegasConfig,
+    VenoConfig, WestwoodAConfig, WestwoodConfig,
 };
 
 use super::Experiment;
@@ -97,8 +97,21 @@ pub fn controller(name: &str) -> Option<CcConfig> {
         "westwood" => CcConfig::Westwood(WestwoodConfig::default()),
         "westwood-a" => CcConfig::WestwoodA(WestwoodAConfig::default()),
         "bbr" => CcConfig::Bbr(BbrConfig::default()),
+        "prague" => CcConfig::Prague(PragueConfig::default()),
         _ => return None,
     })
+}
+
+/// The controllers the experiments on dropping queues compare: every one
+/// but Prague, whose scalable response needs a bottleneck that marks ECN
+/// (`sift-lab ecn`); where the queue drops it is Reno's halving without
+/// HyStart++, and it would only lengthen those runs.
+pub fn drop_tail_controllers() -> Vec<&'static str> {
+    CcConfig::NAMES
+        .iter()
+        .copied()
+        .filter(|&name| name != "prague")
+        .collect()
 }
 
 /// `cc` starting from `initial` packets and restarting from `after_timeout`
@@ -129,6 +142,10 @@ pub fn with_windows(mut cc: CcConfig, initial: u64, after_timeout: u64) -> CcCon
         }
         // BBR has no timeout window: an RTO leaves room for one packet.
         CcConfig::Bbr(c) => c.initial_window_packets = initial,
+        CcConfig::Prague(c) => {
+            c.initial_window_packets = initial;
+            c.timeout_window_packets = after_timeout;
+        }
     }
     cc
 }
@@ -142,7 +159,7 @@ pub fn classic_slow_start(mut cc: CcConfig) -> CcConfig {
         CcConfig::Cubic(c) => c.hystart = false,
         CcConfig::Westwood(c) => c.hystart = false,
         CcConfig::Veno(c) | CcConfig::VenoEnhanced(c) => c.hystart = false,
-        CcConfig::Vegas(_) | CcConfig::WestwoodA(_) | CcConfig::Bbr(_) => {}
+        CcConfig::Vegas(_) | CcConfig::WestwoodA(_) | CcConfig::Bbr(_) | CcConfig::Prague(_) => {}
     }
     cc
 }

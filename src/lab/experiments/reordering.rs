@@ -19,8 +19,6 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use sift_cc::CcConfig;
-
 use super::{cell, controller, flow, label, link, name_number, report_f64, report_str, scenario};
 use crate::lab::metrics::run_goodputs_bps;
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
@@ -107,7 +105,7 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     let bytes = plan.pick(TRANSFER_BYTES, 2_000_000);
     let jitters: Vec<f64> = plan.pick(vec![0.0, 2.0, 5.0, 10.0, 20.0], vec![0.0, 5.0]);
     let reorders: Vec<f64> = plan.pick(vec![0.0, 0.01, 0.05, 0.10, 0.25], vec![0.0, 0.05]);
-    let controllers: Vec<&str> = plan.pick(CcConfig::NAMES.to_vec(), vec!["reno", "cubic"]);
+    let controllers: Vec<&str> = plan.pick(super::drop_tail_controllers(), vec!["reno", "cubic"]);
     let mut out = Vec::new();
     for loss in [0.0, RANDOM_LOSS] {
         for (sweep, xs) in [(Sweep::Jitter, &jitters), (Sweep::Reorder, &reorders)] {

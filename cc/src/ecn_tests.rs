@@ -1,0 +1,303 @@
+//! ECN for every controller by name (DESIGN §5.1): a CE mark is a
+//! congestion event once per round, never random, never undone; and the
+//! `-ecn` variants judge a loss by the marks of its round on a validated
+//! path. A controller added later fails here until it answers CE.
+
+use std::time::Instant;
+
+use crate::test_support::{ack, loss, marks, ms, rtt, spurious, MSS};
+use crate::{CcConfig, CongestionControl, LossVerdict};
+
+/// `name`'s controller after two ACKs (t0 and t0 + 100 ms, two rounds)
+/// that grow it past its initial window; the second round's samples sit
+/// at the smoothed RTT, the first's below it, so Veno's N is well above β
+/// (as in `undo_tests`).
+fn grown(name: &str, t0: Instant) -> Box<dyn CongestionControl> {
+    let mut cc = name.parse::<CcConfig>().expect("a known name").build(MSS);
+    cc.on_sent(t0, MSS, MSS);
+    cc.on_ack(&ack(t0, t0, 5, rtt(50, 100), 0));
+    cc.on_ack(&ack(t0 + ms(100), t0 + ms(10), 5, rtt(100, 100), 0));
+    cc
+}
+
+/// The window controllers: all but BBR, whose response to congestion is
+/// its model's, once per round (`bbr::tests`).
+fn window_controllers() -> impl Iterator<Item = &'static str> {
+    CcConfig::NAMES
+        .iter()
+        .copied()
+        .filter(|&name| name != "bbr")
+}
+
+#[test]
+fn every_controller_cuts_its_window_when_ce_marks_start_a_congestion_event() {
+    let t0 = Instant::now();
+    for name in window_controllers() {
+        let mut cc = grown(name, t0);
+        let before = cc.window();
+        cc.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 1, true));
+        assert!(cc.window() < before, "{name}: {} ≥ {before}", cc.window());
+        assert_eq!(
+            cc.metrics().last_verdict.unwrap_or(LossVerdict::Congestive),
+            LossVerdict::Congestive,
+            "{name}: a mark is never random"
+        );
+    }
+}
+
+#[test]
+fn no_controller_cuts_for_marks_inside_a_congestion_event_already_answered() {
+    let t0 = Instant::now();
+    for name in CcConfig::NAMES {
+        let mut cc = grown(name, t0);
+        let before = cc.window();
+        cc.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 5, false));
+        // Prague takes back what the marked packet earned: 1 of the last
+        // ACK's 5 packets, whose slow start grew the window by 5_000.
+        let expected = if *name == "prague" {
+            before - MSS
+        } else {
+            before
+        };
+        assert_eq!(cc.window(), expected, "{name}");
+    }
+}
+
+#[test]
+fn a_cut_ce_marks_made_is_never_undone_as_spurious() {
+    let t0 = Instant::now();
+    for name in window_controllers() {
+        let mut cc = grown(name, t0);
+        cc.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 1, true));
+        let cut = (cc.window(), cc.ssthresh());
+        cc.on_spurious_congestion(&spurious(t0 + ms(120), rtt(100, 100)));
+        assert_eq!((cc.window(), cc.ssthresh()), cut, "{name}");
+    }
+}
+
+#[test]
+fn marks_inside_a_losss_recovery_period_keep_its_cut_from_being_undone() {
+    let t0 = Instant::now();
+    for name in window_controllers() {
+        let mut cc = grown(name, t0);
+        let before = cc.window();
+        cc.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
+        let cut = cc.window();
+        assert!(cut < before, "{name}: the loss cuts");
+        cc.on_ecn(&marks(t0 + ms(120), t0 + ms(90), 1, 1, false));
+        cc.on_spurious_congestion(&spurious(t0 + ms(130), rtt(100, 100)));
+        assert!(cc.window() <= cut, "{name}: {} > {cut}", cc.window());
+    }
+}
+
+/// `name` with the path's ECN validated, grown as [`grown`], then, if
+/// `marked`, CE marks at t0 + 110 ms (inside the round that began at
+/// t0 + 100 ms) within no new congestion event; then a loss of a packet
+/// sent at t0 + 150 ms, in that round.
+fn verdict_on_loss(
+    name: &str,
+    validated: bool,
+    marked: bool,
+) -> (LossVerdict, Box<dyn CongestionControl>) {
+    let t0 = Instant::now();
+    let mut cc = grown(name, t0);
+    cc.on_ecn_validated(validated);
+    if marked {
+        cc.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 1, false));
+    }
+    let verdict = cc.on_congestion(&loss(t0 + ms(150), rtt(100, 100), false));
+    (verdict, cc)
+}
+
+#[test]
+fn with_ecn_validated_a_loss_without_a_mark_in_its_round_is_random_and_with_one_congestive() {
+    for base in CcConfig::ECN_VERDICT_NAMES {
+        let name = format!("{base}{}", CcConfig::ECN_VERDICT_SUFFIX);
+        let (verdict, cc) = verdict_on_loss(&name, true, false);
+        assert_eq!(verdict, LossVerdict::Random, "{name}");
+        if let Some(basis) = cc.verdict_basis() {
+            assert!(basis.values.contains(&("ce_in_round", 0.0)), "{name}");
+            assert!(basis.values.contains(&("ecn_validated", 1.0)), "{name}");
+        }
+        let (verdict, cc) = verdict_on_loss(&name, true, true);
+        assert_eq!(verdict, LossVerdict::Congestive, "{name}");
+        if let Some(basis) = cc.verdict_basis() {
+            assert!(basis.values.contains(&("ce_in_round", 1.0)), "{name}");
+        }
+    }
+}
+
+#[test]
+fn without_validation_or_without_the_option_each_paper_judges_the_loss() {
+    for base in CcConfig::ECN_VERDICT_NAMES {
+        let name = format!("{base}{}", CcConfig::ECN_VERDICT_SUFFIX);
+        let (paper, _) = verdict_on_loss(base, true, false);
+        let (unvalidated, _) = verdict_on_loss(&name, false, false);
+        assert_eq!(unvalidated, paper, "{name} on an unvalidated path");
+    }
+    // CUBIC's paper judges every loss congestive, with ECN or without.
+    assert_eq!(
+        verdict_on_loss("cubic", true, false).0,
+        LossVerdict::Congestive
+    );
+}
+
+#[test]
+fn the_ecn_variants_parse_and_only_for_loss_differentiating_controllers() {
+    for base in CcConfig::ECN_VERDICT_NAMES {
+        let name = format!("{base}-ecn");
+        let config: CcConfig = name.parse().unwrap();
+        // The name round-trips, so a peer asked by name runs the variant.
+        assert_eq!(config.name(), name);
+        assert_eq!(config.name().parse::<CcConfig>().unwrap(), config);
+        assert_eq!(config.ecn_loss_verdict(), Some(true), "{base}");
+        let plain: CcConfig = base.parse().unwrap();
+        assert_eq!(
+            plain.ecn_loss_verdict(),
+            Some(false),
+            "{base}: off by default"
+        );
+    }
+    for name in ["reno-ecn", "vegas-ecn", "prague-ecn", "-ecn"] {
+        assert!(name.parse::<CcConfig>().is_err(), "{name}");
+    }
+    let prague: CcConfig = "prague".parse().unwrap();
+    assert_eq!(prague.build(MSS).ect(), crate::Ect::Ect1);
+    assert_eq!(
+        "cubic".parse::<CcConfig>().unwrap().build(MSS).ect(),
+        crate::Ect::Ect0
+    );
+}
+
+/// `name`'s controller after two rounds whose RTT samples all equal the
+/// smoothed RTT: no queue, so Veno's N is 0 (a loss is random).
+fn grown_without_queue(name: &str, t0: Instant) -> Box<dyn CongestionControl> {
+    let mut cc = name.parse::<CcConfig>().expect("a known name").build(MSS);
+    cc.on_sent(t0, MSS, MSS);
+    cc.on_ack(&ack(t0, t0, 5, rtt(100, 100), 0));
+    cc.on_ack(&ack(t0 + ms(100), t0 + ms(10), 5, rtt(100, 100), 0));
+    cc
+}
+
+#[test]
+fn veno_judges_a_loss_without_queue_random_but_a_mark_congestive() {
+    let t0 = Instant::now();
+    for name in ["veno", "veno-enhanced"] {
+        let mut lossy = grown_without_queue(name, t0);
+        let before = lossy.window();
+        let verdict = lossy.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
+        assert_eq!(verdict, LossVerdict::Random, "{name}: N = 0 < β");
+        let mut marked = grown_without_queue(name, t0);
+        marked.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 1, true));
+        // The congestive branch: ssthresh = cwnd/2.
+        assert_eq!(marked.window(), before / 2, "{name}");
+        let basis = marked.verdict_basis().expect("a verdict");
+        assert_eq!(basis.verdict, LossVerdict::Congestive, "{name}");
+        assert!(basis.values.contains(&("ce_marked", 1.0)), "{name}");
+    }
+}
+
+#[test]
+fn marks_inside_a_period_judged_random_turn_its_cut_congestive() {
+    let t0 = Instant::now();
+    for name in ["veno", "veno-enhanced"] {
+        let mut cc = grown_without_queue(name, t0);
+        let before = cc.window();
+        assert_eq!(
+            cc.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false)),
+            LossVerdict::Random
+        );
+        assert!(cc.window() > before / 2, "{name}: a random loss keeps more");
+        cc.on_ecn(&marks(t0 + ms(120), t0 + ms(90), 1, 1, false));
+        // Undone and cut again as congestive: half the window before the loss.
+        assert_eq!(cc.window(), before / 2, "{name}");
+        let fields = cc.metrics().fields;
+        assert_eq!(
+            (fields["random_losses"], fields["congestive_losses"]),
+            (0.0, 1.0),
+            "{name}: counted once, as congestive"
+        );
+    }
+    // Westwood and Westwood-A, whose random branch the ECN rule takes.
+    for name in ["westwood-ecn", "westwood-a-ecn"] {
+        let mut cc = grown(name, t0);
+        cc.on_ecn_validated(true);
+        let verdict = cc.on_congestion(&loss(t0 + ms(150), rtt(100, 100), false));
+        assert_eq!(verdict, LossVerdict::Random, "{name}");
+        let kept = cc.window();
+        cc.on_ecn(&marks(t0 + ms(160), t0 + ms(140), 1, 1, false));
+        assert!(
+            cc.window() < kept,
+            "{name}: the marks take the congestive cut"
+        );
+        let basis = cc.verdict_basis().expect("a verdict");
+        assert_eq!(basis.verdict, LossVerdict::Congestive, "{name}");
+        assert!(basis.values.contains(&("ce_marked", 1.0)), "{name}");
+    }
+}
+
+#[test]
+fn westwood_with_the_ecn_verdict_keeps_its_window_at_a_random_loss() {
+    let t0 = Instant::now();
+    let mut cc = grown("westwood-ecn", t0);
+    cc.on_ecn_validated(true);
+    let before = (cc.window(), cc.ssthresh());
+    cc.on_congestion(&loss(t0 + ms(150), rtt(100, 100), false));
+    assert_eq!((cc.window(), cc.ssthresh()), before);
+    // Without the option the paper's cut applies.
+    let mut paper = grown("westwood", t0);
+    paper.on_ecn_validated(true);
+    paper.on_congestion(&loss(t0 + ms(150), rtt(100, 100), false));
+    assert!(paper.window() < before.0);
+}
+
+/// The first ACK after CUBIC's recovery period (its packet sent after the
+/// period began at t0 + 110 ms): where the small-loss rollback decides.
+fn end_recovery(cc: &mut dyn CongestionControl, t0: Instant) {
+    cc.on_ack(&ack(t0 + ms(250), t0 + ms(160), 1, rtt(100, 100), 0));
+}
+
+#[test]
+fn cubic_rolls_back_a_small_loss_but_never_a_cut_marks_made_or_reached() {
+    let t0 = Instant::now();
+    // No queue, one packet lost: the rollback undoes the cut.
+    let mut lossy = grown_without_queue("cubic", t0);
+    let before = lossy.window();
+    lossy.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
+    end_recovery(lossy.as_mut(), t0);
+    assert_eq!(lossy.window(), before, "the small loss is rolled back");
+    // CE marks started the period: the cut stays.
+    let mut marked = grown_without_queue("cubic", t0);
+    marked.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 1, true));
+    end_recovery(marked.as_mut(), t0);
+    assert!(marked.window() < before, "{} ≥ {before}", marked.window());
+    // Marks reached a loss's period: the cut stays.
+    let mut reached = grown_without_queue("cubic", t0);
+    reached.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
+    reached.on_ecn(&marks(t0 + ms(120), t0 + ms(100), 1, 1, false));
+    end_recovery(reached.as_mut(), t0);
+    assert!(reached.window() < before, "{} ≥ {before}", reached.window());
+}
+
+#[test]
+fn cubic_with_the_ecn_verdict_rolls_back_an_unmarked_loss_over_a_queue() {
+    let t0 = Instant::now();
+    // The loss is found with the smoothed RTT 50 ms over min_rtt, well past
+    // RFC 9406's 6.25 ms and 4·rttvar (4 ms): a queue.
+    let mut queued = loss(t0 + ms(150), rtt(100, 100), false);
+    queued.rtt.min = ms(50);
+    queued.rtt.variance = ms(1);
+    // The RTT's test keeps the cut…
+    let mut paper = grown("cubic", t0);
+    paper.on_ecn_validated(true);
+    let before = paper.window();
+    paper.on_congestion(&queued);
+    end_recovery(paper.as_mut(), t0);
+    assert!(paper.window() < before);
+    // … the marks' verdict (none in its round: random) rolls it back.
+    let mut ecn = grown("cubic-ecn", t0);
+    ecn.on_ecn_validated(true);
+    assert_eq!(ecn.on_congestion(&queued), LossVerdict::Random);
+    end_recovery(ecn.as_mut(), t0);
+    assert_eq!(ecn.window(), before);
+}
