@@ -17,7 +17,7 @@ use crate::conn::Stats;
 
 use super::cbr::CbrCounters;
 use super::ground_truth::{FlowPacketCounters, TrueCause};
-use super::link::LinkCounters;
+use super::link::{LinkCounters, QueueDelaySummary};
 use super::topology::Direction;
 use sift_cc::LossVerdict;
 
@@ -87,6 +87,13 @@ pub struct LinkReport {
     pub forward: LinkCounters,
     /// Server side → client side.
     pub reverse: LinkCounters,
+    /// How long packets waited in the forward bottleneck's queue: what an
+    /// AQM keeps short and a marking controller should too.
+    #[serde(default)]
+    pub forward_queue_delay: QueueDelaySummary,
+    /// The same for the reverse direction.
+    #[serde(default)]
+    pub reverse_queue_delay: QueueDelaySummary,
 }
 
 /// How a controller classified losses against the ground truth (Fu & Liew

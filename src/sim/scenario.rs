@@ -229,6 +229,15 @@ pub struct FlowSpec {
     /// sift's defaults without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub careful_resume_config: Option<sift_cc::CarefulResumeConfig>,
+    /// ECN in this flow's connections (`Config::ecn`, RFC 9000 §13.4): on
+    /// by default, as in the connection; `false` for a loss-only sender
+    /// beside a marking one.
+    #[serde(default = "default_ecn")]
+    pub ecn: bool,
+}
+
+fn default_ecn() -> bool {
+    crate::conn::Config::default().ecn
 }
 
 fn is_false(value: &bool) -> bool {

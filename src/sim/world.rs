@@ -125,6 +125,7 @@ struct LinkSlot {
 struct Held {
     bytes: Vec<u8>,
     at: Instant,
+    ecn: crate::wire::Ecn,
 }
 
 struct Endpoint<T> {
@@ -340,6 +341,7 @@ impl<T: Transport> Simulation<T> {
                 if let Some(seconds) = spec.idle_timeout_s {
                     config.idle_timeout = ms_to_duration(seconds * 1e3);
                 }
+                config.ecn = spec.ecn;
                 if !spec.careful_resume {
                     config.careful_resume = None;
                 } else if let Some(knobs) = spec.careful_resume_config {
@@ -619,7 +621,7 @@ impl<T: Transport> Simulation<T> {
             return Ok(());
         }
         if let Some(held) = end.held.take() {
-            self.transmit(endpoint, held.bytes);
+            self.transmit(endpoint, held.bytes, held.ecn);
         }
         self.service(endpoint)
     }
@@ -761,11 +763,12 @@ impl<T: Transport> Simulation<T> {
                 end.held = Some(Held {
                     bytes: packet,
                     at: info.at,
+                    ecn: info.ecn,
                 });
                 self.events.push(info.at, Event::PacingRelease(endpoint));
                 return Ok(());
             }
-            self.transmit(endpoint, packet);
+            self.transmit(endpoint, packet, info.ecn);
         }
     }
 

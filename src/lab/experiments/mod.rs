@@ -29,6 +29,7 @@ use crate::sim::scenario::{Bottleneck, FlowSpec};
 use crate::sim::{Report, RunReport, Scenario};
 
 pub mod cellular;
+pub mod ecn;
 pub mod hack;
 pub mod leaky_pipes;
 pub mod long_paths;
@@ -43,8 +44,9 @@ pub mod westwood;
 
 /// Every experiment, in the order `sift-lab list` shows them: the papers',
 /// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12;
-/// `veno-ns3` and `cellular`, issue 36; `long-paths`, issue 34).
-pub const ALL: [Experiment; 12] = [
+/// `veno-ns3` and `cellular`, issue 36; `long-paths`, issue 34; `ecn`,
+/// issue 55).
+pub const ALL: [Experiment; 13] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -57,6 +59,7 @@ pub const ALL: [Experiment; 12] = [
     veno_ns3::EXPERIMENT,
     cellular::EXPERIMENT,
     long_paths::EXPERIMENT,
+    ecn::EXPERIMENT,
 ];
 
 /// The experiment named `name`.
@@ -222,6 +225,7 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         resume_path: false,
         careful_resume: true,
         careful_resume_config: None,
+        ecn: true,
     }
 }
 

@@ -59,7 +59,8 @@ fn experiments_are_found_by_name() {
             "leaky-pipes",
             "veno-ns3",
             "cellular",
-            "long-paths"
+            "long-paths",
+            "ecn"
         ]
     );
 }

@@ -6,8 +6,9 @@ use super::*;
 use crate::wire::Ecn;
 
 impl<T: Transport> Simulation<T> {
-    /// Puts a datagram from `endpoint` on the first link of its path.
-    pub(super) fn transmit(&mut self, endpoint: EndpointRef, packet: Vec<u8>) {
+    /// Puts a datagram from `endpoint`, carrying the ECN codepoint its
+    /// connection chose, on the first link of its path.
+    pub(super) fn transmit(&mut self, endpoint: EndpointRef, packet: Vec<u8>, ecn: Ecn) {
         let direction = match endpoint.side {
             Side::Client => Direction::Forward,
             Side::Server => Direction::Reverse,
@@ -19,7 +20,7 @@ impl<T: Transport> Simulation<T> {
         let moved = self.flows.get(endpoint.flow).is_some_and(|f| f.moved);
         let path = self.topology.sift_path_on(endpoint.flow, direction, moved);
         if let Some(first) = path.hop(0) {
-            self.offer(first, id, packet, Ecn::NotEct);
+            self.offer(first, id, packet, ecn);
         }
     }
 
@@ -111,8 +112,7 @@ impl<T: Transport> Simulation<T> {
                 from: end.peer,
                 to: end.address,
                 now,
-                // The links carry no ECN field yet.
-                ecn: crate::wire::Ecn::NotEct,
+                ecn: delivery.ecn,
             };
             if let Some(conn) = end.conn.as_mut() {
                 if let Err(e) = conn.recv(&mut bytes, info) {

@@ -86,6 +86,12 @@ impl<T: Transport> Simulation<T> {
                 .map(|slot| slot.link.counters())
                 .unwrap_or_default()
         };
+        let queue_delay = |link: LinkId| {
+            self.links
+                .get(link.0)
+                .map(|slot| slot.link.queue_delays().summary())
+                .unwrap_or_default()
+        };
         RunReport {
             seed: self.seed,
             params: self.params.clone(),
@@ -93,6 +99,8 @@ impl<T: Transport> Simulation<T> {
             links: LinkReport {
                 forward: counters(BOTTLENECK_FORWARD),
                 reverse: counters(BOTTLENECK_REVERSE),
+                forward_queue_delay: queue_delay(BOTTLENECK_FORWARD),
+                reverse_queue_delay: queue_delay(BOTTLENECK_REVERSE),
             },
             cbr,
             stop_reason: self.stop,

@@ -323,6 +323,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         resume_path: false,
         careful_resume: true,
         careful_resume_config: None,
+        ecn: true,
     }
 }
 
