@@ -640,9 +640,10 @@ impl Relay {
                 Direction::Forward => &mut self.forward,
                 Direction::Reverse => &mut self.reverse,
             };
-            let Some(id) = link.poll_late_drop() else {
+            let Some(drop) = link.poll_late_drop() else {
                 return Ok(());
             };
+            let id = drop.id;
             let Some(session) = self.sessions.get(&(id >> SESSION_SHIFT)) else {
                 continue;
             };
@@ -653,7 +654,7 @@ impl Relay {
                 direction,
                 client,
                 id,
-                size: 0,
+                size: drop.len,
                 event: "dropped",
                 fate: Some(&Fate::QueueDrop),
                 corruption: None,
