@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::{any_port, ipv6_or_skip, on_both_loopbacks};
 use sift::io::{bind_udp, SocketOptions};
+use sift::wire::Ecn;
+use sift_bin::cli::ecn_socket::{enable_ecn_receive, recv_with_ecn, send_with_ecn};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sift-link");
 /// Generous bound for anything that should happen at once on loopback.
@@ -322,6 +324,39 @@ fn json_log_records_each_packets_fate(loopback: IpAddr) {
     }
 }
 
+on_both_loopbacks!(the_ecn_field_crosses_the_relay_and_loss_with_ecn_marks_ect_packets);
+fn the_ecn_field_crosses_the_relay_and_loss_with_ecn_marks_ect_packets(loopback: IpAddr) {
+    let server = socket(loopback, Duration::from_millis(800));
+    enable_ecn_receive(&server).unwrap();
+    let relay = Relay::start(
+        loopback,
+        server.local_addr().unwrap(),
+        &["--forward", "loss 100% ecn"],
+    );
+    let client = socket(loopback, Duration::from_millis(800));
+    enable_ecn_receive(&client).unwrap();
+    // Forward: the Not-ECT datagram is lost, the ECT(0) one arrives CE.
+    send_with_ecn(&client, b"not-ect", relay.address, Ecn::NotEct).unwrap();
+    send_with_ecn(&client, b"ect0", relay.address, Ecn::Ect0).unwrap();
+    let mut buf = [0u8; 64];
+    let (len, upstream, ecn) = recv_with_ecn(&server, &mut buf).unwrap();
+    assert_eq!((&buf[..len], ecn), (&b"ect0"[..], Ecn::Ce));
+    assert!(
+        recv_with_ecn(&server, &mut buf).is_err(),
+        "the Not-ECT datagram was dropped"
+    );
+    // Reverse, an unimpaired link: each codepoint arrives as it was sent.
+    for sent in [Ecn::Ect0, Ecn::Ect1, Ecn::NotEct, Ecn::Ce] {
+        send_with_ecn(&server, b"reply", upstream, sent).unwrap();
+        let (len, _, got) = recv_with_ecn(&client, &mut buf).unwrap();
+        assert_eq!((&buf[..len], got), (&b"reply"[..], sent));
+    }
+    let (status, rest) = relay.stop();
+    assert!(status.success());
+    assert!(rest.contains("random losses 1,"), "{rest}");
+    assert!(rest.contains("loss marks 1,"), "{rest}");
+}
+
 #[test]
 fn corrupted_ipv6_datagrams_reach_a_receiver_that_checks_checksums() {
     // As over IPv4: what the relay sends carries a checksum over the bytes
@@ -475,4 +510,5 @@ fn help_shows_examples() {
         text.contains("Examples:")
             && text.contains("--forward \"delay 60ms rate 1600kbit limit 12 loss 1%\"")
     );
+    assert!(text.contains("codel target 5ms interval 100ms ecn") && text.contains("dualpi2"));
 }

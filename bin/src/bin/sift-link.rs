@@ -40,8 +40,12 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 use sift::conn::canonical_peer;
 use sift::io::{bind_udp, SocketOptions};
-use sift::sim::link::{Corruption, Delivery, Fate, Link, LinkConfig, LinkCounters};
+use sift::sim::link::{
+    Corruption, Delivery, Fate, Link, LinkConfig, LinkCounters, QueueDelaySummary,
+};
+use sift::wire::Ecn;
 use sift_bin::census::{BeforeValidation, Census};
+use sift_bin::cli::ecn_socket::{enable_ecn_receive, recv_with_ecn, send_with_ecn};
 
 /// Largest UDP payload.
 const MAX_DATAGRAM: usize = 65_535;
@@ -71,6 +75,14 @@ Examples:
   # ...whose old mappings still carry replies for 30 s, as a real NAT's do
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --rebind-every 2 --rebind-linger 30
 
+  # 1% random loss, and a CoDel bottleneck queue that marks ECN-capable packets CE
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 \\
+      --forward \"delay 50ms rate 50mbit limit 420 loss 1% codel target 5ms interval 100ms ecn\"
+
+  # An L4S bottleneck (DualPI2 with tc's defaults), and a path that bleaches ECN back
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 \\
+      --forward \"delay 20ms rate 50mbit dualpi2\" --reverse \"delay 20ms bleach\"
+
   # Log every packet's fate as JSON lines; print counters with `kill -USR1 PID`
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --forward \"loss gemodel 1% 30%\" \\
       --log fates.jsonl --log-format json
@@ -78,7 +90,18 @@ Examples:
 Impairment specs use tc-netem syntax (delay, distribution, loss random|state|gemodel,
 corrupt, duplicate, reorder … gap, rate, limit, slot, seed) plus sift's ber, corrupt-gemodel,
 corrupt-burst, corrupt-where, outage, stall, rate-steps, jitter-reorder and mtu BYTES (drop
-datagrams whose IP packet exceeds BYTES, as a path with a smaller MTU does). Unlike netem,
+datagrams whose IP packet exceeds BYTES, as a path with a smaller MTU does).
+ECN: each datagram's ECN field is read on arrival (IP_RECVTOS / IPV6_RECVTCLASS), carried
+through the link and set on the relayed datagram. netem's ecn marks the ECN-capable packets
+that loss picks CE instead of dropping them (loss 100% ecn: every ECT packet arrives CE). An
+AQM after the netem words replaces the drop-tail queue, in tc's words:
+  codel [target TIME] [interval TIME] [ecn|noecn] [ce_threshold TIME] [limit PACKETS]
+  dualpi2 [target TIME] [tupdate TIME] [alpha F] [beta F] [coupling_factor K]
+          [step_thresh TIME] [classic_protection PERCENT] [l4s_ect|any_ect]
+          [drop_on_overload|overflow] [limit PACKETS]
+(tc's defaults: codel 5ms/100ms noecn; dualpi2 15ms/16ms, 0.16/3.2, k 2, step 1ms.) bleach
+clears the ECN field of every datagram. The counters report CE marks, AQM drops, bleached
+datagrams and queueing-delay percentiles. Unlike netem,
 corrupted datagrams are delivered, over IPv4 and IPv6 alike: zero-checksum datagrams (sift
 with corruption notices on) are accepted. As in netem, jitter behind a rate keeps packet order; add
 jitter-reorder for per-packet delays (netem over a separate tbf), e.g.
@@ -218,12 +241,21 @@ enum Direction {
     Reverse,
 }
 
-/// What a reader thread hands the main thread.
+/// What a reader thread hands the main thread: a datagram and the ECN
+/// codepoint it arrived with.
 enum Inbound {
     /// A datagram from a client, received on the listening socket.
-    FromClient { client: SocketAddr, bytes: Vec<u8> },
+    FromClient {
+        client: SocketAddr,
+        bytes: Vec<u8>,
+        ecn: Ecn,
+    },
     /// A datagram from the server, received on a session's upstream socket.
-    FromServer { session: u64, bytes: Vec<u8> },
+    FromServer {
+        session: u64,
+        bytes: Vec<u8>,
+        ecn: Ecn,
+    },
 }
 
 /// One client's NAT binding.
@@ -245,7 +277,8 @@ struct JsonEvent<'a> {
     client: SocketAddr,
     id: u64,
     size: usize,
-    /// `offered` (with the fate decided at once) or `delivered`.
+    /// `offered` (with the fate decided at once), `delivered`, or
+    /// `dropped` (by the AQM, after it was offered).
     event: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     fate: Option<&'a Fate>,
@@ -253,6 +286,13 @@ struct JsonEvent<'a> {
     corruption: Option<&'a Corruption>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     duplicate: bool,
+    /// The ECN codepoint it was offered or delivered with (tc's names:
+    /// `Not-ECT`, `ECT(0)`, `ECT(1)`, `CE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ecn: Option<&'static str>,
+    /// How long it waited in the bottleneck queue (delivered only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue_delay_ms: Option<f64>,
 }
 
 /// Where per-packet lines go.
@@ -305,6 +345,7 @@ impl FateLog {
                 };
                 let symbol = match (line.event, line.fate) {
                     ("delivered", _) => '-',
+                    ("dropped", _) => 'd',
                     (_, Some(Fate::QueueDrop | Fate::RandomLoss | Fate::OutageDrop)) => {
                         writeln!(file, "{} + {}", line.t.as_millis(), line.size)?;
                         'd'
@@ -325,6 +366,8 @@ impl FateLog {
                     fate: line.fate,
                     corruption: line.corruption,
                     duplicate: line.duplicate,
+                    ecn: line.ecn.map(Ecn::name),
+                    queue_delay_ms: line.queue_delay.map(|d| d.as_secs_f64() * 1e3),
                 };
                 serde_json::to_writer(&mut *file, &event)?;
                 writeln!(file)?;
@@ -357,6 +400,8 @@ struct LogLine<'a> {
     fate: Option<&'a Fate>,
     corruption: Option<&'a Corruption>,
     duplicate: bool,
+    ecn: Option<Ecn>,
+    queue_delay: Option<Duration>,
 }
 
 /// The relay's state, owned by the main thread.
@@ -401,6 +446,11 @@ struct Censuses {
     forward_link: Option<LinkCounters>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reverse_link: Option<LinkCounters>,
+    /// Percentiles of the time packets waited in each direction's queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forward_queue_delay: Option<QueueDelaySummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reverse_queue_delay: Option<QueueDelaySummary>,
 }
 
 impl Relay {
@@ -508,9 +558,9 @@ impl Relay {
     }
 
     fn handle(&mut self, inbound: Inbound, now: Instant) -> Result<()> {
-        let (direction, session, bytes) = match inbound {
-            Inbound::FromClient { client, bytes } => match self.session_for(client, now) {
-                Ok(session) => (Direction::Forward, session, bytes),
+        let (direction, session, bytes, ecn) = match inbound {
+            Inbound::FromClient { client, bytes, ecn } => match self.session_for(client, now) {
+                Ok(session) => (Direction::Forward, session, bytes, ecn),
                 Err(e) => {
                     // Out of sockets, say: this client's datagram is lost, the
                     // relay and every other client go on.
@@ -518,7 +568,11 @@ impl Relay {
                     return Ok(());
                 }
             },
-            Inbound::FromServer { session, bytes } => (Direction::Reverse, session, bytes),
+            Inbound::FromServer {
+                session,
+                bytes,
+                ecn,
+            } => (Direction::Reverse, session, bytes, ecn),
         };
         let Some(s) = self.sessions.get_mut(&session) else {
             return Ok(()); // a late reply for a session already forgotten
@@ -544,8 +598,8 @@ impl Relay {
             Direction::Forward => &mut self.forward,
             Direction::Reverse => &mut self.reverse,
         };
-        let fate = link.send(now, id, bytes, sift::wire::Ecn::NotEct);
-        tracing::trace!(?direction, %client, id, size, ?fate, "offered");
+        let fate = link.send(now, id, bytes, ecn);
+        tracing::trace!(?direction, %client, id, size, ?fate, ?ecn, "offered");
         self.log.write(LogLine {
             t: now - self.started,
             direction,
@@ -556,6 +610,8 @@ impl Relay {
             fate: Some(&fate),
             corruption: None,
             duplicate: false,
+            ecn: Some(ecn),
+            queue_delay: None,
         })
     }
 
@@ -572,17 +628,58 @@ impl Relay {
                 };
                 self.deliver(direction, delivery, now)?;
             }
+            self.log_late_drops(direction, now)?;
         }
         Ok(())
+    }
+
+    /// Logs the packets the AQM dropped at dequeue.
+    fn log_late_drops(&mut self, direction: Direction, now: Instant) -> Result<()> {
+        loop {
+            let link = match direction {
+                Direction::Forward => &mut self.forward,
+                Direction::Reverse => &mut self.reverse,
+            };
+            let Some(drop) = link.poll_late_drop() else {
+                return Ok(());
+            };
+            let id = drop.id;
+            let Some(session) = self.sessions.get(&(id >> SESSION_SHIFT)) else {
+                continue;
+            };
+            let client = session.client;
+            tracing::trace!(?direction, %client, id, "dropped by the AQM");
+            self.log.write(LogLine {
+                t: now - self.started,
+                direction,
+                client,
+                id,
+                size: drop.len,
+                event: "dropped",
+                fate: Some(&Fate::QueueDrop),
+                corruption: None,
+                duplicate: false,
+                ecn: None,
+                queue_delay: None,
+            })?;
+        }
     }
 
     fn deliver(&mut self, direction: Direction, delivery: Delivery, now: Instant) -> Result<()> {
         let Some(session) = self.sessions.get(&(delivery.id >> SESSION_SHIFT)) else {
             return Ok(()); // its client was forgotten while it was in flight
         };
+        // The datagram leaves with the codepoint the link gave it.
         let sent = match direction {
-            Direction::Forward => session.upstream.send(&delivery.bytes),
-            Direction::Reverse => self.listen.send_to(&delivery.bytes, session.client),
+            Direction::Forward => send_with_ecn(
+                &session.upstream,
+                &delivery.bytes,
+                self.server,
+                delivery.ecn,
+            ),
+            Direction::Reverse => {
+                send_with_ecn(&self.listen, &delivery.bytes, session.client, delivery.ecn)
+            }
         };
         if let Err(e) = sent {
             // The peer may simply not be there yet (ICMP port unreachable):
@@ -600,6 +697,8 @@ impl Relay {
             fate: None,
             corruption: delivery.corruption.as_ref(),
             duplicate: delivery.duplicate,
+            ecn: Some(delivery.ecn),
+            queue_delay: Some(delivery.queue_delay),
         })
     }
 
@@ -635,6 +734,8 @@ impl Relay {
         self.census.rebinds = self.rebinds;
         self.census.forward_link = Some(self.forward.counters());
         self.census.reverse_link = Some(self.reverse.counters());
+        self.census.forward_queue_delay = Some(self.forward.queue_delays().summary());
+        self.census.reverse_queue_delay = Some(self.reverse.queue_delays().summary());
         let partial = path.with_extension("partial");
         let json = serde_json::to_vec_pretty(&self.census)?;
         std::fs::write(&partial, json)
@@ -653,18 +754,22 @@ impl Relay {
             (now - self.started).as_secs_f64(),
             self.sessions.len()
         );
-        let _ = writeln!(err, "  forward: {}", describe(&self.forward.counters()));
-        let _ = writeln!(err, "  reverse: {}", describe(&self.reverse.counters()));
+        let _ = writeln!(err, "  forward: {}", describe(&self.forward));
+        let _ = writeln!(err, "  reverse: {}", describe(&self.reverse));
         if self.rebind_every.is_some() {
             let _ = writeln!(err, "  rebinds: {}", self.rebinds);
         }
     }
 }
 
-fn describe(c: &LinkCounters) -> String {
-    format!(
+/// One direction's counters on one line. The first fields keep their
+/// order and names: the interop harness reads them (`parse_link_counters`).
+fn describe(link: &Link) -> String {
+    let c = link.counters();
+    let mut text = format!(
         "offered {}, delivered {}, queue drops {}, random losses {}, outage drops {}, \
-         corrupted {} (header {}, payload {}, bits {}), duplicated {}, reordered {}",
+         corrupted {} (header {}, payload {}, bits {}), duplicated {}, reordered {}, \
+         ECN: loss marks {}, AQM marks {}, AQM drops {}, bleached {}, CE out {}",
         c.offered,
         c.delivered,
         c.queue_drops,
@@ -675,8 +780,22 @@ fn describe(c: &LinkCounters) -> String {
         c.corrupted_payload,
         c.bits_flipped,
         c.duplicated,
-        c.reordered
-    )
+        c.reordered,
+        c.loss_marks,
+        c.aqm_marks,
+        c.aqm_drops,
+        c.bleached,
+        c.delivered_ce
+    );
+    let delays = link.queue_delays();
+    if delays.samples() > 0 {
+        let s = delays.summary();
+        text += &format!(
+            ", queueing delay p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms
+        );
+    }
+    text
 }
 
 fn spawn_listen_reader(socket: Arc<UdpSocket>, inbound: Sender<Inbound>) -> Result<()> {
@@ -685,13 +804,14 @@ fn spawn_listen_reader(socket: Arc<UdpSocket>, inbound: Sender<Inbound>) -> Resu
         .spawn(move || {
             let mut buf = vec![0u8; MAX_DATAGRAM];
             while !TERMINATE.load(Ordering::SeqCst) {
-                match socket.recv_from(&mut buf) {
-                    Ok((len, client)) => {
+                match recv_with_ecn(&socket, &mut buf) {
+                    Ok((len, client, ecn)) => {
                         // A dual-stack listener reports IPv4 clients as
                         // ::ffff:a.b.c.d: keep (and log) the plain spelling.
                         let client = canonical_peer(client);
                         let bytes = buf.get(..len).unwrap_or_default().to_vec();
-                        if inbound.send(Inbound::FromClient { client, bytes }).is_err() {
+                        let datagram = Inbound::FromClient { client, bytes, ecn };
+                        if inbound.send(datagram).is_err() {
                             return;
                         }
                     }
@@ -715,13 +835,15 @@ fn spawn_upstream_reader(
         .spawn(move || {
             let mut buf = vec![0u8; MAX_DATAGRAM];
             while !TERMINATE.load(Ordering::SeqCst) && !closed.load(Ordering::SeqCst) {
-                match socket.recv(&mut buf) {
-                    Ok(len) => {
+                match recv_with_ecn(&socket, &mut buf) {
+                    Ok((len, _, ecn)) => {
                         let bytes = buf.get(..len).unwrap_or_default().to_vec();
-                        if inbound
-                            .send(Inbound::FromServer { session, bytes })
-                            .is_err()
-                        {
+                        let datagram = Inbound::FromServer {
+                            session,
+                            bytes,
+                            ecn,
+                        };
+                        if inbound.send(datagram).is_err() {
                             return;
                         }
                     }
@@ -749,12 +871,14 @@ fn is_timeout(e: &std::io::Error) -> bool {
 
 /// A relay socket at `address`: accepts zero-checksum datagrams in both
 /// families (and sends them with `--send-zero-checksums`), with big kernel
-/// buffers, blocking with a read timeout so its reader notices shutdown.
+/// buffers, reporting each datagram's ECN field, blocking with a read
+/// timeout so its reader notices shutdown.
 fn relay_socket(address: SocketAddr, options: SocketOptions) -> std::io::Result<UdpSocket> {
     // A refused checksum option is logged by bind_udp; relaying goes on.
     let (socket, _) = bind_udp(address, options)?;
     socket.set_nonblocking(false)?;
     socket.set_read_timeout(Some(READ_TIMEOUT))?;
+    enable_ecn_receive(&socket)?;
     Ok(socket)
 }
 

@@ -8,6 +8,7 @@
 
 pub mod authorized;
 pub mod common;
+pub mod ecn_socket;
 pub mod fetch;
 pub mod format;
 pub mod interrupt;

@@ -6,7 +6,8 @@
 //! relay the demo needs to run in one process. It listens on the loopback
 //! of the server's family (`127.0.0.1` or `::1`), and its sockets accept
 //! the zero-checksum datagrams sift sends with corruption notices on,
-//! which IPv6 drops unless asked (`UDP_NO_CHECK6_RX`).
+//! which IPv6 drops unless asked (`UDP_NO_CHECK6_RX`). Each datagram's ECN
+//! field crosses the relay as the link leaves it (`ecn_socket`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -17,6 +18,9 @@ use std::time::{Duration, Instant};
 
 use sift::io::{bind_udp, SocketOptions};
 use sift::sim::link::{Fate, Link, LinkConfig, LinkCounters};
+use sift::wire::Ecn;
+
+use super::ecn_socket::{enable_ecn_receive, recv_with_ecn, send_with_ecn};
 
 /// The longest the relay sleeps before checking whether to stop.
 const STOP_CHECK: Duration = Duration::from_millis(50);
@@ -52,11 +56,14 @@ impl Relay {
         let (client_side, _) = bind_udp(SocketAddr::new(loopback, 0), options)?;
         let (server_side, _) = bind_udp(SocketAddr::new(loopback, 0), options)?;
         server_side.connect(server)?;
+        enable_ecn_receive(&client_side)?;
+        enable_ecn_receive(&server_side)?;
         let listen = client_side.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let state = RelayLoop {
             client_side,
             server_side,
+            server,
             client: None,
             directions: [
                 Direction::new(forward, seed),
@@ -112,11 +119,9 @@ impl Direction {
         Self { link, next_id: 0 }
     }
 
-    fn offer(&mut self, now: Instant, datagram: Vec<u8>) {
+    fn offer(&mut self, now: Instant, datagram: Vec<u8>, ecn: Ecn) {
         self.next_id += 1;
-        let fate = self
-            .link
-            .send(now, self.next_id, datagram, sift::wire::Ecn::NotEct);
+        let fate = self.link.send(now, self.next_id, datagram, ecn);
         tracing::trace!(?fate, "relayed datagram");
         if matches!(fate, Fate::QueueDrop) {
             tracing::debug!("relay queue full");
@@ -127,6 +132,7 @@ impl Direction {
 struct RelayLoop {
     client_side: UdpSocket,
     server_side: UdpSocket,
+    server: SocketAddr,
     /// The client's address, learned from its first datagram.
     client: Option<SocketAddr>,
     /// `[client → server, server → client]`.
@@ -140,21 +146,33 @@ impl RelayLoop {
         while !self.stop.load(Ordering::Relaxed) {
             self.wait_for_input();
             let now = Instant::now();
-            while let Some((len, from)) = receive(&self.client_side, &mut buf)? {
+            while let Some((len, from, ecn)) = receive(&self.client_side, &mut buf)? {
                 self.client = Some(from);
-                self.directions[0].offer(now, buf[..len].to_vec());
+                self.directions[0].offer(now, buf[..len].to_vec(), ecn);
             }
-            while let Some((len, _)) = receive(&self.server_side, &mut buf)? {
-                self.directions[1].offer(now, buf[..len].to_vec());
+            while let Some((len, _, ecn)) = receive(&self.server_side, &mut buf)? {
+                self.directions[1].offer(now, buf[..len].to_vec(), ecn);
             }
             let now = Instant::now();
             while let Some(delivery) = self.directions[0].link.poll_delivery(now) {
-                send_best_effort(self.server_side.send(&delivery.bytes));
+                let sent = send_with_ecn(
+                    &self.server_side,
+                    &delivery.bytes,
+                    self.server,
+                    delivery.ecn,
+                );
+                send_best_effort(sent);
             }
             while let Some(delivery) = self.directions[1].link.poll_delivery(now) {
                 if let Some(client) = self.client {
-                    send_best_effort(self.client_side.send_to(&delivery.bytes, client));
+                    let sent =
+                        send_with_ecn(&self.client_side, &delivery.bytes, client, delivery.ecn);
+                    send_best_effort(sent);
                 }
+            }
+            for direction in &mut self.directions {
+                // Nothing here reports an AQM's late drops: forget them.
+                while direction.link.poll_late_drop().is_some() {}
             }
         }
         Ok([
@@ -195,9 +213,12 @@ impl RelayLoop {
     }
 }
 
-/// One datagram if one is waiting.
-fn receive(socket: &UdpSocket, buf: &mut [u8]) -> std::io::Result<Option<(usize, SocketAddr)>> {
-    match socket.recv_from(buf) {
+/// One datagram, with its sender and ECN codepoint, if one is waiting.
+fn receive(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+) -> std::io::Result<Option<(usize, SocketAddr, Ecn)>> {
+    match recv_with_ecn(socket, buf) {
         Ok(got) => Ok(Some(got)),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
         // A previous send hit a closed port (ICMP): not the relay's failure.

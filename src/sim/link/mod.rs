@@ -198,7 +198,17 @@ pub struct Delivery {
     pub queue_delay: Duration,
 }
 
-/// Counters over the link's life.
+/// A packet an AQM dropped after `Link::send` admitted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LateDrop {
+    /// The caller's tag for it, as given to `send`.
+    pub id: u64,
+    /// Its datagram's length in bytes.
+    pub len: usize,
+}
+
+/// Counters over the link's life. The ECN ones (marks, AQM drops,
+/// bleached, CE delivered) are omitted from serialized reports while zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LinkCounters {
@@ -228,15 +238,26 @@ pub struct LinkCounters {
     pub reordered: u64,
     /// ECN-capable packets the loss model picked and netem's `ecn` marked
     /// CE instead of dropping.
+    #[serde(skip_serializing_if = "is_zero")]
     pub loss_marks: u64,
     /// Packets the AQM (CoDel, DualPI2) marked CE instead of dropping.
+    #[serde(skip_serializing_if = "is_zero")]
     pub aqm_marks: u64,
     /// Packets (copies included) the AQM dropped at dequeue.
+    #[serde(skip_serializing_if = "is_zero")]
     pub aqm_drops: u64,
     /// ECN-capable packets whose ECN field the link cleared (`bleach`).
+    #[serde(skip_serializing_if = "is_zero")]
     pub bleached: u64,
     /// Packets (copies included) handed out carrying CE.
+    #[serde(skip_serializing_if = "is_zero")]
     pub delivered_ce: u64,
+}
+
+/// The ECN counters are left out of reports while zero, so a run without
+/// ECN reports what it did before.
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// A packet inside the link.
@@ -320,7 +341,7 @@ pub struct Link {
     /// When the serializer finishes `in_service`.
     serializer_free_at: Option<Instant>,
     /// Ids of packets the AQM dropped after `send` admitted them.
-    late_drops: VecDeque<u64>,
+    late_drops: VecDeque<LateDrop>,
     /// Reused buffer for the AQM's drops of one dequeue.
     dropped: Vec<Packet>,
     queue_delays: QueueDelays,
@@ -550,7 +571,10 @@ impl Link {
                 if self.late_drops.len() >= MAX_LATE_DROPS {
                     self.late_drops.pop_front();
                 }
-                self.late_drops.push_back(packet.id);
+                self.late_drops.push_back(LateDrop {
+                    id: packet.id,
+                    len: packet.bytes.len(),
+                });
             }
         }
         self.dropped = dropped;
@@ -667,11 +691,11 @@ impl Link {
         })
     }
 
-    /// The id of a packet the AQM dropped at dequeue after `send` had
-    /// returned that it was on its way (its fate is `QueueDrop`), oldest
-    /// first. Drop-tail queues decide at `send` and leave none. Up to
-    /// 65 536 wait for a caller that does not poll them.
-    pub fn poll_late_drop(&mut self) -> Option<u64> {
+    /// A packet the AQM dropped at dequeue after `send` had returned that
+    /// it was on its way (its fate is `QueueDrop`), oldest first.
+    /// Drop-tail queues decide at `send` and leave none. Up to 65 536 wait
+    /// for a caller that does not poll them.
+    pub fn poll_late_drop(&mut self) -> Option<LateDrop> {
         self.late_drops.pop_front()
     }
 

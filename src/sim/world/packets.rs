@@ -3,6 +3,7 @@
 //! truth of every datagram's fate on the way.
 
 use super::*;
+use crate::sim::link::LateDrop;
 use crate::wire::Ecn;
 
 impl<T: Transport> Simulation<T> {
@@ -43,7 +44,7 @@ impl<T: Transport> Simulation<T> {
         let Some(slot) = self.links.get_mut(link.0) else {
             return;
         };
-        while let Some(id) = slot.link.poll_late_drop() {
+        while let Some(LateDrop { id, .. }) = slot.link.poll_late_drop() {
             match cbr_flow_of(id) {
                 Some(index) => {
                     if let Some(cbr) = self.cbr.get_mut(index) {

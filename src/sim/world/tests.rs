@@ -376,6 +376,27 @@ fn cbr_below_the_link_rate_arrives_at_its_own_rate() {
 }
 
 #[test]
+fn a_codel_bottleneck_counts_its_dequeue_drops_as_queue_drops() {
+    // 12 Mb/s of Not-ECT CBR into a 10 Mb/s CoDel queue (limit 1000, never
+    // reached in 5 s): CoDel drops at dequeue, after the link said the
+    // datagrams were on their way; each drop still reaches the counters.
+    let mut forward = link(25, 10_000_000, 1000, 0.0);
+    forward.aqm = Some(crate::sim::link::Aqm::Codel(Default::default()));
+    let mut s = scenario(forward, link(25, 10_000_000, 50, 0.0));
+    s.cbr.push(cbr(12_000_000, 1000, 5_000.0));
+    let report = run_links_only(&s, 1);
+    let cbr = &report.cbr[0];
+    assert!(cbr.counters.queue_drops > 100, "{:?}", cbr.counters);
+    assert_eq!(
+        cbr.counters.delivered_packets + cbr.counters.queue_drops,
+        cbr.counters.sent_packets,
+        "every datagram is delivered or dropped"
+    );
+    assert_eq!(report.links.forward.aqm_drops, cbr.counters.queue_drops);
+    assert_eq!(report.links.forward.queue_drops, 0);
+}
+
+#[test]
 fn cbr_above_the_link_rate_is_cut_to_the_link_rate_by_queue_drops() {
     // 20 Mb/s offered to a 10 Mb/s link with a 50-packet queue for 10 s:
     // 10 s / 0.4 ms = 25 000 sent; the link carries one per 0.8 ms.

@@ -51,8 +51,9 @@ fn run(link: &mut Link, sends: &[(Duration, Ecn)]) -> Run {
         while let Some(d) = link.poll_delivery(now) {
             out.delivered.push(d);
         }
-        while let Some(id) = link.poll_late_drop() {
-            out.late_drops.push(id);
+        while let Some(drop) = link.poll_late_drop() {
+            assert_eq!(drop.len, PACKET);
+            out.late_drops.push(drop.id);
         }
     }
     out
