@@ -63,7 +63,7 @@
 //!   by default: it costs random loss and in-order jitter) takes the floor over the last
 //!   min_rtt of ACKs instead. `small_loss_rollback = false` is RFC 9438 exactly
 //!   (the paper-style baselines in tests use it);
-//! - ECN (DESIGN §5.1, `ecn.rs`): a CE mark is a congestion event (RFC
+//! - ECN (DESIGN §6.1, `ecn.rs`): a CE mark is a congestion event (RFC
 //!   9438 §4.1 and §4.6 cut on ECN-Echo as on loss), and a recovery period
 //!   that CE marks began or reached is never rolled back nor undone as
 //!   spurious: a mark is the queue's own word, not a guess. With

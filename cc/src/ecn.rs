@@ -2,7 +2,7 @@
 //! is validated, when CE marks arrived, and the rounds a lost packet's
 //! "round" is counted in.
 //!
-//! Two rules of DESIGN §5.1 read it:
+//! Two rules of DESIGN §6.1 read it:
 //! - a CE mark is congestion, never random (RFC 3168 §6.1.2, RFC 9002 §7.1):
 //!   every controller answers it with the congestive branch of its rule, and
 //!   a cut that CE marks have confirmed is no longer undone as spurious;

@@ -1,4 +1,4 @@
-//! ECN for every controller by name (DESIGN §5.1): a CE mark is a
+//! ECN for every controller by name (DESIGN §6.1): a CE mark is a
 //! congestion event once per round, never random, never undone; and the
 //! `-ecn` variants judge a loss by the marks of its round on a validated
 //! path. A controller added later fails here until it answers CE.

@@ -20,7 +20,7 @@
 //! - `ecn.rs`: [`EcnMemory`], what a controller remembers of ECN (CE
 //!   arrivals, validation, rounds) for the rule that a CE mark is never
 //!   random and the option that judges an unmarked loss random on a
-//!   validated path (DESIGN §5.1).
+//!   validated path (DESIGN §6.1).
 //!
 //! This crate knows nothing of `sift`: the dependency points one way only.
 //! The decisions behind each controller are §6 of the repository's

@@ -40,6 +40,12 @@
 //!   spurious is undone (Linux `prague_cwnd_undo`). On a path whose ECN
 //!   fails validation Prague therefore runs as Reno without HyStart++.
 //!
+//! Where picoquic's `prague.c` differs, sift follows Linux: picoquic lets α
+//! jump to F when more than half a round is marked and then halves the
+//! window as for a loss, leaves slow start at the first mark one packet
+//! down rather than halved, and has no RTT-independent scaling below 25 ms
+//! (it speeds slow start up on paths longer than its reference RTT).
+//!
 //! Metrics fields: `alpha` (α), `rtt_independent` (0/1), `ai_packets_per_round`
 //! (the additive increase per round, in packets), `ce_cuts` (windows cut
 //! for CE) and `saw_ce` (0/1).
@@ -346,7 +352,9 @@ impl CongestionControl for Prague {
         } else {
             self.window.ssthresh as f64
         };
-        self.in_loss = !ev.persistent;
+        // No growth from ACKs of packets sent before the loss, a timeout's
+        // included (RFC 9002 §7.3.2).
+        self.in_loss = true;
         self.window.in_recovery = !ev.persistent;
         LossVerdict::Congestive
     }

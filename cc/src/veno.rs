@@ -35,7 +35,7 @@
 //!   connection-long minimum is a deeper tail of the jitter than the
 //!   minimum since the last loss.
 //!
-//! **ECN** (DESIGN §5.1, `ecn.rs`). A CE mark is congestion: it takes the
+//! **ECN** (DESIGN §6.1, `ecn.rs`). A CE mark is congestion: it takes the
 //! congestive branch (ssthresh = cwnd/2) whatever N says, and marks inside
 //! a recovery period whose loss was judged random turn that cut into the
 //! congestive one. With `ecn_loss_verdict` on a path whose ECN is

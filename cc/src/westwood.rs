@@ -13,7 +13,7 @@
 //! as before it; the bandwidth estimate keeps what it measured since) and
 //! its verdict moves to the `spurious_losses` count.
 //!
-//! **ECN** (DESIGN §5.1, `ecn.rs`). A CE mark takes the same cut as a loss
+//! **ECN** (DESIGN §6.1, `ecn.rs`). A CE mark takes the same cut as a loss
 //! (ssthresh = BWE·RTTmin): the network says the queue is full. With
 //! `ecn_loss_verdict` on a path whose ECN is validated, a loss with no CE
 //! mark in its round is judged random and leaves the window and ssthresh

@@ -72,7 +72,7 @@
 //!   probing and PNCD's count as they were, and its verdict moves to
 //!   `spurious_losses`; the estimate, a measurement, stays.
 //!
-//! **ECN** (DESIGN §5.1, `ecn.rs`). A CE mark is judged congestive whatever
+//! **ECN** (DESIGN §6.1, `ecn.rs`). A CE mark is judged congestive whatever
 //! the eligible window says, and takes the congestive branch (ssthresh =
 //! ERE·RTTmin, probing and the initial climb end, the CUBIC curve starts);
 //! marks inside a recovery period whose loss was judged random overrule

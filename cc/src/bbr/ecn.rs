@@ -1,5 +1,5 @@
 //! What BBR does with CE marks, and the ECN loss verdict beside its loss
-//! rules (DESIGN §5.1).
+//! rules (DESIGN §6.1).
 //!
 //! draft-ietf-ccwg-bbr §"ECN" specifies no particular response to CE, but
 //! says a connection that sends ECT "MUST treat any CE marks as

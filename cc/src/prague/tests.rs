@@ -207,3 +207,17 @@ fn an_out_of_range_reference_rtt_is_refused_and_falls_back() {
     let prague = Prague::new(bad, MSS);
     assert_eq!(prague.rtt_target(), RTT_TARGET);
 }
+
+#[test]
+fn after_persistent_congestion_acks_of_older_packets_do_not_grow_the_window() {
+    let t0 = Instant::now();
+    let mut prague = in_avoidance(100, t0);
+    prague.on_congestion(&loss(t0 + ms(10), rtt(100, 100), true));
+    let mut older = ack(t0 + ms(20), t0, 1, rtt(100, 100), 0);
+    older.in_recovery = true;
+    prague.on_ack(&older);
+    assert_eq!(prague.window(), 2 * MSS);
+    // A packet sent after it: slow start again.
+    prague.on_ack(&ack(t0 + ms(130), t0 + ms(30), 1, rtt(100, 100), 0));
+    assert_eq!(prague.window(), 3 * MSS);
+}
