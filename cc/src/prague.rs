@@ -79,6 +79,8 @@ pub const SLOW_START_PACING_GAIN: f64 = 2.0;
 pub const INITIAL_WINDOW_PACKETS: u64 = 10;
 /// A loss halves the window (Reno's β, Linux Prague's `prague_enter_loss`).
 pub const LOSS_REDUCTION: f64 = 0.5;
+/// Packets that may leave back to back (see `metrics`): the pacer's burst.
+pub const BURST_LIMIT_PACKETS: u64 = 2;
 
 /// Prague's parameters; the defaults are Linux Prague's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -415,6 +417,11 @@ impl CongestionControl for Prague {
         f.insert("ai_packets_per_round".into(), self.increase_per_round());
         f.insert("ce_cuts".into(), self.ce_cuts as f64);
         f.insert("saw_ce".into(), f64::from(u8::from(self.saw_ce)));
+        // The L4S queue marks from a 1 ms step (RFC 9332 §2.5.1.2): a
+        // burst longer than that is marked whatever the window, and at
+        // 20 Mb/s 1 ms is under two packets. Linux's and picoquic's Prague
+        // pace every packet; here no more than two leave back to back.
+        f.insert("burst_limit_packets".into(), BURST_LIMIT_PACKETS as f64);
         metrics
     }
 }
