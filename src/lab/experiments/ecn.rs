@@ -1,7 +1,8 @@
 //! ECN and L4S (issue 55): what each controller makes of a bottleneck that
 //! marks instead of dropping, when the link also loses packets at random.
 //!
-//! One 20 Mb/s bottleneck managed by one of two AQMs, in tc's words:
+//! One 50 Mb/s bottleneck (queue limit 420 packets) managed by one of two
+//! AQMs, in tc's words:
 //!
 //! - `codel`: CoDel with `ecn` and tc's defaults (target 5 ms, interval
 //!   100 ms), the fq_codel of home routers without the flow queues;
@@ -26,7 +27,9 @@
 use std::fmt::Write;
 
 use super::leaky_pipes::median;
-use super::{cell, flow, label, name_number, param_f64, param_str, report_f64, report_str, scenario};
+use super::{
+    cell, flow, label, name_number, param_f64, param_str, report_f64, report_str, scenario,
+};
 use crate::lab::metrics::{jain_fairness_index, run_goodputs_bps, window_goodput_bps};
 use crate::lab::{Comparison, Experiment, Figure, Plan, Series, Table};
 use crate::sim::link::LinkConfig;
@@ -41,29 +44,38 @@ pub const EXPERIMENT: Experiment = Experiment {
     compare,
 };
 
-/// The bottleneck rate.
-pub const RATE_BPS: u64 = 20_000_000;
+/// The bottleneck rate (issue 55).
+pub const RATE_BPS: u64 = 50_000_000;
 /// The round trip of the loss sweep, milliseconds.
 pub const BASE_RTT_MS: f64 = 100.0;
-/// Bytes per transfer.
-pub const TRANSFER_BYTES: u64 = 20_000_000;
+/// Bytes per transfer (issue 55: 50 MB).
+pub const TRANSFER_BYTES: u64 = 50_000_000;
 /// Random loss rates of the loss sweep.
 pub const LOSS_RATES: [f64; 4] = [0.0, 0.005, 0.01, 0.02];
 /// Round trips of the RTT sweep at 1%, milliseconds.
 pub const RTTS_MS: [f64; 4] = [20.0, 100.0, 300.0, 600.0];
 /// The sharing part's duration, seconds.
 pub const SHARING_S: f64 = 60.0;
-/// The bottleneck queue's limit, packets: tc's default for codel (1000).
-const LIMIT_PACKETS: usize = 1000;
+/// The bottleneck queue's limit, packets (issue 55: 420, about one
+/// bandwidth-delay product at 100 ms).
+const LIMIT_PACKETS: usize = 420;
+/// The round trip of Prague's own point and of the DualPI2 sharing pair
+/// (issue 55: 20 ms each way).
+pub const L4S_RTT_MS: f64 = 40.0;
 /// Virtual seconds before a transfer counts as cut off.
 const TIME_LIMIT_S: f64 = 600.0;
 /// The AQMs, by the name tc gives them.
 const AQMS: [&str; 2] = ["codel", "dualpi2"];
-/// The loss-only baseline's label: CUBIC with the transport's ECN off.
-const LOSS_ONLY: &str = "cubic-no-ecn";
+/// The suffix of a loss-only baseline: the controller with the transport's
+/// ECN off, so the AQM drops its packets instead of marking them.
+const NO_ECN: &str = "-no-ecn";
+/// The controllers run loss-only too (the issue's targets' baselines).
+const LOSS_ONLY: [&str; 3] = ["cubic", "westwood-a", "bbr"];
+/// The loss-only CUBIC of the CoDel sharing pair.
+const CUBIC_NO_ECN: &str = "cubic-no-ecn";
 
 /// The controllers of the sweep: every name, every `-ecn` variant, and the
-/// loss-only CUBIC.
+/// loss-only baselines.
 pub fn variants() -> Vec<String> {
     let mut out: Vec<String> = CcConfig::NAMES.iter().map(|n| n.to_string()).collect();
     out.extend(
@@ -71,7 +83,7 @@ pub fn variants() -> Vec<String> {
             .iter()
             .map(|n| format!("{n}{}", CcConfig::ECN_VERDICT_SUFFIX)),
     );
-    out.push(LOSS_ONLY.to_string());
+    out.extend(LOSS_ONLY.iter().map(|n| format!("{n}{NO_ECN}")));
     out
 }
 
@@ -116,6 +128,13 @@ fn points(plan: &Plan) -> Vec<Point> {
             p,
             rtt_ms: BASE_RTT_MS,
         }));
+        if aqm == "dualpi2" {
+            out.push(Point {
+                aqm,
+                p: 0.0,
+                rtt_ms: L4S_RTT_MS,
+            });
+        }
         out.extend(
             rtts.iter()
                 .filter(|&&r| r != BASE_RTT_MS)
@@ -131,9 +150,9 @@ fn points(plan: &Plan) -> Vec<Point> {
 
 /// The flow of `variant` moving `bytes`.
 fn transfer(variant: &str, bytes: u64) -> Option<crate::sim::scenario::FlowSpec> {
-    let (name, ecn) = match variant {
-        LOSS_ONLY => ("cubic", false),
-        name => (name, true),
+    let (name, ecn) = match variant.strip_suffix(NO_ECN) {
+        Some(name) => (name, false),
+        None => (variant, true),
     };
     let mut spec = flow(name.parse::<CcConfig>().ok()?, bytes);
     spec.ecn = ecn;
@@ -176,13 +195,16 @@ pub fn scenarios(plan: &Plan) -> Vec<Scenario> {
     let sharing_s = plan.pick(SHARING_S, 15.0);
     for (aqm, pair) in [
         ("dualpi2", ["cubic", "prague"]),
-        ("codel", [LOSS_ONLY, "cubic"]),
+        ("codel", [CUBIC_NO_ECN, "cubic"]),
     ] {
         let flows = pair
             .iter()
             .filter_map(|variant| transfer(variant, 1 << 40))
             .collect();
-        let rtt_ms = BASE_RTT_MS / 2.0;
+        let rtt_ms = match aqm {
+            "dualpi2" => L4S_RTT_MS,
+            _ => BASE_RTT_MS,
+        };
         let mut s = scenario(
             format!("sharing-{aqm}-{}-{}", pair[0], pair[1]),
             seeds.clone(),
@@ -280,7 +302,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
         md,
         "{} Mb/s bottleneck, queue limit {LIMIT_PACKETS} packets, one transfer per run; \
          cells are medians over seeds. `NAME-ecn` judges a loss with no CE mark in its round \
-         random once ECN is validated; `{LOSS_ONLY}` is CUBIC with the transport's ECN off.\n",
+         random once ECN is validated; `NAME{NO_ECN}` runs with the transport's ECN off.\n",
         RATE_BPS / 1_000_000
     );
     let variants = variants();
@@ -309,7 +331,10 @@ pub fn compare(reports: &[Report]) -> Comparison {
                     let (p, rtt) = point(v);
                     let f = median_at(reports, aqm, p, rtt, variant, fraction);
                     row.push(cell(f, 3));
-                    row.push(cell(median_at(reports, aqm, p, rtt, variant, queue_p99_ms), 1));
+                    row.push(cell(
+                        median_at(reports, aqm, p, rtt, variant, queue_p99_ms),
+                        1,
+                    ));
                     if let Some(f) = f {
                         line.push((v, f));
                     }
@@ -344,6 +369,7 @@ pub fn compare(reports: &[Report]) -> Comparison {
             tables.push(table);
         }
     }
+    md.push_str(&targets(reports));
     md.push_str(&verdict_gain(reports));
     tables.push(all_runs(reports));
     let (sharing_md, sharing_table) = sharing(reports);
@@ -486,4 +512,81 @@ fn sharing(reports: &[Report]) -> (String, Table) {
     md.push_str(&table.to_markdown());
     md.push('\n');
     (md, table)
+}
+
+/// Issue 55's targets beside what ran.
+fn targets(reports: &[Report]) -> String {
+    let mut md =
+        String::from("### Targets (issue 55)\n\n| target | measured | met |\n|---|---|---|\n");
+    let mut row = |target: String, measured: String, met: Option<bool>| {
+        let met = match met {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "—",
+        };
+        let _ = writeln!(md, "| {target} | {measured} | {met} |");
+    };
+    for name in LOSS_ONLY {
+        let mut best: Option<(String, f64, f64)> = None;
+        for variant in [
+            name.to_string(),
+            format!("{name}{}", CcConfig::ECN_VERDICT_SUFFIX),
+        ] {
+            let f = median_at(reports, "codel", 0.01, BASE_RTT_MS, &variant, fraction);
+            let q = median_at(reports, "codel", 0.01, BASE_RTT_MS, &variant, queue_p95_ms);
+            if let (Some(f), Some(q)) = (f, q) {
+                if best.as_ref().is_none_or(|(_, bf, _)| f > *bf) {
+                    best = Some((variant, f, q));
+                }
+            }
+        }
+        let without = median_at(
+            reports,
+            "codel",
+            0.01,
+            BASE_RTT_MS,
+            &format!("{name}{NO_ECN}"),
+            fraction,
+        );
+        row(
+            format!("CoDel-ECN, 1% loss, 100 ms: {name} ≥ 0.9 with ECN, queue q95 ≤ 20 ms"),
+            best.as_ref().map_or("—".into(), |(v, f, q)| {
+                format!("{v} {f:.3}, q95 {q:.1} ms (ECN off: {})", cell(without, 3))
+            }),
+            best.map(|(_, f, q)| f >= 0.9 && q <= 20.0),
+        );
+    }
+    let f = median_at(reports, "dualpi2", 0.0, L4S_RTT_MS, "prague", fraction);
+    let q = median_at(reports, "dualpi2", 0.0, L4S_RTT_MS, "prague", queue_p99_ms);
+    row(
+        format!("DualPI2, {L4S_RTT_MS} ms: Prague ≥ 0.9 with queue q99 ≤ 2 ms"),
+        format!("{}, q99 {} ms", cell(f, 3), cell(q, 2)),
+        f.zip(q).map(|(f, q)| f >= 0.9 && q <= 2.0),
+    );
+    for report in reports.iter().filter(|r| {
+        report_str(r, "part") == Some("sharing") && report_str(r, "aqm") == Some("dualpi2")
+    }) {
+        let shares: Vec<f64> = report
+            .runs
+            .iter()
+            .filter_map(|run| {
+                let goodputs = run_goodputs_bps(run);
+                let total: f64 = goodputs.iter().sum();
+                (total > 0.0).then(|| goodputs.get(1).copied().unwrap_or(0.0) / total)
+            })
+            .collect();
+        let m = median(&shares);
+        row(
+            "DualPI2: Prague beside CUBIC, each 0.3–0.7 of the bytes".into(),
+            format!("Prague {}", cell(m, 3)),
+            m.map(|m| (0.3..=0.7).contains(&m)),
+        );
+    }
+    md.push('\n');
+    md
+}
+
+fn queue_p95_ms(run: &RunReport) -> Option<f64> {
+    let delay = &run.links.forward_queue_delay;
+    (delay.samples > 0).then_some(delay.p95_ms)
 }
