@@ -562,7 +562,10 @@ fn a_transfer_both_ways_validates_ecn_at_both_ends(loopback: IpAddr) {
     for (side, stats) in [("client", &client_stats), ("server", &server_stats)] {
         let ecn = &stats.ecn;
         assert_eq!(ecn.state, sift::conn::EcnState::Capable, "{side}: {ecn:?}");
-        assert!(ecn.sent.ect0 > 0 && ecn.received.ect0 > 0, "{side}: {ecn:?}");
+        assert!(
+            ecn.sent.ect0 > 0 && ecn.received.ect0 > 0,
+            "{side}: {ecn:?}"
+        );
         assert!(ecn.reported_by_peer.ect0 > 0, "{side}: {ecn:?}");
     }
 }
