@@ -325,9 +325,7 @@ impl EcnValidation {
         if !matches!(self.state, EcnState::Testing | EcnState::Unknown) {
             return None;
         }
-        let Some(started) = self.test_started else {
-            return None;
-        };
+        let started = self.test_started?;
         self.test_eliciting_lost += lost
             .into_iter()
             .filter(|(ecn, eliciting, sent)| ecn.is_ecn_capable() && *eliciting && *sent >= started)
