@@ -432,4 +432,152 @@ mod tests {
         }
         assert_eq!(got, payloads);
     }
+
+    /// The ECN field through `io::ecn`'s control messages, on loopback.
+    mod ecn {
+        use std::net::UdpSocket;
+        use std::time::Duration;
+
+        use super::super::*;
+        use crate::io::ecn::enable_ecn_reception;
+        use crate::io::socket::{bind_udp, ipv6_loopback_available, SocketOptions};
+        use crate::wire::Ecn;
+
+        fn socket(addr: &str) -> UdpSocket {
+            let (socket, _) = bind_udp(addr.parse().unwrap(), SocketOptions::default()).unwrap();
+            socket.set_nonblocking(false).unwrap();
+            socket
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            assert!(enable_ecn_reception(
+                &socket,
+                socket.local_addr().unwrap().is_ipv6()
+            ));
+            socket
+        }
+
+        /// Sends one datagram with each codepoint from `sender` to `to` and
+        /// returns the codepoints `receiver` read.
+        fn round_trip(sender: &UdpSocket, receiver: &UdpSocket, to: SocketAddr) -> Vec<Ecn> {
+            let codepoints = [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct];
+            let mut arrived = Vec::new();
+            let mut buf = vec![0u8; 2048];
+            for ecn in codepoints {
+                send_segments(sender.as_raw_fd(), to, &[7; 100], 100, ecn).unwrap();
+                let got = recv_segments(receiver.as_raw_fd(), &mut buf).unwrap();
+                assert_eq!(got.len, 100);
+                arrived.push(got.ecn);
+            }
+            arrived
+        }
+
+        fn ipv6_or_skip(test: &str) -> bool {
+            let available = ipv6_loopback_available();
+            if !available {
+                eprintln!("skipping {test}: IPv6 loopback (::1) is not available on this host");
+            }
+            available
+        }
+
+        #[test]
+        fn a_datagram_sent_with_each_codepoint_arrives_with_it_over_ipv4() {
+            let (sender, receiver) = (socket("127.0.0.1:0"), socket("127.0.0.1:0"));
+            let to = receiver.local_addr().unwrap();
+            assert_eq!(
+                round_trip(&sender, &receiver, to),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+        }
+
+        #[test]
+        fn a_datagram_sent_with_each_codepoint_arrives_with_it_over_ipv6() {
+            if !ipv6_or_skip("a_datagram_sent_with_each_codepoint_arrives_with_it_over_ipv6") {
+                return;
+            }
+            let (sender, receiver) = (socket("[::1]:0"), socket("[::1]:0"));
+            let to = receiver.local_addr().unwrap();
+            assert_eq!(
+                round_trip(&sender, &receiver, to),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+        }
+
+        #[test]
+        fn a_dual_stack_socket_marks_and_reads_ipv4_datagrams() {
+            if !ipv6_or_skip("a_dual_stack_socket_marks_and_reads_ipv4_datagrams") {
+                return;
+            }
+            let dual = socket("[::]:0");
+            let plain = socket("127.0.0.1:0");
+            // To an IPv4-mapped destination, as a dual-stack endpoint spells it.
+            let mapped = SocketAddr::new(
+                std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped().into(),
+                plain.local_addr().unwrap().port(),
+            );
+            assert_eq!(
+                round_trip(&dual, &plain, mapped),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+            // And back: an IPv4 datagram read on the dual-stack socket.
+            let to = SocketAddr::from(([127, 0, 0, 1], dual.local_addr().unwrap().port()));
+            assert_eq!(
+                round_trip(&plain, &dual, to),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+        }
+
+        #[test]
+        fn a_gso_batch_and_a_recvmmsg_batch_carry_their_codepoints() {
+            let (sender, receiver) = (socket("127.0.0.1:0"), socket("127.0.0.1:0"));
+            let to = receiver.local_addr().unwrap();
+            // A GSO send of three segments, all ECT(0); without GSO the kernel
+            // sends them one by one, which must read the same.
+            if crate::io::gso_supported(&sender) {
+                send_segments(sender.as_raw_fd(), to, &[1; 300], 100, Ecn::Ect0).unwrap();
+                let mut slots = RecvSlots::default();
+                let mut codepoints = Vec::new();
+                while codepoints.len() < 3 {
+                    for (_, _, ecn) in recv_many(receiver.as_raw_fd(), &mut slots).unwrap() {
+                        codepoints.push(ecn);
+                    }
+                }
+                assert_eq!(codepoints, [Ecn::Ect0; 3]);
+            }
+            // sendmmsg: one codepoint per datagram.
+            let payload = [2u8; 50];
+            let batch = [
+                (&payload[..], to, Ecn::Ce),
+                (&payload[..], to, Ecn::NotEct),
+                (&payload[..], to, Ecn::Ect1),
+            ];
+            assert_eq!(send_many(sender.as_raw_fd(), &batch).unwrap(), 3);
+            let mut slots = RecvSlots::default();
+            let mut codepoints = Vec::new();
+            while codepoints.len() < 3 {
+                for (_, _, ecn) in recv_many(receiver.as_raw_fd(), &mut slots).unwrap() {
+                    codepoints.push(ecn);
+                }
+            }
+            assert_eq!(codepoints, [Ecn::Ce, Ecn::NotEct, Ecn::Ect1]);
+        }
+
+        #[test]
+        fn a_gro_run_reads_with_its_codepoint() {
+            let (sender, receiver) = (socket("127.0.0.1:0"), socket("127.0.0.1:0"));
+            if !crate::io::gso_supported(&sender) {
+                eprintln!("skipping: this kernel has no UDP GSO");
+                return;
+            }
+            let gro = crate::io::enable_gro(&receiver);
+            let to = receiver.local_addr().unwrap();
+            send_segments(sender.as_raw_fd(), to, &[3; 3000], 1000, Ecn::Ce).unwrap();
+            let mut buf = vec![0u8; 65_535];
+            let mut bytes = 0;
+            while bytes < 3000 {
+                let got = recv_segments(receiver.as_raw_fd(), &mut buf).unwrap();
+                assert_eq!(got.ecn, Ecn::Ce, "GRO on: {gro}, run of {}", got.len);
+                bytes += got.len;
+            }
+        }
+    }
 }
