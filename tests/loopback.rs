@@ -524,3 +524,48 @@ fn workers_share_one_port_and_new_clients_go_to_the_least_busy(loopback: IpAddr)
         connection.close(0, "done");
     }
 }
+
+on_both_loopbacks!(a_transfer_both_ways_validates_ecn_at_both_ends);
+fn a_transfer_both_ways_validates_ecn_at_both_ends(loopback: IpAddr) {
+    // RFC 9000 §13.4: marks set by the sockets' control messages and read
+    // back from the kernel's; loopback clears none, so both ends validate.
+    let listener = Listener::bind(any_port(loopback), tls_config()).unwrap();
+    let server = listener.local_addr();
+    let (server_done, server_result) = mpsc::channel();
+    thread::spawn(move || {
+        let outcome = (|| -> Result<sift::Stats, String> {
+            let connection = listener
+                .accept_timeout(STEP_LIMIT)
+                .map_err(|e| format!("accept: {e}"))?;
+            let mut stream = connection
+                .accept_bi()
+                .map_err(|e| format!("accept_bi: {e}"))?;
+            read_to_end_digest(&mut stream).map_err(|e| format!("read: {e}"))?;
+            send_generated(&mut stream, 8, 500_000);
+            stream.finish().map_err(|e| format!("finish: {e}"))?;
+            // Until the client closes, having read everything.
+            let _ = connection.accept_bi();
+            Ok(connection.stats())
+        })();
+        let _ = server_done.send(outcome);
+    });
+    let client = blocking::connect(server, tls_config()).unwrap();
+    let mut stream = client.open_bi().unwrap();
+    send_generated(&mut stream, 7, 1_000_000);
+    stream.finish().unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    assert_eq!(answer.len(), 500_000);
+    let client_stats = client.stats();
+    client.close(0, "done");
+    let server_stats = server_result.recv_timeout(STEP_LIMIT).unwrap().unwrap();
+    for (side, stats) in [("client", &client_stats), ("server", &server_stats)] {
+        let ecn = &stats.ecn;
+        assert_eq!(ecn.state, sift::conn::EcnState::Capable, "{side}: {ecn:?}");
+        assert!(
+            ecn.sent.ect0 > 0 && ecn.received.ect0 > 0,
+            "{side}: {ecn:?}"
+        );
+        assert!(ecn.reported_by_peer.ect0 > 0, "{side}: {ecn:?}");
+    }
+}

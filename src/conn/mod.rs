@@ -12,6 +12,7 @@ mod checksums;
 mod cid;
 mod closing;
 pub mod ecn;
+mod ecn_events;
 mod error;
 mod forge;
 mod handshake;

@@ -110,6 +110,15 @@ impl Connection {
         }
     }
 
+    /// ECN validation changed state (`conn::ecn`).
+    pub(super) fn trace_ecn_state(&mut self, transition: super::ecn::EcnTransition) {
+        self.trace_event(&Event::EcnStateUpdated {
+            old: transition.from,
+            new: transition.to,
+            failure: transition.failure,
+        });
+    }
+
     /// Reports what changed since the last call: the peer's address
     /// validated, recovery's decisions, the estimates, the controller's
     /// phase, key updates and the close.

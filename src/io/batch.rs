@@ -16,6 +16,9 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::SockAddr;
 
+use super::ecn::{ecn_cmsg_space, ecn_of_cmsg, write_ecn_cmsg};
+use crate::wire::Ecn;
+
 /// Linux `UDP_SEGMENT` (linux/udp.h, since 4.18): level `SOL_UDP`; as a
 /// control message, the size of each segment of a GSO send.
 pub const UDP_SEGMENT: libc::c_int = 103;
@@ -67,21 +70,25 @@ pub fn set_gro(socket: &impl AsRawFd, on: bool) -> bool {
     result == 0
 }
 
-/// Room for one control message carrying a c_int (or u16), aligned.
+/// Room for the control messages of one datagram (a segment size or a
+/// GRO run's, and the ECN field), aligned.
 #[repr(C)]
+#[derive(Clone, Copy)]
 union ControlBuffer {
     bytes: [u8; 64],
     _align: libc::cmsghdr,
 }
 
 /// Sends `payload` to `to` as datagrams of `segment_size` bytes (the last
-/// may be shorter) in one `sendmsg`. With `segment_size >= payload.len()`
+/// may be shorter) in one `sendmsg`, each with `ecn` in its IP header
+/// (`NotEct`: the socket's own TOS). With `segment_size >= payload.len()`
 /// it is a plain send.
 pub fn send_segments(
     fd: RawFd,
     to: SocketAddr,
     payload: &[u8],
     segment_size: usize,
+    ecn: Ecn,
 ) -> io::Result<usize> {
     let address = SockAddr::from(to);
     let mut iov = libc::iovec {
@@ -98,17 +105,27 @@ pub fn send_segments(
         message.msg_namelen = address.len();
         message.msg_iov = &mut iov;
         message.msg_iovlen = 1;
-        if segment_size < payload.len() {
-            let segment = u16::try_from(segment_size)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment too large"))?;
-            let space = libc::CMSG_SPACE(size_of::<u16>() as u32) as usize;
+        let segmented = segment_size < payload.len();
+        let marked = ecn != Ecn::NotEct;
+        let gso_space = libc::CMSG_SPACE(size_of::<u16>() as u32) as usize;
+        let space =
+            if segmented { gso_space } else { 0 } + if marked { ecn_cmsg_space() } else { 0 };
+        if space > 0 {
             message.msg_control = control.bytes.as_mut_ptr().cast();
             message.msg_controllen = space;
-            let header = libc::CMSG_FIRSTHDR(&message);
+        }
+        let mut header = libc::CMSG_FIRSTHDR(&message);
+        if segmented {
+            let segment = u16::try_from(segment_size)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment too large"))?;
             (*header).cmsg_level = libc::SOL_UDP;
             (*header).cmsg_type = UDP_SEGMENT;
             (*header).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as usize;
             std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<u16>(), segment);
+            header = libc::CMSG_NXTHDR(&message, header);
+        }
+        if marked && !header.is_null() {
+            write_ecn_cmsg(header, to, ecn);
         }
         let sent = libc::sendmsg(fd, &message, 0);
         if sent < 0 {
@@ -129,6 +146,9 @@ pub struct Received {
     /// Size of each datagram in the buffer (the last may be shorter);
     /// `len` when GRO did not coalesce.
     pub segment_size: usize,
+    /// The ECN field of the datagrams (GRO coalesces only datagrams with
+    /// the same one); `NotEct` unless `enable_ecn_reception` asked for it.
+    pub ecn: Ecn,
 }
 
 /// Receives one datagram, or with GRO on a run of coalesced datagrams,
@@ -157,6 +177,7 @@ pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
         }
         let len = received as usize;
         let mut segment_size = len;
+        let mut ecn = Ecn::NotEct;
         let mut header = libc::CMSG_FIRSTHDR(&message);
         while !header.is_null() {
             if (*header).cmsg_level == libc::SOL_UDP && (*header).cmsg_type == UDP_GRO {
@@ -164,6 +185,8 @@ pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
                 if size > 0 {
                     segment_size = size as usize;
                 }
+            } else if let Some(field) = ecn_of_cmsg(header) {
+                ecn = field;
             }
             header = libc::CMSG_NXTHDR(&message, header);
         }
@@ -175,6 +198,7 @@ pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
             len,
             from,
             segment_size,
+            ecn,
         })
     }
 }
@@ -187,33 +211,50 @@ pub const MAX_MMSG: usize = 32;
 /// ordinary paths, ≤ 9000 with jumbo frames).
 pub const MMSG_SLOT_BYTES: usize = 16 * 1024;
 
-/// Sends each `(payload, to)` as its own datagram in one `sendmmsg`.
-/// Returns how many were sent (at least one on success; the rest are for
-/// the next call). An error concerns the first datagram.
-pub fn send_many(fd: RawFd, datagrams: &[(&[u8], SocketAddr)]) -> io::Result<usize> {
+/// Sends each `(payload, to, ecn)` as its own datagram in one
+/// `sendmmsg`, with `ecn` in its IP header. Returns how many were sent (at
+/// least one on success; the rest are for the next call). An error
+/// concerns the first datagram.
+pub fn send_many(fd: RawFd, datagrams: &[(&[u8], SocketAddr, Ecn)]) -> io::Result<usize> {
     let count = datagrams.len().min(MAX_MMSG);
     let datagrams = datagrams.get(..count).unwrap_or_default();
     let addresses: Vec<SockAddr> = datagrams
         .iter()
-        .map(|(_, to)| SockAddr::from(*to))
+        .map(|(_, to, _)| SockAddr::from(*to))
         .collect();
+    let mut controls = vec![ControlBuffer { bytes: [0; 64] }; count];
     let mut iovecs: Vec<libc::iovec> = datagrams
         .iter()
-        .map(|(payload, _)| libc::iovec {
+        .map(|(payload, _, _)| libc::iovec {
             iov_base: payload.as_ptr() as *mut libc::c_void,
             iov_len: payload.len(),
         })
         .collect();
-    // SAFETY: every msghdr points into `addresses` and `iovecs`, which
-    // outlive the call; the kernel only reads the payloads.
+    // SAFETY: every msghdr points into `addresses`, `iovecs` and
+    // `controls`, which outlive the call; the kernel only reads them. The
+    // ECN control message is written inside its own buffer through the
+    // CMSG macros.
     unsafe {
         let mut messages: Vec<libc::mmsghdr> = Vec::with_capacity(count);
-        for (address, iov) in addresses.iter().zip(iovecs.iter_mut()) {
+        for (((address, iov), control), (_, to, ecn)) in addresses
+            .iter()
+            .zip(iovecs.iter_mut())
+            .zip(controls.iter_mut())
+            .zip(datagrams)
+        {
             let mut message: libc::mmsghdr = MaybeUninit::zeroed().assume_init();
             message.msg_hdr.msg_name = address.as_ptr() as *mut libc::c_void;
             message.msg_hdr.msg_namelen = address.len();
             message.msg_hdr.msg_iov = iov;
             message.msg_hdr.msg_iovlen = 1;
+            if *ecn != Ecn::NotEct {
+                message.msg_hdr.msg_control = control.bytes.as_mut_ptr().cast();
+                message.msg_hdr.msg_controllen = ecn_cmsg_space();
+                let header = libc::CMSG_FIRSTHDR(&message.msg_hdr);
+                if !header.is_null() {
+                    write_ecn_cmsg(header, *to, *ecn);
+                }
+            }
             messages.push(message);
         }
         let sent = libc::sendmmsg(fd, messages.as_mut_ptr(), count as libc::c_uint, 0);
@@ -250,9 +291,9 @@ impl RecvSlots {
 }
 
 /// Receives up to `MAX_MMSG` datagrams in one `recvmmsg` into `slots`:
-/// returns `(length, from)` per datagram, in slot order. Truncated
-/// datagrams (larger than a slot) are left out.
-pub fn recv_many(fd: RawFd, slots: &mut RecvSlots) -> io::Result<Vec<(usize, SocketAddr)>> {
+/// returns `(length, from, ECN field)` per datagram, in slot order.
+/// Truncated datagrams (larger than a slot) are left out.
+pub fn recv_many(fd: RawFd, slots: &mut RecvSlots) -> io::Result<Vec<(usize, SocketAddr, Ecn)>> {
     // SAFETY: each msghdr points at its own slot of `slots.buffer` and its
     // own sockaddr_storage, all alive for the call; the kernel writes at
     // most `iov_len` and `msg_namelen` bytes into them.
@@ -266,13 +307,20 @@ pub fn recv_many(fd: RawFd, slots: &mut RecvSlots) -> io::Result<Vec<(usize, Soc
                 iov_len: MMSG_SLOT_BYTES,
             })
             .collect();
+        let mut controls = vec![ControlBuffer { bytes: [0; 64] }; MAX_MMSG];
         let mut messages: Vec<libc::mmsghdr> = Vec::with_capacity(MAX_MMSG);
-        for (storage, iov) in storages.iter_mut().zip(iovecs.iter_mut()) {
+        for ((storage, iov), control) in storages
+            .iter_mut()
+            .zip(iovecs.iter_mut())
+            .zip(controls.iter_mut())
+        {
             let mut message: libc::mmsghdr = MaybeUninit::zeroed().assume_init();
             message.msg_hdr.msg_name = (storage as *mut libc::sockaddr_storage).cast();
             message.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             message.msg_hdr.msg_iov = iov;
             message.msg_hdr.msg_iovlen = 1;
+            message.msg_hdr.msg_control = control.bytes.as_mut_ptr().cast();
+            message.msg_hdr.msg_controllen = size_of::<ControlBuffer>();
             messages.push(message);
         }
         let received = libc::recvmmsg(
@@ -290,14 +338,22 @@ pub fn recv_many(fd: RawFd, slots: &mut RecvSlots) -> io::Result<Vec<(usize, Soc
         for (message, storage) in messages.iter().zip(storages).take(received as usize) {
             if message.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
                 tracing::debug!("dropping a datagram larger than {MMSG_SLOT_BYTES} bytes");
-                datagrams.push((0, SocketAddr::from(([0, 0, 0, 0], 0))));
+                datagrams.push((0, SocketAddr::from(([0, 0, 0, 0], 0)), Ecn::NotEct));
                 continue;
             }
             let address = SockAddr::new(storage, message.msg_hdr.msg_namelen);
             let from = address
                 .as_socket()
                 .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-            datagrams.push((message.msg_len as usize, from));
+            let mut ecn = Ecn::NotEct;
+            let mut header = libc::CMSG_FIRSTHDR(&message.msg_hdr);
+            while !header.is_null() {
+                if let Some(field) = ecn_of_cmsg(header) {
+                    ecn = field;
+                }
+                header = libc::CMSG_NXTHDR(&message.msg_hdr, header);
+            }
+            datagrams.push((message.msg_len as usize, from, ecn));
         }
         Ok(datagrams)
     }
@@ -321,7 +377,7 @@ mod tests {
         let gro = enable_gro(&receiver);
         let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
         let to = receiver.local_addr().unwrap();
-        let sent = send_segments(sender.as_raw_fd(), to, &payload, 1200).unwrap();
+        let sent = send_segments(sender.as_raw_fd(), to, &payload, 1200, Ecn::NotEct).unwrap();
         assert_eq!(sent, 3000);
 
         // Three datagrams of 1200, 1200 and 600 bytes, in one or more reads.
@@ -354,7 +410,8 @@ mod tests {
         let (receiver, _) = bind_udp("127.0.0.1:0".parse().unwrap(), options).unwrap();
         let to = receiver.local_addr().unwrap();
         let payloads: Vec<Vec<u8>> = (1..=5u8).map(|i| vec![i; 100 * i as usize]).collect();
-        let batch: Vec<(&[u8], SocketAddr)> = payloads.iter().map(|p| (&p[..], to)).collect();
+        let batch: Vec<(&[u8], SocketAddr, Ecn)> =
+            payloads.iter().map(|p| (&p[..], to, Ecn::NotEct)).collect();
         assert_eq!(send_many(sender.as_raw_fd(), &batch).unwrap(), 5);
 
         let mut slots = RecvSlots::default();
@@ -364,7 +421,7 @@ mod tests {
             .and_then(|()| receiver.set_read_timeout(Some(std::time::Duration::from_secs(5))))
             .unwrap();
         while got.len() < 5 {
-            for (index, (len, from)) in recv_many(receiver.as_raw_fd(), &mut slots)
+            for (index, (len, from, _)) in recv_many(receiver.as_raw_fd(), &mut slots)
                 .unwrap()
                 .into_iter()
                 .enumerate()
@@ -374,5 +431,153 @@ mod tests {
             }
         }
         assert_eq!(got, payloads);
+    }
+
+    /// The ECN field through `io::ecn`'s control messages, on loopback.
+    mod ecn {
+        use std::net::UdpSocket;
+        use std::time::Duration;
+
+        use super::super::*;
+        use crate::io::ecn::enable_ecn_reception;
+        use crate::io::socket::{bind_udp, ipv6_loopback_available, SocketOptions};
+        use crate::wire::Ecn;
+
+        fn socket(addr: &str) -> UdpSocket {
+            let (socket, _) = bind_udp(addr.parse().unwrap(), SocketOptions::default()).unwrap();
+            socket.set_nonblocking(false).unwrap();
+            socket
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            assert!(enable_ecn_reception(
+                &socket,
+                socket.local_addr().unwrap().is_ipv6()
+            ));
+            socket
+        }
+
+        /// Sends one datagram with each codepoint from `sender` to `to` and
+        /// returns the codepoints `receiver` read.
+        fn round_trip(sender: &UdpSocket, receiver: &UdpSocket, to: SocketAddr) -> Vec<Ecn> {
+            let codepoints = [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct];
+            let mut arrived = Vec::new();
+            let mut buf = vec![0u8; 2048];
+            for ecn in codepoints {
+                send_segments(sender.as_raw_fd(), to, &[7; 100], 100, ecn).unwrap();
+                let got = recv_segments(receiver.as_raw_fd(), &mut buf).unwrap();
+                assert_eq!(got.len, 100);
+                arrived.push(got.ecn);
+            }
+            arrived
+        }
+
+        fn ipv6_or_skip(test: &str) -> bool {
+            let available = ipv6_loopback_available();
+            if !available {
+                eprintln!("skipping {test}: IPv6 loopback (::1) is not available on this host");
+            }
+            available
+        }
+
+        #[test]
+        fn a_datagram_sent_with_each_codepoint_arrives_with_it_over_ipv4() {
+            let (sender, receiver) = (socket("127.0.0.1:0"), socket("127.0.0.1:0"));
+            let to = receiver.local_addr().unwrap();
+            assert_eq!(
+                round_trip(&sender, &receiver, to),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+        }
+
+        #[test]
+        fn a_datagram_sent_with_each_codepoint_arrives_with_it_over_ipv6() {
+            if !ipv6_or_skip("a_datagram_sent_with_each_codepoint_arrives_with_it_over_ipv6") {
+                return;
+            }
+            let (sender, receiver) = (socket("[::1]:0"), socket("[::1]:0"));
+            let to = receiver.local_addr().unwrap();
+            assert_eq!(
+                round_trip(&sender, &receiver, to),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+        }
+
+        #[test]
+        fn a_dual_stack_socket_marks_and_reads_ipv4_datagrams() {
+            if !ipv6_or_skip("a_dual_stack_socket_marks_and_reads_ipv4_datagrams") {
+                return;
+            }
+            let dual = socket("[::]:0");
+            let plain = socket("127.0.0.1:0");
+            // To an IPv4-mapped destination, as a dual-stack endpoint spells it.
+            let mapped = SocketAddr::new(
+                std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped().into(),
+                plain.local_addr().unwrap().port(),
+            );
+            assert_eq!(
+                round_trip(&dual, &plain, mapped),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+            // And back: an IPv4 datagram read on the dual-stack socket.
+            let to = SocketAddr::from(([127, 0, 0, 1], dual.local_addr().unwrap().port()));
+            assert_eq!(
+                round_trip(&plain, &dual, to),
+                [Ecn::Ect0, Ecn::Ect1, Ecn::Ce, Ecn::NotEct]
+            );
+        }
+
+        #[test]
+        fn a_gso_batch_and_a_recvmmsg_batch_carry_their_codepoints() {
+            let (sender, receiver) = (socket("127.0.0.1:0"), socket("127.0.0.1:0"));
+            let to = receiver.local_addr().unwrap();
+            // A GSO send of three segments, all ECT(0); without GSO the kernel
+            // sends them one by one, which must read the same.
+            if crate::io::gso_supported(&sender) {
+                send_segments(sender.as_raw_fd(), to, &[1; 300], 100, Ecn::Ect0).unwrap();
+                let mut slots = RecvSlots::default();
+                let mut codepoints = Vec::new();
+                while codepoints.len() < 3 {
+                    for (_, _, ecn) in recv_many(receiver.as_raw_fd(), &mut slots).unwrap() {
+                        codepoints.push(ecn);
+                    }
+                }
+                assert_eq!(codepoints, [Ecn::Ect0; 3]);
+            }
+            // sendmmsg: one codepoint per datagram.
+            let payload = [2u8; 50];
+            let batch = [
+                (&payload[..], to, Ecn::Ce),
+                (&payload[..], to, Ecn::NotEct),
+                (&payload[..], to, Ecn::Ect1),
+            ];
+            assert_eq!(send_many(sender.as_raw_fd(), &batch).unwrap(), 3);
+            let mut slots = RecvSlots::default();
+            let mut codepoints = Vec::new();
+            while codepoints.len() < 3 {
+                for (_, _, ecn) in recv_many(receiver.as_raw_fd(), &mut slots).unwrap() {
+                    codepoints.push(ecn);
+                }
+            }
+            assert_eq!(codepoints, [Ecn::Ce, Ecn::NotEct, Ecn::Ect1]);
+        }
+
+        #[test]
+        fn a_gro_run_reads_with_its_codepoint() {
+            let (sender, receiver) = (socket("127.0.0.1:0"), socket("127.0.0.1:0"));
+            if !crate::io::gso_supported(&sender) {
+                eprintln!("skipping: this kernel has no UDP GSO");
+                return;
+            }
+            let gro = crate::io::enable_gro(&receiver);
+            let to = receiver.local_addr().unwrap();
+            send_segments(sender.as_raw_fd(), to, &[3; 3000], 1000, Ecn::Ce).unwrap();
+            let mut buf = vec![0u8; 65_535];
+            let mut bytes = 0;
+            while bytes < 3000 {
+                let got = recv_segments(receiver.as_raw_fd(), &mut buf).unwrap();
+                assert_eq!(got.ecn, Ecn::Ce, "GRO on: {gro}, run of {}", got.len);
+                bytes += got.len;
+            }
+        }
     }
 }

@@ -59,10 +59,11 @@ use super::batch::{
     enable_gro, gso_supported, recv_many, recv_segments, send_many, send_segments, set_gro,
     RecvSlots, MAX_BATCH_BYTES, MAX_GSO_SEGMENTS, MAX_MMSG,
 };
+use super::ecn::enable_ecn_reception;
 use super::socket::{bind_udp, set_checksum_free_sends, SocketOptions, SocketReport};
 use super::steering::{bind_reuseport_group, steering_key};
 use crate::endpoint::{ConnectionHandle, Endpoint, Transmit};
-use crate::wire::CidSteering;
+use crate::wire::{CidSteering, Ecn};
 
 /// The socket options a datapath binds with, and whether its datagrams
 /// choose their own checksums: with corruption notices asked for
@@ -169,6 +170,8 @@ struct Outgoing {
     segments: usize,
     /// Send without UDP checksums (never a GSO batch of several).
     checksum_free: bool,
+    /// The ECN codepoint of every datagram here (a GSO batch shares one).
+    ecn: Ecn,
 }
 
 impl Outgoing {
@@ -182,6 +185,7 @@ impl Outgoing {
             segment_size: transmit.len,
             segments: 1,
             checksum_free: checksum_free_to(&transmit),
+            ecn: transmit.ecn,
         }
     }
 
@@ -225,6 +229,9 @@ struct Received {
     len: usize,
     segment: usize,
     from: SocketAddr,
+    /// The ECN field of its datagrams (one for a GRO run: the kernel
+    /// coalesces only datagrams with the same TOS byte).
+    ecn: Ecn,
 }
 
 impl Received {
@@ -276,6 +283,10 @@ pub struct Datapath {
     worker: Option<CidSteering>,
     /// Datagrams were collected and not all written yet.
     awaiting_flush: bool,
+    /// Datagrams leave with the ECN codepoint their connection chose (an
+    /// `IP_TOS`/`IPV6_TCLASS` control message); off once the kernel
+    /// refuses one (`refuses_ecn`).
+    ecn_cmsgs: bool,
     counters: LoopCounters,
 }
 
@@ -334,7 +345,8 @@ impl Datapath {
         let gso = gso_supported(&socket);
         let gro = enable_gro(&socket);
         let local = socket.local_addr()?;
-        tracing::debug!(%local, gso, gro, "UDP offloads");
+        let ecn = enable_ecn_reception(&socket, local.is_ipv6());
+        tracing::debug!(%local, gso, gro, ecn, "UDP offloads and ECN");
         Ok(Self {
             socket,
             local,
@@ -354,6 +366,7 @@ impl Datapath {
             writable: true,
             worker: None,
             awaiting_flush: false,
+            ecn_cmsgs: true,
             counters: LoopCounters::default(),
         })
     }
@@ -451,7 +464,9 @@ impl Datapath {
             for mut received in received.drain(..) {
                 let datagrams = received.buffer[..received.len].chunks_mut(received.segment);
                 for datagram in datagrams {
-                    if let Some(handle) = endpoint.recv(datagram, received.from, now) {
+                    let from = received.from;
+                    if let Some(handle) = endpoint.recv_with_ecn(datagram, from, received.ecn, now)
+                    {
                         if progress.routed.last() != Some(&handle) {
                             progress.routed.push(handle);
                         }
@@ -539,7 +554,7 @@ impl Datapath {
                 let mut datagram = self.spare.pop().unwrap_or_default();
                 datagram.clear();
                 datagram.extend_from_slice(&buffer[..len]);
-                self.push_received(datagram, len, len, got.from);
+                self.push_received(datagram, len, len, got.from, got.ecn);
             }
             self.run_buffers.push(buffer);
             return Ok(());
@@ -550,19 +565,27 @@ impl Datapath {
                     .is_some_and(|worker| worker != me.index())
             })
         });
-        self.push_received(buffer, len, segment, got.from);
+        self.push_received(buffer, len, segment, got.from, got.ecn);
         if strays {
             self.stop_gro();
         }
         Ok(())
     }
 
-    fn push_received(&mut self, buffer: Vec<u8>, len: usize, segment: usize, from: SocketAddr) {
+    fn push_received(
+        &mut self,
+        buffer: Vec<u8>,
+        len: usize,
+        segment: usize,
+        from: SocketAddr,
+        ecn: Ecn,
+    ) {
         let received = Received {
             buffer,
             len,
             segment,
             from,
+            ecn,
         };
         self.counters.datagrams_received += received.datagrams() as u64;
         self.received.push(received);
@@ -596,14 +619,14 @@ impl Datapath {
             return Ok(());
         };
         let result = recv_many(fd, &mut slots).map(|got| {
-            for (index, (len, from)) in got.into_iter().enumerate() {
+            for (index, (len, from, ecn)) in got.into_iter().enumerate() {
                 if len == 0 {
                     continue; // truncated (or empty): nothing sift can use
                 }
                 let mut datagram = self.spare.pop().unwrap_or_default();
                 datagram.clear();
                 datagram.extend_from_slice(slots.datagram(index, len));
-                self.push_received(datagram, len, len, from);
+                self.push_received(datagram, len, len, from, ecn);
             }
         });
         self.recv_slots = Some(slots);
@@ -624,17 +647,24 @@ impl Datapath {
                 self.send_many_queued(fd);
                 continue;
             }
-            match send_segments(fd, next.to, next.datagrams(), next.segment_size) {
+            let ecn = if self.ecn_cmsgs {
+                next.ecn
+            } else {
+                Ecn::NotEct
+            };
+            let (to, segments) = (next.to, next.segments);
+            match send_segments(fd, to, next.datagrams(), next.segment_size, ecn) {
                 Ok(_) => {
                     self.counters.send_calls += 1;
-                    self.counters.datagrams_sent += next.segments as u64;
+                    self.counters.datagrams_sent += segments as u64;
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     self.writable = false;
                     return;
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) if next.segments > 1 && self.gso => {
+                Err(error) if ecn != Ecn::NotEct && self.refuses_ecn(&error) => continue,
+                Err(error) if segments > 1 && self.gso => {
                     // The kernel or the device refused segmentation: send
                     // this batch one by one and stop batching.
                     tracing::info!(%error, "GSO send refused: sending one datagram per call");
@@ -646,13 +676,28 @@ impl Datapath {
                 }
                 Err(error) => {
                     self.counters.send_errors += 1;
-                    tracing::debug!(%error, to = %next.to, errors = self.counters.send_errors, "UDP send error: datagram lost");
+                    tracing::debug!(%error, %to, errors = self.counters.send_errors, "UDP send error: datagram lost");
                 }
             }
             if let Some(sent) = self.outgoing.pop_front() {
                 self.spare.push(sent.data);
             }
         }
+    }
+
+    /// A send with an ECN control message failed with `EINVAL`: a kernel
+    /// that takes no `IP_TOS`/`IPV6_TCLASS` control messages (older ones
+    /// refuse `IP_TOS` on an IPv6 socket). Datagrams leave not-ECT from
+    /// now on (their connections' validation then fails, as on a path
+    /// that clears the field); true if that is what happened, so the send
+    /// is tried again.
+    fn refuses_ecn(&mut self, error: &io::Error) -> bool {
+        if error.raw_os_error() != Some(libc::EINVAL) || !self.ecn_cmsgs {
+            return false;
+        }
+        tracing::info!(%error, "the kernel refuses ECN control messages: sending not-ECT");
+        self.ecn_cmsgs = false;
+        true
     }
 
     /// Switches the socket's checksums for what it sends next, if the
@@ -679,13 +724,21 @@ impl Datapath {
     /// checksum setting of the first, with one `sendmmsg`.
     fn send_many_queued(&mut self, fd: RawFd) {
         let checksum_free = self.outgoing.front().is_some_and(|o| o.checksum_free);
-        let batch: Vec<(&[u8], SocketAddr)> = self
+        let ecn_cmsgs = self.ecn_cmsgs;
+        let batch: Vec<(&[u8], SocketAddr, Ecn)> = self
             .outgoing
             .iter()
             .take(MAX_MMSG)
             .take_while(|o| o.segments == 1 && o.checksum_free == checksum_free)
-            .map(|o| (o.datagrams(), o.to))
+            .map(|o| {
+                (
+                    o.datagrams(),
+                    o.to,
+                    if ecn_cmsgs { o.ecn } else { Ecn::NotEct },
+                )
+            })
             .collect();
+        let marked = batch.iter().any(|(_, _, ecn)| *ecn != Ecn::NotEct);
         let sent = match send_many(fd, &batch) {
             Ok(sent) => {
                 self.counters.send_calls += 1;
@@ -697,6 +750,7 @@ impl Datapath {
                 return;
             }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => return,
+            Err(error) if marked && self.refuses_ecn(&error) => return,
             Err(error) => {
                 // The first datagram failed: drop it, as a single send would.
                 self.counters.send_errors += 1;
@@ -722,6 +776,7 @@ impl Datapath {
                 segment_size: segment.len(),
                 segments: 1,
                 checksum_free: batch.checksum_free,
+                ecn: batch.ecn,
             });
         }
     }
@@ -758,6 +813,7 @@ fn collect_one(
         };
         if transmit.to == last.to
             && transmit.len <= last.segment_size
+            && transmit.ecn == last.ecn
             && !checksum_free_to(&transmit)
         {
             last.len = start + transmit.len;
@@ -862,7 +918,7 @@ mod tests {
         }
         // A run for worker 0 alone: it arrives whole, and GRO stays on.
         let run = run_to(&[&workers[0], &workers[0]], 100);
-        send_segments(client.as_raw_fd(), server, &run, 100).unwrap();
+        send_segments(client.as_raw_fd(), server, &run, 100, Ecn::NotEct).unwrap();
         receive(&mut workers[0]);
         assert_eq!(workers[0].received_datagrams(), 2);
         assert_eq!(workers[0].received.len(), 1, "the run stays in one buffer");
@@ -870,7 +926,7 @@ mod tests {
         // The kernel steers a run by its first datagram: worker 1's second
         // one comes to worker 0 too, which from now on reads without GRO.
         let run = run_to(&[&workers[0], &workers[1]], 100);
-        send_segments(client.as_raw_fd(), server, &run, 100).unwrap();
+        send_segments(client.as_raw_fd(), server, &run, 100, Ecn::NotEct).unwrap();
         receive(&mut workers[0]);
         assert_eq!(workers[0].received_datagrams(), 4);
         assert!(workers[0].counters.gro_stopped);

@@ -7,7 +7,8 @@
 //! async API (`crate::tokio`) puts tokio's readiness around the same turn.
 //!
 //! Owns: the socket and its options (buffer sizes, UDP checksums chosen per
-//! datagram when corruption notices are offered, `SO_REUSEPORT` groups
+//! datagram when corruption notices are offered, the ECN field of each
+//! datagram read and written: `ecn`, `SO_REUSEPORT` groups
 //! routed by connection ID: `steering`), reading and writing datagrams,
 //! the poll, the timer that honours the endpoint's `timeout` (which
 //! includes pacing), waking from application threads, and what a client's
@@ -23,6 +24,7 @@ mod batch;
 mod connect;
 mod datapath;
 mod driver;
+mod ecn;
 mod socket;
 mod steering;
 mod timer;
@@ -34,6 +36,7 @@ pub use connect::CONNECT_TIMEOUT;
 pub(crate) use connect::{connect_timeout, handshake_completed};
 pub use datapath::{Control, Datapath, EndpointHost, Progress, Turn};
 pub use driver::{Driven, Driver};
+pub use ecn::enable_ecn_reception;
 pub use socket::{
     bind_udp, checksums_disabled, ipv6_loopback_available, mtu_discover_mode,
     zero_checksums_accepted, SocketOptions, SocketReport, SOCKET_BUFFER_BYTES, SO_NO_CHECK,

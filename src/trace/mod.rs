@@ -155,11 +155,11 @@ pub enum Event<'a> {
     /// `quic:ecn_state_updated`).
     EcnStateUpdated {
         /// The state before.
-        old: crate::conn::EcnState,
+        old: crate::conn::ecn::EcnState,
         /// The state now.
-        new: crate::conn::EcnState,
+        new: crate::conn::ecn::EcnState,
         /// Why validation failed, when it did.
-        failure: Option<crate::conn::EcnFailure>,
+        failure: Option<crate::conn::ecn::EcnFailure>,
     },
     /// Datagrams now leave without (true) or with a UDP checksum.
     ChecksumFreeChanged {

@@ -848,8 +848,8 @@ fn connection_closed(reason: &CloseReason) -> ConnectionClosed {
 
 /// qlog's name for an ECN validation state (`Off` has none: it never
 /// changes).
-fn qlog_ecn_state(state: crate::conn::EcnState) -> Option<qlog::events::quic::EcnState> {
-    use crate::conn::EcnState;
+fn qlog_ecn_state(state: crate::conn::ecn::EcnState) -> Option<qlog::events::quic::EcnState> {
+    use crate::conn::ecn::EcnState;
     use qlog::events::quic::EcnState as Qlog;
     match state {
         EcnState::Testing => Some(Qlog::Testing),

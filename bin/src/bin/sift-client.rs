@@ -108,6 +108,12 @@ struct Common {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// ECN (RFC 9000 §13.4): mark datagrams ECT once the path proves it
+    /// carries and counts the marks, report the marks that arrive, and
+    /// slow down for CE. `off`: every datagram leaves not-ECT and no marks
+    /// are reported.
+    #[arg(long, global = true, value_name = "on|off", default_value = "on")]
+    ecn: OnOff,
     /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
     /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
     /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
@@ -326,6 +332,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
     config.pmtud.enabled = common.pmtud.enabled();
+    config.ecn = common.ecn.enabled();
     config.versions = common.versions.clone();
     config.key_update_interval = common.key_update_every;
     config.tls.cipher_suites = common.ciphers.clone();

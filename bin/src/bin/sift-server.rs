@@ -118,6 +118,12 @@ struct Args {
     /// Offer corruption notices (both sides must offer them).
     #[arg(long, value_name = "on|off", default_value = "on")]
     corruption_notices: OnOff,
+    /// ECN (RFC 9000 §13.4): mark datagrams ECT once a client's path
+    /// proves it carries and counts the marks, report the marks that
+    /// arrive, and slow down for CE. `off`: every datagram leaves not-ECT
+    /// and no marks are reported.
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    ecn: OnOff,
     /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
     /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
     /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
@@ -318,6 +324,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut config = common::transport_config(protection, cc, args.corruption_notices);
     config.pmtud.enabled = args.pmtud.enabled();
+    config.ecn = args.ecn.enabled();
     config.versions = args.versions.clone();
     config.careful_resume = args.careful_resume.config();
     config.trace = common::trace_sink(args.qlog.as_deref())?;

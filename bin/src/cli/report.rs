@@ -72,6 +72,12 @@ pub struct FlowReport {
     /// Where the sender's time went, microseconds: busy, or held back by
     /// its window, its pacer, the receiver's credit or the application.
     pub send_times: sift::conn::SendTimes,
+    /// The sender's ECN: `state` (testing, unknown, failed, capable, off;
+    /// `failure` says why it failed), packets `sent` and `received` per
+    /// codepoint (`ect0`, `ect1`, `ce`), the receiver's counts of the
+    /// sender's packets (`reported_by_peer`: its `ce` are the CE marks the
+    /// path made) and the congestion events they started.
+    pub ecn: sift::conn::ecn::EcnStats,
 }
 
 /// The parts of a report that are not counters.
@@ -122,6 +128,7 @@ impl FlowReport {
             first_byte_at: None,
             careful_resume: sender.careful_resume,
             send_times: sender.send_times,
+            ecn: sender.ecn,
         }
     }
 
@@ -232,11 +239,33 @@ impl FlowReport {
                 .collect();
             row("sender", shares.join(", "));
         }
+        row("ecn", ecn_summary(&self.ecn));
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
         row("cc", self.cc.clone());
         row("sha256", self.sha256.clone());
         out
+    }
+}
+
+/// One line on the sender's ECN: whether the path validated, and the
+/// marks the receiver reported.
+pub fn ecn_summary(ecn: &sift::conn::ecn::EcnStats) -> String {
+    use sift::conn::EcnState;
+    match ecn.state {
+        EcnState::Off => "off".to_string(),
+        EcnState::Failed => format!(
+            "failed ({}): sent not-ECT",
+            ecn.failure
+                .map_or("no reason given".to_string(), |f| format!("{f:?}")
+                    .to_lowercase())
+        ),
+        state => format!(
+            "{}, {} CE marks in {} ECT packets (sender)",
+            state.name(),
+            ecn.reported_by_peer.ce,
+            ecn.sent.ect0 + ecn.sent.ect1
+        ),
     }
 }
 
@@ -303,6 +332,19 @@ mod tests {
                     app_limited_us: 170_000,
                     ..Default::default()
                 },
+                ecn: sift::conn::ecn::EcnStats {
+                    state: sift::conn::EcnState::Capable,
+                    sent: sift::conn::EcnCounts {
+                        ect0: 2900,
+                        ..Default::default()
+                    },
+                    reported_by_peer: sift::conn::EcnCounts {
+                        ect0: 2888,
+                        ect1: 0,
+                        ce: 12,
+                    },
+                    ..Default::default()
+                },
             },
         )
     }
@@ -333,10 +375,28 @@ mod tests {
             "pmtu_probes_lost",
             "pmtu_black_holes",
             "send_times",
+            "ecn",
         ] {
             assert!(json.get(field).is_some(), "missing {field}");
         }
         assert_eq!(json["cc"], "veno");
+        assert_eq!(json["ecn"]["state"], "capable");
+        assert_eq!(json["ecn"]["sent"]["ect0"], 2900);
+        assert_eq!(json["ecn"]["reported_by_peer"]["ce"], 12);
+        assert!(json["ecn"]["received"].get("ce").is_some());
+    }
+
+    #[test]
+    fn the_summary_says_whether_ecn_validated_and_how_many_marks() {
+        let mut flow = report();
+        let text = flow.summary();
+        assert!(
+            text.contains("capable, 12 CE marks in 2900 ECT packets (sender)"),
+            "{text}"
+        );
+        flow.ecn.state = sift::conn::EcnState::Failed;
+        flow.ecn.failure = Some(sift::conn::EcnFailure::Bleached);
+        assert!(flow.summary().contains("failed (bleached)"));
     }
 
     #[test]

@@ -232,6 +232,12 @@ pub struct SenderReport {
     /// sender that did not say).
     #[serde(default)]
     pub send_times: sift::conn::SendTimes,
+    /// The sender's ECN (RFC 9000 §13.4): its path's validation state, the
+    /// packets it sent and received per codepoint, and the CE marks the
+    /// receiver reported (state `testing` and zero counts from a sender
+    /// that did not say).
+    #[serde(default)]
+    pub ecn: sift::conn::ecn::EcnStats,
 }
 
 impl SenderReport {
@@ -253,6 +259,7 @@ impl SenderReport {
             checksum_free_datagrams: stats.checksum_free_datagrams,
             careful_resume: stats.careful_resume,
             send_times: stats.send_times,
+            ecn: stats.ecn,
         }
     }
 
@@ -388,6 +395,15 @@ mod tests {
             send_times: sift::conn::SendTimes {
                 busy_us: 1_000,
                 credit_limited_us: 20,
+                ..Default::default()
+            },
+            ecn: sift::conn::ecn::EcnStats {
+                state: sift::conn::EcnState::Capable,
+                reported_by_peer: sift::conn::EcnCounts {
+                    ect0: 90,
+                    ect1: 0,
+                    ce: 4,
+                },
                 ..Default::default()
             },
         };

@@ -124,6 +124,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         checksum_free_datagrams: 0,
         careful_resume: None,
         send_times: Default::default(),
+        ecn: Default::default(),
     };
     seeds.push((
         "trailer",

@@ -345,3 +345,34 @@ fn a_path_that_drops_marked_packets_fails_validation_and_the_transfer_completes(
     assert_eq!(ecn.state, EcnState::Failed, "{ecn:?}");
     assert_eq!(ecn.failure, Some(EcnFailure::MarkedPacketsLost));
 }
+
+#[test]
+fn qlog_shows_the_validation_states_and_the_counts() {
+    let dir = std::env::temp_dir().join(format!("sift-ecn-qlog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("client.sqlog");
+    let mut pair = Pair::default();
+    let file = std::fs::File::create(&path).unwrap();
+    let writer = crate::trace::QlogWriter::new(Box::new(file), Side::Client, pair.now).unwrap();
+    pair.client.set_observer(Box::new(writer));
+    pair.handshake();
+    transfer(&mut pair, &data(50_000), &mut deliver_all);
+    pair.client.close(0, "done");
+    settle_all(&mut pair);
+    drop(pair);
+    let events = crate::trace::read_trace(&path).unwrap();
+    let states: Vec<&str> = events
+        .iter()
+        .filter(|e| e.name == "quic:ecn_state_updated")
+        .filter_map(|e| e.data["new"].as_str())
+        .collect();
+    assert_eq!(states.last(), Some(&"capable"), "{states:?}");
+    // The counts ride in metrics updates (qlog's recovery_metrics_updated).
+    assert!(events
+        .iter()
+        .any(|e| e.name == "quic:recovery_metrics_updated"
+            && e.data["ecn_reported"]["ect0"]
+                .as_u64()
+                .is_some_and(|n| n > 0)));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -247,6 +247,7 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
         checksum_free_datagrams: 0,
         careful_resume: None,
         send_times: Default::default(),
+        ecn: Default::default(),
     };
     let response = Response::ok(data.len() as u64, Some(sha256(&data)))
         .encode()
