@@ -945,6 +945,7 @@ mod tests {
         Transmit {
             len: 1200,
             to: to.parse().unwrap(),
+            from: "127.0.0.1:1".parse().unwrap(),
             checksum_free,
             connection: None,
         }
