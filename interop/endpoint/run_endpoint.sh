@@ -15,6 +15,13 @@
 #               script's repository's target/release, else $PATH)
 #   SIFT_H3_BIN folder with sift-h3-server, sift-h3-client (http3 case)
 #   SIFT_STATE  state folder (default: a fresh temporary one)
+#   SERVER_IPV4, SERVER_IPV6, PREFERRED_PORT
+#               connectionmigration: the server offers (and serves on)
+#               SERVER_IPV4:PREFERRED_PORT and [SERVER_IPV6]:PREFERRED_PORT
+#               as its preferred address (default: the runner's server
+#               addresses 193.167.100.100 and fd00:cafe:cafe:100::100, port
+#               4443). The runner gives the client TESTCASE=transfer here:
+#               sift-client moves to a preferred address unless told not to.
 set -u
 
 role=${ROLE:-}
@@ -64,6 +71,10 @@ server)
     args=(--listen "[::]:$port" --root "$www" --state-dir "$state" --workers 1)
     [ -f "$certs/cert.pem" ] && args+=(--cert "$certs/cert.pem" --key "$certs/priv.key")
     [ "$testcase" = retry ] && args+=(--retry)
+    if [ "$testcase" = connectionmigration ]; then
+        preferred_port=${PREFERRED_PORT:-4443}
+        args+=(--preferred-address "${SERVER_IPV4:-193.167.100.100}:$preferred_port,[${SERVER_IPV6:-fd00:cafe:cafe:100::100}]:$preferred_port")
+    fi
     exec "$(tool sift-server)" "${args[@]}"
     ;;
 client)
@@ -83,7 +94,6 @@ client)
     case "$testcase" in
         chacha20) args+=(--ciphers chacha20) ;;
         keyupdate) args+=(--key-update-every 100) ;;
-        connectionmigration) args+=(--migrate) ;;
     esac
     client=$(tool sift-client)
     case "$testcase" in

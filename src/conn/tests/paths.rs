@@ -1052,3 +1052,26 @@ fn the_server_sends_an_unvalidated_preferred_path_at_most_three_times_what_came(
     assert!(sent <= 3 * arrived, "{sent} bytes for {arrived}");
     assert_eq!(pair.server.local(), addr(2), "not validated: no move");
 }
+
+#[test]
+fn a_client_whose_preferred_address_never_answers_stays_on_the_original() {
+    // RFC 9000 §9.6.1: validation first, and a failed one leaves the
+    // client where it was. Nothing listens at the offered address here.
+    let mut pair = pair_with_preferred(fixed_size());
+    pair.handshake();
+    pair.server.server_offer.addresses.clear();
+    let data = pattern(300_000);
+    assert!(
+        download_bytes(&mut pair, &data) == data,
+        "the download differs"
+    );
+    pair.run_until(Duration::from_secs(10), &mut deliver_all, |p| {
+        p.client.preferred_address_move() == super::MoveState::GaveUp
+    });
+    assert_eq!(
+        pair.client.preferred_address_move(),
+        super::MoveState::GaveUp
+    );
+    assert_eq!(pair.client.remote(), addr(2), "still on the original");
+    assert!(!pair.client.stats().on_preferred_address);
+}
