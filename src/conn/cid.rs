@@ -106,6 +106,8 @@ pub(super) struct ConnectionIds {
     /// Our IDs whose NEW_CONNECTION_ID still has to be sent (first time,
     /// or after a loss).
     unannounced: VecDeque<u64>,
+    /// Our IDs whose NEW_CONNECTION_ID went and is not acknowledged yet.
+    unacknowledged: Vec<u64>,
     /// How many of our IDs the peer keeps (its transport parameter).
     peer_limit: u64,
     /// The sequence number of the peer ID we send to; its bytes live in
@@ -151,6 +153,7 @@ impl ConnectionIds {
             }],
             next_sequence: 1,
             unannounced: VecDeque::new(),
+            unacknowledged: Vec::new(),
             peer_limit: crate::wire::MIN_ACTIVE_CONNECTION_ID_LIMIT,
             current: 0,
             current_reset_token: None,
@@ -253,10 +256,26 @@ impl ConnectionIds {
     pub fn next_announcement(&mut self) -> Option<(u64, ConnectionId, [u8; RESET_TOKEN_LEN])> {
         while let Some(sequence) = self.unannounced.pop_front() {
             if let Some(issued) = self.issued.iter().find(|i| i.sequence == sequence) {
+                if !self.unacknowledged.contains(&sequence) {
+                    self.unacknowledged.push(sequence);
+                }
                 return Some((issued.sequence, issued.cid, issued.reset_token));
             }
         }
         None
+    }
+
+    /// The peer acknowledged our NEW_CONNECTION_ID for `sequence`.
+    pub fn on_announcement_acked(&mut self, sequence: u64) {
+        self.unacknowledged.retain(|&s| s != sequence);
+    }
+
+    /// The peer holds every ID we issued: each NEW_CONNECTION_ID went and
+    /// was acknowledged. A client that opens a new path waits for it, so
+    /// that the server has an ID of ours used on no other path to answer
+    /// there with (RFC 9000 §9.5).
+    pub fn peer_holds_our_ids(&self) -> bool {
+        self.unannounced.is_empty() && self.unacknowledged.is_empty()
     }
 
     /// The next RETIRE_CONNECTION_ID to send.
@@ -272,6 +291,7 @@ impl ConnectionIds {
     /// Our NEW_CONNECTION_ID for `sequence` was lost: send it again if the
     /// ID is still in use.
     pub fn on_announcement_lost(&mut self, sequence: u64) {
+        self.unacknowledged.retain(|&s| s != sequence);
         if self.issued.iter().any(|i| i.sequence == sequence) {
             self.unannounced.push_back(sequence);
         }

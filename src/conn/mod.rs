@@ -1571,11 +1571,13 @@ impl Connection {
                     } => self.spaces[space].acks.on_ack_acked(largest),
                     SentFrame::Stream(chunk) => self.streams.on_chunk_acked(&chunk),
                     SentFrame::Control(control) => self.streams.on_control_acked(&control),
+                    SentFrame::NewConnectionId(sequence) => {
+                        self.cids.on_announcement_acked(sequence)
+                    }
                     SentFrame::Ack { largest: None }
                     | SentFrame::Crypto { .. }
                     | SentFrame::HandshakeDone
                     | SentFrame::PathChallenge(_)
-                    | SentFrame::NewConnectionId(_)
                     | SentFrame::RetireConnectionId(_)
                     | SentFrame::AckFrequency(_) => {}
                     // A newer token (a fresher saved path state) may be

@@ -4,9 +4,10 @@
 //! client moves there once the handshake is confirmed.
 //!
 //! **Client.** The offer is checked when it arrives (`check_offer`). Once
-//! the handshake is confirmed, the client picks the address of its own
-//! family (a client that reached the server over IPv4 takes the IPv4
-//! one), challenges it from its socket with a PATH_CHALLENGE in a
+//! the handshake is confirmed and the server acknowledged the client's
+//! connection IDs (it needs one to answer on the new path), the client
+//! picks the address of its own family (a client that reached the server
+//! over IPv4 takes the IPv4 one), challenges it from its socket with a PATH_CHALLENGE in a
 //! 1200-byte datagram sent to the offered connection ID (§9.6.1: the ID
 //! the server gave for that address, never one used on another path,
 //! §9.5), and moves there when the server answers: from then on every
@@ -483,6 +484,17 @@ impl Connection {
         if !self.follows_migration() {
             return (true, false);
         }
+        // A validated path is the client's: another source at the
+        // preferred address (spoofed, unauthenticated so far) does not
+        // start it over.
+        if self
+            .server_offer
+            .path
+            .as_ref()
+            .is_some_and(|path| path.validated && (path.remote != from || path.local != to))
+        {
+            return (true, false);
+        }
         let fresh = self
             .server_offer
             .path
@@ -611,9 +623,10 @@ impl Connection {
         if !self.client_move.challenge_pending {
             return None;
         }
-        // Our NEW_CONNECTION_IDs go first: the server answers a new path
-        // under an ID of ours used on no other (RFC 9000 §9.5).
-        if self.cids.has_pending_frames() {
+        // Our NEW_CONNECTION_IDs first, acknowledged: the server answers
+        // a new path under an ID of ours used on no other (RFC 9000 §9.5),
+        // and the probe may outrun them on a faster path.
+        if !self.cids.peer_holds_our_ids() {
             return None;
         }
         let (target, data) = (self.client_move.target?, self.client_move.challenge?);
