@@ -450,15 +450,18 @@ impl Wire {
     /// transfer so (its client-side capture's first and last 1-RTT packet
     /// from the server). `None` with fewer than two.
     pub fn server_one_rtt_span(&self) -> Option<Duration> {
-        let mut times = self
+        let times: Vec<Instant> = self
             .datagrams
             .iter()
             .filter(|d| {
                 !d.from_client && d.packets.iter().any(|p| matches!(p, Packet::Short { .. }))
             })
-            .map(|d| d.at);
-        let first = times.next()?;
-        let last = times.last()?;
+            .map(|d| d.at)
+            .collect();
+        let (first, last) = (*times.first()?, *times.last()?);
+        if times.len() < 2 {
+            return None;
+        }
         Some(last.saturating_duration_since(first))
     }
 
