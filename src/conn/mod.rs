@@ -226,7 +226,7 @@ pub struct Config {
     /// §9.6, §18.2), with a connection ID of sequence number 1 and its
     /// reset token, and serve the connection there too once the client
     /// moves (`conn::preferred`). The driver must receive on them:
-    /// `tokio::Endpoint::bind_with_preferred` binds them beside the
+    /// `sift::tokio::Endpoint::bind` binds them beside the
     /// listening address. `None` (the default): no offer.
     pub preferred_address: Option<PreferredAddresses>,
     /// Client: move to a server's preferred address once the handshake is
