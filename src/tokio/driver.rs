@@ -9,6 +9,12 @@
 //! and written only while a readiness guard is held, and the guard is
 //! cleared only after the datapath met `WouldBlock` under it, so a
 //! datagram that arrives in between wakes the driver again.
+//!
+//! A server with a preferred address (`Config::preferred_address`) has a
+//! datapath per preferred address beside its listening one, all turned by
+//! this one task over the same endpoint; after each turn the datagrams
+//! that leave from another socket's address are handed to it
+//! (`Datapath::hand_over`).
 
 use std::future::Future;
 use std::io;

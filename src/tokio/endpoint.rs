@@ -104,7 +104,9 @@ impl Endpoint {
     /// datagrams without a UDP checksum, and each connection sends without
     /// one only while its path loses or damages packets (`conn::checksums`).
     /// Connection IDs come from the operating system's RNG, whatever
-    /// `rng_seed` says.
+    /// `rng_seed` says. A server config with a preferred address
+    /// (`Config::preferred_address`) binds a socket on each of its
+    /// addresses too, served by the same endpoint and driver task.
     pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Self, BindError> {
         let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
         if let Some(server) = &config.server {
