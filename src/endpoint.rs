@@ -152,6 +152,10 @@ pub struct Transmit {
     pub len: usize,
     /// Where it goes.
     pub to: SocketAddr,
+    /// The local address it leaves from: the endpoint's, or a server's
+    /// preferred address (`Config::preferred_address`) once a connection
+    /// moved there. A driver with one socket may ignore it.
+    pub from: SocketAddr,
     /// Send it without a UDP checksum: its connection offered corruption
     /// notices and its path has lately lost or damaged packets, so a
     /// corrupted copy must reach the peer to be named. Otherwise send it
@@ -335,6 +339,9 @@ pub struct Endpoint {
     reset_tokens: reset::ResetWatch,
     /// Datagrams the endpoint sends on its own account: stateless resets.
     stateless: VecDeque<(Vec<u8>, SocketAddr)>,
+    /// The local address the datagram being handled came to (a server
+    /// may receive on its preferred address too): a new connection's.
+    recv_to: SocketAddr,
     /// Stateless resets that may still be sent in the current second.
     stateless_credit: u32,
     stateless_credit_since: Option<Instant>,
@@ -424,6 +431,7 @@ impl Endpoint {
             timed_out: Vec::new(),
             reset_tokens: reset::ResetWatch::default(),
             stateless: VecDeque::new(),
+            recv_to: local,
             stateless_credit: MAX_STATELESS_PER_SECOND,
             stateless_credit_since: None,
             rng,
@@ -650,7 +658,8 @@ impl Endpoint {
         from: SocketAddr,
         now: Instant,
     ) -> Option<ConnectionHandle> {
-        self.recv_with_ecn(datagram, from, Ecn::NotEct, now)
+        let local = self.local;
+        self.recv_on(datagram, from, local, Ecn::NotEct, now)
     }
 
     /// [`Endpoint::recv`] of a datagram that arrived with `ecn` in its IP
@@ -662,6 +671,23 @@ impl Endpoint {
         ecn: Ecn,
         now: Instant,
     ) -> Option<ConnectionHandle> {
+        let local = self.local;
+        self.recv_on(datagram, from, local, ecn, now)
+    }
+
+    /// [`Endpoint::recv`] for a datagram that came to local address `to`
+    /// (the endpoint's own, or a server's preferred address
+    /// (`Config::preferred_address`) its driver also receives on) with
+    /// `ecn` in its IP header.
+    pub fn recv_on(
+        &mut self,
+        datagram: &mut [u8],
+        from: SocketAddr,
+        to: SocketAddr,
+        ecn: Ecn,
+        now: Instant,
+    ) -> Option<ConnectionHandle> {
+        self.recv_to = to;
         // A dual-stack socket spells an IPv4 peer `::ffff:a.b.c.d`: take the
         // one spelling connections keep, so the address check below, the
         // accepted connection and the logs all agree.
@@ -695,14 +721,14 @@ impl Endpoint {
         let handle = routed?;
         self.timers.touch(handle);
         let entry = self.connections.get_mut(&handle)?;
-        if entry.connection.remote() != from && !entry.connection.follows_migration() {
+        if !entry.connection.accepts_from(from) {
             tracing::debug!(%from, expected = %entry.connection.remote(), "dropping a datagram from the wrong address");
             self.stats.dropped_wrong_address += 1;
             return None;
         }
         let info = RecvInfo {
             from,
-            to: self.local,
+            to,
             now,
             ecn,
         };
@@ -961,7 +987,7 @@ impl Endpoint {
             ..template.clone()
         };
         self.bound_by_socket(&mut config);
-        let mut connection = match Connection::accept(config, self.local, from, now) {
+        let mut connection = match Connection::accept(config, self.recv_to, from, now) {
             Ok(connection) => connection,
             Err(error) => {
                 tracing::warn!(%error, "cannot accept connections with this server config");
@@ -1085,6 +1111,7 @@ impl Endpoint {
                 return Some(Transmit {
                     len: datagram.len(),
                     to,
+                    from: self.local,
                     checksum_free: false,
                     // The endpoint's own datagrams (reset, version
                     // negotiation, Retry) belong to no validated path.
@@ -1125,6 +1152,7 @@ impl Endpoint {
             Ok(Some((len, info))) => Some(Transmit {
                 len,
                 to: info.to,
+                from: info.from,
                 checksum_free: info.checksum_free,
                 ecn: info.ecn,
                 connection: Some(handle),

@@ -675,3 +675,35 @@ fn a_client_whose_nat_changes_its_address_mid_download_finishes_byte_exact() {
     // from another IP address every 0.3 s, validates it and follows.
     download_through_a_rebinding_nat(IPV4, "through-link-rebind-addr", &["--rebind-addr"], 1);
 }
+
+#[test]
+fn a_client_behind_a_relay_moves_to_the_preferred_address_that_is_faster() {
+    // The client reaches the server through sift-link (5 ms each way) and
+    // the preferred address directly: its probe there would outrun its
+    // own NEW_CONNECTION_IDs, and the server could not answer it (RFC
+    // 9000 §9.5). The client waits until the server holds its IDs, then
+    // moves, early in a 2 MB download.
+    let dir = TestDir::new("through-link-preferred");
+    let root = dir.subdir("root");
+    let data = content(2_000_000, 29);
+    std::fs::write(root.join("f.bin"), &data).unwrap();
+    let preferred = std::net::UdpSocket::bind("127.0.0.2:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let server = Server::start_on(IPV4, &root, &["--preferred-address", &preferred]);
+    let link = Link::start(IPV4, server.addr, "delay 5ms", "delay 5ms", &[]);
+    let out = dir.path().join("f.bin");
+    let output = run_client(&[
+        "get",
+        &format!("sift://{}/f.bin", link.addr),
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+        &server.pin(),
+    ]);
+    let report = json_report(&expect_success(&output));
+    assert!(std::fs::read(&out).unwrap() == data, "byte-exact download");
+    assert_eq!(report["on_preferred_address"], true, "{report}");
+}

@@ -526,3 +526,55 @@ fn a_v2_client_gets_its_file_in_v2_and_a_server_without_v2_sends_it_to_v1() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_client_moves_to_the_servers_preferred_address_and_the_download_completes_there() {
+    // RFC 9000 §9.6 on real sockets: the server listens on 127.0.0.1 and
+    // offers 127.0.0.2 (the same loopback interface), the client moves
+    // there once its handshake is confirmed, and the file arrives intact.
+    let dir = TestDir::new("preferred-address");
+    let root = dir.subdir("root");
+    let local = dir.subdir("local");
+    let original = content(3_000_000, 5);
+    std::fs::write(root.join("big.bin"), &original).unwrap();
+    // A free port on 127.0.0.2 (a preferred address names its port).
+    let preferred = std::net::UdpSocket::bind("127.0.0.2:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let preferred_arg = preferred.to_string();
+    let server = Server::start(&root, &["--preferred-address", &preferred_arg]);
+    let dest = local.join("big.bin");
+    let out = run_client(&[
+        "get",
+        &server.url("big.bin"),
+        "-o",
+        dest.to_str().unwrap(),
+        "--json",
+        &server.pin(),
+    ]);
+    let report = json_report(&expect_success(&out));
+    assert!(
+        std::fs::read(&dest).unwrap() == original,
+        "the file differs"
+    );
+    assert_eq!(report["on_preferred_address"], true, "{report}");
+
+    // Told not to, the client stays where it connected.
+    let stay = local.join("stay.bin");
+    let out = run_client(&[
+        "get",
+        &server.url("big.bin"),
+        "-o",
+        stay.to_str().unwrap(),
+        "--json",
+        "--ignore-preferred-address",
+        &server.pin(),
+    ]);
+    let report = json_report(&expect_success(&out));
+    assert!(
+        std::fs::read(&stay).unwrap() == original,
+        "the file differs"
+    );
+    assert_eq!(report["on_preferred_address"], false, "{report}");
+}

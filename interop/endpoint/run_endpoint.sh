@@ -15,6 +15,13 @@
 #               script's repository's target/release, else $PATH)
 #   SIFT_H3_BIN folder with sift-h3-server, sift-h3-client (http3 case)
 #   SIFT_STATE  state folder (default: a fresh temporary one)
+#   SERVER_IPV4, SERVER_IPV6, PREFERRED_PORT
+#               connectionmigration: the server offers (and serves on)
+#               SERVER_IPV4:PREFERRED_PORT and [SERVER_IPV6]:PREFERRED_PORT
+#               as its preferred address (default: the runner's server
+#               addresses 193.167.100.100 and fd00:cafe:cafe:100::100, port
+#               4443). The runner gives the client TESTCASE=transfer here:
+#               sift-client moves to a preferred address unless told not to.
 set -u
 
 role=${ROLE:-}
@@ -46,7 +53,11 @@ case "$testcase" in
         transferloss | handshakecorruption | transfercorruption | blackhole | \
         amplificationlimit | goodput | crosstraffic | http3) ;;
     resumption | zerortt) unsupported "sift has no session resumption yet" ;;
-    v2) unsupported "sift speaks QUIC v1 and sift/1, not QUIC v2" ;;
+    v2)
+        # The runner's client starts in v1 and follows the server to v2
+        # (RFC 9368); rustls makes a client's TLS session for one version.
+        [ "$role" = server ] || unsupported "sift's client cannot follow an upgrade to QUIC v2 (rustls: a client's QUIC session is made for one version)"
+        ;;
     ecn) unsupported "sift does not mark or count ECN" ;;
     "") echo "sift: TESTCASE is not set" >&2; exit 1 ;;
     *) unsupported "unknown to sift" ;;
@@ -64,6 +75,12 @@ server)
     args=(--listen "[::]:$port" --root "$www" --state-dir "$state" --workers 1)
     [ -f "$certs/cert.pem" ] && args+=(--cert "$certs/cert.pem" --key "$certs/priv.key")
     [ "$testcase" = retry ] && args+=(--retry)
+    # v2 first: a v1 client that offers v2 is moved there (RFC 9368).
+    [ "$testcase" = v2 ] && args+=(--versions v2,v1)
+    if [ "$testcase" = connectionmigration ]; then
+        preferred_port=${PREFERRED_PORT:-4443}
+        args+=(--preferred-address "${SERVER_IPV4:-193.167.100.100}:$preferred_port,[${SERVER_IPV6:-fd00:cafe:cafe:100::100}]:$preferred_port")
+    fi
     exec "$(tool sift-server)" "${args[@]}"
     ;;
 client)
@@ -83,7 +100,6 @@ client)
     case "$testcase" in
         chacha20) args+=(--ciphers chacha20) ;;
         keyupdate) args+=(--key-update-every 100) ;;
-        connectionmigration) args+=(--migrate) ;;
     esac
     client=$(tool sift-client)
     case "$testcase" in

@@ -221,14 +221,15 @@ fn the_http3_case_runs_the_h3_examples_over_sift() {
 #[test]
 fn cases_sift_does_not_support_exit_127_and_say_why() {
     let scratch = Scratch::new("unsupported");
-    for (case, why) in [
-        ("zerortt", "resumption"),
-        ("resumption", "resumption"),
-        ("v2", "QUIC v2"),
-        ("ecn", "ECN"),
-        ("no-such-case", "unknown"),
+    for (case, why, roles) in [
+        ("zerortt", "resumption", &["client", "server"][..]),
+        ("resumption", "resumption", &["client", "server"]),
+        // sift-server serves v2 (it upgrades a v1 client that offers it).
+        ("v2", "QUIC v2", &["client"]),
+        ("ecn", "ECN", &["client", "server"]),
+        ("no-such-case", "unknown", &["client", "server"]),
     ] {
-        for role in ["client", "server"] {
+        for &role in roles {
             let output = endpoint(&scratch, role, case, 1).output().unwrap();
             assert_eq!(output.status.code(), Some(127), "{role} {case}");
             let stderr = String::from_utf8_lossy(&output.stderr);

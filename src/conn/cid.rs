@@ -106,6 +106,8 @@ pub(super) struct ConnectionIds {
     /// Our IDs whose NEW_CONNECTION_ID still has to be sent (first time,
     /// or after a loss).
     unannounced: VecDeque<u64>,
+    /// Our IDs whose NEW_CONNECTION_ID went and is not acknowledged yet.
+    unacknowledged: Vec<u64>,
     /// How many of our IDs the peer keeps (its transport parameter).
     peer_limit: u64,
     /// The sequence number of the peer ID we send to; its bytes live in
@@ -151,6 +153,7 @@ impl ConnectionIds {
             }],
             next_sequence: 1,
             unannounced: VecDeque::new(),
+            unacknowledged: Vec::new(),
             peer_limit: crate::wire::MIN_ACTIVE_CONNECTION_ID_LIMIT,
             current: 0,
             current_reset_token: None,
@@ -199,42 +202,80 @@ impl ConnectionIds {
     pub fn replenish(&mut self, rng: &mut ChaCha8Rng, secret: Option<&ServerSecret>) {
         let target = self.peer_limit.min(ACTIVE_LIMIT);
         while (self.issued.len() as u64) < target && self.changes.len() < MAX_PENDING_CHANGES {
-            let cid = match self.steering {
-                Some(steering) => steering.draw(rng),
-                None => {
-                    let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
-                    rng.fill_bytes(&mut bytes);
-                    ConnectionId::new(&bytes).unwrap_or_default()
-                }
-            };
-            let reset_token = match secret {
-                Some(secret) => *secret.reset_token(&cid).as_bytes(),
-                None => {
-                    let mut token = [0u8; RESET_TOKEN_LEN];
-                    rng.fill_bytes(&mut token);
-                    token
-                }
-            };
-            let sequence = self.next_sequence;
-            self.next_sequence += 1;
-            self.issued.push(Issued {
-                sequence,
-                cid,
-                reset_token,
-            });
+            let (sequence, _, _) = self.issue(rng, secret);
             self.unannounced.push_back(sequence);
-            self.changes.push_back(CidChange::Route(cid));
         }
+    }
+
+    /// Issues the ID of a server's preferred_address, announced in its
+    /// transport parameters rather than by NEW_CONNECTION_ID: sequence
+    /// number 1 (RFC 9000 §5.1.1), routed like any other.
+    pub fn issue_for_preferred_address(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        secret: Option<&ServerSecret>,
+    ) -> (ConnectionId, [u8; RESET_TOKEN_LEN]) {
+        let (_, cid, reset_token) = self.issue(rng, secret);
+        (cid, reset_token)
+    }
+
+    /// Draws, records and routes one new ID of ours.
+    fn issue(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        secret: Option<&ServerSecret>,
+    ) -> (u64, ConnectionId, [u8; RESET_TOKEN_LEN]) {
+        let cid = match self.steering {
+            Some(steering) => steering.draw(rng),
+            None => {
+                let mut bytes = [0u8; SHORT_HEADER_DCID_LEN];
+                rng.fill_bytes(&mut bytes);
+                ConnectionId::new(&bytes).unwrap_or_default()
+            }
+        };
+        let reset_token = match secret {
+            Some(secret) => *secret.reset_token(&cid).as_bytes(),
+            None => {
+                let mut token = [0u8; RESET_TOKEN_LEN];
+                rng.fill_bytes(&mut token);
+                token
+            }
+        };
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        self.issued.push(Issued {
+            sequence,
+            cid,
+            reset_token,
+        });
+        self.changes.push_back(CidChange::Route(cid));
+        (sequence, cid, reset_token)
     }
 
     /// The next NEW_CONNECTION_ID to send: (sequence, ID, reset token).
     pub fn next_announcement(&mut self) -> Option<(u64, ConnectionId, [u8; RESET_TOKEN_LEN])> {
         while let Some(sequence) = self.unannounced.pop_front() {
             if let Some(issued) = self.issued.iter().find(|i| i.sequence == sequence) {
+                if !self.unacknowledged.contains(&sequence) {
+                    self.unacknowledged.push(sequence);
+                }
                 return Some((issued.sequence, issued.cid, issued.reset_token));
             }
         }
         None
+    }
+
+    /// The peer acknowledged our NEW_CONNECTION_ID for `sequence`.
+    pub fn on_announcement_acked(&mut self, sequence: u64) {
+        self.unacknowledged.retain(|&s| s != sequence);
+    }
+
+    /// The peer holds every ID we issued: each NEW_CONNECTION_ID went and
+    /// was acknowledged. A client that opens a new path waits for it, so
+    /// that the server has an ID of ours used on no other path to answer
+    /// there with (RFC 9000 §9.5).
+    pub fn peer_holds_our_ids(&self) -> bool {
+        self.unannounced.is_empty() && self.unacknowledged.is_empty()
     }
 
     /// The next RETIRE_CONNECTION_ID to send.
@@ -250,6 +291,7 @@ impl ConnectionIds {
     /// Our NEW_CONNECTION_ID for `sequence` was lost: send it again if the
     /// ID is still in use.
     pub fn on_announcement_lost(&mut self, sequence: u64) {
+        self.unacknowledged.retain(|&s| s != sequence);
         if self.issued.iter().any(|i| i.sequence == sequence) {
             self.unannounced.push_back(sequence);
         }
@@ -402,6 +444,24 @@ impl ConnectionIds {
             }
         }
         let spare = self.take_spare()?;
+        if let Some((_, old)) = self.probing.replace((address, spare)) {
+            self.retire_unused(old);
+        }
+        Some(spare.cid)
+    }
+
+    /// Sets the spare with `sequence` aside for what goes to `address`
+    /// (a client's ID for the server's preferred address, RFC 9000
+    /// §9.6.1: the one the server gave for it). The ID, or `None` if no
+    /// such spare is left.
+    pub fn set_aside(&mut self, address: SocketAddr, sequence: u64) -> Option<ConnectionId> {
+        if let Some((probed, spare)) = &self.probing {
+            if *probed == address && spare.sequence == sequence {
+                return Some(spare.cid);
+            }
+        }
+        let index = self.spares.iter().position(|s| s.sequence == sequence)?;
+        let spare = self.spares.swap_remove(index);
         if let Some((_, old)) = self.probing.replace((address, spare)) {
             self.retire_unused(old);
         }

@@ -21,6 +21,7 @@ mod keys;
 mod liar;
 mod path;
 pub mod pmtud;
+mod preferred;
 mod recv;
 mod repair;
 pub mod resume;
@@ -57,6 +58,7 @@ pub use error::{codes, Error};
 pub use liar::ReceiverLie;
 pub use path::canonical_peer;
 pub use pmtud::PmtudConfig;
+pub use preferred::{MoveState, PreferredAddresses};
 pub use send_times::SendTimes;
 pub use stats::Stats;
 pub use zero_rtt::EarlyData;
@@ -230,6 +232,18 @@ pub struct Config {
     /// Off: every datagram leaves not-ECT and ACKs carry no counts, as
     /// from a stack without ECN.
     pub ecn: bool,
+    /// Server: offer these addresses as its preferred address (RFC 9000
+    /// §9.6, §18.2), with a connection ID of sequence number 1 and its
+    /// reset token, and serve the connection there too once the client
+    /// moves (`conn::preferred`). The driver must receive on them:
+    /// `sift::tokio::Endpoint::bind` binds them beside the
+    /// listening address. `None` (the default): no offer.
+    pub preferred_address: Option<PreferredAddresses>,
+    /// Client: move to a server's preferred address once the handshake is
+    /// confirmed (RFC 9000 §9.6.1), validating it first. On by default;
+    /// off, the client stays on the address it connected to and keeps the
+    /// offered connection ID as a spare.
+    pub move_to_preferred_address: bool,
 }
 
 impl Default for Config {
@@ -261,6 +275,8 @@ impl Default for Config {
             trace: None,
             careful_resume: Some(sift_cc::CarefulResumeConfig::default()),
             ecn: true,
+            preferred_address: None,
+            move_to_preferred_address: true,
         }
     }
 }
@@ -313,6 +329,11 @@ impl Config {
                     .map(crate::wire::version_name)
                     .join(", ")
             )));
+        }
+        if let (Side::Server, Some(preferred)) = (side, &self.preferred_address) {
+            preferred
+                .validate()
+                .map_err(|e| Error::InvalidConfig(e.to_string()))?;
         }
         if self.protection == Protection::Tls {
             crate::crypto::TlsSession::validate(&self.tls, side)
@@ -460,6 +481,13 @@ pub struct Connection {
     loss_reader: Option<liar::LossReader>,
     /// Path validation after the peer moved (RFC 9000 §8.2, §9).
     path: PathValidation,
+    /// Client: its move to the server's preferred address (`preferred`).
+    client_move: preferred::ClientMove,
+    /// Server: its preferred address and the path a client opened there.
+    server_offer: preferred::ServerOffer,
+    /// The datagram being processed came to our preferred address, before
+    /// we moved there (server).
+    recv_on_preferred: bool,
     /// Path MTU discovery: the datagram size in force and its search.
     pmtud: pmtud::Pmtud,
     /// Unpredictable PATH_CHALLENGE data (seeded: runs repeat).
@@ -709,6 +737,9 @@ impl Connection {
             loss_reader: (config.lie_about_losses == ReceiverLie::RealLosses)
                 .then(liar::LossReader::default),
             path: PathValidation::default(),
+            client_move: preferred::ClientMove::default(),
+            server_offer: preferred::ServerOffer::default(),
+            recv_on_preferred: false,
             pmtud: pmtud::Pmtud::new(
                 &config.pmtud,
                 config.max_datagram_size,
@@ -762,6 +793,7 @@ impl Connection {
         };
         conn.start_trace();
         conn.start_zero_rtt();
+        conn.offer_preferred_address();
         Ok(conn)
     }
 
@@ -817,7 +849,9 @@ impl Connection {
         if !self.handshake_confirmed || self.state != State::Established {
             return Some("the handshake is not confirmed yet (RFC 9000 §9)");
         }
-        if self.peer_disables_migration {
+        // RFC 9000 §18.2: the parameter covers the handshake's address
+        // only, not a client that acted on a preferred_address.
+        if self.peer_disables_migration && self.client_move.state != MoveState::Moved {
             return Some("the server disabled active migration (RFC 9000 §18.2)");
         }
         if self.peer_cid.is_empty() {
@@ -913,6 +947,7 @@ impl Connection {
         if self.handshake_confirmed && self.state == State::Established {
             let secret = server_secret(self.side, &self.config);
             self.cids.replenish(&mut self.path_rng, secret);
+            self.start_preferred_move();
         }
     }
 
@@ -1382,13 +1417,14 @@ impl Connection {
             self.keep_alive_deadline(),
             self.path.deadline,
             self.path.repeat_at,
+            self.client_move.next_timer(),
             None,
             None,
             None,
         ];
         for space in SpaceId::ALL {
             if self.spaces[space].keys.is_some() {
-                timers[6 + space.index()] = self.spaces[space].acks.deadline();
+                timers[7 + space.index()] = self.spaces[space].acks.deadline();
             }
         }
         timers.into_iter().flatten().min()
@@ -1452,6 +1488,7 @@ impl Connection {
         if self.path.repeat_at.is_some_and(|t| t <= now) {
             self.path.on_repeat_due();
         }
+        self.client_move.on_timeout(now);
         if self.loss_detection_timer(now).is_some_and(|t| t <= now) {
             let outcome = self.recovery.on_loss_detection_timeout(now);
             if let Some(space) = outcome.lost_space {
@@ -1561,11 +1598,13 @@ impl Connection {
                     } => self.spaces[space].acks.on_ack_acked(largest),
                     SentFrame::Stream(chunk) => self.streams.on_chunk_acked(&chunk),
                     SentFrame::Control(control) => self.streams.on_control_acked(&control),
+                    SentFrame::NewConnectionId(sequence) => {
+                        self.cids.on_announcement_acked(sequence)
+                    }
                     SentFrame::Ack { largest: None }
                     | SentFrame::Crypto { .. }
                     | SentFrame::HandshakeDone
                     | SentFrame::PathChallenge(_)
-                    | SentFrame::NewConnectionId(_)
                     | SentFrame::RetireConnectionId(_)
                     | SentFrame::AckFrequency(_) => {}
                     // A newer token (a fresher saved path state) may be
@@ -1871,6 +1910,8 @@ impl Connection {
             paths_validated: self.path.validated,
             paths_abandoned: self.path.abandoned,
             path_responses_withheld: self.counters.path_responses_withheld,
+            on_preferred_address: self.client_move.state == MoveState::Moved
+                || self.server_offer.moved,
             corruption_notices_sent: c.corruption_notices_sent,
             payload_corrupt_received: c.payload_corrupt_received,
             header_corrupt_dropped: c.header_corrupt_dropped,

@@ -116,8 +116,11 @@ impl Connection {
             State::Handshaking | State::Established => {}
         }
         let from = super::canonical_peer(info.from);
-        let other_path = from != self.remote;
-        if other_path && !self.follows_migration() {
+        let (on_preferred, keep) = self.on_datagram_to(from, super::canonical_peer(info.to), len);
+        self.recv_on_preferred = on_preferred;
+        // The preferred path keeps its own budget (`preferred`).
+        let other_path = from != self.remote && !on_preferred;
+        if !keep || (other_path && !self.accepts_from(from)) {
             // Not a path this connection may move to (see `path`).
             self.counters.malformed_dropped += 1;
             return Ok(len);
@@ -523,12 +526,16 @@ impl Connection {
                 self.on_peer_activity(now);
                 // RFC 9000 §9.3: the peer moved if its highest-numbered
                 // non-probing packet came from elsewhere.
-                if self.recv_from == self.remote {
-                    self.path.dcid_on_path = Some(dcid);
-                } else if space == SpaceId::Data
+                let newest_non_probing = space == SpaceId::Data
                     && self.spaces[space].acks.largest_received() == Some(packet_number)
-                    && !only_probing(frames)
-                {
+                    && !only_probing(frames);
+                if self.recv_on_preferred {
+                    if newest_non_probing {
+                        self.on_client_moved_to_preferred();
+                    }
+                } else if self.recv_from == self.remote {
+                    self.path.dcid_on_path = Some(dcid);
+                } else if self.follows_migration() && newest_non_probing {
                     self.migrate_to(self.recv_from, dcid);
                 }
             }
@@ -842,9 +849,9 @@ impl Connection {
                 }
                 self.spaces[space].acks.request_immediate();
             }
-            Frame::PathChallenge { data } => self.path.on_challenge(data, self.recv_from),
+            Frame::PathChallenge { data } => self.on_path_challenge(data),
             Frame::PathResponse { data } => match self.path.on_response(data) {
-                ResponseOutcome::NotOurs => {}
+                ResponseOutcome::NotOurs => self.on_preferred_response(data),
                 ResponseOutcome::Validated => {
                     tracing::debug!(remote = %self.remote, "the peer's new address is validated");
                     self.on_address_validated();
@@ -1033,22 +1040,7 @@ impl Connection {
                 .map(crate::crypto::ResetToken::new),
         );
         if let (Side::Client, Some(preferred)) = (self.side, params.preferred_address) {
-            // RFC 9000 §18.2: a server that uses a zero-length ID must not
-            // offer one; its well-formed one (checked when read) is the
-            // server's connection ID number 1 (§5.1.1), a spare like any
-            // other (sift does not move to the address, §9.6).
-            if self.peer_cid.is_empty() {
-                return Err(param_error(
-                    "preferred_address from a server that uses a zero-length connection ID",
-                ));
-            }
-            self.cids.on_new_connection_id(
-                1,
-                0,
-                preferred.connection_id,
-                preferred.reset_token,
-                self.peer_cid,
-            )?;
+            self.on_preferred_offer(&preferred)?;
         }
         self.streams.set_peer_limits(&Self::peer_limits(&params));
         self.recovery

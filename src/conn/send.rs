@@ -109,6 +109,9 @@ impl Connection {
         if let Some(sent) = self.send_old_path_challenge(out, now) {
             return Ok(Some(sent));
         }
+        if let Some(sent) = self.send_preferred_path(out, now) {
+            return Ok(Some(sent));
+        }
         if let Some(sent) = self.send_pmtu_probe(out, now) {
             return Ok(Some(sent));
         }
@@ -458,7 +461,7 @@ impl Connection {
     /// current `peer_cid`, padded to 1200 bytes as far as `budget` allows
     /// (what `to` may still be sent if it has not proved itself); nothing
     /// if not even the frames fit.
-    fn seal_path_frames(
+    pub(super) fn seal_path_frames(
         &mut self,
         encoded: &[u8],
         to: SocketAddr,

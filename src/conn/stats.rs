@@ -119,6 +119,10 @@ pub struct Stats {
     /// connection ID of the peer's was left for that path (§9.5).
     #[serde(default)]
     pub path_responses_withheld: u64,
+    /// The connection runs on the server's preferred address (RFC 9000
+    /// §9.6): a client that moved there, a server that sends from it.
+    #[serde(default)]
+    pub on_preferred_address: bool,
     /// CORRUPTED frames we sent.
     pub corruption_notices_sent: u64,
     /// Packets we received with a good header and a bad payload.
@@ -246,6 +250,7 @@ impl Default for Stats {
             paths_validated: 0,
             paths_abandoned: 0,
             path_responses_withheld: 0,
+            on_preferred_address: false,
             corruption_notices_sent: 0,
             payload_corrupt_received: 0,
             header_corrupt_dropped: 0,

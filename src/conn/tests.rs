@@ -219,7 +219,7 @@ impl Pair {
             } else {
                 &mut self.client
             };
-            if to != conn.local() {
+            if !conn.receives_on(to) {
                 continue; // the socket it was sent to is gone
             }
             let _ = conn.recv(

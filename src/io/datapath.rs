@@ -155,6 +155,10 @@ pub struct Turn {
 #[derive(Debug)]
 struct Outgoing {
     to: SocketAddr,
+    /// The local address they leave from (`Transmit::from`): this
+    /// datapath's, or another socket's of the same endpoint, which it is
+    /// handed to (`Datapath::hand_over`).
+    from: SocketAddr,
     /// Whose datagrams these are (`None`: the endpoint's own, never
     /// batched). Only one connection's datagrams share a batch: the kernel
     /// hands a batch to a multi-worker server's sockets as one, steered by
@@ -179,6 +183,7 @@ impl Outgoing {
     fn single(transmit: Transmit, data: Vec<u8>) -> Self {
         Self {
             to: transmit.to,
+            from: transmit.from,
             connection: transmit.connection,
             data,
             len: transmit.len,
@@ -419,6 +424,22 @@ impl Datapath {
         !self.outgoing.is_empty()
     }
 
+    /// Moves the datagrams collected here that leave from `other`'s
+    /// address into its queue: an endpoint that receives on two sockets
+    /// (a server's preferred address, `Config::preferred_address`) hands
+    /// each socket's turn whatever connection sends next. Whether any
+    /// moved; they go out at `other`'s next turn.
+    pub fn hand_over(&mut self, other: &mut Datapath) -> bool {
+        let (mine, theirs): (VecDeque<Outgoing>, VecDeque<Outgoing>) = self
+            .outgoing
+            .drain(..)
+            .partition(|o| o.from != other.local || o.from == self.local);
+        self.outgoing = mine;
+        let moved = !theirs.is_empty();
+        other.outgoing.extend(theirs);
+        moved
+    }
+
     /// Logs the loop's counters (when the loop ends).
     pub fn log_counters(&self) {
         tracing::debug!(local = %self.local, counters = ?self.counters, "driver stopped");
@@ -453,6 +474,7 @@ impl Datapath {
         let room = SEND_BATCH.saturating_sub(self.queued_datagrams());
         let max_datagram = self.max_datagram;
         let gso = self.gso;
+        let local = self.local;
         let received = &mut self.received;
         let run_buffers = &mut self.run_buffers;
         let outgoing = &mut self.outgoing;
@@ -465,7 +487,8 @@ impl Datapath {
                 let datagrams = received.buffer[..received.len].chunks_mut(received.segment);
                 for datagram in datagrams {
                     let from = received.from;
-                    if let Some(handle) = endpoint.recv_with_ecn(datagram, from, received.ecn, now)
+                    if let Some(handle) =
+                        endpoint.recv_on(datagram, from, local, received.ecn, now)
                     {
                         if progress.routed.last() != Some(&handle) {
                             progress.routed.push(handle);
@@ -770,6 +793,7 @@ impl Datapath {
         for segment in batch.datagrams().chunks(batch.segment_size.max(1)).rev() {
             self.outgoing.push_front(Outgoing {
                 to: batch.to,
+                from: batch.from,
                 connection: batch.connection,
                 data: segment.to_vec(),
                 len: segment.len(),
@@ -812,6 +836,7 @@ fn collect_one(
             return collect_new(endpoint, now, outgoing, spare, max_datagram);
         };
         if transmit.to == last.to
+            && transmit.from == last.from
             && transmit.len <= last.segment_size
             && transmit.ecn == last.ecn
             && !checksum_free_to(&transmit)
@@ -1001,6 +1026,7 @@ mod tests {
         Transmit {
             len: 1200,
             to: to.parse().unwrap(),
+            from: "127.0.0.1:1".parse().unwrap(),
             checksum_free,
             ecn: crate::wire::Ecn::NotEct,
             connection: None,

@@ -9,6 +9,12 @@
 //! and written only while a readiness guard is held, and the guard is
 //! cleared only after the datapath met `WouldBlock` under it, so a
 //! datagram that arrives in between wakes the driver again.
+//!
+//! A server with a preferred address (`Config::preferred_address`) has a
+//! datapath per preferred address beside its listening one, all turned by
+//! this one task over the same endpoint; after each turn the datagrams
+//! that leave from another socket's address are handed to it
+//! (`Datapath::hand_over`).
 
 use std::future::Future;
 use std::io;
@@ -46,6 +52,17 @@ pub(super) struct EndpointDriver {
     socket: AsyncFd<SocketFd>,
     timer: AsyncFd<Timer>,
     datapath: Datapath,
+    /// A server's sockets on its preferred addresses
+    /// (`Config::preferred_address`): the same endpoint receives on them,
+    /// and each sends what leaves from its address (`Datapath::hand_over`).
+    preferred: Vec<PreferredSocket>,
+}
+
+/// One socket on a server's preferred address and its readiness.
+struct PreferredSocket {
+    /// Declared before `datapath`: deregistered before the socket closes.
+    socket: AsyncFd<SocketFd>,
+    datapath: Datapath,
 }
 
 /// Registers `datapath`'s socket for readiness.
@@ -59,19 +76,83 @@ fn register_socket(datapath: &Datapath) -> io::Result<AsyncFd<SocketFd>> {
     unsafe { AsyncFd::register_with_interest(socket, interest).map_err(|e| e.into()) }
 }
 
+/// One turn of `datapath` under its socket's readiness, following the
+/// `AsyncFd` contract (see the module docs).
+fn turn_socket(
+    socket: &AsyncFd<SocketFd>,
+    datapath: &mut Datapath,
+    shared: &Shared,
+    cx: &mut Context<'_>,
+) -> io::Result<crate::io::Turn> {
+    let read_guard = match socket.poll_read_ready(cx) {
+        Poll::Ready(guard) => {
+            datapath.set_readable();
+            Some(guard?)
+        }
+        Poll::Pending => None,
+    };
+    // Optimistic: a socket that took the last write takes the next.
+    let write_guard = if datapath.is_writable() {
+        None
+    } else {
+        match socket.poll_write_ready(cx) {
+            Poll::Ready(guard) => {
+                datapath.set_writable();
+                Some(guard?)
+            }
+            Poll::Pending => None,
+        }
+    };
+
+    let turn = datapath.turn(shared);
+
+    if let Some(mut guard) = read_guard {
+        if !datapath.is_readable() {
+            guard.clear_ready();
+        }
+    }
+    if let Some(mut guard) = write_guard {
+        if !datapath.is_writable() {
+            guard.clear_ready();
+        }
+    }
+    Ok(turn)
+}
+
+/// Whether `socket` became ready for what `datapath` waits for.
+fn socket_ready(socket: &AsyncFd<SocketFd>, datapath: &Datapath, cx: &mut Context<'_>) -> bool {
+    let readable = socket.poll_read_ready(cx).is_ready();
+    let writable = datapath.has_unsent() && socket.poll_write_ready(cx).is_ready();
+    readable || writable
+}
+
 impl EndpointDriver {
     /// Registers the datapath's socket and a new timer with the current
-    /// runtime.
-    pub(super) fn new(shared: Arc<Shared>, datapath: Datapath) -> io::Result<Self> {
+    /// runtime, and the sockets of a server's preferred addresses.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        datapath: Datapath,
+        preferred: Vec<Datapath>,
+    ) -> io::Result<Self> {
         let socket = register_socket(&datapath)?;
         // SAFETY: the timer owns its descriptor, which stays open and the
         // same until the timer is dropped with its registration.
         let timer = unsafe { AsyncFd::register_with_interest(Timer::new()?, Interest::READABLE)? };
+        let preferred = preferred
+            .into_iter()
+            .map(|datapath| {
+                Ok(PreferredSocket {
+                    socket: register_socket(&datapath)?,
+                    datapath,
+                })
+            })
+            .collect::<io::Result<_>>()?;
         Ok(Self {
             shared,
             socket,
             timer,
             datapath,
+            preferred,
         })
     }
 
@@ -106,38 +187,21 @@ impl EndpointDriver {
                 guard.get_inner_mut().acknowledge();
                 guard.clear_ready();
             }
-            let read_guard = match self.socket.poll_read_ready(cx) {
-                Poll::Ready(guard) => {
-                    self.datapath.set_readable();
-                    Some(guard?)
-                }
-                Poll::Pending => None,
-            };
-            // Optimistic: a socket that took the last write takes the next.
-            let write_guard = if self.datapath.is_writable() {
-                None
-            } else {
-                match self.socket.poll_write_ready(cx) {
-                    Poll::Ready(guard) => {
-                        self.datapath.set_writable();
-                        Some(guard?)
-                    }
-                    Poll::Pending => None,
-                }
-            };
 
-            let turn = self.datapath.turn(&*self.shared);
+            let mut turn = turn_socket(&self.socket, &mut self.datapath, &self.shared, cx)?;
+            for other in &mut self.preferred {
+                let other_turn = turn_socket(&other.socket, &mut other.datapath, &self.shared, cx)?;
+                // Each socket sends what leaves from its own address.
+                let handed = self.datapath.hand_over(&mut other.datapath)
+                    | other.datapath.hand_over(&mut self.datapath);
+                turn.stop &= other_turn.stop && !handed;
+                turn.busy |= other_turn.busy || handed;
+                turn.next_timer = [turn.next_timer, other_turn.next_timer]
+                    .into_iter()
+                    .flatten()
+                    .min();
+            }
 
-            if let Some(mut guard) = read_guard {
-                if !self.datapath.is_readable() {
-                    guard.clear_ready();
-                }
-            }
-            if let Some(mut guard) = write_guard {
-                if !self.datapath.is_writable() {
-                    guard.clear_ready();
-                }
-            }
             if turn.stop {
                 self.datapath.log_counters();
                 return Poll::Ready(Ok(()));
@@ -155,10 +219,11 @@ impl EndpointDriver {
             // Sleep, unless something became ready since the turn looked:
             // these polls register the task for the next change.
             let timer_fired = self.timer.poll_read_ready(cx).is_ready();
-            let readable = self.socket.poll_read_ready(cx).is_ready();
-            let writable =
-                self.datapath.has_unsent() && self.socket.poll_write_ready(cx).is_ready();
-            if !(timer_fired || readable || writable) {
+            let mut ready = socket_ready(&self.socket, &self.datapath, cx);
+            for other in &self.preferred {
+                ready |= socket_ready(&other.socket, &other.datapath, cx);
+            }
+            if !(timer_fired || ready) {
                 return Poll::Pending;
             }
         }

@@ -104,7 +104,9 @@ impl Endpoint {
     /// datagrams without a UDP checksum, and each connection sends without
     /// one only while its path loses or damages packets (`conn::checksums`).
     /// Connection IDs come from the operating system's RNG, whatever
-    /// `rng_seed` says.
+    /// `rng_seed` says. A server config with a preferred address
+    /// (`Config::preferred_address`) binds a socket on each of its
+    /// addresses too, served by the same endpoint and driver task.
     pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Self, BindError> {
         let runtime = ::tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
         if let Some(server) = &config.server {
@@ -124,6 +126,17 @@ impl Endpoint {
             .unwrap_or(0);
         let datapath = Datapath::bind(addr, options, max_datagram)
             .map_err(|source| BindError::Io { addr, source })?;
+        // A server serves on its preferred addresses too (RFC 9000 §9.6).
+        let preferred = config
+            .server
+            .iter()
+            .filter_map(|server| server.preferred_address)
+            .flat_map(|addresses| addresses.iter().collect::<Vec<_>>())
+            .map(|addr| {
+                Datapath::bind(addr, options, max_datagram)
+                    .map_err(|source| BindError::Io { addr, source })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let server = config.server.clone().map(|server| Config {
             rng_seed: os_seed(),
             entropy: Some(os_entropy()),
@@ -133,7 +146,14 @@ impl Endpoint {
             .with_max_connections(config.max_connections)
             .with_token_ledger(TokenLedger::new(token_clock()))
             .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());
-        Self::start(&runtime, datapath, endpoint, &config, options, max_datagram)
+        Self::start(
+            &runtime,
+            (datapath, preferred),
+            endpoint,
+            &config,
+            options,
+            max_datagram,
+        )
     }
 
     /// `workers` server endpoints on one address, for a server that uses
@@ -187,6 +207,11 @@ impl Endpoint {
                 config.max_connections
             )));
         }
+        if workers > 1 && server.preferred_address.is_some() {
+            return Err(invalid(
+                "a preferred address is served by one worker: bind one endpoint".into(),
+            ));
+        }
         if !(1..=MAX_WORKERS).contains(&workers) {
             return Err(invalid(format!(
                 "workers must be 1..={MAX_WORKERS}, not {workers}"
@@ -220,15 +245,23 @@ impl Endpoint {
                     .with_worker_loads(Arc::clone(&loads))
                     .with_token_ledger(ledger.clone())
                     .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());
-                Self::start(runtime, datapath, endpoint, &config, options, max_datagram)
+                Self::start(
+                    runtime,
+                    (datapath, Vec::new()),
+                    endpoint,
+                    &config,
+                    options,
+                    max_datagram,
+                )
             })
             .collect()
     }
 
-    /// `endpoint` on `datapath` with its driver task spawned on `runtime`.
+    /// `endpoint` on `datapath` (and a server's sockets on its preferred
+    /// addresses) with its driver task spawned on `runtime`.
     fn start(
         runtime: &::tokio::runtime::Handle,
-        datapath: Datapath,
+        (datapath, preferred): (Datapath, Vec<Datapath>),
         endpoint: crate::Endpoint,
         config: &EndpointConfig,
         options: SocketOptions,
@@ -239,9 +272,11 @@ impl Endpoint {
         // The driver's socket and timer register with `runtime`'s reactor.
         let _entered = runtime.enter();
         let driver =
-            EndpointDriver::new(Arc::clone(&shared), datapath).map_err(|source| BindError::Io {
-                addr: local,
-                source,
+            EndpointDriver::new(Arc::clone(&shared), datapath, preferred).map_err(|source| {
+                BindError::Io {
+                    addr: local,
+                    source,
+                }
             })?;
         runtime.spawn(driver);
         Ok(Self {

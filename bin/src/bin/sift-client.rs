@@ -128,6 +128,11 @@ struct Common {
     /// v2 sends it back to v1 with Version Negotiation.
     #[arg(long, global = true, value_name = "LIST", default_value = "sift/1,v1", value_delimiter = ',', value_parser = common::parse_version)]
     versions: Vec<u32>,
+    /// Stay on the address given, even when the server offers a
+    /// preferred address (RFC 9000 §9.6). By default the client moves
+    /// there once the handshake is confirmed, after validating it.
+    #[arg(long, global = true)]
+    ignore_preferred_address: bool,
     /// Print one JSON object (DESIGN §11 flow fields, plus sha256 and path)
     /// instead of the summary.
     #[arg(long, global = true)]
@@ -334,6 +339,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     config.pmtud.enabled = common.pmtud.enabled();
     config.ecn = common.ecn.enabled();
     config.versions = common.versions.clone();
+    config.move_to_preferred_address = !common.ignore_preferred_address;
     config.key_update_interval = common.key_update_every;
     config.tls.cipher_suites = common.ciphers.clone();
     if url.scheme == Scheme::Https {

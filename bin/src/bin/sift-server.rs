@@ -54,6 +54,10 @@ Examples:
   # Wireshark:
   SSLKEYLOGFILE=/tmp/keys.log sift-server --root ./files --qlog /tmp/qlog
 
+  # Offer 127.0.0.2:4433 as the preferred address (RFC 9000 §9.6) and serve
+  # there too: clients move to it once the handshake is confirmed:
+  sift-server --listen 127.0.0.1:4433 --preferred-address 127.0.0.2:4433 --root ./files
+
   # Port 0 picks a free port; the \"listening on\" line names it:
   sift-server --listen 127.0.0.1:0 --root . -v
 
@@ -239,9 +243,37 @@ struct Args {
     /// once and 1 GiB written per run, then tracing stops.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
+    /// Offer ADDR (and ADDR6, for IPv6 clients) as the server's preferred
+    /// address (RFC 9000 §9.6) and serve on it too: a client moves there
+    /// once its handshake is confirmed, after validating it. One address
+    /// per family, each a host and port (`127.0.0.2:4433`,
+    /// `127.0.0.2:4433,[::2]:4433`). Served by one worker (implies
+    /// --workers 1).
+    #[arg(long, value_name = "ADDR[,ADDR6]", value_parser = parse_preferred)]
+    preferred_address: Option<sift::conn::PreferredAddresses>,
     /// Log more (-v: this tool's events, -vv: the transport's too).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// `--preferred-address ADDR[,ADDR6]`: at most one address per family,
+/// each a host and a port.
+fn parse_preferred(text: &str) -> Result<sift::conn::PreferredAddresses, String> {
+    let mut addresses = sift::conn::PreferredAddresses::default();
+    for part in text.split(',') {
+        let address: SocketAddr = part.trim().parse().map_err(|_| {
+            format!("{part:?} is not an address and port (127.0.0.2:4433, [::2]:4433)")
+        })?;
+        let taken = match address {
+            SocketAddr::V4(v4) => addresses.ipv4.replace(v4).is_some(),
+            SocketAddr::V6(v6) => addresses.ipv6.replace(v6).is_some(),
+        };
+        if taken {
+            return Err("one preferred address per family (IPv4, IPv6) at most".into());
+        }
+    }
+    addresses.validate()?;
+    Ok(addresses)
 }
 
 fn main() -> ExitCode {
@@ -256,7 +288,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--max-clients must be at least 1");
     }
     let workers = match args.workers {
+        Some(workers) if workers > 1 && args.preferred_address.is_some() => {
+            anyhow::bail!("--preferred-address is served by one worker: leave out --workers {workers} (or give 1)")
+        }
         Some(workers) => workers,
+        None if args.preferred_address.is_some() => 1,
         None => std::thread::available_parallelism()
             .map_or(1, std::num::NonZeroUsize::get)
             .clamp(1, MAX_WORKERS)
@@ -328,6 +364,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     config.versions = args.versions.clone();
     config.careful_resume = args.careful_resume.config();
     config.trace = common::trace_sink(args.qlog.as_deref())?;
+    config.preferred_address = args.preferred_address;
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;
         let given = args.cert.as_deref().zip(args.key.as_deref());
@@ -423,6 +460,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         },
         if workers == 1 { "" } else { "s" },
     );
+    if let Some(preferred) = &args.preferred_address {
+        let addresses: Vec<String> = preferred.iter().map(|a| a.to_string()).collect();
+        println!(
+            "preferred address {} (clients move there once their handshake is confirmed)",
+            addresses.join(" and ")
+        );
+    }
     std::io::stdout().flush().context("writing to stdout")?;
     let service = Arc::new(Service::new(
         files,

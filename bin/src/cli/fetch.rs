@@ -65,6 +65,9 @@ pub struct FetchReport {
     pub key_updates: u64,
     /// The client moved to a new local address after the handshake.
     pub migrated: bool,
+    /// The client moved to the server's preferred address (RFC 9000
+    /// §9.6) and ended there.
+    pub on_preferred_address: bool,
     /// Payload bytes of the files fetched whole.
     pub bytes: u64,
     /// Seconds from the first request to the last file's end.
@@ -94,7 +97,7 @@ impl FetchReport {
             format!(", {}", self.cipher)
         };
         let mut out = format!(
-            "fetched {} of {} files, {} in {:.2} s ({}) over {} ({}{cipher}{})\n",
+            "fetched {} of {} files, {} in {:.2} s ({}) over {} ({}{cipher}{}{})\n",
             self.files.len(),
             self.files.len() + self.failed.len(),
             format::bytes(self.bytes),
@@ -103,6 +106,11 @@ impl FetchReport {
             self.version,
             self.protocol,
             if self.migrated { ", migrated" } else { "" },
+            if self.on_preferred_address {
+                ", on the server's preferred address"
+            } else {
+                ""
+            },
         );
         if self.tls_resumed || self.zero_rtt != "none" {
             out.push_str(&format!(
@@ -207,6 +215,7 @@ fn report(
         cipher: stats.cipher.clone(),
         key_updates: stats.key_updates,
         migrated,
+        on_preferred_address: stats.on_preferred_address,
         bytes,
         completion_s,
         goodput_bps: if completion_s > 0.0 {

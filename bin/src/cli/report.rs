@@ -59,6 +59,9 @@ pub struct FlowReport {
     pub zero_rtt: &'static str,
     /// Request bytes this client sent in 0-RTT packets.
     pub zero_rtt_bytes: u64,
+    /// The client moved to the server's preferred address (RFC 9000
+    /// §9.6) and ended there.
+    pub on_preferred_address: bool,
     /// Seconds from starting the connection to the server's first byte
     /// (its answer to the request), handshake included; 0 when not known.
     pub time_to_first_byte_s: f64,
@@ -124,6 +127,7 @@ impl FlowReport {
             tls_resumed: false,
             zero_rtt: "none",
             zero_rtt_bytes: 0,
+            on_preferred_address: false,
             time_to_first_byte_s: 0.0,
             first_byte_at: None,
             careful_resume: sender.careful_resume,
@@ -151,6 +155,7 @@ impl FlowReport {
         self.tls_resumed = stats.resumed;
         self.zero_rtt = zero_rtt_fate(stats);
         self.zero_rtt_bytes = stats.zero_rtt_bytes;
+        self.on_preferred_address = stats.on_preferred_address;
         self
     }
 
@@ -213,6 +218,12 @@ impl FlowReport {
                     self.zero_rtt,
                     self.zero_rtt_bytes
                 ),
+            );
+        }
+        if self.on_preferred_address {
+            row(
+                "path",
+                "moved to the server's preferred address".to_string(),
             );
         }
         if let Some(cr) = self.careful_resume {

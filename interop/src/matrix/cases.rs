@@ -34,8 +34,12 @@ pub enum Case {
     RebindPort,
     /// The client's address (IP and port) changes under a NAT mid-transfer.
     RebindAddr,
-    /// The client moves to a new port itself (active migration).
+    /// The runner's connectionmigration: the server offers a preferred
+    /// address (RFC 9000 §9.6) and the client moves there.
     ConnectionMigration,
+    /// The client moves to a new port itself (active migration, RFC 9000
+    /// §9.2): what this matrix ran as connectionmigration before.
+    ActiveMigration,
     /// Handshakes through 30% loss.
     HandshakeLoss,
     /// A transfer through 2% loss.
@@ -52,10 +56,12 @@ pub enum Case {
     V2,
     /// sift ↔ sift: start in QUIC v1, upgrade to sift/1.
     SiftUpgrade,
+    /// The runner's goodput measurement: 10 MB over 10 Mb/s, five times.
+    Goodput,
 }
 
 /// Every case, in the table's column order.
-pub const ALL: [Case; 22] = [
+pub const ALL: [Case; 24] = [
     Case::Handshake,
     Case::LongRtt,
     Case::Transfer,
@@ -70,6 +76,7 @@ pub const ALL: [Case; 22] = [
     Case::RebindPort,
     Case::RebindAddr,
     Case::ConnectionMigration,
+    Case::ActiveMigration,
     Case::HandshakeLoss,
     Case::TransferLoss,
     Case::TransferCorruption,
@@ -78,6 +85,7 @@ pub const ALL: [Case; 22] = [
     Case::AmplificationLimit,
     Case::V2,
     Case::SiftUpgrade,
+    Case::Goodput,
 ];
 
 /// Number of small files of the multiplexing case.
@@ -89,6 +97,9 @@ pub const ZERO_RTT_FILES: usize = 40;
 /// Length of the zerortt case's file names: long names make requests
 /// that fill 0-RTT packets (the runner uses 250).
 pub const ZERO_RTT_NAME_LEN: usize = 100;
+
+/// Runs of the goodput measurement (the runner's `repetitions()`).
+pub const GOODPUT_RUNS: usize = 5;
 
 /// Connections (one file each) of the handshakeloss case.
 pub const HANDSHAKE_LOSS_RUNS: usize = 5;
@@ -142,6 +153,7 @@ impl Case {
             Case::RebindPort => "rebind-port",
             Case::RebindAddr => "rebind-addr",
             Case::ConnectionMigration => "connectionmigration",
+            Case::ActiveMigration => "activemigration",
             Case::HandshakeLoss => "handshakeloss",
             Case::TransferLoss => "transferloss",
             Case::TransferCorruption => "transfercorruption",
@@ -150,6 +162,7 @@ impl Case {
             Case::AmplificationLimit => "amplificationlimit",
             Case::V2 => "v2",
             Case::SiftUpgrade => "sift1-upgrade",
+            Case::Goodput => "goodput",
         }
     }
 
@@ -170,6 +183,7 @@ impl Case {
             Case::RebindPort => "BP",
             Case::RebindAddr => "BA",
             Case::ConnectionMigration => "CM",
+            Case::ActiveMigration => "AM",
             Case::HandshakeLoss => "L1",
             Case::TransferLoss => "L2",
             Case::TransferCorruption => "C2",
@@ -178,6 +192,7 @@ impl Case {
             Case::AmplificationLimit => "A",
             Case::V2 => "V2",
             Case::SiftUpgrade => "SU",
+            Case::Goodput => "G",
         }
     }
 
@@ -197,15 +212,17 @@ impl Case {
             Case::Ipv6 => "files of 5 and 10 KB over ::1",
             Case::RebindPort => "a 5 MB download at 20 Mb/s through a NAT that gives the client a new port every second",
             Case::RebindAddr => "a 5 MB download at 20 Mb/s through a NAT that gives the client a new IP address and port every second",
-            Case::ConnectionMigration => "the client moves to a new port mid-download with a new connection ID; 2 MB at 20 Mb/s",
+            Case::ConnectionMigration => "the server offers a preferred address (127.0.0.2, RFC 9000 §9.6) and serves there; the client moves to it once the handshake is confirmed and reports the 2 MB download done there",
+            Case::ActiveMigration => "the client moves to a new port mid-download with a new connection ID; 2 MB at 20 Mb/s",
             Case::HandshakeLoss => "5 connections of one 1 KB file each through 30% loss both ways, 5 handshakes",
             Case::TransferLoss => "a 2 MB file at 10 Mb/s through 2% loss both ways",
             Case::TransferCorruption => "a 2 MB file at 10 Mb/s through 2% corruption both ways (damaged datagrams delivered)",
             Case::HandshakeCorruption => "5 connections of one 1 KB file each through 30% corruption both ways (damaged datagrams delivered), 5 handshakes",
             Case::Blackhole => "a 10 MB file at 10 Mb/s while the link goes dark for 2 s in every 7 s, both ways",
             Case::AmplificationLimit => "a 9-certificate chain; the client's datagrams 2-7 dropped; the server sends under 4× (3× + the runner's tolerance) what it got until the client's first Handshake packet",
-            Case::V2 => "QUIC v2 chosen by compatible version negotiation",
+            Case::V2 => "QUIC v2: the server answers in v2, the handshake runs in it and the client reports it (the runner's client starts in v1 and is moved by compatible version negotiation; sift-client, whose rustls cannot follow that move, and quic-go, which has no compatible negotiation, start in v2), a 1 KB file",
             Case::SiftUpgrade => "sift ↔ sift: the client starts in QUIC v1, the connection runs sift/1, a file byte-exact",
+            Case::Goodput => "measured: a 10 MB file at 10 Mb/s, 15 ms each way, queue 25 packets, as H; goodput = 8 × 10 MB over the time from the server's first to its last 1-RTT datagram at the tap (the runner's), in kb/s, five runs (mean ± standard deviation)",
         }
     }
 
@@ -222,7 +239,7 @@ impl Case {
         };
         match self {
             Case::Handshake | Case::LongRtt | Case::Http3 | Case::V2 => named(&[KB]),
-            Case::Blackhole => named(&[10 * MB]),
+            Case::Blackhole | Case::Goodput => named(&[10 * MB]),
             Case::Transfer => named(&[2 * MB, 3 * MB, 10 * MB]),
             Case::Multiplexing => (0..MULTIPLEXING_FILES)
                 .map(|i| (format!("m{i:04}"), 32))
@@ -239,9 +256,10 @@ impl Case {
             Case::ChaCha20 | Case::KeyUpdate => named(&[3 * MB]),
             Case::Ipv6 => named(&[5 * KB, 10 * KB]),
             Case::RebindPort | Case::RebindAddr => named(&[5 * MB]),
-            Case::ConnectionMigration | Case::TransferLoss | Case::TransferCorruption => {
-                named(&[2 * MB])
-            }
+            Case::ConnectionMigration
+            | Case::ActiveMigration
+            | Case::TransferLoss
+            | Case::TransferCorruption => named(&[2 * MB]),
             Case::HandshakeLoss | Case::HandshakeCorruption => named(&[KB; HANDSHAKE_LOSS_RUNS]),
             Case::AmplificationLimit => named(&[5 * KB]),
             Case::SiftUpgrade => named(&[KB, 3 * MB]),
@@ -272,7 +290,7 @@ impl Case {
                 rebind_linger_s: Some(REBIND_LINGER_S),
                 rebind_addr: true,
             }),
-            Case::ConnectionMigration => Some(Link {
+            Case::ActiveMigration => Some(Link {
                 forward: "delay 15ms rate 20mbit limit 100",
                 reverse: "delay 15ms rate 20mbit limit 100",
                 rebind_every_s: None,
@@ -302,6 +320,15 @@ impl Case {
             }),
             // The runner's scenarios (testcases_quic.py): simple-p2p with
             // 750 ms each way; corrupt-rate 30%; blackhole on 5 s, off 2 s.
+            // The runner's measurements' link (testcases_quic.py
+            // MeasurementGoodput: simple-p2p, 10 Mb/s, 15 ms, queue 25).
+            Case::Goodput => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25",
+                reverse: "delay 15ms rate 10mbit limit 25",
+                rebind_every_s: None,
+                rebind_linger_s: None,
+                rebind_addr: false,
+            }),
             Case::LongRtt => Some(Link {
                 forward: "delay 750ms rate 10mbit limit 25",
                 reverse: "delay 750ms rate 10mbit limit 25",
@@ -334,6 +361,20 @@ impl Case {
             Case::HandshakeLoss | Case::HandshakeCorruption => HANDSHAKE_LOSS_RUNS,
             _ => 1,
         }
+    }
+
+    /// How many times the cell runs (the runner's measurements run five
+    /// times, each with a fresh server, link and connection).
+    pub fn repetitions(self) -> usize {
+        match self {
+            Case::Goodput => GOODPUT_RUNS,
+            _ => 1,
+        }
+    }
+
+    /// Whether the cell is a measurement (a figure, not only a verdict).
+    pub fn is_measurement(self) -> bool {
+        self == Case::Goodput
     }
 
     /// Whether the client runs once per file (the runner's multiconnect).

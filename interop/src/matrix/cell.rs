@@ -55,6 +55,42 @@ pub struct CellResult {
     pub link_stats: Option<Value>,
     /// Where its logs are (failing cells only).
     pub logs: Option<PathBuf>,
+    /// A measurement's figures (goodput), one per run that passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Measurement>,
+}
+
+/// A measured cell's figures.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Measurement {
+    /// Goodput of each run, kb/s.
+    pub goodput_kbps: Vec<f64>,
+    /// Their mean, kb/s.
+    pub mean_kbps: f64,
+    /// Their (sample) standard deviation, kb/s.
+    pub stdev_kbps: f64,
+}
+
+impl Measurement {
+    /// The figures of `runs` (kb/s each).
+    pub fn of(runs: Vec<f64>) -> Self {
+        let n = runs.len() as f64;
+        let mean = if runs.is_empty() {
+            0.0
+        } else {
+            runs.iter().sum::<f64>() / n
+        };
+        let stdev = if runs.len() < 2 {
+            0.0
+        } else {
+            (runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Self {
+            goodput_kbps: runs,
+            mean_kbps: mean,
+            stdev_kbps: stdev,
+        }
+    }
 }
 
 /// What every cell shares.
@@ -81,6 +117,7 @@ impl CellRunner {
             seen: None,
             link_stats: None,
             logs: None,
+            measurement: None,
         };
         if let Some(reason) = stacks::unsupported(&self.binaries.http3, case, client, server) {
             result.outcome = Outcome::Unsupported(reason);
@@ -93,9 +130,23 @@ impl CellRunner {
             case.name()
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        match self.execute(client, server, case, &dir, &mut result) {
-            Ok(()) => {}
-            Err(error) => result.outcome = Outcome::Fail(format!("{error:#}")),
+        let mut goodputs = Vec::new();
+        for run in 0..case.repetitions() {
+            match self.execute(client, server, case, &dir, &mut result) {
+                Ok(goodput) => goodputs.extend(goodput),
+                Err(error) => {
+                    let error = format!("{error:#}");
+                    result.outcome = Outcome::Fail(if case.repetitions() > 1 {
+                        format!("run {} of {}: {error}", run + 1, case.repetitions())
+                    } else {
+                        error
+                    });
+                    break;
+                }
+            }
+        }
+        if case.is_measurement() && result.outcome == Outcome::Pass {
+            result.measurement = Some(Measurement::of(goodputs));
         }
         // The served and downloaded files are big and rebuilt every run.
         let _ = std::fs::remove_dir_all(dir.join("www"));
@@ -117,7 +168,7 @@ impl CellRunner {
         case: Case,
         dir: &Path,
         result: &mut CellResult,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<f64>> {
         let www = dir.join("www");
         let downloads = dir.join("downloads");
         for sub in [
@@ -154,11 +205,22 @@ impl CellRunner {
         } else {
             "127.0.0.1:0".parse()?
         };
+        let preferred = if case == Case::ConnectionMigration {
+            // A second loopback address, on a port free now: the server
+            // binds it and offers it (a preferred address names its port).
+            let free = std::net::UdpSocket::bind("127.0.0.2:0")
+                .and_then(|socket| socket.local_addr())
+                .context("cannot find a free port on 127.0.0.2 for the preferred address")?;
+            Some(free)
+        } else {
+            None
+        };
         let setup = ServerSetup {
             listen: loopback,
             root: &www,
             cert: Some((&cert, &key)),
             state: &dir.join("server-state"),
+            preferred,
         };
         let mut command = stacks::server_command(&self.binaries, server, case, &setup);
         command
@@ -201,7 +263,18 @@ impl CellRunner {
                 result.seen = Some(checks::seen(&wire, &reports));
                 verdict?;
                 verify_files(&downloads, &files)?;
-                checks::check(case, &wire, &reports).map_err(anyhow::Error::msg)
+                checks::check(case, &wire, &reports).map_err(anyhow::Error::msg)?;
+                if !case.is_measurement() {
+                    return Ok(None);
+                }
+                // The runner's goodput: the file's bits over the time from
+                // the server's first 1-RTT packet to its last.
+                let bytes: u64 = case.files().iter().map(|(_, b)| b).sum();
+                let span = wire
+                    .server_one_rtt_span()
+                    .filter(|span| !span.is_zero())
+                    .context("the tap saw no 1-RTT transfer from the server to measure")?;
+                Ok(Some(bytes as f64 * 8.0 / span.as_secs_f64() / 1000.0))
             })
         });
         let _ = server_process.stop();

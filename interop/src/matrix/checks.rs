@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::cases::Case;
-use super::tap::{Wire, QUIC_V1};
+use super::tap::{Wire, QUIC_V1, QUIC_V2};
 
 /// What the checks looked at, kept in results.json for every cell.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -124,6 +124,27 @@ pub fn check(case: Case, wire: &Wire, reports: &[Value]) -> Result<(), String> {
                 seen.client_version
             ));
         }
+    } else if case == Case::V2 {
+        // The runner's: the client's first Initial in v1 and the server
+        // answering in v2 (compatible version negotiation). A client that
+        // cannot follow an upgrade starts in v2 (`stacks`): its Initials
+        // show which (`client_versions`).
+        if !seen.server_versions.contains(&version_name(QUIC_V2)) {
+            return Err(format!(
+                "the server's Initials should be QUIC v2, were {:?}",
+                seen.server_versions
+            ));
+        }
+        if !seen
+            .client_version
+            .as_deref()
+            .is_none_or(|v| v.contains('2'))
+        {
+            return Err(format!(
+                "the client reports version {:?}, not QUIC v2",
+                seen.client_version
+            ));
+        }
     } else if seen.server_versions != [version_name(QUIC_V1)] {
         return Err(format!(
             "the server's Initials should be QUIC v1 only, were {:?}",
@@ -165,6 +186,20 @@ pub fn check(case: Case, wire: &Wire, reports: &[Value]) -> Result<(), String> {
             return Err("the client reports no key update it initiated".into());
         }
         Case::ConnectionMigration => {
+            // The preferred path does not pass the tap (the server binds
+            // the address it offers): the client's report says where it
+            // ended.
+            let moved = reports
+                .last()
+                .and_then(|r| r.get("on_preferred_address"))
+                .and_then(Value::as_bool);
+            if moved != Some(true) {
+                return Err(format!(
+                    "the client does not report ending on the server's preferred address (on_preferred_address: {moved:?})"
+                ));
+            }
+        }
+        Case::ActiveMigration => {
             if seen.migrations.is_empty() {
                 return Err(
                     "the client never moved to a new address with 1-RTT packets".into()
@@ -205,6 +240,7 @@ mod tests {
             size: 1200,
             dropped: false,
             packets,
+            at: std::time::Instant::now(),
         }
     }
 

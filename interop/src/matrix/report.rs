@@ -142,6 +142,38 @@ pub fn markdown(
         }
         out.push('\n');
     }
+    for &case in cases.iter().filter(|c| c.is_measurement()) {
+        let _ = writeln!(
+            out,
+            "\n## {} (kb/s, mean ± standard deviation of {} runs)\n",
+            case.name(),
+            case.repetitions()
+        );
+        let _ = write!(out, "| client \\ server |");
+        for server in servers {
+            let _ = write!(out, " {server} |");
+        }
+        let _ = write!(out, "\n|---|");
+        for _ in servers {
+            let _ = write!(out, "---|");
+        }
+        out.push('\n');
+        for &client in clients {
+            let _ = write!(out, "| **{client}** |");
+            for &server in servers {
+                let text = match find(cells, client, server, case) {
+                    Some(CellResult {
+                        measurement: Some(m),
+                        ..
+                    }) => format!("{:.0} ± {:.0}", m.mean_kbps, m.stdev_kbps),
+                    Some(cell) => symbol(&cell.outcome).to_string(),
+                    None => " ".to_string(),
+                };
+                let _ = write!(out, " {text} |");
+            }
+            out.push('\n');
+        }
+    }
     let _ = writeln!(out, "\n## Letters\n");
     for case in cases {
         let _ = writeln!(
@@ -222,6 +254,7 @@ mod tests {
             seen: None,
             link_stats: None,
             logs: None,
+            measurement: None,
         }
     }
 
@@ -249,5 +282,32 @@ mod tests {
         assert!(md.contains("quinn → quiche retry: no Retry"), "{md}");
         assert!(md.contains("- v1 only: quinn→quiche V2"), "{md}");
         assert!(md.contains("1 passed, 1 failed, 1 unsupported"), "{md}");
+    }
+
+    #[test]
+    fn a_measured_case_gets_a_table_of_its_figures_per_pair() {
+        let mut measured = cell(Stack::Sift, Stack::Quinn, Case::Goodput, Outcome::Pass);
+        // 9000, 9200, 9400: mean 9200, sample deviation 200.
+        measured.measurement = Some(crate::matrix::cell::Measurement::of(vec![
+            9000.0, 9200.0, 9400.0,
+        ]));
+        let failed = cell(
+            Stack::Quinn,
+            Stack::Quinn,
+            Case::Goodput,
+            Outcome::Fail("slow".into()),
+        );
+        let md = markdown(
+            &[Case::Goodput],
+            &[Stack::Sift, Stack::Quinn],
+            &[Stack::Quinn],
+            &[measured, failed],
+        );
+        assert!(
+            md.contains("## goodput (kb/s, mean ± standard deviation of 5 runs)"),
+            "{md}"
+        );
+        assert!(md.contains("| **sift** | 9200 ± 200 |"), "{md}");
+        assert!(md.contains("| **quinn** | ✕ |"), "{md}");
     }
 }

@@ -14,7 +14,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -193,6 +193,8 @@ pub struct Datagram {
     pub dropped: bool,
     /// Its packets.
     pub packets: Vec<Packet>,
+    /// When the tap saw it.
+    pub at: Instant,
 }
 
 /// Everything the tap saw, in order.
@@ -443,6 +445,26 @@ impl Wire {
 }
 
 impl Wire {
+    /// The time from the server's first datagram with a 1-RTT packet to
+    /// its last, as the tap saw them: the runner's goodput measures the
+    /// transfer so (its client-side capture's first and last 1-RTT packet
+    /// from the server). `None` with fewer than two.
+    pub fn server_one_rtt_span(&self) -> Option<Duration> {
+        let times: Vec<Instant> = self
+            .datagrams
+            .iter()
+            .filter(|d| {
+                !d.from_client && d.packets.iter().any(|p| matches!(p, Packet::Short { .. }))
+            })
+            .map(|d| d.at)
+            .collect();
+        let (first, last) = (*times.first()?, *times.last()?);
+        if times.len() < 2 {
+            return None;
+        }
+        Some(last.saturating_duration_since(first))
+    }
+
     /// One line per datagram (direction, client address, size, packets),
     /// kept with a failing cell's logs.
     pub fn dump(&self) -> String {
@@ -619,6 +641,7 @@ fn relay_from_clients(
                 size: len,
                 dropped,
                 packets,
+                at: Instant::now(),
             },
         );
         if dropped {
@@ -683,6 +706,7 @@ fn relay_to_client(
                 size: len,
                 dropped: false,
                 packets,
+                at: Instant::now(),
             },
         );
         let _ = socket.send_to(datagram, client);
@@ -773,6 +797,7 @@ mod tests {
             size,
             dropped: false,
             packets,
+            at: std::time::Instant::now(),
         }
     }
 

@@ -831,3 +831,250 @@ fn an_apparent_migration_challenges_the_path_left_and_its_answer_brings_the_conn
     assert!(back, "the server is still at {}", pair.server.remote());
     assert_eq!(pair.server.path.abandoned, 0, "it came back by the answer");
 }
+
+// ---- the server's preferred address (RFC 9000 §9.6, `conn::preferred`) ----
+
+/// The address the preferred-address tests' server offers (loopback: a
+/// second IP, the same port).
+fn preferred_addr() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 2], 2))
+}
+
+/// A pair whose server offers `preferred_addr()`, `client` tuned by the
+/// caller.
+fn pair_with_preferred(client: Config) -> Pair {
+    let server = Config {
+        preferred_address: Some(super::PreferredAddresses {
+            ipv4: Some("127.0.0.2:2".parse().unwrap()),
+            ipv6: None,
+        }),
+        ..fixed_size()
+    };
+    Pair::new(client, server)
+}
+
+/// The server sends `data` on a stream; returns what the client read.
+fn download_bytes(pair: &mut Pair, data: &[u8]) -> Vec<u8> {
+    let id = pair.server.stream_open_uni().unwrap();
+    let mut written = 0;
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    let start = pair.now;
+    loop {
+        assert!(
+            pair.now - start < Duration::from_secs(60),
+            "download stalled at {} bytes: {:?}",
+            received.len(),
+            pair.server.stats()
+        );
+        if written < data.len() {
+            let end = (written + 64 * 1024).min(data.len());
+            if let Ok(accepted) =
+                pair.server
+                    .stream_send(id, &data[written..end], end == data.len())
+            {
+                written += accepted;
+            }
+        }
+        while let Some(stream) = pair.client.readable().first().copied() {
+            let (n, fin) = pair.client.stream_recv(stream, &mut buf).unwrap();
+            received.extend_from_slice(&buf[..n]);
+            if fin {
+                return received;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        assert!(pair.step(&mut deliver_all), "nothing left to do");
+    }
+}
+
+#[test]
+fn a_client_moves_to_the_preferred_address_and_the_download_completes_there() {
+    // RFC 9000 §9.6: once the handshake is confirmed the client validates
+    // the preferred address and sends there under the offered ID; the
+    // server answers from it and moves once the path is validated. A
+    // user would see a download that stalls or ends on the old address.
+    let mut pair = pair_with_preferred(fixed_size());
+    let log = logged(&mut pair.server);
+    pair.handshake();
+    let data = pattern(2_000_000);
+    assert!(
+        download_bytes(&mut pair, &data) == data,
+        "the download differs"
+    );
+    assert_eq!(
+        pair.client.preferred_address_move(),
+        super::MoveState::Moved
+    );
+    assert_eq!(pair.client.remote(), preferred_addr());
+    assert_eq!(
+        pair.server.local(),
+        preferred_addr(),
+        "the server moved too"
+    );
+    assert!(pair.client.stats().on_preferred_address);
+    assert!(pair.server.stats().on_preferred_address);
+    // The offered ID is the one in use: the server's number 1.
+    let offered = pair
+        .server
+        .handshake
+        .local_params_mut()
+        .preferred_address
+        .unwrap();
+    assert_eq!(pair.client.peer_cid, offered.connection_id);
+    // The server challenged the new path itself (§9.6.2; the interop
+    // runner asks it of a new path's first packet).
+    assert!(!log.lock().unwrap().challenges.is_empty());
+}
+
+#[test]
+fn a_client_told_not_to_move_stays_on_the_handshake_address() {
+    let client = Config {
+        move_to_preferred_address: false,
+        ..fixed_size()
+    };
+    let mut pair = pair_with_preferred(client);
+    pair.handshake();
+    let data = pattern(500_000);
+    assert!(
+        download_bytes(&mut pair, &data) == data,
+        "the download differs"
+    );
+    assert_eq!(
+        pair.client.preferred_address_move(),
+        super::MoveState::Declined
+    );
+    assert_eq!(pair.client.remote(), addr(2));
+    assert_eq!(pair.server.local(), addr(2));
+    assert!(!pair.server.stats().on_preferred_address);
+}
+
+#[test]
+fn disable_active_migration_does_not_stop_the_move_to_a_preferred_address() {
+    // RFC 9000 §18.2: the parameter "does not prohibit connection
+    // migration after a client has acted on a preferred_address".
+    let mut pair = pair_with_preferred(fixed_size());
+    pair.server
+        .handshake
+        .local_params_mut()
+        .disable_active_migration = true;
+    pair.handshake();
+    assert!(!pair.client.can_migrate(), "not on the handshake's address");
+    let data = pattern(300_000);
+    assert!(
+        download_bytes(&mut pair, &data) == data,
+        "the download differs"
+    );
+    assert_eq!(pair.client.remote(), preferred_addr());
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |p| {
+        p.client.cids.has_spare()
+    });
+    assert!(
+        pair.client.can_migrate(),
+        "moved: the parameter no longer applies"
+    );
+}
+
+/// The client closes on the server's preferred_address `offer`; returns
+/// the code and reason.
+fn client_refuses_offer(offer: crate::wire::PreferredAddress) -> (u64, String) {
+    let mut pair = Pair::default();
+    pair.server.handshake.local_params_mut().preferred_address = Some(offer);
+    pair.run_until(Duration::from_secs(2), &mut deliver_all, |p| {
+        p.client.close_reason().is_some()
+    });
+    match pair.client.close_reason() {
+        Some(CloseReason::Local {
+            application: false,
+            code,
+            reason,
+        }) => (*code, reason.clone()),
+        other => panic!("the client took the offer: {other:?}"),
+    }
+}
+
+#[test]
+fn a_malformed_preferred_address_is_a_transport_parameter_error() {
+    // RFC 9000 §18.2: no address at all, an unspecified one with a port,
+    // or a zero-length connection ID.
+    let no_address = crate::wire::PreferredAddress {
+        ipv4: None,
+        ipv6: None,
+        ..preferred_address()
+    };
+    let unspecified = crate::wire::PreferredAddress {
+        ipv4: Some("0.0.0.0:443".parse().unwrap()),
+        ..preferred_address()
+    };
+    let empty_id = crate::wire::PreferredAddress {
+        connection_id: ConnectionId::new(&[]).unwrap(),
+        ..preferred_address()
+    };
+    for offer in [no_address, unspecified, empty_id] {
+        let (code, reason) = client_refuses_offer(offer);
+        assert_eq!(code, codes::TRANSPORT_PARAMETER_ERROR, "{reason}");
+    }
+}
+
+#[test]
+fn the_server_sends_an_unvalidated_preferred_path_at_most_three_times_what_came() {
+    // RFC 9000 §8, §9.6.2: small packets to the preferred address (a
+    // spoofed source, or a client whose answers are lost) draw challenges
+    // from there, but never more than three times their bytes, and the
+    // server keeps sending from its original address.
+    let mut pair = pair_with_preferred(Config {
+        move_to_preferred_address: false,
+        ..fixed_size()
+    });
+    pair.handshake();
+    pair.run_until(Duration::from_secs(1), &mut deliver_all, |_| false);
+    let (mut arrived, mut sent) = (0, 0);
+    let mut buf = vec![0u8; 65_535];
+    for _ in 0..10 {
+        let mut frames = Vec::new();
+        Frame::Ping.encode(&mut frames);
+        let mut datagram = client_datagram(&mut pair, &frames);
+        arrived += datagram.len();
+        let info = RecvInfo {
+            from: addr(1),
+            to: preferred_addr(),
+            now: pair.now,
+        };
+        let _ = pair.server.recv(&mut datagram, info);
+        while let Ok(Some((len, info))) = pair.server.send(&mut buf, pair.now) {
+            if info.from == preferred_addr() {
+                sent += len;
+            }
+        }
+        pair.now += Duration::from_millis(5);
+    }
+    assert!(arrived < 100 * 10, "small datagrams: {arrived} bytes");
+    assert!(sent > 0, "the path was challenged");
+    assert!(sent <= 3 * arrived, "{sent} bytes for {arrived}");
+    assert_eq!(pair.server.local(), addr(2), "not validated: no move");
+}
+
+#[test]
+fn a_client_whose_preferred_address_never_answers_stays_on_the_original() {
+    // RFC 9000 §9.6.1: validation first, and a failed one leaves the
+    // client where it was. Nothing listens at the offered address here.
+    let mut pair = pair_with_preferred(fixed_size());
+    pair.handshake();
+    pair.server.server_offer.addresses.clear();
+    let data = pattern(300_000);
+    assert!(
+        download_bytes(&mut pair, &data) == data,
+        "the download differs"
+    );
+    pair.run_until(Duration::from_secs(10), &mut deliver_all, |p| {
+        p.client.preferred_address_move() == super::MoveState::GaveUp
+    });
+    assert_eq!(
+        pair.client.preferred_address_move(),
+        super::MoveState::GaveUp
+    );
+    assert_eq!(pair.client.remote(), addr(2), "still on the original");
+    assert!(!pair.client.stats().on_preferred_address);
+}
