@@ -726,12 +726,7 @@ impl Endpoint {
             self.stats.dropped_wrong_address += 1;
             return None;
         }
-        let info = RecvInfo {
-            from,
-            to,
-            now,
-            ecn,
-        };
+        let info = RecvInfo { from, to, now, ecn };
         // Opening may overwrite the datagram: keep its last 16 bytes for
         // the reset check below.
         let tail = datagram.last_chunk::<RESET_TOKEN_LEN>().copied();

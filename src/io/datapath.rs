@@ -487,8 +487,7 @@ impl Datapath {
                 let datagrams = received.buffer[..received.len].chunks_mut(received.segment);
                 for datagram in datagrams {
                     let from = received.from;
-                    if let Some(handle) =
-                        endpoint.recv_on(datagram, from, local, received.ecn, now)
+                    if let Some(handle) = endpoint.recv_on(datagram, from, local, received.ecn, now)
                     {
                         if progress.routed.last() != Some(&handle) {
                             progress.routed.push(handle);

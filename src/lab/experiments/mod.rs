@@ -225,7 +225,8 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         resume_path: false,
         careful_resume: true,
         careful_resume_config: None,
-        ecn: true,
+        // The papers ran no ECN; `sift-lab ecn` turns it on per flow.
+        ecn: false,
     }
 }
 
