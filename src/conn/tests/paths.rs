@@ -1041,6 +1041,7 @@ fn the_server_sends_an_unvalidated_preferred_path_at_most_three_times_what_came(
             from: addr(1),
             to: preferred_addr(),
             now: pair.now,
+            ecn: crate::wire::Ecn::NotEct,
         };
         let _ = pair.server.recv(&mut datagram, info);
         while let Ok(Some((len, info))) = pair.server.send(&mut buf, pair.now) {
