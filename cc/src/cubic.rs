@@ -72,15 +72,23 @@
 //!   round is the link's (verdict random) and, if small, makes no cut at
 //!   all, rather than a cut rolled back at the period's end (the window
 //!   keeps growing through the period); a mark in that period, or losses
-//!   reaching the small-loss threshold, make the cut then. A loss with a
-//!   mark in its round is congestive and kept. Measured with `sift-lab run`
-//!   (50 Mb/s, 50 ms each way, queue 420, 1% loss, CoDel-ECN, 50 MB, seeds
-//!   1–3, medians): cut-then-rollback 0.507 of capacity·(1 − p), no cut
-//!   0.881 (on that path a loss arrives about every round, so a cut undone
-//!   a round later held the window at 0.7 most of the time). Off by
-//!   default. With or without it, a loss of a packet sent before a cut CE
-//!   marks made or confirmed is that cut's congestion, answered once
-//!   (RFC 3168 §6.1.2), not cut again;
+//!   reaching the small-loss threshold, make the cut then. Only once the
+//!   path has marked at all: validation proves the path carries ECN, not
+//!   that its bottleneck marks, and an initial slow start spared its
+//!   random losses doubles past the queue before CoDel's first mark
+//!   returns. A loss with a mark in its round is congestive and kept,
+//!   unless that mark's cut already answered it (below). Measured with
+//!   `sift-lab run` (50 Mb/s, 50 ms each way, queue 420, 1% loss,
+//!   CoDel-ECN, 50 MB, seeds 1–3, medians): cut-then-rollback 0.507 of
+//!   capacity·(1 − p) with the 95th percentile of queueing delay 6 ms; no
+//!   cut from the start 0.881 but 74 ms (the slow start); no cut after
+//!   the first mark 0.795 and 10 ms. On that path a loss arrives about
+//!   every round, so a cut undone a round later held the window at 0.7
+//!   most of the time. Off by default. With or without it, a loss of a
+//!   packet sent before a cut CE marks made or confirmed, or judged
+//!   congestive only by marks that came before that cut, is that cut's
+//!   congestion, answered once (RFC 3168 §6.1.2), and a mark on a packet
+//!   sent before the cut is not counted again;
 //! - slow start is HyStart++ (RFC 9406, which RFC 9438 §4.10 recommends)
 //!   unless `hystart` is off; when HyStart++ ends CSS the first epoch starts
 //!   with W_max = cwnd and K = 0, as after a timeout.
@@ -667,14 +675,22 @@ impl CongestionControl for Cubic {
                 .then(|| self.ecn.loss_verdict(ev))
                 .flatten();
         // The marks of its round already cut the window: once per window.
+        // So when the packet was sent before that cut, or when the marks
+        // that make the verdict congestive all came before it.
         let answered = !self.judging_mark
             && !self.cutting_spared
             && !ev.persistent
-            && self
-                .mark_cut_at
-                .is_some_and(|at| ev.largest_lost_sent_time <= at);
+            && self.mark_cut_at.is_some_and(|at| {
+                ev.largest_lost_sent_time <= at
+                    || (ecn_verdict == Some(LossVerdict::Congestive)
+                        && self.ecn.last_mark_at().is_some_and(|mark| mark <= at))
+            });
         // An unmarked small loss on a validated path: no cut to undo later.
+        // Only once the path has marked: validation shows the path carries
+        // ECN, not that its bottleneck marks, and before the first mark a
+        // slow start would double past the queue on spared losses.
         let spare = ecn_verdict == Some(LossVerdict::Random)
+            && self.ecn.marks() > 0
             && (ev.lost_packets.len() as u64) < self.small_loss_threshold();
         if answered || spare {
             self.spared = spare.then(|| ev.clone());
@@ -771,6 +787,17 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ecn(&mut self, ev: &EcnEvent) {
+        // A mark on a packet sent before the cut marks last made is the
+        // congestion that cut answered (CoDel marks again while the cut
+        // takes a round to drain its queue): it says nothing of the losses
+        // of later rounds.
+        let answered = !ev.new_congestion_event
+            && self
+                .mark_cut_at
+                .is_some_and(|at| ev.largest_acked_sent_time <= at);
+        if answered {
+            return;
+        }
         self.ecn.on_mark(ev.now);
         if ev.new_congestion_event {
             self.judging_mark = true;
