@@ -82,6 +82,11 @@ impl EcnMemory {
         self.validated
     }
 
+    /// When the latest CE mark arrived.
+    pub fn last_mark_at(&self) -> Option<Instant> {
+        self.last_mark_at
+    }
+
     /// CE events received so far.
     pub fn marks(&self) -> u64 {
         self.marks

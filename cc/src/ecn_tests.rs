@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::test_support::{ack, loss, marks, ms, rtt, spurious, MSS};
+use crate::test_support::{ack, loss, marks, ms, packets_lost, rtt, spurious, MSS};
 use crate::{CcConfig, CongestionControl, LossVerdict};
 
 /// `name`'s controller after two ACKs (t0 and t0 + 100 ms, two rounds)
@@ -299,5 +299,107 @@ fn cubic_with_the_ecn_verdict_rolls_back_an_unmarked_loss_over_a_queue() {
     ecn.on_ecn_validated(true);
     assert_eq!(ecn.on_congestion(&queued), LossVerdict::Random);
     end_recovery(ecn.as_mut(), t0);
-    assert_eq!(ecn.window(), before);
+    assert!(ecn.window() >= before);
+}
+
+#[test]
+fn cubic_cuts_once_for_a_mark_that_a_later_loss_in_its_round_shares() {
+    let t0 = Instant::now();
+    let mut cc = grown_without_queue("cubic-ecn", t0);
+    cc.on_ecn_validated(true);
+    // An unmarked loss, then a mark that reaches its period: one cut.
+    cc.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
+    cc.on_ecn(&marks(t0 + ms(120), t0 + ms(100), 1, 1, false));
+    end_recovery(cc.as_mut(), t0);
+    let after_mark = cc.window();
+    // A packet sent before that cut (t0 + 115 ms, in the mark's round) is
+    // found lost in a new period: the mark it shares was answered.
+    let mut same_round = loss(t0 + ms(260), rtt(100, 100), false);
+    same_round.largest_lost_sent_time = t0 + ms(115);
+    assert_eq!(cc.on_congestion(&same_round), LossVerdict::Congestive);
+    assert!(
+        cc.window() >= after_mark,
+        "cut twice for one mark: {} < {after_mark}",
+        cc.window()
+    );
+}
+
+#[test]
+fn cubic_with_the_ecn_verdict_keeps_its_window_at_an_unmarked_loss_until_marks_or_many_losses() {
+    let t0 = Instant::now();
+    let later = |cc: &mut dyn CongestionControl| {
+        cc.on_ack(&ack(t0 + ms(450), t0 + ms(360), 1, rtt(100, 100), 0));
+    };
+    // An unmarked small loss on a path that has marked: no cut at all,
+    // not a cut undone a round later.
+    let mut spared = ecn_cubic_after_a_mark(t0);
+    let before = spared.window();
+    assert_eq!(
+        spared.on_congestion(&loss(t0 + ms(300), rtt(100, 100), false)),
+        LossVerdict::Random
+    );
+    assert_eq!(spared.window(), before);
+    // A mark in that period is congestion: the cut comes then.
+    let mut marked = ecn_cubic_after_a_mark(t0);
+    marked.on_congestion(&loss(t0 + ms(300), rtt(100, 100), false));
+    marked.on_ecn(&marks(t0 + ms(310), t0 + ms(290), 1, 1, false));
+    assert!(marked.window() < before);
+    later(marked.as_mut());
+    assert!(
+        marked.window() < before,
+        "a marked cut is never rolled back"
+    );
+    // So do losses past the small-loss threshold.
+    let mut burst = ecn_cubic_after_a_mark(t0);
+    burst.on_congestion(&loss(t0 + ms(300), rtt(100, 100), false));
+    burst.on_packets_lost(&packets_lost(t0 + ms(310), 2, 10));
+    assert!(burst.window() < before);
+    // Before the path has marked at all, the cut is made (and rolled back).
+    let mut unmarked = grown("cubic-ecn", t0);
+    unmarked.on_ecn_validated(true);
+    let before = unmarked.window();
+    unmarked.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
+    assert!(unmarked.window() < before);
+    end_recovery(unmarked.as_mut(), t0);
+    assert!(unmarked.window() >= before);
+}
+
+/// CUBIC with the ECN verdict on a validated path that has marked once
+/// (its cut over by t0 + 250 ms), in congestion avoidance.
+fn ecn_cubic_after_a_mark(t0: Instant) -> Box<dyn CongestionControl> {
+    let mut cc = grown("cubic-ecn", t0);
+    cc.on_ecn_validated(true);
+    cc.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 1, 1, true));
+    end_recovery(cc.as_mut(), t0);
+    let window = cc.window();
+    cc.set_window(window, Some(window));
+    cc
+}
+
+#[test]
+fn cubic_does_not_count_a_mark_on_a_packet_sent_before_the_cut_against_a_later_loss() {
+    let t0 = Instant::now();
+    // The mark at t0 + 110 ms cut the window; a second mark, on a packet
+    // sent before that cut (t0 + 105 ms), is the same congestion.
+    let mut cc = ecn_cubic_after_a_mark(t0);
+    cc.on_ecn(&marks(t0 + ms(260), t0 + ms(105), 1, 1, false));
+    let before = cc.window();
+    // A loss sent at t0 + 300 ms, in a round with no newer mark: random.
+    let mut unmarked = loss(t0 + ms(400), rtt(100, 100), false);
+    unmarked.largest_lost_sent_time = t0 + ms(300);
+    assert_eq!(cc.on_congestion(&unmarked), LossVerdict::Random);
+    assert_eq!(cc.window(), before);
+}
+
+#[test]
+fn cubic_with_the_ecn_verdict_does_not_cut_again_for_a_mark_its_cut_answered() {
+    let t0 = Instant::now();
+    // The mark at t0 + 110 ms cut the window; a packet sent after that
+    // cut (t0 + 120 ms) but in the mark's round is lost: no second cut.
+    let mut cc = ecn_cubic_after_a_mark(t0);
+    let before = cc.window();
+    let mut same_round = loss(t0 + ms(230), rtt(100, 100), false);
+    same_round.largest_lost_sent_time = t0 + ms(120);
+    assert_eq!(cc.on_congestion(&same_round), LossVerdict::Congestive);
+    assert!(cc.window() >= before, "{} < {before}", cc.window());
 }
