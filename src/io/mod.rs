@@ -30,8 +30,7 @@ mod steering;
 mod timer;
 
 pub use batch::{
-    enable_gro, gso_supported, recv_segments, send_many, send_segments, Received, UDP_GRO,
-    UDP_SEGMENT,
+    enable_gro, gso_supported, recv_segments, send_segments, Received, UDP_GRO, UDP_SEGMENT,
 };
 pub use connect::CONNECT_TIMEOUT;
 pub(crate) use connect::{connect_timeout, handshake_completed};
