@@ -836,6 +836,9 @@ fn spawn_upstream_reader(
             let mut buf = vec![0u8; MAX_DATAGRAM];
             while !TERMINATE.load(Ordering::SeqCst) && !closed.load(Ordering::SeqCst) {
                 match recv_with_ecn(&socket, &mut buf) {
+                    // A mapping closed while this thread waited in recv: the
+                    // NAT has forgotten it, so what reached it is dropped.
+                    Ok(_) if closed.load(Ordering::SeqCst) => return,
                     Ok((len, _, ecn)) => {
                         let bytes = buf.get(..len).unwrap_or_default().to_vec();
                         let datagram = Inbound::FromServer {
