@@ -10,15 +10,33 @@
 //!   `inflight_shortterm` are cut by β = 0.7 (draft §5.5.10.3
 //!   `BBRLossLowerBounds`), and the leaky-pipe rule never lifts a cut in a
 //!   marked round;
-//! - a round in which CE marked at least [`ECN_THRESH`] of the packets
-//!   delivered is "inflight too high", as Linux's BBRv3 alpha reads its
-//!   `bbr_ecn_thresh` (50%): it ends Startup and a bandwidth probe, and sets
-//!   `inflight_longterm` as a probe's excess loss does. Linux applies its
-//!   ECN rules only below a 5 ms min_rtt (a data-centre shallow-threshold
-//!   marking); the draft's MUST has no such bound, so sift applies them on
-//!   every path. Linux's α-scaled cut of `inflight_lo` (DCTCP-style, for
-//!   L4S marking) is not taken: BBR sends ECT(0), whose queues mark
-//!   classically, and the β cut is the draft's response to congestion;
+//! - a CE mark that arrives in Startup or ProbeBW_UP is "inflight too
+//!   high" at once: it ends Startup or the probe, and bounds
+//!   `inflight_longterm` at the BDP over (1 − headroom)
+//!   ([`Bbr::marked_inflight_bound`]), so that the DOWN phase holds the
+//!   flight there and drains the queue at the bottleneck's rate rather
+//!   than at the 10% DOWN's pacing leaves, and CRUISE, with the draft's 15%
+//!   headroom below the bound, keeps one BDP in flight: a full pipe and no
+//!   queue. Samples of packets sent before the mark do not raise the bound
+//!   back (the draft raises it to any sample's flight that did not lose
+//!   too much). Measured on 50 Mb/s, 50 ms each way, CoDel, 1% loss
+//!   (docs/notes/2026-12-07-ecn.md): with Linux's threshold probes ran the
+//!   queue to 60–70 ms and DOWN took 0.6 s to drain it (q95 98 ms); any
+//!   mark, at the end of its round, left q95 at 74 ms; acting at the mark
+//!   with the bound, probes peak near 30 ms for a round and q95 is 41 ms,
+//!   Startup's overshoot (the first mark comes back 200 ms after the queue
+//!   passed CoDel's target). Linux's BBRv3 alpha
+//!   waits for CE on [`ECN_THRESH`] (50%) of a round's packets, a threshold
+//!   for data-centre shallow-threshold marking (every packet above a few
+//!   packets of queue), and applies it only below a 5 ms min_rtt. BBR sends
+//!   ECT(0), and every queue that marks ECT(0) marks classically: CoDel
+//!   marks one packet per interval/√count (RFC 8289 §5), far below half a
+//!   round, so a 50% threshold let probes fill the queue until it dropped.
+//!   A classic mark already says the queue stood above the AQM's target for
+//!   an interval: the probe has found the pipe's limit, and the flight
+//!   beyond the BDP is queue. Linux's α-scaled
+//!   cut of `inflight_lo` (DCTCP-style, for L4S marking) is not taken
+//!   either: the β cut is the draft's response to congestion;
 //! - a loss episode in which CE marks arrived is never undone as spurious:
 //!   the marks confirmed the congestion.
 //!
@@ -28,11 +46,13 @@
 //! nor counts towards a probe's `LossThresh`, nor ends Startup, and its
 //! congestion event is judged random. Off by default.
 
-use super::{Bbr, BbrState};
-use crate::{EcnEvent, LossVerdict};
+use super::{Bbr, BbrState, HEADROOM};
+use crate::{EcnEvent, LossVerdict, RateSample};
 
 /// Linux BBRv3 `bbr_ecn_thresh`: a round in which CE marked at least half
-/// the delivered packets had too much in flight.
+/// the delivered packets had too much in flight. Written for shallow-
+/// threshold marking; sift's BBR ends a probe at any classic mark (module
+/// docs) and keeps this only to report `ce_ratio` against.
 pub const ECN_THRESH: f64 = 0.5;
 
 impl Bbr {
@@ -46,6 +66,40 @@ impl Bbr {
             .saturating_add(ev.newly_marked.saturating_mul(self.mss));
         self.marked_since_loss = true;
         self.ecn_marks += 1;
+        self.respond_to_probe_mark();
+    }
+
+    /// The bound a probe's mark sets on `inflight_longterm`: the BDP over
+    /// (1 − [`HEADROOM`]), so CRUISE's headroom leaves one BDP in flight.
+    pub(super) fn marked_inflight_bound(&self) -> u64 {
+        ((self.bdp_multiple(1.0) as f64 / (1.0 - HEADROOM)) as u64).max(self.min_pipe_cwnd())
+    }
+
+    /// A classic mark in Startup or ProbeBW_UP: the pipe is full and the
+    /// flight beyond the BDP is queue (module docs).
+    fn respond_to_probe_mark(&mut self) {
+        let bound = self.marked_inflight_bound();
+        match self.state {
+            BbrState::Startup if !self.full_bw_reached => {
+                self.undo_state = None;
+                self.full_bw_reached = true;
+                self.inflight_longterm = bound;
+            }
+            BbrState::ProbeBwUp => {
+                self.prev_probe_too_high = true;
+                self.is_bw_probe_sample = false;
+                self.inflight_longterm = self.inflight_longterm.min(bound);
+                self.start_probe_bw_down();
+            }
+            _ => return,
+        }
+        self.mark_cut_delivered = self.delivered;
+    }
+
+    /// Whether the sampled packet left before a probe's mark bounded
+    /// `inflight_longterm`: its flight is the one that was marked.
+    pub(super) fn sent_before_mark_cut(&self, rs: &RateSample) -> bool {
+        rs.prior_delivered < self.mark_cut_delivered
     }
 
     /// Whether the ECN loss verdict judges a loss now random: the option
@@ -71,21 +125,10 @@ impl Bbr {
     }
 
     /// At the end of a loss round: the share of the delivered bytes CE
-    /// marked, and whether it reached [`ECN_THRESH`]: Startup ends, a probe
-    /// stops, `inflight_longterm` is set from the round's flight.
+    /// marked (`ce_ratio`), and the round's marks become the last round's.
     pub(super) fn end_marked_round(&mut self, delivered_in_round: u64) {
         let ratio = self.marked_in_round as f64 / delivered_in_round.max(1) as f64;
         self.last_round_ce_ratio = if self.ce_in_round { ratio } else { 0.0 };
-        if self.ce_in_round && ratio >= ECN_THRESH {
-            if self.state == BbrState::Startup && !self.full_bw_reached {
-                self.undo_state = None;
-                self.full_bw_reached = true;
-                self.inflight_longterm = self.bdp_multiple(1.0).max(self.inflight_latest);
-            } else if self.is_bw_probe_sample {
-                let inflight = self.inflight_latest.max(self.min_pipe_cwnd());
-                self.handle_marked_inflight_too_high(inflight);
-            }
-        }
         self.ce_in_last_round = self.ce_in_round;
         self.ce_in_round = false;
         self.marked_in_round = 0;
@@ -119,16 +162,21 @@ mod tests {
     }
 
     /// A BBR in Startup after two rounds of doubling rate samples, with
-    /// `marked` of the second round's one packet CE marked.
-    fn startup_round(marked: u64) -> Bbr {
+    /// `marked` of the second round's `packets` packets CE marked.
+    fn startup_round_of(packets: u64, marked: u64) -> Bbr {
         let t0 = Instant::now() + ms(1_000);
         let mut bbr = Bbr::new(BbrConfig::default(), 1_000);
         bbr.on_ack(&ack(t0, 100, 100_000.0, 0, 1_000));
         if marked > 0 {
-            bbr.on_ecn(&marks(t0 + ms(50), t0, marked, 1, true));
+            bbr.on_ecn(&marks(t0 + ms(50), t0, marked, packets, true));
         }
-        bbr.on_ack(&ack(t0 + ms(100), 100, 200_000.0, 1_000, 2_000));
+        let delivered = 1_000 + packets * 1_000;
+        bbr.on_ack(&ack(t0 + ms(100), 100, 200_000.0, 1_000, delivered));
         bbr
+    }
+
+    fn startup_round(marked: u64) -> Bbr {
+        startup_round_of(1, marked)
     }
 
     #[test]
@@ -140,6 +188,38 @@ mod tests {
         assert!(marked.full_bw_reached);
         assert_ne!(marked.state(), BbrState::Startup);
         assert_eq!(marked.metrics().fields["ce_ratio"], 1.0);
+    }
+
+    #[test]
+    fn one_classic_mark_in_a_startup_round_ends_startup() {
+        // One packet of twenty marked (5%, as CoDel marks): BBR's ECT(0)
+        // is marked by a classic AQM, whose first mark means the queue
+        // stood above its target for an interval.
+        let marked = startup_round_of(20, 1);
+        assert!(marked.full_bw_reached);
+        assert_ne!(marked.state(), BbrState::Startup);
+        assert_eq!(marked.metrics().fields["ce_ratio"], 0.05);
+        assert_eq!(startup_round_of(20, 0).state(), BbrState::Startup);
+    }
+
+    #[test]
+    fn one_classic_mark_in_a_probe_round_ends_the_probe() {
+        let t0 = Instant::now() + ms(1_000);
+        let mut bbr = cruising(t0, BbrConfig::default());
+        bbr.state = BbrState::ProbeBwUp;
+        bbr.is_bw_probe_sample = true;
+        // A round of 100 packets, one marked.
+        bbr.on_ecn(&marks(t0 + ms(50), t0, 1, 100, true));
+        assert_eq!(bbr.state(), BbrState::ProbeBwDown);
+        assert!(bbr.prev_probe_too_high);
+        // The bound: BDP 100_000 (1 MB/s · 100 ms) / 0.85.
+        assert_eq!(bbr.inflight_longterm, 117_647);
+        // An ACK of packets sent before the mark, with their larger
+        // flight, does not raise it back.
+        let mut before = ack(t0 + ms(100), 100, 1_000_000.0, 990_000, 1_100_000);
+        before.rate.as_mut().unwrap().tx_in_flight = 300_000;
+        bbr.on_ack(&before);
+        assert_eq!(bbr.inflight_longterm, 117_647);
     }
 
     #[test]

@@ -49,8 +49,10 @@
 //!
 //! **ECN** (`ecn.rs`): the draft's MUST — CE marks are congestion — read in
 //! the draft's own terms: a marked round cuts the short-term model as a
-//! lossy one does, a round with half its packets marked is inflight too
-//! high (Linux BBRv3's threshold), and `ecn_loss_verdict` (off by default)
+//! lossy one does, a mark in Startup or ProbeBW_UP is inflight too high
+//! at once (BBR's ECT(0) is marked by classic AQMs, which mark far below
+//! Linux BBRv3's half-a-round threshold) and bounds `inflight_longterm` at
+//! the BDP over (1 − headroom), and `ecn_loss_verdict` (off by default)
 //! takes a loss in a round without marks on a validated path for the
 //! link's.
 //!
@@ -457,6 +459,9 @@ pub struct Bbr {
     ecn_validated: bool,
     /// CE events received (a metrics field).
     ecn_marks: u64,
+    /// `delivered` when a probe's mark last bounded `inflight_longterm`:
+    /// samples of packets sent before it carry the flight that was marked.
+    mark_cut_delivered: u64,
     /// The share of the last loss round's delivered bytes CE marked.
     last_round_ce_ratio: f64,
 
@@ -563,6 +568,7 @@ impl Bbr {
             marked_since_loss: false,
             ecn_validated: false,
             ecn_marks: 0,
+            mark_cut_delivered: 0,
             last_round_ce_ratio: 0.0,
             random: RANDOM_SEED,
             last_verdict: None,

@@ -226,7 +226,10 @@ impl Bbr {
             if self.inflight_longterm == u64::MAX {
                 return false;
             }
-            if rs.tx_in_flight > self.inflight_longterm && !self.sent_before_queue_cut(rs) {
+            if rs.tx_in_flight > self.inflight_longterm
+                && !self.sent_before_queue_cut(rs)
+                && !self.sent_before_mark_cut(rs)
+            {
                 self.inflight_longterm = rs.tx_in_flight;
             }
             if self.state == BbrState::ProbeBwUp {
@@ -261,12 +264,6 @@ impl Bbr {
         let lost_prev = rs.lost.saturating_sub(size) as f64;
         let lost_prefix = ((thresh * inflight_prev - lost_prev) / (1.0 - thresh)).max(0.0);
         (inflight_prev + lost_prefix) as u64
-    }
-
-    /// A probe's round CE marked too much of (`ecn.rs`): as a probe's
-    /// excess loss, at the round's flight.
-    pub(super) fn handle_marked_inflight_too_high(&mut self, inflight: u64) {
-        self.handle_inflight_too_high(inflight, false);
     }
 
     fn handle_inflight_too_high(&mut self, tx_in_flight: u64, app_limited: bool) {
