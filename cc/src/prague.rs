@@ -17,8 +17,17 @@
 //!   (Linux: "only additive increase for ACK of non-marked packets"), and
 //!   unlike a loss a mark does not stop the window growing for a round.
 //! - **Slow start** is classic (RFC 5681, byte counting, no HyStart++, as
-//!   Linux's `tcp_slow_start`) and ends at the first CE mark, which halves
-//!   the window (α is still 0 then; Linux's "half cwnd at 1st mark").
+//!   Linux's `tcp_slow_start`) and ends at the first CE mark, which cuts
+//!   the window by CUBIC's β = 0.7 ([`FIRST_MARK_REDUCTION`]; α is still 0
+//!   then, and Linux halves: "half cwnd at 1st mark"). Paced at twice the
+//!   window per round, slow start crosses the L4S queue's 1 ms step once the
+//!   window passes about half the BDP, and that mark comes back a round
+//!   later, with the window about the BDP: halving it left half the pipe for
+//!   the one-packet-a-round increase to refill (on 50 Mb/s, 20 ms each way,
+//!   a 208-packet BDP: 3–4 s, 0.876 of capacity over 50 MB). β = 0.7 gave
+//!   0.929, 0.8 gave 0.941, picoquic's one packet down 0.940 but a q99 of
+//!   6–7 ms; the classic flows DualPI2 couples Prague with cut by 0.7, and
+//!   the queue's q99 stayed at 1.3 ms (docs/notes/2026-12-07-ecn.md).
 //! - **Additive increase with RTT independence** (RFC 9331 §4.3 "reduce
 //!   RTT dependence"): one packet per round, except that once the flow has
 //!   spent [`RTT_TRANSITION_ROUNDS`] rounds out of slow start, a smoothed
@@ -79,6 +88,10 @@ pub const SLOW_START_PACING_GAIN: f64 = 2.0;
 pub const INITIAL_WINDOW_PACKETS: u64 = 10;
 /// A loss halves the window (Reno's β, Linux Prague's `prague_enter_loss`).
 pub const LOSS_REDUCTION: f64 = 0.5;
+/// The first CE mark, which ends slow start before α has a history, keeps
+/// 0.7 of the window: CUBIC's β (RFC 9438 §4.6), the cut of the classic
+/// flows DualPI2 couples Prague with (module docs: Linux halves).
+pub const FIRST_MARK_REDUCTION: f64 = 0.7;
 /// Packets that may leave back to back (see `metrics`): the pacer's burst.
 pub const BURST_LIMIT_PACKETS: u64 = 2;
 
@@ -329,11 +342,11 @@ impl CongestionControl for Prague {
         if !ev.new_congestion_event {
             // At most one cut per round (the recovery module's rule).
         } else if !self.saw_ce {
-            // The first mark: an AQM is on the path. α is still 0, so the
-            // window is halved and slow start ends.
+            // The first mark: an AQM is on the path. α is still 0: the
+            // window is cut by CUBIC's β and slow start ends.
             self.alpha_at = Some(ev.now);
-            let half = self.window.cwnd * LOSS_REDUCTION;
-            self.cut_to(half, ev.now);
+            let cut = self.window.cwnd * FIRST_MARK_REDUCTION;
+            self.cut_to(cut, ev.now);
         } else if self.target_elapsed_since(self.cut_at, ev.now) {
             let cwnd = self.window.cwnd * (1.0 - self.alpha / 2.0);
             self.cut_to(cwnd, ev.now);

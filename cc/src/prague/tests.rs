@@ -86,15 +86,15 @@ fn a_ce_congestion_event_cuts_the_window_by_alpha_over_two_once_per_round() {
 }
 
 #[test]
-fn slow_start_ends_at_the_first_mark_with_the_window_halved() {
+fn slow_start_ends_at_the_first_mark_with_the_window_cut_by_cubics_beta() {
     let t0 = Instant::now();
     let mut prague = Prague::new(PragueConfig::default(), MSS);
     round(&mut prague, t0 + ms(100), 100); // 10 → 20 packets
     assert_eq!(prague.window(), 20 * MSS);
     assert_eq!(prague.metrics().phase, crate::Phase::SlowStart);
     prague.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 0, 0, true));
-    // α is 0 then: the first mark halves (Linux's alpha_mode 0).
-    assert_eq!((prague.window(), prague.ssthresh()), (10 * MSS, 10 * MSS));
+    // α is 0 then: the first mark keeps 0.7 of the window (Linux halves).
+    assert_eq!((prague.window(), prague.ssthresh()), (14 * MSS, 14 * MSS));
     assert_eq!(prague.metrics().phase, crate::Phase::CongestionAvoidance);
 }
 
@@ -193,8 +193,8 @@ fn pacing_is_the_window_over_srtt_and_twice_that_in_slow_start() {
     round(&mut prague, t0 + ms(100), 100); // 20 packets, slow start
                                            // 2·20_000 bytes / 0.1 s.
     assert_eq!(prague.pacing_rate(), Some(400_000));
-    prague.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 0, 0, true)); // 10 packets
-    assert_eq!(prague.pacing_rate(), Some(100_000));
+    prague.on_ecn(&marks(t0 + ms(110), t0 + ms(100), 0, 0, true)); // 14 packets
+    assert_eq!(prague.pacing_rate(), Some(140_000));
 }
 
 #[test]
