@@ -13,9 +13,11 @@
 //! - a CE mark that arrives in Startup or ProbeBW_UP is "inflight too
 //!   high" at once: it ends Startup or the probe, and bounds
 //!   `inflight_longterm` at the BDP over (1 − headroom)
-//!   ([`Bbr::marked_inflight_bound`]), so that the DOWN phase holds the
-//!   flight there and drains the queue at the bottleneck's rate rather
-//!   than at the 10% DOWN's pacing leaves, and CRUISE, with the draft's 15%
+//!   ([`Bbr::marked_inflight_bound`]), so that the DOWN phase (and Drain,
+//!   after a marked Startup: the draft leaves Drain's window at 2·BDP)
+//!   holds the flight there and drains the queue at the bottleneck's rate
+//!   rather than at the 10% DOWN's pacing leaves (65% in Drain), and
+//!   CRUISE, with the draft's 15%
 //!   headroom below the bound, keeps one BDP in flight: a full pipe and no
 //!   queue. Samples of packets sent before the mark do not raise the bound
 //!   back (the draft raises it to any sample's flight that did not lose
@@ -25,7 +27,8 @@
 //!   mark, at the end of its round, left q95 at 74 ms; acting at the mark
 //!   with the bound, probes peak near 30 ms for a round and q95 is 41 ms,
 //!   Startup's overshoot (the first mark comes back 200 ms after the queue
-//!   passed CoDel's target). Linux's BBRv3 alpha
+//!   passed CoDel's target), which Drain held at the bound cuts to 18 ms.
+//!   Linux's BBRv3 alpha
 //!   waits for CE on [`ECN_THRESH`] (50%) of a round's packets, a threshold
 //!   for data-centre shallow-threshold marking (every packet above a few
 //!   packets of queue), and applies it only below a 5 ms min_rtt. BBR sends
@@ -84,6 +87,7 @@ impl Bbr {
                 self.undo_state = None;
                 self.full_bw_reached = true;
                 self.inflight_longterm = bound;
+                self.startup_marked = true;
             }
             BbrState::ProbeBwUp => {
                 self.prev_probe_too_high = true;
@@ -200,6 +204,24 @@ mod tests {
         assert_ne!(marked.state(), BbrState::Startup);
         assert_eq!(marked.metrics().fields["ce_ratio"], 0.05);
         assert_eq!(startup_round_of(20, 0).state(), BbrState::Startup);
+    }
+
+    #[test]
+    fn after_a_marked_startup_drain_holds_the_flight_at_the_bound() {
+        // In Drain with a 2·BDP window (BDP = 200_000 B/s · 100 ms =
+        // 20_000): after a marked Startup, the window is held at the
+        // bound, 20_000 / 0.85; after a loss-ended one, the draft's.
+        let in_drain = |marked: u64| {
+            let mut bbr = startup_round_of(20, marked);
+            bbr.full_bw_reached = true;
+            bbr.inflight_longterm = bbr.marked_inflight_bound();
+            bbr.state = BbrState::Drain;
+            bbr.cwnd = 40_000;
+            bbr.bound_cwnd_for_model();
+            bbr.window()
+        };
+        assert_eq!(in_drain(1), 23_529);
+        assert_eq!(in_drain(0), 40_000);
     }
 
     #[test]

@@ -462,6 +462,9 @@ pub struct Bbr {
     /// `delivered` when a probe's mark last bounded `inflight_longterm`:
     /// samples of packets sent before it carry the flight that was marked.
     mark_cut_delivered: u64,
+    /// Startup ended at a mark: Drain holds the flight at
+    /// `inflight_longterm` (`ecn.rs`).
+    startup_marked: bool,
     /// The share of the last loss round's delivered bytes CE marked.
     last_round_ce_ratio: f64,
 
@@ -569,6 +572,7 @@ impl Bbr {
             ecn_validated: false,
             ecn_marks: 0,
             mark_cut_delivered: 0,
+            startup_marked: false,
             last_round_ce_ratio: 0.0,
             random: RANDOM_SEED,
             last_verdict: None,
@@ -1072,6 +1076,9 @@ impl Bbr {
             cap = self.inflight_longterm;
         } else if matches!(self.state, BbrState::ProbeRtt | BbrState::ProbeBwCruise) {
             cap = self.inflight_with_headroom();
+        } else if self.state == BbrState::Drain && self.startup_marked {
+            // sift's (`ecn.rs`): the draft leaves Drain's window at 2·BDP.
+            cap = self.inflight_longterm;
         }
         cap = cap.min(self.inflight_shortterm).max(self.min_pipe_cwnd());
         self.cwnd = self.cwnd.min(cap);
