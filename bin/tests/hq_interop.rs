@@ -49,6 +49,9 @@ fn several_urls_come_byte_exact_over_one_hq_connection(loopback: IpAddr) {
     assert_eq!(report["failed"].as_array().unwrap().len(), 0);
     let total: u64 = files.iter().map(|(_, d)| d.len() as u64).sum();
     assert_eq!(report["bytes"], total);
+    // Loopback carries the marks: each side's ECN validates, and each
+    // says so (the client's report, the server's transfer lines).
+    assert_eq!(report["ecn"]["state"], "capable", "{report}");
     // One connection: every transfer line names the same client port.
     let lines: Vec<String> = (0..files.len())
         .map(|_| server.next_transfer_line())
@@ -60,6 +63,7 @@ fn several_urls_come_byte_exact_over_one_hq_connection(loopback: IpAddr) {
             .all(|l| l.starts_with(&client) && l.contains("result=ok")),
         "{lines:?}"
     );
+    assert!(lines.last().unwrap().contains(" ecn=capable"), "{lines:?}");
 }
 
 #[test]

@@ -84,6 +84,10 @@ pub struct FetchReport {
     pub zero_rtt: &'static str,
     /// Request bytes sent in 0-RTT packets.
     pub zero_rtt_bytes: u64,
+    /// This client's ECN (RFC 9000 §13.4): the validation state of the
+    /// marks it sends, its packets sent and received per codepoint, and
+    /// the server's counts of its packets.
+    pub ecn: sift::conn::ecn::EcnStats,
     pub files: Vec<FetchedFile>,
     pub failed: Vec<FailedFile>,
 }
@@ -118,6 +122,10 @@ impl FetchReport {
                 self.zero_rtt, self.zero_rtt_bytes
             ));
         }
+        out.push_str(&format!(
+            "  ecn {}\n",
+            report::ecn_summary(&self.ecn).replace("(sender)", "(this client's)")
+        ));
         for file in &self.files {
             out.push_str(&format!(
                 "  {}  {}  {:.2} s  sha256 {}\n",
@@ -228,6 +236,7 @@ fn report(
         tls_resumed: stats.resumed,
         zero_rtt: report::zero_rtt_fate(&stats),
         zero_rtt_bytes: stats.zero_rtt_bytes,
+        ecn: stats.ecn,
         files,
         failed,
     }

@@ -124,6 +124,20 @@ pub fn sender_field(times: &sift::conn::SendTimes) -> String {
     })
 }
 
+/// The connection's ECN as an `ecn=` field for a transfer line: the
+/// validation state of the server's path (` ecn=capable`), with the
+/// reason after a colon when it failed (` ecn=failed:missing-counts`).
+pub fn ecn_field(ecn: &sift::conn::ecn::EcnStats) -> String {
+    let failure = match (ecn.state, ecn.failure) {
+        (sift::conn::EcnState::Failed, Some(failure)) => serde_json::to_value(failure)
+            .ok()
+            .and_then(|v| v.as_str().map(|s| format!(":{s}")))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    format!(" ecn={}{failure}", ecn.state.name())
+}
+
 impl ServedConnection for Connection {
     fn sender_report(&self) -> Option<SenderReport> {
         Some(SenderReport::from_stats(&self.stats()))
@@ -414,7 +428,9 @@ async fn serve_stream(
         Protocol::Hq => service.files.serve_hq(&mut stream).await,
     };
     let mut line = transfer_line(connection.remote_address(), &record);
-    line.push_str(&sender_field(&connection.stats().send_times));
+    let stats = connection.stats();
+    line.push_str(&sender_field(&stats.send_times));
+    line.push_str(&ecn_field(&stats.ecn));
     lines(&line);
 }
 
@@ -522,5 +538,22 @@ mod tests {
             " sender=busy:35,window:0,pacer:0,credit:37,application:28"
         );
         assert_eq!(sender_field(&Default::default()), "");
+    }
+
+    #[test]
+    fn the_ecn_field_gives_the_state_and_why_it_failed() {
+        use sift::conn::ecn::{EcnFailure, EcnStats};
+        use sift::conn::EcnState;
+        let capable = EcnStats {
+            state: EcnState::Capable,
+            ..Default::default()
+        };
+        assert_eq!(ecn_field(&capable), " ecn=capable");
+        let failed = EcnStats {
+            state: EcnState::Failed,
+            failure: Some(EcnFailure::MissingCounts),
+            ..Default::default()
+        };
+        assert_eq!(ecn_field(&failed), " ecn=failed:missing-counts");
     }
 }

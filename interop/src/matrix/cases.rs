@@ -54,6 +54,8 @@ pub enum Case {
     AmplificationLimit,
     /// QUIC v2 chosen by compatible version negotiation.
     V2,
+    /// A download with ECN: both sides mark, ACKs carry ECN counts.
+    Ecn,
     /// sift ↔ sift: start in QUIC v1, upgrade to sift/1.
     SiftUpgrade,
     /// The runner's goodput measurement: 10 MB over 10 Mb/s, five times.
@@ -61,7 +63,7 @@ pub enum Case {
 }
 
 /// Every case, in the table's column order.
-pub const ALL: [Case; 24] = [
+pub const ALL: [Case; 25] = [
     Case::Handshake,
     Case::LongRtt,
     Case::Transfer,
@@ -84,6 +86,7 @@ pub const ALL: [Case; 24] = [
     Case::Blackhole,
     Case::AmplificationLimit,
     Case::V2,
+    Case::Ecn,
     Case::SiftUpgrade,
     Case::Goodput,
 ];
@@ -100,6 +103,16 @@ pub const ZERO_RTT_NAME_LEN: usize = 100;
 
 /// Runs of the goodput measurement (the runner's `repetitions()`).
 pub const GOODPUT_RUNS: usize = 5;
+
+/// The ecn case's file: long enough that each side's ECN validation ends
+/// many round trips before the transfer does, so marks at the end show
+/// the validation passed.
+pub const ECN_FILE_BYTES: u64 = 5_000_000;
+
+/// Datagrams at the end of each direction that the ecn case wants
+/// ECN-marked: a sender whose validation failed sends Not-ECT from then
+/// on (RFC 9000 §13.4.2.2).
+pub const ECN_TAIL: usize = 5;
 
 /// Connections (one file each) of the handshakeloss case.
 pub const HANDSHAKE_LOSS_RUNS: usize = 5;
@@ -161,6 +174,7 @@ impl Case {
             Case::Blackhole => "blackhole",
             Case::AmplificationLimit => "amplificationlimit",
             Case::V2 => "v2",
+            Case::Ecn => "ecn",
             Case::SiftUpgrade => "sift1-upgrade",
             Case::Goodput => "goodput",
         }
@@ -191,6 +205,7 @@ impl Case {
             Case::Blackhole => "B",
             Case::AmplificationLimit => "A",
             Case::V2 => "V2",
+            Case::Ecn => "E",
             Case::SiftUpgrade => "SU",
             Case::Goodput => "G",
         }
@@ -221,6 +236,7 @@ impl Case {
             Case::Blackhole => "a 10 MB file at 10 Mb/s while the link goes dark for 2 s in every 7 s, both ways",
             Case::AmplificationLimit => "a 9-certificate chain; the client's datagrams 2-7 dropped; the server sends under 4× (3× + the runner's tolerance) what it got until the client's first Handshake packet",
             Case::V2 => "QUIC v2: the server answers in v2, the handshake runs in it and the client reports it (the runner's client starts in v1 and is moved by compatible version negotiation; sift-client, whose rustls cannot follow that move, and quic-go, which has no compatible negotiation, start in v2), a 1 KB file",
+            Case::Ecn => "a 5 MB file byte-exact with ECN: the tap (which passes the ECN field on as it came) saw ECT-marked datagrams both ways, and the last of each side's datagrams still marked (quinn and quic-go stop marking when the peer's ACK-ECN counts fail their validation, as sift does); sift's side reports ECN validated (`capable`). Against a peer that sends no ECN the cell is unsupported, and sift's side must have failed safe (validation failed, the file byte-exact)",
             Case::SiftUpgrade => "sift ↔ sift: the client starts in QUIC v1, the connection runs sift/1, a file byte-exact",
             Case::Goodput => "measured: a 10 MB file at 10 Mb/s, 15 ms each way, queue 25 packets, as H; goodput = 8 × 10 MB over the time from the server's first to its last 1-RTT datagram at the tap (the runner's), in kb/s, five runs (mean ± standard deviation)",
         }
@@ -254,6 +270,7 @@ impl Case {
                 })
                 .collect(),
             Case::ChaCha20 | Case::KeyUpdate => named(&[3 * MB]),
+            Case::Ecn => named(&[ECN_FILE_BYTES]),
             Case::Ipv6 => named(&[5 * KB, 10 * KB]),
             Case::RebindPort | Case::RebindAddr => named(&[5 * MB]),
             Case::ConnectionMigration

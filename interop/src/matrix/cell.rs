@@ -229,6 +229,9 @@ impl CellRunner {
             .env("TMPDIR", dir);
         let mut server_process = Running::spawn(&format!("{server} server"), command)?;
         let started = server_process.listening_address();
+        // The ecn case's wire and client report, judged once the server
+        // has stopped and printed its transfer lines.
+        let mut ecn_seen: Option<(super::tap::Wire, Vec<Value>)> = None;
         let outcome = started.and_then(|address| {
             let drops = if case == Case::AmplificationLimit {
                 AMPLIFICATION_DROPS.to_vec()
@@ -264,6 +267,10 @@ impl CellRunner {
                 verdict?;
                 verify_files(&downloads, &files)?;
                 checks::check(case, &wire, &reports).map_err(anyhow::Error::msg)?;
+                if case == Case::Ecn {
+                    ecn_seen = Some((wire, reports));
+                    return Ok(None);
+                }
                 if !case.is_measurement() {
                     return Ok(None);
                 }
@@ -279,6 +286,33 @@ impl CellRunner {
         });
         let _ = server_process.stop();
         save(dir, "server", &server_process);
+        let (Ok(_), Some((wire, reports))) = (&outcome, ecn_seen) else {
+            return outcome;
+        };
+        let mut sift = Vec::new();
+        if client == Stack::Sift {
+            let state = reports.last().and_then(checks::client_ecn_state);
+            sift.push(("client", state));
+        }
+        if server == Stack::Sift {
+            sift.push(("server", checks::server_ecn_state(&server_process.stdout())));
+        }
+        let limit = stacks::ecn_limit(client, server);
+        checks::check_ecn(&wire, &sift, limit.as_deref()).map_err(anyhow::Error::msg)?;
+        if let Some(limit) = limit {
+            // Passed as far as it can: the peer's limit, and sift's side
+            // failed safe (its states are in the reason).
+            let states: Vec<String> = sift
+                .iter()
+                .map(|(side, state)| {
+                    format!("sift's {side} ECN {}", state.as_deref().unwrap_or("?"))
+                })
+                .collect();
+            result.outcome = Outcome::Unsupported(format!(
+                "{limit}; sift failed safe: {}, files byte-exact",
+                states.join(", ")
+            ));
+        }
         outcome
     }
 

@@ -6,8 +6,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::cases::Case;
-use super::tap::{Wire, QUIC_V1, QUIC_V2};
+use super::cases::{Case, ECN_TAIL};
+use super::tap::{ecn_name, EcnSeen, Wire, QUIC_V1, QUIC_V2};
 
 /// What the checks looked at, kept in results.json for every cell.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -36,6 +36,14 @@ pub struct Seen {
     pub client_version: Option<String>,
     /// Datagrams the tap relayed, both ways.
     pub datagrams: usize,
+    /// The client's datagrams per ECN codepoint, as relayed.
+    pub ecn_from_client: EcnSeen,
+    /// The server's datagrams per ECN codepoint, as relayed.
+    pub ecn_from_server: EcnSeen,
+    /// The codepoints of the client's last datagrams, oldest first.
+    pub ecn_last_from_client: Vec<String>,
+    /// The codepoints of the server's last datagrams, oldest first.
+    pub ecn_last_from_server: Vec<String>,
 }
 
 /// A version number as the runner prints it (`0x00000001`).
@@ -93,7 +101,105 @@ pub fn seen(wire: &Wire, reports: &[Value]) -> Seen {
             .and_then(Value::as_str)
             .map(str::to_string),
         datagrams: wire.datagrams.len(),
+        ecn_from_client: wire.ecn_counts(true),
+        ecn_from_server: wire.ecn_counts(false),
+        ecn_last_from_client: last_ecn(wire, true),
+        ecn_last_from_server: last_ecn(wire, false),
     }
+}
+
+fn last_ecn(wire: &Wire, from_client: bool) -> Vec<String> {
+    wire.last_ecn(from_client, ECN_TAIL)
+        .into_iter()
+        .map(|ecn| ecn_name(ecn).to_string())
+        .collect()
+}
+
+/// The ECN state sift-client's `--json` report gives (`capable`, or
+/// `failed:REASON`).
+pub fn client_ecn_state(report: &Value) -> Option<String> {
+    let ecn = report.get("ecn")?;
+    let state = ecn.get("state")?.as_str()?;
+    Some(match ecn.get("failure").and_then(Value::as_str) {
+        Some(failure) => format!("{state}:{failure}"),
+        None => state.to_string(),
+    })
+}
+
+/// The ECN state of sift-server's last transfer line (its `ecn=` field).
+pub fn server_ecn_state(stdout: &str) -> Option<String> {
+    stdout.lines().rev().find_map(|line| {
+        line.split_whitespace()
+            .find_map(|field| field.strip_prefix("ecn="))
+            .map(str::to_string)
+    })
+}
+
+/// The ecn case's verdict beyond [`check`]: `sift` names each side that
+/// is sift (`client`/`server`) with the ECN state it reports (`None`: it
+/// reported none); `peer_limit` is why the other side takes no part in
+/// ECN, if it does not. With ECN on both sides, both marked, both still
+/// marked at the end, and sift validated. Against a peer without ECN,
+/// sift must have failed safe: not validated, and sending Not-ECT at the
+/// end.
+pub fn check_ecn(
+    wire: &Wire,
+    sift: &[(&str, Option<String>)],
+    peer_limit: Option<&str>,
+) -> Result<(), String> {
+    let sides = [("client", true), ("server", false)];
+    match peer_limit {
+        None => {
+            for (side, from_client) in sides {
+                let counts = wire.ecn_counts(from_client);
+                if counts.marked() == 0 {
+                    return Err(format!(
+                        "the tap saw no ECN-marked datagram from the {side} ({counts:?})"
+                    ));
+                }
+                let last = wire.last_ecn(from_client, ECN_TAIL);
+                if last.is_empty() || last.contains(&sift::wire::Ecn::NotEct) {
+                    let names: Vec<&str> = last.into_iter().map(ecn_name).collect();
+                    return Err(format!(
+                        "the {side} stopped marking: its last datagrams were {names:?} ({counts:?}); a sender stops when the peer's ACK-ECN counts fail its validation"
+                    ));
+                }
+            }
+            for (side, state) in sift {
+                match state.as_deref() {
+                    Some("capable") => {}
+                    other => {
+                        return Err(format!(
+                            "sift's {side} reports ECN {}, not capable",
+                            other.unwrap_or("nothing")
+                        ))
+                    }
+                }
+            }
+        }
+        Some(limit) => {
+            for (side, state) in sift {
+                let from_client = *side == "client";
+                match state.as_deref() {
+                    None => return Err(format!("sift's {side} reports no ECN state")),
+                    Some("capable") => {
+                        return Err(format!(
+                            "sift's {side} reports ECN capable against a peer without ECN ({limit})"
+                        ))
+                    }
+                    Some(_) => {}
+                }
+                let last = wire.last_ecn(from_client, ECN_TAIL);
+                if last.iter().any(|ecn| *ecn != sift::wire::Ecn::NotEct) {
+                    let names: Vec<&str> = last.into_iter().map(ecn_name).collect();
+                    return Err(format!(
+                        "sift's {side} still marks at the end against a peer without ECN: its last datagrams were {names:?}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The verdict of a cell whose client ended well and whose files were
@@ -241,6 +347,7 @@ mod tests {
             dropped: false,
             packets,
             at: std::time::Instant::now(),
+            ecn: sift::wire::Ecn::NotEct,
         }
     }
 
@@ -355,6 +462,73 @@ mod tests {
         let stayed = serde_json::json!({"version": "QUIC v1"});
         assert_eq!(check(Case::SiftUpgrade, &wire, &[upgraded]), Ok(()));
         assert!(check(Case::SiftUpgrade, &wire, &[stayed]).is_err());
+    }
+
+    fn ecn_wire(client: &[sift::wire::Ecn], server: &[sift::wire::Ecn]) -> Wire {
+        let short = || {
+            vec![Packet::Short {
+                dcid: vec![],
+                size: 1200,
+            }]
+        };
+        let mut wire = one_handshake();
+        for (from_client, codepoints) in [(true, client), (false, server)] {
+            for &ecn in codepoints {
+                wire.datagrams.push(Datagram {
+                    ecn,
+                    ..datagram(from_client, short())
+                });
+            }
+        }
+        wire
+    }
+
+    #[test]
+    fn the_ecn_case_wants_marks_both_ways_to_the_end_and_sift_validated() {
+        use sift::wire::Ecn::{Ect0, NotEct};
+        let marked = ecn_wire(&[Ect0; 6], &[Ect0; 6]);
+        let capable = [("server", Some("capable".to_string()))];
+        assert_eq!(check_ecn(&marked, &capable, None), Ok(()));
+        let unvalidated = [("client", Some("failed:bleached".to_string()))];
+        assert!(check_ecn(&marked, &unvalidated, None)
+            .unwrap_err()
+            .contains("not capable"));
+        // The server stopped marking near the end: its validation failed.
+        let stopped = ecn_wire(&[Ect0; 6], &[Ect0, Ect0, Ect0, NotEct, NotEct]);
+        assert!(check_ecn(&stopped, &capable, None)
+            .unwrap_err()
+            .contains("server stopped marking"));
+        let unmarked = ecn_wire(&[NotEct; 6], &[Ect0; 6]);
+        assert!(check_ecn(&unmarked, &capable, None)
+            .unwrap_err()
+            .contains("no ECN-marked datagram from the client"));
+    }
+
+    #[test]
+    fn against_a_peer_without_ecn_sift_must_stop_marking_and_not_validate() {
+        use sift::wire::Ecn::{Ect0, NotEct};
+        let limit = Some("quiche has no ECN");
+        let failed = [("server", Some("failed:missing-counts".to_string()))];
+        let safe = ecn_wire(
+            &[NotEct; 6],
+            &[Ect0, Ect0, NotEct, NotEct, NotEct, NotEct, NotEct],
+        );
+        assert_eq!(check_ecn(&safe, &failed, limit), Ok(()));
+        let still_marking = ecn_wire(&[NotEct; 6], &[Ect0; 6]);
+        assert!(check_ecn(&still_marking, &failed, limit)
+            .unwrap_err()
+            .contains("still marks"));
+        let capable = [("server", Some("capable".to_string()))];
+        assert!(check_ecn(&safe, &capable, limit).is_err());
+        assert_eq!(
+            server_ecn_state("client=x op=GET result=ok sender=busy:1 ecn=failed:missing-counts\n"),
+            Some("failed:missing-counts".to_string())
+        );
+        let report = serde_json::json!({"ecn": {"state": "failed", "failure": "bleached"}});
+        assert_eq!(
+            client_ecn_state(&report),
+            Some("failed:bleached".to_string())
+        );
     }
 
     #[test]

@@ -89,6 +89,16 @@ impl Stack {
         }
     }
 
+    /// Why this stack takes no part in ECN, if it does not.
+    pub fn no_ecn(self) -> Option<&'static str> {
+        match self {
+            Stack::Quiche => Some(
+                "quiche 0.28 has no ECN: it sends Not-ECT, never reads the field, and its ACKs carry no ECN counts (src/lib.rs: `ecn_counts: None, // sending ECN is not supported at this time`)",
+            ),
+            _ => None,
+        }
+    }
+
     fn no_v2(self) -> &'static str {
         match self {
             Stack::Sift | Stack::QuicGo => "",
@@ -211,8 +221,25 @@ pub fn http3_unsupported(http3: &Http3, client: Stack, server: Stack) -> Option<
     None
 }
 
+/// Why the ecn case cannot pass between `client` and `server`: a side
+/// that takes no part in ECN.
+pub fn ecn_limit(client: Stack, server: Stack) -> Option<String> {
+    client
+        .no_ecn()
+        .map(|reason| format!("client: {reason}"))
+        .or_else(|| server.no_ecn().map(|reason| format!("server: {reason}")))
+}
+
 /// Why `case` cannot run between `client` and `server`, if it cannot.
+/// The ecn case still runs against a peer without ECN when sift is the
+/// other side: sift's side must fail safe there (the cell then says
+/// unsupported only if it did).
 pub fn unsupported(http3: &Http3, case: Case, client: Stack, server: Stack) -> Option<String> {
+    if case == Case::Ecn && client != Stack::Sift && server != Stack::Sift {
+        if let Some(reason) = ecn_limit(client, server) {
+            return Some(reason);
+        }
+    }
     if case == Case::SiftUpgrade && (client != Stack::Sift || server != Stack::Sift) {
         return Some("sift/1 is sift's own version: sift ↔ sift only".into());
     }
@@ -563,6 +590,21 @@ mod tests {
         }
         assert_eq!(Stack::QuicGo.client_unsupported(Case::V2), None);
         assert_eq!(Stack::parse("quic-go"), Some(Stack::QuicGo));
+    }
+
+    #[test]
+    fn ecn_against_quiche_runs_only_with_sift_on_the_other_side() {
+        let none = Http3::default();
+        // sift's side must be seen to fail safe: the cell runs.
+        assert_eq!(
+            unsupported(&none, Case::Ecn, Stack::Sift, Stack::Quiche),
+            None
+        );
+        assert!(ecn_limit(Stack::Sift, Stack::Quiche)
+            .unwrap()
+            .starts_with("server: quiche"));
+        assert!(unsupported(&none, Case::Ecn, Stack::Quinn, Stack::Quiche).is_some());
+        assert_eq!(ecn_limit(Stack::Quinn, Stack::QuicGo), None);
     }
 
     #[test]

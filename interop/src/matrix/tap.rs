@@ -8,15 +8,22 @@
 //! Every client address gets its own upstream socket, so a client that
 //! moves to a new port reaches the server from a new port too (as a NAT
 //! would show it), and the server must follow it.
+//!
+//! The ECN field crosses the tap as it came (read with `IP_RECVTOS` /
+//! `IPV6_RECVTCLASS`, sent on with `IP_TOS` / `IPV6_TCLASS`, through
+//! `sift::io`), and every datagram's codepoint is noted: the runner's ecn
+//! case reads the same from its pcap.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use sift::wire::Ecn;
 
 /// How often the relay threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
@@ -195,6 +202,48 @@ pub struct Datagram {
     pub packets: Vec<Packet>,
     /// When the tap saw it.
     pub at: Instant,
+    /// The ECN field it arrived with (and left with).
+    pub ecn: Ecn,
+}
+
+/// Datagrams per ECN codepoint, one direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EcnSeen {
+    /// Not-ECT.
+    pub not_ect: u64,
+    /// ECT(0).
+    pub ect0: u64,
+    /// ECT(1).
+    pub ect1: u64,
+    /// CE.
+    pub ce: u64,
+}
+
+impl EcnSeen {
+    /// Datagrams that carried an ECN-capable codepoint (CE included: a
+    /// queue marks only ECT datagrams).
+    pub fn marked(&self) -> u64 {
+        self.ect0 + self.ect1 + self.ce
+    }
+
+    fn add(&mut self, ecn: Ecn) {
+        match ecn {
+            Ecn::NotEct => self.not_ect += 1,
+            Ecn::Ect0 => self.ect0 += 1,
+            Ecn::Ect1 => self.ect1 += 1,
+            Ecn::Ce => self.ce += 1,
+        }
+    }
+}
+
+/// A codepoint as tables print it.
+pub fn ecn_name(ecn: Ecn) -> &'static str {
+    match ecn {
+        Ecn::NotEct => "not-ect",
+        Ecn::Ect0 => "ect0",
+        Ecn::Ect1 => "ect1",
+        Ecn::Ce => "ce",
+    }
 }
 
 /// Everything the tap saw, in order.
@@ -445,6 +494,53 @@ impl Wire {
 }
 
 impl Wire {
+    /// Datagrams relayed one way (`from_client`), per ECN codepoint.
+    pub fn ecn_counts(&self, from_client: bool) -> EcnSeen {
+        let mut seen = EcnSeen::default();
+        for datagram in self
+            .datagrams
+            .iter()
+            .filter(|d| d.from_client == from_client && !d.dropped)
+        {
+            seen.add(datagram.ecn);
+        }
+        seen
+    }
+
+    /// The codepoints of the last `n` datagrams of the connection relayed
+    /// one way, oldest first. A datagram whose destination connection ID
+    /// appears in no other datagram that way is left out: that is a
+    /// stateless reset (RFC 9000 §10.3: unpredictable bytes, sent by an
+    /// endpoint that has no state for the connection, so Not-ECT).
+    pub fn last_ecn(&self, from_client: bool, n: usize) -> Vec<Ecn> {
+        let dcid = |d: &Datagram| -> Option<Vec<u8>> {
+            match d.packets.first()? {
+                Packet::Short { dcid, .. } | Packet::Long { dcid, .. } => Some(dcid.clone()),
+                Packet::VersionNegotiation => None,
+            }
+        };
+        let relayed: Vec<&Datagram> = self
+            .datagrams
+            .iter()
+            .filter(|d| d.from_client == from_client && !d.dropped)
+            .collect();
+        let mut uses: HashMap<Vec<u8>, usize> = HashMap::new();
+        for datagram in &relayed {
+            if let Some(id) = dcid(datagram) {
+                *uses.entry(id).or_default() += 1;
+            }
+        }
+        let mut last: Vec<Ecn> = relayed
+            .iter()
+            .rev()
+            .filter(|d| dcid(d).is_none_or(|id| id.is_empty() || uses[&id] > 1))
+            .take(n)
+            .map(|d| d.ecn)
+            .collect();
+        last.reverse();
+        last
+    }
+
     /// The time from the server's first datagram with a 1-RTT packet to
     /// its last, as the tap saw them: the runner's goodput measures the
     /// transfer so (its client-side capture's first and last 1-RTT packet
@@ -492,10 +588,11 @@ impl Wire {
                 })
                 .collect();
             out.push_str(&format!(
-                "{} {} {}{} [{}]\n",
+                "{} {} {} {}{} [{}]\n",
                 if datagram.from_client { "C->S" } else { "S->C" },
                 datagram.client,
                 datagram.size,
+                ecn_name(datagram.ecn),
                 if datagram.dropped { " DROPPED" } else { "" },
                 packets.join("; ")
             ));
@@ -542,6 +639,9 @@ impl Tap {
         let socket =
             UdpSocket::bind(listen).with_context(|| format!("tap cannot bind {listen}"))?;
         socket.set_read_timeout(Some(POLL))?;
+        // A kernel that refuses leaves every datagram read as Not-ECT:
+        // the ecn case then fails, naming what the tap saw.
+        let _ = sift::io::enable_ecn_reception(&socket, listen.is_ipv6());
         let address = socket.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let wire = Arc::new(Mutex::new(Wire::default()));
@@ -624,9 +724,10 @@ fn relay_from_clients(
     let mut buf = vec![0u8; 65_535];
     let mut counted = 0usize;
     while !stop.load(Ordering::Relaxed) {
-        let Ok((len, client)) = socket.recv_from(&mut buf) else {
+        let Ok(received) = sift::io::recv_segments(socket.as_raw_fd(), &mut buf) else {
             continue;
         };
+        let (len, client, ecn) = (received.len, received.from, received.ecn);
         counted += 1;
         let datagram = &buf[..len];
         let short_len = lengths.lock().ok().and_then(|l| l.server);
@@ -642,6 +743,7 @@ fn relay_from_clients(
                 dropped,
                 packets,
                 at: Instant::now(),
+                ecn,
             },
         );
         if dropped {
@@ -661,6 +763,7 @@ fn relay_from_clients(
                 if upstream.set_read_timeout(Some(POLL)).is_err() {
                     continue;
                 }
+                let _ = sift::io::enable_ecn_reception(&upstream, to.is_ipv6());
                 let upstream = Arc::new(upstream);
                 upstreams.insert(client, upstream.clone());
                 let back = {
@@ -677,7 +780,7 @@ fn relay_from_clients(
             }
         };
         // A send that fails is a datagram lost, as on a network.
-        let _ = upstream.send_to(datagram, to);
+        let _ = forward(&upstream, to, datagram, ecn);
     }
 }
 
@@ -691,9 +794,10 @@ fn relay_to_client(
 ) {
     let mut buf = vec![0u8; 65_535];
     while !stop.load(Ordering::Relaxed) {
-        let Ok((len, _)) = upstream.recv_from(&mut buf) else {
+        let Ok(received) = sift::io::recv_segments(upstream.as_raw_fd(), &mut buf) else {
             continue;
         };
+        let (len, ecn) = (received.len, received.ecn);
         let datagram = &buf[..len];
         let short_len = lengths.lock().ok().and_then(|l| l.client);
         let packets = parse_datagram(datagram, short_len);
@@ -707,10 +811,22 @@ fn relay_to_client(
                 dropped: false,
                 packets,
                 at: Instant::now(),
+                ecn,
             },
         );
-        let _ = socket.send_to(datagram, client);
+        let _ = forward(socket, client, datagram, ecn);
     }
+}
+
+/// Sends one datagram on with the ECN field it came with.
+fn forward(
+    socket: &UdpSocket,
+    to: SocketAddr,
+    datagram: &[u8],
+    ecn: Ecn,
+) -> std::io::Result<usize> {
+    // One segment as long as the datagram: a plain send, no GSO.
+    sift::io::send_segments(socket.as_raw_fd(), to, datagram, datagram.len(), ecn)
 }
 
 #[cfg(test)]
@@ -798,6 +914,7 @@ mod tests {
             dropped: false,
             packets,
             at: std::time::Instant::now(),
+            ecn: Ecn::NotEct,
         }
     }
 
@@ -874,6 +991,44 @@ mod tests {
         };
         assert_eq!(wire(5).migrations(), vec![true]);
         assert_eq!(wire(1).migrations(), vec![false]);
+    }
+
+    #[test]
+    fn the_last_codepoints_leave_out_a_stateless_reset_to_a_one_off_connection_id() {
+        let short = |id: u8| {
+            vec![Packet::Short {
+                dcid: vec![id; 8],
+                size: 40,
+            }]
+        };
+        let marked = |id: u8, ecn: Ecn| Datagram {
+            ecn,
+            ..seen(false, 1, short(id), 40)
+        };
+        let wire = Wire {
+            datagrams: vec![
+                marked(1, Ecn::Ect0),
+                marked(1, Ecn::Ect0),
+                marked(1, Ecn::Ce),
+                // A stateless reset after the close: a random ID.
+                marked(9, Ecn::NotEct),
+            ],
+        };
+        assert_eq!(wire.last_ecn(false, 2), [Ecn::Ect0, Ecn::Ce]);
+        assert_eq!(wire.last_ecn(true, 2), []);
+        assert_eq!(
+            wire.ecn_counts(false),
+            EcnSeen {
+                not_ect: 1,
+                ect0: 2,
+                ect1: 0,
+                ce: 1
+            }
+        );
+        // A connection that stops marking shows it.
+        let mut stopped = wire.clone();
+        stopped.datagrams.push(marked(1, Ecn::NotEct));
+        assert_eq!(stopped.last_ecn(false, 2), [Ecn::Ce, Ecn::NotEct]);
     }
 
     #[test]
