@@ -244,8 +244,8 @@ impl Case {
             Case::AmplificationLimit => "a 9-certificate chain; the client's datagrams 2-7 dropped; the server sends under 4× (3× + the runner's tolerance) what it got until the client's first Handshake packet",
             Case::V2 => "QUIC v2: the server answers in v2, the handshake runs in it and the client reports it (the runner's client starts in v1 and is moved by compatible version negotiation; sift-client, whose rustls cannot follow that move, and quic-go, which has no compatible negotiation, start in v2), a 1 KB file",
             Case::SiftUpgrade => "sift ↔ sift: the client starts in QUIC v1, the connection runs sift/1, a file byte-exact",
-            Case::Goodput => "measured: a 10 MB file at 10 Mb/s, 15 ms each way, queue 25 packets, as H; goodput = 8 × 10 MB over the time from the server's first to its last 1-RTT datagram at the tap (the runner's), in kb/s, five runs (mean ± standard deviation)",
-            Case::CrossTraffic => "measured: a 25 MB file over goodput's link (10 Mb/s, 15 ms each way, queue 25) while a CUBIC flow, started 2 s before, shares the bottleneck queue: sift-client perf -R --cc cubic from a second sift-server through the same sift-link (a QUIC CUBIC flow over UDP, not the runner's kernel TCP one: this kernel has no netem to delay TCP); the measured flow's goodput as G's, and the cross flow's over the measured client's run, in kb/s, five runs (mean ± standard deviation)",
+            Case::Goodput => "measured: a 10 MB file at 10 Mb/s, 15 ms each way, queue 25 packets, MTU 1500, as H; goodput = 8 × 10 MB over the time from the server's first to its last 1-RTT datagram at the tap (the runner's), in kb/s, five runs (mean ± standard deviation)",
+            Case::CrossTraffic => "measured: a 25 MB file over goodput's link (10 Mb/s, 15 ms each way, queue 25, MTU 1500) while a CUBIC flow, started 2 s before, shares the bottleneck queue: sift-client perf -R --cc cubic from a second sift-server through the same sift-link (a QUIC CUBIC flow over UDP, not the runner's kernel TCP one: this kernel has no netem to delay TCP); the measured flow's goodput as G's, and the cross flow's over the measured client's run, in kb/s, five runs (mean ± standard deviation)",
         }
     }
 
@@ -346,10 +346,13 @@ impl Case {
             // 750 ms each way; corrupt-rate 30%; blackhole on 5 s, off 2 s.
             // The runner's measurements' link (testcases_quic.py
             // MeasurementGoodput: simple-p2p, 10 Mb/s, 15 ms, queue 25;
-            // MeasurementCrossTraffic inherits it).
+            // MeasurementCrossTraffic inherits it), with its Ethernet MTU:
+            // on loopback sift's PMTUD (RFC 8899) otherwise grows its
+            // datagrams to 8972 bytes, and a 25-packet queue of those holds
+            // 180 ms at 10 Mb/s, not the runner's 28 ms.
             Case::Goodput | Case::CrossTraffic => Some(Link {
-                forward: "delay 15ms rate 10mbit limit 25",
-                reverse: "delay 15ms rate 10mbit limit 25",
+                forward: "delay 15ms rate 10mbit limit 25 mtu 1500",
+                reverse: "delay 15ms rate 10mbit limit 25 mtu 1500",
                 rebind_every_s: None,
                 rebind_linger_s: None,
                 rebind_addr: false,
@@ -521,5 +524,22 @@ mod tests {
         assert_eq!(Case::CrossTraffic.repetitions(), GOODPUT_RUNS);
         assert!(Case::CrossTraffic.is_measurement() && Case::CrossTraffic.cross_traffic());
         assert!(!Case::Goodput.cross_traffic());
+    }
+
+    #[test]
+    fn the_measured_links_carry_ethernet_sized_packets_as_the_runners_do() {
+        for case in [Case::Goodput, Case::CrossTraffic] {
+            let link = case.link().unwrap();
+            assert!(
+                link.forward.ends_with("mtu 1500"),
+                "{case}: {}",
+                link.forward
+            );
+            assert!(
+                link.reverse.ends_with("mtu 1500"),
+                "{case}: {}",
+                link.reverse
+            );
+        }
     }
 }
