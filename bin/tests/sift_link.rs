@@ -512,3 +512,82 @@ fn help_shows_examples() {
     );
     assert!(text.contains("codel target 5ms interval 100ms ecn") && text.contains("dualpi2"));
 }
+
+on_both_loopbacks!(a_route_relays_a_second_server_through_the_same_queue);
+fn a_route_relays_a_second_server_through_the_same_queue(loopback: IpAddr) {
+    let first = socket(loopback, Duration::from_millis(500));
+    let second = socket(loopback, Duration::from_millis(500));
+    let route = format!("{}={}", any_port(loopback), second.local_addr().unwrap());
+    // 1000-byte datagrams at 80 kb/s: 100 ms each, so the queue of 5
+    // cannot drain while the 20 below are offered.
+    let mut relay = Relay::start(
+        loopback,
+        first.local_addr().unwrap(),
+        &[
+            "--route",
+            &route,
+            "--forward",
+            "rate 80kbit limit 5",
+            "--seed",
+            "3",
+        ],
+    );
+    let routed: SocketAddr = relay
+        .wait_for_line("route: from ")
+        .split("route: from ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .expect("the route line names its address")
+        .parse()
+        .expect("a socket address");
+    assert_ne!(routed, relay.address);
+    let alice = socket(loopback, Duration::from_millis(500));
+    let bob = socket(loopback, Duration::from_millis(500));
+    bob.send_to(&[b'b'; 1000], routed).unwrap();
+    let first_of_bob = receive_all(&second);
+    assert_eq!(first_of_bob.len(), 1, "the route carries bob's datagram");
+    let bobs_upstream = first_of_bob[0].1;
+    for _ in 0..10 {
+        alice.send_to(&[b'a'; 1000], relay.address).unwrap();
+        bob.send_to(&[b'b'; 1000], routed).unwrap();
+    }
+    let to_first = receive_all(&first);
+    let to_second = receive_all(&second);
+    assert!(to_first.iter().all(|(bytes, _, _)| bytes[0] == b'a'));
+    assert!(to_second.iter().all(|(bytes, _, _)| bytes[0] == b'b'));
+    // One queue for both: about 5 of the 20 get through (one in service,
+    // the queue's 5), not up to 6 of each server's 10.
+    let through = to_first.len() + to_second.len();
+    assert!(
+        through <= 7,
+        "{through} of 20 datagrams passed a 5-packet queue"
+    );
+    // Replies go back to each client from the address it sent to.
+    second.send_to(b"reply", bobs_upstream).unwrap();
+    let replies = receive_all(&bob);
+    assert_eq!(replies.len(), 1);
+    assert_eq!(
+        replies[0].1, routed,
+        "bob's reply comes from the route's address"
+    );
+    assert!(receive_all(&alice).is_empty());
+    relay.stop();
+}
+
+#[test]
+fn a_route_without_an_equals_sign_is_one_clear_error() {
+    let out = Command::new(BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            "127.0.0.1:9",
+            "--route",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .expect("sift-link runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not LISTEN=TO"), "{stderr}");
+}

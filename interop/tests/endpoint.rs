@@ -248,6 +248,28 @@ fn the_ecn_case_runs_a_transfer_whose_datagrams_are_ect_marked_both_ways() {
 }
 
 #[test]
+fn the_measurements_run_as_transfers_the_runner_times() {
+    // goodput and crosstraffic: the runner makes the link and the cross
+    // traffic; the endpoints serve and fetch as in transfer.
+    for case in ["goodput", "crosstraffic"] {
+        let scratch = Scratch::new(case);
+        write_certs(&scratch);
+        let names = files(&scratch, &[300_000]);
+        let port = free_port();
+        let mut server =
+            Running::spawn("endpoint server", endpoint(&scratch, "server", case, port)).unwrap();
+        server.listening_address().unwrap();
+        let output = endpoint(&scratch, "client", case, port)
+            .env("REQUESTS", requests(port, &names))
+            .output()
+            .unwrap();
+        success(&output);
+        assert_downloaded(&scratch, &names);
+        server.stop().unwrap();
+    }
+}
+
+#[test]
 fn cases_sift_does_not_support_exit_127_and_say_why() {
     let scratch = Scratch::new("unsupported");
     for (case, why, roles) in [

@@ -8,6 +8,10 @@
 //! client → server, reverse is server → client. The models never read the
 //! clock; this binary feeds them `Instant::now()`.
 //!
+//! Routes: each `--route LISTEN=TO` is one more listening socket whose
+//! clients are relayed to its own server, through the same two links: a
+//! second flow (cross traffic) shares the bottleneck queue with the first.
+//!
 //! Checksums: a sift endpoint with corruption notices on sends UDP with a
 //! zero checksum, which IPv4 always accepts and IPv6 only on a socket with
 //! `UDP_NO_CHECK6_RX`; every relay socket asks for it, so sift is relayed
@@ -83,6 +87,10 @@ Examples:
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 \\
       --forward \"delay 20ms rate 50mbit dualpi2\" --reverse \"delay 20ms bleach\"
 
+  # Cross traffic: a second server's flow through the same bottleneck queue
+  sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 \\
+      --route 127.0.0.1:5001=127.0.0.1:4434 --reverse \"delay 15ms rate 10mbit limit 25\"
+
   # Log every packet's fate as JSON lines; print counters with `kill -USR1 PID`
   sift-link --listen 127.0.0.1:5000 --to 127.0.0.1:4433 --forward \"loss gemodel 1% 30%\" \\
       --log fates.jsonl --log-format json
@@ -132,6 +140,11 @@ struct Args {
     /// The server every client's traffic is relayed to.
     #[arg(long, value_name = "ADDR")]
     to: String,
+    /// One more listening address whose clients are relayed to their own
+    /// server, through the same links and queues as --listen's (repeatable;
+    /// port 0 picks a free port, printed as `route: from ADDR to ADDR`).
+    #[arg(long = "route", value_name = "LISTEN=TO")]
+    routes: Vec<String>,
     /// Impairments client → server, in netem syntax.
     #[arg(long, value_name = "SPEC", default_value = "")]
     forward: String,
@@ -246,6 +259,8 @@ enum Direction {
 enum Inbound {
     /// A datagram from a client, received on the listening socket.
     FromClient {
+        /// Which listening socket (0: --listen, then each --route).
+        listener: usize,
         client: SocketAddr,
         bytes: Vec<u8>,
         ecn: Ecn,
@@ -260,6 +275,10 @@ enum Inbound {
 
 /// One client's NAT binding.
 struct Session {
+    /// The listening socket the client sends to (0: --listen, then each
+    /// --route), and the server it is relayed to.
+    listener: usize,
+    server: SocketAddr,
     client: SocketAddr,
     upstream: Arc<UdpSocket>,
     /// When `upstream` was opened (for --rebind-every).
@@ -406,14 +425,15 @@ struct LogLine<'a> {
 
 /// The relay's state, owned by the main thread.
 struct Relay {
-    listen: Arc<UdpSocket>,
-    server: SocketAddr,
+    /// Each listening socket and its server: --listen's first, then each
+    /// --route's.
+    listeners: Vec<(Arc<UdpSocket>, SocketAddr)>,
     /// How every relay socket is set up (checksums).
     socket_options: SocketOptions,
     forward: Link,
     reverse: Link,
     sessions: HashMap<u64, Session>,
-    session_of_client: HashMap<SocketAddr, u64>,
+    session_of_client: HashMap<(usize, SocketAddr), u64>,
     next_session: u64,
     next_packet: u64,
     inbound: Sender<Inbound>,
@@ -454,23 +474,24 @@ struct Censuses {
 }
 
 impl Relay {
-    /// A new upstream socket towards the server, with its reader thread
+    /// A new upstream socket towards `server`, with its reader thread
     /// handing datagrams in as `session`'s.
     fn open_upstream(
         &self,
         session: u64,
         binding: u64,
+        server: SocketAddr,
     ) -> Result<(Arc<UdpSocket>, Arc<AtomicBool>)> {
         let local: SocketAddr = match self.source_ip(binding) {
             Some(ip) => SocketAddr::new(ip, 0),
-            None if self.server.is_ipv4() => "0.0.0.0:0".parse()?,
+            None if server.is_ipv4() => "0.0.0.0:0".parse()?,
             None => "[::]:0".parse()?,
         };
         let upstream =
             relay_socket(local, self.socket_options).context("cannot open an upstream socket")?;
         upstream
-            .connect(self.server)
-            .with_context(|| format!("cannot reach {}", self.server))?;
+            .connect(server)
+            .with_context(|| format!("cannot reach {server}"))?;
         let upstream = Arc::new(upstream);
         let closed = Arc::new(AtomicBool::new(false));
         spawn_upstream_reader(
@@ -506,14 +527,14 @@ impl Relay {
             }
             !expired
         });
-        let due: Vec<u64> = self
+        let due: Vec<(u64, SocketAddr)> = self
             .sessions
             .iter()
             .filter(|(_, s)| now.duration_since(s.bound_at) >= every)
-            .map(|(&id, _)| id)
+            .map(|(&id, s)| (id, s.server))
             .collect();
-        for id in due {
-            match self.open_upstream(id, self.rebinds + 1) {
+        for (id, server) in due {
+            match self.open_upstream(id, self.rebinds + 1, server) {
                 Ok((upstream, closed)) => {
                     let Some(session) = self.sessions.get_mut(&id) else {
                         continue;
@@ -534,18 +555,26 @@ impl Relay {
         }
     }
 
-    /// The session of `client`, opening one (and its upstream socket) if new.
-    fn session_for(&mut self, client: SocketAddr, now: Instant) -> Result<u64> {
-        if let Some(&id) = self.session_of_client.get(&client) {
+    /// The session of `client` on `listener`, opening one (and its
+    /// upstream socket towards that listener's server) if new.
+    fn session_for(&mut self, listener: usize, client: SocketAddr, now: Instant) -> Result<u64> {
+        if let Some(&id) = self.session_of_client.get(&(listener, client)) {
             return Ok(id);
         }
+        let server = self
+            .listeners
+            .get(listener)
+            .map(|(_, server)| *server)
+            .ok_or_else(|| anyhow!("no listening socket {listener}"))?;
         let id = self.next_session;
         self.next_session += 1;
-        let (upstream, closed) = self.open_upstream(id, 0)?;
-        tracing::debug!(client = %client, session = id, local = ?upstream.local_addr().ok(), "new client");
+        let (upstream, closed) = self.open_upstream(id, 0, server)?;
+        tracing::debug!(client = %client, session = id, %server, local = ?upstream.local_addr().ok(), "new client");
         self.sessions.insert(
             id,
             Session {
+                listener,
+                server,
                 client,
                 upstream,
                 bound_at: now,
@@ -553,13 +582,18 @@ impl Relay {
                 closed,
             },
         );
-        self.session_of_client.insert(client, id);
+        self.session_of_client.insert((listener, client), id);
         Ok(id)
     }
 
     fn handle(&mut self, inbound: Inbound, now: Instant) -> Result<()> {
         let (direction, session, bytes, ecn) = match inbound {
-            Inbound::FromClient { client, bytes, ecn } => match self.session_for(client, now) {
+            Inbound::FromClient {
+                listener,
+                client,
+                bytes,
+                ecn,
+            } => match self.session_for(listener, client, now) {
                 Ok(session) => (Direction::Forward, session, bytes, ecn),
                 Err(e) => {
                     // Out of sockets, say: this client's datagram is lost, the
@@ -674,12 +708,15 @@ impl Relay {
             Direction::Forward => send_with_ecn(
                 &session.upstream,
                 &delivery.bytes,
-                self.server,
+                session.server,
                 delivery.ecn,
             ),
-            Direction::Reverse => {
-                send_with_ecn(&self.listen, &delivery.bytes, session.client, delivery.ecn)
-            }
+            Direction::Reverse => match self.listeners.get(session.listener) {
+                Some((listen, _)) => {
+                    send_with_ecn(listen, &delivery.bytes, session.client, delivery.ecn)
+                }
+                None => return Ok(()),
+            },
         };
         if let Err(e) = sent {
             // The peer may simply not be there yet (ICMP port unreachable):
@@ -712,7 +749,7 @@ impl Relay {
         for id in idle {
             if let Some(s) = self.sessions.remove(&id) {
                 s.closed.store(true, Ordering::SeqCst);
-                self.session_of_client.remove(&s.client);
+                self.session_of_client.remove(&(s.listener, s.client));
                 tracing::debug!(client = %s.client, session = id, "client idle, forgotten");
             }
         }
@@ -798,9 +835,13 @@ fn describe(link: &Link) -> String {
     text
 }
 
-fn spawn_listen_reader(socket: Arc<UdpSocket>, inbound: Sender<Inbound>) -> Result<()> {
+fn spawn_listen_reader(
+    listener: usize,
+    socket: Arc<UdpSocket>,
+    inbound: Sender<Inbound>,
+) -> Result<()> {
     thread::Builder::new()
-        .name("listen-reader".into())
+        .name(format!("listen-reader-{listener}"))
         .spawn(move || {
             let mut buf = vec![0u8; MAX_DATAGRAM];
             while !TERMINATE.load(Ordering::SeqCst) {
@@ -810,7 +851,12 @@ fn spawn_listen_reader(socket: Arc<UdpSocket>, inbound: Sender<Inbound>) -> Resu
                         // ::ffff:a.b.c.d: keep (and log) the plain spelling.
                         let client = canonical_peer(client);
                         let bytes = buf.get(..len).unwrap_or_default().to_vec();
-                        let datagram = Inbound::FromClient { client, bytes, ecn };
+                        let datagram = Inbound::FromClient {
+                            listener,
+                            client,
+                            bytes,
+                            ecn,
+                        };
                         if inbound.send(datagram).is_err() {
                             return;
                         }
@@ -893,6 +939,17 @@ fn resolve(what: &str, address: &str) -> Result<SocketAddr> {
         .ok_or_else(|| anyhow!("{what} address {address:?} resolves to nothing"))
 }
 
+/// A `--route LISTEN=TO`: the two addresses.
+fn parse_route(route: &str) -> Result<(SocketAddr, SocketAddr)> {
+    let (listen, to) = route
+        .split_once('=')
+        .ok_or_else(|| anyhow!("--route {route:?} is not LISTEN=TO"))?;
+    Ok((
+        resolve("--route listening", listen.trim())?,
+        resolve("--route server", to.trim())?,
+    ))
+}
+
 fn parse_spec(which: &str, spec: &str) -> Result<LinkConfig> {
     LinkConfig::from_netem(spec).with_context(|| format!("bad --{which} spec {spec:?}"))
 }
@@ -926,8 +983,15 @@ fn run(args: Args) -> Result<()> {
     }
     let rebind_linger = Duration::from_secs_f64(args.rebind_linger);
     let server = resolve("--to", &args.to)?;
-    if args.rebind_addr && !matches!(server.ip(), IpAddr::V4(ip) if ip.is_loopback()) {
-        bail!("--rebind-addr moves clients among 127.0.0.0/8 addresses: --to must be on IPv4 loopback, not {server}");
+    let routes = args
+        .routes
+        .iter()
+        .map(|route| parse_route(route))
+        .collect::<Result<Vec<_>>>()?;
+    for to in std::iter::once(server).chain(routes.iter().map(|(_, to)| *to)) {
+        if args.rebind_addr && !matches!(to.ip(), IpAddr::V4(ip) if ip.is_loopback()) {
+            bail!("--rebind-addr moves clients among 127.0.0.0/8 addresses: --to must be on IPv4 loopback, not {to}");
+        }
     }
     let socket_options = SocketOptions {
         accept_zero_checksums: true,
@@ -938,15 +1002,22 @@ fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot listen on {listen_addr}"))?;
     let listen = Arc::new(listen);
     let bound = listen.local_addr()?;
+    let mut listeners = vec![(listen, server)];
+    for (route_listen, to) in routes {
+        let socket = relay_socket(route_listen, socket_options)
+            .with_context(|| format!("cannot listen on {route_listen} (--route)"))?;
+        listeners.push((Arc::new(socket), to));
+    }
     let log = FateLog::open(args.log.as_deref(), args.log_format)?;
     install_signal_handlers()?;
 
     let (inbound, receiver): (Sender<Inbound>, Receiver<Inbound>) = mpsc::channel();
-    spawn_listen_reader(Arc::clone(&listen), inbound.clone())?;
+    for (index, (socket, _)) in listeners.iter().enumerate() {
+        spawn_listen_reader(index, Arc::clone(socket), inbound.clone())?;
+    }
     let started = Instant::now();
     let mut relay = Relay {
-        listen,
-        server,
+        listeners,
         socket_options,
         forward: mtu_family(Link::new(forward_config, args.seed), server),
         reverse: mtu_family(Link::new(reverse_config, args.seed.wrapping_add(1)), server),
@@ -971,6 +1042,13 @@ fn run(args: Args) -> Result<()> {
         relay.forward.config(),
         relay.reverse.config()
     );
+    // After the first line, which names --listen's address.
+    for (socket, to) in relay.listeners.iter().skip(1) {
+        eprintln!(
+            "sift-link: route: from {} to {to}, through the same links",
+            socket.local_addr()?
+        );
+    }
 
     let mut last_housekeeping = started;
     while !TERMINATE.load(Ordering::SeqCst) {

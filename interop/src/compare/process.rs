@@ -70,21 +70,29 @@ impl Running {
     /// Waits for the first line (stdout or stderr) that contains
     /// `listening on ADDR` and returns ADDR.
     pub fn listening_address(&self) -> anyhow::Result<SocketAddr> {
-        let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
+        self.wait_for_line(STARTUP_TIMEOUT, "say where it listens", parse_listening)
+    }
+
+    /// Waits up to `timeout` for the next line (stdout or stderr) that
+    /// `wanted` makes something of, skipping the others; `what` says what
+    /// was awaited when it does not come.
+    pub fn wait_for_line<T>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        mut wanted: impl FnMut(&str) -> Option<T>,
+    ) -> anyhow::Result<T> {
+        let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) => {
-                    if let Some(address) = parse_listening(&line) {
-                        return Ok(address);
+                    if let Some(found) = wanted(&line) {
+                        return Ok(found);
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    bail!(
-                        "{} did not say where it listens within {:?}",
-                        self.name,
-                        STARTUP_TIMEOUT
-                    )
+                    bail!("{} did not {what} within {timeout:?}", self.name)
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     // Give the collectors a moment to store the last words.

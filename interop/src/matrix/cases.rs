@@ -60,10 +60,13 @@ pub enum Case {
     SiftUpgrade,
     /// The runner's goodput measurement: 10 MB over 10 Mb/s, five times.
     Goodput,
+    /// The runner's crosstraffic measurement: 25 MB over goodput's link
+    /// beside a CUBIC flow started first, five times.
+    CrossTraffic,
 }
 
 /// Every case, in the table's column order.
-pub const ALL: [Case; 25] = [
+pub const ALL: [Case; 26] = [
     Case::Handshake,
     Case::LongRtt,
     Case::Transfer,
@@ -89,6 +92,7 @@ pub const ALL: [Case; 25] = [
     Case::Ecn,
     Case::SiftUpgrade,
     Case::Goodput,
+    Case::CrossTraffic,
 ];
 
 /// Number of small files of the multiplexing case.
@@ -113,6 +117,22 @@ pub const ECN_FILE_BYTES: u64 = 5_000_000;
 /// ECN-marked: a sender whose validation failed sends Not-ECT from then
 /// on (RFC 9000 §13.4.2.2).
 pub const ECN_TAIL: usize = 5;
+
+/// The crosstraffic case's competitor: sift's CUBIC (RFC 9438) over QUIC
+/// v1 through the same bottleneck, one implementation for every pair. The
+/// runner's is a kernel TCP CUBIC flow (iperf); a kernel without netem
+/// (as here) cannot delay TCP, so the cross flow is a UDP one through
+/// sift-link's queue.
+pub const CROSS_TRAFFIC_CC: &str = "cubic";
+
+/// How long the cross flow runs before the measured client starts, in
+/// its 1 s reports (the runner starts iperf first): past slow start on
+/// this link, so the measured flow meets a competitor in its stride.
+pub const CROSS_TRAFFIC_LEAD_REPORTS: usize = 2;
+
+/// The runner's timeout for crosstraffic (`timeout()`: 180 s): its client
+/// may take this long per run, whatever `--timeout` says for the rest.
+pub const CROSS_TRAFFIC_TIMEOUT_S: u64 = 180;
 
 /// Connections (one file each) of the handshakeloss case.
 pub const HANDSHAKE_LOSS_RUNS: usize = 5;
@@ -177,6 +197,7 @@ impl Case {
             Case::Ecn => "ecn",
             Case::SiftUpgrade => "sift1-upgrade",
             Case::Goodput => "goodput",
+            Case::CrossTraffic => "crosstraffic",
         }
     }
 
@@ -208,6 +229,7 @@ impl Case {
             Case::Ecn => "E",
             Case::SiftUpgrade => "SU",
             Case::Goodput => "G",
+            Case::CrossTraffic => "C",
         }
     }
 
@@ -238,7 +260,8 @@ impl Case {
             Case::V2 => "QUIC v2: the server answers in v2, the handshake runs in it and the client reports it (the runner's client starts in v1 and is moved by compatible version negotiation; sift-client, whose rustls cannot follow that move, and quic-go, which has no compatible negotiation, start in v2), a 1 KB file",
             Case::Ecn => "a 5 MB file byte-exact with ECN: the tap (which passes the ECN field on as it came) saw ECT-marked datagrams both ways, and the last of each side's datagrams still marked (quinn and quic-go stop marking when the peer's ACK-ECN counts fail their validation, as sift does); sift's side reports ECN validated (`capable`). Against a peer that sends no ECN the cell is unsupported, and sift's side must have failed safe (validation failed, the file byte-exact)",
             Case::SiftUpgrade => "sift ↔ sift: the client starts in QUIC v1, the connection runs sift/1, a file byte-exact",
-            Case::Goodput => "measured: a 10 MB file at 10 Mb/s, 15 ms each way, queue 25 packets, as H; goodput = 8 × 10 MB over the time from the server's first to its last 1-RTT datagram at the tap (the runner's), in kb/s, five runs (mean ± standard deviation)",
+            Case::Goodput => "measured: a 10 MB file at 10 Mb/s, 15 ms each way, queue 25 packets, MTU 1500, as H; goodput = 8 × 10 MB over the time from the server's first to its last 1-RTT datagram at the tap (the runner's), in kb/s, five runs (mean ± standard deviation)",
+            Case::CrossTraffic => "measured: a 25 MB file over goodput's link (10 Mb/s, 15 ms each way, queue 25, MTU 1500) while a CUBIC flow, started 2 s before, shares the bottleneck queue: sift-client perf -R --cc cubic from a second sift-server through the same sift-link (a QUIC CUBIC flow over UDP, not the runner's kernel TCP one: this kernel has no netem to delay TCP); the measured flow's goodput as G's, and the cross flow's over the measured client's run, in kb/s, five runs (mean ± standard deviation)",
         }
     }
 
@@ -256,6 +279,7 @@ impl Case {
         match self {
             Case::Handshake | Case::LongRtt | Case::Http3 | Case::V2 => named(&[KB]),
             Case::Blackhole | Case::Goodput => named(&[10 * MB]),
+            Case::CrossTraffic => named(&[25 * MB]),
             Case::Transfer => named(&[2 * MB, 3 * MB, 10 * MB]),
             Case::Multiplexing => (0..MULTIPLEXING_FILES)
                 .map(|i| (format!("m{i:04}"), 32))
@@ -338,10 +362,14 @@ impl Case {
             // The runner's scenarios (testcases_quic.py): simple-p2p with
             // 750 ms each way; corrupt-rate 30%; blackhole on 5 s, off 2 s.
             // The runner's measurements' link (testcases_quic.py
-            // MeasurementGoodput: simple-p2p, 10 Mb/s, 15 ms, queue 25).
-            Case::Goodput => Some(Link {
-                forward: "delay 15ms rate 10mbit limit 25",
-                reverse: "delay 15ms rate 10mbit limit 25",
+            // MeasurementGoodput: simple-p2p, 10 Mb/s, 15 ms, queue 25;
+            // MeasurementCrossTraffic inherits it), with its Ethernet MTU:
+            // on loopback sift's PMTUD (RFC 8899) otherwise grows its
+            // datagrams to 8972 bytes, and a 25-packet queue of those holds
+            // 180 ms at 10 Mb/s, not the runner's 28 ms.
+            Case::Goodput | Case::CrossTraffic => Some(Link {
+                forward: "delay 15ms rate 10mbit limit 25 mtu 1500",
+                reverse: "delay 15ms rate 10mbit limit 25 mtu 1500",
                 rebind_every_s: None,
                 rebind_linger_s: None,
                 rebind_addr: false,
@@ -384,14 +412,20 @@ impl Case {
     /// times, each with a fresh server, link and connection).
     pub fn repetitions(self) -> usize {
         match self {
-            Case::Goodput => GOODPUT_RUNS,
+            Case::Goodput | Case::CrossTraffic => GOODPUT_RUNS,
             _ => 1,
         }
     }
 
     /// Whether the cell is a measurement (a figure, not only a verdict).
     pub fn is_measurement(self) -> bool {
-        self == Case::Goodput
+        matches!(self, Case::Goodput | Case::CrossTraffic)
+    }
+
+    /// Whether a CUBIC cross flow shares the link's bottleneck with the
+    /// cell's transfer.
+    pub fn cross_traffic(self) -> bool {
+        self == Case::CrossTraffic
     }
 
     /// Whether the client runs once per file (the runner's multiconnect).
@@ -494,5 +528,35 @@ mod tests {
             .contains("loss 30%"));
         assert!(Case::RebindPort.link().unwrap().rebind_every_s.is_some());
         assert_eq!(Case::Handshake.link(), None);
+    }
+
+    #[test]
+    fn crosstraffic_is_the_runners_25_mb_measurement_on_goodputs_link() {
+        assert_eq!(Case::parse("C"), Some(Case::CrossTraffic));
+        assert_eq!(Case::CrossTraffic.link(), Case::Goodput.link());
+        assert_eq!(
+            Case::CrossTraffic.files(),
+            vec![("file0.bin".to_string(), 25_000_000)]
+        );
+        assert_eq!(Case::CrossTraffic.repetitions(), GOODPUT_RUNS);
+        assert!(Case::CrossTraffic.is_measurement() && Case::CrossTraffic.cross_traffic());
+        assert!(!Case::Goodput.cross_traffic());
+    }
+
+    #[test]
+    fn the_measured_links_carry_ethernet_sized_packets_as_the_runners_do() {
+        for case in [Case::Goodput, Case::CrossTraffic] {
+            let link = case.link().unwrap();
+            assert!(
+                link.forward.ends_with("mtu 1500"),
+                "{case}: {}",
+                link.forward
+            );
+            assert!(
+                link.reverse.ends_with("mtu 1500"),
+                "{case}: {}",
+                link.reverse
+            );
+        }
     }
 }

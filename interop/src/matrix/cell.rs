@@ -12,7 +12,10 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::cases::{Case, AMPLIFICATION_CHAIN, RESUMPTION_CHAIN};
+use super::cases::{
+    Case, AMPLIFICATION_CHAIN, CROSS_TRAFFIC_CC, CROSS_TRAFFIC_LEAD_REPORTS,
+    CROSS_TRAFFIC_TIMEOUT_S, RESUMPTION_CHAIN,
+};
 use super::checks::{self, Seen};
 use super::stacks::{self, Binaries, ServerSetup, Stack};
 use super::tap::Tap;
@@ -69,27 +72,75 @@ pub struct Measurement {
     pub mean_kbps: f64,
     /// Their (sample) standard deviation, kb/s.
     pub stdev_kbps: f64,
+    /// crosstraffic: the competing CUBIC flow's goodput while each run's
+    /// client ran, kb/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross: Option<CrossFigures>,
+}
+
+/// The cross flow's figures of a crosstraffic cell.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CrossFigures {
+    /// Goodput of each run, kb/s.
+    pub goodput_kbps: Vec<f64>,
+    /// Their mean, kb/s.
+    pub mean_kbps: f64,
+    /// Their (sample) standard deviation, kb/s.
+    pub stdev_kbps: f64,
+}
+
+/// Mean and sample standard deviation of `runs` (0 where undefined).
+fn mean_and_stdev(runs: &[f64]) -> (f64, f64) {
+    let n = runs.len() as f64;
+    let mean = if runs.is_empty() {
+        0.0
+    } else {
+        runs.iter().sum::<f64>() / n
+    };
+    let stdev = if runs.len() < 2 {
+        0.0
+    } else {
+        (runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    };
+    (mean, stdev)
+}
+
+/// One run of a measured cell: the measured flow's goodput, and the cross
+/// flow's over the same run (crosstraffic), kb/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunFigures {
+    /// The measured transfer's goodput.
+    pub goodput_kbps: f64,
+    /// The cross flow's goodput while the measured client ran.
+    pub cross_kbps: Option<f64>,
 }
 
 impl Measurement {
     /// The figures of `runs` (kb/s each).
     pub fn of(runs: Vec<f64>) -> Self {
-        let n = runs.len() as f64;
-        let mean = if runs.is_empty() {
-            0.0
-        } else {
-            runs.iter().sum::<f64>() / n
-        };
-        let stdev = if runs.len() < 2 {
-            0.0
-        } else {
-            (runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        };
+        let (mean, stdev) = mean_and_stdev(&runs);
         Self {
             goodput_kbps: runs,
             mean_kbps: mean,
             stdev_kbps: stdev,
+            cross: None,
         }
+    }
+
+    /// The figures of measured runs; the cross flow's when every run had
+    /// one.
+    pub fn of_runs(runs: &[RunFigures]) -> Self {
+        let mut measurement = Self::of(runs.iter().map(|r| r.goodput_kbps).collect());
+        let cross: Option<Vec<f64>> = runs.iter().map(|r| r.cross_kbps).collect();
+        measurement.cross = cross.filter(|c| !c.is_empty()).map(|runs| {
+            let (mean, stdev) = mean_and_stdev(&runs);
+            CrossFigures {
+                goodput_kbps: runs,
+                mean_kbps: mean,
+                stdev_kbps: stdev,
+            }
+        });
+        measurement
     }
 }
 
@@ -146,7 +197,7 @@ impl CellRunner {
             }
         }
         if case.is_measurement() && result.outcome == Outcome::Pass {
-            result.measurement = Some(Measurement::of(goodputs));
+            result.measurement = Some(Measurement::of_runs(&goodputs));
         }
         // The served and downloaded files are big and rebuilt every run.
         let _ = std::fs::remove_dir_all(dir.join("www"));
@@ -168,7 +219,7 @@ impl CellRunner {
         case: Case,
         dir: &Path,
         result: &mut CellResult,
-    ) -> anyhow::Result<Option<f64>> {
+    ) -> anyhow::Result<Option<RunFigures>> {
         let www = dir.join("www");
         let downloads = dir.join("downloads");
         for sub in [
@@ -228,6 +279,16 @@ impl CellRunner {
             // Where the peers put a certificate they make.
             .env("TMPDIR", dir);
         let mut server_process = Running::spawn(&format!("{server} server"), command)?;
+        // crosstraffic: the competitor's server, behind the same link.
+        let mut cross_server = if case.cross_traffic() {
+            Some(self.cross_server(loopback, dir, (&cert, &key))?)
+        } else {
+            None
+        };
+        let cross_address = match &cross_server {
+            Some(running) => Some(running.listening_address()?),
+            None => None,
+        };
         let started = server_process.listening_address();
         // The ecn case's wire and client report, judged once the server
         // has stopped and printed its transfer lines.
@@ -246,46 +307,82 @@ impl CellRunner {
                 None
             };
             let link_target = server_side_tap.as_ref().map_or(address, Tap::address);
-            self.with_link(case, link_target, loopback, dir, |front, link| {
-                let (tap, client_target) = match server_side_tap {
-                    Some(tap) => (tap, front),
-                    None => {
-                        let tap = Tap::start(loopback, front, drops)?;
-                        let target = tap.address();
-                        (tap, target)
+            self.with_link(
+                case,
+                link_target,
+                cross_address,
+                loopback,
+                dir,
+                |front, route, link| {
+                    let (tap, client_target) = match server_side_tap {
+                        Some(tap) => (tap, front),
+                        None => {
+                            let tap = Tap::start(loopback, front, drops)?;
+                            let target = tap.address();
+                            (tap, target)
+                        }
+                    };
+                    // crosstraffic: the cross flow first, in its stride before
+                    // the measured client starts (the runner starts iperf first).
+                    let cross = route
+                        .map(|route| self.cross_client(route, dir))
+                        .transpose()?;
+                    let client_started = Instant::now();
+                    let clients = self.clients(client, case, client_target, &files, dir);
+                    let client_ended = Instant::now();
+                    let cross_kbps = cross.map(|(mut running, base)| {
+                        let _ = running.stop();
+                        save(dir, "cross-client", &running);
+                        cross_goodput(
+                            &running.stdout(),
+                            client_started.saturating_duration_since(base),
+                            client_ended.saturating_duration_since(base),
+                        )
+                    });
+                    // Stop the link before reading the tap: its stats are
+                    // written at exit.
+                    let stats = link.map(|l| stop_link(l, dir));
+                    let wire = tap.finish();
+                    let _ = std::fs::write(dir.join("wire.txt"), wire.dump());
+                    let (reports, verdict) = clients?;
+                    result.link_stats = stats.flatten();
+                    result.seen = Some(checks::seen(&wire, &reports));
+                    verdict?;
+                    verify_files(&downloads, &files)?;
+                    checks::check(case, &wire, &reports).map_err(anyhow::Error::msg)?;
+                    if case == Case::Ecn {
+                        ecn_seen = Some((wire, reports));
+                        return Ok(None);
                     }
-                };
-                let clients = self.clients(client, case, client_target, &files, dir);
-                // Stop the link before reading the tap: its stats are
-                // written at exit.
-                let stats = link.map(|l| stop_link(l, dir));
-                let wire = tap.finish();
-                let _ = std::fs::write(dir.join("wire.txt"), wire.dump());
-                let (reports, verdict) = clients?;
-                result.link_stats = stats.flatten();
-                result.seen = Some(checks::seen(&wire, &reports));
-                verdict?;
-                verify_files(&downloads, &files)?;
-                checks::check(case, &wire, &reports).map_err(anyhow::Error::msg)?;
-                if case == Case::Ecn {
-                    ecn_seen = Some((wire, reports));
-                    return Ok(None);
-                }
-                if !case.is_measurement() {
-                    return Ok(None);
-                }
-                // The runner's goodput: the file's bits over the time from
-                // the server's first 1-RTT packet to its last.
-                let bytes: u64 = case.files().iter().map(|(_, b)| b).sum();
-                let span = wire
-                    .server_one_rtt_span()
-                    .filter(|span| !span.is_zero())
-                    .context("the tap saw no 1-RTT transfer from the server to measure")?;
-                Ok(Some(bytes as f64 * 8.0 / span.as_secs_f64() / 1000.0))
-            })
+                    if !case.is_measurement() {
+                        return Ok(None);
+                    }
+                    // The runner's goodput: the file's bits over the time from
+                    // the server's first 1-RTT packet to its last.
+                    let bytes: u64 = case.files().iter().map(|(_, b)| b).sum();
+                    let span = wire
+                        .server_one_rtt_span()
+                        .filter(|span| !span.is_zero())
+                        .context("the tap saw no 1-RTT transfer from the server to measure")?;
+                    let cross_kbps = match cross_kbps {
+                        None => None,
+                        Some(kbps) => Some(kbps.context(
+                            "the cross flow's reports cover no second of the measured run",
+                        )?),
+                    };
+                    Ok(Some(RunFigures {
+                        goodput_kbps: bytes as f64 * 8.0 / span.as_secs_f64() / 1000.0,
+                        cross_kbps,
+                    }))
+                },
+            )
         });
         let _ = server_process.stop();
         save(dir, "server", &server_process);
+        if let Some(cross) = cross_server.as_mut() {
+            let _ = cross.stop();
+            save(dir, "cross-server", cross);
+        }
         let (Ok(_), Some((wire, reports))) = (&outcome, ecn_seen) else {
             return outcome;
         };
@@ -316,18 +413,83 @@ impl CellRunner {
         outcome
     }
 
+    /// crosstraffic: the cross flow's server, a sift-server (one fixed
+    /// competitor for every pair) sending with CUBIC.
+    fn cross_server(
+        &self,
+        loopback: SocketAddr,
+        dir: &Path,
+        (cert, key): (&Path, &Path),
+    ) -> anyhow::Result<Running> {
+        let root = dir.join("cross-www");
+        let state = dir.join("cross-server-state");
+        for sub in [&root, &state] {
+            std::fs::create_dir_all(sub)
+                .with_context(|| format!("cannot create {}", sub.display()))?;
+        }
+        let mut command = Command::new(&self.binaries.sift_server);
+        command
+            .arg("--listen")
+            .arg(loopback.to_string())
+            .arg("--root")
+            .arg(&root)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["--workers", "1", "--cc", CROSS_TRAFFIC_CC])
+            .arg("--cert")
+            .arg(cert)
+            .arg("--key")
+            .arg(key);
+        Running::spawn("cross-traffic server", command)
+    }
+
+    /// crosstraffic: starts the cross flow (`sift-client perf -R`, CUBIC,
+    /// QUIC v1) through the link's route and waits until it has run
+    /// [`CROSS_TRAFFIC_LEAD_REPORTS`] seconds; returns it and the instant
+    /// its reports' clock started.
+    fn cross_client(&self, route: SocketAddr, dir: &Path) -> anyhow::Result<(Running, Instant)> {
+        let state = dir.join("cross-client-state");
+        std::fs::create_dir_all(&state)
+            .with_context(|| format!("cannot create {}", state.display()))?;
+        let mut command = Command::new(&self.binaries.sift_client);
+        command
+            .arg("perf")
+            .arg(format!("sift://{route}"))
+            .args(["-R", "-J", "-i", "1", "-t"])
+            .arg(CROSS_FLOW_SECONDS.to_string())
+            .args(["--cc", CROSS_TRAFFIC_CC, "--versions", "v1"])
+            .arg("--state-dir")
+            .arg(&state);
+        let running = Running::spawn("cross-traffic client", command)?;
+        let mut base = None;
+        for _ in 0..CROSS_TRAFFIC_LEAD_REPORTS {
+            let end_s = running.wait_for_line(
+                Duration::from_secs(10),
+                "report a second of its cross flow",
+                interval_end,
+            )?;
+            // The reports' clock: this report's end, as it arrived.
+            base = Instant::now().checked_sub(Duration::from_secs_f64(end_s));
+        }
+        Ok((running, base.unwrap_or_else(Instant::now)))
+    }
+
     /// Runs `body` with the address the tap relays to: the server's, or a
     /// `sift-link` in front of it for cases with a link.
+    /// With `cross`, the link also carries a route to that server through
+    /// the same queues, and `body` gets the route's address.
     fn with_link<T>(
         &self,
         case: Case,
         server: SocketAddr,
+        cross: Option<SocketAddr>,
         loopback: SocketAddr,
         dir: &Path,
-        body: impl FnOnce(SocketAddr, Option<Running>) -> anyhow::Result<T>,
+        body: impl FnOnce(SocketAddr, Option<SocketAddr>, Option<Running>) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let Some(link) = case.link() else {
-            return body(server, None);
+            anyhow::ensure!(cross.is_none(), "{case}: cross traffic needs a link");
+            return body(server, None, None);
         };
         let mut command = Command::new(&self.binaries.sift_link);
         command
@@ -355,9 +517,22 @@ impl CellRunner {
         if self.binaries.link_stats {
             command.arg("--stats").arg(dir.join("link-stats.json"));
         }
+        if let Some(cross) = cross {
+            command
+                .arg("--route")
+                .arg(format!("{}={cross}", SocketAddr::new(loopback.ip(), 0)));
+        }
         let running = Running::spawn("sift-link", command)?;
         let address = running.listening_address()?;
-        body(address, Some(running))
+        let route = match cross {
+            Some(_) => Some(running.wait_for_line(
+                crate::compare::process::STARTUP_TIMEOUT,
+                "name its route's address",
+                parse_route,
+            )?),
+            None => None,
+        };
+        body(address, route, Some(running))
     }
 
     /// Runs the client (once, or once per file), each with what is left of
@@ -379,7 +554,13 @@ impl CellRunner {
         } else {
             vec![&urls[..]]
         };
-        let deadline = Instant::now() + self.timeout;
+        let timeout = if case.cross_traffic() {
+            self.timeout
+                .max(Duration::from_secs(CROSS_TRAFFIC_TIMEOUT_S))
+        } else {
+            self.timeout
+        };
+        let deadline = Instant::now() + timeout;
         let mut reports = Vec::new();
         for (index, run) in runs.into_iter().enumerate() {
             let mut command = stacks::client_command(
@@ -399,8 +580,7 @@ impl CellRunner {
             }
             let verdict = match ended {
                 None => Err(anyhow::anyhow!(
-                    "the client did not finish within {:?}",
-                    self.timeout
+                    "the client did not finish within {timeout:?}"
                 )),
                 Some(ended) if ended.code == Some(127) => Err(anyhow::anyhow!(
                     "the client exited 127 (test case unsupported): {}",
@@ -419,6 +599,53 @@ impl CellRunner {
         }
         Ok((reports, Ok(())))
     }
+}
+
+/// How long the cross flow is asked to run: longer than any run's client
+/// may take (it is stopped when the client is done).
+const CROSS_FLOW_SECONDS: u64 = 600;
+
+/// sift-link's `route: from ADDR to …` line: ADDR.
+fn parse_route(line: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find("route: from ")? + "route: from ".len()..];
+    rest.split(' ').next()?.parse().ok()
+}
+
+/// A `sift-client perf -J` interval line: its end, seconds.
+fn interval_end(line: &str) -> Option<f64> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    (value.get("event")? == "interval")
+        .then(|| value.get("end_s")?.as_f64())
+        .flatten()
+}
+
+/// The cross flow's goodput (kb/s) over its `perf -J` intervals that lie
+/// within `from`..`to` of its reports' clock (the measured client's run);
+/// `None` when none does.
+pub fn cross_goodput(ndjson: &str, from: Duration, to: Duration) -> Option<f64> {
+    let (from, to) = (from.as_secs_f64(), to.as_secs_f64());
+    let (mut bytes, mut seconds) = (0u64, 0.0);
+    for line in ndjson.lines() {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if value.get("event").and_then(Value::as_str) != Some("interval") {
+            continue;
+        }
+        let field = |name: &str| value.get(name).and_then(Value::as_f64);
+        let (Some(start), Some(end), Some(got)) = (
+            field("start_s"),
+            field("end_s"),
+            value.get("bytes").and_then(Value::as_u64),
+        ) else {
+            continue;
+        };
+        if start >= from && end <= to && end > start {
+            bytes += got;
+            seconds += end - start;
+        }
+    }
+    (seconds > 0.0).then(|| bytes as f64 * 8.0 / seconds / 1000.0)
 }
 
 /// The longest reason a table cell quotes; the rest is in the logs.
@@ -556,6 +783,69 @@ mod tests {
             .to_string()
             .contains("byte-exact"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_cross_flow_counts_only_the_seconds_inside_the_measured_run() {
+        let ndjson = [
+            r#"{"event":"interval","start_s":0.0,"end_s":1.0,"bytes":1250000}"#,
+            r#"{"event":"interval","start_s":1.0,"end_s":2.0,"bytes":500000}"#,
+            r#"{"event":"interval","start_s":2.0,"end_s":3.0,"bytes":750000}"#,
+            r#"{"event":"interval","start_s":3.0,"end_s":4.0,"bytes":1250000}"#,
+            r#"{"event":"summary","seconds":4.0,"bytes":3750000}"#,
+        ]
+        .join("\n");
+        // 1.0–3.0 s: 1.25 MB over 2 s = 5000 kb/s; the full seconds
+        // around it (10 Mb/s) do not count.
+        let kbps = cross_goodput(&ndjson, Duration::from_secs(1), Duration::from_secs(3));
+        assert_eq!(kbps, Some(5000.0));
+        assert_eq!(
+            cross_goodput(
+                &ndjson,
+                Duration::from_millis(1500),
+                Duration::from_millis(2500)
+            ),
+            None
+        );
+        assert_eq!(
+            interval_end(r#"{"event":"interval","start_s":1.0,"end_s":2.0,"bytes":5}"#),
+            Some(2.0)
+        );
+        assert_eq!(interval_end(r#"{"event":"summary","end_s":2.0}"#), None);
+        assert_eq!(
+            parse_route(
+                "sift-link: route: from 127.0.0.1:5001 to 127.0.0.1:4434, through the same links"
+            ),
+            Some("127.0.0.1:5001".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn crosstraffic_figures_carry_the_cross_flows_mean_and_deviation() {
+        let runs = [
+            RunFigures {
+                goodput_kbps: 4000.0,
+                cross_kbps: Some(5000.0),
+            },
+            RunFigures {
+                goodput_kbps: 6000.0,
+                cross_kbps: Some(3000.0),
+            },
+        ];
+        let m = Measurement::of_runs(&runs);
+        assert_eq!(m.mean_kbps, 5000.0);
+        let cross = m.cross.expect("cross figures");
+        assert_eq!(cross.mean_kbps, 4000.0);
+        assert!(
+            (cross.stdev_kbps - 1414.2).abs() < 0.1,
+            "{}",
+            cross.stdev_kbps
+        );
+        let plain = [RunFigures {
+            goodput_kbps: 9000.0,
+            cross_kbps: None,
+        }];
+        assert_eq!(Measurement::of_runs(&plain).cross, None);
     }
 
     #[test]

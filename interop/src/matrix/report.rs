@@ -165,7 +165,13 @@ pub fn markdown(
                     Some(CellResult {
                         measurement: Some(m),
                         ..
-                    }) => format!("{:.0} ± {:.0}", m.mean_kbps, m.stdev_kbps),
+                    }) => match &m.cross {
+                        Some(cross) => format!(
+                            "{:.0} ± {:.0} (cross {:.0} ± {:.0})",
+                            m.mean_kbps, m.stdev_kbps, cross.mean_kbps, cross.stdev_kbps
+                        ),
+                        None => format!("{:.0} ± {:.0}", m.mean_kbps, m.stdev_kbps),
+                    },
                     Some(cell) => symbol(&cell.outcome).to_string(),
                     None => " ".to_string(),
                 };
@@ -173,6 +179,13 @@ pub fn markdown(
             }
             out.push('\n');
         }
+        if case.cross_traffic() {
+            let _ = writeln!(
+                out,
+                "\nIn a cell, the measured flow's goodput, then (cross …) the competing flow's over the same runs: a QUIC CUBIC flow (sift-client perf -R --cc cubic, QUIC v1, from a second sift-server) through the same sift-link bottleneck queue, started 2 s before the measured client, not the runner's kernel TCP CUBIC flow: this kernel has no netem to delay TCP."
+            );
+        }
+        server_comparison(&mut out, case, clients, servers, cells);
     }
     let _ = writeln!(out, "\n## Letters\n");
     for case in cases {
@@ -225,6 +238,75 @@ pub fn markdown(
         }
     }
     out
+}
+
+/// A measured case's mean goodput of `client` → `server`, kb/s, when
+/// its cell passed.
+fn mean_kbps(cells: &[CellResult], client: Stack, server: Stack, case: Case) -> Option<f64> {
+    find(cells, client, server, case)?
+        .measurement
+        .as_ref()
+        .map(|m| m.mean_kbps)
+}
+
+/// Under a measured case's table: per client, each server's mean and
+/// whether sift-server's is at least the best other server's (issue 56:
+/// sift-server serving any client ≥ the best other server for it).
+fn server_comparison(
+    out: &mut String,
+    case: Case,
+    clients: &[Stack],
+    servers: &[Stack],
+    cells: &[CellResult],
+) {
+    if !servers.contains(&Stack::Sift) || servers.len() < 2 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n### {}: sift-server against the best other server, per client (mean kb/s)\n",
+        case.name()
+    );
+    let _ = write!(out, "| client |");
+    for server in servers {
+        let _ = write!(out, " {server} |");
+    }
+    let _ = writeln!(out, " best other server | sift-server ≥ best other |");
+    let _ = write!(out, "|---|");
+    for _ in servers {
+        let _ = write!(out, "---|");
+    }
+    let _ = writeln!(out, "---|---|");
+    for &client in clients {
+        let _ = write!(out, "| **{client}** |");
+        for &server in servers {
+            let text = mean_kbps(cells, client, server, case)
+                .map_or_else(|| "–".to_string(), |kbps| format!("{kbps:.0}"));
+            let _ = write!(out, " {text} |");
+        }
+        let best_other = servers
+            .iter()
+            .filter(|&&s| s != Stack::Sift)
+            .filter_map(|&s| Some((s, mean_kbps(cells, client, s, case)?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let sift = mean_kbps(cells, client, Stack::Sift, case);
+        let (best, verdict) = match (sift, best_other) {
+            (_, None) => ("–".to_string(), "– (no other server measured)".to_string()),
+            (None, Some((server, kbps))) => (
+                format!("{server} {kbps:.0}"),
+                "✕ (sift-server not measured)".to_string(),
+            ),
+            (Some(sift), Some((server, kbps))) => (
+                format!("{server} {kbps:.0}"),
+                if sift >= kbps {
+                    "✓".to_string()
+                } else {
+                    format!("✕ ({:+.1}%)", (sift / kbps - 1.0) * 100.0)
+                },
+            ),
+        };
+        let _ = writeln!(out, " {best} | {verdict} |");
+    }
 }
 
 fn one_line(text: &str) -> String {
@@ -309,5 +391,77 @@ mod tests {
         );
         assert!(md.contains("| **sift** | 9200 ± 200 |"), "{md}");
         assert!(md.contains("| **quinn** | ✕ |"), "{md}");
+    }
+
+    fn measured(client: Stack, server: Stack, case: Case, runs: &[f64]) -> CellResult {
+        let mut cell = cell(client, server, case, Outcome::Pass);
+        cell.measurement = Some(crate::matrix::cell::Measurement::of(runs.to_vec()));
+        cell
+    }
+
+    #[test]
+    fn each_client_row_says_whether_sift_server_is_at_least_the_best_other_server() {
+        let servers = [Stack::Sift, Stack::Quiche, Stack::Quinn];
+        let cells = vec![
+            // quinn's client: sift-server 9000 against quinn's 9500: below.
+            measured(Stack::Quinn, Stack::Sift, Case::Goodput, &[9000.0]),
+            measured(Stack::Quinn, Stack::Quiche, Case::Goodput, &[8000.0]),
+            measured(Stack::Quinn, Stack::Quinn, Case::Goodput, &[9500.0]),
+            // sift's client: sift-server 9600 against quiche's 9400: at least.
+            measured(Stack::Sift, Stack::Sift, Case::Goodput, &[9600.0]),
+            measured(Stack::Sift, Stack::Quiche, Case::Goodput, &[9400.0]),
+            cell(
+                Stack::Sift,
+                Stack::Quinn,
+                Case::Goodput,
+                Outcome::Fail("slow".into()),
+            ),
+        ];
+        let md = markdown(
+            &[Case::Goodput],
+            &[Stack::Sift, Stack::Quinn],
+            &servers,
+            &cells,
+        );
+        assert!(
+            md.contains("### goodput: sift-server against the best other server, per client"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| **sift** | 9600 | 9400 | – | quiche 9400 | ✓ |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| **quinn** | 9000 | 8000 | 9500 | quinn 9500 | ✕ (-5.3%) |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_crosstraffic_cell_shows_the_cross_flows_figures_beside_the_measured_ones() {
+        use crate::matrix::cell::{Measurement, RunFigures};
+        let mut cross = cell(Stack::Sift, Stack::Quinn, Case::CrossTraffic, Outcome::Pass);
+        cross.measurement = Some(Measurement::of_runs(&[
+            RunFigures {
+                goodput_kbps: 4000.0,
+                cross_kbps: Some(5500.0),
+            },
+            RunFigures {
+                goodput_kbps: 4400.0,
+                cross_kbps: Some(5100.0),
+            },
+        ]));
+        let md = markdown(
+            &[Case::CrossTraffic],
+            &[Stack::Sift],
+            &[Stack::Quinn],
+            &[cross],
+        );
+        assert!(
+            md.contains("| **sift** | 4200 ± 283 (cross 5300 ± 283) |"),
+            "{md}"
+        );
+        assert!(md.contains("a QUIC CUBIC flow"), "{md}");
+        assert!(md.contains("no netem to delay TCP"), "{md}");
     }
 }
