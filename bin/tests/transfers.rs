@@ -41,6 +41,8 @@ fn get_put_and_ls_move_files_byte_exact_with_their_hashes(loopback: IpAddr) {
     assert_eq!(report["sha256"], sha256_hex(&original));
     assert_eq!(report["bytes"], 1_500_000);
     assert_eq!(report["path"], "sub/data.bin");
+    // The sender's algorithm: sift-server's default, cubic-ecn, is CUBIC
+    // with the ECN loss verdict.
     assert_eq!(report["cc"], "cubic");
     for field in [
         "completion_s",

@@ -49,8 +49,8 @@ struct Args {
     /// Size of the generated file, bytes.
     #[arg(long, default_value_t = 5_000_000)]
     size: u64,
-    /// Congestion controller of the sender (the server).
-    #[arg(long, value_name = "NAME", default_value = "cubic", value_parser = common::parse_cc)]
+    /// Congestion controller of the sender (the server); sift-server's default.
+    #[arg(long, value_name = "NAME", default_value = "cubic-ecn", value_parser = common::parse_cc)]
     cc: CcConfig,
     /// Offer corruption notices on both ends.
     #[arg(long, value_name = "on|off", default_value = "on")]
