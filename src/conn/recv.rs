@@ -524,6 +524,9 @@ impl Connection {
                     self.spaces[space].ecn_received.add(self.recv_ecn);
                 }
                 self.on_peer_activity(now);
+                if ack_eliciting {
+                    self.resend_crypto_on_peer_probe(space, now);
+                }
                 // RFC 9000 §9.3: the peer moved if its highest-numbered
                 // non-probing packet came from elsewhere.
                 let newest_non_probing = space == SpaceId::Data

@@ -26,6 +26,7 @@ pub(crate) struct Counters {
     /// against the cipher's integrity limit.
     pub authentication_failures: u64,
     pub keep_alives_sent: u64,
+    pub early_crypto_resends: u64,
     pub checksum_free_datagrams: u64,
     pub datagrams_dropped: u64,
     pub path_responses_withheld: u64,
@@ -164,6 +165,10 @@ pub struct Stats {
     /// Keep-alive PINGs sent because the peer had gone quiet.
     #[serde(default)]
     pub keep_alives_sent: u64,
+    /// Handshake flights sent again before their probe timeout because the
+    /// peer's own probe showed it was missing them (RFC 9002 §6.2.3).
+    #[serde(default)]
+    pub early_crypto_resends: u64,
     /// The largest datagram (UDP payload) sent now, bytes: where path MTU
     /// discovery settled, or `Config::max_datagram_size` with it off.
     #[serde(default)]
@@ -264,6 +269,7 @@ impl Default for Stats {
             authentication_failures: 0,
             key_updates: 0,
             keep_alives_sent: 0,
+            early_crypto_resends: 0,
             max_datagram_size: 0,
             datagrams_dropped: 0,
             pmtu_probes_sent: 0,

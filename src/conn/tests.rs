@@ -434,6 +434,62 @@ fn lost_handshake_packets_are_recovered() {
     assert!(pair.client.stats().ptos > 0);
 }
 
+/// RFC 9002 §6.2.3: a server whose first flight was lost sends it again
+/// when the client's probe arrives, not at its own later probe timeout.
+/// The server has no RTT sample and a 600 ms initial RTT (PTO 1.8 s); the
+/// client's default (PTO 1 s) probes first.
+#[test]
+fn a_server_resends_its_lost_flight_on_the_clients_probe() {
+    let slow_server = Config {
+        recovery: RecoveryConfig {
+            initial_rtt: Duration::from_millis(600),
+            ..RecoveryConfig::default()
+        },
+        ..fixed_size()
+    };
+    let mut established_after = Vec::new();
+    for early in [true, false] {
+        let mut pair = Pair::new(fixed_size(), slow_server.clone());
+        if !early {
+            // The rule spent: the server waits for its own timeout.
+            pair.server.counters.early_crypto_resends = EARLY_CRYPTO_RESENDS;
+        }
+        let start = pair.now;
+        // Everything the server sends before the client's probe is lost,
+        // and its ACK-only datagrams all along: an ACK of one of them
+        // would give the server an RTT sample and a short timeout, where
+        // a client that does not acknowledge ACK-only packets at once
+        // (quic-go's) gives it none.
+        let mut probed = false;
+        let mut path = move |to_server: bool, index: u64, bytes: &[u8]| {
+            probed |= to_server && index >= 2;
+            if to_server || (probed && bytes.len() > 200) {
+                PathAction::Deliver
+            } else {
+                PathAction::Drop
+            }
+        };
+        let done = pair.run_until(Duration::from_secs(5), &mut path, |p| {
+            p.client.is_established()
+        });
+        assert!(done, "the handshake must complete");
+        assert_eq!(
+            pair.server.stats().early_crypto_resends,
+            if early { 1 } else { 4 }
+        );
+        established_after.push(pair.now - start);
+    }
+    let (early, late) = (established_after[0], established_after[1]);
+    assert!(
+        early < Duration::from_millis(1_300),
+        "{early:?}: at the client's probe (~1 s)"
+    );
+    assert!(
+        late > Duration::from_millis(1_700),
+        "{late:?}: at the server's PTO (1.8 s)"
+    );
+}
+
 #[test]
 fn random_loss_recovered_byte_exact() {
     let mut pair = Pair::default();

@@ -214,6 +214,13 @@ pub struct RecoveryConfig {
     /// Undo a congestion event whose losses all prove spurious
     /// (`CongestionControl::on_spurious_congestion`). Off: a cut stands.
     pub undo_spurious_congestion: bool,
+    /// Send a handshake flight again when the peer's probe shows it
+    /// missing, before our own probe timeout (RFC 9002 §6.2.3, a few times
+    /// per connection). Over sift-link at 30% loss both ways, quic-go's
+    /// client against sift-server: 3 of 60 runs of five handshakes failed
+    /// its 10 s deadline without it, 0 of 60 with it (median cell 8.6 →
+    /// 5.2 s). Off: only the timeout resends, as the papers' stacks did.
+    pub resend_crypto_on_peer_probe: bool,
 }
 
 impl Default for RecoveryConfig {
@@ -230,6 +237,7 @@ impl Default for RecoveryConfig {
             slow_start_pacing: SlowStartPacing::Off,
             adaptive_reordering: true,
             undo_spurious_congestion: true,
+            resend_crypto_on_peer_probe: true,
         }
     }
 }

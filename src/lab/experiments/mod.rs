@@ -84,6 +84,7 @@ pub fn classic_recovery() -> RecoveryConfig {
         slow_start_pacing: SlowStartPacing::Off,
         adaptive_reordering: false,
         undo_spurious_congestion: false,
+        resend_crypto_on_peer_probe: false,
         ..RecoveryConfig::default()
     }
 }
