@@ -1550,6 +1550,39 @@ impl Connection {
         self.requeue_outstanding_crypto(space);
     }
 
+    /// A Handshake packet reaching a server that has discarded its
+    /// Handshake keys while its HANDSHAKE_DONE is unacknowledged: the
+    /// client is still probing with its Finished, so it has not confirmed
+    /// the handshake (RFC 9001 §4.1.2). Send HANDSHAKE_DONE again now, in
+    /// a probe, rather than at our Data timeout, which a lossy handshake
+    /// can have pushed past the client's idle timeout: a first RTT sample
+    /// taken from a Handshake packet the client held until its lost
+    /// ServerHello came is that whole wait (quic-go's client, 30% loss,
+    /// went 30 s without a packet and closed). Counted with the early
+    /// crypto resends, and with them at most four times.
+    pub(super) fn resend_handshake_done_on_client_probe(&mut self) {
+        if self.side != Side::Server
+            || !self.handshake_confirmed
+            || self.handshake_done_pending
+            || !self.config.recovery.resend_crypto_on_peer_probe
+            || self.counters.early_crypto_resends >= EARLY_CRYPTO_RESENDS
+        {
+            return;
+        }
+        let unacknowledged = self.recovery.outstanding(SpaceId::Data).any(|p| {
+            p.frames
+                .iter()
+                .any(|f| matches!(f, SentFrame::HandshakeDone))
+        });
+        if !unacknowledged {
+            return;
+        }
+        self.counters.early_crypto_resends += 1;
+        self.handshake_done_pending = true;
+        let probes = &mut self.spaces[SpaceId::Data].probes;
+        *probes = (*probes).max(1);
+    }
+
     /// A PTO in a handshake space re-sends every unacknowledged CRYPTO
     /// frame: the peer may be missing any of them.
     fn requeue_outstanding_crypto(&mut self, space: SpaceId) {

@@ -269,6 +269,9 @@ impl Connection {
         let Some(header_keys) = header_keys else {
             // Keys not yet available or already discarded.
             self.counters.undecryptable_dropped += 1;
+            if space == SpaceId::Handshake {
+                self.resend_handshake_done_on_client_probe();
+            }
             return (packet_len, PacketOutcome::Continue);
         };
         if format

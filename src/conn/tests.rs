@@ -490,6 +490,45 @@ fn a_server_resends_its_lost_flight_on_the_clients_probe() {
     );
 }
 
+/// A server whose HANDSHAKE_DONE was lost sends it again when the
+/// client's next Handshake probe arrives (its Handshake keys discarded),
+/// not at its own probe timeout: the client confirms with no PTO at the
+/// server.
+#[test]
+fn a_server_resends_handshake_done_on_the_clients_handshake_probe() {
+    for rule in [true, false] {
+        let mut server_config = fixed_size();
+        server_config.recovery.resend_crypto_on_peer_probe = rule;
+        let mut pair = Pair::new(fixed_size(), server_config);
+        let confirmed = pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
+            p.server.handshake_confirmed
+        });
+        assert!(confirmed);
+        // What the server sends is lost until the client sends again.
+        let sent_before = pair.datagrams_to_server;
+        let mut probed = false;
+        let mut path = move |to_server: bool, index: u64, _: &[u8]| {
+            probed |= to_server && index > sent_before;
+            if to_server || probed {
+                PathAction::Deliver
+            } else {
+                PathAction::Drop
+            }
+        };
+        let done = pair.run_until(Duration::from_secs(5), &mut path, |p| {
+            p.client.handshake_confirmed
+        });
+        assert!(done, "the client must confirm");
+        let server = pair.server.stats();
+        if rule {
+            assert_eq!((server.early_crypto_resends, server.ptos), (1, 0));
+        } else {
+            assert_eq!(server.early_crypto_resends, 0);
+            assert!(server.ptos > 0, "without the rule the server's PTO resends");
+        }
+    }
+}
+
 #[test]
 fn random_loss_recovered_byte_exact() {
     let mut pair = Pair::default();
