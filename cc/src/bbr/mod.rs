@@ -164,7 +164,7 @@ pub const INITIAL_WINDOW_PACKETS: u64 = 10;
 pub const MARKED_CRUISE_PACING_GAIN: f64 = 1.05;
 /// sift's marking-path rule: CRUISE's window in BDPs on a marking path
 /// (3 ms of queue at 100 ms, under CoDel's 5 ms target). Measured 1.02 /
-/// 1.03 / 1.05: 0.906 each, median queue 1.3–1.8 / 1.8–2.3 / 3.8–4.1 ms.
+/// 1.03 / 1.05: 0.906 each, median queue 1.0–1.4 / 1.8–2.3 / 3.8–4.1 ms.
 pub const MARKED_CRUISE_BDP: f64 = 1.03;
 
 /// BBR's parameters. The defaults are the draft's.
