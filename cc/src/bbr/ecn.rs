@@ -40,6 +40,14 @@
 //!   beyond the BDP is queue. Linux's α-scaled
 //!   cut of `inflight_lo` (DCTCP-style, for L4S marking) is not taken
 //!   either: the β cut is the draft's response to congestion;
+//! - once such a mark bounded the flight, the path marks, and
+//!   (`marked_path_fills_pipe`, on by default) the window rather than the
+//!   pacing holds the flight ([`Bbr::marked_path_cap`]): CRUISE paces at
+//!   1.05·bw with a window of 1.03 BDP, and Drain and DOWN hold one BDP.
+//!   Pacing at `bw`, a rate of delivered packets, less the draft's 1%
+//!   margin kept the link 98% busy at 1% loss (0.891 of capacity·(1 − p));
+//!   with the rule 0.906, q95 18.4 ms on every seed, the median queue
+//!   1.8–2.3 ms, under CoDel's target;
 //! - a loss episode in which CE marks arrived is never undone as spurious:
 //!   the marks confirmed the congestion.
 //!
@@ -49,7 +57,8 @@
 //! nor counts towards a probe's `LossThresh`, nor ends Startup, and its
 //! congestion event is judged random. Off by default.
 
-use super::{Bbr, BbrState, HEADROOM};
+use super::probe_bw::PROBE_CRUISE_PACING_GAIN;
+use super::{Bbr, BbrState, HEADROOM, MARKED_CRUISE_BDP, MARKED_CRUISE_PACING_GAIN};
 use crate::{EcnEvent, LossVerdict, RateSample};
 
 /// Linux BBRv3 `bbr_ecn_thresh`: a round in which CE marked at least half
@@ -98,6 +107,38 @@ impl Bbr {
             _ => return,
         }
         self.mark_cut_delivered = self.delivered;
+        self.mark_bounded = true;
+    }
+
+    /// The marking-path rule (`BbrConfig::marked_path_fills_pipe`): on a
+    /// path whose mark bounded the flight, CRUISE's window is
+    /// [`MARKED_CRUISE_BDP`]·BDP (at least its headroom), and Drain after a
+    /// marked Startup and ProbeBW_DOWN hold the flight at CRUISE's headroom
+    /// (one BDP) so the queue drains at the bottleneck's rate. `None`
+    /// elsewhere: the draft's caps apply.
+    pub(super) fn marked_path_cap(&self) -> Option<u64> {
+        if !self.config.marked_path_fills_pipe || !self.mark_bounded {
+            return None;
+        }
+        match self.state {
+            BbrState::ProbeBwCruise => Some(
+                self.inflight_with_headroom()
+                    .max(self.bdp_multiple(MARKED_CRUISE_BDP)),
+            ),
+            BbrState::ProbeBwDown => Some(self.inflight_with_headroom()),
+            BbrState::Drain if self.startup_marked => Some(self.inflight_with_headroom()),
+            _ => None,
+        }
+    }
+
+    /// CRUISE's pacing gain: [`MARKED_CRUISE_PACING_GAIN`] under the
+    /// marking-path rule (the window holds the flight), else the draft's.
+    pub(super) fn cruise_pacing_gain(&self) -> f64 {
+        if self.config.marked_path_fills_pipe && self.mark_bounded {
+            MARKED_CRUISE_PACING_GAIN
+        } else {
+            PROBE_CRUISE_PACING_GAIN
+        }
     }
 
     /// Whether the sampled packet left before a probe's mark bounded
@@ -213,6 +254,9 @@ mod tests {
         // bound, 20_000 / 0.85; after a loss-ended one, the draft's.
         let in_drain = |marked: u64| {
             let mut bbr = startup_round_of(20, marked);
+            // The bound alone (the marking-path rule holds one BDP:
+            // `after_a_marked_startup_drain_holds_the_flight_at_one_bdp`).
+            bbr.config.marked_path_fills_pipe = false;
             bbr.full_bw_reached = true;
             bbr.inflight_longterm = bbr.marked_inflight_bound();
             bbr.state = BbrState::Drain;
@@ -242,6 +286,86 @@ mod tests {
         before.rate.as_mut().unwrap().tx_in_flight = 300_000;
         bbr.on_ack(&before);
         assert_eq!(bbr.inflight_longterm, 117_647);
+    }
+
+    /// A cruising BBR whose probe a CE mark ended (now in ProbeBW_DOWN,
+    /// `inflight_longterm` at the mark's bound 117_647), its window at
+    /// 200_000 before the caps.
+    fn marked_probe(config: BbrConfig) -> Bbr {
+        let t0 = Instant::now() + ms(1_000);
+        let mut bbr = cruising(t0, config);
+        bbr.state = BbrState::ProbeBwUp;
+        bbr.is_bw_probe_sample = true;
+        bbr.on_ecn(&marks(t0 + ms(50), t0, 1, 100, true));
+        assert_eq!(bbr.state(), BbrState::ProbeBwDown);
+        assert_eq!(bbr.inflight_longterm, 117_647);
+        bbr
+    }
+
+    fn capped(mut bbr: Bbr) -> u64 {
+        bbr.cwnd = 200_000;
+        bbr.bound_cwnd_for_model();
+        bbr.window()
+    }
+
+    #[test]
+    fn on_a_marking_path_the_window_not_the_pacing_holds_the_flight() {
+        let off = BbrConfig {
+            marked_path_fills_pipe: false,
+            ..BbrConfig::default()
+        };
+        // DOWN after the mark: held at CRUISE's headroom (0.85 · 117_647,
+        // one BDP) with the rule, at the bound without it.
+        assert_eq!(capped(marked_probe(BbrConfig::default())), 100_000);
+        assert_eq!(capped(marked_probe(off.clone())), 117_647);
+        // CRUISE: paced at 1.05 · bw with a window of 1.03 BDP, against
+        // the draft's 1.0 · bw and the headroom's one BDP.
+        let cruise = |config: BbrConfig| {
+            let mut bbr = marked_probe(config);
+            bbr.start_probe_bw_cruise();
+            bbr
+        };
+        let on = cruise(BbrConfig::default());
+        assert_eq!(on.pacing_gain, MARKED_CRUISE_PACING_GAIN);
+        assert_eq!(capped(on), 103_000);
+        let draft = cruise(off);
+        assert_eq!(draft.pacing_gain, PROBE_CRUISE_PACING_GAIN);
+        assert_eq!(capped(draft), 100_000);
+    }
+
+    #[test]
+    fn without_a_mark_the_marking_path_rule_changes_nothing() {
+        // A cruising BBR that never saw a mark: same gain and window with
+        // the rule on or off (paths without marks are bit-identical).
+        let t0 = Instant::now() + ms(1_000);
+        let on = cruising(t0, BbrConfig::default());
+        let off = cruising(
+            t0,
+            BbrConfig {
+                marked_path_fills_pipe: false,
+                ..BbrConfig::default()
+            },
+        );
+        assert_eq!(on.pacing_gain, off.pacing_gain);
+        assert_eq!(capped(on), capped(off));
+    }
+
+    #[test]
+    fn after_a_marked_startup_drain_holds_the_flight_at_one_bdp() {
+        // As `after_a_marked_startup_drain_holds_the_flight_at_the_bound`,
+        // with the marking-path rule: CRUISE's headroom, one BDP (20_000).
+        let in_drain = |rule: bool| {
+            let mut bbr = startup_round_of(20, 1);
+            bbr.config.marked_path_fills_pipe = rule;
+            bbr.full_bw_reached = true;
+            bbr.inflight_longterm = bbr.marked_inflight_bound();
+            bbr.state = BbrState::Drain;
+            bbr.cwnd = 40_000;
+            bbr.bound_cwnd_for_model();
+            bbr.window()
+        };
+        assert_eq!(in_drain(true), 20_000);
+        assert_eq!(in_drain(false), 23_529);
     }
 
     #[test]

@@ -54,7 +54,9 @@
 //! Linux BBRv3's half-a-round threshold) and bounds `inflight_longterm` at
 //! the BDP over (1 − headroom), and `ecn_loss_verdict` (off by default)
 //! takes a loss in a round without marks on a validated path for the
-//! link's.
+//! link's. Once a mark has bounded the flight (`marked_path_fills_pipe`,
+//! on by default), the window holds CRUISE's flight at 1.03 BDP, paced
+//! at 1.05·bw, and Drain and DOWN hold one BDP.
 //!
 //! Where sift chooses (each pinned by a test):
 //! - the draft's `random_int_between` / `random_float_between` (ProbeBW wait)
@@ -155,6 +157,15 @@ pub const MIN_RTT_CONFIRM_DIVISOR: u32 = 64;
 pub const RESUME_TARGET_SHARE: f64 = 0.875;
 /// RFC 9002 §7.2 initial window, in packets.
 pub const INITIAL_WINDOW_PACKETS: u64 = 10;
+/// sift's marking-path rule: CRUISE's pacing gain once a probe's CE mark
+/// bounded the flight (the window holds it; `BbrConfig::
+/// marked_path_fills_pipe`). Measured 1.02 / 1.05 / 1.1 with the window
+/// at one BDP: 0.902 / 0.899 / 0.904; 1.05 with the window below.
+pub const MARKED_CRUISE_PACING_GAIN: f64 = 1.05;
+/// sift's marking-path rule: CRUISE's window in BDPs on a marking path
+/// (3 ms of queue at 100 ms, under CoDel's 5 ms target). Measured 1.02 /
+/// 1.03 / 1.05: 0.906 each, median queue 1.0–1.4 / 1.8–2.3 / 3.8–4.1 ms.
+pub const MARKED_CRUISE_BDP: f64 = 1.03;
 
 /// BBR's parameters. The defaults are the draft's.
 ///
@@ -215,6 +226,23 @@ pub struct BbrConfig {
     /// Startup's exit, a random verdict (`ecn.rs`; `--cc bbr-ecn`). Off:
     /// the draft's loss rules.
     pub ecn_loss_verdict: bool,
+    /// sift's marking-path rule (on by default; off is the ECN response
+    /// alone, `ecn.rs`): once a probe's CE mark has bounded
+    /// `inflight_longterm`, the window, not the pacing, holds the flight.
+    /// CRUISE paces at [`MARKED_CRUISE_PACING_GAIN`] with a window of
+    /// [`MARKED_CRUISE_BDP`]·BDP (or CRUISE's headroom, if larger), and
+    /// Drain after a marked Startup and DOWN hold the flight at CRUISE's
+    /// headroom, so the queue drains at the bottleneck's rate. Why: the
+    /// bandwidth samples count delivered packets, so pacing at `bw` less the
+    /// 1% margin leaves the bottleneck idle by the loss rate and the margin
+    /// (a link that loses 1% before its queue, as netem does, ran at 98%),
+    /// and a window of exactly one BDP idles it at every delayed ACK; on a
+    /// path that marks, the AQM bounds the queue the extra 3% may build. On
+    /// 50 Mb/s, 50 ms each way, CoDel with ECN, 1% loss, 50 MB (seeds 1–3,
+    /// docs/notes/2026-12-07-ecn.md "Third pass"): 0.891 → 0.906 of
+    /// capacity·(1 − p), q95 18.4 → 18.4 ms, the median queue 0 → 1.8 ms.
+    /// Paths without marks never set the bound: bit-identical.
+    pub marked_path_fills_pipe: bool,
 }
 
 impl Default for BbrConfig {
@@ -227,6 +255,7 @@ impl Default for BbrConfig {
             queue_free_samples_renew_min_rtt: true,
             probe_rtt_waits_for_bw_probe: false,
             ecn_loss_verdict: false,
+            marked_path_fills_pipe: true,
         }
     }
 }
@@ -465,6 +494,9 @@ pub struct Bbr {
     /// Startup ended at a mark: Drain holds the flight at
     /// `inflight_longterm` (`ecn.rs`).
     startup_marked: bool,
+    /// A probe's CE mark has bounded `inflight_longterm`: the path marks
+    /// (the marking-path rule).
+    mark_bounded: bool,
     /// The share of the last loss round's delivered bytes CE marked.
     last_round_ce_ratio: f64,
 
@@ -573,6 +605,7 @@ impl Bbr {
             ecn_marks: 0,
             mark_cut_delivered: 0,
             startup_marked: false,
+            mark_bounded: false,
             last_round_ce_ratio: 0.0,
             random: RANDOM_SEED,
             last_verdict: None,
@@ -1072,7 +1105,9 @@ impl Bbr {
 
     fn bound_cwnd_for_model(&mut self) {
         let mut cap = u64::MAX;
-        if self.state.is_probe_bw() && self.state != BbrState::ProbeBwCruise {
+        if let Some(marked_cap) = self.marked_path_cap() {
+            cap = marked_cap;
+        } else if self.state.is_probe_bw() && self.state != BbrState::ProbeBwCruise {
             cap = self.inflight_longterm;
         } else if matches!(self.state, BbrState::ProbeRtt | BbrState::ProbeBwCruise) {
             cap = self.inflight_with_headroom();

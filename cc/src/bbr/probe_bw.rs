@@ -52,7 +52,7 @@ impl Bbr {
         self.cruise_since = Some(self.now());
         self.previous_cruise_standing = self.standing_queue;
         self.standing_queue = false;
-        self.pacing_gain = PROBE_CRUISE_PACING_GAIN;
+        self.pacing_gain = self.cruise_pacing_gain();
         self.cwnd_gain = DEFAULT_CWND_GAIN;
     }
 
