@@ -403,3 +403,41 @@ fn cubic_with_the_ecn_verdict_does_not_cut_again_for_a_mark_its_cut_answered() {
     assert_eq!(cc.on_congestion(&same_round), LossVerdict::Congestive);
     assert!(cc.window() >= before, "{} < {before}", cc.window());
 }
+
+#[test]
+fn cubic_with_the_ecn_verdict_cuts_less_for_a_mark_at_a_shallow_queue_only() {
+    use crate::cubic::BETA_CUBIC;
+    let t0 = Instant::now();
+    // The window after a mark that starts a congestion event, over the
+    // window before, with the RTT `smoothed_ms` over a 100 ms min_rtt, in
+    // congestion avoidance (`avoiding`) or in slow start.
+    let cut_in = |name: &str, smoothed_ms: u64, avoiding: bool| {
+        let mut cc = grown(name, t0);
+        cc.on_ecn_validated(true);
+        if avoiding {
+            let window = cc.window();
+            cc.set_window(window, Some(window));
+        }
+        let before = cc.window() as f64;
+        let mut ev = marks(t0 + ms(110), t0 + ms(100), 1, 1, true);
+        ev.rtt = rtt(100, smoothed_ms);
+        cc.on_ecn(&ev);
+        cc.window() as f64 / before
+    };
+    let cut = |name: &str, smoothed_ms: u64| cut_in(name, smoothed_ms, true);
+    let close = |actual: f64, expected: f64| (actual - expected).abs() < 0.01;
+    // CoDel's few milliseconds of queue: RFC 8511's gentler cut (with
+    // `ecn_multiplicative_decrease` = 0.7, the old rule, this is 0.7).
+    let shallow = cut("cubic-ecn", 105);
+    assert!(close(shallow, 0.85), "{shallow}");
+    // The paper's CUBIC keeps β_cubic.
+    let paper = cut("cubic", 105);
+    assert!(close(paper, BETA_CUBIC), "{paper}");
+    // A mark behind a deep queue (a slow start's overshoot): β_cubic.
+    let deep = cut("cubic-ecn", 150);
+    assert!(close(deep, BETA_CUBIC), "{deep}");
+    // A mark that ends a slow start, which doubled the window since the
+    // marked packet left: β_cubic.
+    let slow_start = cut_in("cubic-ecn", 105, false);
+    assert!(close(slow_start, BETA_CUBIC), "{slow_start}");
+}
