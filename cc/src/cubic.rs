@@ -90,7 +90,7 @@
 //!   congestion, answered once (RFC 3168 §6.1.2), and a mark on a packet
 //!   sent before the cut is not counted again. With `ecn_loss_verdict`, a
 //!   mark in congestion avoidance at a shallow queue cuts by
-//!   `ecn_multiplicative_decrease` (0.85, RFC 8511's β_ecn) instead of
+//!   `ecn_multiplicative_decrease` (an RFC 8511 β_ecn, 0.85 as measured) instead of
 //!   β_cubic: 0.795 → 0.847 on the path above;
 //! - slow start is HyStart++ (RFC 9406, which RFC 9438 §4.10 recommends)
 //!   unless `hystart` is off; when HyStart++ ends CSS the first epoch starts
@@ -115,7 +115,7 @@ use crate::{
 /// RFC 9438 §4.6 / §5: β_cubic, the multiplicative decrease factor.
 pub const BETA_CUBIC: f64 = 0.7;
 /// `ecn_multiplicative_decrease`: β for a cut CE marks made, with
-/// `ecn_loss_verdict` (RFC 8511's β_ecn; measured in the field's docs).
+/// `ecn_loss_verdict` (an RFC 8511 β_ecn; measured in the field's docs).
 pub const BETA_ECN: f64 = 0.85;
 /// RFC 9438 §5.1: C, the constant that sets how fast the cubic curve grows
 /// (segments per second³).

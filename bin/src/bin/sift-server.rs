@@ -106,7 +106,7 @@ struct Args {
     /// (cubic, veno, veno-enhanced, westwood, westwood-a, bbr) also as
     /// NAME-ecn, which judges a loss without CE marks random on a path
     /// whose ECN is validated. Default cubic-ecn: plain cubic wherever no
-    /// bottleneck marks, and on a CoDel-ECN path with 1% random loss 0.795
+    /// bottleneck marks, and on a CoDel-ECN path with 1% random loss 0.847
     /// of capacity·(1 − p) where cubic makes 0.634 (docs/notes/2026-12-07-ecn.md).
     #[arg(long, value_name = "NAME", default_value = "cubic-ecn", value_parser = common::parse_cc)]
     cc: CcConfig,
