@@ -90,6 +90,7 @@ mod close;
 pub mod conn;
 pub mod crypto;
 pub mod endpoint;
+pub mod fec;
 #[cfg(target_os = "linux")]
 pub mod io;
 pub mod lab;
