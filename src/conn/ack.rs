@@ -130,6 +130,12 @@ impl AckState {
         packet_number < self.floor || self.received.contains(packet_number)
     }
 
+    /// Below this packet number, nothing says which packets arrived: the
+    /// tracker forgot them (`on_ack_acked`), received or given up.
+    pub fn tracked_from(&self) -> u64 {
+        self.floor
+    }
+
     /// A packet was received and its frames processed.
     pub fn on_packet_received(&mut self, packet_number: u64, ack_eliciting: bool, now: Instant) {
         let previous = self.largest_received;

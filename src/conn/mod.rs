@@ -14,6 +14,7 @@ mod closing;
 pub mod ecn;
 mod ecn_events;
 mod error;
+pub mod fec;
 mod forge;
 mod handshake;
 mod held;
@@ -248,6 +249,13 @@ pub struct Config {
     /// off, the client stays on the address it connected to and keeps the
     /// offered connection ID as a spare.
     pub move_to_preferred_address: bool,
+    /// Erasure coding between sift ends (`conn::fec`, `docs/repair.md`):
+    /// offered unless `Off`; `Auto` sends repair symbols only where the
+    /// policy finds a round trip dear and the path lossy, `On` wherever
+    /// the path has shown a loss.
+    pub repair: crate::fec::policy::RepairMode,
+    /// When and how much repair `Auto` and `On` send.
+    pub repair_policy: crate::fec::policy::RepairPolicy,
 }
 
 impl Default for Config {
@@ -281,6 +289,8 @@ impl Default for Config {
             ecn: true,
             preferred_address: None,
             move_to_preferred_address: true,
+            repair: crate::fec::policy::RepairMode::Auto,
+            repair_policy: crate::fec::policy::RepairPolicy::default(),
         }
     }
 }
@@ -521,6 +531,8 @@ pub struct Connection {
     /// Until then what goes there is limited (`path::UnprovenAddresses`).
     address_validated: bool,
     notices_negotiated: bool,
+    /// Erasure coding, both directions (`fec`).
+    coding: fec::Coding,
     /// Which datagrams leave without a UDP checksum.
     checksums: checksums::ChecksumPolicy,
     /// Buffers the send path reuses.
@@ -690,6 +702,8 @@ impl Connection {
             min_ack_delay_micros: ack_frequency.own_min_ack_delay_micros(),
             max_datagram_frame_size: config.max_datagram_frame_size,
             corruption_notices: config.corruption_notices,
+            repair_max_span: (config.repair != crate::fec::policy::RepairMode::Off)
+                .then_some(fec::MAX_SPAN),
             stateless_reset_token: reset_token.map(|token| *token.as_bytes()),
             active_connection_id_limit: cid::ACTIVE_LIMIT,
             ..TransportParams::default()
@@ -769,6 +783,7 @@ impl Connection {
             handshake_done_pending: false,
             address_validated: side == Side::Client,
             notices_negotiated: false,
+            coding: fec::Coding::new(config.repair, config.repair_policy),
             checksums: checksums::ChecksumPolicy::default(),
             send_scratch: send::SendScratch::default(),
             ack_frequency,
@@ -1609,6 +1624,14 @@ impl Connection {
         packets: Vec<crate::recovery::SentPacket<SentFrame>>,
     ) {
         if space == SpaceId::Data && !packets.is_empty() {
+            if self.coding.negotiated() {
+                let lost: Vec<u64> = packets
+                    .iter()
+                    .filter(|p| !p.pmtu_probe)
+                    .map(|p| p.packet_number)
+                    .collect();
+                self.coding.on_outcomes(&[], &lost);
+            }
             // A lost path MTU probe was too big for the path, which says
             // nothing of damage: only other losses start a checksum-free hold.
             if packets.iter().any(|p| !p.pmtu_probe) {
@@ -1664,6 +1687,10 @@ impl Connection {
         if space == SpaceId::Data {
             if let Some(largest) = packets.iter().map(|p| p.packet_number).max() {
                 self.key_phases.on_acked(largest);
+            }
+            if self.coding.negotiated() {
+                let acked: Vec<u64> = packets.iter().map(|p| p.packet_number).collect();
+                self.coding.on_outcomes(&acked, &[]);
             }
         }
         for packet in packets {
@@ -2019,6 +2046,7 @@ impl Connection {
             rttvar_us: rtt.variance().as_micros() as u64,
             careful_resume: self.recovery.careful_resume(),
             ecn: self.ecn_stats(),
+            repair: self.coding.stats(),
             send_times: self.send_clock.times(),
             cc: self.recovery.cc_metrics(),
         }

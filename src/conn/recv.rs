@@ -526,6 +526,14 @@ impl Connection {
                     // coalesced ones of a datagram too.
                     self.spaces[space].ecn_received.add(self.recv_ecn);
                 }
+                if ty == PacketType::OneRtt {
+                    let srtt = self.recovery.rtt().smoothed();
+                    self.coding.on_received(packet_number, frames, srtt);
+                }
+                if let Err(failure) = self.accept_rebuilt_packets(now) {
+                    self.fail(failure);
+                    return (packet_len, PacketOutcome::StopDatagram);
+                }
                 self.on_peer_activity(now);
                 if ack_eliciting {
                     self.resend_crypto_on_peer_probe(space, now);
@@ -613,7 +621,7 @@ impl Connection {
     /// Two passes: CORRUPTED first, so a packet named corrupted is never
     /// also declared lost by the ACK in the same packet (three later packets
     /// acked would otherwise make it a congestion event).
-    fn process_frames(
+    pub(super) fn process_frames(
         &mut self,
         space: SpaceId,
         payload: &[u8],
@@ -691,6 +699,31 @@ impl Connection {
     ) -> Result<(), TransportFailure> {
         match frame {
             Frame::Padding { .. } | Frame::Ping | Frame::Corrupted(_) => {}
+            Frame::Repair { .. } | Frame::Repaired(_) if !self.coding.negotiated() => {
+                return Err(TransportFailure::new(
+                    codes::PROTOCOL_VIOLATION,
+                    format!("{} frame without negotiated repair", frame.name()),
+                ));
+            }
+            Frame::Repair {
+                last,
+                first,
+                seed,
+                symbol,
+            } => {
+                let acks = &self.spaces[space].acks;
+                self.coding.on_repair(
+                    crate::fec::RepairSymbol {
+                        first,
+                        last,
+                        seed,
+                        symbol,
+                    },
+                    acks.tracked_from(),
+                    |pn| acks.is_duplicate(pn),
+                );
+            }
+            Frame::Repaired(count) => self.coding.on_peer_repaired(count),
             Frame::Ack(ack) => {
                 let largest = ack.ranges.largest();
                 if largest >= self.spaces[space].next_packet_number {
@@ -1059,6 +1092,7 @@ impl Connection {
         self.notices_negotiated = self.config.corruption_notices
             && params.corruption_notices
             && self.versions.current().names_corrupted_packets();
+        self.coding.on_peer_params(params.repair_max_span);
         self.trace_peer_params(&params);
         self.peer_max_datagram_frame_size = params.max_datagram_frame_size;
         // RFC 9000 §9: a client does not move while the server says so.

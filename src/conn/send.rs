@@ -73,6 +73,8 @@ struct PlannedPacket {
     path_frames: bool,
     /// Carries our PATH_CHALLENGE.
     challenge: bool,
+    /// Carries a REPAIR frame: never a source packet (`fec`).
+    repair: bool,
 }
 
 impl Connection {
@@ -204,6 +206,14 @@ impl Connection {
                         frames: &plan.frames,
                     },
                 );
+            }
+            if plan.space == SpaceId::Data && !zero_rtt && sealed.is_ok() {
+                let source =
+                    !plan.repair && plan.sent.iter().any(|f| matches!(f, SentFrame::Stream(_)));
+                let more = self.streams.has_stream_data();
+                let srtt = self.recovery.rtt().smoothed();
+                self.coding
+                    .on_sent(plan.packet_number, &plan.frames, source, more, srtt);
             }
             self.send_scratch.give_back(plan.frames);
             let size = match sealed {
@@ -737,7 +747,8 @@ impl Connection {
                 || self.ack_frequency.has_pending_frame()
                 || self.streams.has_control()
                 || self.streams.has_stream_data()
-                || !self.datagrams_out.is_empty())
+                || !self.datagrams_out.is_empty()
+                || self.coding.repair_due())
     }
 
     /// May an ack-eliciting packet leave now? Probes bypass the window
@@ -785,6 +796,7 @@ impl Connection {
             padded: false,
             path_frames: false,
             challenge: false,
+            repair: false,
         };
 
         if let Some(close) = self.close_frame.clone() {
@@ -838,13 +850,21 @@ impl Connection {
         // RFC 9000 §13.4.1: counts once any ECN-capable packet arrived.
         let received = self.spaces[space].ecn_received;
         let ecn_counts = (self.config.ecn && !received.is_zero()).then(|| received.to_array());
+        // A repair packet leaves its room to the symbol: an ACK rides on it
+        // only when one is due anyway.
+        let repair_due = space == SpaceId::Data && self.coding.repair_due();
         let acks = &mut self.spaces[space].acks;
-        if acks.ack_due(now) || (may_send && acks.worth_piggybacking(now, ack_of_acks_interval)) {
+        if acks.ack_due(now)
+            || (may_send && !repair_due && acks.worth_piggybacking(now, ack_of_acks_interval))
+        {
             let notices = self.notices_negotiated && space == SpaceId::Data;
             let had_notices = notices && acks.has_corruption_notices();
             let largest = acks.write(now, notices, ecn_counts, &mut plan.frames);
             if had_notices {
                 self.counters.corruption_notices_sent += 1;
+            }
+            if space == SpaceId::Data {
+                self.coding.write_repaired(&mut plan.frames);
             }
             plan.sent.push(SentFrame::Ack { largest });
         }
@@ -1022,9 +1042,16 @@ impl Connection {
             plan.ack_eliciting = true;
             self.datagrams_out.pop_front();
         }
+        if self.coding.repair_due() && self.coding.write_repair(remaining(plan), &mut plan.frames) {
+            plan.ack_eliciting = true;
+            plan.repair = true;
+            return;
+        }
+        // A source packet leaves room for a repair symbol's frame head.
+        let headroom = self.coding.source_headroom();
         loop {
             // Sized by the frame head this chunk can need at most.
-            let left = remaining(plan);
+            let left = remaining(plan).saturating_sub(headroom);
             let overhead = self.streams.stream_frame_overhead(left);
             if left <= overhead {
                 break;

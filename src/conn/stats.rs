@@ -215,6 +215,10 @@ pub struct Stats {
     /// and received per codepoint, and the CE marks the peer reported.
     #[serde(default)]
     pub ecn: super::ecn::EcnStats,
+    /// Erasure coding (`conn::fec`): negotiated, symbols sent and
+    /// received, packets rebuilt here and at the peer.
+    #[serde(default)]
+    pub repair: super::fec::RepairStats,
     /// Where the sending side's time went since the handshake: busy, or
     /// held back by the window, the pacer, the peer's credit or the
     /// application.
@@ -284,6 +288,7 @@ impl Default for Stats {
             rttvar_us: 0,
             careful_resume: None,
             ecn: Default::default(),
+            repair: Default::default(),
             send_times: Default::default(),
             cc: Metrics {
                 algorithm: String::new(),

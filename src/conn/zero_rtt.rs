@@ -83,12 +83,15 @@ pub(super) struct ZeroRtt {
 /// RFC 9000 §12.4, Table 3: the frames a 0-RTT packet may not carry; and
 /// CORRUPTED, sift's own, which names received 1-RTT packets as ACK does
 /// (RFC 9001 §9.2: an extension is kept out of 0-RTT or says how a replay
-/// affects it).
+/// affects it). REPAIR and REPAIRED likewise: coding starts on a path
+/// seen after the handshake.
 pub(super) fn frame_allowed_in_zero_rtt(frame: &Frame<'_>) -> bool {
     !matches!(
         frame,
         Frame::Ack(_)
             | Frame::Corrupted(_)
+            | Frame::Repair { .. }
+            | Frame::Repaired(_)
             | Frame::Crypto { .. }
             | Frame::HandshakeDone
             | Frame::NewToken { .. }

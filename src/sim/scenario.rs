@@ -234,6 +234,12 @@ pub struct FlowSpec {
     /// beside a marking one.
     #[serde(default = "default_ecn")]
     pub ecn: bool,
+    /// Erasure coding (`Config::repair`, `docs/repair.md`): `"auto"` (the
+    /// connection's default: repair where a round trip is dear and the
+    /// path lossy), `"on"` (wherever the path has shown loss) or `"off"`.
+    /// The papers' experiments run it off.
+    #[serde(default)]
+    pub repair: crate::fec::policy::RepairMode,
 }
 
 fn default_ecn() -> bool {

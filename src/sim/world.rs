@@ -342,6 +342,7 @@ impl<T: Transport> Simulation<T> {
                     config.idle_timeout = ms_to_duration(seconds * 1e3);
                 }
                 config.ecn = spec.ecn;
+                config.repair = spec.repair;
                 if !spec.careful_resume {
                     config.careful_resume = None;
                 } else if let Some(knobs) = spec.careful_resume_config {

@@ -628,6 +628,14 @@ fn qlog_frame(frame: &Frame<'_>) -> QuicFrame {
             frame_type_bytes: Some(frame_type::CORRUPTED),
             raw: None,
         },
+        Frame::Repair { symbol, .. } => QuicFrame::Unknown {
+            frame_type_bytes: Some(frame_type::REPAIR),
+            raw: raw_length(symbol.len()),
+        },
+        Frame::Repaired(_) => QuicFrame::Unknown {
+            frame_type_bytes: Some(frame_type::REPAIRED),
+            raw: None,
+        },
         Frame::Crypto { offset, data } => QuicFrame::Crypto {
             offset,
             raw: raw_length(data.len()),

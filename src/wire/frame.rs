@@ -88,6 +88,12 @@ pub mod frame_type {
     pub const DATAGRAM: u64 = 0x30;
     /// DATAGRAM with a length field.
     pub const DATAGRAM_WITH_LEN: u64 = 0x31;
+    /// A repair symbol over recent packets (sift's erasure coding,
+    /// `docs/repair.md`); the transport parameter's number, so as to stay
+    /// clear of registered frame types.
+    pub const REPAIR: u64 = 0x5ac2;
+    /// How many packets the receiver has rebuilt from repair symbols.
+    pub const REPAIRED: u64 = 0x5ac3;
 }
 
 /// Most (gap, range length) pairs accepted after the first range of an ACK
@@ -401,6 +407,20 @@ pub enum Frame<'a> {
         /// The challenge's bytes.
         data: [u8; 8],
     },
+    /// A repair symbol over the packet numbers `first..=last`
+    /// (`docs/repair.md` §3).
+    Repair {
+        /// The span's largest packet number.
+        last: u64,
+        /// The span's smallest packet number.
+        first: u64,
+        /// Chooses the span's coefficients.
+        seed: u64,
+        /// The coded bytes.
+        symbol: &'a [u8],
+    },
+    /// Packets rebuilt from repair symbols so far, cumulative.
+    Repaired(u64),
     /// An unreliable datagram (RFC 9221).
     Datagram {
         /// The datagram's bytes.
@@ -456,6 +476,23 @@ impl<'a> Frame<'a> {
                 })
             }
             CORRUPTED => Frame::Corrupted(AckRanges::decode(reader, "CORRUPTED", false)?.1),
+            REPAIR => {
+                let last = reader.varint()?;
+                let span = reader.varint()?;
+                let first = last.checked_sub(span).ok_or(WireError::InvalidFrame {
+                    frame: "REPAIR",
+                    reason: "span reaches below packet number 0",
+                })?;
+                let seed = reader.varint()?;
+                let symbol = length_prefixed(reader)?;
+                Frame::Repair {
+                    last,
+                    first,
+                    seed,
+                    symbol,
+                }
+            }
+            REPAIRED => Frame::Repaired(reader.varint()?),
             RESET_STREAM => {
                 let id = reader.varint()?;
                 let error_code = reader.varint()?;
@@ -628,6 +665,18 @@ impl<'a> Frame<'a> {
                 }
             }
             Frame::Corrupted(ranges) => ranges.encode(None, out),
+            Frame::Repair {
+                last,
+                first,
+                seed,
+                symbol,
+            } => {
+                put_varint(out, last);
+                put_varint(out, last - first);
+                put_varint(out, seed);
+                put_length_prefixed(out, symbol);
+            }
+            Frame::Repaired(count) => put_varint(out, count),
             Frame::Crypto { offset, data } => {
                 put_varint(out, offset);
                 put_length_prefixed(out, data);
@@ -720,6 +769,18 @@ impl<'a> Frame<'a> {
                         .sum::<usize>()
             }
             Frame::Corrupted(ranges) => ranges.encoded_len(),
+            Frame::Repair {
+                last,
+                first,
+                seed,
+                symbol,
+            } => {
+                varint_len(last)
+                    + varint_len(last - first)
+                    + varint_len(seed)
+                    + length_prefixed_len(symbol)
+            }
+            Frame::Repaired(count) => varint_len(count),
             Frame::Crypto { offset, data } => varint_len(offset) + length_prefixed_len(data),
             Frame::Stream {
                 id, offset, data, ..
@@ -774,6 +835,8 @@ impl<'a> Frame<'a> {
             }) => ACK,
             Frame::Ack(_) => ACK_ECN,
             Frame::Corrupted(_) => CORRUPTED,
+            Frame::Repair { .. } => REPAIR,
+            Frame::Repaired(_) => REPAIRED,
             Frame::Crypto { .. } => CRYPTO,
             Frame::Stream { fin, .. } => {
                 let fin_bit = if fin { STREAM_FIN_BIT } else { 0 };
@@ -808,7 +871,7 @@ impl<'a> Frame<'a> {
     }
 
     /// True if receiving this frame obliges the peer to acknowledge (RFC
-    /// 9002 §2): every frame but PADDING, ACK, CORRUPTED and
+    /// 9002 §2): every frame but PADDING, ACK, CORRUPTED, REPAIRED and
     /// CONNECTION_CLOSE.
     pub fn is_ack_eliciting(&self) -> bool {
         !matches!(
@@ -816,6 +879,7 @@ impl<'a> Frame<'a> {
             Frame::Padding { .. }
                 | Frame::Ack(_)
                 | Frame::Corrupted(_)
+                | Frame::Repaired(_)
                 | Frame::ConnectionClose { .. }
         )
     }
@@ -827,6 +891,8 @@ impl<'a> Frame<'a> {
             Frame::Ping => "PING",
             Frame::Ack(_) => "ACK",
             Frame::Corrupted(_) => "CORRUPTED",
+            Frame::Repair { .. } => "REPAIR",
+            Frame::Repaired(_) => "REPAIRED",
             Frame::Crypto { .. } => "CRYPTO",
             Frame::Stream { .. } => "STREAM",
             Frame::ResetStream { .. } => "RESET_STREAM",

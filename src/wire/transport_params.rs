@@ -38,6 +38,9 @@ mod id {
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// sift: zero-length; present means "I offer corruption notices".
     pub const CORRUPTION_NOTICES: u64 = 0x5ac1;
+    /// sift: erasure coding (`docs/repair.md`); the value is the most
+    /// packet numbers one repair symbol may span for the sender's decoder.
+    pub const REPAIR: u64 = 0x5ac2;
     /// draft-ietf-quic-ack-frequency-13 §3.
     pub const MIN_ACK_DELAY: u64 = 0xff04de1b;
 }
@@ -107,6 +110,12 @@ pub struct TransportParams {
     /// are negotiated only from the parameters of the new handshake, and
     /// 0-RTT packets carry no CORRUPTED frame.
     pub corruption_notices: bool,
+    /// sift's erasure coding (`docs/repair.md`): present means the sender
+    /// takes part (it decodes repair symbols spanning at most this many
+    /// packet numbers, and may send its own). Negotiated from the new
+    /// handshake only, like `corruption_notices`; a 0-RTT client does not
+    /// code.
+    pub repair_max_span: Option<u64>,
     /// The shortest ACK delay the sender can honour, in µs; present means
     /// it accepts ACK_FREQUENCY and IMMEDIATE_ACK frames
     /// (draft-ietf-quic-ack-frequency-13 §3). At most `max_ack_delay`.
@@ -251,6 +260,7 @@ impl Default for TransportParams {
             max_datagram_frame_size: None,
             active_connection_id_limit: MIN_ACTIVE_CONNECTION_ID_LIMIT,
             corruption_notices: false,
+            repair_max_span: None,
             min_ack_delay_micros: None,
             version_information: None,
             disable_active_migration: false,
@@ -364,6 +374,9 @@ impl TransportParams {
             put_varint(out, id::CORRUPTION_NOTICES);
             put_varint(out, 0);
         }
+        if let Some(span) = self.repair_max_span {
+            put_integer(out, id::REPAIR, span);
+        }
         if let Some(delay) = self.min_ack_delay_micros {
             put_integer(out, id::MIN_ACK_DELAY, delay);
         }
@@ -460,6 +473,16 @@ impl TransportParams {
                     }
                     params.corruption_notices = true;
                 }
+                id::REPAIR => {
+                    let span = integer(param, value)?;
+                    if span == 0 {
+                        return Err(WireError::MalformedTransportParameter {
+                            id: param,
+                            reason: "repair span must be at least 1",
+                        });
+                    }
+                    params.repair_max_span = Some(span);
+                }
                 id::MIN_ACK_DELAY => params.min_ack_delay_micros = Some(integer(param, value)?),
                 id::DISABLE_ACTIVE_MIGRATION => {
                     if !value.is_empty() {
@@ -527,6 +550,7 @@ struct SeenIds {
     /// Bit `id` for ids below 64.
     low: u64,
     corruption_notices: bool,
+    repair: bool,
     min_ack_delay: bool,
 }
 
@@ -540,6 +564,8 @@ impl SeenIds {
             fresh
         } else if param == id::CORRUPTION_NOTICES {
             !std::mem::replace(&mut self.corruption_notices, true)
+        } else if param == id::REPAIR {
+            !std::mem::replace(&mut self.repair, true)
         } else if param == id::MIN_ACK_DELAY {
             !std::mem::replace(&mut self.min_ack_delay, true)
         } else {
@@ -925,6 +951,7 @@ mod tests {
                 proptest::collection::vec(1u32.., 1..=MAX_AVAILABLE_VERSIONS + 1)
             ),
             disable_active_migration in any::<bool>(),
+            repair_max_span in proptest::option::of(1u64..=VARINT_MAX),
             preferred_address in proptest::option::of((
                 proptest::option::of(any::<(u32, u16)>()),
                 proptest::option::of(any::<(u128, u16)>()),
@@ -950,6 +977,7 @@ mod tests {
                 max_datagram_frame_size,
                 active_connection_id_limit,
                 corruption_notices,
+                repair_max_span,
                 min_ack_delay_micros: min_ack_delay_fraction
                     .map(|f| (f * (max_ack_delay_ms * 1000) as f64) as u64),
                 version_information: versions.map(|versions| VersionInformation {

@@ -56,6 +56,7 @@ pub fn seeds() -> Vec<Seed> {
         max_datagram_frame_size: None,
         active_connection_id_limit: 4,
         corruption_notices: true,
+        repair_max_span: Some(4096),
         min_ack_delay_micros: Some(1_000),
         stateless_reset_token: None,
         retry_source_connection_id: None,

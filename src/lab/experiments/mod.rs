@@ -228,6 +228,8 @@ pub fn flow(cc: CcConfig, bytes: u64) -> FlowSpec {
         careful_resume_config: None,
         // The papers ran no ECN; `sift-lab ecn` turns it on per flow.
         ecn: false,
+        // Nor erasure coding; `sift-lab repair` turns it on.
+        repair: crate::fec::policy::RepairMode::Off,
     }
 }
 

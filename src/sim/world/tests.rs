@@ -324,6 +324,7 @@ fn flow(bytes: u64, streams: u64) -> FlowSpec {
         careful_resume: true,
         careful_resume_config: None,
         ecn: true,
+        repair: Default::default(),
     }
 }
 
