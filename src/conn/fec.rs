@@ -142,9 +142,9 @@ impl Coding {
         }
     }
 
-    fn path(&self, srtt: Duration) -> PathView {
+    fn path(&self, min_rtt: Duration) -> PathView {
         PathView {
-            srtt,
+            min_rtt,
             loss_rate: self.loss_rate,
         }
     }
@@ -179,7 +179,7 @@ impl Coding {
                 self.policy.interleave_every(
                     RepairMode::On,
                     &PathView {
-                        srtt: Duration::ZERO,
+                        min_rtt: Duration::ZERO,
                         loss_rate: self.loss_rate,
                     },
                 )
@@ -195,12 +195,12 @@ impl Coding {
         frames: &[u8],
         source: bool,
         more_to_send: bool,
-        srtt: Duration,
+        min_rtt: Duration,
     ) {
         let Some(peer_span) = self.peer_span else {
             return;
         };
-        let armed = self.policy.armed(self.mode, &self.path(srtt));
+        let armed = self.policy.armed(self.mode, &self.path(min_rtt));
         if armed != self.armed {
             self.armed = armed;
             self.sent = SymbolStore::default();
@@ -221,13 +221,13 @@ impl Coding {
             self.since_repair += 1;
         }
         if !more_to_send {
-            self.owe_tail(srtt);
+            self.owe_tail(min_rtt);
         }
     }
 
     /// The sender ran out of data: repair for the packets not yet covered
     /// by a tail, enough for the losses they may hold.
-    fn owe_tail(&mut self, srtt: Duration) {
+    fn owe_tail(&mut self, min_rtt: Duration) {
         let Some(&largest) = self.unacked.last() else {
             return;
         };
@@ -238,7 +238,9 @@ impl Coding {
             .unacked
             .range(self.tail_covered.map_or(0, |c| c + 1)..)
             .count() as u64;
-        let owed = self.policy.tail_symbols(self.mode, &self.path(srtt), fresh);
+        let owed = self
+            .policy
+            .tail_symbols(self.mode, &self.path(min_rtt), fresh);
         self.tail_owed = self.tail_owed.max(owed);
         self.tail_covered = Some(largest);
     }
@@ -351,12 +353,12 @@ impl Coding {
     /// A 1-RTT packet arrived and was processed: keep it if it is a
     /// source packet, and take it out of the equations if one was waiting
     /// for it.
-    pub fn on_received(&mut self, pn: u64, frames: &[u8], srtt: Duration) {
+    pub fn on_received(&mut self, pn: u64, frames: &[u8], min_rtt: Duration) {
         if self.peer_span.is_none() {
             return;
         }
         if !self.storing {
-            self.storing = self.mode == RepairMode::On || srtt * 2 >= self.policy.long_path_rtt;
+            self.storing = self.mode == RepairMode::On || min_rtt * 2 >= self.policy.long_path_rtt;
             if !self.storing {
                 return;
             }

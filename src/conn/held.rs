@@ -15,7 +15,8 @@
 
 use std::time::Instant;
 
-use super::Connection;
+use super::{Connection, Level, Side};
+use crate::recovery::SpaceId;
 use crate::wire::Ecn;
 
 /// Bytes of 1-RTT packets held per connection, at most: a handful of full
@@ -70,6 +71,7 @@ impl Connection {
             .hold(packet, self.recv_datagram_len, self.recv_ecn)
         {
             self.counters.one_rtt_held += 1;
+            self.probe_for_finished();
         } else {
             self.counters.undecryptable_dropped += 1;
         }
@@ -93,6 +95,25 @@ impl Connection {
         }
         self.recv_datagram_len = datagram_len;
         self.recv_ecn = ecn;
+    }
+    /// A server that holds the client's 1-RTT packets knows the client
+    /// sent its Finished, and that it has not arrived: lost, or overtaken.
+    /// One Handshake probe asks for it now (the client answers a probe with
+    /// its flight, `resend_crypto_on_peer_probe`), instead of the client's
+    /// own timeout, which its first RTT sample sets at three round trips
+    /// (srtt + 4·srtt/2): on a 600 ms path, 1.8 s for every lost Finished.
+    fn probe_for_finished(&mut self) {
+        if self.side != Side::Server
+            || self.probed_for_finished
+            || !self.config.recovery.resend_crypto_on_peer_probe
+            || self.sealing_keys(SpaceId::Handshake).is_none()
+            || self.handshake.has_pending(Level::Handshake)
+        {
+            return;
+        }
+        self.probed_for_finished = true;
+        let probes = &mut self.spaces[SpaceId::Handshake].probes;
+        *probes = (*probes).max(1);
     }
 }
 

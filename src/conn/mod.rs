@@ -531,6 +531,9 @@ pub struct Connection {
     /// Until then what goes there is limited (`path::UnprovenAddresses`).
     address_validated: bool,
     notices_negotiated: bool,
+    /// A server's Handshake probe for the client's Finished went
+    /// (`held::probe_for_finished`).
+    probed_for_finished: bool,
     /// Erasure coding, both directions (`fec`).
     coding: fec::Coding,
     /// Which datagrams leave without a UDP checksum.
@@ -783,6 +786,7 @@ impl Connection {
             handshake_done_pending: false,
             address_validated: side == Side::Client,
             notices_negotiated: false,
+            probed_for_finished: false,
             coding: fec::Coding::new(config.repair, config.repair_policy),
             checksums: checksums::ChecksumPolicy::default(),
             send_scratch: send::SendScratch::default(),
@@ -1557,12 +1561,21 @@ impl Connection {
         let Some(sent) = last_crypto_sent else {
             return;
         };
-        // Sooner, the peer may have sent its probe before our flight reached it.
-        if now.saturating_duration_since(sent) < self.recovery.rtt().smoothed() {
+        // Sooner, the peer may have sent its probe before our flight
+        // reached it. A probe the peer sent the moment our flight would
+        // have arrived (a server holding 1-RTT packets sent with our
+        // Finished, `probe_for_finished`) comes back one round trip after
+        // it, which the smoothed RTT's first samples overstate.
+        if now.saturating_duration_since(sent) < self.recovery.rtt().min() * 7 / 8 {
             return;
         }
         self.counters.early_crypto_resends += 1;
         self.requeue_outstanding_crypto(space);
+        // As a probe (RFC 9002 §7.5: beyond the window): a client's window
+        // is full of the 1-RTT packets it sent with its lost Finished, and
+        // would hold the Finished back until its own probe timeout.
+        let probes = &mut self.spaces[space].probes;
+        *probes = (*probes).max(1);
     }
 
     /// A Handshake packet reaching a server that has discarded its

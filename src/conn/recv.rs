@@ -527,8 +527,8 @@ impl Connection {
                     self.spaces[space].ecn_received.add(self.recv_ecn);
                 }
                 if ty == PacketType::OneRtt {
-                    let srtt = self.recovery.rtt().smoothed();
-                    self.coding.on_received(packet_number, frames, srtt);
+                    let min_rtt = self.recovery.rtt().min();
+                    self.coding.on_received(packet_number, frames, min_rtt);
                 }
                 if let Err(failure) = self.accept_rebuilt_packets(now) {
                     self.fail(failure);

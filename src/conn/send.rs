@@ -211,9 +211,9 @@ impl Connection {
                 let source =
                     !plan.repair && plan.sent.iter().any(|f| matches!(f, SentFrame::Stream(_)));
                 let more = self.streams.has_stream_data();
-                let srtt = self.recovery.rtt().smoothed();
+                let min_rtt = self.recovery.rtt().min();
                 self.coding
-                    .on_sent(plan.packet_number, &plan.frames, source, more, srtt);
+                    .on_sent(plan.packet_number, &plan.frames, source, more, min_rtt);
             }
             self.send_scratch.give_back(plan.frames);
             let size = match sealed {

@@ -78,8 +78,10 @@ impl Default for RepairPolicy {
 /// What the sender knows of its path when it decides.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PathView {
-    /// Smoothed round-trip time.
-    pub srtt: Duration,
+    /// The path's round-trip time without queueing (the minimum seen): a
+    /// long path, not a deep queue, is where repair pays (a queue's losses
+    /// are congestion, which repair must not hide from the controller).
+    pub min_rtt: Duration,
     /// Fraction of packets lost (declared lost, named corrupted, or rebuilt
     /// by the peer), recent; 0 until a loss is seen.
     pub loss_rate: f64,
@@ -91,7 +93,7 @@ impl RepairPolicy {
         match mode {
             RepairMode::Off => false,
             RepairMode::On => path.loss_rate > 0.0,
-            RepairMode::Auto => path.loss_rate > 0.0 && path.srtt >= self.long_path_rtt,
+            RepairMode::Auto => path.loss_rate > 0.0 && path.min_rtt >= self.long_path_rtt,
         }
     }
 
@@ -130,7 +132,7 @@ mod tests {
 
     fn path(rtt_ms: u64, loss_rate: f64) -> PathView {
         PathView {
-            srtt: Duration::from_millis(rtt_ms),
+            min_rtt: Duration::from_millis(rtt_ms),
             loss_rate,
         }
     }
