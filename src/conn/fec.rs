@@ -458,6 +458,11 @@ impl super::Connection {
                 space.ecn_received.add(self.recv_ecn);
             }
             self.coding.on_rebuilt_accepted();
+            self.trace_event(&crate::trace::Event::PacketRebuilt {
+                packet_number: pn,
+                size: packet.payload.len() as u64,
+                total: self.coding.stats().packets_rebuilt,
+            });
             if self.is_closing() {
                 break;
             }

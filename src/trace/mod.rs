@@ -176,6 +176,16 @@ pub enum Event<'a> {
         /// How many headers repaired over the connection, this one included.
         total: u64,
     },
+    /// A 1-RTT packet that never arrived, rebuilt from the peer's repair
+    /// symbols (`conn::fec`): processed and acknowledged as received.
+    PacketRebuilt {
+        /// Its packet number.
+        packet_number: u64,
+        /// Its payload, bytes.
+        size: u64,
+        /// How many packets rebuilt over the connection, this one included.
+        total: u64,
+    },
     /// The peer's address is validated (RFC 9000 §8.1): by a Handshake
     /// packet, a token, or from the start at a client. Reported once; a
     /// qlog directory opens a server connection's file only then.

@@ -468,6 +468,20 @@ impl Observer for QlogWriter {
                     "total": total,
                 }),
             ),
+            Event::PacketRebuilt {
+                packet_number,
+                size,
+                total,
+            } => self.sift(
+                now,
+                "packet_rebuilt",
+                json!({
+                    "space": space_name(SpaceId::Data),
+                    "packet_number": packet_number,
+                    "payload_length": size,
+                    "total": total,
+                }),
+            ),
             Event::AddressValidated => self.sift(now, "address_validated", json!({})),
             Event::Closed(reason) => {
                 let closed = connection_closed(reason);

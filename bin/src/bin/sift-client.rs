@@ -114,6 +114,18 @@ struct Common {
     /// are reported.
     #[arg(long, global = true, value_name = "on|off", default_value = "on")]
     ecn: OnOff,
+    /// Erasure coding between sift ends (docs/repair.md): `auto` sends
+    /// repair symbols where a round trip is dear (min RTT ≥ 150 ms) and the
+    /// path has lost packets, so a lost packet is rebuilt without waiting a
+    /// round trip; `on` wherever the path lost packets; `off` neither offers
+    /// nor takes part. Only with sift servers.
+    #[arg(
+        long,
+        global = true,
+        value_name = "auto|on|off",
+        default_value = "auto"
+    )]
+    repair: sift::fec::policy::RepairMode,
     /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
     /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
     /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
@@ -338,6 +350,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let mut config = common::transport_config(protection, local_cc, common.corruption_notices);
     config.pmtud.enabled = common.pmtud.enabled();
     config.ecn = common.ecn.enabled();
+    config.repair = common.repair;
     config.versions = common.versions.clone();
     config.move_to_preferred_address = !common.ignore_preferred_address;
     config.key_update_interval = common.key_update_every;

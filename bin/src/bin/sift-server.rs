@@ -130,6 +130,13 @@ struct Args {
     /// and no marks are reported.
     #[arg(long, value_name = "on|off", default_value = "on")]
     ecn: OnOff,
+    /// Erasure coding between sift ends (docs/repair.md): `auto` sends
+    /// repair symbols where a round trip is dear (min RTT ≥ 150 ms) and the
+    /// path has lost packets, so a lost packet is rebuilt without waiting a
+    /// round trip; `on` wherever the path lost packets; `off` neither offers
+    /// nor takes part. Only with sift clients.
+    #[arg(long, value_name = "auto|on|off", default_value = "auto")]
+    repair: sift::fec::policy::RepairMode,
     /// Path MTU discovery (RFC 8899): probe above 1350-byte datagrams up
     /// to what the path carries (1472 on IPv4 Ethernet, 1452 on IPv6, up
     /// to 8972 on loopback), back to 1200 on a black hole. `off`: 1350
@@ -363,6 +370,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut config = common::transport_config(protection, cc, args.corruption_notices);
     config.pmtud.enabled = args.pmtud.enabled();
     config.ecn = args.ecn.enabled();
+    config.repair = args.repair;
     config.versions = args.versions.clone();
     config.careful_resume = args.careful_resume.config();
     config.trace = common::trace_sink(args.qlog.as_deref())?;

@@ -88,6 +88,10 @@ pub struct FetchReport {
     /// marks it sends, its packets sent and received per codepoint, and
     /// the server's counts of its packets.
     pub ecn: sift::conn::ecn::EcnStats,
+    /// This client's erasure coding: `negotiated`, the `symbols_received`
+    /// from the server and the `packets_rebuilt` from them (and any it
+    /// sent).
+    pub repair: sift::conn::fec::RepairStats,
     pub files: Vec<FetchedFile>,
     pub failed: Vec<FailedFile>,
 }
@@ -126,6 +130,12 @@ impl FetchReport {
             "  ecn {}\n",
             report::ecn_summary(&self.ecn).replace("(sender)", "(this client's)")
         ));
+        if self.repair.symbols_received > 0 {
+            out.push_str(&format!(
+                "  repair: {} packets rebuilt from {} symbols\n",
+                self.repair.packets_rebuilt, self.repair.symbols_received
+            ));
+        }
         for file in &self.files {
             out.push_str(&format!(
                 "  {}  {}  {:.2} s  sha256 {}\n",
@@ -237,6 +247,7 @@ fn report(
         zero_rtt: report::zero_rtt_fate(&stats),
         zero_rtt_bytes: stats.zero_rtt_bytes,
         ecn: stats.ecn,
+        repair: stats.repair.clone(),
         files,
         failed,
     }

@@ -81,6 +81,10 @@ pub struct FlowReport {
     /// sender's packets (`reported_by_peer`: its `ce` are the CE marks the
     /// path made) and the congestion events they started.
     pub ecn: sift::conn::ecn::EcnStats,
+    /// The sender's erasure coding: `negotiated`, `symbols_sent`,
+    /// `repair_bytes_sent`, `tail_symbols_sent`, `peer_rebuilt` (packets the
+    /// receiver rebuilt from them) and the `loss_rate` that sized them.
+    pub repair: sift::conn::fec::RepairStats,
 }
 
 /// The parts of a report that are not counters.
@@ -133,6 +137,7 @@ impl FlowReport {
             careful_resume: sender.careful_resume,
             send_times: sender.send_times,
             ecn: sender.ecn,
+            repair: sender.repair.clone(),
         }
     }
 
@@ -251,6 +256,9 @@ impl FlowReport {
             row("sender", shares.join(", "));
         }
         row("ecn", ecn_summary(&self.ecn));
+        if self.repair.negotiated {
+            row("repair", repair_summary(&self.repair));
+        }
         row("srtt", format::micros_as_ms(self.srtt_us));
         row("cwnd", format::bytes(self.cwnd));
         row("cc", self.cc.clone());
@@ -278,6 +286,20 @@ pub fn ecn_summary(ecn: &sift::conn::ecn::EcnStats) -> String {
             ecn.sent.ect0 + ecn.sent.ect1
         ),
     }
+}
+
+/// One line on erasure coding, from the sender's side.
+pub fn repair_summary(repair: &sift::conn::fec::RepairStats) -> String {
+    if repair.symbols_sent == 0 && repair.packets_rebuilt == 0 {
+        return "negotiated, no repair sent (a short or clean path)".to_string();
+    }
+    format!(
+        "{} symbols sent ({}, {} for tails), {} packets rebuilt by the receiver",
+        repair.symbols_sent,
+        format::bytes(repair.repair_bytes_sent),
+        repair.tail_symbols_sent,
+        repair.peer_rebuilt,
+    )
 }
 
 /// Where the sender's time went, as percentages of the time charged, in
@@ -356,6 +378,7 @@ mod tests {
                     },
                     ..Default::default()
                 },
+                repair: Default::default(),
             },
         )
     }

@@ -238,6 +238,11 @@ pub struct SenderReport {
     /// that did not say).
     #[serde(default)]
     pub ecn: sift::conn::ecn::EcnStats,
+    /// The sender's erasure coding (docs/repair.md): negotiated, repair
+    /// symbols and bytes sent, packets the receiver rebuilt (zero from a
+    /// sender that did not say).
+    #[serde(default)]
+    pub repair: sift::conn::fec::RepairStats,
 }
 
 impl SenderReport {
@@ -260,6 +265,7 @@ impl SenderReport {
             careful_resume: stats.careful_resume,
             send_times: stats.send_times,
             ecn: stats.ecn,
+            repair: stats.repair.clone(),
         }
     }
 
@@ -406,6 +412,7 @@ mod tests {
                 },
                 ..Default::default()
             },
+            repair: Default::default(),
         };
         assert_eq!(parse_trailer(&report.encode().unwrap()).unwrap(), report);
         let garbage = encode_frame(FrameKind::Trailer, b"{not json").unwrap();

@@ -125,6 +125,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         careful_resume: None,
         send_times: Default::default(),
         ecn: Default::default(),
+        repair: Default::default(),
     };
     seeds.push((
         "trailer",

@@ -34,6 +34,7 @@ pub mod hack;
 pub mod leaky_pipes;
 pub mod long_paths;
 pub mod reordering;
+pub mod repair;
 pub mod vegas_factorial;
 pub mod veno_classification;
 pub mod veno_coexistence;
@@ -46,7 +47,7 @@ pub mod westwood;
 /// then sift's own (`reordering`, issue 18; `leaky-pipes`, issue 12;
 /// `veno-ns3` and `cellular`, issue 36; `long-paths`, issue 34; `ecn`,
 /// issue 55).
-pub const ALL: [Experiment; 13] = [
+pub const ALL: [Experiment; 14] = [
     veno_throughput::EXPERIMENT,
     veno_classification::EXPERIMENT,
     veno_coexistence::EXPERIMENT,
@@ -60,6 +61,7 @@ pub const ALL: [Experiment; 13] = [
     cellular::EXPERIMENT,
     long_paths::EXPERIMENT,
     ecn::EXPERIMENT,
+    repair::EXPERIMENT,
 ];
 
 /// The experiment named `name`.

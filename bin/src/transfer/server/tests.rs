@@ -248,6 +248,7 @@ fn a_download_is_in_place_before_the_sender_counters_arrive() {
         careful_resume: None,
         send_times: Default::default(),
         ecn: Default::default(),
+        repair: Default::default(),
     };
     let response = Response::ok(data.len() as u64, Some(sha256(&data)))
         .encode()
