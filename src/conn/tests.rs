@@ -490,6 +490,48 @@ fn a_server_resends_its_lost_flight_on_the_clients_probe() {
     );
 }
 
+/// A client's lost Finished: the server, holding the 1-RTT packets the
+/// client sent with it, probes for it at once, and the client answers
+/// beyond its window (full of those packets) a round trip later, not at its
+/// own probe timeout (srtt + 4·rttvar after one sample: three round trips).
+#[test]
+fn a_lost_client_finished_is_resent_on_the_servers_probe() {
+    let mut established_after = Vec::new();
+    for rule in [true, false] {
+        let mut server_config = fixed_size();
+        server_config.recovery.resend_crypto_on_peer_probe = rule;
+        let mut pair = Pair::new(fixed_size(), server_config);
+        pair.one_way = Duration::from_millis(300);
+        let id = pair.client.stream_open_bi().unwrap();
+        pair.client.stream_send(id, &pattern(40_000), true).unwrap();
+        let start = pair.now;
+        // The client's long headers after its first Initial: its Initial
+        // ACK and its Finished (with what 1-RTT data they came with).
+        let mut path = |to_server: bool, index: u64, bytes: &[u8]| {
+            if to_server && (2..=3).contains(&index) && bytes[0] & 0x80 != 0 {
+                PathAction::Drop
+            } else {
+                PathAction::Deliver
+            }
+        };
+        let done = pair.run_until(Duration::from_secs(10), &mut path, |p| {
+            p.server.is_established()
+        });
+        assert!(done, "the handshake must complete");
+        assert!(pair.server.stats().one_rtt_held > 0, "1-RTT came first");
+        established_after.push(pair.now - start);
+    }
+    let (probed, waited) = (established_after[0], established_after[1]);
+    assert!(
+        probed < Duration::from_millis(1_700),
+        "{probed:?}: two round trips and a half"
+    );
+    assert!(
+        waited > Duration::from_millis(2_400),
+        "{waited:?}: the client's probe timeout"
+    );
+}
+
 /// A server whose HANDSHAKE_DONE was lost sends it again when the
 /// client's next Handshake probe arrives (its Handshake keys discarded),
 /// not at its own probe timeout: the client confirms with no PTO at the
@@ -1999,6 +2041,7 @@ fn a_datagram_fills_the_peers_max_datagram_frame_size_and_no_more() {
 
 mod ecn;
 mod paths;
+mod repair;
 mod resumption;
 mod rfc9000;
 mod rfc9000_packets;
