@@ -493,7 +493,7 @@ pub struct Cubic {
 /// the bottleneck's rate once a queue has formed, since ACKs then leave at
 /// its pace.
 #[derive(Clone, Debug, Default)]
-struct AckRate {
+pub(crate) struct AckRate {
     /// (ACK time, bytes acknowledged up to and including that ACK).
     acks: VecDeque<(Instant, u64)>,
     total: u64,
@@ -502,7 +502,7 @@ struct AckRate {
 impl AckRate {
     /// Takes an ACK of `bytes` at `now` and forgets ACKs older than `span`
     /// before it (keeping the newest of them, the span's start).
-    fn on_ack(&mut self, now: Instant, bytes: u64, span: Duration) {
+    pub(crate) fn on_ack(&mut self, now: Instant, bytes: u64, span: Duration) {
         self.total += bytes;
         self.acks.push_back((now, self.total));
         while self.acks.len() > 2
@@ -516,7 +516,7 @@ impl AckRate {
     }
 
     /// Bytes per second over the span kept, if it covers at least `min`.
-    fn rate(&self, min: Duration) -> Option<f64> {
+    pub(crate) fn rate(&self, min: Duration) -> Option<f64> {
         let (&(first, at_first), &(last, total)) = (self.acks.front()?, self.acks.back()?);
         let elapsed = last.saturating_duration_since(first);
         (elapsed >= min && !elapsed.is_zero())

@@ -556,3 +556,85 @@ fn cubic_ecn_takes_a_mark_on_a_packet_sent_before_its_slow_start_exit_as_answere
     paper.on_ecn(&marks(now + ms(100), now - ms(1), 1, 1, true));
     assert!(paper.window() < before);
 }
+
+/// `westwood-a-ecn` with `ecn_start_exit` set to `exit`, the path's ECN
+/// validated, through one round of probing (eight ACKs of ten packets
+/// every 10 ms at 100 ms: 1 MB/s) and the first ACKs of a second round
+/// whose RTT samples are 105 ms (`risen` of them).
+fn westwood_a_probing_rising(exit: bool, risen: u64) -> (Box<dyn CongestionControl>, Instant) {
+    use crate::RttSample;
+    let t0 = Instant::now();
+    let config = CcConfig::WestwoodA(crate::WestwoodAConfig {
+        ecn_start_exit: exit,
+        ..crate::WestwoodAConfig::default()
+    })
+    .with_ecn_loss_verdict(true);
+    let mut cc = config.build(MSS);
+    cc.on_ecn_validated(true);
+    let mut now = t0;
+    for i in 0..8 {
+        now = t0 + ms(100 + 10 * i);
+        cc.on_sent(now, MSS, MSS);
+        cc.on_ack(&ack(now, t0 + ms(i), 10, rtt(100, 100), 0));
+    }
+    let risen_rtt = RttSample {
+        latest: ms(105),
+        min: ms(100),
+        smoothed: ms(101),
+        variance: ms(1),
+    };
+    for i in 0..risen {
+        now = t0 + ms(200 + 10 * i);
+        cc.on_sent(now, MSS, MSS);
+        cc.on_ack(&ack(now, t0 + ms(100 + i), 10, risen_rtt, 0));
+    }
+    (cc, now)
+}
+
+fn agile_probing(cc: &dyn CongestionControl) -> f64 {
+    cc.metrics().fields["agile_probing"]
+}
+
+#[test]
+fn westwood_a_ecn_ends_its_initial_probing_at_the_rtt_rise_at_the_ack_rate_pipe() {
+    let (probing, _) = westwood_a_probing_rising(true, 7);
+    assert_eq!(agile_probing(probing.as_ref()), 1.0);
+    // The eighth sample 5 ms up: probing ends, the window at the ACK
+    // rate (1 MB/s) times RTTmin plus a quarter of RttThresh (~103 kB).
+    let (exited, _) = westwood_a_probing_rising(true, 8);
+    assert_eq!(agile_probing(exited.as_ref()), 0.0);
+    let window = exited.window();
+    assert!((100_000..=106_000).contains(&window), "{window}");
+    assert_eq!(exited.ssthresh(), window);
+    // Without the option, probing goes on.
+    let (paper, _) = westwood_a_probing_rising(false, 8);
+    assert_eq!(agile_probing(paper.as_ref()), 1.0);
+}
+
+#[test]
+fn westwood_a_ecn_answers_a_loss_sent_before_its_probing_exit_with_that_exit() {
+    let (mut cc, now) = westwood_a_probing_rising(true, 8);
+    let exited = cc.window();
+    let mut overshoot = loss(now + ms(100), rtt(100, 130), false);
+    overshoot.largest_lost_sent_time = now - ms(1);
+    cc.on_congestion(&overshoot);
+    assert_eq!(cc.window(), exited);
+}
+
+#[test]
+fn westwood_a_ecn_initial_probing_grows_through_a_random_losss_period() {
+    let grows = |exit: bool| {
+        let (mut cc, now) = westwood_a_probing_rising(exit, 0);
+        assert_eq!(
+            cc.on_congestion(&loss(now + ms(1), rtt(100, 100), false)),
+            LossVerdict::Random
+        );
+        let before = cc.window();
+        let mut in_period = ack(now + ms(5), now - ms(20), 10, rtt(100, 100), 0);
+        in_period.in_recovery = true;
+        cc.on_ack(&in_period);
+        cc.window() > before
+    };
+    assert!(grows(true));
+    assert!(!grows(false), "the old rule freezes growth for the period");
+}
