@@ -102,7 +102,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::ecn::{EcnMemory, MARKED_BASIS};
-use crate::hystart::{rtt_rise_threshold, HyStart};
+use crate::hystart::{rtt_rise_threshold, HyStart, HyStartPhase};
 use crate::queue_estimate::{
     BaseRttReset, QueueDelayEstimator, QueueEstimate, JITTER_ALLOWANCE_FACTOR,
 };
@@ -117,6 +117,9 @@ pub const BETA_CUBIC: f64 = 0.7;
 /// `ecn_multiplicative_decrease`: β for a cut CE marks made, with
 /// `ecn_loss_verdict` (an RFC 8511 β_ecn; measured in the field's docs).
 pub const BETA_ECN: f64 = 0.85;
+/// `ecn_mark_cut_to_pipe`: the window a mark's cut keeps at most (a 5%
+/// cut), so a mark is answered even when the RTT shows no queue yet.
+pub const PIPE_CUT_MAX: f64 = 0.95;
 /// RFC 9438 §5.1: C, the constant that sets how fast the cubic curve grows
 /// (segments per second³).
 pub const C_CUBIC: f64 = 0.4;
@@ -211,6 +214,33 @@ pub struct CubicConfig {
     /// overshoot drained in more cuts). Must lie in (0, 1); 0.7
     /// (= β_cubic) is the old rule.
     pub ecn_multiplicative_decrease: f64,
+    /// With `ecn_loss_verdict`, on a path whose ECN is validated: the
+    /// initial slow start spares a small unmarked loss seen while the RTT
+    /// shows no queue (as after the path's first mark; a random loss no
+    /// longer pauses it a round and halves the window before the pipe is
+    /// full), and ends at HyStart++'s RTT rise straight in congestion
+    /// avoidance, the window at the pipe the ACK rate measures (bytes
+    /// acknowledged over the last RttThresh of ACKs, times min_rtt)
+    /// instead of five rounds of CSS: a paced slow start shows the queue
+    /// a round after it begins, with the window already twice the pipe,
+    /// and a marking queue's first mark comes two rounds late (CoDel's
+    /// interval, then the path), by which time the queue has overflowed.
+    /// Marks on packets sent before that exit are its congestion, answered
+    /// by it (counted as the path's marks, no cut). Measured with
+    /// `sift-lab run` (50 Mb/s, 50 ms each way, queue 420, CoDel-ECN,
+    /// 50 MB, seeds 1–3, medians): see docs/notes/2026-12-07-ecn.md,
+    /// "Fourth pass". Off: the paper's slow start (HyStart++ and CSS, a
+    /// cut at every loss until the first mark).
+    pub ecn_slow_start_exit: bool,
+    /// With `ecn_loss_verdict`: a mark's gentler cut (above) stops at the
+    /// pipe, cwnd·min_rtt/(min_rtt + the standing queue the RTT shows),
+    /// when that is more than `ecn_multiplicative_decrease` leaves: it
+    /// drains the marking queue's few milliseconds and no more, so the
+    /// bottleneck never idles while the window climbs back; a cut of 5% at
+    /// least (`PIPE_CUT_MAX`). Measured with
+    /// `sift-lab run` as `ecn_slow_start_exit`: see the notes' "Fourth
+    /// pass". Off: `ecn_multiplicative_decrease` alone.
+    pub ecn_mark_cut_to_pipe: bool,
 }
 
 impl Default for CubicConfig {
@@ -228,6 +258,8 @@ impl Default for CubicConfig {
             rollback_floor_over_min_rtt: false,
             ecn_loss_verdict: false,
             ecn_multiplicative_decrease: BETA_ECN,
+            ecn_slow_start_exit: true,
+            ecn_mark_cut_to_pipe: true,
         }
     }
 }
@@ -450,6 +482,46 @@ pub struct Cubic {
     mark_cut_at: Option<Instant>,
     /// The congestion event being judged is a spared one's deferred cut.
     cutting_spared: bool,
+    /// The ACK rate of the initial slow start, for `ecn_slow_start_exit`.
+    ack_rate: AckRate,
+    /// When `ecn_slow_start_exit` ended the initial slow start: marks on
+    /// packets sent before it are the congestion that exit answered.
+    slow_start_exit_at: Option<Instant>,
+}
+
+/// Bytes acknowledged over the latest span of ACKs (`ecn_slow_start_exit`):
+/// the bottleneck's rate once a queue has formed, since ACKs then leave at
+/// its pace.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AckRate {
+    /// (ACK time, bytes acknowledged up to and including that ACK).
+    acks: VecDeque<(Instant, u64)>,
+    total: u64,
+}
+
+impl AckRate {
+    /// Takes an ACK of `bytes` at `now` and forgets ACKs older than `span`
+    /// before it (keeping the newest of them, the span's start).
+    pub(crate) fn on_ack(&mut self, now: Instant, bytes: u64, span: Duration) {
+        self.total += bytes;
+        self.acks.push_back((now, self.total));
+        while self.acks.len() > 2
+            && self
+                .acks
+                .get(1)
+                .is_some_and(|&(at, _)| now.saturating_duration_since(at) >= span)
+        {
+            self.acks.pop_front();
+        }
+    }
+
+    /// Bytes per second over the span kept, if it covers at least `min`.
+    pub(crate) fn rate(&self, min: Duration) -> Option<f64> {
+        let (&(first, at_first), &(last, total)) = (self.acks.front()?, self.acks.back()?);
+        let elapsed = last.saturating_duration_since(first);
+        (elapsed >= min && !elapsed.is_zero())
+            .then(|| (total - at_first) as f64 / elapsed.as_secs_f64())
+    }
 }
 
 impl Cubic {
@@ -484,6 +556,8 @@ impl Cubic {
             spared: None,
             mark_cut_at: None,
             cutting_spared: false,
+            ack_rate: AckRate::default(),
+            slow_start_exit_at: None,
         }
     }
 
@@ -541,6 +615,50 @@ impl Cubic {
     /// a queue growing fast (a slow start's) raises rttvar with it.
     fn shallow_queue(&self, ev: &LossEvent) -> bool {
         self.standing_queue(ev) < rtt_rise_threshold(ev.rtt.min)
+    }
+
+    /// Whether `ecn_slow_start_exit` applies: the option and the ECN
+    /// verdict on, the path's ECN validated, in the initial slow start that
+    /// HyStart++ watches.
+    fn ecn_slow_start(&self) -> bool {
+        self.config.ecn_slow_start_exit
+            && self.config.ecn_loss_verdict
+            && self.ecn.validated()
+            && self.hystart.phase() == HyStartPhase::SlowStart
+            && self.window.cwnd < self.window.ssthresh as f64
+    }
+
+    /// `ecn_slow_start_exit` spares an unmarked small loss before the
+    /// path's first mark: in the initial slow start or after its exit, at a
+    /// shallow queue (the least of the latest RTT samples within RttThresh
+    /// of min_rtt).
+    fn ecn_exit_spares(&self, ev: &LossEvent) -> bool {
+        (self.ecn_slow_start() || self.slow_start_exit_at.is_some()) && self.shallow_queue(ev)
+    }
+
+    /// `ecn_slow_start_exit`: HyStart++ saw the RTT rise at `ack`. The
+    /// window goes to the pipe the ACK rate measures (never up), and
+    /// congestion avoidance starts there, its curve's W_max that window.
+    fn exit_slow_start(&mut self, ack: &AckEvent) {
+        let span = rtt_rise_threshold(ack.rtt.min);
+        let cwnd = self.window.cwnd;
+        let pipe = self
+            .ack_rate
+            .rate(span / 2)
+            .map_or(cwnd, |rate| rate * (ack.rtt.min + span / 4).as_secs_f64());
+        let window = pipe.min(cwnd).max(self.window.minimum() as f64).floor();
+        self.window.cwnd = window;
+        self.window.ssthresh = window as u64;
+        self.w_max = 0.0;
+        self.k_seconds = 0.0;
+        self.w_est = window;
+        self.epoch = None;
+        self.hystart.finish();
+        self.window.forget_undo();
+        self.ack_rate = AckRate::default();
+        self.slow_start_exit_at = Some(ack.now);
+        // Losses of packets sent before it are its overshoot, answered.
+        self.mark_cut_at = Some(self.mark_cut_at.map_or(ack.now, |at| at.max(ack.now)));
     }
 
     /// `small_loss_rollback`, on the first ACK after a recovery period: undo
@@ -696,8 +814,18 @@ impl CongestionControl for Cubic {
             // RFC 9002 §7.3.1 slow start with byte counting (HyStart++ in the
             // initial one), stopping at ssthresh; the rest of this ACK counts
             // as avoidance.
+            let ecn_exit = self.ecn_slow_start();
+            if ecn_exit {
+                self.hystart.set_exit_rise(crate::hystart::MIN_RTT_THRESH);
+                let span = rtt_rise_threshold(ack.rtt.min);
+                self.ack_rate.on_ack(ack.now, ack.acked_bytes, span);
+            }
             let whole = self.window.cwnd.floor() as u64;
             let step = self.hystart.slow_start(whole, self.window.ssthresh, ack);
+            if ecn_exit && matches!(self.hystart.phase(), HyStartPhase::Conservative { .. }) {
+                self.exit_slow_start(ack);
+                return;
+            }
             self.window.cwnd += (step.cwnd - whole) as f64;
             self.window.ssthresh = step.ssthresh;
             acked = step.rest as f64;
@@ -729,8 +857,11 @@ impl CongestionControl for Cubic {
         // Only once the path has marked: validation shows the path carries
         // ECN, not that its bottleneck marks, and before the first mark a
         // slow start would double past the queue on spared losses.
+        // With `ecn_slow_start_exit`, also in the initial slow start and
+        // after its exit while the RTT shows no queue: the exit no longer
+        // waits for a loss, and a queue that drops shows in the RTT.
         let spare = ecn_verdict == Some(LossVerdict::Random)
-            && self.ecn.marks() > 0
+            && (self.ecn.marks() > 0 || self.ecn_exit_spares(ev))
             && (ev.lost_packets.len() as u64) < self.small_loss_threshold();
         if answered || spare {
             self.spared = spare.then(|| ev.clone());
@@ -756,7 +887,13 @@ impl CongestionControl for Cubic {
             && self.window.cwnd >= self.window.ssthresh as f64
             && self.shallow_queue(ev)
         {
-            self.config.ecn_multiplicative_decrease
+            let pipe = if self.config.ecn_mark_cut_to_pipe {
+                let min = ev.rtt.min.as_secs_f64();
+                (min / (min + self.standing_queue(ev).as_secs_f64())).min(PIPE_CUT_MAX)
+            } else {
+                0.0
+            };
+            self.config.ecn_multiplicative_decrease.max(pipe)
         } else {
             self.config.multiplicative_decrease
         };
@@ -835,6 +972,17 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ecn(&mut self, ev: &EcnEvent) {
+        // `ecn_slow_start_exit`: a mark on a packet sent before the exit is
+        // the queue that exit answered. It shows the path marks; no cut.
+        if self
+            .slow_start_exit_at
+            .is_some_and(|at| ev.largest_acked_sent_time <= at)
+        {
+            self.ecn.on_mark(ev.now);
+            self.window.forget_undo();
+            self.mark_cut_at = Some(self.mark_cut_at.map_or(ev.now, |at| at.max(ev.now)));
+            return;
+        }
         // A mark on a packet sent before the cut marks last made is the
         // congestion that cut answered (CoDel marks again while the cut
         // takes a round to drain its queue): it says nothing of the losses

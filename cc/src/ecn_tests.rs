@@ -354,9 +354,13 @@ fn cubic_with_the_ecn_verdict_keeps_its_window_at_an_unmarked_loss_until_marks_o
     burst.on_congestion(&loss(t0 + ms(300), rtt(100, 100), false));
     burst.on_packets_lost(&packets_lost(t0 + ms(310), 2, 10));
     assert!(burst.window() < before);
-    // Before the path has marked at all, the cut is made (and rolled back).
+    // Before the path has marked at all, in congestion avoidance that
+    // `ecn_slow_start_exit` did not start, the cut is made (and rolled
+    // back); in slow start that option spares it (tested below).
     let mut unmarked = grown("cubic-ecn", t0);
     unmarked.on_ecn_validated(true);
+    let window = unmarked.window();
+    unmarked.set_window(window, Some(window));
     let before = unmarked.window();
     unmarked.on_congestion(&loss(t0 + ms(110), rtt(100, 100), false));
     assert!(unmarked.window() < before);
@@ -411,8 +415,22 @@ fn cubic_with_the_ecn_verdict_cuts_less_for_a_mark_at_a_shallow_queue_only() {
     // The window after a mark that starts a congestion event, over the
     // window before, with the RTT `smoothed_ms` over a 100 ms min_rtt, in
     // congestion avoidance (`avoiding`) or in slow start.
+    const NO_PIPE: &str = "cubic-ecn without the pipe";
     let cut_in = |name: &str, smoothed_ms: u64, avoiding: bool| {
-        let mut cc = grown(name, t0);
+        let mut cc = if name == NO_PIPE {
+            let config = CcConfig::Cubic(crate::CubicConfig {
+                ecn_mark_cut_to_pipe: false,
+                ..crate::CubicConfig::default()
+            })
+            .with_ecn_loss_verdict(true);
+            let mut cc = config.build(MSS);
+            cc.on_sent(t0, MSS, MSS);
+            cc.on_ack(&ack(t0, t0, 5, rtt(50, 100), 0));
+            cc.on_ack(&ack(t0 + ms(100), t0 + ms(10), 5, rtt(100, 100), 0));
+            cc
+        } else {
+            grown(name, t0)
+        };
         cc.on_ecn_validated(true);
         if avoiding {
             let window = cc.window();
@@ -428,8 +446,14 @@ fn cubic_with_the_ecn_verdict_cuts_less_for_a_mark_at_a_shallow_queue_only() {
     let close = |actual: f64, expected: f64| (actual - expected).abs() < 0.01;
     // CoDel's few milliseconds of queue: RFC 8511's gentler cut (with
     // `ecn_multiplicative_decrease` = 0.7, the old rule, this is 0.7).
-    let shallow = cut("cubic-ecn", 105);
+    let shallow = cut(NO_PIPE, 105);
     assert!(close(shallow, 0.85), "{shallow}");
+    // With `ecn_mark_cut_to_pipe` (on in `cubic-ecn`): the cut stops at
+    // the pipe, cwnd·100/105, above 0.85 (and at 0.95 at most).
+    let to_pipe = cut("cubic-ecn", 105);
+    assert!(close(to_pipe, 100.0 / 105.0), "{to_pipe}");
+    let no_queue = cut("cubic-ecn", 100);
+    assert!(close(no_queue, 0.95), "{no_queue}");
     // The paper's CUBIC keeps β_cubic.
     let paper = cut("cubic", 105);
     assert!(close(paper, BETA_CUBIC), "{paper}");
@@ -440,4 +464,177 @@ fn cubic_with_the_ecn_verdict_cuts_less_for_a_mark_at_a_shallow_queue_only() {
     // marked packet left: β_cubic.
     let slow_start = cut_in("cubic-ecn", 105, false);
     assert!(close(slow_start, BETA_CUBIC), "{slow_start}");
+}
+
+/// `cubic-ecn` with `ecn_slow_start_exit` set to `exit`, the path's ECN
+/// validated, through one round of slow start (eight ACKs of ten packets
+/// every 10 ms at 100 ms: 1 MB/s) and the first ACKs of a second round
+/// whose RTT samples are 105 ms (`risen` of them). Returns the controller
+/// and when its latest ACK came.
+fn cubic_slow_start_rising(exit: bool, risen: u64) -> (Box<dyn CongestionControl>, Instant) {
+    use crate::RttSample;
+    let t0 = Instant::now();
+    let config = CcConfig::Cubic(crate::CubicConfig {
+        ecn_slow_start_exit: exit,
+        ..crate::CubicConfig::default()
+    })
+    .with_ecn_loss_verdict(true);
+    let mut cc = config.build(MSS);
+    cc.on_ecn_validated(true);
+    let mut now = t0;
+    for i in 0..8 {
+        now = t0 + ms(100 + 10 * i);
+        cc.on_ack(&ack(now, t0 + ms(i), 10, rtt(100, 100), 0));
+    }
+    let risen_rtt = RttSample {
+        latest: ms(105),
+        min: ms(100),
+        smoothed: ms(101),
+        variance: ms(1),
+    };
+    for i in 0..risen {
+        now = t0 + ms(200 + 10 * i);
+        cc.on_ack(&ack(now, t0 + ms(100 + i), 10, risen_rtt, 0));
+    }
+    (cc, now)
+}
+
+#[test]
+fn cubic_ecn_ends_slow_start_at_the_rtt_rise_with_the_window_at_the_ack_rate_pipe() {
+    // Seven risen samples: still slow start, 10 + 80 + 70 packets.
+    let (cc, _) = cubic_slow_start_rising(true, 7);
+    assert_eq!(cc.window(), 160 * MSS);
+    // The eighth (a rise of 5 ms ≥ MIN_RTT_THRESH): congestion avoidance
+    // at the ACK rate (1 MB/s) times min_rtt plus a quarter of RttThresh
+    // (100 + 12.5/4 ms): 103_125 bytes, not the 170 packets slow start
+    // reached.
+    let (exited, _) = cubic_slow_start_rising(true, 8);
+    assert_eq!(exited.window(), 103_125);
+    assert_eq!(exited.ssthresh(), 103_125);
+    // Without the option: HyStart++'s RttThresh (12.5 ms) is not reached
+    // and slow start goes on (with it at 5 ms, CSS would: no cut).
+    let (paper, _) = cubic_slow_start_rising(false, 8);
+    assert_eq!(paper.window(), 170 * MSS);
+    assert_eq!(paper.ssthresh(), u64::MAX);
+}
+
+#[test]
+fn cubic_ecn_slow_start_keeps_growing_through_an_unmarked_loss_without_queue() {
+    let t0 = Instant::now();
+    let loss_at = |exit: bool| {
+        let (mut cc, now) = cubic_slow_start_rising(exit, 0);
+        let before = cc.window();
+        let verdict = cc.on_congestion(&loss(now + ms(5), rtt(100, 100), false));
+        (verdict, cc.window(), before, cc.ssthresh())
+    };
+    // Before the path's first mark: spared, no cut, still slow start.
+    let (verdict, after, before, ssthresh) = loss_at(true);
+    assert_eq!(verdict, LossVerdict::Random);
+    assert_eq!(after, before);
+    assert_eq!(ssthresh, u64::MAX);
+    // The old rule cuts (to roll back a round later).
+    let (_, after, before, _) = loss_at(false);
+    assert!(after < before, "{after} ≥ {before}");
+    let _ = t0;
+}
+
+#[test]
+fn cubic_ecn_takes_a_mark_on_a_packet_sent_before_its_slow_start_exit_as_answered() {
+    let (mut cc, now) = cubic_slow_start_rising(true, 8);
+    let exited = cc.window();
+    // The queue the overshoot built is marked: the exit answered it.
+    cc.on_ecn(&marks(now + ms(100), now - ms(1), 1, 1, true));
+    assert_eq!(cc.window(), exited);
+    // Nor does a loss of a packet sent in that mark's round.
+    let mut same_round = loss(now + ms(400), rtt(100, 100), false);
+    same_round.largest_lost_sent_time = now + ms(50);
+    cc.on_congestion(&same_round);
+    assert_eq!(cc.window(), exited);
+    // Without the option the same mark cuts.
+    let (mut paper, now) = cubic_slow_start_rising(false, 8);
+    let before = paper.window();
+    paper.on_ecn(&marks(now + ms(100), now - ms(1), 1, 1, true));
+    assert!(paper.window() < before);
+}
+
+/// `westwood-a-ecn` with `ecn_start_exit` set to `exit`, the path's ECN
+/// validated, through one round of probing (eight ACKs of ten packets
+/// every 10 ms at 100 ms: 1 MB/s) and the first ACKs of a second round
+/// whose RTT samples are 105 ms (`risen` of them).
+fn westwood_a_probing_rising(exit: bool, risen: u64) -> (Box<dyn CongestionControl>, Instant) {
+    use crate::RttSample;
+    let t0 = Instant::now();
+    let config = CcConfig::WestwoodA(crate::WestwoodAConfig {
+        ecn_start_exit: exit,
+        ..crate::WestwoodAConfig::default()
+    })
+    .with_ecn_loss_verdict(true);
+    let mut cc = config.build(MSS);
+    cc.on_ecn_validated(true);
+    let mut now = t0;
+    for i in 0..8 {
+        now = t0 + ms(100 + 10 * i);
+        cc.on_sent(now, MSS, MSS);
+        cc.on_ack(&ack(now, t0 + ms(i), 10, rtt(100, 100), 0));
+    }
+    let risen_rtt = RttSample {
+        latest: ms(105),
+        min: ms(100),
+        smoothed: ms(101),
+        variance: ms(1),
+    };
+    for i in 0..risen {
+        now = t0 + ms(200 + 10 * i);
+        cc.on_sent(now, MSS, MSS);
+        cc.on_ack(&ack(now, t0 + ms(100 + i), 10, risen_rtt, 0));
+    }
+    (cc, now)
+}
+
+fn agile_probing(cc: &dyn CongestionControl) -> f64 {
+    cc.metrics().fields["agile_probing"]
+}
+
+#[test]
+fn westwood_a_ecn_ends_its_initial_probing_at_the_rtt_rise_at_the_ack_rate_pipe() {
+    let (probing, _) = westwood_a_probing_rising(true, 7);
+    assert_eq!(agile_probing(probing.as_ref()), 1.0);
+    // The eighth sample 5 ms up: probing ends, the window at the ACK
+    // rate (1 MB/s) times RTTmin plus a quarter of RttThresh (~103 kB).
+    let (exited, _) = westwood_a_probing_rising(true, 8);
+    assert_eq!(agile_probing(exited.as_ref()), 0.0);
+    let window = exited.window();
+    assert!((100_000..=106_000).contains(&window), "{window}");
+    assert_eq!(exited.ssthresh(), window);
+    // Without the option, probing goes on.
+    let (paper, _) = westwood_a_probing_rising(false, 8);
+    assert_eq!(agile_probing(paper.as_ref()), 1.0);
+}
+
+#[test]
+fn westwood_a_ecn_answers_a_loss_sent_before_its_probing_exit_with_that_exit() {
+    let (mut cc, now) = westwood_a_probing_rising(true, 8);
+    let exited = cc.window();
+    let mut overshoot = loss(now + ms(100), rtt(100, 130), false);
+    overshoot.largest_lost_sent_time = now - ms(1);
+    cc.on_congestion(&overshoot);
+    assert_eq!(cc.window(), exited);
+}
+
+#[test]
+fn westwood_a_ecn_initial_probing_grows_through_a_random_losss_period() {
+    let grows = |exit: bool| {
+        let (mut cc, now) = westwood_a_probing_rising(exit, 0);
+        assert_eq!(
+            cc.on_congestion(&loss(now + ms(1), rtt(100, 100), false)),
+            LossVerdict::Random
+        );
+        let before = cc.window();
+        let mut in_period = ack(now + ms(5), now - ms(20), 10, rtt(100, 100), 0);
+        in_period.in_recovery = true;
+        cc.on_ack(&in_period);
+        cc.window() > before
+    };
+    assert!(grows(true));
+    assert!(!grows(false), "the old rule freezes growth for the period");
 }

@@ -109,6 +109,9 @@ pub struct HyStart {
     recent: [Duration; N_RTT_SAMPLE as usize],
     /// The phase the latest congestion event ended, for its undo.
     before_congestion: Option<HyStartPhase>,
+    /// The RTT rise that ends slow start, when the controller sets one
+    /// instead of RttThresh (CUBIC's `ecn_slow_start_exit`).
+    exit_rise: Option<Duration>,
 }
 
 impl HyStart {
@@ -126,7 +129,13 @@ impl HyStart {
             rtt_samples: 0,
             recent: [Duration::ZERO; N_RTT_SAMPLE as usize],
             before_congestion: None,
+            exit_rise: None,
         }
+    }
+
+    /// Ends slow start at an RTT rise of `rise` instead of RttThresh.
+    pub fn set_exit_rise(&mut self, rise: Duration) {
+        self.exit_rise = Some(rise);
     }
 
     /// Where HyStart++ is.
@@ -137,6 +146,13 @@ impl HyStart {
     /// A loss or timeout: the initial slow start is over (RFC 9406 §4.2).
     pub fn on_congestion(&mut self) {
         self.before_congestion = Some(self.phase);
+        self.phase = HyStartPhase::Done;
+    }
+
+    /// The initial slow start ended by the controller's own rule (CUBIC's
+    /// `ecn_slow_start_exit`), not by a congestion event: nothing to undo.
+    pub fn finish(&mut self) {
+        self.before_congestion = None;
         self.phase = HyStartPhase::Done;
     }
 
@@ -239,7 +255,8 @@ impl HyStart {
         let Some(&current) = self.recent.iter().min() else {
             return;
         };
-        if current >= last + rtt_rise_threshold(last) {
+        let rise = self.exit_rise.unwrap_or_else(|| rtt_rise_threshold(last));
+        if current >= last + rise {
             self.phase = HyStartPhase::Conservative {
                 baseline: current,
                 rounds: 0,

@@ -157,8 +157,9 @@ use serde::{Deserialize, Serialize};
 pub use base_rtt::BaseRtt;
 pub use eligible_rate::EligibleRate;
 
-use crate::cubic::{CubicCurve, C_CUBIC};
+use crate::cubic::{AckRate, CubicCurve, C_CUBIC};
 use crate::ecn::{EcnMemory, MARKED_BASIS};
+use crate::hystart::{rtt_rise_threshold, MIN_RTT_THRESH, N_RTT_SAMPLE};
 use crate::ranges::{self, Range, Ranges, Valid};
 use crate::rounds::RoundTracker;
 use crate::veno::VerdictCounts;
@@ -251,6 +252,23 @@ pub struct WestwoodAConfig {
     /// above: 0.812 → 0.855 of capacity·(1 − p), q95 of the queue 1.5–3.3
     /// → 3.3–10.2 ms.
     pub ecn_mark_cut_to_pipe: bool,
+    /// With `ecn_loss_verdict`, on a path whose ECN is validated: the
+    /// initial agile probing ends once the latest eight RTT samples all
+    /// lie 4 ms (RFC 9406's MIN_RTT_THRESH) above RTTmin, with the window
+    /// at the pipe the ACK rate measures (bytes acknowledged over the last
+    /// RttThresh of ACKs, times RTTmin + RttThresh/4) and CUBIC's curve
+    /// from there, instead of ssthresh following an ERE that ACK
+    /// compression lifts past the bottleneck's rate (the window overflowed
+    /// the queue, then three congestive cuts). Until then a loss ECN
+    /// judges random freezes no growth (the probing ends at the RTT rise,
+    /// not at a loss; at 1% loss a recovery period every round held it to
+    /// half the pipe for a second). Losses and marks of packets sent before
+    /// the exit are its overshoot, answered by it. Unused without the
+    /// verdict. Measured with `sift-lab run` (50 Mb/s, 50 ms each way,
+    /// queue 420, CoDel-ECN, 1% loss, 50 MB, seeds 1–3, medians): 0.863 →
+    /// 0.903 of capacity·(1 − p), q95 of the queue 4.6 → 4.1 ms;
+    /// docs/notes/2026-12-07-ecn.md, "Fourth pass".
+    pub ecn_start_exit: bool,
 }
 
 impl Default for WestwoodAConfig {
@@ -267,6 +285,7 @@ impl Default for WestwoodAConfig {
             ecn_random_headroom_packets: ECN_RANDOM_HEADROOM_PACKETS,
             ecn_random_grows_in_recovery: false,
             ecn_mark_cut_to_pipe: true,
+            ecn_start_exit: true,
         }
     }
 }
@@ -351,6 +370,19 @@ pub struct WestwoodA {
     /// The current recovery period follows a loss ECN judged random and
     /// `ecn_random_grows_in_recovery` lets the window grow through it.
     growing_through_recovery: bool,
+    /// `ecn_start_exit`: still in the initial agile probing, no congestive
+    /// event nor exit yet.
+    initial_probe: bool,
+    /// The ACK rate of the initial probing, for `ecn_start_exit`.
+    ack_rate: AckRate,
+    /// The latest RTT samples (a ring; `rtt_samples` counts them).
+    recent_rtts: [Duration; N_RTT_SAMPLE as usize],
+    rtt_samples: u32,
+    /// When `ecn_start_exit` ended the initial probing.
+    start_exit_at: Option<Instant>,
+    /// Losses of packets sent up to here belong to that exit's overshoot:
+    /// the exit, extended by the marks it answered.
+    start_answered_until: Option<Instant>,
 }
 
 /// Growth along CUBIC's curve after a cut (`cubic_growth`).
@@ -409,6 +441,12 @@ impl WestwoodA {
             ecn: EcnMemory::new(config.ecn_loss_verdict),
             judging_mark: false,
             growing_through_recovery: false,
+            initial_probe: true,
+            ack_rate: AckRate::default(),
+            recent_rtts: [Duration::ZERO; N_RTT_SAMPLE as usize],
+            rtt_samples: 0,
+            start_exit_at: None,
+            start_answered_until: None,
             config,
             window,
             rtt_min: None,
@@ -557,6 +595,67 @@ impl WestwoodA {
         true
     }
 
+    /// Whether `ecn_start_exit` watches this ACK: the option and the
+    /// verdict on, the path's ECN validated, in the initial probing.
+    fn ecn_start(&self) -> bool {
+        self.config.ecn_start_exit
+            && self.config.ecn_loss_verdict
+            && self.ecn.validated()
+            && self.initial_probe
+            && self.agile
+    }
+
+    /// `ecn_start_exit` for one ACK: the RTT rise ends the initial probing
+    /// at the ACK rate's pipe.
+    fn watch_start(&mut self, ack: &AckEvent) {
+        if !self.ecn_start() {
+            return;
+        }
+        let Some(base) = self.base_rtt() else {
+            return;
+        };
+        let span = rtt_rise_threshold(base);
+        self.ack_rate.on_ack(ack.now, ack.acked_bytes, span);
+        if !ack.rtt_sampled {
+            return;
+        }
+        self.recent_rtts[(self.rtt_samples % N_RTT_SAMPLE) as usize] = ack.rtt.latest;
+        self.rtt_samples = self.rtt_samples.saturating_add(1);
+        let Some(rtt_min) = self.rtt_min else {
+            return;
+        };
+        let risen = self.rtt_samples >= N_RTT_SAMPLE
+            && self
+                .recent_rtts
+                .iter()
+                .min()
+                .is_some_and(|&least| least >= rtt_min + MIN_RTT_THRESH);
+        if !risen {
+            return;
+        }
+        let cwnd = self.window.cwnd;
+        let pipe = self
+            .ack_rate
+            .rate(span / 2)
+            .map_or(cwnd, |rate| (rate * (base + span / 4).as_secs_f64()) as u64);
+        self.window.cwnd = pipe.max(self.window.minimum());
+        self.window.ssthresh = self.window.cwnd;
+        self.agile = false;
+        self.climbing = false;
+        self.initial_probe = false;
+        self.window.forget_undo();
+        if self.config.cubic_growth {
+            let window = self.window.cwnd as f64;
+            self.epoch = Some(CurveEpoch {
+                curve: CubicCurve::new(window, window, C_CUBIC * self.window.mss as f64),
+                start: ack.now,
+                app_limited_since: None,
+            });
+        }
+        self.start_exit_at = Some(ack.now);
+        self.start_answered_until = Some(ack.now);
+    }
+
     /// The window's phase, agile probing counted as slow start.
     fn phase(&self) -> Phase {
         match self.window.phase() {
@@ -586,6 +685,7 @@ impl CongestionControl for WestwoodA {
             base_rtt,
             ack.rtt.smoothed,
         );
+        self.watch_start(ack);
         if ack.in_recovery && !self.growing_through_recovery {
             return;
         }
@@ -636,6 +736,17 @@ impl CongestionControl for WestwoodA {
 
     fn on_congestion(&mut self, ev: &LossEvent) -> LossVerdict {
         self.ere.advance_to(ev.now);
+        // `ecn_start_exit`: the overshoot that exit answered.
+        if !ev.persistent
+            && !self.judging_mark
+            && self
+                .start_answered_until
+                .is_some_and(|until| ev.largest_lost_sent_time <= until)
+        {
+            self.window.forget_undo();
+            self.last_verdict = Some(LossVerdict::Congestive);
+            return LossVerdict::Congestive;
+        }
         let floor = self.window.minimum();
         let eligible = self.eligible_window();
         // Within an eighth, the gap is the estimate's, not a queue (module
@@ -725,9 +836,13 @@ impl CongestionControl for WestwoodA {
             // A congestive loss ends the initial climb; a random one, like
             // agile probing, leaves it running.
             self.climbing = false;
+            self.initial_probe = false;
         }
         self.window.in_recovery = !ev.persistent;
-        self.growing_through_recovery = self.config.ecn_random_grows_in_recovery
+        // `ecn_start_exit`: the initial probing grows through a random
+        // loss's period too (it ends at the RTT rise, not at a loss).
+        self.growing_through_recovery = (self.config.ecn_random_grows_in_recovery
+            || self.ecn_start())
             && verdict == LossVerdict::Random
             && by_ecn.is_some();
         self.last_verdict = Some(verdict);
@@ -740,6 +855,16 @@ impl CongestionControl for WestwoodA {
 
     fn on_ecn(&mut self, ev: &EcnEvent) {
         self.ecn.on_mark(ev.now);
+        // `ecn_start_exit`: a mark on a packet sent before the exit is the
+        // queue that exit answered.
+        if self
+            .start_exit_at
+            .is_some_and(|at| ev.largest_acked_sent_time <= at)
+        {
+            self.start_answered_until = self.start_answered_until.max(Some(ev.now));
+            self.window.forget_undo();
+            return;
+        }
         let overrule = self.window.in_recovery && self.last_verdict == Some(LossVerdict::Random);
         if ev.new_congestion_event || (overrule && self.undo_congestion(false)) {
             self.judging_mark = true;
