@@ -129,3 +129,41 @@ fn a_repair_frame_without_coding_negotiated_is_a_protocol_violation() {
         .expect_err("nor REPAIRED");
     assert_eq!(error.code, codes::PROTOCOL_VIOLATION);
 }
+
+#[test]
+fn a_corrupted_payload_is_an_erasure_the_code_can_fill() {
+    // Every 20th data datagram arrives with its payload damaged: the
+    // receiver names it (CORRUPTED) and may rebuild it too; the sender's
+    // resend and the rebuilt packet are the same bytes, whichever comes
+    // first, and the transfer stays byte-exact with no congestion event.
+    let mut pair = long_path_pair(RepairMode::On, RepairMode::On);
+    pair.handshake();
+    let data = pattern(400_000);
+    let mut path = |to_server: bool, index: u64, bytes: &[u8]| {
+        if to_server && bytes.len() > 1000 && index % 20 == 7 {
+            PathAction::DamagePayload
+        } else {
+            PathAction::Deliver
+        }
+    };
+    let mut lossy = |to_server: bool, index: u64, bytes: &[u8]| {
+        if to_server && index == 30 {
+            PathAction::Drop // one loss, so that the sender's policy arms
+        } else {
+            path(to_server, index, bytes)
+        }
+    };
+    assert_eq!(transfer(&mut pair, &data, &mut lossy), data);
+    let (client, server) = (pair.client.stats(), pair.server.stats());
+    assert!(server.payload_corrupt_received > 0);
+    assert!(client.repair.symbols_sent > 0);
+    assert!(
+        server.repair.packets_rebuilt > 0,
+        "no damaged packet rebuilt: {:?}",
+        server.repair
+    );
+    assert!(client.corruption_notices_received > 0);
+    // The one congestion event is the dropped packet's, before the policy
+    // armed; damage is never congestion.
+    assert!(client.congestion_events <= 1, "{client:?}");
+}

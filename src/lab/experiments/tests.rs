@@ -60,7 +60,8 @@ fn experiments_are_found_by_name() {
             "veno-ns3",
             "cellular",
             "long-paths",
-            "ecn"
+            "ecn",
+            "repair"
         ]
     );
 }
