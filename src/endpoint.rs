@@ -319,6 +319,9 @@ pub struct Endpoint {
     /// Payload bytes the socket's receive buffer holds, for connections
     /// whose config names none (`StreamConfig::socket_receive_bytes`).
     socket_receive_bytes: Option<u64>,
+    /// Bytes of send buffer floor shared among the connections
+    /// ([`Self::with_send_budget`]); `None`: each keeps its config's.
+    send_budget: Option<u64>,
     /// A BTreeMap so iteration (timers, round-robin) is in handle order and
     /// runs repeat exactly.
     connections: BTreeMap<ConnectionHandle, Entry>,
@@ -421,6 +424,7 @@ impl Endpoint {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: DEFAULT_SERVER_HANDSHAKE_TIMEOUT,
             socket_receive_bytes: None,
+            send_budget: None,
             connections: BTreeMap::new(),
             routes: HashMap::new(),
             peers: HashMap::new(),
@@ -483,6 +487,29 @@ impl Endpoint {
     pub fn with_socket_receive_bytes(mut self, bytes: u64) -> Self {
         self.socket_receive_bytes = Some(bytes);
         self
+    }
+
+    /// Shares `budget` bytes of send buffer floor among the connections:
+    /// each may buffer at least `budget / connections` beyond what its
+    /// peer acknowledged (never more than its `StreamConfig::send_buffer`),
+    /// and above that three congestion windows as always. One connection
+    /// keeps the whole 4 MiB floor; ten thousand downloads of 1 MB from one
+    /// server no longer each buffer the whole response at once, which held
+    /// 509 KB per client at the peak (`benches/many_downloads.sh --clients
+    /// 10000`, docs/notes/2026-12-08-many-clients.md). A connection's share
+    /// is set whenever the endpoint hands it a datagram or the application
+    /// reaches it, so it follows the count as connections come and go.
+    /// `None` (the default): each connection keeps its config's floor.
+    pub fn with_send_budget(mut self, budget: Option<u64>) -> Self {
+        self.send_budget = budget;
+        self
+    }
+
+    /// The send buffer floor one connection gets of the endpoint's budget
+    /// now (`None`: its config's).
+    fn send_floor(&self) -> Option<u64> {
+        let connections = u64::try_from(self.connections.len().max(1)).unwrap_or(u64::MAX);
+        self.send_budget.map(|budget| budget / connections)
     }
 
     /// How long a server connection may take to complete its handshake
@@ -720,6 +747,7 @@ impl Endpoint {
         }
         let handle = routed?;
         self.timers.touch(handle);
+        let floor = self.send_floor();
         let entry = self.connections.get_mut(&handle)?;
         if !entry.connection.accepts_from(from) {
             tracing::debug!(%from, expected = %entry.connection.remote(), "dropping a datagram from the wrong address");
@@ -727,6 +755,7 @@ impl Endpoint {
             return None;
         }
         let info = RecvInfo { from, to, now, ecn };
+        entry.connection.set_send_buffer_floor(floor);
         // Opening may overwrite the datagram: keep its last 16 bytes for
         // the reset check below.
         let tail = datagram.last_chunk::<RESET_TOKEN_LEN>().copied();
@@ -1233,9 +1262,10 @@ impl Endpoint {
     pub fn connection(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
         // What the caller does may give it something to send or move a timer.
         self.timers.touch(handle);
-        self.connections
-            .get_mut(&handle)
-            .map(|entry| &mut entry.connection)
+        let floor = self.send_floor();
+        let connection = &mut self.connections.get_mut(&handle)?.connection;
+        connection.set_send_buffer_floor(floor);
+        Some(connection)
     }
 
     /// Read-only access to a connection.

@@ -1802,6 +1802,13 @@ impl Connection {
         Ok(written)
     }
 
+    /// Lowers the floor of this connection's send buffers below
+    /// `StreamConfig::send_buffer` (`None` restores it): its share of an
+    /// endpoint's send budget (`Endpoint::with_send_budget`).
+    pub fn set_send_buffer_floor(&mut self, floor: Option<u64>) {
+        self.streams.set_send_buffer_floor(floor);
+    }
+
     /// Writes up to `max` bytes that `fill` places straight into a
     /// stream's send buffer, and returns how many: `fill` gets the room as
     /// slices in stream order and returns how many bytes it wrote into

@@ -2517,3 +2517,56 @@ mod rfc9000;
 mod rfc9000_versions;
 mod rfc9368;
 mod rfc9369;
+
+/// Bytes the server's connection to each of `clients` clients takes of a
+/// 1 MB response right after the handshake, on a server with `budget`.
+fn response_bytes_buffered(budget: Option<u64>, clients: u16) -> Vec<usize> {
+    let server = Endpoint::new(addr(SERVER), Some(config(1))).with_send_budget(budget);
+    let mut endpoints = vec![server];
+    let mut handles = Vec::new();
+    for i in 0..clients {
+        let mut client = Endpoint::new(addr(1001 + i), None);
+        handles.push(
+            client
+                .connect(config(10 + u64::from(i)), addr(SERVER), Instant::now())
+                .unwrap(),
+        );
+        endpoints.push(client);
+    }
+    let mut net = Net::new(endpoints);
+    assert!(net.run_until(|e| (0..handles.len()).all(|i| established(&mut e[i + 1], handles[i]))));
+    let server = &mut net.endpoints[0];
+    let response = vec![7u8; 1_000_000];
+    server
+        .handles()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|handle| {
+            let connection = server.connection(handle).unwrap();
+            let stream = connection.stream_open_uni().unwrap();
+            let mut taken = 0;
+            while let Ok(n) = connection.stream_send(stream, &response[taken..], false) {
+                if n == 0 {
+                    break;
+                }
+                taken += n;
+            }
+            taken
+        })
+        .collect()
+}
+
+#[test]
+fn a_send_budget_shares_the_send_buffer_floor_among_the_connections() {
+    // Without a budget each connection takes the whole response (its
+    // 4 MiB floor); with 64 KiB shared by four, each takes its 16 KiB
+    // share or three initial windows, whichever is more, not 1 MB.
+    assert_eq!(response_bytes_buffered(None, 4), vec![1_000_000; 4]);
+    let shared = response_bytes_buffered(Some(64 * 1024), 4);
+    assert_eq!(shared.len(), 4);
+    for taken in shared {
+        assert!((16 * 1024..=64 * 1024).contains(&taken), "took {taken}");
+    }
+    // One connection alone keeps a floor of the whole budget.
+    assert_eq!(response_bytes_buffered(Some(4 << 20), 1), vec![1_000_000]);
+}

@@ -210,6 +210,10 @@ pub struct Streams {
     /// Bytes all streams together may hold unacknowledged now, sized like
     /// `send_buffer` up to `config.max_connection_send_buffer`.
     pub(super) connection_send_buffer: u64,
+    /// The floor of both send buffers: `config.send_buffer`, or less when
+    /// the endpoint shares a send budget among many connections
+    /// ([`Self::set_send_buffer_floor`]).
+    pub(super) send_buffer_floor: u64,
     /// What the send buffers of all streams hold.
     pub(super) send_tally: SendTally,
     /// Blocks the send buffers emptied, for their next writes: kept only
@@ -253,6 +257,7 @@ impl Streams {
             ReceiveWindow::new(config.initial_max_data, config.max_receive_window)
                 .bounded_by_socket(config.socket_receive_bytes.map(|bytes| bytes * num / den));
         let send_buffer = config.send_buffer;
+        let config_send_buffer = config.send_buffer;
         let connection_send_buffer = config.send_buffer.min(config.max_connection_send_buffer);
         let local_max_streams = [
             config.max_streams_bidi.min(MAX_STREAM_COUNT),
@@ -284,6 +289,7 @@ impl Streams {
             rejected_in_zero_rtt: [0; 2],
             send_buffer,
             connection_send_buffer,
+            send_buffer_floor: config_send_buffer,
             send_tally: SendTally::default(),
             spare_blocks: SpareBlocks::default(),
             writer_waiting: false,
@@ -309,13 +315,25 @@ impl Streams {
     /// streams share one path and one congestion window, so they need no
     /// more than one stream does.
     pub fn size_send_buffer(&mut self, congestion_window: u64) {
-        let floor = self.config.send_buffer;
+        let floor = self.send_buffer_floor;
         let windows = congestion_window.saturating_mul(SEND_BUFFER_WINDOWS);
         self.send_buffer = windows.min(self.config.max_send_buffer).max(floor);
         self.connection_send_buffer = windows
             .max(floor)
             .min(self.config.max_connection_send_buffer);
         self.trim_spare();
+    }
+
+    /// Lowers the floor of the send buffers below `config.send_buffer`
+    /// (never above it; `None` restores it): an endpoint that shares one
+    /// send budget among its connections gives each its share, so that a
+    /// server with thousands of clients does not buffer every response
+    /// whole (`Endpoint::with_send_budget`). Above the floor the buffers
+    /// still follow the congestion window.
+    pub fn set_send_buffer_floor(&mut self, floor: Option<u64>) {
+        self.send_buffer_floor = floor.map_or(self.config.send_buffer, |floor| {
+            floor.min(self.config.send_buffer)
+        });
     }
 
     /// Frees spare send blocks beyond the room left in the connection's

@@ -305,3 +305,43 @@ fn writes_that_all_fit_free_their_send_blocks_as_they_empty() {
         }
     }
 }
+
+#[test]
+fn a_lowered_floor_buffers_a_response_by_the_window_not_whole() {
+    // A 1 MB response on a fresh connection (initial window 13 500 bytes):
+    // with the 4 MiB floor it is buffered whole, which for 10 000 clients
+    // of one server is 10 GB; with the floor an endpoint's shared budget
+    // gives (`Endpoint::with_send_budget`), three windows.
+    let (mut client, _server) = pair(StreamConfig::default(), server_config_for_floor());
+    let id = client.open(Dir::Uni).unwrap();
+    let response = pattern(1_000_000);
+    client.size_send_buffer(13_500);
+    assert_eq!(write_until_blocked(&mut client, id, &response), 1_000_000);
+
+    let (mut client, _server) = pair(StreamConfig::default(), server_config_for_floor());
+    let id = client.open(Dir::Uni).unwrap();
+    client.set_send_buffer_floor(Some(16 * KIB));
+    client.size_send_buffer(13_500);
+    assert_eq!(write_until_blocked(&mut client, id, &response), 3 * 13_500);
+    // The window still grows the buffer past the floor.
+    client.size_send_buffer(100_000);
+    write_until_blocked(&mut client, id, &response);
+    assert_eq!(client.stats().send_buffered, 300_000);
+    // A floor above the configured one is no floor above it.
+    client.set_send_buffer_floor(Some(64 * MIB));
+    client.size_send_buffer(13_500);
+    assert_eq!(client.send_buffer, 4 * MIB);
+    // `None` restores the configured floor.
+    client.set_send_buffer_floor(Some(0));
+    client.set_send_buffer_floor(None);
+    client.size_send_buffer(13_500);
+    assert_eq!(client.send_buffer, 4 * MIB);
+}
+
+fn server_config_for_floor() -> StreamConfig {
+    StreamConfig {
+        initial_max_data: 1 << 30,
+        initial_max_stream_data: 1 << 30,
+        ..StreamConfig::default()
+    }
+}
