@@ -1802,11 +1802,11 @@ impl Connection {
         Ok(written)
     }
 
-    /// Lowers the floor of this connection's send buffers below
-    /// `StreamConfig::send_buffer` (`None` restores it): its share of an
-    /// endpoint's send budget (`Endpoint::with_send_budget`).
-    pub fn set_send_buffer_floor(&mut self, floor: Option<u64>) {
-        self.streams.set_send_buffer_floor(floor);
+    /// This connection's share of its endpoint's send budget
+    /// (`Endpoint::with_send_budget`; `None`: no budget): the floor and the
+    /// ceiling of its send buffers (`Streams::set_send_share`).
+    pub fn set_send_share(&mut self, share: Option<u64>) {
+        self.streams.set_send_share(share);
     }
 
     /// Writes up to `max` bytes that `fill` places straight into a

@@ -2557,16 +2557,24 @@ fn response_bytes_buffered(budget: Option<u64>, clients: u16) -> Vec<usize> {
 }
 
 #[test]
-fn a_send_budget_shares_the_send_buffer_floor_among_the_connections() {
+fn a_send_budget_is_shared_among_the_connections() {
     // Without a budget each connection takes the whole response (its
-    // 4 MiB floor); with 64 KiB shared by four, each takes its 16 KiB
-    // share or three initial windows, whichever is more, not 1 MB.
+    // 4 MiB floor); with 64 KiB shared by four, each takes three initial
+    // windows, within the least share a connection is capped at.
     assert_eq!(response_bytes_buffered(None, 4), vec![1_000_000; 4]);
     let shared = response_bytes_buffered(Some(64 * 1024), 4);
     assert_eq!(shared.len(), 4);
     for taken in shared {
-        assert!((16 * 1024..=64 * 1024).contains(&taken), "took {taken}");
+        assert!(
+            (16 * 1024..=crate::stream::MIN_SEND_SHARE as usize).contains(&taken),
+            "took {taken}"
+        );
     }
+    // 4 MiB among four: 1 MiB each, all of the response.
+    assert_eq!(
+        response_bytes_buffered(Some(4 << 20), 4),
+        vec![1_000_000; 4]
+    );
     // One connection alone keeps a floor of the whole budget.
     assert_eq!(response_bytes_buffered(Some(4 << 20), 1), vec![1_000_000]);
 }

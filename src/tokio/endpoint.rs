@@ -28,11 +28,13 @@ pub struct EndpointConfig {
     /// Connections held at once, including closed ones whose handles are
     /// still alive; further client Initials get no answer.
     pub max_connections: usize,
-    /// Bytes of send buffer floor shared among the connections
+    /// Bytes of send buffer shared among the connections
     /// (`sift::Endpoint::with_send_budget`; split evenly among workers):
-    /// a server of thousands of clients buffers each response by the
-    /// congestion window, not whole. `None`: each connection keeps its
-    /// config's floor (`StreamConfig::send_buffer`).
+    /// each connection's share is the floor and the ceiling of its send
+    /// buffers, so a server of thousands of clients neither buffers each
+    /// response whole nor by windows grown while they queue. `None`: each
+    /// connection keeps its config's (`StreamConfig::send_buffer` up to
+    /// `max_connection_send_buffer`).
     pub send_budget: Option<u64>,
 }
 

@@ -174,13 +174,15 @@ struct Args {
     /// "server busy: N clients" (`sift-client --wait` retries).
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_clients: usize,
-    /// Bytes of send buffer the clients share as a floor: each may buffer
-    /// at least its share (at most 4 MiB) beyond what it acknowledged, and
-    /// above that three congestion windows. One client keeps the whole
-    /// 4 MiB; 10 000 downloading 1 MB each no longer buffer every response
-    /// whole (509 → see docs/notes/2026-12-08-many-clients.md KB per
-    /// client at the peak). 0: every client keeps the 4 MiB floor.
-    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = format::parse_bytes)]
+    /// Bytes of send buffer the clients share: each buffers what it has
+    /// not had acknowledged up to three congestion windows, but at least
+    /// its share of this (at most 4 MiB) and at most its share (at least
+    /// 48 KiB). Up to eight clients keep their whole 4–32 MiB; 10 000
+    /// downloading 1 MB each no longer buffer every response whole, nor
+    /// windows grown while they queue behind each other
+    /// (docs/notes/2026-12-08-many-clients.md). 0: no budget, every client
+    /// buffers as if alone.
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = format::parse_bytes)]
     send_budget: u64,
     /// Make every new client prove its address with a Retry (one more
     /// round trip) before keeping any state for it. Without it the server

@@ -307,11 +307,11 @@ fn writes_that_all_fit_free_their_send_blocks_as_they_empty() {
 }
 
 #[test]
-fn a_lowered_floor_buffers_a_response_by_the_window_not_whole() {
+fn a_share_of_a_send_budget_buffers_a_response_by_the_share_not_whole() {
     // A 1 MB response on a fresh connection (initial window 13 500 bytes):
     // with the 4 MiB floor it is buffered whole, which for 10 000 clients
-    // of one server is 10 GB; with the floor an endpoint's shared budget
-    // gives (`Endpoint::with_send_budget`), three windows.
+    // of one server is 10 GB; with a share of an endpoint's budget
+    // (`Endpoint::with_send_budget`), three windows within the share.
     let (mut client, _server) = pair(StreamConfig::default(), server_config_for_floor());
     let id = client.open(Dir::Uni).unwrap();
     let response = pattern(1_000_000);
@@ -320,22 +320,26 @@ fn a_lowered_floor_buffers_a_response_by_the_window_not_whole() {
 
     let (mut client, _server) = pair(StreamConfig::default(), server_config_for_floor());
     let id = client.open(Dir::Uni).unwrap();
-    client.set_send_buffer_floor(Some(16 * KIB));
+    // A share below the least: three initial windows.
+    client.set_send_share(Some(16 * KIB));
     client.size_send_buffer(13_500);
     assert_eq!(write_until_blocked(&mut client, id, &response), 3 * 13_500);
-    // The window still grows the buffer past the floor.
+    // A grown window grows the buffer only to the ceiling.
     client.size_send_buffer(100_000);
     write_until_blocked(&mut client, id, &response);
-    assert_eq!(client.stats().send_buffered, 300_000);
-    // A floor above the configured one is no floor above it.
-    client.set_send_buffer_floor(Some(64 * MIB));
+    assert_eq!(client.stats().send_buffered, MIN_SEND_SHARE);
+    // A larger share is the floor, up to the configured one.
+    client.set_send_share(Some(200 * KIB));
+    client.size_send_buffer(13_500);
+    assert_eq!(client.send_buffer, 200 * KIB);
+    client.set_send_share(Some(64 * MIB));
     client.size_send_buffer(13_500);
     assert_eq!(client.send_buffer, 4 * MIB);
-    // `None` restores the configured floor.
-    client.set_send_buffer_floor(Some(0));
-    client.set_send_buffer_floor(None);
-    client.size_send_buffer(13_500);
-    assert_eq!(client.send_buffer, 4 * MIB);
+    // `None` restores the configured floor and ceiling.
+    client.set_send_share(Some(0));
+    client.set_send_share(None);
+    client.size_send_buffer(20_000_000);
+    assert_eq!(client.send_buffer, 32 * MIB);
 }
 
 fn server_config_for_floor() -> StreamConfig {
