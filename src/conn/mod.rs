@@ -1912,6 +1912,18 @@ impl Connection {
         self.streams.writable().collect()
     }
 
+    /// Whether a read of stream `id` would return at once: bytes, its end,
+    /// a reset, or an error (not a stream we receive on).
+    pub fn stream_is_readable(&self, id: StreamId) -> bool {
+        self.streams.is_readable(id)
+    }
+
+    /// Whether a write to stream `id` would return at once: room for
+    /// bytes, or an error (finished, reset, stopped, not ours).
+    pub fn stream_is_writable(&self, id: StreamId) -> bool {
+        self.streams.is_writable(id)
+    }
+
     // ---- datagrams -----------------------------------------------------------
 
     /// The largest datagram (RFC 9221) that can be sent now, once the peer

@@ -740,6 +740,34 @@ impl Streams {
         })
     }
 
+    /// Whether a read of stream `id` would not wait: it has bytes, its end
+    /// or a reset to report, or it is not (or no longer) a stream we
+    /// receive on, which a read reports at once. What
+    /// [`readable`](Self::readable) says of one stream, without looking at
+    /// every other.
+    pub fn is_readable(&self, id: StreamId) -> bool {
+        self.streams
+            .get(&id)
+            .and_then(|stream| stream.recv.as_ref())
+            .is_none_or(|recv| recv.buffer.is_readable())
+    }
+
+    /// Whether a write to stream `id` would not wait: it has room, or it
+    /// is finished, reset, stopped or gone, which a write reports at once.
+    /// What [`writable`](Self::writable) says of one stream, and more.
+    pub fn is_writable(&self, id: StreamId) -> bool {
+        let Some(send) = self
+            .streams
+            .get(&id)
+            .and_then(|stream| stream.send.as_ref())
+        else {
+            return true;
+        };
+        !send.buffer.is_writable()
+            || (self.connection_write_room() > 0
+                && send.write_room(self.send_buffer, self.config.send_beyond_credit) > 0)
+    }
+
     /// Streams we send on that can accept data now (room within the
     /// limits [`write`](Self::write) names; not finished, reset or
     /// stopped).

@@ -349,3 +349,34 @@ fn server_config_for_floor() -> StreamConfig {
         ..StreamConfig::default()
     }
 }
+
+#[test]
+fn one_streams_readiness_is_what_the_lists_of_every_stream_say() {
+    // What the tokio host asks of the one stream a task waits on.
+    let (mut client, mut server) = pair(StreamConfig::default(), StreamConfig::default());
+    let a = client.open(Dir::Bi).unwrap();
+    let b = client.open(Dir::Bi).unwrap();
+    client.write(a, b"a", false).unwrap();
+    client.write(b, b"b", false).unwrap();
+    deliver_chunks(&mut client, &mut server);
+    read_ready(&mut server, a, Instant::now());
+    assert!(!server.is_readable(a), "stream A was read empty");
+    assert!(server.is_readable(b), "stream B has a byte");
+    assert_eq!(server.readable().collect::<Vec<_>>(), vec![b]);
+    // Not a stream we know: a read reports that at once.
+    assert!(server.is_readable(stream_id(Side::Client, Dir::Bi, 40).unwrap()));
+    // A writer with room, and one held by the peer's credit.
+    assert!(client.is_writable(a));
+    let server_config = StreamConfig {
+        initial_max_stream_data: 0,
+        ..StreamConfig::default()
+    };
+    let (mut client, _server) = pair(StreamConfig::default(), server_config);
+    let id = client.open(Dir::Bi).unwrap();
+    write_until_blocked(&mut client, id, &pattern(1 << 20));
+    assert!(!client.is_writable(id), "held by the peer's credit");
+    assert_eq!(client.writable().count(), 0);
+    // Finished: a write fails at once, so a waiting writer must hear of it.
+    client.write(id, &[], true).unwrap();
+    assert!(client.is_writable(id));
+}
