@@ -2578,3 +2578,37 @@ fn a_send_budget_is_shared_among_the_connections() {
     // One connection alone keeps a floor of the whole budget.
     assert_eq!(response_bytes_buffered(Some(4 << 20), 1), vec![1_000_000]);
 }
+
+#[test]
+fn a_look_at_the_deadlines_reads_only_the_connections_touched_since() {
+    // Issue 58 asked whether the endpoint's timers cost in proportion to
+    // its connections: 500 connections, one of them touched, and the next
+    // deadline is found by reading that one's deadline and the heap's top,
+    // not by asking all 500.
+    let mut client = Endpoint::new(addr(1001), None);
+    let now = Instant::now();
+    let handles: Vec<ConnectionHandle> = (0..500)
+        .map(|i| client.connect(config(100 + i), addr(SERVER), now).unwrap())
+        .collect();
+    let first = client.timeout(now);
+    assert!(first.is_some());
+    assert_eq!(
+        client.timers.deadline_reads, 500,
+        "each new connection once"
+    );
+    let mut buf = vec![0u8; 65_535];
+    while client.poll_transmit(now, &mut buf).is_some() {}
+    let before = client.timers.deadline_reads;
+    assert_eq!(client.timeout(now), scanned_deadline(&client, now));
+    let after_sends = client.timers.deadline_reads - before;
+    assert!(after_sends <= 500, "the sends touched each connection once");
+    // One connection touched: one deadline read.
+    let before = client.timers.deadline_reads;
+    client.connection(handles[250]).unwrap();
+    assert_eq!(client.timeout(now), scanned_deadline(&client, now));
+    assert_eq!(client.timers.deadline_reads - before, 1);
+    // Nothing touched: none.
+    let before = client.timers.deadline_reads;
+    assert_eq!(client.timeout(now), scanned_deadline(&client, now));
+    assert_eq!(client.timers.deadline_reads - before, 0);
+}
