@@ -5,8 +5,13 @@
 #   benches/many_downloads.sh [--clients 1000] [--mb 1] [--server sift|sift-hq|quinn|quiche]
 #                             [--bin DIR] [--peer-bin DIR] [--load FILE] [-- server flags]
 #
+# The load generator brings the connections up 64 handshakes at a time,
+# then starts every download together, so the server holds all N at once
+# (many_gets --handshakes-at-once, --no-barrier).
+#
 # Prints the wall time of the whole load (first connection attempt to last
-# verified byte, from the load generator), the server's peak thread count
+# verified byte, from the load generator; handshakes_done is when the last
+# connection came up), the server's peak thread count
 # (/proc/PID/status Threads, sampled every 20 ms), its peak resident
 # memory (VmHWM), its CPU time (user + system) and the datagrams the
 # kernel dropped at its socket for want of receive buffer (/proc/net/udp).
@@ -40,7 +45,7 @@ while [ $# -gt 0 ]; do
         --server) kind=$2; shift 2 ;;
         --load) load=$2; shift 2 ;;
         --) shift; break ;;
-        -h|--help) sed -n 2,26p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,30p "$0"; exit 0 ;;
         *) echo "many_downloads.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done

@@ -319,6 +319,9 @@ pub struct Endpoint {
     /// Payload bytes the socket's receive buffer holds, for connections
     /// whose config names none (`StreamConfig::socket_receive_bytes`).
     socket_receive_bytes: Option<u64>,
+    /// Bytes of send buffer shared among the connections
+    /// ([`Self::with_send_budget`]); `None`: each keeps its config's.
+    send_budget: Option<u64>,
     /// A BTreeMap so iteration (timers, round-robin) is in handle order and
     /// runs repeat exactly.
     connections: BTreeMap<ConnectionHandle, Entry>,
@@ -421,6 +424,7 @@ impl Endpoint {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: DEFAULT_SERVER_HANDSHAKE_TIMEOUT,
             socket_receive_bytes: None,
+            send_budget: None,
             connections: BTreeMap::new(),
             routes: HashMap::new(),
             peers: HashMap::new(),
@@ -483,6 +487,32 @@ impl Endpoint {
     pub fn with_socket_receive_bytes(mut self, bytes: u64) -> Self {
         self.socket_receive_bytes = Some(bytes);
         self
+    }
+
+    /// Shares `budget` bytes of send buffer among the connections: each
+    /// may buffer at least its share, `budget / connections` (never more
+    /// than its `StreamConfig::send_buffer`), and at most that share (never
+    /// less than `stream::MIN_SEND_SHARE`), and between the two three
+    /// congestion windows as always. One connection keeps its whole 4 MiB
+    /// floor and 32 MiB ceiling under a budget of 32 MiB or more; ten
+    /// thousand downloads of 1 MB from one server no longer each buffer
+    /// the whole response, nor three windows grown while they all queue
+    /// behind each other (509 KB per client at the peak before,
+    /// `benches/many_downloads.sh --clients 10000`,
+    /// docs/notes/2026-12-08-many-clients.md). A connection's share is
+    /// set whenever the endpoint hands it a datagram or the application
+    /// reaches it, so it follows the count as connections come and go.
+    /// `None` (the default): each connection keeps its config's buffers.
+    pub fn with_send_budget(mut self, budget: Option<u64>) -> Self {
+        self.send_budget = budget;
+        self
+    }
+
+    /// The share of the endpoint's send budget one connection gets now
+    /// (`None`: no budget).
+    fn send_share(&self) -> Option<u64> {
+        let connections = u64::try_from(self.connections.len().max(1)).unwrap_or(u64::MAX);
+        self.send_budget.map(|budget| budget / connections)
     }
 
     /// How long a server connection may take to complete its handshake
@@ -720,6 +750,7 @@ impl Endpoint {
         }
         let handle = routed?;
         self.timers.touch(handle);
+        let share = self.send_share();
         let entry = self.connections.get_mut(&handle)?;
         if !entry.connection.accepts_from(from) {
             tracing::debug!(%from, expected = %entry.connection.remote(), "dropping a datagram from the wrong address");
@@ -727,6 +758,7 @@ impl Endpoint {
             return None;
         }
         let info = RecvInfo { from, to, now, ecn };
+        entry.connection.set_send_share(share);
         // Opening may overwrite the datagram: keep its last 16 bytes for
         // the reset check below.
         let tail = datagram.last_chunk::<RESET_TOKEN_LEN>().copied();
@@ -1233,9 +1265,10 @@ impl Endpoint {
     pub fn connection(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
         // What the caller does may give it something to send or move a timer.
         self.timers.touch(handle);
-        self.connections
-            .get_mut(&handle)
-            .map(|entry| &mut entry.connection)
+        let share = self.send_share();
+        let connection = &mut self.connections.get_mut(&handle)?.connection;
+        connection.set_send_share(share);
+        Some(connection)
     }
 
     /// Read-only access to a connection.

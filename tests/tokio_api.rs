@@ -1044,3 +1044,59 @@ async fn bytes_filled_in_place_arrive_byte_exact_through_loss() {
     })
     .await
 }
+
+/// A waker that counts its wake-ups.
+struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn data_for_one_stream_wakes_only_that_streams_reader() {
+    bounded(async {
+        let (_server, _client, client, server) = connected(config()).await;
+        let (mut a_out, _a_back) = client.open_bi().await.unwrap();
+        let (mut b_out, _b_back) = client.open_bi().await.unwrap();
+        a_out.write_all(b"a").await.unwrap();
+        b_out.write_all(b"b").await.unwrap();
+        let (_a_reply, mut a_in) = server.accept_bi().await.unwrap();
+        let (_b_reply, mut b_in) = server.accept_bi().await.unwrap();
+        let mut buf = [0u8; 4096];
+        assert_eq!(a_in.read(&mut buf).await.unwrap(), Some(1));
+        assert_eq!(b_in.read(&mut buf).await.unwrap(), Some(1));
+
+        // A reader waits on stream A.
+        let counter = Arc::new(CountingWaker(Default::default()));
+        let waker = std::task::Waker::from(Arc::clone(&counter));
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(a_in.poll_read_data(&mut cx, &mut buf).is_pending());
+
+        // Twenty datagrams for stream B, each read as it arrives.
+        for round in 0..20u8 {
+            b_out.write_all(&[round; 1000]).await.unwrap();
+            let mut got = 0;
+            while got < 1000 {
+                got += b_in.read(&mut buf).await.unwrap().unwrap();
+            }
+        }
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst),
+            0,
+            "stream B's data woke stream A's reader"
+        );
+
+        // Data for stream A wakes it.
+        a_out.write_all(b"x").await.unwrap();
+        while counter.0.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        match a_in.poll_read_data(&mut cx, &mut buf) {
+            Poll::Ready(Ok(1)) => {}
+            other => panic!("stream A read {other:?}"),
+        }
+    })
+    .await;
+}

@@ -1842,6 +1842,13 @@ impl Connection {
         Ok(written)
     }
 
+    /// This connection's share of its endpoint's send budget
+    /// (`Endpoint::with_send_budget`; `None`: no budget): the floor and the
+    /// ceiling of its send buffers (`Streams::set_send_share`).
+    pub fn set_send_share(&mut self, share: Option<u64>) {
+        self.streams.set_send_share(share);
+    }
+
     /// Writes up to `max` bytes that `fill` places straight into a
     /// stream's send buffer, and returns how many: `fill` gets the room as
     /// slices in stream order and returns how many bytes it wrote into
@@ -1943,6 +1950,18 @@ impl Connection {
     /// Streams that can accept data now.
     pub fn writable(&self) -> Vec<StreamId> {
         self.streams.writable().collect()
+    }
+
+    /// Whether a read of stream `id` would return at once: bytes, its end,
+    /// a reset, or an error (not a stream we receive on).
+    pub fn stream_is_readable(&self, id: StreamId) -> bool {
+        self.streams.is_readable(id)
+    }
+
+    /// Whether a write to stream `id` would return at once: room for
+    /// bytes, or an error (finished, reset, stopped, not ours).
+    pub fn stream_is_writable(&self, id: StreamId) -> bool {
+        self.streams.is_writable(id)
     }
 
     // ---- datagrams -----------------------------------------------------------

@@ -2517,3 +2517,98 @@ mod rfc9000;
 mod rfc9000_versions;
 mod rfc9368;
 mod rfc9369;
+
+/// Bytes the server's connection to each of `clients` clients takes of a
+/// 1 MB response right after the handshake, on a server with `budget`.
+fn response_bytes_buffered(budget: Option<u64>, clients: u16) -> Vec<usize> {
+    let server = Endpoint::new(addr(SERVER), Some(config(1))).with_send_budget(budget);
+    let mut endpoints = vec![server];
+    let mut handles = Vec::new();
+    for i in 0..clients {
+        let mut client = Endpoint::new(addr(1001 + i), None);
+        handles.push(
+            client
+                .connect(config(10 + u64::from(i)), addr(SERVER), Instant::now())
+                .unwrap(),
+        );
+        endpoints.push(client);
+    }
+    let mut net = Net::new(endpoints);
+    assert!(net.run_until(|e| (0..handles.len()).all(|i| established(&mut e[i + 1], handles[i]))));
+    let server = &mut net.endpoints[0];
+    let response = vec![7u8; 1_000_000];
+    server
+        .handles()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|handle| {
+            let connection = server.connection(handle).unwrap();
+            let stream = connection.stream_open_uni().unwrap();
+            let mut taken = 0;
+            while let Ok(n) = connection.stream_send(stream, &response[taken..], false) {
+                if n == 0 {
+                    break;
+                }
+                taken += n;
+            }
+            taken
+        })
+        .collect()
+}
+
+#[test]
+fn a_send_budget_is_shared_among_the_connections() {
+    // Without a budget each connection takes the whole response (its
+    // 4 MiB floor); with 64 KiB shared by four, each takes three initial
+    // windows, within the least share a connection is capped at.
+    assert_eq!(response_bytes_buffered(None, 4), vec![1_000_000; 4]);
+    let shared = response_bytes_buffered(Some(64 * 1024), 4);
+    assert_eq!(shared.len(), 4);
+    for taken in shared {
+        assert!(
+            (16 * 1024..=crate::stream::MIN_SEND_SHARE as usize).contains(&taken),
+            "took {taken}"
+        );
+    }
+    // 4 MiB among four: 1 MiB each, all of the response.
+    assert_eq!(
+        response_bytes_buffered(Some(4 << 20), 4),
+        vec![1_000_000; 4]
+    );
+    // One connection alone keeps a floor of the whole budget.
+    assert_eq!(response_bytes_buffered(Some(4 << 20), 1), vec![1_000_000]);
+}
+
+#[test]
+fn a_look_at_the_deadlines_reads_only_the_connections_touched_since() {
+    // Issue 58 asked whether the endpoint's timers cost in proportion to
+    // its connections: 500 connections, one of them touched, and the next
+    // deadline is found by reading that one's deadline and the heap's top,
+    // not by asking all 500.
+    let mut client = Endpoint::new(addr(1001), None);
+    let now = Instant::now();
+    let handles: Vec<ConnectionHandle> = (0..500)
+        .map(|i| client.connect(config(100 + i), addr(SERVER), now).unwrap())
+        .collect();
+    let first = client.timeout(now);
+    assert!(first.is_some());
+    assert_eq!(
+        client.timers.deadline_reads, 500,
+        "each new connection once"
+    );
+    let mut buf = vec![0u8; 65_535];
+    while client.poll_transmit(now, &mut buf).is_some() {}
+    let before = client.timers.deadline_reads;
+    assert_eq!(client.timeout(now), scanned_deadline(&client, now));
+    let after_sends = client.timers.deadline_reads - before;
+    assert!(after_sends <= 500, "the sends touched each connection once");
+    // One connection touched: one deadline read.
+    let before = client.timers.deadline_reads;
+    client.connection(handles[250]).unwrap();
+    assert_eq!(client.timeout(now), scanned_deadline(&client, now));
+    assert_eq!(client.timers.deadline_reads - before, 1);
+    // Nothing touched: none.
+    let before = client.timers.deadline_reads;
+    assert_eq!(client.timeout(now), scanned_deadline(&client, now));
+    assert_eq!(client.timers.deadline_reads - before, 0);
+}

@@ -40,6 +40,9 @@ pub(super) struct TimerIndex {
     touched: BTreeSet<ConnectionHandle>,
     /// May have a datagram to send.
     active: BTreeSet<ConnectionHandle>,
+    /// Connection deadlines read so far: what a look at the heap cost.
+    #[cfg(test)]
+    pub(super) deadline_reads: u64,
 }
 
 impl TimerIndex {
@@ -91,6 +94,10 @@ impl TimerIndex {
                 self.armed.remove(&handle);
                 continue;
             };
+            #[cfg(test)]
+            {
+                self.deadline_reads += 1;
+            }
             match deadline(entry, now) {
                 Some(at) => {
                     if self.armed.insert(handle, at) != Some(at) {

@@ -64,4 +64,4 @@ pub use id::{
     stream_dir, stream_id, stream_index, stream_initiator, Dir, StreamId, MAX_STREAM_COUNT,
     MAX_STREAM_OFFSET,
 };
-pub use streams::{StreamStats, Streams, SEND_BUFFER_WINDOWS};
+pub use streams::{StreamStats, Streams, MIN_SEND_SHARE, SEND_BUFFER_WINDOWS};

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use super::error::{ConnectionError, SendDatagramError};
 use super::recv::RecvStream;
 use super::send::SendStream;
-use super::shared::{Held, Shared, State};
+use super::shared::{Held, Shared, State, Wait};
 use crate::endpoint::ConnectionHandle;
 use crate::io::handshake_completed;
 use crate::stream::{Dir, StreamError, StreamId};
@@ -60,15 +60,17 @@ impl ConnInner {
         cx: &mut Context<'_>,
         attempt: impl FnOnce(&mut crate::Connection, &mut Held) -> Poll<Result<T, E>>,
     ) -> Poll<Result<T, E>> {
-        self.poll_with_wake(cx, |_| true, attempt)
+        self.poll_with_wake(cx, Wait::Any, |_| true, attempt)
     }
 
-    /// [`Self::poll_with`], waking the driver after a `Ready` attempt only
-    /// if `wake` says the connection has something new to send (a read
-    /// that only moved bytes out has not).
+    /// [`Self::poll_with`], registering a `Pending` task for `wait` only
+    /// (a read or a write of one stream), and waking the driver after a
+    /// `Ready` attempt only if `wake` says the connection has something new
+    /// to send (a read that only moved bytes out has not).
     pub(super) fn poll_with_wake<T, E: From<ConnectionError>>(
         &self,
         cx: &mut Context<'_>,
+        wait: Wait,
         wake: impl FnOnce(&crate::Connection) -> bool,
         attempt: impl FnOnce(&mut crate::Connection, &mut Held) -> Poll<Result<T, E>>,
     ) -> Poll<Result<T, E>> {
@@ -94,7 +96,7 @@ impl ConnInner {
                 .connection_error(self.shared.local, self.handle)
                 .into())),
             Poll::Pending => {
-                held.waiters.register(cx.waker());
+                held.register(wait, cx.waker());
                 Poll::Pending
             }
         }
@@ -318,7 +320,7 @@ impl Connection {
                 connection.close(code, reason);
             }
             if let Some(held) = state.held.get_mut(&self.inner.handle) {
-                held.waiters.take_into(&mut to_wake);
+                held.take_all(&mut to_wake);
             }
             state.wake_driver();
         }

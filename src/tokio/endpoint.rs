@@ -28,6 +28,14 @@ pub struct EndpointConfig {
     /// Connections held at once, including closed ones whose handles are
     /// still alive; further client Initials get no answer.
     pub max_connections: usize,
+    /// Bytes of send buffer shared among the connections
+    /// (`sift::Endpoint::with_send_budget`; split evenly among workers):
+    /// each connection's share is the floor and the ceiling of its send
+    /// buffers, so a server of thousands of clients neither buffers each
+    /// response whole nor by windows grown while they queue. `None`: each
+    /// connection keeps its config's (`StreamConfig::send_buffer` up to
+    /// `max_connection_send_buffer`).
+    pub send_budget: Option<u64>,
 }
 
 impl EndpointConfig {
@@ -37,6 +45,7 @@ impl EndpointConfig {
             server: None,
             client: config,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            send_budget: None,
         }
     }
 
@@ -47,6 +56,7 @@ impl EndpointConfig {
             server: Some(config.clone()),
             client: config,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            send_budget: None,
         }
     }
 }
@@ -144,6 +154,7 @@ impl Endpoint {
         });
         let endpoint = crate::Endpoint::new(datapath.local_addr(), server)
             .with_max_connections(config.max_connections)
+            .with_send_budget(config.send_budget)
             .with_token_ledger(TokenLedger::new(token_clock()))
             .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());
         Self::start(
@@ -242,6 +253,7 @@ impl Endpoint {
                 };
                 let endpoint = crate::Endpoint::new(datapath.local_addr(), Some(server))
                     .with_max_connections(config.max_connections)
+                    .with_send_budget(config.send_budget.map(|budget| budget / workers as u64))
                     .with_worker_loads(Arc::clone(&loads))
                     .with_token_ledger(ledger.clone())
                     .with_socket_receive_bytes(datapath.socket_report().receive_payload_bytes());

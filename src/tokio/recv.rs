@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use super::connection::ConnInner;
 use super::error::{ReadError, ReadToEndError};
+use super::shared::Wait;
 use crate::stream::{StreamError, StreamId};
 use crate::Error;
 
@@ -76,7 +77,7 @@ impl RecvStream {
         // A read frees credit, but the peer hears of it only once half a
         // window is read: the driver is woken for that, not for every read.
         let wake = |connection: &crate::Connection| connection.has_pending_stream_frames();
-        conn.poll_with_wake(cx, wake, |connection, _| {
+        conn.poll_with_wake(cx, Wait::Read(id), wake, |connection, _| {
             match connection.stream_recv(id, buf) {
                 Ok((read, at_end)) => {
                     if at_end {
@@ -166,11 +167,12 @@ impl tokio::io::AsyncRead for RecvStream {
 
 impl Drop for RecvStream {
     fn drop(&mut self) {
-        if self.state == RecvState::Open {
-            let id = self.id;
-            let _ = self.conn.with(|connection, _| {
+        let (id, open) = (self.id, self.state == RecvState::Open);
+        let _ = self.conn.with(|connection, held| {
+            held.forget_stream(Wait::Read(id));
+            if open {
                 let _ = connection.stream_stop_sending(id, 0);
-            });
-        }
+            }
+        });
     }
 }

@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use super::connection::ConnInner;
 use super::error::{ConnectionError, WriteError};
+use super::shared::Wait;
 use crate::stream::{StreamError, StreamId};
 use crate::Error;
 
@@ -123,15 +124,19 @@ impl SendStream {
             return Poll::Ready(Ok(0));
         }
         let id = self.id;
-        self.conn
-            .poll_with(cx, |connection, held| match send(connection) {
+        self.conn.poll_with_wake(
+            cx,
+            Wait::Write(id),
+            |_| true,
+            |connection, held| match send(connection) {
                 Ok(written) => Poll::Ready(Ok(written)),
                 Err(Error::Stream(StreamError::Blocked)) => Poll::Pending,
                 Err(error) => {
                     let stop = held.send_streams.get(&id).copied().flatten();
                     Poll::Ready(Err(self.refused(connection, stop, error)))
                 }
-            })
+            },
+        )
     }
 
     /// Writes up to `max` bytes that `fill` places straight into the send
@@ -289,6 +294,7 @@ impl Drop for SendStream {
         let finish = self.state == SendState::Open;
         let _ = self.conn.with(|connection, held| {
             held.send_streams.remove(&id);
+            held.forget_stream(Wait::Write(id));
             if finish {
                 let _ = connection.stream_send(id, &[], true);
             }

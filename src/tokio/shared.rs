@@ -3,8 +3,11 @@
 //!
 //! Handles call the sans-IO connection directly under the lock. A call
 //! that cannot complete registers its task's waker with its connection
-//! and returns `Pending`; the driver wakes exactly the connections its
-//! step routed datagrams to (and, when timers fired, those now closing).
+//! (a read or a write, with its stream) and returns `Pending`; the driver
+//! wakes, of the connections its step routed datagrams to, the readers of
+//! the streams that became readable, the writers of those that became
+//! writable and whoever waits on the connection otherwise (and, when
+//! timers fired or a connection closes, every task of those now closing).
 //! A call that completes wakes the driver, since it may have given the
 //! connection something to send (data, a read that frees credit, a close).
 
@@ -40,11 +43,30 @@ impl Wakers {
     }
 }
 
+/// What a task that cannot complete waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wait {
+    /// Anything of the connection (a stream to accept, a datagram, the
+    /// handshake, acknowledgements): woken by every datagram.
+    Any,
+    /// Something to read on this stream.
+    Read(StreamId),
+    /// Room to write on this stream.
+    Write(StreamId),
+}
+
 /// What the application holds of one connection.
 #[derive(Debug, Default)]
 pub(super) struct Held {
     /// Tasks waiting on anything of this connection.
     pub(super) waiters: Wakers,
+    /// Tasks waiting to read a stream, woken only when it is readable: a
+    /// datagram for one stream of a connection with many readers wakes
+    /// one task, not all of them.
+    pub(super) readers: HashMap<StreamId, Wakers>,
+    /// Tasks waiting for room to write on a stream, woken only when it
+    /// has room (or can no longer be written).
+    pub(super) writers: HashMap<StreamId, Wakers>,
     /// Streams we send on that have a live `SendStream`, with the error
     /// code of the peer's STOP_SENDING once seen. The driver looks after
     /// each step: the stream layer answers STOP_SENDING with RESET_STREAM
@@ -54,6 +76,63 @@ pub(super) struct Held {
 }
 
 impl Held {
+    /// Registers `waker`'s task for `wait`.
+    pub(super) fn register(&mut self, wait: Wait, waker: &Waker) {
+        match wait {
+            Wait::Any => self.waiters.register(waker),
+            Wait::Read(id) => self.readers.entry(id).or_default().register(waker),
+            Wait::Write(id) => self.writers.entry(id).or_default().register(waker),
+        }
+    }
+
+    /// Moves every waiting task into `out`: the connection closes.
+    pub(super) fn take_all(&mut self, out: &mut Vec<Waker>) {
+        self.waiters.take_into(out);
+        for (_, mut wakers) in self.readers.drain() {
+            wakers.take_into(out);
+        }
+        for (_, mut wakers) in self.writers.drain() {
+            wakers.take_into(out);
+        }
+    }
+
+    /// After a datagram reached `connection`: the tasks that may see a
+    /// change, into `out`.
+    fn take_changed(&mut self, connection: &Connection, out: &mut Vec<Waker>) {
+        if connection.is_closing() {
+            self.take_all(out);
+            return;
+        }
+        self.waiters.take_into(out);
+        self.readers.retain(|&id, wakers| {
+            let ready = connection.stream_is_readable(id);
+            if ready {
+                wakers.take_into(out);
+            }
+            !ready
+        });
+        self.writers.retain(|&id, wakers| {
+            let ready = connection.stream_is_writable(id);
+            if ready {
+                wakers.take_into(out);
+            }
+            !ready
+        });
+    }
+
+    /// A stream handle is gone: nobody waits on its stream any more.
+    pub(super) fn forget_stream(&mut self, wait: Wait) {
+        match wait {
+            Wait::Any => {}
+            Wait::Read(id) => {
+                self.readers.remove(&id);
+            }
+            Wait::Write(id) => {
+                self.writers.remove(&id);
+            }
+        }
+    }
+
     /// Records the STOP_SENDING codes that arrived for live send streams.
     fn note_stops(&mut self, connection: &mut Connection) {
         for (&id, code) in &mut self.send_streams {
@@ -129,7 +208,7 @@ impl State {
     /// endpoint, or when the driver stops.
     pub(super) fn take_all_waiters(&mut self, out: &mut Vec<Waker>) {
         for held in self.held.values_mut() {
-            held.waiters.take_into(out);
+            held.take_all(out);
         }
         self.accept_waiters.take_into(out);
         self.idle_waiters.take_into(out);
@@ -209,7 +288,7 @@ impl State {
                 continue;
             };
             held.note_stops(connection);
-            held.waiters.take_into(out);
+            held.take_changed(connection, out);
         }
         // Timers change what an application sees only by closing.
         for handle in &progress.timed_out {
@@ -221,7 +300,7 @@ impl State {
                 .connection_ref(*handle)
                 .is_none_or(|c| c.is_closing())
             {
-                held.waiters.take_into(out);
+                held.take_all(out);
             }
         }
         if !self.incoming.is_empty() {

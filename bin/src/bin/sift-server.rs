@@ -181,6 +181,16 @@ struct Args {
     /// "server busy: N clients" (`sift-client --wait` retries).
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_clients: usize,
+    /// Bytes of send buffer the clients share: each buffers what it has
+    /// not had acknowledged up to three congestion windows, but at least
+    /// its share of this (at most 4 MiB) and at most its share (at least
+    /// 48 KiB). Up to eight clients keep their whole 4–32 MiB; 10 000
+    /// downloading 1 MB each no longer buffer every response whole, nor
+    /// windows grown while they queue behind each other
+    /// (docs/notes/2026-12-08-many-clients.md). 0: no budget, every client
+    /// buffers as if alone.
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = format::parse_bytes)]
+    send_budget: u64,
     /// Make every new client prove its address with a Retry (one more
     /// round trip) before keeping any state for it. Without it the server
     /// still does so on its own once half of --max-clients (at most 64)
@@ -375,6 +385,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     config.careful_resume = args.careful_resume.config();
     config.trace = common::trace_sink(args.qlog.as_deref())?;
     config.preferred_address = args.preferred_address;
+    if !args.allow_put {
+        server_loop::grant_requests_only(&mut config.streams);
+    }
     if protection == Protection::Tls {
         let state = state::state_dir(args.state_dir.as_deref())?;
         let given = args.cert.as_deref().zip(args.key.as_deref());
@@ -451,7 +464,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     // its clients is: among thousands of stream tasks on the serving
     // threads it would wait its turn behind all of them.
     let drivers = server_loop::DriverThreads::start(workers, SHUTDOWN_GRACE)?;
-    let endpoints = listen(args.listen, config, args.max_clients, drivers.handles())?;
+    let send_budget = Some(args.send_budget).filter(|&budget| budget > 0);
+    let endpoints = listen(
+        args.listen,
+        config,
+        (args.max_clients, send_budget),
+        drivers.handles(),
+    )?;
     let local = endpoints[0].local_addr();
     println!(
         "listening on {} (root {}, versions {}, cc {cc_name}, clients may ask for {}, corruption notices {}, {workers} worker{})",
@@ -575,11 +594,12 @@ const DEFAULT_LISTEN_IPV4: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNS
 fn listen(
     address: Option<SocketAddr>,
     config: sift::Config,
-    max_clients: usize,
+    (max_clients, send_budget): (usize, Option<u64>),
     drivers: &[tokio::runtime::Handle],
 ) -> anyhow::Result<Vec<Endpoint>> {
     let endpoint_config = EndpointConfig {
         max_connections: max_clients,
+        send_budget,
         ..EndpointConfig::server(config)
     };
     let try_bind = |address: SocketAddr| match drivers {

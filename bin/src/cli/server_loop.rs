@@ -92,6 +92,25 @@ pub const DEFAULT_MAX_STREAMS_PER_CLIENT: usize = 16;
 /// Streams served at once by the whole server, by default.
 pub const DEFAULT_MAX_STREAMS: usize = 4096;
 
+/// Bytes a read-only server lets a client's stream send: four of the
+/// largest request (a sift request frame or an hq-interop request line,
+/// 4096 bytes each).
+pub const REQUEST_STREAM_WINDOW: u64 = 16 * 1024;
+/// Bytes a read-only server lets one client send across its streams.
+pub const REQUEST_CONNECTION_WINDOW: u64 = 64 * 1024;
+
+/// Receive windows for a server that takes no uploads: the clients send
+/// only requests, so they are granted room for requests, not the 6 MiB a
+/// connection starts with and the 64 MiB auto-tuning may grow it to
+/// (`StreamConfig::default`), which any client could make the server hold
+/// by sending and never letting it read.
+pub fn grant_requests_only(streams: &mut sift::stream::StreamConfig) {
+    streams.initial_max_stream_data = REQUEST_STREAM_WINDOW;
+    streams.max_stream_receive_window = REQUEST_STREAM_WINDOW;
+    streams.initial_max_data = REQUEST_CONNECTION_WINDOW;
+    streams.max_receive_window = REQUEST_CONNECTION_WINDOW;
+}
+
 /// The one line per transfer the server prints, `key=value` fields:
 /// client, op, path, bytes, time, goodput, result (and why, on failure).
 pub fn transfer_line(client: SocketAddr, record: &TransferRecord) -> String {
@@ -436,6 +455,19 @@ async fn serve_stream(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_read_only_server_grants_room_for_requests_not_uploads() {
+        let mut streams = sift::stream::StreamConfig::default();
+        assert_eq!(streams.max_receive_window, 64 * 1024 * 1024);
+        super::grant_requests_only(&mut streams);
+        let largest_request =
+            crate::transfer::hq::MAX_REQUEST_LEN.max(crate::transfer::frame::MAX_FRAME_LEN) as u64;
+        assert!(streams.initial_max_stream_data >= largest_request);
+        assert!(streams.max_receive_window <= 64 * 1024);
+        assert!(streams.max_stream_receive_window <= streams.max_receive_window);
+        assert!(streams.initial_max_data <= streams.max_receive_window);
+    }
+
     use super::*;
     use crate::transfer::Status;
     use std::time::Duration;

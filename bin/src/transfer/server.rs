@@ -775,7 +775,10 @@ async fn send_file<W: AsyncDuplex + ?Sized>(
     writer: &mut W,
     limit: u64,
 ) -> Result<u64, Failure> {
-    let mut buf = vec![0u8; CHUNK_LEN];
+    // Allocated on first use: a download served straight from the page
+    // cache never needs it, and 10 000 of them each holding 64 KiB would
+    // be 640 MB.
+    let mut buf = Vec::new();
     let mut sent = 0u64;
     while sent < limit {
         let want = (limit - sent).min(CHUNK_LEN as u64) as usize;
@@ -791,6 +794,9 @@ async fn send_file<W: AsyncDuplex + ?Sized>(
         if let Some(n) = straight {
             sent += n as u64;
             continue;
+        }
+        if buf.is_empty() {
+            buf = vec![0u8; CHUNK_LEN];
         }
         // What the page cache holds is read here; only a read that would
         // wait for the disk goes to the blocking pool.

@@ -305,3 +305,78 @@ fn writes_that_all_fit_free_their_send_blocks_as_they_empty() {
         }
     }
 }
+
+#[test]
+fn a_share_of_a_send_budget_buffers_a_response_by_the_share_not_whole() {
+    // A 1 MB response on a fresh connection (initial window 13 500 bytes):
+    // with the 4 MiB floor it is buffered whole, which for 10 000 clients
+    // of one server is 10 GB; with a share of an endpoint's budget
+    // (`Endpoint::with_send_budget`), three windows within the share.
+    let (mut client, _server) = pair(StreamConfig::default(), server_config_for_floor());
+    let id = client.open(Dir::Uni).unwrap();
+    let response = pattern(1_000_000);
+    client.size_send_buffer(13_500);
+    assert_eq!(write_until_blocked(&mut client, id, &response), 1_000_000);
+
+    let (mut client, _server) = pair(StreamConfig::default(), server_config_for_floor());
+    let id = client.open(Dir::Uni).unwrap();
+    // A share below the least: three initial windows.
+    client.set_send_share(Some(16 * KIB));
+    client.size_send_buffer(13_500);
+    assert_eq!(write_until_blocked(&mut client, id, &response), 3 * 13_500);
+    // A grown window grows the buffer only to the ceiling.
+    client.size_send_buffer(100_000);
+    write_until_blocked(&mut client, id, &response);
+    assert_eq!(client.stats().send_buffered, MIN_SEND_SHARE);
+    // A larger share is the floor, up to the configured one.
+    client.set_send_share(Some(200 * KIB));
+    client.size_send_buffer(13_500);
+    assert_eq!(client.send_buffer, 200 * KIB);
+    client.set_send_share(Some(64 * MIB));
+    client.size_send_buffer(13_500);
+    assert_eq!(client.send_buffer, 4 * MIB);
+    // `None` restores the configured floor and ceiling.
+    client.set_send_share(Some(0));
+    client.set_send_share(None);
+    client.size_send_buffer(20_000_000);
+    assert_eq!(client.send_buffer, 32 * MIB);
+}
+
+fn server_config_for_floor() -> StreamConfig {
+    StreamConfig {
+        initial_max_data: 1 << 30,
+        initial_max_stream_data: 1 << 30,
+        ..StreamConfig::default()
+    }
+}
+
+#[test]
+fn one_streams_readiness_is_what_the_lists_of_every_stream_say() {
+    // What the tokio host asks of the one stream a task waits on.
+    let (mut client, mut server) = pair(StreamConfig::default(), StreamConfig::default());
+    let a = client.open(Dir::Bi).unwrap();
+    let b = client.open(Dir::Bi).unwrap();
+    client.write(a, b"a", false).unwrap();
+    client.write(b, b"b", false).unwrap();
+    deliver_chunks(&mut client, &mut server);
+    read_ready(&mut server, a, Instant::now());
+    assert!(!server.is_readable(a), "stream A was read empty");
+    assert!(server.is_readable(b), "stream B has a byte");
+    assert_eq!(server.readable().collect::<Vec<_>>(), vec![b]);
+    // Not a stream we know: a read reports that at once.
+    assert!(server.is_readable(stream_id(Side::Client, Dir::Bi, 40).unwrap()));
+    // A writer with room, and one held by the peer's credit.
+    assert!(client.is_writable(a));
+    let server_config = StreamConfig {
+        initial_max_stream_data: 0,
+        ..StreamConfig::default()
+    };
+    let (mut client, _server) = pair(StreamConfig::default(), server_config);
+    let id = client.open(Dir::Bi).unwrap();
+    write_until_blocked(&mut client, id, &pattern(1 << 20));
+    assert!(!client.is_writable(id), "held by the peer's credit");
+    assert_eq!(client.writable().count(), 0);
+    // Finished: a write fails at once, so a waiting writer must hear of it.
+    client.write(id, &[], true).unwrap();
+    assert!(client.is_writable(id));
+}
