@@ -15,10 +15,14 @@
 //!   equal, with `first <= last`;
 //! - the decoder never solves for more than `max_unknowns` packets nor holds
 //!   more equations than unknowns;
-//! - a rebuilt packet is one the receiver lacked (lost, not yet arrived);
 //! - while every equation the decoder holds came from the encoder, a
-//!   rebuilt packet is exactly the sender's payload, a lost number that was
-//!   no source packet is never rebuilt, and no solution is rejected.
+//!   rebuilt packet is one the receiver lacked (lost, not yet arrived) and
+//!   exactly the sender's payload, a lost number that was no source packet
+//!   is never rebuilt, and no solution is rejected.
+//!
+//! A late packet that was no source packet is not fed to the decoder, as
+//! `conn::fec` does not: its unknown stays until solved (to nothing, from
+//! honest symbols; to anything, from forged ones).
 //!
 //! Format (a hand-made byte script, so seeds can be written): a header, one
 //! byte per packet, then operations until the input ends (see [`Script`]).
@@ -370,8 +374,13 @@ impl Session {
         }
         for packet in rebuilt {
             let pn = packet.packet_number;
+            // A lost number that was no source packet and arrived late
+            // keeps its unknown (conn::fec feeds `on_source` source packets
+            // only): honest symbols solve it to nothing, forged ones may
+            // "rebuild" it.
+            let was_missing = self.missing.remove(&pn);
             assert!(
-                self.missing.remove(&pn),
+                was_missing || !exact,
                 "rebuilt packet {pn}, which was not missing"
             );
             let sent = self.sender.get(pn);
