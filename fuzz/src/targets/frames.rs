@@ -3,7 +3,8 @@
 //! Invariants: decoding never panics; every decoded frame re-encodes to
 //! exactly [`Frame::encoded_len`] bytes that decode to the same frame; the
 //! re-encoded sequence decodes to the same sequence; ACK and CORRUPTED ranges
-//! iterate as the validated, descending, disjoint ranges they claim to be.
+//! iterate as the validated, descending, disjoint ranges they claim to be;
+//! a REPAIR span never reaches below packet number 0.
 
 use std::ops::RangeInclusive;
 
@@ -62,6 +63,9 @@ fn check_frame(frame: &Frame<'_>) {
         Frame::Stream { offset, data, .. } | Frame::Crypto { offset, data } => {
             assert!(offset.saturating_add(data.len() as u64) <= VARINT_MAX);
         }
+        // docs/repair.md §3: a span never reaches below packet number 0.
+        Frame::Repair { first, last, .. } => assert!(first <= last && *last <= VARINT_MAX),
+        Frame::Repaired(count) => assert!(*count <= VARINT_MAX),
         _ => {}
     }
 }
@@ -237,6 +241,16 @@ pub fn seeds() -> Vec<Seed> {
                 reordering_threshold: 3,
             }),
         ),
+        Seed::new(
+            "repair",
+            encoded(Frame::Repair {
+                last: 1_000,
+                first: 990,
+                seed: 7,
+                symbol: b"\x00\x05coded",
+            }),
+        ),
+        Seed::new("repaired", encoded(Frame::Repaired(12))),
         Seed::new("datagram", encoded(Frame::Datagram { data: b"dgram" })),
         Seed::new("datagram-no-len", datagram_to_end),
         Seed::new(

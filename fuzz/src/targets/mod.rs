@@ -16,6 +16,7 @@ pub mod packet_open;
 pub mod packet_open_quic;
 pub mod packet_open_tls;
 pub mod recv_datagram;
+pub mod repair;
 pub mod stateless;
 pub mod stream_ops;
 pub mod transport_params;
@@ -134,6 +135,11 @@ pub const ALL: &[Target] = &[
         name: "stateless",
         run: stateless::run,
         seeds: stateless::seeds,
+    },
+    Target {
+        name: "repair",
+        run: repair::run,
+        seeds: repair::seeds,
     },
 ];
 

@@ -109,6 +109,37 @@ fn a_lost_non_source_packet_solves_to_nothing_and_is_not_rebuilt() {
     assert_eq!(decoder.empty_solutions, 1);
 }
 
+/// Found by the `repair` fuzz target (corpus `regression-late-non-source`):
+/// a lost number that was no source packet and then arrived keeps its
+/// unknown unless the receiver feeds it as an empty symbol. Fed so, the
+/// one equation over it and a lost source packet rebuilds the latter at
+/// once, and a forged symbol can no longer "rebuild" a number that arrived.
+#[test]
+fn a_late_non_source_packet_fed_as_empty_frees_its_unknown() {
+    let sender = sent(10, &[5]);
+    let lost: BTreeSet<u64> = [3, 5].into();
+    let receiver = received(&sender, 10, &lost);
+    let mut decoder = Decoder::new(Limits::default());
+    let symbol = repair(&sender, 0, 9, 1);
+    let out = decoder.on_repair(
+        RepairSymbol {
+            first: 0,
+            last: 9,
+            seed: 1,
+            symbol: &symbol,
+        },
+        &receiver,
+        |pn| !lost.contains(&pn),
+    );
+    assert_eq!(out, Ok(vec![]), "two unknowns, one equation");
+    // 5 (ACK-only) arrives late: its symbol is empty.
+    let out = decoder.on_source(5, &[]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].packet_number, 3);
+    assert_eq!(out[0].payload, sender.get(3).unwrap());
+    assert_eq!(decoder.unknowns(), 0);
+}
+
 #[test]
 fn a_late_packet_is_subtracted_and_frees_the_equation_for_the_other() {
     let sender = sent(10, &[]);
