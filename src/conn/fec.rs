@@ -365,6 +365,12 @@ impl Coding {
             self.received.start_at(pn);
         }
         if !Self::is_source(frames) {
+            // A late packet the equations may count as unknown: its symbol
+            // is empty, and knowing so may solve the others at once (the
+            // fuzzer's finding: without it, a lost ACK-only packet that
+            // came late held an equation back until one more symbol).
+            let rebuilt = self.decoder.on_source(pn, &[]);
+            self.keep_rebuilt(rebuilt);
             return;
         }
         self.received.insert(pn, frames, RECEIVER_STORE_BYTES);
