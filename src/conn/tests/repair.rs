@@ -139,7 +139,7 @@ fn a_corrupted_payload_is_an_erasure_the_code_can_fill() {
     let mut pair = long_path_pair(RepairMode::On, RepairMode::On);
     pair.handshake();
     let data = pattern(400_000);
-    let mut path = |to_server: bool, index: u64, bytes: &[u8]| {
+    let path = |to_server: bool, index: u64, bytes: &[u8]| {
         if to_server && bytes.len() > 1000 && index % 20 == 7 {
             PathAction::DamagePayload
         } else {
