@@ -172,18 +172,9 @@ impl Coding {
     }
 
     fn interval(&self) -> Option<u64> {
-        // The interval depends on the path only through the loss rate once
-        // armed (the RTT test is in `armed`).
+        // Once armed (the path test is in `armed`), only the loss rate.
         self.armed
-            .then(|| {
-                self.policy.interleave_every(
-                    RepairMode::On,
-                    &PathView {
-                        min_rtt: Duration::ZERO,
-                        loss_rate: self.loss_rate,
-                    },
-                )
-            })
+            .then(|| self.policy.interval_at(self.loss_rate))
             .flatten()
     }
 
@@ -291,17 +282,20 @@ impl Coding {
     }
 
     /// Data-space packets acknowledged (their numbers) and declared lost.
-    pub fn on_outcomes(&mut self, acked: &[u64], lost: &[u64]) {
+    pub fn on_outcomes(
+        &mut self,
+        acked: impl IntoIterator<Item = u64>,
+        lost: impl IntoIterator<Item = u64>,
+    ) {
         if self.peer_span.is_none() {
             return;
         }
-        for pn in acked.iter().chain(lost) {
-            self.unacked.remove(pn);
-        }
-        for _ in acked {
+        for pn in acked {
+            self.unacked.remove(&pn);
             self.count_outcome(false);
         }
-        for _ in lost {
+        for pn in lost {
+            self.unacked.remove(&pn);
             self.count_outcome(true);
         }
         if let Some(&oldest) = self.unacked.first() {

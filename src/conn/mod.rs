@@ -1637,14 +1637,8 @@ impl Connection {
         packets: Vec<crate::recovery::SentPacket<SentFrame>>,
     ) {
         if space == SpaceId::Data && !packets.is_empty() {
-            if self.coding.negotiated() {
-                let lost: Vec<u64> = packets
-                    .iter()
-                    .filter(|p| !p.pmtu_probe)
-                    .map(|p| p.packet_number)
-                    .collect();
-                self.coding.on_outcomes(&[], &lost);
-            }
+            let lost = packets.iter().filter(|p| !p.pmtu_probe);
+            self.coding.on_outcomes([], lost.map(|p| p.packet_number));
             // A lost path MTU probe was too big for the path, which says
             // nothing of damage: only other losses start a checksum-free hold.
             if packets.iter().any(|p| !p.pmtu_probe) {
@@ -1701,10 +1695,8 @@ impl Connection {
             if let Some(largest) = packets.iter().map(|p| p.packet_number).max() {
                 self.key_phases.on_acked(largest);
             }
-            if self.coding.negotiated() {
-                let acked: Vec<u64> = packets.iter().map(|p| p.packet_number).collect();
-                self.coding.on_outcomes(&acked, &[]);
-            }
+            self.coding
+                .on_outcomes(packets.iter().map(|p| p.packet_number), []);
         }
         for packet in packets {
             for frame in packet.frames {

@@ -103,7 +103,13 @@ impl RepairPolicy {
         if !self.armed(mode, path) {
             return None;
         }
-        let rate = (path.loss_rate * (1.0 + self.margin)).min(self.max_rate);
+        self.interval_at(path.loss_rate)
+    }
+
+    /// Source packets per interleaved repair symbol at `loss_rate`, on a
+    /// path where repair is armed.
+    pub fn interval_at(&self, loss_rate: f64) -> Option<u64> {
+        let rate = (loss_rate * (1.0 + self.margin)).min(self.max_rate);
         if rate <= 0.0 {
             return None;
         }

@@ -366,3 +366,48 @@ fn at_the_confidentiality_limit_without_a_key_update_the_connection_closes() {
         })
     ));
 }
+
+/// A server holding 1-RTT packets probes once for the client's Finished
+/// (`held::probe_for_finished`): replayed (or spoofed) 1-RTT packets from
+/// the client's address buy one small Handshake probe per connection, not
+/// one per packet, and it leaves within the address's 3x allowance.
+#[test]
+fn held_one_rtt_packets_buy_one_probe_for_the_finished_however_many() {
+    let mut pair = Pair::default();
+    assert!(
+        pair.run_until(Duration::from_secs(5), &mut deliver_all, |p| {
+            p.client.is_established()
+        })
+    );
+    let id = pair.client.stream_open_bi().unwrap();
+    pair.client.stream_send(id, b"early request", true).unwrap();
+    let one_rtt: Vec<Vec<u8>> = drain_datagrams(&mut pair.client, pair.now)
+        .iter()
+        .map(|d| split_long_headers(d).1.to_vec())
+        .filter(|p| !p.is_empty())
+        .collect();
+    assert!(!one_rtt.is_empty());
+    // Everything the server had to send so far has left.
+    drain_datagrams(&mut pair.server, pair.now);
+    let sent_before = pair.server.stats().bytes_sent;
+    let received_before = pair.server.stats().bytes_received;
+    for _ in 0..20 {
+        for packet in &one_rtt {
+            let mut copy = packet.clone();
+            let _ = pair.server.recv(&mut copy, to_server(pair.now));
+        }
+    }
+    let probes = drain_datagrams(&mut pair.server, pair.now);
+    assert_eq!(probes.len(), 1, "one Handshake probe for the Finished");
+    assert!(probes[0][0] & 0x80 != 0, "a long header (Handshake)");
+    assert!(probes[0].len() < 200, "{} bytes", probes[0].len());
+    let sent = pair.server.stats().bytes_sent - sent_before;
+    let received = pair.server.stats().bytes_received - received_before;
+    assert!(sent <= 3 * received, "{sent} sent for {received} received");
+    // Later held packets probe no more.
+    for packet in &one_rtt {
+        let mut copy = packet.clone();
+        let _ = pair.server.recv(&mut copy, to_server(pair.now));
+    }
+    assert!(drain_datagrams(&mut pair.server, pair.now).is_empty());
+}
